@@ -1,0 +1,35 @@
+# The two commands the README promises: `make demo` (set up + run the main job) and `make test`.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BENCH := $(VENV)/bin/bench
+
+.PHONY: setup demo test lint schema bench-compile
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+# The main job on embedded defaults: validate and compile every reference pack.
+demo: setup
+	@set -e; for pack in taskpacks/*/; do \
+	  name=$$(basename $$pack); \
+	  $(BENCH) compile $$pack -o build/$$name --strict; \
+	  $(BENCH) graph $$pack; \
+	done
+
+test: setup
+	$(PY) -m pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+schema: setup
+	$(BENCH) schema -o schemas
+
+bench-compile: setup
+	$(PY) benchmarks/compile_bench.py

@@ -1,0 +1,20 @@
+"""benchpack.compiler: YAML pack → validated, linked, linted plan (`plan.json`).
+
+Pipeline: load (PyYAML fast path, ruamel.yaml positions on demand) → validate (the specs
+models, i.e. the JSON Schema) → render (sandboxed Jinja) → link → DAG (networkx) → lint → plan.
+"""
+
+from .api import CompileResult, benchpack_version, compile_pack, graph_pack, validate_pack
+from .diagnostics import CODES, Diagnostic
+from .scaffold import init_pack
+
+__all__ = [
+    "CODES",
+    "CompileResult",
+    "Diagnostic",
+    "benchpack_version",
+    "compile_pack",
+    "graph_pack",
+    "init_pack",
+    "validate_pack",
+]

@@ -1,0 +1,257 @@
+"""The compiler's public functions. The CLI is a thin layer over these."""
+
+from __future__ import annotations
+
+import glob as globlib
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from .build import Builder, CompileOptions
+from .diagnostics import Diagnostic, Diagnostics
+from .graph import render_dot, render_mermaid, render_text
+from .loader import GLOB_CHARS, LoadedPack, load_pack, locate_all
+from .plan import assemble, sha256, write_plan
+from .validate import validate_file
+
+CACHE_FORMAT = 1
+
+
+def benchpack_version() -> str:
+    try:
+        return version("benchpack")
+    except PackageNotFoundError:  # running from a source tree without installing
+        return "0.0.0+source"
+
+
+@dataclass
+class CompileResult:
+    diagnostics: list[Diagnostic]
+    plan: dict[str, Any] | None = None
+    plan_bytes: bytes | None = None
+    content_hash: str | None = None
+    cached: bool = False
+    files: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.plan is not None or (self.plan_bytes is not None)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "warning"]
+
+    def load_plan(self) -> dict[str, Any] | None:
+        if self.plan is None and self.plan_bytes is not None:
+            self.plan = json.loads(self.plan_bytes)
+        return self.plan
+
+
+def _content_hash(loaded: LoadedPack, options: CompileOptions) -> str:
+    h = hashlib.sha256()
+    entries = [(str(f.path.relative_to(loaded.root)) if f.path.is_relative_to(loaded.root)
+                else str(f.path), f.sha256) for f in loaded.files]
+    entries += [(str(p.relative_to(loaded.root)) if p.is_relative_to(loaded.root) else str(p),
+                 sha256(b)) for p, b in loaded.data_files.items()]
+    for name, digest in sorted(entries):
+        h.update(name.encode() + b"\0" + digest.encode() + b"\n")
+    return h.hexdigest()
+
+
+def _compile_loaded(target: Path, options: CompileOptions,
+                    diags: Diagnostics) -> tuple[LoadedPack | None, dict[str, Any] | None, str | None]:
+    loaded = load_pack(target, diags)
+    if loaded is None:
+        return None, None, None
+    models: list[tuple[Any, Any]] = []
+    for src in loaded.files:
+        if src.data is None:
+            continue
+        model = validate_file(src, diags)
+        if model is not None:
+            models.append((src, model))
+    pack_ok = bool(loaded.files) and models and models[0][0] is loaded.files[0]
+    if diags.has_errors() or not pack_ok:
+        locate_all(diags, loaded.files)
+        return loaded, None, None
+    b = Builder(loaded, models, diags, options)
+    b.symbols()
+    b.world()
+    drafts, episodes = b.sessions()
+    ordered = None if diags.has_errors() else b.order(drafts)
+    if ordered is None or diags.has_errors():
+        locate_all(diags, loaded.files)
+        return loaded, None, None
+    order, groups = ordered
+    content_hash = _content_hash(loaded, options)
+    plan = assemble(b, drafts, episodes, order, groups, content_hash, benchpack_version())
+    locate_all(diags, loaded.files)
+    if diags.has_errors() or (options.strict and diags.items):
+        return loaded, None, content_hash
+    return loaded, plan, content_hash
+
+
+# --------------------------------------------------------------------------- cache
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("BENCHPACK_CACHE_DIR")
+    if base:
+        return Path(base)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "benchpack" / "compile"
+
+
+def _index_path(target: Path, options: CompileOptions) -> Path:
+    key = f"{target.resolve()}|{options.ablation}|{options.strict}|{benchpack_version()}"
+    return cache_dir() / f"index-{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+
+
+def _inputs_unchanged(index: dict[str, Any]) -> bool:
+    for path, digest in index["files"].items():
+        try:
+            if hashlib.sha256(Path(path).read_bytes()).hexdigest() != digest:
+                return False
+        except OSError:
+            return False
+    for pattern, matched in index["globs"].items():
+        now = sorted(str(Path(p).resolve()) for p in globlib.glob(pattern, recursive=True)
+                     if Path(p).is_file())
+        if now != matched:
+            return False
+    return True
+
+
+def _cached(target: Path, options: CompileOptions) -> CompileResult | None:
+    try:
+        index = json.loads(_index_path(target, options).read_text())
+        if index.get("format") != CACHE_FORMAT or not _inputs_unchanged(index):
+            return None
+        plan_bytes = (cache_dir() / f"plan-{index['key']}.json").read_bytes()
+    except (OSError, ValueError, KeyError):
+        return None
+    diags = [_diag_from(d) for d in index.get("diagnostics", [])]
+    return CompileResult(diagnostics=diags, plan_bytes=plan_bytes,
+                         content_hash=index["content_hash"], cached=True)
+
+
+def _diag_from(d: dict[str, Any]) -> Diagnostic:
+    path = tuple(d.get("path") or ())
+    diag = Diagnostic(d["code"], d["message"], d["file"], path, d.get("hint"), d.get("line"),
+                      d.get("col"))
+    return diag
+
+
+def _store(target: Path, options: CompileOptions, loaded: LoadedPack, content_hash: str,
+           plan_bytes: bytes, diags: list[Diagnostic]) -> None:
+    globs: dict[str, list[str]] = {}
+    for src in loaded.files:
+        data = src.data if isinstance(src.data, dict) else {}
+        for pattern in data.get("include", []) or []:
+            if isinstance(pattern, str) and GLOB_CHARS.search(pattern):
+                full = str(src.path.parent / pattern)
+                globs[full] = sorted(str(Path(p).resolve()) for p in
+                                     globlib.glob(full, recursive=True) if Path(p).is_file())
+    files = {str(f.path): f.sha256 for f in loaded.files}
+    files.update({str(p): sha256(b) for p, b in loaded.data_files.items()})
+    key = hashlib.sha256(f"{content_hash}|{options.ablation}|{options.strict}|"
+                         f"{benchpack_version()}".encode()).hexdigest()
+    index = {"format": CACHE_FORMAT, "key": key, "content_hash": content_hash, "files": files,
+             "globs": globs,
+             "diagnostics": [{"code": d.code, "message": d.message, "file": d.file,
+                              "path": list(d.path), "hint": d.hint, "line": d.line, "col": d.col}
+                             for d in diags]}
+    try:
+        cdir = cache_dir()
+        cdir.mkdir(parents=True, exist_ok=True)
+        (cdir / f"plan-{key}.json").write_bytes(plan_bytes)
+        tmp = _index_path(target, options).with_suffix(".tmp")
+        tmp.write_text(json.dumps(index))
+        tmp.replace(_index_path(target, options))
+    except OSError:
+        pass  # the cache is an optimisation; a read-only home must not fail a compile
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def validate_pack(target: str | Path, *, strict: bool = False) -> CompileResult:
+    """Check a pack without writing anything."""
+    diags = Diagnostics()
+    options = CompileOptions(strict=strict)
+    loaded, plan, content_hash = _compile_loaded(Path(target), options, diags)
+    return CompileResult(diagnostics=diags.sorted(), plan=plan, content_hash=content_hash,
+                         files=[f.shown for f in loaded.files] if loaded else [])
+
+
+def compile_pack(target: str | Path, out: str | Path | None = None, *, ablation: bool = False,
+                 strict: bool = False, use_cache: bool = True) -> CompileResult:
+    """Compile a pack into `out/plan.json` (when `out` is given). Unchanged packs are served
+    from the compile cache, keyed by the content of every input file."""
+    target = Path(target)
+    options = CompileOptions(ablation=ablation, strict=strict)
+    if use_cache:
+        hit = _cached(target, options)
+        if hit is not None:
+            if out is not None and hit.plan_bytes is not None:
+                _write_bytes(Path(out), hit.plan_bytes)
+            return hit
+    diags = Diagnostics()
+    loaded, plan, content_hash = _compile_loaded(target, options, diags)
+    result = CompileResult(diagnostics=diags.sorted(), plan=plan, content_hash=content_hash,
+                           files=[f.shown for f in loaded.files] if loaded else [])
+    if plan is None or loaded is None or content_hash is None:
+        return result
+    out_dir = Path(out) if out is not None else None
+    if out_dir is not None:
+        result.plan_bytes = write_plan(plan, out_dir)
+    else:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            result.plan_bytes = write_plan(plan, Path(tmp))
+    if use_cache:
+        _store(target, options, loaded, content_hash, result.plan_bytes, result.diagnostics)
+    return result
+
+
+def _write_bytes(out: Path, data: bytes) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / "plan.json"
+    if not target.exists() or target.read_bytes() != data:
+        tmp = target.with_suffix(".json.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(target)
+
+
+def graph_pack(target: str | Path, fmt: str = "text", *, ablation: bool = False) -> tuple[str | None, CompileResult]:
+    """The dependency graph of a pack as text, Mermaid or DOT."""
+    result = compile_pack(target, None, ablation=ablation)
+    plan = result.load_plan()
+    if plan is None:
+        return None, result
+    episodes = {
+        ep: [s for s in plan["sessions"] if plan["sessions"][s]["episode"] == ep]
+        for ep in plan["episodes"]
+    }
+    labels = {}
+    for sid, s in plan["sessions"].items():
+        label = s["name"]
+        if s["variant"]["style"]:
+            label += f" @{s['variant']['style']}"
+        if s["variant"]["ablation"]:
+            label += " (without dependencies)"
+        label += f" [{s['protocol']}]"
+        if s["group"]:
+            label += f" {{group {s['group'].rsplit('.', 1)[-1]}}}"
+        labels[sid] = label
+    renderer = {"text": render_text, "mermaid": render_mermaid, "dot": render_dot}[fmt]
+    return renderer(episodes, plan["parent_map"], labels), result

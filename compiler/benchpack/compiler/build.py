@@ -1,0 +1,1053 @@
+"""Semantic checks, linking, rendering and plan assembly.
+
+Input: validated models with their origin (file, JSON path). Output: the plan as plain
+JSON-ready dicts (shape: `benchpack.specs.plan.Plan`). Every problem becomes a diagnostic at the
+place the author wrote the offending value.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import fnmatch
+import hashlib
+import io
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import jmespath
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from benchpack.specs import pack as P
+
+from .diagnostics import Diagnostics, PathPart, did_you_mean
+from .graph import build_dag, dependency_groups, find_cycles, stable_order
+from .loader import LoadedPack, SourceFile, inside
+from .render import RenderError, check_syntax, render
+
+Loc = tuple[SourceFile, tuple[PathPart, ...]]
+
+DEFAULT_LIMITS: dict[str, dict[str, Any]] = {
+    "intent_tracking": {"max_turns": 12, "max_steps_per_turn": 30, "turn_timeout_s": 600.0},
+    "staged_disclosure": {"max_turns": 20, "max_steps_per_turn": 40, "turn_timeout_s": 900.0},
+    "trigger_rubric": {"max_turns": 10, "max_steps_per_turn": 10, "turn_timeout_s": 300.0},
+    "verified_outcome": {"max_turns": 6, "max_steps_per_turn": 60, "turn_timeout_s": 1200.0},
+}
+DEFAULT_ENV = "default"
+_DURATION = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+@dataclass
+class CompileOptions:
+    ablation: bool = False
+    """Also emit the without-dependencies variant of every dependency group's final session."""
+    strict: bool = False
+    """Treat warnings as errors."""
+
+
+@dataclass
+class Built:
+    plan: dict[str, Any]
+    order: list[str]
+
+
+@dataclass
+class _Item:
+    obj: Any
+    src: SourceFile
+    path: tuple[PathPart, ...]
+
+
+@dataclass
+class _SessionDraft:
+    sid: str
+    base: str
+    episode: str
+    index: int
+    model: P.Session
+    src: SourceFile
+    path: tuple[PathPart, ...]
+    style_code: str | None
+    deps: list[str] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def iso(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    return str(value)
+
+
+class Builder:
+    def __init__(self, loaded: LoadedPack, models: list[tuple[SourceFile, Any]],
+                 diags: Diagnostics, options: CompileOptions) -> None:
+        self.loaded = loaded
+        self.diags = diags
+        self.options = options
+        self.pack: P.Pack = models[0][1]
+        self.pack_src = models[0][0]
+        self.models = models
+        self.personas: dict[str, _Item] = {}
+        self.tools: dict[str, _Item] = {}
+        self.services: dict[str, _Item] = {}
+        self.streams: dict[str, _Item] = {}
+        self.corpora: dict[str, _Item] = {}
+        self.environments: dict[str, _Item] = {}
+        self.episodes: dict[str, _Item] = {}
+        self.plan_tools: dict[str, dict[str, Any]] = {}
+        self.tool_origin: dict[str, str] = {}
+        self.plan_envs: dict[str, dict[str, Any]] = {}
+        self.plan_personas: dict[str, dict[str, Any]] = {}
+        self.plan_services: dict[str, dict[str, Any]] = {}
+        self.plan_streams: dict[str, dict[str, Any]] = {}
+        self.plan_corpora: dict[str, dict[str, Any]] = {}
+        self.read_tools: set[str] = set()
+
+    # ------------------------------------------------------------------ helpers
+
+    def err(self, code: str, msg: str, loc: Loc, sub: Sequence[PathPart] = (),
+            hint: str | None = None, at_key: bool = False) -> None:
+        src, path = loc
+        self.diags.error(code, msg, src.shown, (*path, *sub), hint, at_key=at_key)
+
+    def lint(self, code: str, msg: str, loc: Loc, sub: Sequence[PathPart] = (),
+             hint: str | None = None, ignore: Iterable[str] = ()) -> None:
+        if code in ignore:
+            return
+        self.err(code, msg, loc, sub, hint)
+
+    def read_data(self, rel: str, loc: Loc, sub: Sequence[PathPart]) -> bytes | None:
+        src = loc[0]
+        path = (src.path.parent / rel)
+        if not inside(self.loaded.root, path):
+            self.err("E010", f"`{rel}` is outside the pack directory", loc, sub,
+                     "keep every pack file under the folder of pack.yaml")
+            return None
+        real = path.resolve()
+        if real in self.loaded.data_files:
+            return self.loaded.data_files[real]
+        try:
+            data = real.read_bytes()
+        except FileNotFoundError:
+            from .loader import _near_file_hint
+
+            self.err("E006", f"file `{rel}` not found", loc, sub, _near_file_hint(path))
+            return None
+        except OSError as exc:
+            self.err("E012", f"cannot read `{rel}`: {exc.strerror or exc}", loc, sub)
+            return None
+        self.loaded.data_files[real] = data
+        return data
+
+    def read_text(self, rel: str, loc: Loc, sub: Sequence[PathPart]) -> str | None:
+        data = self.read_data(rel, loc, sub)
+        if data is None:
+            return None
+        try:
+            return data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            self.err("E003", f"`{rel}` is not UTF-8 text", loc, sub)
+            return None
+
+    def collect(self, table: dict[str, _Item], key: str, obj: Any, src: SourceFile,
+                path: tuple[PathPart, ...], what: str) -> None:
+        if key in table:
+            first = table[key]
+            self.err("E201", f"{what} `{key}` is defined twice (first in {first.src.shown})",
+                     (src, path), ("id" if hasattr(obj, "id") else "name",),
+                     "ids must be unique across the pack")
+            return
+        table[key] = _Item(obj, src, path)
+
+    def check_ref(self, name: str, table: dict[str, Any], what: str, loc: Loc,
+                  sub: Sequence[PathPart]) -> bool:
+        if name in table:
+            return True
+        self.err("E202", f"unknown {what} `{name}`", loc, sub,
+                 did_you_mean(name, table) or (f"define it under `{what.split()[-1]}s:`"
+                                               if table == {} else None))
+        return False
+
+    # ------------------------------------------------------------------ phase 1: symbols
+
+    def symbols(self) -> None:
+        for src, model in self.models:
+            for i, x in enumerate(model.personas):
+                self.collect(self.personas, x.id, x, src, ("personas", i), "persona")
+            for i, x in enumerate(model.tools):
+                self.collect(self.tools, x.name, x, src, ("tools", i), "tool")
+            for i, x in enumerate(model.services):
+                self.collect(self.services, x.name, x, src, ("services", i), "service")
+            for i, x in enumerate(model.event_streams):
+                self.collect(self.streams, x.name, x, src, ("event_streams", i), "event stream")
+            for i, x in enumerate(model.corpora):
+                self.collect(self.corpora, x.name, x, src, ("corpora", i), "corpus")
+            for i, x in enumerate(model.environments):
+                self.collect(self.environments, x.id, x, src, ("environments", i), "environment")
+            for i, x in enumerate(model.episodes):
+                self.collect(self.episodes, x.id, x, src, ("episodes", i), "episode")
+
+    # ------------------------------------------------------------------ phase 2: world
+
+    def check_schema(self, schema: Any, loc: Loc, sub: Sequence[PathPart], what: str) -> None:
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            where = "/".join(str(p) for p in exc.path) or "top level"
+            self.err("E207", f"{what} is not a valid JSON Schema ({where}: {exc.message})",
+                     loc, sub, "see https://json-schema.org/understanding-json-schema/")
+
+    def add_tool(self, name: str, tool: dict[str, Any], origin: str, loc: Loc,
+                 sub: Sequence[PathPart]) -> None:
+        if name in P.BUILTIN_TOOLS:
+            self.err("E214", f"tool name `{name}` clashes with a built-in tool", loc, sub,
+                     "rename it")
+            return
+        if name in self.plan_tools:
+            self.err("E214", f"tool name `{name}` is already used by {self.tool_origin[name]}",
+                     loc, sub, "rename one of them (service tools are `<service>__<operation>`)")
+            return
+        self.plan_tools[name] = tool
+        self.tool_origin[name] = origin
+        if tool["effect"] == "read":
+            self.read_tools.add(name)
+
+    def world(self) -> None:
+        for b in P.BUILTIN_TOOLS:
+            self.read_tools.add(b) if b in ("read_file", "list_files", "glob", "grep") else None
+        for name, it in self.services.items():
+            self.service(name, it)
+        for name, it in self.streams.items():
+            self.stream(name, it)
+        for name, it in self.corpora.items():
+            self.corpus(name, it)
+        for name, it in self.tools.items():
+            t: P.Tool = it.obj
+            loc = (it.src, it.path)
+            self.check_schema(t.parameters, loc, ("parameters",), "`parameters`")
+            if t.parameters.get("type", "object") != "object":
+                self.err("E207", "tool parameters must be an object schema", loc, ("parameters",),
+                         "use `type: object` with `properties:`")
+            impl = t.impl
+            if isinstance(impl, P.ServiceImpl) and self.check_ref(
+                    impl.service, self.services, "service", loc, ("impl", "service")):
+                ops = [o.name for o in self.services[impl.service].obj.operations]
+                if impl.operation not in ops:
+                    self.err("E202", f"service `{impl.service}` has no operation `{impl.operation}`",
+                             loc, ("impl", "operation"), did_you_mean(impl.operation, ops))
+            elif isinstance(impl, P.CorpusImpl):
+                self.check_ref(impl.corpus, self.corpora, "corpus", loc, ("impl", "corpus"))
+            elif isinstance(impl, P.StreamImpl):
+                self.check_ref(impl.stream, self.streams, "event stream", loc, ("impl", "stream"))
+            elif isinstance(impl, P.PythonImpl):
+                self.read_data(impl.entry.split(":")[0], loc, ("impl", "entry"))
+            self.add_tool(name, {
+                "name": t.name, "description": t.description, "parameters": t.parameters,
+                "impl": impl.model_dump(mode="json", exclude_none=True), "group": t.group,
+                "effect": t.effect,
+            }, f"the tool in {it.src.shown}", loc, ("name",))
+        for name, it in self.environments.items():
+            self.environment(name, it)
+        if DEFAULT_ENV not in self.plan_envs:
+            self.plan_envs[DEFAULT_ENV] = {
+                "id": DEFAULT_ENV, "description": "empty workspace with the built-in tools",
+                "clock": None, "files": [], "tools": list(P.BUILTIN_TOOLS), "services": [],
+                "event_streams": [], "heartbeat": None,
+            }
+        for name, it in self.personas.items():
+            self.persona(name, it)
+
+    def service(self, name: str, it: _Item) -> None:
+        s: P.Service = it.obj
+        loc = (it.src, it.path)
+        tables: dict[str, Any] = {}
+        for tname, table in s.tables.items():
+            rows = [dict(r) for r in table.rows]
+            if table.fixture:
+                rows.extend(self.fixture_rows(table.fixture, loc, ("tables", tname, "fixture")))
+            if table.row_schema is not None:
+                self.check_schema(table.row_schema, loc, ("tables", tname, "row_schema"),
+                                  "`row_schema`")
+            keys = [r.get(table.key) for r in rows]
+            dup = sorted({str(k) for k in keys if k is not None and keys.count(k) > 1})
+            if dup:
+                self.err("E201", f"table `{tname}` has duplicate `{table.key}` values: "
+                         + ", ".join(dup[:5]), loc, ("tables", tname))
+            tables[tname] = {"key": table.key, "id_prefix": table.id_prefix,
+                             "row_schema": table.row_schema, "rows": rows}
+        ops = []
+        seen_ops: set[str] = set()
+        for i, op in enumerate(s.operations):
+            sub = ("operations", i)
+            if op.name in seen_ops:
+                self.err("E201", f"operation `{op.name}` is defined twice", loc, (*sub, "name"))
+                continue
+            seen_ops.add(op.name)
+            if op.table not in s.tables:
+                self.err("E202", f"service `{name}` has no table `{op.table}`", loc, (*sub, "table"),
+                         did_you_mean(op.table, s.tables))
+                continue
+            ops.append(op.model_dump(mode="json", exclude_none=True))
+            tool_name = op.tool_name or f"{name}__{op.name}"
+            table = s.tables[op.table]
+            self.add_tool(tool_name, {
+                "name": tool_name,
+                "description": op.description or _op_description(op, name),
+                "parameters": _op_parameters(op, table),
+                "impl": {"kind": "service", "service": name, "operation": op.name},
+                "group": s.group,
+                "effect": "read" if op.kind in ("list", "get", "search") else "write",
+            }, f"service `{name}`", loc, (*sub, "name"))
+        self.plan_services[name] = {"name": name, "description": s.description, "tables": tables,
+                                    "operations": ops, "group": s.group}
+
+    def fixture_rows(self, rel: str, loc: Loc, sub: Sequence[PathPart]) -> list[dict[str, Any]]:
+        text = self.read_text(rel, loc, sub)
+        if text is None:
+            return []
+        try:
+            if rel.endswith(".csv"):
+                return [dict(r) for r in csv.DictReader(io.StringIO(text))]
+            if rel.endswith(".jsonl"):
+                rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+            else:
+                rows = json.loads(text)
+                if isinstance(rows, dict):  # {"items": [...]} style fixtures
+                    lists = [v for v in rows.values() if isinstance(v, list)]
+                    rows = lists[0] if len(lists) == 1 else None
+        except (json.JSONDecodeError, csv.Error) as exc:
+            self.err("E013", f"`{rel}` is not valid data: {exc}", loc, sub)
+            return []
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            self.err("E013", f"`{rel}` must hold a list of objects (rows)", loc, sub)
+            return []
+        return rows
+
+    def stream(self, name: str, it: _Item) -> None:
+        st: P.EventStream = it.obj
+        loc = (it.src, it.path)
+        events = [e.model_dump(mode="json") for e in st.events]
+        if st.file:
+            for row in self.fixture_rows(st.file, loc, ("file",)):
+                try:
+                    events.append(P.Event.model_validate(row).model_dump(mode="json"))
+                except Exception as exc:
+                    self.err("E013", f"bad event in `{st.file}`: {str(exc).splitlines()[0]}",
+                             loc, ("file",))
+                    break
+        for e in events:
+            e["at"] = iso(e["at"])
+        events.sort(key=lambda e: e["at"])
+        self.plan_streams[name] = {"name": name, "description": st.description, "events": events}
+        if st.tool:
+            self.add_tool(f"{name}__read", {
+                "name": f"{name}__read",
+                "description": (st.description or f"The {name} activity log.")
+                + " Returns events, oldest first; filter by time window, source or text.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "since": {"type": "string", "description": "ISO time, inclusive"},
+                        "until": {"type": "string", "description": "ISO time, exclusive"},
+                        "source": {"type": "string", "description": "only this service/device"},
+                        "query": {"type": "string", "description": "text to look for"},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": 500},
+                    },
+                },
+                "impl": {"kind": "stream", "stream": name},
+                "group": None,
+                "effect": "read",
+            }, f"event stream `{name}`", loc, ("name",))
+
+    def corpus(self, name: str, it: _Item) -> None:
+        c: P.Corpus = it.obj
+        loc = (it.src, it.path)
+        docs = [d.model_dump(mode="json") for d in c.documents]
+        if c.file:
+            for row in self.fixture_rows(c.file, loc, ("file",)):
+                try:
+                    docs.append(P.Document.model_validate(row).model_dump(mode="json"))
+                except Exception as exc:
+                    self.err("E013", f"bad document in `{c.file}`: {str(exc).splitlines()[0]}",
+                             loc, ("file",))
+                    break
+        for d in docs:
+            d["published"] = iso(d.get("published"))
+        self.plan_corpora[name] = {"name": name, "description": c.description, "documents": docs}
+
+    def workspace_file(self, f: P.WorkspaceFile, loc: Loc, sub: Sequence[PathPart],
+                       ctx: dict[str, Any] | None) -> dict[str, Any] | None:
+        if f.source is not None:
+            data = self.read_data(f.source, loc, (*sub, "source"))
+            if data is None:
+                return None
+            try:
+                content, enc = data.decode("utf-8"), "utf-8"
+            except UnicodeDecodeError:
+                content, enc = base64.b64encode(data).decode("ascii"), "base64"
+        else:
+            content = f.content or ""
+            if ctx is not None:
+                content = self.render(content, ctx, loc, (*sub, "content"))
+            enc = "utf-8"
+            data = content.encode("utf-8")
+        return {"path": f.path, "encoding": enc, "content": content,
+                "sha256": hashlib.sha256(data).hexdigest()}
+
+    def environment(self, name: str, it: _Item) -> None:
+        env: P.Environment = it.obj
+        loc = (it.src, it.path)
+        tools: list[str] = list(env.builtin_tools if env.builtin_tools is not None
+                                else P.BUILTIN_TOOLS)
+        for i, t in enumerate(env.tools):
+            if self.check_ref(t, self.tools, "tool", loc, ("tools", i)):
+                tools.append(t)
+        services = []
+        for i, s in enumerate(env.services):
+            if self.check_ref(s, self.services, "service", loc, ("services", i)):
+                services.append(s)
+                tools.extend(t for t, o in self.tool_origin.items() if o == f"service `{s}`")
+        streams = []
+        for i, s in enumerate(env.event_streams):
+            if self.check_ref(s, self.streams, "event stream", loc, ("event_streams", i)):
+                streams.append(s)
+                if f"{s}__read" in self.plan_tools:
+                    tools.append(f"{s}__read")
+        files = []
+        seen: set[str] = set()
+        for i, f in enumerate(env.files):
+            if f.path in seen:
+                self.err("E201", f"workspace file `{f.path}` is listed twice", loc, ("files", i))
+                continue
+            seen.add(f.path)
+            pf = self.workspace_file(f, loc, ("files", i), {"vars": self.pack.vars})
+            if pf:
+                files.append(pf)
+        hb = None
+        if env.heartbeat:
+            h = env.heartbeat
+            hb = {"every_s": int(h.every[:-1]) * _DURATION[h.every[-1]], "start": iso(h.start),
+                  "beats": h.beats, "message": h.message}
+        self.plan_envs[name] = {
+            "id": name, "description": env.description, "clock": iso(env.clock),
+            "files": files, "tools": list(dict.fromkeys(tools)), "services": services,
+            "event_streams": streams, "heartbeat": hb,
+        }
+
+    def persona(self, name: str, it: _Item) -> None:
+        p: P.Persona = it.obj
+        style = None
+        if p.style is not None:
+            st = p.style if isinstance(p.style, P.CommunicationStyle) else P.CommunicationStyle(code=p.style)
+            style = self.style(st, (it.src, it.path), ("style",))
+        loc = (it.src, it.path)
+        ctx = {"vars": self.pack.vars, "persona": {"id": p.id, "name": p.name, "facts": p.facts}}
+        profile = p.profile.model_dump(mode="json")
+        for key, value in profile.items():
+            if isinstance(value, str):
+                profile[key] = self.render(value, ctx, loc, ("profile", key))
+            elif isinstance(value, list):
+                profile[key] = [self.render(v, ctx, loc, ("profile", key, i))
+                                for i, v in enumerate(value)]
+        self.plan_personas[name] = {
+            "id": p.id, "name": p.name, "profile": profile,
+            "style": style, "facts": p.facts,
+        }
+
+    def style(self, st: P.CommunicationStyle, loc: Loc, sub: Sequence[PathPart],
+              ignore: Iterable[str] = ()) -> dict[str, Any] | None:
+        letters = [c for c in re.split(r"\++", st.code) if c and c != "NONE"]
+        if len(set(letters)) != len(letters):
+            self.err("E215", f"style `{st.code}` repeats a trait", loc, sub,
+                     "each of E P V Q M I at most once")
+            return None
+        code = P.normalise_style(st.code)
+        if code not in P.COHERENT_STYLES:
+            self.lint("W311", f"style `{code}` combines conflicting registers", loc, sub,
+                      "preciseness (P) reads unnaturally with E, V or M; see the 24 coherent "
+                      "styles in the README", ignore)
+        chatty = "E" in letters
+        lo, hi = (40, 100) if chatty else (5, 25)
+        lo = st.min_words or lo
+        hi = st.max_words or hi
+        if lo > hi:
+            self.err("E104", f"min_words ({lo}) is above max_words ({hi})", loc, sub)
+        return {
+            "code": code,
+            "traits": {n: (letter in letters) for letter, n in P.STYLE_TRAITS.items()},
+            "length": "chatty" if chatty else "terse",
+            "min_words": lo, "max_words": hi, "directives": list(st.directives),
+        }
+
+    # ------------------------------------------------------------------ rendering
+
+    def render(self, text: str, ctx: dict[str, Any], loc: Loc, sub: Sequence[PathPart]) -> str:
+        try:
+            return render(text, ctx)
+        except RenderError as exc:
+            self.err(exc.code, exc.message, loc, sub, exc.hint)
+            return text
+
+    # ------------------------------------------------------------------ phase 3: sessions
+
+    def sessions(self) -> tuple[list[_SessionDraft], dict[str, Any]]:
+        drafts: list[_SessionDraft] = []
+        episodes_out: dict[str, Any] = {}
+        pack_name = self.pack.name
+        for ep_id, it in self.episodes.items():
+            ep: P.Episode = it.obj
+            eloc = (it.src, it.path)
+            persona_ok = self.check_ref(ep.persona, self.personas, "persona", eloc, ("persona",))
+            env_id = ep.environment or DEFAULT_ENV
+            if ep.environment is not None and not self.check_ref(
+                    ep.environment, self.environments, "environment", eloc, ("environment",)):
+                env_id = DEFAULT_ENV
+            names: dict[str, int] = {}
+            for si, s in enumerate(ep.sessions):
+                if s.id in names:
+                    self.err("E201", f"session `{s.id}` appears twice in episode `{ep_id}`",
+                             (it.src, (*it.path, "sessions", si)), ("id",))
+                    continue
+                names[s.id] = si
+            ep_sessions: list[str] = []
+            for si, s in enumerate(ep.sessions):
+                if names.get(s.id) != si:
+                    continue
+                loc = (it.src, (*it.path, "sessions", si))
+                styles = self.session_styles(s, ep, loc)
+                for code in styles:
+                    base = f"session.{pack_name}.{ep_id}.{s.id}"
+                    sid = base if code is None else f"{base}@{code}"
+                    d = _SessionDraft(sid=sid, base=base, episode=ep_id, index=si, model=s,
+                                      src=it.src, path=loc[1], style_code=code)
+                    drafts.append(d)
+                    if code is None or code == styles[0]:
+                        ep_sessions.append(sid)
+            episodes_out[ep_id] = {
+                "id": ep_id, "title": ep.title, "persona": ep.persona, "environment": env_id,
+                "memory": ep.memory, "sessions": ep_sessions,
+            }
+            if not persona_ok:
+                continue
+        by_base: dict[str, list[_SessionDraft]] = {}
+        for d in drafts:
+            by_base.setdefault(d.base, []).append(d)
+        for d in drafts:
+            self.resolve_deps(d, by_base)
+        for d in drafts:
+            self.session_body(d, episodes_out[d.episode])
+        return drafts, episodes_out
+
+    def session_styles(self, s: P.Session, ep: P.Episode, loc: Loc) -> list[str | None]:
+        if s.styles is None:
+            return [None]
+        if s.styles in ("all", "coherent"):
+            return list(P.COHERENT_STYLES)
+        out: list[str | None] = []
+        for i, code in enumerate(s.styles):
+            norm = P.normalise_style(code)
+            if norm in out:
+                self.err("E215", f"style `{code}` is listed twice", loc, ("styles", i))
+                continue
+            out.append(norm)
+        if not out:
+            self.err("E215", "`styles` is empty", loc, ("styles",), "list at least one style")
+            return [None]
+        return out
+
+    def resolve_deps(self, d: _SessionDraft, by_base: dict[str, list[_SessionDraft]]) -> None:
+        loc = (d.src, d.path)
+        ep_prefix = f"session.{self.pack.name}.{d.episode}."
+        ep_names = {b.removeprefix(ep_prefix) for b in by_base if b.startswith(ep_prefix)}
+        for i, dep in enumerate(d.model.depends_on):
+            if dep == d.model.id:
+                self.err("E203", f"session `{dep}` depends on itself", loc, ("depends_on", i))
+                continue
+            targets = by_base.get(ep_prefix + dep)
+            if not targets:
+                other = [b for b in by_base if b.endswith("." + dep)]
+                hint = did_you_mean(dep, ep_names)
+                if other and not hint:
+                    hint = "dependencies must be in the same episode"
+                self.err("E202", f"unknown session `{dep}` in episode `{d.episode}`", loc,
+                         ("depends_on", i), hint)
+                continue
+            if len(targets) == 1 and targets[0].style_code is None:
+                d.deps.append(targets[0].sid)
+                continue
+            match = [t for t in targets if t.style_code == d.style_code]
+            if match:
+                d.deps.append(match[0].sid)
+            else:
+                self.err("E213", f"`{dep}` is expanded over styles, so `{d.model.id}` must be "
+                         "expanded over the same styles to depend on it", loc, ("depends_on", i))
+
+    def session_body(self, d: _SessionDraft, episode: dict[str, Any]) -> None:
+        s = d.model
+        loc = (d.src, d.path)
+        ep_item = self.episodes[d.episode]
+        ep: P.Episode = ep_item.obj
+        ignore = set((self.pack.lint.ignore if self.pack.lint else []) +
+                     (s.lint.ignore if s.lint else []))
+        persona = self.plan_personas.get(ep.persona)
+        style = persona.get("style") if persona else None
+        if d.style_code is not None:
+            style = self.style(P.CommunicationStyle(code=d.style_code), loc, ("styles",), ignore)
+        ctx = {
+            "vars": self.pack.vars,
+            "persona": persona or {},
+            "episode": {"id": ep.id, "title": ep.title},
+            "session": {"id": s.id, "title": s.title},
+            "style": style or {"code": "NONE", "length": "terse"},
+        }
+
+        def r(text: str | None, *sub: PathPart) -> str | None:
+            return None if text is None else self.render(text, ctx, loc, sub)
+
+        meta: dict[str, Any] = {"category": None, "domain": None, "difficulty": None,
+                                "language": None, "tags": []}
+        for m in (self.pack.metadata, ep.metadata, s.metadata):
+            if m is None:
+                continue
+            for k, v in m.model_dump().items():
+                if k == "tags":
+                    meta["tags"] = sorted(set(meta["tags"]) | set(v))
+                elif v is not None:
+                    meta[k] = v
+        if meta["language"] is None and persona:
+            meta["language"] = persona["profile"].get("language")
+
+        env = self.plan_envs.get(episode["environment"]) or self.plan_envs[DEFAULT_ENV]
+        tools = list(env["tools"])
+        for i, t in enumerate(s.tools):
+            if self.check_ref(t, self.tools, "tool", loc, ("tools", i)) and t not in tools:
+                tools.append(t)
+        files = []
+        for i, f in enumerate(s.files):
+            pf = self.workspace_file(f, loc, ("files", i), ctx)
+            if pf:
+                files.append(pf)
+
+        limits: dict[str, Any] = dict(DEFAULT_LIMITS[s.protocol])
+        for lim in (self.pack.defaults.limits, s.limits):
+            if lim is not None:
+                limits.update({k: v for k, v in lim.model_dump().items() if v is not None})
+
+        trigger = s.trigger.model_dump(mode="json")
+        request = r(s.request, "request")
+        if s.protocol == "staged_disclosure" and s.stages and s.stages[0].when.kind == "start":
+            if request is not None:
+                self.err("E204", "the opening is given twice: as `request` and as a `start` stage",
+                         loc, ("stages", 0, "when", "kind"), "keep one of them")
+            else:
+                request = r(s.stages[0].line, "stages", 0, "line")
+        if request is None and s.trigger.kind == "user_message" and not s.dialogue:
+            self.err("E212", f"session `{s.id}` starts with a user message but has no `request`",
+                     loc, ("request",) if False else (), "add `request: …` (the user's opening message)")
+        if request is None and s.trigger.kind != "user_message":
+            payload = s.trigger.payload or {}
+            request = json.dumps(payload, ensure_ascii=False, sort_keys=True) if payload else None
+
+        self.protocol_material(s, loc)
+        intents = self.intents(s, loc, r)
+        stages = self.stages(s, loc, r)
+        scenario, anchors = self.scenario(s, r)
+        triggers = self.triggers(s, loc, r, anchors)
+        dialogue = self.dialogue(s, loc, r, anchors)
+        checklist = self.checklist(s, loc, r, tools, env)
+        graph = self.graph(s, loc)
+        verify = self.verify(s, loc, tools, env)
+        carry = s.carry_over if s.carry_over is not None else ep.memory == "carry_over"
+        d.data = {
+            "id": d.sid, "name": s.id, "episode": d.episode, "index": d.index,
+            "title": s.title, "description": s.description, "source_file": d.src.shown,
+            "metadata": meta, "protocol": s.protocol, "persona": ep.persona,
+            "environment": env["id"], "style": style, "trigger": trigger, "request": request,
+            "depends_on": list(dict.fromkeys(d.deps)), "prior_sessions": [],
+            "carry_over": carry, "group": None,
+            "variant": {"style": d.style_code, "ablation": None, "base": None},
+            "limits": limits, "files": files, "tools": tools, "hidden_intents": intents,
+            "stages": stages, "scenario": scenario, "triggers": triggers, "dialogue": dialogue,
+            "checklist": checklist, "graph": graph, "verify": verify,
+            "reference_solution": r(s.reference_solution, "reference_solution"),
+            "fingerprint": "",
+            "_ignore": sorted(ignore),
+        }
+
+    def protocol_material(self, s: P.Session, loc: Loc) -> None:
+        owners = {
+            "hidden_intents": "intent_tracking", "stages": "staged_disclosure",
+            "scenario": "trigger_rubric", "triggers": "trigger_rubric", "graph": "staged_disclosure",
+            "verify": "verified_outcome",
+        }
+        for key, proto in owners.items():
+            value = getattr(s, key)
+            if value and s.protocol != proto:
+                self.err("E204", f"`{key}` belongs to the {proto} protocol, but this session is "
+                         f"{s.protocol}", loc, (key,), f"remove it or set `protocol: {proto}`",
+                         at_key=True)
+
+    def intents(self, s: P.Session, loc: Loc, r: Any) -> list[dict[str, Any]]:
+        out = []
+        seen: set[str] = set()
+        for i, x in enumerate(s.hidden_intents):
+            iid = x.id or f"i{i + 1}"
+            if iid in seen:
+                self.err("E201", f"intent id `{iid}` is used twice", loc, ("hidden_intents", i, "id"))
+            seen.add(iid)
+            out.append({"id": iid, "text": r(x.text, "hidden_intents", i, "text"),
+                        "scope": x.scope, "reveal": r(x.reveal, "hidden_intents", i, "reveal"),
+                        "evidence": list(x.evidence)})
+        return out
+
+    def stages(self, s: P.Session, loc: Loc, r: Any) -> list[dict[str, Any]]:
+        out = []
+        for i, st in enumerate(s.stages):
+            sub = ("stages", i)
+            if st.when.kind == "start" and i > 0:
+                self.err("E204", "only the first stage can be triggered by `start`", loc,
+                         (*sub, "when", "kind"), "use mentions, asks or milestone")
+            if st.when.kind != "start" and not (st.when.about or "").strip():
+                self.err("E102", f"a `{st.when.kind}` trigger needs `about` (what to look for)",
+                         loc, (*sub, "when"), "add `about: …`")
+            if st.when.kind == "start" and i == 0:
+                continue  # its line is the opening request
+            out.append({"id": st.id or f"st{i + 1}", "title": st.title, "kind": st.when.kind,
+                        "about": r(st.when.about, *sub, "when", "about"),
+                        "line": r(st.line, *sub, "line"),
+                        "otherwise": r(st.otherwise, *sub, "otherwise")})
+        ids = [x["id"] for x in out]
+        for i, sid in enumerate(ids):
+            if ids.count(sid) > 1:
+                self.err("E201", f"stage id `{sid}` is used twice", loc, ("stages", i, "id"))
+                break
+        return out
+
+    def scenario(self, s: P.Session, r: Any) -> tuple[dict[str, Any] | None, dict[str, bool]]:
+        if s.scenario is None:
+            return None, {}
+        sc = s.scenario
+        anchors = []
+        for i, a in enumerate(sc.anchors):
+            anchors.append({"id": a.id, "text": r(a.text, "scenario", "anchors", i, "text"),
+                            "primary": a.primary})
+        return ({"hidden_goal": r(sc.hidden_goal, "scenario", "hidden_goal"),
+                 "anchors": anchors,
+                 "proactive_subtasks": [r(t, "scenario", "proactive_subtasks", i)
+                                        for i, t in enumerate(sc.proactive_subtasks)]},
+                {a.id: a.primary for a in sc.anchors})
+
+    def triggers(self, s: P.Session, loc: Loc, r: Any, anchors: dict[str, bool]) -> list[dict[str, Any]]:
+        out = []
+        seen: set[str] = set()
+        for i, t in enumerate(s.triggers):
+            sub = ("triggers", i)
+            tid = t.id or f"t{t.turn}"
+            if tid in seen:
+                self.err("E201", f"two trigger points share id `{tid}`", loc, (*sub, "turn"),
+                         "one trigger per turn, or give explicit ids")
+            seen.add(tid)
+            for j, a in enumerate(t.anchors):
+                self.check_ref(a, anchors, "anchor", loc, (*sub, "anchors", j))
+            out.append({"id": tid, "type": t.type, "turn": t.turn, "anchors": list(t.anchors),
+                        "rubric": {"pass": r(t.rubric.pass_, *sub, "rubric", "pass"),
+                                   "partial": r(t.rubric.partial, *sub, "rubric", "partial"),
+                                   "fail": r(t.rubric.fail, *sub, "rubric", "fail")}})
+        return sorted(out, key=lambda t: t["turn"])
+
+    def dialogue(self, s: P.Session, loc: Loc, r: Any, anchors: dict[str, bool]) -> list[dict[str, Any]]:
+        out = []
+        for i, t in enumerate(s.dialogue):
+            sub = ("dialogue", i)
+            if t.turn != i + 1:
+                self.err("E216", f"dialogue turns must be numbered 1, 2, 3…; found {t.turn} at "
+                         f"position {i + 1}", loc, (*sub, "turn"))
+            for j, a in enumerate(t.discloses):
+                self.check_ref(a, anchors, "anchor", loc, (*sub, "discloses", j))
+            out.append({"turn": t.turn, "user": r(t.user, *sub, "user"),
+                        "assistant": r(t.assistant, *sub, "assistant"),
+                        "discloses": list(t.discloses)})
+        if out:
+            for i, t in enumerate(s.triggers):
+                if t.turn > len(out):
+                    self.err("E216", f"trigger at turn {t.turn} but the authored dialogue has "
+                             f"{len(out)} turns", loc, ("triggers", i, "turn"))
+        return out
+
+    # ------------------------------------------------------------------ graders
+
+    def check_assertion(self, a: P.Assertion, loc: Loc, sub: tuple[PathPart, ...],
+                        tools: list[str], env: dict[str, Any]) -> None:
+        given = a.model_fields_set
+        combinators = [k for k in ("all", "any", "not_") if k in given]
+        sources = [k for k in ("tool", "sequence", "state", "file", "messages", "reply") if k in given]
+        preds = [k for k in ("exists", "count", "equals", "contains", "contains_any",
+                             "not_contains", "regex", "json_schema", "grounded") if k in given]
+        if combinators:
+            if len(combinators) > 1 or sources or preds:
+                self.err("E211", "a combinator (`all`, `any`, `not`) must stand alone in its "
+                         "check", loc, sub, "nest the other keys in a sub-check")
+            for k in combinators:
+                subs = getattr(a, k)
+                key = "not" if k == "not_" else k
+                if isinstance(subs, list):
+                    if not subs:
+                        self.err("E211", f"`{key}` needs at least one check", loc, (*sub, key))
+                    for i, x in enumerate(subs):
+                        self.check_assertion(x, loc, (*sub, key, i), tools, env)
+                elif subs is not None:
+                    self.check_assertion(subs, loc, (*sub, key), tools, env)
+            return
+        if len(sources) != 1:
+            self.err("E211", "a check needs exactly one source: tool, sequence, state, file, "
+                     "messages or reply" + (f" (found {', '.join(sources)})" if sources else ""),
+                     loc, sub)
+            return
+        if len(preds) > 1:
+            self.err("E211", f"a check states one predicate; found {', '.join(preds)}", loc, sub,
+                     "split it with `all:`")
+        if a.tool is not None and not any(fnmatch.fnmatchcase(t, a.tool) for t in tools):
+            self.err("E202", f"no tool `{a.tool}` in this session", loc, (*sub, "tool"),
+                     did_you_mean(a.tool, tools))
+        for i, t in enumerate(a.sequence or []):
+            if not any(fnmatch.fnmatchcase(x, t) for x in tools):
+                self.err("E202", f"no tool `{t}` in this session", loc, (*sub, "sequence", i),
+                         did_you_mean(t, tools))
+        if a.sequence is not None and len(a.sequence) < 2:
+            self.err("E211", "`sequence` needs at least two tools", loc, (*sub, "sequence"))
+        if a.state is not None:
+            svc, _, table = a.state.partition(".")
+            if svc not in env["services"]:
+                self.err("E202", f"no service `{svc}` in this session's environment", loc,
+                         (*sub, "state"), did_you_mean(svc, env["services"]))
+            elif table not in self.plan_services[svc]["tables"]:
+                self.err("E202", f"service `{svc}` has no table `{table}`", loc, (*sub, "state"),
+                         did_you_mean(table, self.plan_services[svc]["tables"]) or
+                         "write `service.table`")
+        for key in ("regex", "grounded"):
+            pattern = getattr(a, key)
+            if pattern is not None:
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    self.err("E205", f"invalid regular expression: {exc}", loc, (*sub, key))
+        for path, m in (a.where or {}).items():
+            if isinstance(m, P.Matcher):
+                ops = [k for k in m.model_fields_set]
+                if len(ops) != 1:
+                    self.err("E211", f"`where.{path}` needs exactly one operator", loc,
+                             (*sub, "where", path), "equals, contains, regex, one_of, gt or lt")
+                if m.regex is not None:
+                    try:
+                        re.compile(m.regex)
+                    except re.error as exc:
+                        self.err("E205", f"invalid regular expression: {exc}", loc,
+                                 (*sub, "where", path, "regex"))
+        if a.query is not None:
+            try:
+                jmespath.compile(a.query)
+            except Exception as exc:
+                self.err("E206", f"invalid JMESPath query: {str(exc).splitlines()[0]}", loc,
+                         (*sub, "query"), "see https://jmespath.org/tutorial.html")
+        if a.json_schema is not None:
+            self.check_schema(a.json_schema, loc, (*sub, "json_schema"), "`json_schema`")
+
+    def checklist(self, s: P.Session, loc: Loc, r: Any, tools: list[str],
+                  env: dict[str, Any]) -> list[dict[str, Any]]:
+        out = []
+        seen: set[str] = set()
+        for i, c in enumerate(s.checklist):
+            sub = ("checklist", i)
+            cid = c.id or f"c{i + 1}"
+            if cid in seen:
+                self.err("E201", f"checklist id `{cid}` is used twice", loc, (*sub, "id"))
+            seen.add(cid)
+            if c.rule is not None and c.python is not None:
+                self.err("E211", "give either `rule` or `python`, not both", loc, sub)
+            if c.rule is not None:
+                self.check_assertion(c.rule, loc, (*sub, "rule"), tools, env)
+            source = None
+            if c.python is not None:
+                source = self.read_text(c.python.split(":")[0], loc, (*sub, "python"))
+            if c.evidence is not None:
+                for j, t in enumerate(c.evidence.tools):
+                    if not any(fnmatch.fnmatchcase(x, t) for x in tools):
+                        self.err("E202", f"no tool `{t}` in this session", loc,
+                                 (*sub, "evidence", "tools", j), did_you_mean(t, tools))
+            grader = "python" if c.python else "rule" if c.rule else "rubric"
+            out.append({
+                "id": cid, "text": r(c.text, *sub, "text"), "grader": grader,
+                "rule": c.rule.model_dump(mode="json", by_alias=True, exclude_unset=True)
+                if c.rule else None,
+                "python": c.python, "python_source": source,
+                "evidence": c.evidence.model_dump(mode="json") if c.evidence else None,
+                "weight": c.weight, "aspect": c.aspect,
+            })
+        return out
+
+    def graph(self, s: P.Session, loc: Loc) -> dict[str, Any] | None:
+        g = s.graph
+        if g is None:
+            return None
+        triples: list[dict[str, Any]] = []
+        for t in g.triples:
+            if isinstance(t, tuple):
+                triples.append({"head": t[0], "relation": t[1], "tail": t[2], "dimension": None})
+            else:
+                triples.append(t.model_dump(mode="json"))
+        if g.file:
+            text = self.read_text(g.file, loc, ("graph", "file"))
+            if text is not None:
+                triples.extend(self.triples_file(g.file, text, loc))
+        seen: set[tuple[str, str, str]] = set()
+        uniq = []
+        for t in triples:
+            key = (t["head"].strip().lower(), t["relation"].strip().lower(), t["tail"].strip().lower())
+            if key not in seen:
+                seen.add(key)
+                uniq.append(t)
+        return {"triples": uniq, "batch_size": g.batch_size}
+
+    def triples_file(self, rel: str, text: str, loc: Loc) -> list[dict[str, Any]]:
+        try:
+            if rel.endswith((".tsv", ".txt")):
+                rows = [line.split("\t") for line in text.splitlines() if line.strip()]
+                bad = [i for i, row in enumerate(rows) if len(row) not in (3, 4)]
+                if bad:
+                    self.err("E013", f"`{rel}` line {bad[0] + 1}: expected head<TAB>relation<TAB>tail",
+                             loc, ("graph", "file"))
+                    return []
+                return [{"head": x[0].strip(), "relation": x[1].strip(), "tail": x[2].strip(),
+                         "dimension": x[3].strip() if len(x) > 3 else None} for x in rows]
+            data = json.loads(text)
+            if isinstance(data, dict):
+                data = data.get("triplets", data.get("triples"))
+            out = []
+            for row in data or []:
+                out.append({"head": str(row["head"]), "relation": str(row["relation"]),
+                            "tail": str(row["tail"]), "dimension": row.get("dimension")})
+            return out
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+            self.err("E013", f"`{rel}` is not a triples file: {exc}", loc, ("graph", "file"),
+                     "a JSON list of {head, relation, tail} objects, or TSV lines")
+            return []
+
+    def verify(self, s: P.Session, loc: Loc, tools: list[str], env: dict[str, Any]) -> dict[str, Any] | None:
+        v = s.verify
+        if v is None:
+            if s.protocol != "verified_outcome":
+                return None
+            v = P.Verify()
+        caps = []
+        for i, c in enumerate(v.caps):
+            self.check_assertion(c.when, loc, ("verify", "caps", i, "when"), tools, env)
+            caps.append({"id": c.id or f"cap{i + 1}",
+                         "when": c.when.model_dump(mode="json", by_alias=True, exclude_unset=True),
+                         "cap": c.cap, "reason": c.reason})
+        return {"pass_threshold": v.pass_threshold, "outcome_weight": v.outcome_weight,
+                "caps": caps}
+
+    # ------------------------------------------------------------------ phase 4: graph
+
+    def order(self, drafts: list[_SessionDraft]) -> tuple[list[str], list[Any]] | None:
+        ids = [d.sid for d in drafts]
+        rank = {d.sid: i for i, d in enumerate(drafts)}
+        edges = [(p, d.sid) for d in drafts for p in d.deps]
+        g = build_dag(ids, edges)
+        cycles = find_cycles(g)
+        if cycles:
+            by_id = {d.sid: d for d in drafts}
+            for cyc in cycles:
+                first = by_id[cyc[0]]
+                names = [by_id[c].model.id for c in cyc]
+                text = " → ".join([*names, names[0]])
+                dep_index = next((i for i, x in enumerate(first.model.depends_on)
+                                  if f"{first.base.rsplit('.', 1)[0]}.{x}" in
+                                  {by_id[c].base for c in cyc}), 0)
+                self.err("E203", f"dependency cycle: {text}", (first.src, first.path),
+                         ("depends_on", dep_index) if first.model.depends_on else (),
+                         "a session can only depend on sessions that can run before it")
+            return None
+        order = stable_order(g, rank)
+        groups = []
+        for ep in dict.fromkeys(d.episode for d in drafts):
+            members = [n for n in order if n in {d.sid for d in drafts if d.episode == ep}]
+            groups.extend(dependency_groups(g.subgraph(members), members))
+        return order, groups
+
+
+def _op_description(op: P.Operation, service: str) -> str:
+    what = {
+        "list": f"List rows of `{op.table}`" + (f", filtered by {', '.join(op.filter_fields)}"
+                                                 if op.filter_fields else ""),
+        "get": f"Get one row of `{op.table}` by its key",
+        "search": f"Search `{op.table}` by text",
+        "create": f"Create a row in `{op.table}`",
+        "update": f"Update a row of `{op.table}`",
+        "delete": f"Delete a row of `{op.table}`",
+    }[op.kind]
+    return f"{what} ({service})."
+
+
+def _op_parameters(op: P.Operation, table: P.Table) -> dict[str, Any]:
+    props: dict[str, Any] = {}
+    schema_props = (table.row_schema or {}).get("properties", {}) if table.row_schema else {}
+
+    def field_schema(name: str) -> dict[str, Any]:
+        sch = schema_props.get(name)
+        return dict(sch) if isinstance(sch, dict) else {}
+
+    required: list[str] = []
+    if op.kind == "list":
+        for f in op.filter_fields:
+            props[f] = field_schema(f)
+        props["limit"] = {"type": "integer", "minimum": 1, "maximum": 500}
+    elif op.kind == "search":
+        props["query"] = {"type": "string", "description": "text to look for"}
+        props["limit"] = {"type": "integer", "minimum": 1, "maximum": 500}
+        required = ["query"]
+    elif op.kind in ("get", "delete"):
+        props[table.key] = field_schema(table.key) or {"type": ["string", "integer"]}
+        required = [table.key]
+    else:
+        names = op.fields if op.fields is not None else [n for n in schema_props if n != table.key]
+        if op.fields is None and not schema_props:
+            sample = table.rows[0] if table.rows else {}
+            names = [n for n in sample if n != table.key]
+        if op.kind == "update":
+            props[table.key] = field_schema(table.key) or {"type": ["string", "integer"]}
+            required = [table.key]
+        for n in names:
+            props[n] = field_schema(n)
+        if op.kind == "create":
+            required = list(op.required)
+    out: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        out["required"] = required
+    return out
+
+
+def check_prompts(pack: P.Pack, src: SourceFile, builder: Builder) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, value in pack.prompts.items():
+        loc = (src, ("prompts",))
+        if isinstance(value, P.PromptFile):
+            text = builder.read_text(value.file, loc, (name, "file"))
+            if text is None:
+                continue
+        else:
+            text = value
+        problem = check_syntax(text)
+        if problem:
+            builder.err(problem.code, problem.message, loc, (name,))
+            continue
+        out[name] = text
+    return dict(sorted(out.items()))

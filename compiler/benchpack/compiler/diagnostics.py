@@ -1,0 +1,204 @@
+"""Diagnostics: every problem in a pack, located, collected, reported together.
+
+A diagnostic is created with the file and the JSON path of the offending node; line and column
+are filled in afterwards by `locate_all`, which re-reads only the files that have something to
+report with ruamel.yaml's round-trip loader (clean packs never pay for position tracking).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Severity = Literal["error", "warning"]
+PathPart = str | int
+
+# Stable codes. Never renumber; add new ones at the end of their block.
+CODES: dict[str, tuple[Severity, str]] = {
+    # files and YAML
+    "E001": ("error", "yaml-syntax"),
+    "E002": ("error", "duplicate-key"),
+    "E003": ("error", "not-utf8"),
+    "E004": ("error", "empty-file"),
+    "E005": ("error", "file-too-large"),
+    "E006": ("error", "file-not-found"),
+    "E007": ("error", "include-loop"),
+    "E008": ("error", "include-matched-nothing"),
+    "E009": ("error", "not-a-mapping"),
+    "E010": ("error", "outside-pack"),
+    "E011": ("error", "alias-expansion"),
+    "E012": ("error", "unreadable-file"),
+    "E013": ("error", "bad-data-file"),
+    # schema
+    "E101": ("error", "unknown-key"),
+    "E102": ("error", "missing-key"),
+    "E103": ("error", "wrong-type"),
+    "E104": ("error", "invalid-value"),
+    # references and semantics
+    "E201": ("error", "duplicate-id"),
+    "E202": ("error", "unknown-reference"),
+    "E203": ("error", "dependency-cycle"),
+    "E204": ("error", "protocol-mismatch"),
+    "E205": ("error", "invalid-regex"),
+    "E206": ("error", "invalid-jmespath"),
+    "E207": ("error", "invalid-json-schema"),
+    "E208": ("error", "template-syntax"),
+    "E209": ("error", "template-undefined"),
+    "E210": ("error", "template-unsafe"),
+    "E211": ("error", "invalid-assertion"),
+    "E212": ("error", "missing-request"),
+    "E213": ("error", "bad-dependency"),
+    "E214": ("error", "tool-name-clash"),
+    "E215": ("error", "invalid-style"),
+    "E216": ("error", "invalid-dialogue"),
+    # lints (warnings; errors under --strict)
+    "W301": ("warning", "leak-intent"),
+    "W302": ("warning", "leak-stage"),
+    "W303": ("warning", "leak-rubric"),
+    "W304": ("warning", "leak-fact"),
+    "W305": ("warning", "anchor-dump"),
+    "W306": ("warning", "trigger-window"),
+    "W307": ("warning", "bundled-item"),
+    "W308": ("warning", "missing-material"),
+    "W309": ("warning", "unsupported-persistent-intent"),
+    "W310": ("warning", "trigger-count"),
+    "W311": ("warning", "incoherent-style"),
+    "W312": ("warning", "unused-material"),
+    "W313": ("warning", "stage-kinds"),
+}
+
+
+@dataclass
+class Diagnostic:
+    """One problem, with enough context to fix it without reading the compiler."""
+
+    code: str
+    message: str
+    file: str
+    """Path as the user should see it (relative to the working directory when possible)."""
+    path: tuple[PathPart, ...] = ()
+    """JSON path of the offending node inside `file`."""
+    hint: str | None = None
+    line: int | None = None
+    col: int | None = None
+    at_key: bool = False
+    """Point at the key named by the last path element rather than at its value."""
+    severity: Severity = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.severity = CODES[self.code][0]
+
+    @property
+    def name(self) -> str:
+        return CODES[self.code][1]
+
+    @property
+    def json_path(self) -> str:
+        out = "$"
+        for part in self.path:
+            out += f"[{part}]" if isinstance(part, int) else f".{part}"
+        return out
+
+    def format(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f":{self.line}:{self.col or 1}"
+        text = f"{where}: {self.severity} {self.code} {self.message}"
+        if self.path:
+            text += f" [at {self.json_path}]"
+        if self.hint:
+            text += f" (hint: {self.hint})"
+        return text
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity,
+            "file": self.file,
+            "line": self.line,
+            "col": self.col,
+            "json_path": self.json_path,
+            "message": self.message,
+            "hint": self.hint,
+        }
+
+
+class Diagnostics:
+    """An ordered, de-duplicated collection."""
+
+    def __init__(self) -> None:
+        self.items: list[Diagnostic] = []
+        self._seen: set[tuple[Any, ...]] = set()
+
+    def add(self, diag: Diagnostic) -> None:
+        key = (diag.code, diag.file, diag.path, diag.message)
+        if key not in self._seen:
+            self._seen.add(key)
+            self.items.append(diag)
+
+    def error(self, code: str, message: str, file: str, path: Sequence[PathPart] = (),
+              hint: str | None = None, *, at_key: bool = False,
+              line: int | None = None, col: int | None = None) -> None:
+        self.add(Diagnostic(code, message, file, tuple(path), hint, line, col, at_key))
+
+    warn = error  # severity comes from the code
+
+    def extend(self, diags: Iterable[Diagnostic]) -> None:
+        for d in diags:
+            self.add(d)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.items if d.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [d for d in self.items if d.severity == "warning"]
+
+    def has_errors(self) -> bool:
+        return any(d.severity == "error" for d in self.items)
+
+    def sorted(self) -> list[Diagnostic]:
+        return sorted(
+            self.items,
+            key=lambda d: (d.file, d.line or 0, d.col or 0, d.code, d.message),
+        )
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+def suggest(word: str, candidates: Iterable[str]) -> str | None:
+    """The closest candidate, for 'did you mean' hints."""
+    pool = [c for c in candidates if isinstance(c, str)]
+    if not pool or not isinstance(word, str):
+        return None
+    lowered = {c.lower(): c for c in pool}
+    if word.lower() in lowered:
+        return lowered[word.lower()]
+    found = difflib.get_close_matches(word, pool, n=1, cutoff=0.6)
+    if found:
+        return found[0]
+    # plural/singular slips and prefixes (`intent` -> `hidden_intents`)
+    for c in pool:
+        if word.rstrip("s") and (c.endswith(word) or c.endswith(word + "s") or c.startswith(word)):
+            return c
+    return None
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
+    found = suggest(word, candidates)
+    return f"did you mean `{found}`?" if found else None
+
+
+def display_path(path: Path, base: Path | None = None) -> str:
+    """A path as the user typed it, relative to the working directory when inside it."""
+    base = base or Path.cwd()
+    try:
+        return str(path.resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,176 @@
+"""Lints: authoring mistakes that compile but weaken the benchmark.
+
+Warnings by default, errors under `--strict`; silence one with `lint: {ignore: [Wxxx]}` on the
+session or the pack. Text comparisons are normalised (case, punctuation, whitespace) and fuzzy,
+with a cheap token-overlap prefilter so large packs stay fast.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from rapidfuzz import fuzz
+
+WINDOWS = {"emergent": (1, 3), "critical": (4, 7), "recovery": (8, 10)}
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_STOP = frozenset(
+    "a an the and or of to in on for with by at from as is are be been was were it its this that "
+    "these those your my our their his her i you we they me us them do does did not no so if then "
+    "than into about over under up out all any each every some such can could should would will "
+    "must may might also just only very more most other own same too".split()
+)
+_REQ_VERB = re.compile(
+    r"\b(must|should|shall|include[sd]?|includes|state[sd]?|list[sd]?|provide[sd]?|contain[sd]?|"
+    r"send[s]?|create[sd]?|write[s]?|give[s]?|mention[s]?|name[sd]?|explain[s]?|add[s]?|use[sd]?|"
+    r"delete[sd]?|remove[sd]?|update[sd]?|set[s]?|report[s]?|ask[s]?)\b",
+    re.IGNORECASE,
+)
+_BUNDLE = re.compile(r"\b(and also|as well as|additionally|in addition|plus also)\b", re.IGNORECASE)
+_GRADER_NOTE = re.compile(r"^(substantially|similar|equivalent|wording|e\.g\.|for example|i\.e\.)",
+                          re.IGNORECASE)
+
+
+def normalise(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def content_tokens(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and (len(w) > 2 or w.isdigit()
+                                                                          or not w.isascii())}
+
+
+def leaks(secret: str, visible: str) -> bool:
+    """Whether `secret` already appears (near-verbatim) in `visible`."""
+    s, v = normalise(secret), normalise(visible)
+    if not s or not v:
+        return False
+    if s in v:
+        return len(s) >= 12
+    toks = content_tokens(secret)
+    if len(toks) < 3:
+        return False
+    vt = content_tokens(visible)
+    if len(toks & vt) / len(toks) < 0.8:
+        return False
+    return fuzz.partial_ratio(s, v) >= 85
+
+
+def bundles(text: str) -> bool:
+    """Whether a checklist item packs several independent requirements."""
+    if _BUNDLE.search(text):
+        return True
+    parts = [p.strip() for p in re.split(r"(?<=[.;!?])\s+(?=[A-Z0-9])|;\s*", text) if p.strip()]
+    parts = [p for p in parts if not _GRADER_NOTE.match(p)]
+    with_verbs = [p for p in parts if _REQ_VERB.search(p)]
+    if len(with_verbs) >= 2:
+        return True
+    return bool(re.search(r"(^|\s)(\(?[1-9][.)]|[a-d]\))\s.*\s(\(?[2-9][.)]|[b-e]\))\s", text))
+
+
+Report = Callable[[str, str, tuple[Any, ...], str | None], None]
+
+
+def lint_session(s: dict[str, Any], report: Report, earlier_text: Iterable[str],
+                 workspace_text: Iterable[str]) -> None:
+    """Run every lint on one compiled session dict. `report(code, message, sub_path, hint)`."""
+    protocol = s["protocol"]
+    request = s.get("request") or ""
+    visible = [request]
+    if s["trigger"].get("payload"):
+        visible.append(str(s["trigger"]["payload"]))
+
+    # W308: protocol material missing
+    need = {
+        "intent_tracking": [("hidden_intents", "hidden intents"), ("checklist", "a checklist")],
+        "staged_disclosure": [("stages", "stages"), ("graph", "a ground-truth graph")],
+        "verified_outcome": [("checklist", "a checklist")],
+    }.get(protocol, [])
+    for key, what in need:
+        if not s.get(key) or (key == "graph" and not s[key]["triples"]):
+            report("W308", f"{protocol} session has no {what}", (), f"add `{key}:`")
+    if protocol == "trigger_rubric" and not s["triggers"] and not (
+            s["scenario"] and s["scenario"]["anchors"]):
+        report("W308", "trigger_rubric session has neither trigger points nor scenario anchors",
+               (), "add `scenario:` with anchors, or authored `triggers:`")
+
+    # W301: hidden intents / hidden goal leaked into what the agent sees first
+    for i, it in enumerate(s["hidden_intents"]):
+        if any(leaks(it["text"], v) for v in visible):
+            report("W301", f"hidden intent `{it['id']}` is already stated in the initial request",
+                   ("hidden_intents", i, "text"),
+                   "a hidden intent must be absent from the request; reword one of them")
+    if s["scenario"]:
+        goal = s["scenario"]["hidden_goal"]
+        shown = visible + [t["user"] for t in s["dialogue"]]
+        if any(leaks(goal, v) for v in shown):
+            report("W301", "the hidden goal is stated to the assistant", ("scenario", "hidden_goal"),
+                   "the goal must be recoverable from anchors, never said outright")
+
+    # W302: a stage line already disclosed by the request or an earlier stage
+    stage_src: list[str] = [request]
+    for i, st in enumerate(s["stages"]):
+        if any(leaks(st["line"], v) for v in stage_src):
+            report("W302", f"stage `{st['id']}` repeats information disclosed earlier",
+                   ("stages", i, "line"), "each stage should disclose something new")
+        stage_src.append(st["line"])
+
+    # W303: a trigger rubric spelled out in the user's own messages before the trigger
+    for i, t in enumerate(s["triggers"]):
+        said = visible + [d["user"] for d in s["dialogue"] if d["turn"] <= t["turn"]]
+        if any(leaks(t["rubric"]["pass"], v) for v in said):
+            report("W303", f"the pass criterion of trigger `{t['id']}` is stated by the user",
+                   ("triggers", i, "rubric", "pass"), "the assistant must infer it, not be told")
+
+    # W304: a ground-truth fact given away by the user
+    if s["graph"]:
+        user_lines = [request] + [st["line"] for st in s["stages"]]
+        norm_lines = [normalise(x) for x in user_lines]
+        for t in s["graph"]["triples"]:
+            head, tail = normalise(t["head"]), normalise(t["tail"])
+            if len(tail) < 4 or len(head) < 3 or head == tail:
+                continue
+            for line in norm_lines:
+                if f" {tail} " in f" {line} " and f" {head} " in f" {line} ":
+                    report("W304", f"ground-truth fact ({t['head']} | {t['relation']} | "
+                           f"{t['tail']}) is stated by the user", ("graph",),
+                           "the user should ask for facts, not supply them; reword the line or "
+                           "silence W304 for this session")
+                    break
+
+    # W305: more than one primary anchor in one authored user turn
+    primary = {a["id"] for a in (s["scenario"] or {}).get("anchors", []) if a["primary"]}
+    for i, d in enumerate(s["dialogue"]):
+        n = sum(1 for a in d["discloses"] if a in primary)
+        if n > 1:
+            report("W305", f"turn {d['turn']} discloses {n} primary anchors", ("dialogue", i,
+                   "discloses"), "drip at most one primary anchor per user turn")
+
+    # W306/W310: trigger windows and counts
+    for i, t in enumerate(s["triggers"]):
+        lo, hi = WINDOWS[t["type"]]
+        if not lo <= t["turn"] <= hi:
+            report("W306", f"{t['type']} trigger at turn {t['turn']} is outside its window "
+                   f"(turns {lo}–{hi})", ("triggers", i, "turn"),
+                   "Emergent 1–3, Critical 4–7, Recovery 8–10")
+    if s["triggers"] and not 3 <= len(s["triggers"]) <= 6:
+        report("W310", f"{len(s['triggers'])} trigger points; a dialogue should have 3–6",
+               ("triggers",), None)
+
+    # W307: bundled checklist items
+    for i, c in enumerate(s["checklist"]):
+        if c["grader"] == "rubric" and bundles(c["text"]):
+            report("W307", f"checklist item `{c['id']}` seems to bundle several requirements",
+                   ("checklist", i, "text"), "split it into one item per requirement")
+
+    # W309: persistent intents without supporting evidence
+    earlier = [normalise(x) for x in earlier_text]
+    files = [normalise(x) for x in workspace_text]
+    for i, it in enumerate(s["hidden_intents"]):
+        if it["scope"] != "persistent" or it["evidence"]:
+            continue
+        if not any(leaks(it["text"], e) for e in earlier + files):
+            report("W309", f"persistent intent `{it['id']}` has no supporting evidence in earlier "
+                   "sessions or the workspace", ("hidden_intents", i),
+                   "list where it can be recovered with `evidence: [session-id or file path]`")

@@ -1,0 +1,210 @@
+"""Plan assembly: order, groups, ablation variants, fingerprints, lints, and the JSON writer."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from benchpack.specs import PLAN_SCHEMA_ID, PLAN_VERSION
+
+from .build import Builder, _SessionDraft, check_prompts
+from .diagnostics import PathPart
+from .lint import lint_session
+
+# What changes outcomes. Titles, descriptions, tags, source files and ids stay out.
+_FINGERPRINT_KEYS = (
+    "protocol", "persona", "style", "trigger", "request", "carry_over", "limits", "files", "tools",
+    "hidden_intents", "stages", "scenario", "triggers", "dialogue", "checklist", "graph", "verify",
+    "reference_solution",
+)
+
+
+def canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      default=str).encode("utf-8")
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
+             order: list[str], groups: list[Any], content_hash: str,
+             version: str) -> dict[str, Any]:
+    by_id = {d.sid: d for d in drafts}
+    prompts = check_prompts(b.pack, b.pack_src, b)
+    sessions: dict[str, dict[str, Any]] = {}
+    # episode memory: sessions of the episode that run earlier (same style variant family)
+    position = {sid: i for i, sid in enumerate(order)}
+    for sid in order:
+        d = by_id[sid]
+        s = d.data
+        if s["carry_over"]:
+            s["prior_sessions"] = [
+                o for o in order[: position[sid]]
+                if by_id[o].episode == d.episode and by_id[o].style_code in (None, d.style_code)
+            ]
+        sessions[sid] = s
+    for g in groups:
+        for m in g.members:
+            sessions[m]["group"] = g.id
+
+    # environment context visible to persistent-intent lint
+    env_text = {eid: [f["content"] for f in env["files"] if f["encoding"] == "utf-8"]
+                for eid, env in b.plan_envs.items()}
+    for sid in order:
+        d = by_id[sid]
+        s = sessions[sid]
+        earlier: list[str] = []
+        for o in order[: position[sid]]:
+            od = by_id[o]
+            if od.episode != d.episode:
+                continue
+            x = sessions[o]
+            earlier.append(x.get("request") or "")
+            earlier.extend(i["text"] for i in x["hidden_intents"])
+            earlier.extend(st["line"] for st in x["stages"])
+            earlier.extend(t["user"] for t in x["dialogue"])
+            earlier.extend(f["content"] for f in x["files"] if f["encoding"] == "utf-8")
+        ws = list(env_text.get(s["environment"], [])) + [
+            f["content"] for f in s["files"] if f["encoding"] == "utf-8"]
+        _check_evidence(b, d, s, sessions, by_id, order, position)
+        ignore = set(s.pop("_ignore"))
+
+        def report(code: str, msg: str, sub: tuple[PathPart, ...], hint: str | None,
+                   _d: _SessionDraft = d, _ignore: set[str] = ignore) -> None:
+            b.lint(code, msg, (_d.src, _d.path), _map_sub(_d, sub), hint, _ignore)
+
+        lint_session(s, report, earlier, ws)
+
+    if b.options.ablation:
+        for g in groups:
+            base = sessions[g.final]
+            v = copy.deepcopy(base)
+            v["id"] = f"{g.final}~nodeps"
+            v["depends_on"] = []
+            v["prior_sessions"] = []
+            v["carry_over"] = False
+            v["group"] = None
+            v["variant"] = {"style": base["variant"]["style"], "ablation": "without_dependencies",
+                            "base": g.final}
+            sessions[v["id"]] = v
+            order.insert(order.index(g.final) + 1, v["id"])
+
+    # fingerprints, parents first
+    for sid in order:
+        s = sessions[sid]
+        own = {k: s[k] for k in _FINGERPRINT_KEYS}
+        own["persona_profile"] = b.plan_personas.get(s["persona"])
+        own["environment"] = b.plan_envs.get(s["environment"])
+        own["tool_specs"] = {t: b.plan_tools.get(t) for t in s["tools"]}
+        own["prompts"] = prompts
+        own["models"] = b.pack.defaults.models.model_dump()
+        own["seed"] = b.pack.defaults.seed
+        parents = sorted(sessions[p]["fingerprint"] for p in s["depends_on"])
+        s["fingerprint"] = sha256(canonical({"own": own, "parents": parents,
+                                             "prior": [sessions[p]["fingerprint"]
+                                                       for p in s["prior_sessions"]]}))
+
+    parent_map = {sid: list(sessions[sid]["depends_on"]) for sid in order}
+    child_map: dict[str, list[str]] = {sid: [] for sid in order}
+    for sid in order:
+        for p in parent_map[sid]:
+            child_map[p].append(sid)
+
+    defaults = b.pack.defaults
+    used_tools = sorted({t for s in sessions.values() for t in s["tools"]} | set(b.tools))
+    used_envs = sorted({s["environment"] for s in sessions.values()})
+    meta = {"category": None, "domain": None, "difficulty": None, "language": None, "tags": []}
+    if b.pack.metadata:
+        meta.update(b.pack.metadata.model_dump())
+    return {
+        "$schema": PLAN_SCHEMA_ID,
+        "plan_version": PLAN_VERSION,
+        "benchpack_version": version,
+        "pack": {"name": b.pack.name, "version": b.pack.version,
+                 "description": b.pack.description, "content_hash": content_hash,
+                 "metadata": meta},
+        "defaults": {"models": defaults.models.model_dump(), "limits": defaults.limits.model_dump(),
+                     "seed": defaults.seed, "repeats": defaults.repeats,
+                     "temperature": defaults.temperature},
+        "prompts": prompts,
+        "personas": dict(sorted(b.plan_personas.items())),
+        "tools": {t: b.plan_tools[t] for t in used_tools if t in b.plan_tools},
+        "services": dict(sorted(b.plan_services.items())),
+        "event_streams": dict(sorted(b.plan_streams.items())),
+        "corpora": dict(sorted(b.plan_corpora.items())),
+        "environments": {e: b.plan_envs[e] for e in used_envs},
+        "episodes": episodes,
+        "sessions": {sid: sessions[sid] for sid in order},
+        "groups": [{"id": g.id, "episode": by_id[g.final].episode, "sessions": list(g.members),
+                    "final": g.final} for g in groups],
+        "parent_map": parent_map,
+        "child_map": child_map,
+    }
+
+
+def _map_sub(d: _SessionDraft, sub: tuple[PathPart, ...]) -> tuple[PathPart, ...]:
+    """Compiled-session paths → authored paths (a `start` stage is not in the compiled list)."""
+    if sub and sub[0] == "stages" and len(sub) > 1 and isinstance(sub[1], int):
+        stages = d.model.stages
+        if stages and stages[0].when.kind == "start":
+            return ("stages", sub[1] + 1, *sub[2:])
+    if sub and sub[0] in ("triggers",) and len(sub) > 1 and isinstance(sub[1], int):
+        compiled = sorted(range(len(d.model.triggers)), key=lambda i: d.model.triggers[i].turn)
+        if sub[1] < len(compiled):
+            return ("triggers", compiled[sub[1]], *sub[2:])
+    return sub
+
+
+def _check_evidence(b: Builder, d: _SessionDraft, s: dict[str, Any],
+                    sessions: dict[str, dict[str, Any]], by_id: dict[str, _SessionDraft],
+                    order: list[str], position: dict[str, int]) -> None:
+    earlier_names = {by_id[o].model.id for o in order[: position[d.sid]]
+                     if by_id[o].episode == d.episode}
+    files = {f["path"] for f in b.plan_envs[s["environment"]]["files"]} | {
+        f["path"] for o in order[: position[d.sid] + 1] if by_id[o].episode == d.episode
+        for f in sessions[o]["files"]}
+    for i, it in enumerate(s["hidden_intents"]):
+        for j, ev in enumerate(it["evidence"]):
+            if ev in earlier_names or ev in files:
+                continue
+            later = {by_id[o].model.id for o in order if by_id[o].episode == d.episode}
+            hint = ("evidence must come from a session that runs earlier" if ev in later
+                    else "name an earlier session id or a workspace file path")
+            b.err("E202", f"evidence `{ev}` is neither an earlier session nor a workspace file",
+                  (d.src, d.path), ("hidden_intents", i, "evidence", j), hint)
+
+
+def write_plan(plan: dict[str, Any], out: Path) -> bytes:
+    """Deterministic JSON: one line per top-level entry and per session, so diffs stay readable
+    while the C encoder keeps writing fast."""
+    parts = ["{\n"]
+    keys = list(plan)
+    for i, key in enumerate(keys):
+        value = plan[key]
+        sep = "," if i < len(keys) - 1 else ""
+        if key in ("sessions", "personas", "environments", "tools", "services", "episodes",
+                   "parent_map", "child_map") and isinstance(value, dict) and value:
+            parts.append(f"{json.dumps(key)}: {{\n")
+            items = list(value.items())
+            for j, (k, v) in enumerate(items):
+                comma = "," if j < len(items) - 1 else ""
+                parts.append(f"  {json.dumps(k, ensure_ascii=False)}: "
+                             f"{json.dumps(v, ensure_ascii=False, separators=(',', ':'))}{comma}\n")
+            parts.append(f"}}{sep}\n")
+        else:
+            parts.append(f"{json.dumps(key)}: "
+                         f"{json.dumps(value, ensure_ascii=False, separators=(',', ':'))}{sep}\n")
+    parts.append("}\n")
+    data = "".join(parts).encode("utf-8")
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / "plan.json"
+    if not target.exists() or target.read_bytes() != data:
+        tmp = target.with_suffix(".json.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(target)
+    return data

@@ -1,0 +1,1 @@
+"""benchpack.reports: SQL views, statistics and renderers over the run store."""

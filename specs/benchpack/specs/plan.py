@@ -1,0 +1,331 @@
+"""The compiled plan: what `bench compile` writes and `bench run` reads.
+
+Different from the pack language on purpose: every reference is resolved, every default is
+filled in, every Jinja field is rendered, file contents are embedded, and each session carries a
+fingerprint. The runtime loads this shape only (validated against `schemas/plan.schema.json`)
+and never reads YAML.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .pack import (
+    Anchor,
+    Assertion,
+    DialogueTurn,
+    Evidence,
+    Metadata,
+    Operation,
+    PersonaProfile,
+    Protocol,
+    Rubric,
+    ToolImpl,
+)
+
+PLAN_SCHEMA_ID = "https://benchpack.dev/schemas/plan/v1"
+PLAN_VERSION = 1
+
+
+class PlanModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, populate_by_name=True)
+
+
+class PlanPack(PlanModel):
+    name: str
+    version: str
+    description: str | None = None
+    content_hash: str
+    """sha256 over every input file of the pack (paths and bytes)."""
+    metadata: Metadata
+
+
+class PlanLimits(PlanModel):
+    max_turns: int | None = None
+    max_steps_per_turn: int | None = None
+    turn_timeout_s: float | None = None
+
+
+class PlanModels(PlanModel):
+    agent: str | None = None
+    simulator: str | None = None
+    planner: str | None = None
+    judge: str | None = None
+
+
+class PlanDefaults(PlanModel):
+    models: PlanModels
+    limits: PlanLimits
+    seed: int
+    repeats: int
+    temperature: float | None = None
+
+
+class PlanStyle(PlanModel):
+    code: str
+    """Canonical trait code, e.g. `E+Q+M`."""
+    traits: dict[str, bool]
+    """The six traits by name."""
+    length: Literal["terse", "chatty"]
+    min_words: int
+    max_words: int
+    directives: list[str]
+
+
+class PlanPersona(PlanModel):
+    id: str
+    name: str | None = None
+    profile: PersonaProfile
+    style: PlanStyle | None = None
+    facts: dict[str, Any]
+
+
+class PlanFile(PlanModel):
+    path: str
+    """Path inside the workspace."""
+    encoding: Literal["utf-8", "base64"]
+    content: str
+    sha256: str
+
+
+class PlanTool(PlanModel):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    impl: ToolImpl
+    group: str | None = None
+    effect: Literal["read", "write"]
+
+
+class PlanTable(PlanModel):
+    key: str
+    id_prefix: str | None = None
+    row_schema: dict[str, Any] | None = None
+    rows: list[dict[str, Any]]
+
+
+class PlanService(PlanModel):
+    name: str
+    description: str | None = None
+    tables: dict[str, PlanTable]
+    operations: list[Operation]
+    group: str | None = None
+
+
+class PlanEvent(PlanModel):
+    at: str
+    source: str
+    action: str
+    ref: str | None = None
+    text: str | None = None
+    data: dict[str, Any]
+    noise: bool
+    conflicts_with: str | None = None
+
+
+class PlanEventStream(PlanModel):
+    name: str
+    description: str | None = None
+    events: list[PlanEvent]
+    """Sorted by time (stable)."""
+
+
+class PlanDocument(PlanModel):
+    id: str
+    title: str
+    url: str | None = None
+    text: str
+    published: str | None = None
+
+
+class PlanCorpus(PlanModel):
+    name: str
+    description: str | None = None
+    documents: list[PlanDocument]
+
+
+class PlanHeartbeat(PlanModel):
+    every_s: int
+    start: str | None = None
+    beats: int
+    message: str | None = None
+
+
+class PlanEnvironment(PlanModel):
+    id: str
+    description: str | None = None
+    clock: str | None = None
+    files: list[PlanFile]
+    tools: list[str]
+    """Every tool offered: built-ins, pack tools, service operations, stream readers."""
+    services: list[str]
+    event_streams: list[str]
+    heartbeat: PlanHeartbeat | None = None
+
+
+class PlanEpisode(PlanModel):
+    id: str
+    title: str | None = None
+    persona: str
+    environment: str
+    memory: Literal["carry_over", "none"]
+    sessions: list[str]
+    """Plan ids of the episode's sessions in episode order (variants excluded)."""
+
+
+class PlanTrigger(PlanModel):
+    kind: Literal["user_message", "webhook", "heartbeat", "structured_input"]
+    source: str | None = None
+    payload: dict[str, Any] | None = None
+
+
+class PlanIntent(PlanModel):
+    id: str
+    text: str
+    scope: Literal["session", "persistent"]
+    reveal: str | None = None
+    evidence: list[str]
+
+
+class PlanStage(PlanModel):
+    id: str
+    title: str | None = None
+    kind: Literal["start", "mentions", "asks", "milestone"]
+    about: str | None = None
+    line: str
+    otherwise: str | None = None
+
+
+class PlanTriggerPoint(PlanModel):
+    id: str
+    type: Literal["emergent", "critical", "recovery"]
+    turn: int
+    anchors: list[str]
+    rubric: Rubric
+
+
+class PlanScenario(PlanModel):
+    hidden_goal: str
+    anchors: list[Anchor]
+    proactive_subtasks: list[str]
+
+
+class PlanChecklistItem(PlanModel):
+    id: str
+    text: str
+    grader: Literal["rubric", "rule", "python"]
+    rule: Assertion | None = None
+    python: str | None = None
+    """`file.py:function`; the file's source is embedded in `python_source`."""
+    python_source: str | None = None
+    evidence: Evidence | None = None
+    weight: float
+    aspect: Literal["outcome", "process"]
+
+
+class PlanTriple(PlanModel):
+    head: str
+    relation: str
+    tail: str
+    dimension: str | None = None
+
+
+class PlanGraph(PlanModel):
+    triples: list[PlanTriple]
+    batch_size: int
+
+
+class PlanScoreCap(PlanModel):
+    id: str
+    when: Assertion
+    cap: float
+    reason: str
+
+
+class PlanVerify(PlanModel):
+    pass_threshold: float
+    outcome_weight: float
+    caps: list[PlanScoreCap]
+
+
+class PlanVariant(PlanModel):
+    style: str | None = None
+    """Communication style this expansion uses."""
+    ablation: Literal["without_dependencies"] | None = None
+    base: str | None = None
+    """Plan id of the session this variant derives from."""
+
+
+class PlanSession(PlanModel):
+    id: str
+    """Stable readable id: `session.<pack>.<episode>.<session>[@<style>][~nodeps]`."""
+    name: str
+    """The session id as written in the pack."""
+    episode: str
+    index: int
+    """Position in the episode (0-based)."""
+    title: str | None = None
+    description: str | None = None
+    source_file: str
+    metadata: Metadata
+    protocol: Protocol
+    persona: str
+    environment: str
+    style: PlanStyle | None = None
+    trigger: PlanTrigger
+    request: str | None = None
+    depends_on: list[str]
+    carry_over: bool
+    """Whether the agent receives the episode's earlier sessions."""
+    prior_sessions: list[str]
+    """Earlier sessions whose transcripts the agent receives (episode memory)."""
+    group: str | None = None
+    """Dependency group id, when the session belongs to one."""
+    variant: PlanVariant
+    limits: PlanLimits
+    files: list[PlanFile]
+    tools: list[str]
+    hidden_intents: list[PlanIntent]
+    stages: list[PlanStage]
+    scenario: PlanScenario | None = None
+    triggers: list[PlanTriggerPoint]
+    dialogue: list[DialogueTurn]
+    checklist: list[PlanChecklistItem]
+    graph: PlanGraph | None = None
+    verify: PlanVerify | None = None
+    reference_solution: str | None = None
+    fingerprint: str
+    """sha256 of what changes outcomes, chained with the fingerprints of its dependencies."""
+
+
+class PlanGroup(PlanModel):
+    id: str
+    episode: str
+    sessions: list[str]
+    """Members in topological order."""
+    final: str
+    """The member every other member leads to (scored as the group's final task)."""
+
+
+class Plan(PlanModel):
+    schema_id: Literal["https://benchpack.dev/schemas/plan/v1"] = Field(alias="$schema")
+    plan_version: Literal[1]
+    benchpack_version: str
+    pack: PlanPack
+    defaults: PlanDefaults
+    prompts: dict[str, str]
+    """Prompt template overrides by name (the runtime has built-in defaults)."""
+    personas: dict[str, PlanPersona]
+    tools: dict[str, PlanTool]
+    services: dict[str, PlanService]
+    event_streams: dict[str, PlanEventStream]
+    corpora: dict[str, PlanCorpus]
+    environments: dict[str, PlanEnvironment]
+    episodes: dict[str, PlanEpisode]
+    sessions: dict[str, PlanSession]
+    """By plan id, in topological order."""
+    groups: list[PlanGroup]
+    parent_map: dict[str, list[str]]
+    child_map: dict[str, list[str]]

@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TASKPACKS = ROOT / "taskpacks"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test gets its own compile cache so results never leak between tests."""
+    monkeypatch.setenv("BENCHPACK_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture
+def write_pack(tmp_path: Path):
+    """Write files {relative path: text} into a fresh pack directory and return it."""
+
+    def _write(files: dict[str, str | bytes]) -> Path:
+        for rel, content in files.items():
+            p = tmp_path / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                p.write_bytes(content)
+            else:
+                p.write_text(content, encoding="utf-8")
+        return tmp_path
+
+    return _write
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

@@ -1,0 +1,41 @@
+"""The package layout: one `benchpack` namespace, and the import direction between stages."""
+
+from __future__ import annotations
+
+import ast
+
+from conftest import ROOT
+
+STAGES = ["specs", "compiler", "runtime", "reports", "cli"]
+
+
+def _imports(stage: str) -> set[str]:
+    found: set[str] = set()
+    for path in (ROOT / stage / "benchpack").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+    return found
+
+
+def test_no_benchpack_init_anywhere() -> None:
+    # a benchpack/__init__.py in one root would shadow the others
+    for stage in STAGES:
+        assert not (ROOT / stage / "benchpack" / "__init__.py").exists()
+
+
+def test_runtime_never_imports_the_compiler() -> None:
+    assert not any(m.startswith("benchpack.compiler") for m in _imports("runtime"))
+
+
+def test_specs_import_nothing_else_of_benchpack() -> None:
+    assert all(not m.startswith("benchpack.") or m.startswith("benchpack.specs")
+               for m in _imports("specs"))
+
+
+def test_reports_never_import_compiler_or_runtime() -> None:
+    assert not any(m.startswith(("benchpack.compiler", "benchpack.runtime"))
+                   for m in _imports("reports"))
