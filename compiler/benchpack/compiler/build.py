@@ -566,13 +566,13 @@ class Builder:
     def resolve_deps(self, d: _SessionDraft, by_base: dict[str, list[_SessionDraft]]) -> None:
         loc = (d.src, d.path)
         ep_prefix = f"session.{self.pack.name}.{d.episode}."
-        ep_names = {b.removeprefix(ep_prefix) for b in by_base if b.startswith(ep_prefix)}
         for i, dep in enumerate(d.model.depends_on):
             if dep == d.model.id:
                 self.err("E203", f"session `{dep}` depends on itself", loc, ("depends_on", i))
                 continue
             targets = by_base.get(ep_prefix + dep)
             if not targets:
+                ep_names = {b.removeprefix(ep_prefix) for b in by_base if b.startswith(ep_prefix)}
                 other = [b for b in by_base if b.endswith("." + dep)]
                 hint = did_you_mean(dep, ep_names)
                 if other and not hint:
@@ -977,10 +977,14 @@ class Builder:
                          "a session can only depend on sessions that can run before it")
             return None
         order = stable_order(g, rank)
+        episode_of = {d.sid: d.episode for d in drafts}
+        per_episode: dict[str, list[str]] = {}
+        for n in order:
+            per_episode.setdefault(episode_of[n], []).append(n)
         groups = []
-        for ep in dict.fromkeys(d.episode for d in drafts):
-            members = [n for n in order if n in {d.sid for d in drafts if d.episode == ep}]
-            groups.extend(dependency_groups(g.subgraph(members), members))
+        for members in per_episode.values():
+            if any(g.in_degree(n) for n in members):
+                groups.extend(dependency_groups(g.subgraph(members), members))
         return order, groups
 
 

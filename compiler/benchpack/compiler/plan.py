@@ -38,14 +38,19 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
     prompts = check_prompts(b.pack, b.pack_src, b)
     sessions: dict[str, dict[str, Any]] = {}
     # episode memory: sessions of the episode that run earlier (same style variant family)
-    position = {sid: i for i, sid in enumerate(order)}
+    ep_order: dict[str, list[str]] = {}
+    position: dict[str, int] = {}
+    for sid in order:
+        bucket = ep_order.setdefault(by_id[sid].episode, [])
+        position[sid] = len(bucket)
+        bucket.append(sid)
     for sid in order:
         d = by_id[sid]
         s = d.data
         if s["carry_over"]:
             s["prior_sessions"] = [
-                o for o in order[: position[sid]]
-                if by_id[o].episode == d.episode and by_id[o].style_code in (None, d.style_code)
+                o for o in ep_order[d.episode][: position[sid]]
+                if by_id[o].style_code in (None, d.style_code)
             ]
         sessions[sid] = s
     for g in groups:
@@ -59,10 +64,7 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
         d = by_id[sid]
         s = sessions[sid]
         earlier: list[str] = []
-        for o in order[: position[sid]]:
-            od = by_id[o]
-            if od.episode != d.episode:
-                continue
+        for o in ep_order[d.episode][: position[sid]]:
             x = sessions[o]
             earlier.append(x.get("request") or "")
             earlier.extend(i["text"] for i in x["hidden_intents"])
@@ -71,7 +73,7 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
             earlier.extend(f["content"] for f in x["files"] if f["encoding"] == "utf-8")
         ws = list(env_text.get(s["environment"], [])) + [
             f["content"] for f in s["files"] if f["encoding"] == "utf-8"]
-        _check_evidence(b, d, s, sessions, by_id, order, position)
+        _check_evidence(b, d, s, sessions, by_id, ep_order[d.episode], position)
         ignore = set(s.pop("_ignore"))
 
         def report(code: str, msg: str, sub: tuple[PathPart, ...], hint: str | None,
@@ -162,17 +164,17 @@ def _map_sub(d: _SessionDraft, sub: tuple[PathPart, ...]) -> tuple[PathPart, ...
 
 def _check_evidence(b: Builder, d: _SessionDraft, s: dict[str, Any],
                     sessions: dict[str, dict[str, Any]], by_id: dict[str, _SessionDraft],
-                    order: list[str], position: dict[str, int]) -> None:
-    earlier_names = {by_id[o].model.id for o in order[: position[d.sid]]
-                     if by_id[o].episode == d.episode}
+                    episode_order: list[str], position: dict[str, int]) -> None:
+    if not any(it["evidence"] for it in s["hidden_intents"]):
+        return
+    earlier_names = {by_id[o].model.id for o in episode_order[: position[d.sid]]}
     files = {f["path"] for f in b.plan_envs[s["environment"]]["files"]} | {
-        f["path"] for o in order[: position[d.sid] + 1] if by_id[o].episode == d.episode
-        for f in sessions[o]["files"]}
+        f["path"] for o in episode_order[: position[d.sid] + 1] for f in sessions[o]["files"]}
     for i, it in enumerate(s["hidden_intents"]):
         for j, ev in enumerate(it["evidence"]):
             if ev in earlier_names or ev in files:
                 continue
-            later = {by_id[o].model.id for o in order if by_id[o].episode == d.episode}
+            later = {by_id[o].model.id for o in episode_order}
             hint = ("evidence must come from a session that runs earlier" if ev in later
                     else "name an earlier session id or a workspace file path")
             b.err("E202", f"evidence `{ev}` is neither an earlier session nor a workspace file",
