@@ -17,7 +17,6 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from pathlib import Path
 from typing import Any
 
 import jmespath
@@ -313,6 +312,7 @@ class Builder:
         text = self.read_text(rel, loc, sub)
         if text is None:
             return []
+        rows: Any
         try:
             if rel.endswith(".csv"):
                 return [dict(r) for r in csv.DictReader(io.StringIO(text))]
@@ -776,9 +776,9 @@ class Builder:
                         "assistant": r(t.assistant, *sub, "assistant"),
                         "discloses": list(t.discloses)})
         if out:
-            for i, t in enumerate(s.triggers):
-                if t.turn > len(out):
-                    self.err("E216", f"trigger at turn {t.turn} but the authored dialogue has "
+            for i, tp in enumerate(s.triggers):
+                if tp.turn > len(out):
+                    self.err("E216", f"trigger at turn {tp.turn} but the authored dialogue has "
                              f"{len(out)} turns", loc, ("triggers", i, "turn"))
         return out
 
@@ -832,13 +832,13 @@ class Builder:
                 self.err("E202", f"service `{svc}` has no table `{table}`", loc, (*sub, "state"),
                          did_you_mean(table, self.plan_services[svc]["tables"]) or
                          "write `service.table`")
-        for key in ("regex", "grounded"):
-            pattern = getattr(a, key)
+        for pkey in ("regex", "grounded"):
+            pattern = getattr(a, pkey)
             if pattern is not None:
                 try:
                     re.compile(pattern)
                 except re.error as exc:
-                    self.err("E205", f"invalid regular expression: {exc}", loc, (*sub, key))
+                    self.err("E205", f"invalid regular expression: {exc}", loc, (*sub, pkey))
         for path, m in (a.where or {}).items():
             if isinstance(m, P.Matcher):
                 ops = [k for k in m.model_fields_set]
@@ -909,11 +909,12 @@ class Builder:
                 triples.extend(self.triples_file(g.file, text, loc))
         seen: set[tuple[str, str, str]] = set()
         uniq = []
-        for t in triples:
-            key = (t["head"].strip().lower(), t["relation"].strip().lower(), t["tail"].strip().lower())
+        for tr in triples:
+            key = (tr["head"].strip().lower(), tr["relation"].strip().lower(),
+                   tr["tail"].strip().lower())
             if key not in seen:
                 seen.add(key)
-                uniq.append(t)
+                uniq.append(tr)
         return {"triples": uniq, "batch_size": g.batch_size}
 
     def triples_file(self, rel: str, text: str, loc: Loc) -> list[dict[str, Any]]:

@@ -16,10 +16,7 @@ from rapidfuzz import fuzz
 WINDOWS = {"emergent": (1, 3), "critical": (4, 7), "recovery": (8, 10)}
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP = frozenset(
-    "a an the and or of to in on for with by at from as is are be been was were it its this that "
-    "these those your my our their his her i you we they me us them do does did not no so if then "
-    "than into about over under up out all any each every some such can could should would will "
-    "must may might also just only very more most other own same too".split()
+    ["a", "an", "the", "and", "or", "of", "to", "in", "on", "for", "with", "by", "at", "from", "as", "is", "are", "be", "been", "was", "were", "it", "its", "this", "that", "these", "those", "your", "my", "our", "their", "his", "her", "i", "you", "we", "they", "me", "us", "them", "do", "does", "did", "not", "no", "so", "if", "then", "than", "into", "about", "over", "under", "up", "out", "all", "any", "each", "every", "some", "such", "can", "could", "should", "would", "will", "must", "may", "might", "also", "just", "only", "very", "more", "most", "other", "own", "same", "too"]
 )
 _REQ_VERB = re.compile(
     r"\b(must|should|shall|include[sd]?|includes|state[sd]?|list[sd]?|provide[sd]?|contain[sd]?|"

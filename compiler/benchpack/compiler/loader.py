@@ -318,7 +318,7 @@ def load_pack(target: Path, diags: Diagnostics) -> LoadedPack | None:
             if not isinstance(pattern, str) or not pattern.strip():
                 continue
             for target_path in expand_include(src, pattern, i, root, diags):
-                if target_path.resolve() in [p.resolve() for p in stack + [real]]:
+                if target_path.resolve() in [p.resolve() for p in [*stack, real]]:
                     chain = " → ".join(display_path(p) for p in [*stack, real, target_path])
                     diags.error("E007", f"include loop: {chain}", shown_path, ("include", i),
                                 hint="remove one of these includes")

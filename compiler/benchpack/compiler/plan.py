@@ -120,7 +120,7 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
     defaults = b.pack.defaults
     used_tools = sorted({t for s in sessions.values() for t in s["tools"]} | set(b.tools))
     used_envs = sorted({s["environment"] for s in sessions.values()})
-    meta = {"category": None, "domain": None, "difficulty": None, "language": None, "tags": []}
+    meta: dict[str, Any] = {"category": None, "domain": None, "difficulty": None, "language": None, "tags": []}
     if b.pack.metadata:
         meta.update(b.pack.metadata.model_dump())
     return {

@@ -85,4 +85,4 @@ def render(source: str, context: dict[str, Any]) -> str:
         raise RenderError("E208", f"template failed: {type(exc).__name__}: {exc}") from None
     if len(out) > MAX_OUTPUT_CHARS:
         raise RenderError("E210", "template output exceeds 1,000,000 characters")
-    return out
+    return str(out)

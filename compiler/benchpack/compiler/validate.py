@@ -65,7 +65,8 @@ def report_validation_error(exc: ValidationError, model: type[BaseModel], data: 
                             shown: str, diags: Diagnostics,
                             prefix: tuple[PathPart, ...] = ()) -> None:
     raw: list[tuple[tuple[PathPart, ...], bool, dict[str, Any]]] = []
-    for err in exc.errors(include_url=False):
+    for detail in exc.errors(include_url=False):
+        err: dict[str, Any] = dict(detail)
         path, branched = data_path(data, err["loc"], err["type"])
         raw.append((path, branched, err))
     # A union reports one error per branch. Keep the branch that matches the input's shape:
@@ -109,10 +110,7 @@ def data_path(data: Any, loc: tuple[Any, ...], err_type: str) -> tuple[tuple[Pat
     branched = False
     for i, part in enumerate(loc):
         last = i == len(loc) - 1
-        if isinstance(node, dict) and part in node:
-            path.append(part)
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        if (isinstance(node, dict) and part in node) or (isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)):
             path.append(part)
             node = node[part]
         elif last and err_type in ("missing", "extra_forbidden") and isinstance(node, dict):

@@ -887,7 +887,7 @@ class Fragment(_Content):
 class Pack(_Content):
     """A task pack's root file (`pack.yaml`)."""
 
-    benchpack: Literal[1] = LANGUAGE_VERSION
+    benchpack: Literal[1] = 1
     """Pack language version."""
     name: Annotated[str, Field(pattern=NAME_PATTERN)]
     """Pack name (lowercase letters, digits, `-`, `_`); part of every plan id."""
