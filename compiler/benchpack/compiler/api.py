@@ -72,27 +72,38 @@ def _compile_loaded(target: Path, options: CompileOptions,
     if loaded is None:
         return None, None, None
     models: list[tuple[Any, Any]] = []
+    broken: dict[str, set[str]] = {}
     for src in loaded.files:
         if src.data is None:
             continue
-        model = validate_file(src, diags)
+        model = validate_file(src, diags, broken)
         if model is not None:
             models.append((src, model))
-    pack_ok = bool(loaded.files) and models and models[0][0] is loaded.files[0]
-    if diags.has_errors() or not pack_ok:
+    pack_ok = bool(loaded.files) and bool(models) and models[0][0] is loaded.files[0]
+    if not pack_ok:
         locate_all(diags, loaded.files)
         return loaded, None, None
-    b = Builder(loaded, models, diags, options)
-    b.symbols()
-    b.world()
-    drafts, episodes = b.sessions()
-    ordered = None if diags.has_errors() else b.order(drafts)
-    if ordered is None or diags.has_errors():
-        locate_all(diags, loaded.files)
-        return loaded, None, None
-    order, groups = ordered
-    content_hash = _content_hash(loaded, options)
-    plan = assemble(b, drafts, episodes, order, groups, content_hash, benchpack_version())
+    earlier_errors = diags.has_errors()
+    try:
+        b = Builder(loaded, models, diags, options, broken)
+        b.symbols()
+        b.world()
+        drafts, episodes = b.sessions()
+        ordered = b.order(drafts)
+        plan = None
+        content_hash = None
+        if ordered is not None:
+            order, groups = ordered
+            content_hash = _content_hash(loaded, options)
+            plan = assemble(b, drafts, episodes, order, groups, content_hash,
+                            benchpack_version())
+    except Exception:
+        # Semantic checks of a pack that already failed validation run on salvaged parts; if
+        # they trip over the damage, the errors already reported are what the author needs.
+        if not earlier_errors:
+            raise
+        plan = None
+        content_hash = None
     locate_all(diags, loaded.files)
     if diags.has_errors() or (options.strict and diags.items):
         return loaded, None, content_hash

@@ -87,8 +87,11 @@ def iso(value: Any) -> str | None:
 
 class Builder:
     def __init__(self, loaded: LoadedPack, models: list[tuple[SourceFile, Any]],
-                 diags: Diagnostics, options: CompileOptions) -> None:
+                 diags: Diagnostics, options: CompileOptions,
+                 broken: dict[str, set[str]] | None = None) -> None:
         self.loaded = loaded
+        # names of items that failed validation: references to them are not reported again
+        self.broken: set[str] = set().union(*(broken or {}).values())
         self.diags = diags
         self.options = options
         self.pack: P.Pack = models[0][1]
@@ -170,9 +173,12 @@ class Builder:
                   sub: Sequence[PathPart]) -> bool:
         if name in table:
             return True
+        if name in self.broken:
+            return False
+        known = [*table, *self.broken]
         self.err("E202", f"unknown {what} `{name}`", loc, sub,
-                 did_you_mean(name, table) or (f"define it under `{what.split()[-1]}s:`"
-                                               if table == {} else None))
+                 did_you_mean(name, known) or (f"define it under `{what.split()[-1]}s:`"
+                                               if not known else None))
         return False
 
     # ------------------------------------------------------------------ phase 1: symbols
@@ -571,6 +577,8 @@ class Builder:
                 self.err("E203", f"session `{dep}` depends on itself", loc, ("depends_on", i))
                 continue
             targets = by_base.get(ep_prefix + dep)
+            if not targets and dep in self.broken:
+                continue
             if not targets:
                 ep_names = {b.removeprefix(ep_prefix) for b in by_base if b.startswith(ep_prefix)}
                 other = [b for b in by_base if b.endswith("." + dep)]

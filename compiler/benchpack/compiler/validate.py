@@ -15,6 +15,7 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from benchpack.specs import pack as P
 from benchpack.specs.pack import Fragment, Pack
 
 from .diagnostics import Diagnostics, PathPart, did_you_mean, suggest
@@ -51,14 +52,75 @@ _PATTERN_HINTS = {
 }
 
 
-def validate_file(src: SourceFile, diags: Diagnostics) -> Pack | Fragment | None:
-    """Validate one loaded file against its model; diagnostics on failure."""
+_ITEM_MODELS: dict[str, type[BaseModel]] = {
+    "personas": P.Persona, "tools": P.Tool, "services": P.Service,
+    "event_streams": P.EventStream, "corpora": P.Corpus, "environments": P.Environment,
+    "episodes": P.Episode,
+}
+
+
+def validate_file(src: SourceFile, diags: Diagnostics,
+                  broken: dict[str, set[str]] | None = None) -> Pack | Fragment | None:
+    """Validate one loaded file against its model; diagnostics on failure.
+
+    On failure the valid parts are salvaged (every list item that validates on its own), so
+    that reference checks and lints still run on them, and the names of the invalid items are
+    added to `broken` so that references to them are not reported a second time."""
     model: type[Pack] | type[Fragment] = Pack if src.kind == "pack" else Fragment
     try:
         return model.model_validate(src.data)
     except ValidationError as exc:
         report_validation_error(exc, model, src.data, src.shown, diags)
+    return _salvage(src, model, broken if broken is not None else {})
+
+
+def _salvage(src: SourceFile, model: type[Pack] | type[Fragment],
+             broken: dict[str, set[str]]) -> Pack | Fragment | None:
+    data = dict(src.data)
+    for key, item_model in _ITEM_MODELS.items():
+        items = data.get(key)
+        if not isinstance(items, list):
+            data.pop(key, None)
+            continue
+        kept = []
+        for item in items:
+            if key == "episodes" and isinstance(item, dict):
+                item = _salvage_episode(item, broken)
+            try:
+                item_model.model_validate(item)
+                kept.append(item)
+            except ValidationError:
+                if isinstance(item, dict):
+                    name = item.get("id", item.get("name"))
+                    if isinstance(name, str):
+                        broken.setdefault(key, set()).add(name)
+        data[key] = kept
+    try:
+        return model.model_validate(data)
+    except ValidationError:
+        if model is Pack:
+            try:  # keep the pack's name and lists even when a manifest field is broken
+                minimal = {k: data[k] for k in _ITEM_MODELS if k in data}
+                minimal["name"] = data.get("name") if isinstance(data.get("name"), str) else "pack"
+                return Pack.model_validate(minimal)
+            except ValidationError:
+                return None
         return None
+
+
+def _salvage_episode(item: dict[str, Any], broken: dict[str, set[str]]) -> dict[str, Any]:
+    sessions = item.get("sessions")
+    if not isinstance(sessions, list):
+        return item
+    kept = []
+    for s in sessions:
+        try:
+            P.Session.model_validate(s)
+            kept.append(s)
+        except ValidationError:
+            if isinstance(s, dict) and isinstance(s.get("id"), str):
+                broken.setdefault("sessions", set()).add(s["id"])
+    return {**item, "sessions": kept}
 
 
 def report_validation_error(exc: ValidationError, model: type[BaseModel], data: Any,
@@ -120,23 +182,67 @@ def data_path(data: Any, loc: tuple[Any, ...], err_type: str) -> tuple[tuple[Pat
     return tuple(path), branched
 
 
+_SINGULAR = {
+    "personas": "persona", "episodes": "episode", "sessions": "session", "tools": "tool",
+    "services": "service", "operations": "operation", "event_streams": "event stream",
+    "events": "event", "corpora": "corpus", "documents": "document", "environments":
+    "environment", "files": "file", "hidden_intents": "hidden intent", "stages": "stage",
+    "triggers": "trigger point", "anchors": "anchor", "dialogue": "dialogue turn",
+    "checklist": "checklist item", "triples": "triple", "caps": "cap", "all": "check",
+    "any": "check",
+}
+
+
+def _owner(path: tuple[PathPart, ...], data: Any) -> str:
+    """Describe the mapping at `path` for messages: "session `triage`", "the pack"…"""
+    node = data
+    for part in path:
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            node = None
+    name = None
+    if isinstance(node, dict):
+        for key in ("id", "name", "path", "text"):
+            if isinstance(node.get(key), str):
+                name = node[key] if len(node[key]) <= 40 else node[key][:37] + "..."
+                break
+    kind = None
+    for i in range(len(path) - 1, -1, -1):
+        part = path[i]
+        if isinstance(part, str):
+            kind = _SINGULAR.get(part, f"`{part}`") if i < len(path) - 1 else f"`{part}`"
+            break
+    if kind is None:
+        return "the top level"
+    return f"{kind} `{name}`" if name and kind and not kind.startswith("`") else kind
+
+
+def _field(path: tuple[PathPart, ...]) -> str:
+    names = [p for p in path if isinstance(p, str)]
+    return f"`{names[-1]}`" if names else "this value"
+
+
 def _one(err: dict[str, Any], path: tuple[PathPart, ...], full: tuple[PathPart, ...],
          model: type[BaseModel], data: Any, shown: str, diags: Diagnostics) -> None:
     kind = err["type"]
     value = err.get("input")
     ctx = err.get("ctx") or {}
-    where = _describe(path)
+    field = _field(path)
     if kind == "extra_forbidden":
         key = str(path[-1]) if path else "?"
         allowed = allowed_keys(model, path[:-1], data)
         hint = did_you_mean(key, allowed) if allowed else None
         if hint is None and allowed:
-            hint = "allowed keys here: " + ", ".join(f"`{k}`" for k in sorted(allowed)[:12])
-        diags.error("E101", f"unknown key `{key}`{where}", shown, full, hint, at_key=True)
+            hint = "allowed keys here: " + ", ".join(f"`{k}`" for k in sorted(allowed)[:14])
+        diags.error("E101", f"unknown key `{key}` in {_owner(path[:-1], data)}", shown, full,
+                    hint, at_key=True)
     elif kind == "missing":
         key = str(path[-1]) if path else "?"
-        diags.error("E102", f"missing required key `{key}`{_describe(path[:-1])}", shown,
-                    full[:-1], hint=f"add `{key}: …`")
+        diags.error("E102", f"{_owner(path[:-1], data)} is missing the required key `{key}`",
+                    shown, full[:-1], hint=f"add `{key}: …`")
     elif kind in _TYPE_WORDS:
         hint = None
         if kind == "string_type" and isinstance(value, bool | int | float):
@@ -145,39 +251,35 @@ def _one(err: dict[str, Any], path: tuple[PathPart, ...], full: tuple[PathPart, 
             hint = "write a list: one `- item` per line, or `[a, b]`"
         elif kind in ("model_type", "dict_type") and isinstance(value, str):
             hint = "this needs nested `key: value` lines, indented under it"
-        diags.error("E103", f"expected {_TYPE_WORDS[kind]}, found {type_name(value)}{where}",
+        elif value is None:
+            hint = "the value is empty; fill it in or remove the key"
+        diags.error("E103", f"{field} must be {_TYPE_WORDS[kind]}, found {type_name(value)}",
                     shown, full, hint)
     elif kind == "literal_error":
         expected = ctx.get("expected", "")
         choices = [c.strip().strip("'") for c in str(expected).replace(" or ", ",").split(",")]
         hint = did_you_mean(str(value), choices) if isinstance(value, str) else None
-        diags.error("E104", f"`{value}` is not allowed{where}; expected {expected}", shown, full,
-                    hint)
+        diags.error("E104", f"{field} cannot be `{value}`; expected {expected}", shown, full, hint)
     elif kind in ("union_tag_invalid", "union_tag_not_found"):
         tags = ctx.get("expected_tags", "")
         tag = ctx.get("tag")
         choices = [t.strip().strip("'") for t in str(tags).split(",")]
         if kind == "union_tag_not_found":
-            diags.error("E102", f"missing `{ctx.get('discriminator', 'kind')}`{where}", shown,
+            diags.error("E102", f"{field} is missing `{ctx.get('discriminator', 'kind')}`", shown,
                         full, hint=f"one of {tags}")
         else:
-            diags.error("E104", f"unknown kind `{tag}`{where}; expected one of {tags}", shown,
+            diags.error("E104", f"unknown kind `{tag}` for {field}; expected one of {tags}", shown,
                         full, did_you_mean(str(tag), choices))
     elif kind == "string_pattern_mismatch":
         pattern = str(ctx.get("pattern", ""))
-        diags.error("E104", f"`{value}` is not a valid value{where}", shown, full,
+        diags.error("E104", f"`{value}` is not a valid value for {field}", shown, full,
                     _PATTERN_HINTS.get(pattern, f"must match {pattern}"))
     elif kind == "value_error":
         msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
-        diags.error("E104", f"{msg}{where}", shown, full)
+        diags.error("E104", f"{field}: {msg}", shown, full)
     else:
         msg = str(err.get("msg", "invalid value"))
-        diags.error("E104", f"{msg[0].lower() + msg[1:] if msg else msg}{where}", shown, full)
-
-
-def _describe(path: tuple[PathPart, ...]) -> str:
-    names = [p for p in path if isinstance(p, str)]
-    return f" in `{names[-1]}`" if names else ""
+        diags.error("E104", f"{field}: {msg[0].lower() + msg[1:] if msg else msg}", shown, full)
 
 
 # --------------------------------------------------------------------------- model walking
