@@ -209,6 +209,13 @@ class Builder:
             where = "/".join(str(p) for p in exc.path) or "top level"
             self.err("E207", f"{what} is not a valid JSON Schema ({where}: {exc.message})",
                      loc, sub, "see https://json-schema.org/understanding-json-schema/")
+            return
+        for path, key in _unknown_keywords(schema):
+            hint = did_you_mean(key, JSON_SCHEMA_KEYWORDS)
+            if hint is None and " " in key:
+                hint = "a description containing `, ` must be quoted"
+            self.lint("W314", f"`{key}` is not a JSON Schema keyword in {what}", loc,
+                      (*sub, *path), hint)
 
     def add_tool(self, name: str, tool: dict[str, Any], origin: str, loc: Loc,
                  sub: Sequence[PathPart]) -> None:
@@ -832,14 +839,7 @@ class Builder:
         if a.sequence is not None and len(a.sequence) < 2:
             self.err("E211", "`sequence` needs at least two tools", loc, (*sub, "sequence"))
         if a.state is not None:
-            svc, _, table = a.state.partition(".")
-            if svc not in env["services"]:
-                self.err("E202", f"no service `{svc}` in this session's environment", loc,
-                         (*sub, "state"), did_you_mean(svc, env["services"]))
-            elif table not in self.plan_services[svc]["tables"]:
-                self.err("E202", f"service `{svc}` has no table `{table}`", loc, (*sub, "state"),
-                         did_you_mean(table, self.plan_services[svc]["tables"]) or
-                         "write `service.table`")
+            self.check_state_ref(a.state, env, loc, (*sub, "state"))
         for pkey in ("regex", "grounded"):
             pattern = getattr(a, pkey)
             if pattern is not None:
@@ -868,6 +868,17 @@ class Builder:
         if a.json_schema is not None:
             self.check_schema(a.json_schema, loc, (*sub, "json_schema"), "`json_schema`")
 
+    def check_state_ref(self, ref: str, env: dict[str, Any], loc: Loc,
+                        sub: tuple[PathPart, ...]) -> None:
+        svc, _, table = ref.partition(".")
+        if svc not in env["services"]:
+            self.err("E202", f"no service `{svc}` in this session's environment", loc, sub,
+                     did_you_mean(svc, env["services"]) or "write `service.table`")
+        elif table not in self.plan_services[svc]["tables"]:
+            self.err("E202", f"service `{svc}` has no table `{table}`", loc, sub,
+                     did_you_mean(table, self.plan_services[svc]["tables"]) or
+                     "write `service.table`")
+
     def checklist(self, s: P.Session, loc: Loc, r: Any, tools: list[str],
                   env: dict[str, Any]) -> list[dict[str, Any]]:
         out = []
@@ -890,6 +901,8 @@ class Builder:
                     if not any(fnmatch.fnmatchcase(x, t) for x in tools):
                         self.err("E202", f"no tool `{t}` in this session", loc,
                                  (*sub, "evidence", "tools", j), did_you_mean(t, tools))
+                for j, st in enumerate(c.evidence.state):
+                    self.check_state_ref(st, env, loc, (*sub, "evidence", "state", j))
             grader = "python" if c.python else "rule" if c.rule else "rubric"
             out.append({
                 "id": cid, "text": r(c.text, *sub, "text"), "grader": grader,
@@ -995,6 +1008,43 @@ class Builder:
             if any(g.in_degree(n) for n in members):
                 groups.extend(dependency_groups(g.subgraph(members), members))
         return order, groups
+
+
+JSON_SCHEMA_KEYWORDS = frozenset("""
+type properties required items prefixItems additionalProperties patternProperties enum const
+description title default examples minimum maximum exclusiveMinimum exclusiveMaximum minLength
+maxLength pattern format minItems maxItems uniqueItems contains minContains maxContains
+minProperties maxProperties dependentRequired dependentSchemas propertyNames allOf anyOf oneOf not
+if then else $ref $defs definitions $id $schema $comment $anchor $dynamicRef $dynamicAnchor
+$vocabulary readOnly writeOnly deprecated multipleOf unevaluatedItems unevaluatedProperties
+contentEncoding contentMediaType contentSchema nullable
+""".split())
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SCHEMA_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains",
+               "propertyNames", "unevaluatedItems", "unevaluatedProperties", "contentSchema")
+
+
+def _unknown_keywords(schema: Any, path: tuple[PathPart, ...] = ()) -> list[tuple[tuple[PathPart, ...], str]]:
+    """Keys of a JSON Schema that are no keyword (usually a YAML slip such as an unquoted
+    `, ` inside a flow mapping). `x-` extensions are allowed."""
+    out: list[tuple[tuple[PathPart, ...], str]] = []
+    if not isinstance(schema, dict):
+        return out
+    for key, value in schema.items():
+        if not isinstance(key, str):
+            continue
+        if key not in JSON_SCHEMA_KEYWORDS and not key.startswith("x-"):
+            out.append(((*path, key), key))
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            for name, sub in value.items():
+                out.extend(_unknown_keywords(sub, (*path, key, name)))
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            for i, sub in enumerate(value):
+                out.extend(_unknown_keywords(sub, (*path, key, i)))
+        elif key in _SCHEMA_ONE:
+            out.extend(_unknown_keywords(value, (*path, key)))
+    return out
 
 
 def _op_description(op: P.Operation, service: str) -> str:

@@ -67,7 +67,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W310": ("warning", "trigger-count"),
     "W311": ("warning", "incoherent-style"),
     "W312": ("warning", "unused-material"),
-    "W313": ("warning", "stage-kinds"),
+    "W314": ("warning", "unknown-schema-keyword"),
 }
 
 
