@@ -89,6 +89,7 @@ def _compile_loaded(target: Path, options: CompileOptions,
         b.symbols()
         b.world()
         drafts, episodes = b.sessions()
+        b.unused(drafts)
         ordered = b.order(drafts)
         plan = None
         content_hash = None

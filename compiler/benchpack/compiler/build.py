@@ -977,6 +977,27 @@ class Builder:
         return {"pass_threshold": v.pass_threshold, "outcome_weight": v.outcome_weight,
                 "caps": caps}
 
+    def unused(self, drafts: list[_SessionDraft]) -> None:
+        """W312: things defined but never used (often a typo in the place that should use them)."""
+        ignore = set(self.pack.lint.ignore if self.pack.lint else [])
+        used_personas = {it.obj.persona for it in self.episodes.values()}
+        used_envs = {it.obj.environment for it in self.episodes.values()}
+        used_services = {s for e in self.environments.values() for s in e.obj.services}
+        used_streams = {s for e in self.environments.values() for s in e.obj.event_streams}
+        used_tools = {t for e in self.environments.values() for t in e.obj.tools}
+        used_tools |= {t for d in drafts for t in d.model.tools}
+        used_corpora = {it.obj.impl.corpus for it in self.tools.values()
+                        if isinstance(it.obj.impl, P.CorpusImpl)}
+        for table, used, what in (
+            (self.personas, used_personas, "persona"), (self.environments, used_envs, "environment"),
+            (self.services, used_services, "service"), (self.streams, used_streams, "event stream"),
+            (self.tools, used_tools, "tool"), (self.corpora, used_corpora, "corpus"),
+        ):
+            for name, it in table.items():
+                if name not in used:
+                    self.lint("W312", f"{what} `{name}` is defined but never used",
+                              (it.src, it.path), (), None, ignore)
+
     # ------------------------------------------------------------------ phase 4: graph
 
     def order(self, drafts: list[_SessionDraft]) -> tuple[list[str], list[Any]] | None:
