@@ -359,6 +359,18 @@ class Builder:
         for e in events:
             e["at"] = iso(e["at"])
         events.sort(key=lambda e: e["at"])
+        refs = {e["ref"] for e in events if e.get("ref")}
+        keys = {str(r.get(t.key)) for svc in self.services.values()
+                for t in svc.obj.tables.values() for r in t.rows}
+        keys |= {str(r.get(t["key"])) for svc in self.plan_services.values()
+                 for t in svc["tables"].values() for r in t["rows"]}
+        for i, e in enumerate(events):
+            target = e.get("conflicts_with")
+            if target and target not in refs and target not in keys:
+                self.lint("W315", f"`conflicts_with: {target}` names no event ref in this stream "
+                          "and no row of a service", loc,
+                          ("events", i, "conflicts_with") if i < len(st.events) else ("file",),
+                          did_you_mean(target, sorted(refs | keys)))
         self.plan_streams[name] = {"name": name, "description": st.description, "events": events}
         if st.tool:
             self.add_tool(f"{name}__read", {
@@ -832,6 +844,8 @@ class Builder:
         if a.tool is not None and not any(fnmatch.fnmatchcase(t, a.tool) for t in tools):
             self.err("E202", f"no tool `{a.tool}` in this session", loc, (*sub, "tool"),
                      did_you_mean(a.tool, tools))
+        elif a.tool is not None and a.where:
+            self.check_where_args(a.tool, a.where, tools, loc, sub)
         for i, t in enumerate(a.sequence or []):
             if not any(fnmatch.fnmatchcase(x, t) for x in tools):
                 self.err("E202", f"no tool `{t}` in this session", loc, (*sub, "sequence", i),
@@ -867,6 +881,33 @@ class Builder:
                          (*sub, "query"), "see https://jmespath.org/tutorial.html")
         if a.json_schema is not None:
             self.check_schema(a.json_schema, loc, (*sub, "json_schema"), "`json_schema`")
+
+    def check_where_args(self, pattern: str, where: dict[str, Any], tools: list[str], loc: Loc,
+                         sub: tuple[PathPart, ...]) -> None:
+        """`where: {args.<name>: …}` must name a parameter of the matched tool(s)."""
+        matched = [t for t in tools if fnmatch.fnmatchcase(t, pattern)]
+        params: set[str] = set()
+        for t in matched:
+            spec = self.plan_tools.get(t) or _BUILTIN_PARAMS.get(t)
+            schema = spec["parameters"] if spec and "parameters" in spec else spec
+            if not isinstance(schema, dict) or schema.get("additionalProperties") is True:
+                return
+            props = schema.get("properties")
+            if not isinstance(props, dict):
+                return
+            params |= set(props)
+        for key in where:
+            head, _, rest = key.partition(".")
+            if head == "args" and rest:
+                name = rest.split(".")[0]
+                if name not in params:
+                    self.err("E202", f"`{pattern}` has no parameter `{name}`", loc,
+                             (*sub, "where", key), did_you_mean(name, params) or
+                             ("its parameters: " + ", ".join(sorted(params)) if params else None))
+            elif head not in ("args", "result", "error", "tool"):
+                self.err("E211", f"`where` paths on tool records start with `args.`, `result.`, "
+                         f"`error` or `tool`; found `{key}`", loc, (*sub, "where", key),
+                         did_you_mean(f"args.{key}", [f"args.{p}" for p in params]))
 
     def check_state_ref(self, ref: str, env: dict[str, Any], loc: Loc,
                         sub: tuple[PathPart, ...]) -> None:
@@ -1030,6 +1071,17 @@ class Builder:
                 groups.extend(dependency_groups(g.subgraph(members), members))
         return order, groups
 
+
+_BUILTIN_PARAMS: dict[str, dict[str, Any]] = {
+    "read_file": {"properties": {"path": {}, "offset": {}, "limit": {}}},
+    "write_file": {"properties": {"path": {}, "content": {}}},
+    "edit_file": {"properties": {"path": {}, "old": {}, "new": {}, "count": {}}},
+    "list_files": {"properties": {"path": {}}},
+    "glob": {"properties": {"pattern": {}}},
+    "grep": {"properties": {"pattern": {}, "path": {}, "glob": {}}},
+    "ask_user": {"properties": {"question": {}}},
+    "send_message": {"properties": {"to": {}, "text": {}, "channel": {}}},
+}
 
 JSON_SCHEMA_KEYWORDS = frozenset("""
 type properties required items prefixItems additionalProperties patternProperties enum const

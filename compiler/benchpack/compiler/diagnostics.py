@@ -68,6 +68,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W311": ("warning", "incoherent-style"),
     "W312": ("warning", "unused-material"),
     "W314": ("warning", "unknown-schema-keyword"),
+    "W315": ("warning", "unknown-conflict-ref"),
 }
 
 
