@@ -69,6 +69,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W312": ("warning", "unused-material"),
     "W314": ("warning", "unknown-schema-keyword"),
     "W315": ("warning", "unknown-conflict-ref"),
+    "W316": ("warning", "anchor-not-disclosed"),
+    "W317": ("warning", "too-few-anchors"),
 }
 
 

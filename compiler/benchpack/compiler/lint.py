@@ -144,6 +144,26 @@ def lint_session(s: dict[str, Any], report: Report, earlier_text: Iterable[str],
             report("W305", f"turn {d['turn']} discloses {n} primary anchors", ("dialogue", i,
                    "discloses"), "drip at most one primary anchor per user turn")
 
+    # W316/W317: trigger anchors disclosed in time, and enough of them for the trigger type
+    disclosed_at: dict[str, int] = {}
+    for d in s["dialogue"]:
+        for a in d["discloses"]:
+            disclosed_at.setdefault(a, d["turn"])
+    for i, t in enumerate(s["triggers"]):
+        if s["dialogue"]:
+            late = [a for a in t["anchors"] if disclosed_at.get(a, 10**9) > t["turn"]]
+            for a in late:
+                when = (f"only at turn {disclosed_at[a]}" if a in disclosed_at
+                        else "by no dialogue turn")
+                report("W316", f"trigger `{t['id']}` at turn {t['turn']} relies on anchor `{a}`, "
+                       f"disclosed {when}", ("triggers", i, "anchors"),
+                       "disclose the anchor at or before the trigger's turn")
+        need = {"emergent": 1, "critical": 2}.get(t["type"], 0)
+        if len(t["anchors"]) < need:
+            report("W317", f"{t['type']} trigger `{t['id']}` relies on {len(t['anchors'])} "
+                   f"anchor(s); it needs at least {need}", ("triggers", i, "anchors"),
+                   "Emergent tests one anchor, Critical the synthesis of two or more")
+
     # W306/W310: trigger windows and counts
     for i, t in enumerate(s["triggers"]):
         lo, hi = WINDOWS[t["type"]]
