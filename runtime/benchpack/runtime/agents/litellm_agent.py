@@ -1,0 +1,201 @@
+"""`litellm:<model>`: an LLM agent with a ReAct-style tool loop, through `LLMClient`.
+
+Each session keeps an OpenAI-format history:
+
+1. the brief's system prompt;
+2. the episode's earlier sessions (`brief.prior`), introduced by a short user-role header and
+   replayed as user/assistant messages; the first input of the current session is then prefixed
+   with `[Current session]`;
+3. this session's turns. A user message is sent as is; an environment event (`message=None`)
+   becomes a user-role message `[environment event] {...json...}`.
+
+A turn calls the model with `brief.tools.specs`; every tool call it asks for is executed through
+`brief.tools.call(name, args, call_id)` and its result (`json.dumps(record.result)`, or
+`Error: <record.error>`, truncated) goes back as a tool message. The loop ends when the model
+answers without tool calls (`answer`), after `brief.max_steps` model calls (`step_budget`), when
+`brief.turn_timeout_s` runs out (`timeout`; a model call in flight is cancelled, a tool call in
+flight is left to finish — tools own their time limits), or when the LLM fails after the
+client's retries (`error`, with the message in `AgentReply.error`).
+
+Tool calls whose arguments are not valid JSON are not executed: the model gets an error tool
+message asking it to retry, and the reply carries a `ToolRecord` with that error.
+
+LLM call records go to the session's recorder: see `benchpack.runtime.agents` for the routing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..llm import LLMClient, LLMError, LLMResponse, malformed_arguments, normalize_model
+from ..types import AgentReply, LLMCallRecord, Message, SessionBrief, ToolRecord
+from . import Recorder, brief_recorder
+
+PRIOR_HEADER = ("[Earlier sessions] The transcript of your earlier sessions with this user "
+                "follows, for context. The current session starts after it.")
+CURRENT_PREFIX = "[Current session]\n"
+EVENT_PREFIX = "[environment event] "
+
+
+def render_prior(prior: list[Message]) -> list[dict[str, Any]]:
+    """Earlier sessions as chat messages: a header, then their user/assistant messages."""
+    shown = [m for m in prior if m.role in ("user", "assistant") and m.content]
+    if not shown:
+        return []
+    return [{"role": "user", "content": PRIOR_HEADER},
+            *({"role": m.role, "content": m.content} for m in shown)]
+
+
+def render_event(event: dict[str, Any] | None) -> str:
+    return EVENT_PREFIX + json.dumps(event if event is not None else {}, ensure_ascii=False,
+                                     default=str)
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"… [truncated {len(text) - limit} characters]"
+
+
+class LiteLLMAgent:
+    """See the module docstring. `model` is `litellm:<model>` or a bare litellm model name;
+    `params` are extra completion parameters (they override the brief's temperature)."""
+
+    def __init__(self, model: str, client: LLMClient, recorder: Recorder | None = None,
+                 params: dict[str, Any] | None = None, *,
+                 recorder_factory: Callable[[SessionBrief], Recorder] | None = None,
+                 max_tool_result_chars: int = 20_000) -> None:
+        self.model = normalize_model(model)
+        self.name = f"litellm:{self.model}"
+        self.client = client
+        self.recorder = recorder
+        self.recorder_factory = recorder_factory
+        self.params = dict(params or {})
+        self.max_tool_result_chars = max_tool_result_chars
+
+    async def open(self, brief: SessionBrief, recorder: Recorder | None = None
+                   ) -> LiteLLMSession:
+        chosen = recorder or brief_recorder(brief)
+        if chosen is None and self.recorder_factory is not None:
+            chosen = self.recorder_factory(brief)
+        return LiteLLMSession(self, brief, chosen or self.recorder)
+
+
+class LiteLLMSession:
+    """One session's conversation with the model."""
+
+    def __init__(self, agent: LiteLLMAgent, brief: SessionBrief,
+                 recorder: Recorder | None) -> None:
+        self.agent = agent
+        self.brief = brief
+        self.recorder = recorder
+        self.calls: list[LLMCallRecord] = []
+        self.history: list[dict[str, Any]] = []
+        if brief.system_prompt:
+            self.history.append({"role": "system", "content": brief.system_prompt})
+        prior = render_prior(brief.prior)
+        self.history.extend(prior)
+        self._prefix = CURRENT_PREFIX if prior else ""
+        self.turns = 0
+        self.params: dict[str, Any] = {}
+        if brief.temperature is not None:
+            self.params["temperature"] = brief.temperature
+        self.params.update(agent.params)
+
+    def _record(self, record: LLMCallRecord) -> None:
+        self.calls.append(record)
+        if self.recorder is not None:
+            self.recorder(record)
+
+    def _turn_number(self) -> int:
+        turn = getattr(self.brief.tools, "turn", None)
+        return turn if isinstance(turn, int) and turn > 0 else self.turns
+
+    async def _ask(self, turn: int, remaining: float) -> LLMResponse:
+        client = self.agent.client
+        return await asyncio.wait_for(client.complete(
+            role="agent", model=self.agent.model, messages=list(self.history),
+            tools=self.brief.tools.specs or None, params=self.params, seed=self.brief.seed,
+            repeat=self.brief.repeat, purpose="agent_step", turn=turn, recorder=self._record,
+            timeout_s=min(client.config.timeout_s, remaining)), timeout=remaining)
+
+    async def turn(self, message: str | None, event: dict[str, Any] | None) -> AgentReply:
+        self.turns += 1
+        turn = self._turn_number()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.brief.turn_timeout_s
+        content = message if message is not None else render_event(event)
+        self.history.append({"role": "user", "content": self._prefix + content})
+        self._prefix = ""
+        records: list[ToolRecord] = []
+        produced: list[Message] = []
+        text = ""
+        steps = 0
+        while steps < self.brief.max_steps:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return self._reply(text, records, produced, steps, "timeout")
+            try:
+                resp = await self._ask(turn, remaining)
+            except TimeoutError:
+                return self._reply(text, records, produced, steps, "timeout")
+            except LLMError as exc:
+                return self._reply(text, records, produced, steps, "error", str(exc))
+            steps += 1
+            self.history.append(resp.raw_message)
+            said = resp.content or ""
+            if said:
+                text = said
+            if not resp.tool_calls:
+                produced.append(Message("assistant", said, turn))
+                return self._reply(said, records, produced, steps, "answer")
+            produced.append(Message("assistant", said, turn, tool_calls=[
+                {"id": tc.id, "name": tc.name, "arguments": tc.args} for tc in resp.tool_calls]))
+            for i, tc in enumerate(resp.tool_calls):
+                if loop.time() >= deadline:
+                    for skipped in resp.tool_calls[i:]:
+                        self._tool_message(skipped.id, skipped.name,
+                                           "Error: not executed, the turn's time budget ran out.",
+                                           turn, produced)
+                    return self._reply(text, records, produced, steps, "timeout")
+                record = await self._execute(tc.id, tc.name, tc.args, turn, steps)
+                records.append(record)
+                if record.error is not None:
+                    result = f"Error: {record.error}"
+                else:
+                    result = json.dumps(record.result, ensure_ascii=False, default=str)
+                self._tool_message(tc.id, tc.name,
+                                   _clip(result, self.agent.max_tool_result_chars), turn,
+                                   produced)
+        return self._reply(text, records, produced, steps, "step_budget")
+
+    async def _execute(self, call_id: str, name: str, args: dict[str, Any], turn: int,
+                       step: int) -> ToolRecord:
+        tools = self.brief.tools
+        raw = malformed_arguments(args)
+        if raw is not None:
+            return ToolRecord(call_id=call_id, tool_name=name, call=args, result=None,
+                              error=f"the arguments are not valid JSON ({_clip(raw, 200)!r}); "
+                                    "call the tool again with a JSON object",
+                              started_at=time.time(), duration=0.0, turn=turn, step=step)
+        if hasattr(tools, "step"):
+            tools.step = step
+        return await tools.call(name, args, call_id)
+
+    def _tool_message(self, call_id: str, name: str, content: str, turn: int,
+                      produced: list[Message]) -> None:
+        self.history.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        produced.append(Message("tool", content, turn, tool_call_id=call_id, name=name))
+
+    @staticmethod
+    def _reply(text: str, records: list[ToolRecord], produced: list[Message], steps: int,
+               stop: Any, error: str | None = None) -> AgentReply:
+        return AgentReply(text=text, tool_records=records, messages=produced, steps=steps,
+                          stop_reason=stop, error=error)
+
+    async def close(self) -> None:
+        return None

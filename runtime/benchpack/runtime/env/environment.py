@@ -1,0 +1,84 @@
+"""One (episode, repeat) run's world: workspace, service state, outbox and questions."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from benchpack.specs.plan import Plan, PlanEnvironment, PlanFile
+
+from .corpus import CorpusIndex
+from .services import ServiceState
+from .workspace import Workspace
+
+SNAPSHOT_VERSION = 1
+
+
+class EpisodeEnvironment:
+    """The environment an episode's sessions share, from the first session to the last."""
+
+    def __init__(self, plan: Plan, environment: PlanEnvironment, workspace: Workspace) -> None:
+        self.plan = plan
+        self.environment = environment
+        self.workspace = workspace
+        self.services: dict[str, ServiceState] = {
+            name: ServiceState(plan.services[name]) for name in environment.services
+            if name in plan.services}
+        self.outbox: list[dict[str, Any]] = []
+        """Messages sent with the `send_message` built-in: `{id, to, text, channel, turn}`."""
+        self.asked: list[str] = []
+        """Questions asked with the `ask_user` built-in, in order."""
+        self._corpora: dict[str, CorpusIndex] = {}
+
+    @classmethod
+    def create(cls, plan: Plan, environment_id: str, root: Path) -> EpisodeEnvironment:
+        """A fresh environment: `root` is emptied, the environment's files are written into it
+        and every service starts from its fixture rows."""
+        if environment_id not in plan.environments:
+            raise KeyError(f"the plan has no environment `{environment_id}`; it has: "
+                           f"{', '.join(sorted(plan.environments)) or '(none)'}")
+        env = plan.environments[environment_id]
+        ws = Workspace(root, clear=True)
+        ws.materialise(env.files)
+        return cls(plan, env, ws)
+
+    @property
+    def clock(self) -> str | None:
+        return self.environment.clock
+
+    def add_session_files(self, files: Iterable[PlanFile]) -> None:
+        """Write a session's own files into the workspace (overwriting same-named files)."""
+        self.workspace.materialise(files)
+
+    def corpus(self, name: str) -> CorpusIndex:
+        """The search index of a plan corpus (built on first use)."""
+        index = self._corpora.get(name)
+        if index is None:
+            index = self._corpora[name] = CorpusIndex(self.plan.corpora[name])
+        return index
+
+    def snapshot(self) -> dict[str, Any]:
+        """Workspace files, service rows (and key counters), outbox and questions; JSON-
+        serialisable, for resuming an episode after a crash."""
+        return {
+            "version": SNAPSHOT_VERSION,
+            "environment": self.environment.id,
+            "files": self.workspace.snapshot(),
+            "services": {name: svc.snapshot() for name, svc in self.services.items()},
+            "counters": {name: svc.counters() for name, svc in self.services.items()},
+            "outbox": copy.deepcopy(self.outbox),
+            "asked": list(self.asked),
+        }
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        """Put the environment back in the state of a `snapshot()`."""
+        self.workspace.restore(dict(snapshot.get("files") or {}))
+        counters = snapshot.get("counters") or {}
+        for name, tables in (snapshot.get("services") or {}).items():
+            svc = self.services.get(name)
+            if svc is not None:
+                svc.restore(tables, counters.get(name))
+        self.outbox = copy.deepcopy(list(snapshot.get("outbox") or []))
+        self.asked = [str(q) for q in snapshot.get("asked") or []]

@@ -1,0 +1,325 @@
+"""Declarative services: fixture tables and the operations the agent calls on them.
+
+A `ServiceState` holds its own deep copy of the plan's rows, so every (episode, repeat) run
+starts from the fixtures. Operation kinds:
+
+- `list`   equality filters on `filter_fields` (strings compare case-insensitively), `limit`
+           (default 100, at most 500); returns a list of rows;
+- `get`    one row by the table key; returns the row;
+- `search` rows where `query` is a case-insensitive substring of a searched field
+           (`search_fields`, or every string field) — or, for a query of several words, where
+           every word is found in some searched field; `limit`; returns a list of rows;
+- `create` sets only the allowed `fields` (all schema fields, or any field without a schema),
+           needs `required`, generates the key (`id_prefix` + next integer) unless given,
+           fills schema `default`s, validates against `row_schema`; returns the new row;
+- `update` merges allowed fields into an existing row and validates it; returns the row;
+- `delete` removes an existing row; returns `{"deleted": key}`.
+
+Errors raise `ToolError` with a message that says how to fix the call. Returned rows are
+copies: later changes never alter what a tool call returned.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
+
+from benchpack.specs.pack import Operation
+from benchpack.specs.plan import PlanService, PlanTable
+
+from .errors import ToolError
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 500
+_NUMBERED = re.compile(r"^(.*?)(\d+)$")
+
+
+def _names(items: list[str], most: int = 20) -> str:
+    shown = ", ".join(items[:most])
+    return shown + (f", … ({len(items) - most} more)" if len(items) > most else "") \
+        if items else "(none)"
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equality for filters and keys: exact, or the same text (case-insensitive for strings,
+    so `3` finds `"3"`); booleans only ever equal booleans."""
+    if a == b and type(a) is type(b):
+        return True
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, list | dict) or isinstance(b, list | dict):
+        return bool(a == b)
+    if a is None or b is None:
+        return False
+    return str(a).casefold() == str(b).casefold()
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    return []
+
+
+def _limit(args: dict[str, Any]) -> int:
+    value = args.get("limit", DEFAULT_LIMIT)
+    if value is None:
+        return DEFAULT_LIMIT
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ToolError(f"`limit` must be a positive integer, got {value!r}")
+    return min(value, MAX_LIMIT)
+
+
+def _schema_errors(validator: Validator, row: dict[str, Any]) -> list[str]:
+    errors = sorted(validator.iter_errors(row), key=lambda e: [str(p) for p in e.absolute_path])
+    out = []
+    for e in errors[:5]:
+        where = ".".join(str(p) for p in e.absolute_path)
+        out.append(f"{where}: {e.message}" if where else e.message)
+    return out
+
+
+class ServiceState:
+    """The live state of one declarative service during one (episode, repeat) run."""
+
+    def __init__(self, service: PlanService) -> None:
+        self.name = service.name
+        self.spec = service
+        self.tables: dict[str, PlanTable] = dict(service.tables)
+        self.operations: dict[str, Operation] = {op.name: op for op in service.operations}
+        self._rows: dict[str, list[dict[str, Any]]] = {
+            name: copy.deepcopy(t.rows) for name, t in service.tables.items()}
+        self._validators: dict[str, Validator] = {}
+        for name, t in service.tables.items():
+            if t.row_schema:
+                cls = validator_for(t.row_schema, default=Draft202012Validator)
+                self._validators[name] = cls(t.row_schema)
+        self._counters: dict[str, int] = {name: self._max_number(name) for name in self.tables}
+
+    # ------------------------------------------------------------------ state
+
+    def rows(self, table: str) -> list[dict[str, Any]]:
+        """A copy of a table's current rows."""
+        if table not in self._rows:
+            raise KeyError(f"service `{self.name}` has no table `{table}`")
+        return copy.deepcopy(self._rows[table])
+
+    def snapshot(self) -> dict[str, list[dict[str, Any]]]:
+        """Every table's rows by table name (a copy; JSON-serialisable)."""
+        return copy.deepcopy(self._rows)
+
+    def counters(self) -> dict[str, int]:
+        """The last number used for generated keys, per table (kept in episode snapshots so
+        a resumed run never reuses the key of a deleted row)."""
+        return dict(self._counters)
+
+    def restore(self, snapshot: dict[str, list[dict[str, Any]]],
+                counters: dict[str, int] | None = None) -> None:
+        """Replace the rows of the tables in `snapshot` (other tables keep theirs)."""
+        for table, rows in snapshot.items():
+            if table in self._rows:
+                self._rows[table] = copy.deepcopy(rows)
+        for table in self.tables:
+            self._counters[table] = max(self._max_number(table),
+                                        (counters or {}).get(table, 0))
+
+    # ------------------------------------------------------------------ keys
+
+    def _prefix(self, table: str) -> str | None:
+        t = self.tables[table]
+        if t.id_prefix is not None:
+            return t.id_prefix
+        keys = [r.get(t.key) for r in self._rows[table]]
+        if keys and all(isinstance(k, int) and not isinstance(k, bool) for k in keys):
+            return None
+        prefixes = {m.group(1) for k in keys if isinstance(k, str) and (m := _NUMBERED.match(k))}
+        return prefixes.pop() if len(prefixes) == 1 else ""
+
+    def _max_number(self, table: str) -> int:
+        key = self.tables[table].key
+        numbers = [self._number_of(table, r.get(key)) for r in self._rows[table]]
+        return max((n for n in numbers if n is not None), default=0)
+
+    def _number_of(self, table: str, key: Any) -> int | None:
+        """The counter value a key stands for (None if it is not a generated-style key)."""
+        prefix = self._prefix(table)
+        if prefix is None:
+            return key if isinstance(key, int) and not isinstance(key, bool) else None
+        if isinstance(key, str) and key.startswith(prefix) and key[len(prefix):].isdigit():
+            return int(key[len(prefix):])
+        return None
+
+    def _next_key(self, table: str) -> Any:
+        """The next free generated key (the counter advances when the row is stored)."""
+        t = self.tables[table]
+        prefix = self._prefix(table)
+        key_schema = ((t.row_schema or {}).get("properties") or {}).get(t.key) or {}
+        int_keys = prefix is None or (not prefix and key_schema.get("type") == "integer")
+        width = 0
+        if prefix is not None:
+            digits = [str(r.get(t.key))[len(prefix):] for r in self._rows[table]
+                      if isinstance(r.get(t.key), str) and str(r.get(t.key)).startswith(prefix)
+                      and str(r.get(t.key))[len(prefix):].isdigit()]
+            if any(len(d) > 1 and d.startswith("0") for d in digits):
+                width = max(len(d) for d in digits)
+        n = self._counters.get(table, 0)
+        while True:
+            n += 1
+            key: Any = n if int_keys else f"{prefix or ''}{str(n).zfill(width)}"
+            if self._find(table, key) is None:
+                return key
+
+    def _find(self, table: str, key: Any) -> int | None:
+        field = self.tables[table].key
+        for i, row in enumerate(self._rows[table]):
+            if field in row and _same(row[field], key):
+                return i
+        return None
+
+    def _known(self, table: str) -> str:
+        field = self.tables[table].key
+        return _names([str(r.get(field)) for r in self._rows[table]])
+
+    def _need_row(self, table: str, args: dict[str, Any]) -> int:
+        field = self.tables[table].key
+        if field not in args or args[field] is None:
+            raise ToolError(f"give `{field}`, the key of the row in `{table}`")
+        i = self._find(table, args[field])
+        if i is None:
+            raise ToolError(f"no row of `{table}` with {field} {args[field]}; known "
+                            f"{field}s: {self._known(table)}")
+        return i
+
+    # ------------------------------------------------------------------ operations
+
+    def _settable(self, op: Operation) -> list[str] | None:
+        """Fields the operation may set (None: any field)."""
+        if op.fields is not None:
+            return list(op.fields)
+        t = self.tables[op.table]
+        props = (t.row_schema or {}).get("properties")
+        if isinstance(props, dict) and props:
+            return list(props)
+        return None
+
+    def _unexpected(self, op: Operation, args: dict[str, Any], allowed: list[str]) -> None:
+        extra = [a for a in args if a not in allowed]
+        if extra:
+            raise ToolError(f"`{op.name}` does not take {', '.join(f'`{e}`' for e in extra)}; "
+                            f"it takes: {_names(allowed)}")
+
+    def _validate(self, table: str, row: dict[str, Any]) -> None:
+        validator = self._validators.get(table)
+        if validator is None:
+            return
+        problems = _schema_errors(validator, row)
+        if problems:
+            raise ToolError(f"the row is not valid for `{table}`: " + "; ".join(problems))
+
+    def call(self, operation_name: str, args: dict[str, Any] | None = None) -> Any:
+        """Run an operation with the agent's arguments; the result is JSON-serialisable."""
+        op = self.operations.get(operation_name)
+        if op is None:
+            raise ToolError(f"service `{self.name}` has no operation `{operation_name}`; it has: "
+                            f"{_names(sorted(self.operations))}")
+        if op.table not in self._rows:
+            raise ToolError(f"service `{self.name}` has no table `{op.table}`")
+        args = dict(args or {})
+        handler = getattr(self, f"_op_{op.kind}")
+        return handler(op, args)
+
+    def _op_list(self, op: Operation, args: dict[str, Any]) -> list[dict[str, Any]]:
+        extra = [a for a in args if a not in op.filter_fields and a != "limit"]
+        if extra:
+            raise ToolError(f"cannot filter `{op.table}` on {', '.join(f'`{e}`' for e in extra)};"
+                            f" filterable fields: {_names(op.filter_fields)}")
+        limit = _limit(args)
+        filters = {f: v for f, v in args.items() if f != "limit" and v is not None}
+        out = [r for r in self._rows[op.table]
+               if all(_same(r.get(f), v) for f, v in filters.items())]
+        return copy.deepcopy(out[:limit])
+
+    def _op_get(self, op: Operation, args: dict[str, Any]) -> dict[str, Any]:
+        key = self.tables[op.table].key
+        self._unexpected(op, args, [key])
+        return copy.deepcopy(self._rows[op.table][self._need_row(op.table, args)])
+
+    def _op_search(self, op: Operation, args: dict[str, Any]) -> list[dict[str, Any]]:
+        self._unexpected(op, args, ["query", "limit"])
+        query = args.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise ToolError("give `query`, the text to look for")
+        limit = _limit(args)
+        needle = query.strip().casefold()
+        words = needle.split()
+        out = []
+        for row in self._rows[op.table]:
+            if op.search_fields:
+                texts = [s for f in op.search_fields for s in _strings(row.get(f))]
+            else:
+                texts = _strings(row)
+            folded = [t.casefold() for t in texts]
+            if any(needle in t for t in folded) or (
+                    len(words) > 1 and all(any(w in t for t in folded) for w in words)):
+                out.append(row)
+        return copy.deepcopy(out[:limit])
+
+    def _op_create(self, op: Operation, args: dict[str, Any]) -> dict[str, Any]:
+        t = self.tables[op.table]
+        settable = self._settable(op)
+        if settable is not None:
+            allowed = settable if op.fields is not None else [*settable, t.key]
+            self._unexpected(op, args, list(dict.fromkeys(allowed)))
+        missing = [f for f in op.required if args.get(f) is None]
+        if missing:
+            raise ToolError(f"`{op.name}` needs {', '.join(f'`{m}`' for m in missing)}")
+        row: dict[str, Any] = {}
+        props = (t.row_schema or {}).get("properties") or {}
+        if args.get(t.key) is not None:
+            if self._find(op.table, args[t.key]) is not None:
+                raise ToolError(f"`{op.table}` already has a row with {t.key} {args[t.key]}")
+            key = args[t.key]
+        else:
+            key = self._next_key(op.table)
+        row[t.key] = key
+        for name, sch in props.items():
+            if isinstance(sch, dict) and "default" in sch and name != t.key:
+                row[name] = copy.deepcopy(sch["default"])
+        row.update({k: copy.deepcopy(v) for k, v in args.items() if k != t.key})
+        self._validate(op.table, row)
+        self._rows[op.table].append(row)
+        number = self._number_of(op.table, key)
+        if number is not None:
+            self._counters[op.table] = max(self._counters.get(op.table, 0), number)
+        return copy.deepcopy(row)
+
+    def _op_update(self, op: Operation, args: dict[str, Any]) -> dict[str, Any]:
+        t = self.tables[op.table]
+        settable = self._settable(op)
+        changes = {k: v for k, v in args.items() if k != t.key}
+        if settable is not None:
+            self._unexpected(op, args, [t.key, *[f for f in settable if f != t.key]])
+        if not changes:
+            raise ToolError(f"nothing to update; give {t.key} and at least one field to change "
+                            f"({_names([f for f in settable or [] if f != t.key]) if settable else 'any field'})")
+        i = self._need_row(op.table, args)
+        row = {**copy.deepcopy(self._rows[op.table][i]), **copy.deepcopy(changes)}
+        self._validate(op.table, row)
+        self._rows[op.table][i] = row
+        return copy.deepcopy(row)
+
+    def _op_delete(self, op: Operation, args: dict[str, Any]) -> dict[str, Any]:
+        key = self.tables[op.table].key
+        self._unexpected(op, args, [key])
+        i = self._need_row(op.table, args)
+        row = self._rows[op.table].pop(i)
+        return {"deleted": copy.deepcopy(row.get(key))}
+

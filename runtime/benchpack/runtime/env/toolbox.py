@@ -1,0 +1,413 @@
+"""The tools of one session: specs for the agent, validated and recorded execution.
+
+`ToolBox` implements `types.ToolHandle`. It offers exactly `session.tools` (built-ins get the
+fixed specs in `BUILTIN_SPECS`; pack tools, service operations and stream readers use the
+plan's `parameters`), validates every call's arguments against the tool's JSON Schema
+(Draft 2020-12), dispatches by implementation kind, and appends a `ToolRecord` for every call,
+successful or not, stamped with the caller-set `turn` and `step`. Tool errors come back as the
+record's `error`; `call` never raises for anything the agent did.
+
+Python tools (`impl.kind == "python"`) need `allow_python`; even then the plan does not embed
+tool sources, so they run only when the caller passes an implementation in `python_tools`
+(tool name → callable taking the arguments dict, sync or async). Otherwise the call fails with
+a clear error.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import inspect
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from benchpack.specs.pack import (
+    BuiltinImpl,
+    CorpusImpl,
+    PythonImpl,
+    ServiceImpl,
+    StaticImpl,
+    StreamImpl,
+)
+from benchpack.specs.plan import Plan, PlanSession
+
+from ..types import ToolHandle, ToolRecord
+from .environment import EpisodeEnvironment
+from .errors import ToolError
+from .streams import read_stream
+
+MAX_RENDER_CHARS = 20_000
+"""How much of a tool result an LLM agent sees (`render_result`)."""
+
+Effect = Literal["read", "write"]
+
+_PATH = {"type": "string", "description": "Path relative to the workspace root, e.g. "
+                                          "`notes/todo.md`."}
+
+BUILTIN_SPECS: dict[str, dict[str, Any]] = {
+    "read_file": {
+        "description": "Read a text file from the workspace. Returns its text (plain, without "
+                       "line numbers) with start_line, end_line and total_lines. Use offset "
+                       "and limit to read part of a long file.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "path": _PATH,
+                "offset": {"type": "integer", "minimum": 0,
+                           "description": "Lines to skip from the start (default 0)."},
+                "limit": {"type": "integer", "minimum": 1,
+                          "description": "Most lines to return (default: the whole file)."},
+            },
+            "required": ["path"],
+            "additionalProperties": False,
+        },
+    },
+    "write_file": {
+        "description": "Create or overwrite a text file in the workspace (parent directories "
+                       "are created).",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": _PATH,
+                           "content": {"type": "string", "description": "The full new text."}},
+            "required": ["path", "content"],
+            "additionalProperties": False,
+        },
+    },
+    "edit_file": {
+        "description": "Replace exact text in a workspace file. `old` must occur exactly "
+                       "`count` times (default 1: give enough context to make it unique); "
+                       "count 0 replaces every occurrence.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "path": _PATH,
+                "old": {"type": "string", "description": "Exact text to replace."},
+                "new": {"type": "string", "description": "Replacement text."},
+                "count": {"type": "integer", "minimum": 0,
+                          "description": "Expected number of occurrences (0 = all)."},
+            },
+            "required": ["path", "old", "new"],
+            "additionalProperties": False,
+        },
+    },
+    "list_files": {
+        "description": "List every file under a workspace directory (recursive), as paths "
+                       "relative to the workspace root.",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string",
+                                    "description": "Directory to list (default `.`, the "
+                                                   "workspace root)."}},
+            "additionalProperties": False,
+        },
+    },
+    "glob": {
+        "description": "Find workspace paths matching a glob pattern such as `**/*.md` "
+                       "(directories end with `/`).",
+        "parameters": {
+            "type": "object",
+            "properties": {"pattern": {"type": "string",
+                                       "description": "Glob pattern relative to the root."}},
+            "required": ["pattern"],
+            "additionalProperties": False,
+        },
+    },
+    "grep": {
+        "description": "Search text files in the workspace for lines matching a regular "
+                       "expression (Python syntax). Returns path, line number and line text.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Regular expression."},
+                "path": {"type": "string",
+                         "description": "File or directory to search (default `.`)."},
+                "glob": {"type": "string",
+                         "description": "Only files matching this pattern, e.g. `*.md`."},
+            },
+            "required": ["pattern"],
+            "additionalProperties": False,
+        },
+    },
+    "ask_user": {
+        "description": "Ask the user a question. They see it with your reply at the end of "
+                       "this turn and answer in their next message.",
+        "parameters": {
+            "type": "object",
+            "properties": {"question": {"type": "string", "description": "The question."}},
+            "required": ["question"],
+            "additionalProperties": False,
+        },
+    },
+    "send_message": {
+        "description": "Send a message to someone other than the user (a colleague, a "
+                       "patient, a client…).",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "to": {"type": "string", "description": "Recipient (name or address)."},
+                "text": {"type": "string", "description": "Message text."},
+                "channel": {"type": "string",
+                            "description": "Channel, e.g. email, sms, chat (optional)."},
+            },
+            "required": ["to", "text"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+BUILTIN_EFFECTS: dict[str, Effect] = {
+    "read_file": "read", "list_files": "read", "glob": "read", "grep": "read",
+    "write_file": "write", "edit_file": "write", "ask_user": "write", "send_message": "write",
+}
+
+_validators: dict[str, Draft202012Validator] = {}
+
+
+def validator(schema: dict[str, Any]) -> Draft202012Validator:
+    """A cached Draft 2020-12 validator for a parameters schema."""
+    key = json.dumps(schema, sort_keys=True, default=str)
+    v = _validators.get(key)
+    if v is None:
+        if len(_validators) > 4096:
+            _validators.clear()
+        v = _validators[key] = Draft202012Validator(schema)
+    return v
+
+
+def argument_errors(schema: dict[str, Any], args: dict[str, Any], most: int = 5) -> list[str]:
+    """Problems with `args` under the tool's parameters schema, as readable lines."""
+    try:
+        return _problems(validator(schema), args, most)
+    except SchemaError as exc:  # the compiler checks schemas; never the agent's fault
+        return [f"the tool's parameter schema is invalid: {exc.message}"]
+
+
+def _problems(v: Draft202012Validator, args: dict[str, Any], most: int = 5) -> list[str]:
+    errors = sorted(v.iter_errors(args),
+                    key=lambda e: ([str(p) for p in e.absolute_path], e.message))
+    out = []
+    for e in errors[:most]:
+        where = ".".join(str(p) for p in e.absolute_path)
+        out.append(f"{where}: {e.message}" if where else e.message)
+    if len(errors) > most:
+        out.append(f"… and {len(errors) - most} more")
+    return out
+
+
+def render_result(record: ToolRecord, limit: int = MAX_RENDER_CHARS) -> str:
+    """The text an LLM agent sees for a tool call: `Error: …`, the result string, or the result
+    as compact JSON, cut to `limit` characters with a note saying so."""
+    if record.error is not None:
+        text = f"Error: {record.error}"
+    elif isinstance(record.result, str):
+        text = record.result
+    else:
+        text = json.dumps(record.result, ensure_ascii=False, default=str)
+    if len(text) > limit:
+        text = (text[:limit] + f"\n[… truncated: showing {limit} of {len(text)} characters; "
+                "ask for less, e.g. with offset/limit, a filter or a narrower query]")
+    return text
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    """A tool as offered in a session."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    effect: Effect
+    impl: Any
+    """The plan's `ToolImpl`, or None for a built-in offered by name."""
+    builtin: str | None
+    """Which built-in runs it (a built-in by name, or a pack tool with a builtin impl)."""
+
+    def spec(self) -> dict[str, Any]:
+        return {"type": "function", "function": {
+            "name": self.name, "description": self.description,
+            "parameters": copy.deepcopy(self.parameters)}}
+
+
+PythonTool = Callable[[dict[str, Any]], Any]
+
+
+class ToolBox:
+    """Executes and records one session's tool calls (`types.ToolHandle`)."""
+
+    def __init__(self, plan: Plan, session: PlanSession, env: EpisodeEnvironment,
+                 allow_python: bool = False,
+                 python_tools: Mapping[str, PythonTool] | None = None) -> None:
+        self.plan = plan
+        self.session = session
+        self.env = env
+        self.allow_python = allow_python
+        self.python_tools: dict[str, PythonTool] = dict(python_tools or {})
+        self.records: list[ToolRecord] = []
+        self.turn = 0
+        self.step = 0
+        self.tools: dict[str, ToolDef] = {}
+        for name in session.tools:
+            tool = self._define(name)
+            if tool is not None:
+                self.tools[name] = tool
+        self.specs: list[dict[str, Any]] = [t.spec() for t in self.tools.values()]
+        self._validators = {n: validator(t.parameters) for n, t in self.tools.items()}
+
+    def _define(self, name: str) -> ToolDef | None:
+        tool = self.plan.tools.get(name)
+        if tool is not None:
+            builtin = tool.impl.name if isinstance(tool.impl, BuiltinImpl) else None
+            return ToolDef(tool.name, tool.description, tool.parameters, tool.effect, tool.impl,
+                           builtin)
+        spec = BUILTIN_SPECS.get(name)
+        if spec is not None:
+            return ToolDef(name, spec["description"], spec["parameters"], BUILTIN_EFFECTS[name],
+                           None, name)
+        return None
+
+    # ------------------------------------------------------------------ calls
+
+    def effect_of(self, name: str) -> Effect:
+        tool = self.tools.get(name)
+        return tool.effect if tool is not None else "read"
+
+    def _unknown(self, name: str) -> ToolError:
+        if name in self.plan.tools or name in BUILTIN_SPECS:
+            return ToolError(f"the tool `{name}` is not available in this session; available "
+                             f"tools: {', '.join(self.tools) or '(none)'}")
+        close = difflib.get_close_matches(str(name), list(self.tools), n=3, cutoff=0.6)
+        hint = f" (did you mean {', '.join(f'`{c}`' for c in close)}?)" if close else ""
+        return ToolError(f"unknown tool `{name}`{hint}; available tools: "
+                         f"{', '.join(self.tools) or '(none)'}")
+
+    async def call(self, name: str, args: dict[str, Any], call_id: str | None = None
+                   ) -> ToolRecord:
+        """Validate, execute and record one call. Never raises for the agent's mistakes: the
+        problem is the record's `error`."""
+        started = time.time()
+        t0 = time.perf_counter()
+        cid = call_id or f"call-{len(self.records) + 1}"
+        tool = self.tools.get(name)
+        recorded: dict[str, Any] = copy.deepcopy(args) if isinstance(args, dict) else {}
+        result: Any = None
+        error: str | None = None
+        try:
+            if tool is None:
+                raise self._unknown(name)
+            if not isinstance(args, dict):
+                raise ToolError(f"arguments for `{name}` must be a JSON object, got "
+                                f"{type(args).__name__}")
+            try:
+                problems = _problems(self._validators[name], args)
+            except SchemaError as exc:
+                problems = [f"the tool's parameter schema is invalid: {exc.message}"]
+            if problems:
+                raise ToolError(f"invalid arguments for `{name}`: " + "; ".join(problems))
+            result = await self._dispatch(tool, copy.deepcopy(args))
+        except ToolError as exc:
+            error = exc.message
+            result = None
+        except Exception as exc:  # a bug in a tool implementation: record it, keep going
+            error = f"internal error in `{name}`: {type(exc).__name__}: {exc}"
+            result = None
+        record = ToolRecord(call_id=cid, tool_name=name, call=recorded, result=result,
+                            error=error, started_at=started,
+                            duration=time.perf_counter() - t0, turn=self.turn, step=self.step,
+                            effect=tool.effect if tool is not None else "read")
+        self.records.append(record)
+        return record
+
+    async def _dispatch(self, tool: ToolDef, args: dict[str, Any]) -> Any:
+        if tool.builtin is not None:
+            return self._builtin(tool.builtin, args)
+        impl = tool.impl
+        if isinstance(impl, ServiceImpl):
+            svc = self.env.services.get(impl.service)
+            if svc is None:
+                raise ToolError(f"the service `{impl.service}` is not available in this "
+                                "environment")
+            return svc.call(impl.operation, args)
+        if isinstance(impl, CorpusImpl):
+            if impl.corpus not in self.plan.corpora:
+                raise ToolError(f"the corpus `{impl.corpus}` is not in this plan")
+            index = self.env.corpus(impl.corpus)
+            if impl.operation == "search":
+                topn = next((args[k] for k in ("topn", "top_n", "limit", "n") if k in args), 10)
+                return index.search(args.get("query"), topn)
+            urls = next((args[k] for k in ("urls", "url", "ids", "id") if k in args), None)
+            return index.visit(urls, args.get("goal"))
+        if isinstance(impl, StreamImpl):
+            stream = self.plan.event_streams.get(impl.stream)
+            if stream is None:
+                raise ToolError(f"the event stream `{impl.stream}` is not in this plan")
+            return read_stream(stream, since=args.get("since"), until=args.get("until"),
+                               source=args.get("source"), query=args.get("query"),
+                               limit=args.get("limit"))
+        if isinstance(impl, StaticImpl):
+            return copy.deepcopy(impl.result)
+        if isinstance(impl, PythonImpl):
+            return await self._python(tool, impl, args)
+        raise ToolError(f"the tool `{tool.name}` has no implementation this runtime knows")
+
+    async def _python(self, tool: ToolDef, impl: PythonImpl, args: dict[str, Any]) -> Any:
+        if not self.allow_python:
+            raise ToolError(f"`{tool.name}` is a python tool; python tools need --allow-python")
+        fn = self.python_tools.get(tool.name)
+        if fn is None:
+            raise ToolError(f"`{tool.name}` is a python tool ({impl.entry}); running python "
+                            "tools is not supported yet (the plan does not embed their source)")
+        out = fn(args)
+        if inspect.isawaitable(out):
+            out = await out
+        try:
+            json.dumps(out)
+        except (TypeError, ValueError) as exc:
+            raise ToolError(f"`{tool.name}` returned a result that is not JSON: {exc}") from None
+        return out
+
+    def _builtin(self, name: str, args: dict[str, Any]) -> Any:
+        ws = self.env.workspace
+        if name == "read_file":
+            return ws.read_file(args.get("path"), args.get("offset", 0), args.get("limit"))
+        if name == "write_file":
+            return ws.write_file(args.get("path"), args.get("content"))
+        if name == "edit_file":
+            return ws.edit_file(args.get("path"), args.get("old"), args.get("new"),
+                                args.get("count", 1))
+        if name == "list_files":
+            return ws.list_files(args.get("path", "."))
+        if name == "glob":
+            return ws.glob(args.get("pattern"))
+        if name == "grep":
+            return ws.grep(args.get("pattern"), args.get("path", "."), args.get("glob"))
+        if name == "ask_user":
+            question = args.get("question")
+            if not isinstance(question, str) or not question.strip():
+                raise ToolError("give `question`, the question for the user")
+            self.env.asked.append(question)
+            return {"status": "asked", "note": "The user sees your question at the end of this "
+                                               "turn and answers in their next message."}
+        if name == "send_message":
+            to, text, channel = args.get("to"), args.get("text"), args.get("channel")
+            if not isinstance(to, str) or not to.strip():
+                raise ToolError("give `to`, the recipient")
+            if not isinstance(text, str) or not text.strip():
+                raise ToolError("give `text`, the message")
+            if channel is not None and not isinstance(channel, str):
+                raise ToolError("`channel` must be a string")
+            msg_id = f"msg-{len(self.env.outbox) + 1}"
+            self.env.outbox.append({"id": msg_id, "to": to, "text": text, "channel": channel,
+                                    "session": self.session.id, "turn": self.turn})
+            return {"status": "sent", "id": msg_id}
+        raise ToolError(f"unknown built-in tool `{name}`")
+
+
+def as_tool_handle(box: ToolBox) -> ToolHandle:
+    """`ToolBox` is a `types.ToolHandle` (this function lets the type checker prove it)."""
+    return box

@@ -1,0 +1,456 @@
+"""The episode workspace: a directory the agent's file tools work in, confined to its root.
+
+Every agent-supplied path is relative to the root. Paths are first normalised lexically (an
+absolute path, a NUL byte, or a `..` that climbs above the root is refused outright), then
+resolved on disk, following every symbolic link including linked parent directories; a path
+whose resolution leaves the root is refused too. All refusals raise `ToolError` with a message
+for the agent.
+
+The built-in file tools are methods here and return JSON-serialisable dicts:
+
+- `read_file(path, offset=0, limit=None)` returns the file's text **plain** (no line-number
+  prefixes, so `edit_file` can be given exact text copied from it) with `start_line`,
+  `end_line` (1-based, inclusive) and `total_lines`. `offset` is the number of lines to skip,
+  `limit` the number of lines to return.
+- `write_file`, `edit_file`, `list_files` (recursive list of files), `glob`, `grep` (regex,
+  line by line, capped).
+
+Reads and writes are tracked for the intent-tracking judge (`take_io`). Files larger than
+`MAX_FILE_BYTES` can be neither read nor written by the agent.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import difflib
+import fnmatch
+import os
+import re
+import shutil
+from collections.abc import Iterable, Iterator
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from benchpack.specs.plan import PlanFile
+
+from .errors import ToolError
+
+MAX_FILE_BYTES = 2 * 1024 * 1024
+"""Largest file the agent may read or write (2 MB)."""
+MAX_LISTED = 1000
+"""Most paths `list_files` and `glob` return."""
+MAX_GREP_MATCHES = 200
+"""Most matching lines `grep` returns."""
+MAX_GREP_LINE = 300
+"""Matching lines are cut to this many characters."""
+MAX_PATH_CHARS = 4096
+BASE64_PREFIX = "base64:"
+"""Marks a base64-encoded (binary) file in `snapshot()` and `files()`."""
+
+
+def _remove(p: Path) -> None:
+    if p.is_symlink() or not p.is_dir():
+        p.unlink()
+    else:
+        shutil.rmtree(p)
+
+
+def _int_arg(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ToolError(f"`{name}` must be an integer ≥ {minimum}, got {value!r}")
+    return value
+
+
+def _str_arg(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise ToolError(f"`{name}` must be a string, got {type(value).__name__}")
+    return value
+
+
+def _decode(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+class Workspace:
+    """A per-episode directory that persists across the episode's sessions."""
+
+    def __init__(self, root: Path | str, *, clear: bool = False) -> None:
+        path = Path(root)
+        path.mkdir(parents=True, exist_ok=True)
+        self.root: Path = path.resolve()
+        self._read: set[str] = set()
+        self._written: set[str] = set()
+        if clear:
+            self.clear()
+
+    # ------------------------------------------------------------------ confinement
+
+    def clear(self) -> None:
+        """Delete everything inside the root (never follows links out of it)."""
+        for child in list(self.root.iterdir()):
+            _remove(child)
+
+    def normalise(self, path: Any, *, allow_root: bool = False) -> str:
+        """Check an agent-supplied path lexically and return it relative to the root, in POSIX
+        form (`.` for the root itself, only with `allow_root`)."""
+        if not isinstance(path, str):
+            raise ToolError(f"a path must be a string, got {type(path).__name__}")
+        if "\x00" in path:
+            raise ToolError("the path contains a NUL byte")
+        if len(path) > MAX_PATH_CHARS:
+            raise ToolError(f"the path is too long ({len(path)} characters)")
+        if path == "":
+            if allow_root:
+                return "."
+            raise ToolError("the path is empty; give a path relative to the workspace root, "
+                            "e.g. `notes/todo.md`")
+        if path.startswith("/") or os.path.isabs(path):
+            raise ToolError(f"`{path}` is an absolute path; paths are relative to the workspace "
+                            "root (e.g. `notes/todo.md`, or `.` for the root)")
+        parts: list[str] = []
+        for part in PurePosixPath(path).parts:
+            if part == "..":
+                if not parts:
+                    raise ToolError(f"`{path}` leaves the workspace; only paths inside it can be "
+                                    "used")
+                parts.pop()
+            elif part != ".":
+                parts.append(part)
+        rel = "/".join(parts) or "."
+        if rel == "." and not allow_root:
+            raise ToolError(f"`{path}` is the workspace root, not a file")
+        return rel
+
+    def resolve(self, path: Any, *, allow_root: bool = False) -> tuple[str, Path]:
+        """(normalised relative path, real path on disk) for an agent-supplied path, or
+        `ToolError` if it is malformed or escapes the root, through `..` or any symbolic link."""
+        rel = self.normalise(path, allow_root=allow_root)
+        full = self.root if rel == "." else self.root / rel
+        try:
+            real = full.resolve()  # follows every existing link, linked parent dirs included
+        except (OSError, RuntimeError) as exc:  # symlink loops: RuntimeError before 3.13
+            raise ToolError(f"cannot resolve `{path}`: {exc}") from None
+        if not real.is_relative_to(self.root):
+            raise ToolError(f"`{path}` points outside the workspace (through a symbolic link); "
+                            "only files inside the workspace can be used")
+        return rel, real
+
+    def _inside(self, p: Path) -> bool:
+        try:
+            return p.resolve().is_relative_to(self.root)
+        except (OSError, RuntimeError):
+            return False
+
+    def _walk(self, start: Path) -> Iterator[tuple[str, Path]]:
+        """Files under `start` (a real directory inside the root), sorted, as (relative posix
+        path, path). Linked directories are not descended; linked files count only when their
+        target is a file inside the root."""
+        stack: list[Iterator[os.DirEntry[str]]] = []
+
+        def entries(d: Path) -> Iterator[os.DirEntry[str]]:
+            try:
+                with os.scandir(d) as it:
+                    found = sorted(it, key=lambda e: e.name)
+            except OSError:
+                found = []
+            return iter(found)
+
+        stack.append(entries(start))
+        while stack:
+            entry = next(stack[-1], None)
+            if entry is None:
+                stack.pop()
+                continue
+            p = Path(entry.path)
+            try:
+                if entry.is_symlink():
+                    if not self._inside(p) or not p.is_file():
+                        continue
+                elif entry.is_dir(follow_symlinks=False):
+                    stack.append(entries(p))
+                    continue
+                elif not entry.is_file(follow_symlinks=False):
+                    continue
+            except OSError:
+                continue
+            yield p.relative_to(self.root).as_posix(), p
+
+    def _missing(self, rel: str) -> ToolError:
+        paths = [r for (r, _), _ in zip(self._walk(self.root), range(5000), strict=False)]
+        close = difflib.get_close_matches(rel, paths, n=3, cutoff=0.6)
+        hint = f" (did you mean {', '.join(f'`{c}`' for c in close)}?)" if close else \
+            " (use list_files or glob to see what exists)"
+        return ToolError(f"no file `{rel}` in the workspace{hint}")
+
+    def _read_bytes(self, rel: str, real: Path) -> bytes:
+        if not real.exists():
+            raise self._missing(rel)
+        if real.is_dir():
+            raise ToolError(f"`{rel}` is a directory; use list_files to see what it holds")
+        try:
+            size = real.stat().st_size
+            if size > MAX_FILE_BYTES:
+                raise ToolError(f"`{rel}` is too large to read ({size} bytes; the limit is "
+                                f"{MAX_FILE_BYTES} bytes)")
+            return real.read_bytes()
+        except OSError as exc:
+            raise ToolError(f"cannot read `{rel}`: {exc.strerror or exc}") from None
+
+    def _read_text(self, rel: str, real: Path) -> str:
+        data = self._read_bytes(rel, real)
+        text = _decode(data)
+        if text is None:
+            raise ToolError(f"`{rel}` is a binary file ({len(data)} bytes) and cannot be read "
+                            "as text")
+        return text
+
+    def _write_bytes(self, rel: str, real: Path, data: bytes) -> bool:
+        """Write (creating parent directories); True when the file is new."""
+        if real.is_dir():
+            raise ToolError(f"`{rel}` is a directory; give a file path")
+        existed = real.exists()
+        try:
+            real.parent.mkdir(parents=True, exist_ok=True)
+            real.write_bytes(data)
+        except (FileExistsError, NotADirectoryError):
+            raise ToolError(f"cannot write `{rel}`: part of its parent path is a file, not a "
+                            "directory") from None
+        except OSError as exc:
+            raise ToolError(f"cannot write `{rel}`: {exc.strerror or exc}") from None
+        return not existed
+
+    # ------------------------------------------------------------------ built-in tools
+
+    def read_file(self, path: Any, offset: Any = 0, limit: Any = None) -> dict[str, Any]:
+        """The file's text, plain (no line numbers). `offset`: lines to skip; `limit`: most
+        lines to return (all when None)."""
+        rel, real = self.resolve(path)
+        offset = _int_arg(offset if offset is not None else 0, "offset", 0)
+        if limit is not None:
+            limit = _int_arg(limit, "limit", 1)
+        text = self._read_text(rel, real)
+        lines = text.splitlines(keepends=True)
+        total = len(lines)
+        if offset and offset >= total:
+            raise ToolError(f"offset {offset} is past the end of `{rel}` ({total} lines)")
+        chunk = lines[offset:offset + limit] if limit is not None else lines[offset:]
+        self._read.add(rel)
+        return {"path": rel, "content": "".join(chunk), "start_line": offset + 1,
+                "end_line": offset + len(chunk), "total_lines": total}
+
+    def write_file(self, path: Any, content: Any) -> dict[str, Any]:
+        """Create or overwrite a text file (parent directories are created)."""
+        text = _str_arg(content, "content")
+        data = text.encode("utf-8")
+        if len(data) > MAX_FILE_BYTES:
+            raise ToolError(f"content is too large ({len(data)} bytes; the limit is "
+                            f"{MAX_FILE_BYTES} bytes)")
+        rel, real = self.resolve(path)
+        created = self._write_bytes(rel, real, data)
+        self._written.add(rel)
+        return {"path": rel, "bytes": len(data), "created": created}
+
+    def edit_file(self, path: Any, old: Any, new: Any, count: Any = 1) -> dict[str, Any]:
+        """Replace exact text. `count` is how many occurrences of `old` you expect (the edit
+        fails unless there are exactly that many); `count=0` replaces every occurrence."""
+        old_s = _str_arg(old, "old")
+        new_s = _str_arg(new, "new")
+        n_expected = _int_arg(count if count is not None else 1, "count", 0)
+        if old_s == "":
+            raise ToolError("`old` is empty; give the exact text to replace (use write_file to "
+                            "create a file)")
+        rel, real = self.resolve(path)
+        text = self._read_text(rel, real)
+        found = text.count(old_s)
+        if found == 0:
+            raise ToolError(f"`old` text was not found in `{rel}`; read the file and copy the "
+                            "exact text to replace (whitespace and line breaks matter)")
+        if n_expected == 1 and found > 1:
+            raise ToolError(f"`old` text occurs {found} times in `{rel}`; include more "
+                            f"surrounding text to make it unique, or pass count={found} to "
+                            "replace every occurrence")
+        if n_expected not in (0, found):
+            raise ToolError(f"`old` text occurs {found} times in `{rel}`, not {n_expected}; "
+                            f"pass count={found} (or 0) to replace them all")
+        data = text.replace(old_s, new_s).encode("utf-8")
+        if len(data) > MAX_FILE_BYTES:
+            raise ToolError(f"the edited file would be too large ({len(data)} bytes; the limit "
+                            f"is {MAX_FILE_BYTES} bytes)")
+        self._write_bytes(rel, real, data)
+        self._written.add(rel)
+        return {"path": rel, "replaced": found}
+
+    def list_files(self, path: Any = ".") -> dict[str, Any]:
+        """Every file under `path` (recursive), relative to the workspace root."""
+        rel, real = self.resolve("." if path is None else path, allow_root=True)
+        if not real.exists():
+            raise self._missing(rel)
+        if real.is_file():
+            return {"path": rel, "files": [rel], "truncated": False}
+        files: list[str] = []
+        truncated = False
+        for frel, _ in self._walk(real):
+            if len(files) >= MAX_LISTED:
+                truncated = True
+                break
+            files.append(frel)
+        return {"path": rel, "files": files, "truncated": truncated}
+
+    def glob(self, pattern: Any) -> dict[str, Any]:
+        """Paths matching a glob pattern relative to the root (`**` matches any depth);
+        directories end with `/`."""
+        pat = _str_arg(pattern, "pattern")
+        if not pat or "\x00" in pat:
+            raise ToolError("give a glob pattern such as `**/*.md`")
+        if pat.startswith("/") or os.path.isabs(pat):
+            raise ToolError(f"`{pat}` is absolute; patterns are relative to the workspace root")
+        if ".." in PurePosixPath(pat).parts:
+            raise ToolError(f"`{pat}` leaves the workspace; `..` is not allowed in patterns")
+        out: list[str] = []
+        truncated = False
+        try:
+            for p in self.root.glob(pat):
+                if not self._inside(p):
+                    continue
+                rel = p.relative_to(self.root).as_posix()
+                if rel == ".":
+                    continue
+                if len(out) >= MAX_LISTED:
+                    truncated = True
+                    break
+                out.append(rel + "/" if p.is_dir() else rel)
+        except (ValueError, NotImplementedError, OSError) as exc:
+            raise ToolError(f"invalid glob pattern `{pat}`: {exc}") from None
+        return {"pattern": pat, "matches": sorted(out), "truncated": truncated}
+
+    def grep(self, pattern: Any, path: Any = ".", glob: Any = None) -> dict[str, Any]:
+        """Lines matching a regular expression (Python syntax) in text files under `path`,
+        optionally only files whose path (or name, for a pattern without `/`) matches `glob`."""
+        pat = _str_arg(pattern, "pattern")
+        if len(pat) > 1000:
+            raise ToolError("the pattern is too long (1000 characters at most)")
+        try:
+            rx = re.compile(pat)
+        except re.error as exc:
+            raise ToolError(f"invalid regular expression `{pat}`: {exc}") from None
+        name_glob = None if glob is None else _str_arg(glob, "glob")
+        rel, real = self.resolve("." if path is None else path, allow_root=True)
+        if not real.exists():
+            raise self._missing(rel)
+        candidates: Iterable[tuple[str, Path]] = [(rel, real)] if real.is_file() else \
+            self._walk(real)
+        matches: list[dict[str, Any]] = []
+        truncated = False
+        searched = 0
+        for frel, fp in candidates:
+            if name_glob and not _glob_match(frel, name_glob):
+                continue
+            try:
+                if fp.stat().st_size > MAX_FILE_BYTES:
+                    continue
+                text = _decode(fp.read_bytes())
+            except OSError:
+                continue
+            if text is None:
+                continue
+            searched += 1
+            hit = False
+            for no, line in enumerate(text.splitlines(), 1):
+                if rx.search(line):
+                    if len(matches) >= MAX_GREP_MATCHES:
+                        truncated = True
+                        break
+                    hit = True
+                    matches.append({"path": frel, "line": no, "text": line[:MAX_GREP_LINE]})
+            if hit:
+                self._read.add(frel)
+            if truncated:
+                break
+        return {"pattern": pat, "matches": matches, "truncated": truncated,
+                "files_searched": searched}
+
+    # ------------------------------------------------------------------ tracking and state
+
+    def take_io(self) -> tuple[set[str], set[str]]:
+        """(files read, files written) by the tools since the last call; resets both."""
+        read, written = self._read, self._written
+        self._read, self._written = set(), set()
+        return read, written
+
+    def materialise(self, files: Iterable[PlanFile]) -> None:
+        """Write plan files (utf-8 or base64) into the workspace, overwriting. Not tracked as
+        agent I/O."""
+        for f in files:
+            rel, real = self.resolve(f.path)
+            if f.encoding == "base64":
+                data = base64.b64decode(f.content)
+            else:
+                data = f.content.encode("utf-8")
+            self._write_bytes(rel, real, data)
+
+    def read_text(self, path: str) -> str | None:
+        """A file's text for graders and judges (None if missing, binary or outside); not
+        tracked as agent I/O."""
+        try:
+            rel, real = self.resolve(path)
+            return self._read_text(rel, real)
+        except ToolError:
+            return None
+
+    def _contents(self, exact: bool) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for rel, p in self._walk(self.root):
+            try:
+                data = p.read_bytes()
+            except OSError:
+                continue
+            text = _decode(data)
+            if text is None or (exact and text.startswith(BASE64_PREFIX)):
+                out[rel] = BASE64_PREFIX + base64.b64encode(data).decode("ascii")
+            else:
+                out[rel] = text
+        return out
+
+    def files(self) -> dict[str, str]:
+        """Final contents for graders: path → text (`base64:`-prefixed for binary files)."""
+        return self._contents(exact=False)
+
+    def snapshot(self) -> dict[str, str]:
+        """Path → text, `base64:`-prefixed for binary files (and for text files that happen
+        to start with `base64:`, so `restore` is exact). JSON-serialisable."""
+        return self._contents(exact=True)
+
+    def restore(self, snapshot: dict[str, str]) -> None:
+        """Replace the workspace's contents with a `snapshot()`; resets I/O tracking."""
+        self.clear()
+        for path, content in snapshot.items():
+            rel, real = self.resolve(path)
+            if content.startswith(BASE64_PREFIX):
+                try:
+                    data = base64.b64decode(content[len(BASE64_PREFIX):], validate=True)
+                except (binascii.Error, ValueError):
+                    data = content.encode("utf-8")
+            else:
+                data = content.encode("utf-8")
+            self._write_bytes(rel, real, data)
+        self._read, self._written = set(), set()
+
+
+def _glob_match(rel: str, pattern: str) -> bool:
+    """`*.md` matches by file name; a pattern with `/` matches the whole relative path
+    (`**/` also matches no directory at all)."""
+    if "/" not in pattern:
+        return fnmatch.fnmatchcase(PurePosixPath(rel).name, pattern)
+    if fnmatch.fnmatchcase(rel, pattern):
+        return True
+    while pattern.startswith("**/"):
+        pattern = pattern[3:]
+        if fnmatch.fnmatchcase(rel, pattern) or ("/" not in pattern and
+                                                 fnmatch.fnmatchcase(PurePosixPath(rel).name,
+                                                                     pattern)):
+            return True
+    return False

@@ -1,0 +1,569 @@
+"""`LLMClient`: the one place every LLM call goes through (agent, simulator, judge, planner).
+
+```python
+client = LLMClient(LLMConfig(api_base=..., api_key=...), cache=ResponseCache(dir))
+resp = await client.complete(role="judge", model="litellm:openai/gpt-4o-mini",
+                             messages=[...], tools=None, params={"temperature": 0},
+                             seed=0, repeat=0, purpose="rubric", turn=3, recorder=calls.append)
+resp.content, resp.tool_calls, resp.usage, resp.cache_hit, resp.raw_message
+```
+
+- **Models** are `litellm:<model>` or a bare litellm model name (`openai/gpt-4o-mini`).
+- **Cache first.** The key covers model (plus a hash of `api_base` when set), messages, tools,
+  params, seed and repeat. A hit makes no request and is recorded with `cache_hit=True`,
+  `attempts=0`, latency ≈ 0 and cost 0 (the stored token counts are kept, so token metrics do
+  not depend on the cache). Successful responses are stored; failures never are.
+- **Retries** (exponential backoff with jitter, `Retry-After`/`retry-after-ms` honoured) only for
+  transient failures: rate limits (429), timeouts, connection errors, 500/502/503/504/529 and
+  litellm's RateLimitError/Timeout/APIConnectionError/InternalServerError/
+  ServiceUnavailableError/BadGatewayError. Authentication, bad requests, unknown models, context
+  window and content-policy errors fail at once. `max_retries` retries at most, so
+  `max_retries + 1` attempts. The provider client's own retries are disabled
+  (`num_retries=0`, `max_retries=0`): attempts never multiply.
+- **Exactly one `LLMCallRecord` per `complete` call**, success, failure or cancellation, passed
+  to the caller's `recorder`. Records carry no secrets: `api_key` is only handed to the
+  backend, never stored, logged, cached or put in an error string.
+- **Failures** raise `LLMError(message, retryable)` after recording.
+- **Limits per model**: an `asyncio.Semaphore` (`max_concurrent_per_model`) and, when
+  `requests_per_minute` names the model (or `"*"`), a token bucket. Both are held per attempt,
+  never during backoff sleeps.
+- **Backends.** The default backend calls `litellm.acompletion` and imports litellm lazily (on
+  the first uncached call: ~2.4 s, ~170 MB). Tests and protocol code can pass any async
+  callable `backend(BackendRequest) -> str | dict` (see `FakeBackend`), so nothing here needs
+  litellm or a network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import hashlib
+import importlib
+import json
+import os
+import random
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .cache import ResponseCache, sha256_json
+from .types import LLMCallRecord, LLMRole, LLMUsage, ToolCall
+
+Recorder = Callable[[LLMCallRecord], None]
+
+RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504, 529})
+_RETRYABLE_NAMES = frozenset({
+    "RateLimitError", "Timeout", "APITimeoutError", "APIConnectionError",
+    "InternalServerError", "ServiceUnavailableError", "BadGatewayError",
+})
+_FATAL_NAMES = frozenset({
+    "ContextWindowExceededError", "ContentPolicyViolationError", "AuthenticationError",
+    "PermissionDeniedError", "NotFoundError", "BadRequestError", "UnprocessableEntityError",
+    "UnsupportedParamsError", "BudgetExceededError", "InvalidRequestError",
+    "PaymentRequiredError", "RejectedRequestError",
+})
+
+
+# --------------------------------------------------------------------------- public types
+
+
+@dataclass
+class LLMConfig:
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    """Handed to the backend only; never stored, cached, recorded or logged."""
+    max_retries: int = 4
+    timeout_s: float = 120.0
+    """Per attempt; `complete(timeout_s=...)` overrides it for one call."""
+    max_concurrent_per_model: int = 8
+    requests_per_minute: dict[str, float] = field(default_factory=dict)
+    """Model (URI or bare name, or `"*"` for every model) → requests per minute."""
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 60.0
+    retry_after_max_s: float = 120.0
+    """Longest `Retry-After` wait honoured; longer hints are capped to this."""
+    send_seed: bool = True
+    """Pass `seed` to providers that support it."""
+
+
+class LLMError(Exception):
+    """An LLM call that failed (after retries when the failure was transient)."""
+
+    def __init__(self, message: str, retryable: bool, *, attempts: int = 1,
+                 status_code: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+        self.attempts = attempts
+        self.status_code = status_code
+        self.retry_after = retry_after
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass
+class LLMResponse:
+    content: str | None
+    tool_calls: list[ToolCall]
+    """Arguments parsed from JSON; malformed JSON is kept as `{"_raw": "<string>"}`."""
+    usage: LLMUsage
+    cache_hit: bool
+    raw_message: dict[str, Any]
+    """The assistant message to append to the history (OpenAI format, incl. tool_calls)."""
+    finish_reason: str | None = None
+    model: str = ""
+    attempts: int = 1
+
+
+@dataclass
+class BackendRequest:
+    """What a backend gets for one attempt."""
+
+    model: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+    params: dict[str, Any]
+    seed: int | None
+    timeout_s: float
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+
+
+Backend = Callable[[BackendRequest], Awaitable[Any]]
+"""Returns a `str` (a text answer), an assistant message dict, `{"message", "usage", "cost",
+"finish_reason"}`, or an OpenAI `chat.completion` dict. Raises to fail; transient failures
+should raise `LLMError(..., retryable=True)`, `TimeoutError`, `ConnectionError` or an
+exception with a retryable `status_code`."""
+
+
+def normalize_model(model: str) -> str:
+    """`litellm:<model>` → `<model>`; a bare name is returned as is."""
+    return model[len("litellm:"):] if model.startswith("litellm:") else model
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """Tool-call arguments → dict. Empty → `{}`; not a JSON object → `{"_raw": raw}`."""
+    if isinstance(raw, dict):
+        return raw
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}
+    text = raw if isinstance(raw, str) else str(raw)
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"_raw": text}
+    return value if isinstance(value, dict) else {"_raw": text}
+
+
+def malformed_arguments(args: dict[str, Any]) -> str | None:
+    """The raw argument string when `parse_arguments` could not parse it, else None."""
+    raw = args.get("_raw")
+    return raw if len(args) == 1 and isinstance(raw, str) else None
+
+
+# --------------------------------------------------------------------------- normalisation
+
+
+def _usage_numbers(usage: Any) -> tuple[int, int]:
+    if usage is None:
+        return 0, 0
+    def get(k: str) -> Any:
+        return usage.get(k) if isinstance(usage, dict) else getattr(usage, k, None)
+
+    return int(get("prompt_tokens") or 0), int(get("completion_tokens") or 0)
+
+
+def _normalize_tool_calls(calls: Iterable[Any], salt: str) -> list[dict[str, Any]]:
+    out = []
+    for i, tc in enumerate(calls):
+        if not isinstance(tc, dict):
+            raise ValueError(f"tool call {i} is not an object")
+        fn: dict[str, Any] = tc["function"] if isinstance(tc.get("function"), dict) else tc
+        name = fn.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"tool call {i} has no function name")
+        args = fn.get("arguments", fn.get("args"))
+        if args is None:
+            args = ""
+        elif not isinstance(args, str):
+            args = json.dumps(args, ensure_ascii=False)
+        call_id = tc.get("id") or f"call_{hashlib.sha256(salt.encode()).hexdigest()[:8]}_{i}"
+        out.append({"id": str(call_id), "type": "function",
+                    "function": {"name": name, "arguments": args}})
+    return out
+
+
+def normalize_output(out: Any) -> tuple[dict[str, Any], int, int, float | None, str | None]:
+    """A backend's (or the cache's) answer → (assistant message, prompt tokens, completion
+    tokens, cost, finish reason). Raises ValueError for a shape it cannot use."""
+    if isinstance(out, str):
+        return {"role": "assistant", "content": out}, 0, 0, None, "stop"
+    if not isinstance(out, dict):
+        raise ValueError(f"backend returned {type(out).__name__}, expected str or dict")
+    finish = out.get("finish_reason")
+    if isinstance(out.get("choices"), list):  # an OpenAI chat.completion
+        if not out["choices"] or not isinstance(out["choices"][0], dict):
+            raise ValueError("the response has no choices")
+        choice = out["choices"][0]
+        message, finish = choice.get("message"), choice.get("finish_reason")
+    elif "message" in out:
+        message = out["message"]
+    else:
+        message = out
+    if not isinstance(message, dict):
+        raise ValueError("the response has no assistant message")
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        content = json.dumps(content, ensure_ascii=False, default=str)
+    raw: dict[str, Any] = {"role": "assistant", "content": content}
+    calls = message.get("tool_calls") or []
+    if calls:
+        raw["tool_calls"] = _normalize_tool_calls(calls, json.dumps(message, default=str))
+    pt, ct = _usage_numbers(out.get("usage"))
+    cost = out.get("cost")
+    return raw, pt, ct, (float(cost) if isinstance(cost, int | float) else None), \
+        (str(finish) if finish is not None else None)
+
+
+def _tool_calls_of(raw: dict[str, Any]) -> list[ToolCall]:
+    return [ToolCall(id=tc["id"], name=tc["function"]["name"],
+                     args=parse_arguments(tc["function"]["arguments"]))
+            for tc in raw.get("tool_calls") or []]
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def _headers_of(exc: BaseException) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for source in (getattr(getattr(exc, "response", None), "headers", None),
+                   getattr(exc, "headers", None),
+                   getattr(exc, "litellm_response_headers", None)):
+        if source is None:
+            continue
+        with contextlib.suppress(Exception):
+            out.update({str(k).lower(): str(v) for k, v in source.items()})
+    return out
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """The server's `retry-after-ms` / `Retry-After` (seconds or an HTTP date), if any."""
+    if isinstance(exc, LLMError) and exc.retry_after is not None:
+        return exc.retry_after
+    headers = _headers_of(exc)
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        with contextlib.suppress(ValueError):
+            return max(0.0, float(ms) / 1000.0)
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    with contextlib.suppress(TypeError, ValueError, IndexError, OverflowError):
+        when = email.utils.parsedate_to_datetime(value)
+        return max(0.0, when.timestamp() - time.time())
+    return None
+
+
+def _status_of(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Transient failures worth another attempt; see the module docstring."""
+    if isinstance(exc, LLMError):
+        return exc.retryable
+    for cls in type(exc).__mro__:
+        if cls.__name__ in _FATAL_NAMES:
+            return False
+        if cls.__name__ in _RETRYABLE_NAMES:
+            return True
+    if isinstance(exc, TimeoutError | ConnectionError):
+        return True
+    status = _status_of(exc)
+    return status is not None and status in RETRYABLE_STATUS
+
+
+# --------------------------------------------------------------------------- limits
+
+
+class RateLimiter:
+    """A token bucket: `rpm` requests per minute, bursts of at most one second's worth."""
+
+    def __init__(self, rpm: float, clock: Callable[[], float] = time.monotonic) -> None:
+        if rpm <= 0:
+            raise ValueError("requests_per_minute must be positive")
+        self.rate = rpm / 60.0
+        self.capacity = max(1.0, self.rate)
+        self.tokens = self.capacity
+        self.clock = clock
+        self.updated = clock()
+        self._lock = asyncio.Lock()
+
+    async def acquire(self) -> None:
+        async with self._lock:
+            while True:
+                now = self.clock()
+                self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
+                self.updated = now
+                if self.tokens >= 1.0:
+                    self.tokens -= 1.0
+                    return
+                await asyncio.sleep((1.0 - self.tokens) / self.rate)
+
+
+@dataclass
+class _ModelLimits:
+    semaphore: asyncio.Semaphore
+    rate: RateLimiter | None
+
+
+# --------------------------------------------------------------------------- backends
+
+
+def import_litellm() -> Any:
+    """Import litellm the way benchpack needs it: local price map, quiet, typed as Any."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    litellm: Any = importlib.import_module("litellm")
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+class LiteLLMBackend:
+    """The default backend: `litellm.acompletion`, no provider-side retries."""
+
+    def __init__(self) -> None:
+        self._seed_ok: dict[str, bool] = {}
+
+    def _supports_seed(self, litellm: Any, model: str) -> bool:
+        if model not in self._seed_ok:
+            try:
+                supported = litellm.get_supported_openai_params(model=model)
+            except Exception:
+                supported = None
+            self._seed_ok[model] = bool(supported) and "seed" in supported
+        return self._seed_ok[model]
+
+    async def __call__(self, req: BackendRequest) -> dict[str, Any]:
+        litellm = import_litellm()
+        kwargs: dict[str, Any] = {"model": req.model, "messages": req.messages,
+                                  "timeout": req.timeout_s, "num_retries": 0, "max_retries": 0}
+        if req.tools:
+            kwargs["tools"] = req.tools
+        if req.api_base:
+            kwargs["api_base"] = req.api_base
+        if req.api_key:
+            kwargs["api_key"] = req.api_key
+        if req.seed is not None and self._supports_seed(litellm, req.model):
+            kwargs["seed"] = req.seed
+        kwargs.update(req.params)
+        resp = await litellm.acompletion(**kwargs)
+        choice = resp.choices[0]
+        msg = choice.message
+        message: dict[str, Any] = {"role": "assistant", "content": getattr(msg, "content", None)}
+        calls = getattr(msg, "tool_calls", None) or []
+        if calls:
+            message["tool_calls"] = [
+                {"id": tc.id, "type": "function",
+                 "function": {"name": tc.function.name, "arguments": tc.function.arguments}}
+                for tc in calls]
+        cost: float | None
+        try:
+            cost = float(litellm.completion_cost(completion_response=resp))
+        except Exception:
+            cost = None
+        pt, ct = _usage_numbers(getattr(resp, "usage", None))
+        return {"message": message, "usage": {"prompt_tokens": pt, "completion_tokens": ct},
+                "cost": cost, "finish_reason": getattr(choice, "finish_reason", None)}
+
+
+class FakeBackend:
+    """A scripted backend for tests: answers from `replies` in order (a `str`, a dict accepted
+    by `normalize_output`, an exception to raise, or a callable `BackendRequest -> any of
+    those`). Every request is kept in `requests`."""
+
+    def __init__(self, replies: Iterable[Any] = ()) -> None:
+        self.replies: list[Any] = list(replies)
+        self.requests: list[BackendRequest] = []
+
+    def add(self, *replies: Any) -> FakeBackend:
+        self.replies.extend(replies)
+        return self
+
+    async def __call__(self, req: BackendRequest) -> Any:
+        self.requests.append(req)
+        if not self.replies:
+            raise LLMError("FakeBackend: no reply left", retryable=False)
+        reply = self.replies.pop(0)
+        if callable(reply) and not isinstance(reply, BaseException):
+            reply = reply(req)
+            if asyncio.iscoroutine(reply):
+                reply = await reply
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+
+# --------------------------------------------------------------------------- the client
+
+
+class LLMClient:
+    """See the module docstring."""
+
+    def __init__(self, config: LLMConfig | None = None, *, cache: ResponseCache | None = None,
+                 backend: Backend | None = None,
+                 sleep: Callable[[float], Awaitable[None]] | None = None) -> None:
+        self.config = config or LLMConfig()
+        self.cache = cache
+        self.backend: Backend = backend or LiteLLMBackend()
+        self._sleep = sleep or asyncio.sleep
+        self._random = random.Random()
+        self._limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
+                                                dict[str, _ModelLimits]] = \
+            weakref.WeakKeyDictionary()
+        self.calls = 0
+        self.cache_hits = 0
+        self.failures = 0
+
+    # -------------------------------------------------------------- helpers
+
+    def _limits_for(self, model: str, uri: str) -> _ModelLimits:
+        per_loop = self._limits.setdefault(asyncio.get_running_loop(), {})
+        limits = per_loop.get(model)
+        if limits is None:
+            rpm_cfg = self.config.requests_per_minute
+            rpm = rpm_cfg.get(uri, rpm_cfg.get(model, rpm_cfg.get("*")))
+            limits = _ModelLimits(asyncio.Semaphore(max(1, self.config.max_concurrent_per_model)),
+                                  RateLimiter(rpm) if rpm else None)
+            per_loop[model] = limits
+        return limits
+
+    def _cache_model(self, model: str) -> str:
+        base = self.config.api_base
+        if not base:
+            return model
+        return f"{model}@{hashlib.sha256(base.encode()).hexdigest()[:16]}"
+
+    def _scrub(self, text: str) -> str:
+        key = self.config.api_key
+        if key and len(key) >= 4:
+            text = text.replace(key, "***")
+        return text
+
+    def _describe(self, exc: BaseException) -> str:
+        text = str(exc) or repr(exc)
+        name = type(exc).__name__
+        if not text.startswith(name) and "." + name not in text.split(":", 1)[0]:
+            text = f"{name}: {text}"
+        text = self._scrub(text)
+        return text if len(text) <= 1000 else text[:1000] + "…"
+
+    def backoff_s(self, attempt: int) -> float:
+        """Exponential backoff with jitter before retry number `attempt` (1-based)."""
+        base = self.config.backoff_base_s * 2 ** min(attempt - 1, 32)
+        return float(min(self.config.backoff_max_s, base * self._random.uniform(0.5, 1.5)))
+
+    # -------------------------------------------------------------- the call
+
+    async def complete(self, *, role: LLMRole | str, model: str,
+                       messages: list[dict[str, Any]], recorder: Recorder,
+                       tools: list[dict[str, Any]] | None = None,
+                       params: dict[str, Any] | None = None, seed: int | None = 0,
+                       repeat: int = 0, purpose: str | None = None, turn: int | None = None,
+                       timeout_s: float | None = None) -> LLMResponse:
+        name = normalize_model(model)
+        call_params = {k: v for k, v in (params or {}).items() if v is not None}
+        prompt_hash = sha256_json({"messages": messages, "tools": tools or []})
+        started = time.time()
+        t0 = time.perf_counter()
+        self.calls += 1
+
+        def record(*, pt: int = 0, ct: int = 0, cost: float | None = None,
+                   cache_hit: bool = False, error: str | None = None, attempts: int = 0) -> None:
+            recorder(LLMCallRecord(
+                role=role,  # type: ignore[arg-type]
+                model=name, prompt_hash=prompt_hash, prompt_tokens=pt, completion_tokens=ct,
+                cost=cost, latency_s=time.perf_counter() - t0, cache_hit=cache_hit,
+                error=error, attempts=attempts, started_at=started, turn=turn, purpose=purpose))
+
+        cache = self.cache if self.cache is not None and self.cache.enabled else None
+        key = ResponseCache.key(self._cache_model(name), messages, tools, call_params, seed,
+                                repeat) if cache is not None else None
+        if cache is not None and key is not None:
+            stored = cache.get(key)
+            if stored is not None:
+                try:
+                    raw, pt, ct, _, finish = normalize_output(stored)
+                except (ValueError, KeyError, TypeError):
+                    raw = None  # an unusable entry: a miss, overwritten below
+                if raw is not None:
+                    self.cache_hits += 1
+                    record(pt=pt, ct=ct, cost=0.0, cache_hit=True)
+                    return LLMResponse(content=raw.get("content"), tool_calls=_tool_calls_of(raw),
+                                       usage=LLMUsage(pt, ct, 0.0), cache_hit=True,
+                                       raw_message=raw, finish_reason=finish, model=name,
+                                       attempts=0)
+
+        timeout = timeout_s if timeout_s is not None else self.config.timeout_s
+        request = BackendRequest(model=name, messages=messages, tools=tools or None,
+                                 params=call_params,
+                                 seed=seed if self.config.send_seed else None,
+                                 timeout_s=timeout, api_base=self.config.api_base,
+                                 api_key=self.config.api_key)
+        limits = self._limits_for(name, model)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with limits.semaphore:
+                    if limits.rate is not None:
+                        await limits.rate.acquire()
+                    # the backend enforces `timeout`; this guard catches a backend that does not
+                    out = await asyncio.wait_for(self.backend(request),
+                                                 timeout + max(1.0, 0.25 * timeout))
+                try:
+                    raw, pt, ct, cost, finish = normalize_output(out)
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise LLMError(f"unusable response: {exc}", retryable=True) from None
+                break
+            except asyncio.CancelledError:
+                self.failures += 1
+                record(error="cancelled", attempts=attempt)
+                raise
+            except Exception as exc:
+                retryable = is_retryable(exc)
+                if retryable and attempt <= self.config.max_retries:
+                    hint = retry_after_s(exc)
+                    delay = (min(hint, self.config.retry_after_max_s) if hint is not None
+                             else self.backoff_s(attempt))
+                    try:
+                        await self._sleep(delay)
+                    except asyncio.CancelledError:
+                        self.failures += 1
+                        record(error="cancelled", attempts=attempt)
+                        raise
+                    continue
+                self.failures += 1
+                message = self._describe(exc)
+                if retryable:
+                    message = f"{message} (gave up after {attempt} attempts)"
+                record(error=message, attempts=attempt)
+                raise LLMError(message, retryable, attempts=attempt,
+                               status_code=_status_of(exc)) from None
+
+        if cache is not None and key is not None:
+            cache.put(key, {"message": raw,
+                            "usage": {"prompt_tokens": pt, "completion_tokens": ct},
+                            "finish_reason": finish, "model": name})
+        record(pt=pt, ct=ct, cost=cost, attempts=attempt)
+        return LLMResponse(content=raw.get("content"), tool_calls=_tool_calls_of(raw),
+                           usage=LLMUsage(pt, ct, cost), cache_hit=False, raw_message=raw,
+                           finish_reason=finish, model=name, attempts=attempt)
