@@ -13,13 +13,17 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
-# The main job on embedded defaults: validate and compile every reference pack.
+# The main job on embedded defaults (no API keys): compile every reference pack, then run the
+# intent-tracking pack with its scripted demo agent and the rule-based simulator and judges,
+# storing every event in bench.duckdb.
 demo: setup
 	@set -e; for pack in taskpacks/*/; do \
 	  name=$$(basename $$pack); \
 	  $(BENCH) compile $$pack -o build/$$name --strict; \
-	  $(BENCH) graph $$pack; \
 	done
+	$(BENCH) graph taskpacks/pharmacist-week
+	$(BENCH) run build/pharmacist-week --agent scripted:taskpacks/pharmacist-week/demo/agent.yaml \
+	  --simulator rules --judge rules --db bench.duckdb
 
 test: setup
 	$(PY) -m pytest -q

@@ -150,6 +150,100 @@ def schema(out: Path, check: bool) -> None:
         raise PackErrors("out of date: " + ", ".join(stale) + " (run `bench schema`)")
 
 
+@cli.command()
+@click.argument("plan", type=click.Path(path_type=Path), default=Path("build"))
+@click.option("--agent", required=True, metavar="URI",
+              help="litellm:<model> | cmd:<command> | python:<module>:<callable> | "
+                   "scripted:<file> | replay:<file>")
+@click.option("--simulator", default="rules", show_default=True, metavar="URI",
+              help="User simulator: rules | scripted:<file> | litellm:<model>")
+@click.option("--judge", default="rules", show_default=True, metavar="URI",
+              help="Judges: rules | scripted:<file> | litellm:<model>")
+@click.option("--db", type=click.Path(path_type=Path), default=Path("bench.duckdb"),
+              show_default=True, help="DuckDB file to store the run in.")
+@click.option("--run-id", help="Name the run (default: <pack>-<time>-<hash>).")
+@click.option("--resume", "resume_id", metavar="RUN_ID",
+              help="Continue RUN_ID: skip finished (session, fingerprint, repeat) triples.")
+@click.option("--repeats", type=click.IntRange(1, 100), help="Repeats per session (pass@k).")
+@click.option("--max-concurrency", type=click.IntRange(1, 1024), default=4, show_default=True,
+              help="Episode chains run at once.")
+@click.option("--max-per-model", type=click.IntRange(1, 1024), default=8, show_default=True,
+              help="Concurrent requests per model endpoint.")
+@click.option("--rpm", multiple=True, metavar="MODEL=N",
+              help="Requests-per-minute limit for a model (repeatable).")
+@click.option("--api-base", help="Base URL of an OpenAI-compatible server for litellm models.")
+@click.option("--api-key-env", metavar="VAR",
+              help="Environment variable holding the API key (the key is never stored).")
+@click.option("--timeout", type=float, default=120.0, show_default=True,
+              help="Per-request timeout for LLM calls, seconds.")
+@click.option("--max-retries", type=click.IntRange(0, 20), default=4, show_default=True,
+              help="Retries of retryable provider errors (429, 5xx, timeouts).")
+@click.option("--session", "sessions", multiple=True, metavar="GLOB",
+              help="Only run matching sessions (id or name; repeatable).")
+@click.option("--allow-python", is_flag=True, help="Allow python graders and tools from the pack.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")
+@click.option("--cache-dir", type=click.Path(path_type=Path), default=Path(".bench-cache"),
+              show_default=True)
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def run(plan: Path, agent: str, simulator: str, judge: str, db: Path, run_id: str | None,
+        resume_id: str | None, repeats: int | None, max_concurrency: int, max_per_model: int,
+        rpm: tuple[str, ...], api_base: str | None, api_key_env: str | None, timeout: float,
+        max_retries: int, sessions: tuple[str, ...], allow_python: bool, no_cache: bool,
+        cache_dir: Path, quiet: bool, as_json: bool) -> None:
+    """Run a compiled PLAN (directory with plan.json) against an agent."""
+    from benchpack.runtime import PlanError
+    from benchpack.runtime.runner import RunOptions, run_plan
+
+    limits = {}
+    for item in rpm:
+        model, _, n = item.rpartition("=")
+        try:
+            limits[model] = float(n)
+        except ValueError:
+            raise click.UsageError(f"--rpm expects MODEL=N, got `{item}`") from None
+    options = RunOptions(
+        plan=plan, agent=agent, simulator=simulator, judge=judge, db=db,
+        run_id=resume_id or run_id, resume=resume_id is not None, repeats=repeats,
+        max_concurrency=max_concurrency, max_concurrent_per_model=max_per_model,
+        requests_per_minute=limits, api_base=api_base, api_key_env=api_key_env,
+        timeout_s=timeout, max_retries=max_retries, sessions=list(sessions),
+        allow_python=allow_python, use_cache=not no_cache, cache_dir=cache_dir,
+        progress=not quiet and not as_json)
+    try:
+        summary = run_plan(options)
+    except (PlanError, ValueError) as exc:
+        raise PackErrors(f"✗ {exc}") from None
+    if as_json:
+        click.echo(json.dumps(summary.as_dict(), indent=2))
+    else:
+        _print_summary(summary)
+    if summary.errors:
+        raise PackErrors("")
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}"
+
+
+def _print_summary(s: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"run {s.run_id}", show_header=False, box=None)
+    t.add_row("sessions", f"{s.finished} finished, {s.errors} errors, {s.skipped_deps} skipped "
+              f"(dependency failed), {s.sessions_skipped_resume} already done")
+    t.add_row("PROC / COMP", f"{_pct(s.proc)} / {_pct(s.comp)}"
+              + (f"   verified score {_pct(s.score)}" if s.score is not None else ""))
+    t.add_row("judge errors", str(s.judge_errors))
+    t.add_row("LLM calls", f"{s.llm_calls} ({s.cache_hits} from cache)")
+    t.add_row("tokens", f"{s.prompt_tokens:,} in / {s.completion_tokens:,} out")
+    t.add_row("cost", f"${s.cost:.4f}")
+    t.add_row("wall time", f"{s.wall_s:.1f} s")
+    t.add_row("store", f"{s.db}")
+    Console(stderr=True).print(t)
+
+
 def main() -> None:
     try:
         cli.main(standalone_mode=False)

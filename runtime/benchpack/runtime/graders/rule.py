@@ -1,0 +1,272 @@
+"""The rule language interpreter: declarative checks over a finished session's `Trace`.
+
+Spec: `benchpack.specs.pack.Assertion` (its docstrings). One source (tool records, a call
+sequence, service state, a workspace file, messages, the final reply), optional narrowing
+(`where`, `successful`, `query` in JMESPath), one predicate (default `exists: true`), or the
+combinators `all` / `any` / `not`. Odd data never raises: a path that does not exist simply does
+not match.
+
+String equality in `where` literals is case-insensitive and ignores surrounding whitespace;
+`contains` and friends are case-insensitive; `regex` is case-sensitive (`(?i)` to change that).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .trace import Trace
+
+_MISSING = object()
+SOURCES = ("tool", "sequence", "state", "file", "messages", "reply")
+PREDICATES = ("exists", "count", "equals", "contains", "contains_any", "not_contains", "regex",
+              "json_schema", "grounded")
+
+
+@dataclass
+class RuleResult:
+    passed: bool
+    detail: str
+
+
+def evaluate(rule: dict[str, Any], trace: Trace) -> RuleResult:
+    try:
+        return _eval(rule, trace)
+    except Exception as exc:  # a rule must never take the run down
+        return RuleResult(False, f"invalid rule: {type(exc).__name__}: {exc}")
+
+
+def _eval(rule: dict[str, Any], trace: Trace) -> RuleResult:
+    if "all" in rule:
+        subs = [_eval(r, trace) for r in rule["all"] or []]
+        failed = [s for s in subs if not s.passed]
+        return RuleResult(not failed, "all passed" if not failed else
+                          "; ".join(s.detail for s in failed))
+    if "any" in rule:
+        subs = [_eval(r, trace) for r in rule["any"] or []]
+        ok = [s for s in subs if s.passed]
+        return RuleResult(bool(ok), ok[0].detail if ok else
+                          "none passed: " + "; ".join(s.detail for s in subs))
+    if "not" in rule:
+        sub = _eval(rule["not"], trace)
+        return RuleResult(not sub.passed, f"not ({sub.detail})")
+    if "sequence" in rule:
+        return _sequence(rule["sequence"], trace)
+    label, data, is_collection = _select(rule, trace)
+    if rule.get("query"):
+        import jmespath
+
+        data = jmespath.search(rule["query"], data)
+        label += f" | {rule['query']}"
+        is_collection = isinstance(data, list)
+    return _predicate(rule, data, is_collection, label, trace)
+
+
+# --------------------------------------------------------------------------- sources
+
+
+def _record_view(r: Any) -> dict[str, Any]:
+    return {"tool": r.tool_name, "args": r.call, "result": r.result, "error": r.error}
+
+
+def _select(rule: dict[str, Any], trace: Trace) -> tuple[str, Any, bool]:
+    if "tool" in rule:
+        pattern = rule["tool"]
+        recs = [_record_view(r) for r in trace.tool_records
+                if fnmatch.fnmatchcase(r.tool_name, pattern)]
+        if rule.get("successful") is not None:
+            want = bool(rule["successful"])
+            recs = [r for r in recs if (r["error"] is None) == want]
+        label = f"calls of {pattern}"
+        if rule.get("where"):
+            recs = [r for r in recs if _where(r, rule["where"])]
+            label += " matching " + _where_text(rule["where"])
+        return label, recs, True
+    if "state" in rule:
+        svc, _, table = str(rule["state"]).partition(".")
+        rows = [dict(r) for r in trace.state.get(svc, {}).get(table, [])]
+        label = f"rows of {rule['state']}"
+        if rule.get("where"):
+            rows = [r for r in rows if _where(r, rule["where"])]
+            label += " matching " + _where_text(rule["where"])
+        return label, rows, True
+    if "file" in rule:
+        text = trace.files.get(str(rule["file"]))
+        if text is None:
+            return f"file {rule['file']} (missing)", None, False
+        if rule.get("query") or rule.get("json_schema") is not None:
+            try:
+                return f"file {rule['file']}", json.loads(text), False
+            except json.JSONDecodeError:
+                if rule.get("json_schema") is not None:
+                    return f"file {rule['file']} (not JSON)", _MISSING, False
+        return f"file {rule['file']}", text, False
+    if "messages" in rule:
+        who = rule["messages"]
+        texts = [m.content for m in trace.messages
+                 if (who == "all" or m.role == who) and m.content]
+        return f"{who} messages", texts, True
+    if "reply" in rule:
+        return "final reply", trace.reply, False
+    raise ValueError("no source")
+
+
+def _sequence(names: list[str], trace: Trace) -> RuleResult:
+    i = 0
+    for r in trace.tool_records:
+        if i < len(names) and fnmatch.fnmatchcase(r.tool_name, names[i]):
+            i += 1
+    ok = i == len(names)
+    return RuleResult(ok, f"called {' → '.join(names)} in order" if ok else
+                      f"sequence stopped before {names[i]} ({i}/{len(names)} steps)")
+
+
+# --------------------------------------------------------------------------- where
+
+
+def _path(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        if isinstance(obj, dict):
+            if part not in obj:
+                return _MISSING
+            obj = obj[part]
+        elif isinstance(obj, list) and part.isdigit() and int(part) < len(obj):
+            obj = obj[int(part)]
+        else:
+            return _MISSING
+    return obj
+
+
+def _norm(v: Any) -> Any:
+    return v.strip().lower() if isinstance(v, str) else v
+
+
+def _match(value: Any, m: Any) -> bool:
+    if value is _MISSING:
+        return False
+    if not isinstance(m, dict):
+        return bool(_norm(value) == _norm(m))
+    if "equals" in m:
+        return bool(_norm(value) == _norm(m["equals"]))
+    if "contains" in m:
+        return str(m["contains"]).lower() in _text(value).lower()
+    if "regex" in m:
+        return re.search(str(m["regex"]), _text(value)) is not None
+    if "one_of" in m:
+        return any(_norm(value) == _norm(x) for x in m["one_of"] or [])
+    if "gt" in m or "lt" in m:
+        try:
+            num = float(value)
+        except (TypeError, ValueError):
+            return False
+        return (("gt" not in m or num > float(m["gt"])) and
+                ("lt" not in m or num < float(m["lt"])))
+    return False
+
+
+def _where(obj: dict[str, Any], where: dict[str, Any]) -> bool:
+    return all(_match(_path(obj, path), m) for path, m in where.items())
+
+
+def _where_text(where: dict[str, Any]) -> str:
+    parts = []
+    for path, m in where.items():
+        if isinstance(m, dict) and m:
+            op, val = next(iter(m.items()))
+            parts.append(f"{path} {op} {val!r}")
+        else:
+            parts.append(f"{path} = {m!r}")
+    return ", ".join(parts)
+
+
+# --------------------------------------------------------------------------- predicates
+
+
+def _text(value: Any) -> str:
+    if value is None or value is _MISSING:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(x, str) for x in value):
+        return "\n".join(value)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _present(value: Any) -> bool:
+    return value is not None and value is not _MISSING and value != [] and value != "" \
+        and value != {}
+
+
+def _as_list(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else list(value or [])
+
+
+def _predicate(rule: dict[str, Any], data: Any, coll: bool, label: str,
+               trace: Trace) -> RuleResult:
+    n = len(data) if isinstance(data, list) else (0 if not _present(data) else 1)
+    if "count" in rule and rule["count"] is not None:
+        c = rule["count"]
+        ok = ((c.get("min") is None or n >= c["min"]) and (c.get("max") is None or n <= c["max"])
+              and (c.get("equals") is None or n == c["equals"]))
+        return RuleResult(ok, f"{n} {label} (wanted {_bounds(c)})")
+    if "equals" in rule:
+        ok = data == rule["equals"] or (isinstance(data, str) and isinstance(rule["equals"], str)
+                                        and data.strip() == rule["equals"].strip())
+        return RuleResult(ok, f"{label} = {_short(data)}" + ("" if ok else
+                                                            f", expected {_short(rule['equals'])}"))
+    text = _text(data)
+    low = text.lower()
+    if "contains" in rule and rule["contains"] is not None:
+        missing = [w for w in _as_list(rule["contains"]) if w.lower() not in low]
+        return RuleResult(not missing and _present(data),
+                          f"{label} contains all" if not missing else
+                          f"{label} lacks {', '.join(repr(m) for m in missing)}")
+    if "contains_any" in rule and rule["contains_any"] is not None:
+        hit = [w for w in rule["contains_any"] if w.lower() in low]
+        return RuleResult(bool(hit), f"{label} contains {hit[0]!r}" if hit else
+                          f"{label} contains none of {rule['contains_any']}")
+    if "not_contains" in rule and rule["not_contains"] is not None:
+        found = [w for w in _as_list(rule["not_contains"]) if w.lower() in low]
+        return RuleResult(not found, f"{label} avoids them" if not found else
+                          f"{label} contains {', '.join(repr(f) for f in found)}")
+    if "regex" in rule and rule["regex"] is not None:
+        m = re.search(rule["regex"], text)
+        return RuleResult(m is not None, f"{label} matches /{rule['regex']}/" if m else
+                          f"{label} does not match /{rule['regex']}/")
+    if "json_schema" in rule and rule["json_schema"] is not None:
+        if data is _MISSING or data is None:
+            return RuleResult(False, f"{label}: nothing valid to check")
+        from jsonschema import Draft202012Validator
+
+        errors = list(Draft202012Validator(rule["json_schema"]).iter_errors(data))
+        return RuleResult(not errors, f"{label} valid under the schema" if not errors else
+                          f"{label} invalid: {errors[0].message}")
+    if "grounded" in rule and rule["grounded"] is not None:
+        found = sorted(set(re.findall(rule["grounded"], text)))
+        found = [f if isinstance(f, str) else "".join(f) for f in found]
+        seen = trace.read_results_text()
+        ungrounded = [f for f in found if f not in seen]
+        return RuleResult(not ungrounded, f"{len(found)} ids in {label}, all read first"
+                          if not ungrounded else
+                          f"{label} mentions ids never read: {', '.join(ungrounded[:5])}")
+    want = rule.get("exists", True)
+    present = n > 0 if coll or isinstance(data, list) else _present(data)
+    return RuleResult(present == bool(want), f"{n} {label}" if coll else
+                      f"{label} {'present' if present else 'absent'}")
+
+
+def _bounds(c: dict[str, Any]) -> str:
+    if c.get("equals") is not None:
+        return f"exactly {c['equals']}"
+    lo, hi = c.get("min"), c.get("max")
+    if lo is not None and hi is not None:
+        return f"{lo}–{hi}"
+    return f"≥ {lo}" if lo is not None else f"≤ {hi}"
+
+
+def _short(v: Any) -> str:
+    s = _text(v) if not isinstance(v, str) else v
+    return repr(s if len(s) <= 60 else s[:57] + "...")

@@ -1,0 +1,127 @@
+"""Rubric judges for checklist items: LLM (batched per evidence selection), rules, scripted."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .base import JudgeCall, JudgeError, Templates, ask, parse_decisions, parse_reasons
+from .intent import coverage
+
+
+@dataclass
+class RubricItem:
+    id: str
+    text: str
+    evidence: str
+    """Rendered evidence the author selected for this item (may be empty)."""
+
+
+@dataclass
+class RubricVerdict:
+    score: float | None
+    detail: str
+    error: str | None = None
+
+
+class RubricJudge(Protocol):
+    async def grade(self, items: Sequence[RubricItem], history: str,
+                    intents: Sequence[str]) -> dict[str, RubricVerdict]:
+        ...
+
+
+class LLMRubricJudge:
+    def __init__(self, call: JudgeCall, templates: Templates,
+                 template: str = "checklist.rubric_judge") -> None:
+        self.call = call
+        self.templates = templates
+        self.template = template
+
+    async def grade(self, items: Sequence[RubricItem], history: str,
+                    intents: Sequence[str]) -> dict[str, RubricVerdict]:
+        groups: dict[str, list[RubricItem]] = {}
+        for it in items:
+            groups.setdefault(it.evidence, []).append(it)
+        out: dict[str, RubricVerdict] = {}
+        for evidence, group in groups.items():
+            ids = [g.id for g in group]
+            prompt = self.templates.render(
+                self.template, intents=[{"text": t} for t in intents], history=history,
+                evidence=evidence, criteria=[{"id": g.id, "text": g.text} for g in group])
+            reasons: dict[str, str] = {}
+
+            def parse(text: str, _ids: list[str] = ids, _r: dict[str, str] = reasons) -> dict[str, bool]:
+                got = parse_decisions(text, _ids, key="scores", field="score")
+                _r.update(parse_reasons(text))
+                return got
+
+            try:
+                got = await ask(self.call, prompt, parse, purpose="rubric")
+            except JudgeError as exc:
+                for g in group:
+                    out[g.id] = RubricVerdict(None, "", error=exc.message)
+                continue
+            for g in group:
+                out[g.id] = RubricVerdict(1.0 if got[g.id] else 0.0, reasons.get(g.id, ""))
+        return out
+
+
+class RulesRubricJudge:
+    """Deterministic stand-in: an item is met when ≥ 60 % of its content words appear in the
+    session (assistant messages, tool arguments, written files) plus its selected evidence."""
+
+    async def grade(self, items: Sequence[RubricItem], history: str,
+                    intents: Sequence[str]) -> dict[str, RubricVerdict]:
+        out = {}
+        for it in items:
+            c = coverage(it.text, history + "\n" + it.evidence)
+            out[it.id] = RubricVerdict(1.0 if c >= 0.6 else 0.0, f"rules: {c:.0%} of key words")
+        return out
+
+
+class ScriptedRubricJudge:
+    def __init__(self, scores: dict[str, Any]) -> None:
+        self.scores = scores
+
+    async def grade(self, items: Sequence[RubricItem], history: str,
+                    intents: Sequence[str]) -> dict[str, RubricVerdict]:
+        out = {}
+        for it in items:
+            if it.id in self.scores:
+                out[it.id] = RubricVerdict(float(self.scores[it.id]), "scripted")
+            else:
+                out[it.id] = RubricVerdict(None, "", error="no scripted score for this item")
+        return out
+
+
+def render_evidence(selector: dict[str, Any] | None, tool_records: Sequence[Any],
+                    files: dict[str, str], state: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
+    """The evidence an author selected for a rubric item, rendered for the judge."""
+    import fnmatch
+
+    if not selector:
+        return ""
+    parts = []
+    for pattern in selector.get("tools") or []:
+        for r in tool_records:
+            if fnmatch.fnmatchcase(r.tool_name, pattern):
+                parts.append(f"<tool name=\"{r.tool_name}\">\ncall: "
+                             f"{json.dumps(r.call, ensure_ascii=False)}\nresult: "
+                             f"{_clip(json.dumps(r.result, ensure_ascii=False, default=str))}"
+                             + (f"\nerror: {r.error}" if r.error else "") + "\n</tool>")
+    for path in selector.get("files") or []:
+        text = files.get(path)
+        parts.append(f"<file path=\"{path}\">\n{_clip(text) if text is not None else '(missing)'}"
+                     "\n</file>")
+    for ref in selector.get("state") or []:
+        svc, _, table = ref.partition(".")
+        rows = state.get(svc, {}).get(table)
+        parts.append(f"<state table=\"{ref}\">\n"
+                     f"{_clip(json.dumps(rows, ensure_ascii=False, default=str))}\n</state>")
+    return "\n".join(parts)
+
+
+def _clip(text: str, limit: int = 8000) -> str:
+    return text if len(text) <= limit else text[:limit] + " [… truncated]"

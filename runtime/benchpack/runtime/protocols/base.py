@@ -1,0 +1,78 @@
+"""The protocol interpreter interface and its registry.
+
+A protocol drives the conversation of one session (who says what, when it ends) and returns
+its own measurements and rows. Everything shared — agent turns, tool records, transcripts,
+checklist grading, the store — lives in `session.py`, so adding a protocol never needs a special
+case in the core.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ..session import SessionContext
+
+
+@dataclass
+class ProtocolResult:
+    termination: str
+    """Why the session ended: protocol-specific (`all_resolved`, `turn_budget`, `done`,
+    `agent_answer`, `round_budget`, `error`…)."""
+    metrics: dict[str, Any] = field(default_factory=dict)
+    """Columns of the `sessions` row this protocol fills (e.g. `proc`, `completed`)."""
+    tables: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
+    """Protocol-specific rows, without the (run_id, session_id, repeat) prefix."""
+    judge_errors: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+class ProtocolInterpreter(Protocol):
+    name: str
+
+    async def run(self, ctx: SessionContext) -> ProtocolResult:
+        ...
+
+
+class ProtocolRegistry:
+    """Protocol name → interpreter. Third parties register through the
+    `benchpack.protocols` entry-point group (loaded lazily, on first miss)."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, ProtocolInterpreter] = {}
+        self._loaded_entry_points = False
+
+    def register(self, interpreter: ProtocolInterpreter) -> None:
+        self._items[interpreter.name] = interpreter
+
+    def get(self, name: str) -> ProtocolInterpreter:
+        if name not in self._items and not self._loaded_entry_points:
+            self._load_entry_points()
+        try:
+            return self._items[name]
+        except KeyError:
+            raise LookupError(f"no interpreter for protocol `{name}` (known: "
+                              f"{', '.join(sorted(self._items))})") from None
+
+    def names(self) -> list[str]:
+        return sorted(self._items)
+
+    def _load_entry_points(self) -> None:
+        from importlib.metadata import entry_points
+
+        self._loaded_entry_points = True
+        for ep in entry_points(group="benchpack.protocols"):
+            try:
+                self.register(ep.load()())
+            except Exception as exc:  # a broken plug-in must not hide the built-ins
+                raise LookupError(f"protocol plug-in `{ep.name}` failed to load: {exc}") from exc
+
+
+def default_protocols() -> ProtocolRegistry:
+    from .intent_tracking import IntentTracking
+
+    reg = ProtocolRegistry()
+    reg.register(IntentTracking())
+    return reg

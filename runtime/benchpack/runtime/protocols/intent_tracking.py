@@ -1,0 +1,91 @@
+"""Intent tracking (π-Bench). Each hidden intent ends in exactly one status:
+
+- completed — the agent acted on it unasked (checked first, every turn, over open intents);
+- inferred  — the agent asked a question that targets it; the user answers next turn;
+- provided  — neither: the user volunteers one open intent relevant to the current work.
+
+Generic questions never count. The session ends once every intent is terminal and the agent has
+answered once more, or when the turn budget runs out (`turn_budget`; intents still open stay
+`unresolved`). PROC = (|completed| + |inferred|) / |intents|. A judge error on a turn makes the
+session's PROC unknown (NULL, excluded from averages) instead of guessing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..judges.base import JudgeError
+from ..judges.intent import Intent
+from .base import ProtocolResult
+
+if TYPE_CHECKING:
+    from ..session import SessionContext
+
+
+class IntentTracking:
+    name = "intent_tracking"
+
+    async def run(self, ctx: SessionContext) -> ProtocolResult:
+        s = ctx.session
+        intents = [Intent(i.id, i.text, i.reveal) for i in s.hidden_intents]
+        status: dict[str, tuple[str, int, str | None]] = {}
+        judge, sim = ctx.roles.intent_tracking(ctx)
+        errors: list[str] = []
+        message, event = ctx.opening()
+        max_turns = s.limits.max_turns or 12
+        termination = "turn_budget"
+        for turn in range(1, max_turns + 1):
+            reply, ev = await ctx.agent_turn(turn, message, event)
+            event = None
+            if reply.stop_reason == "error":
+                termination = "error"
+                break
+            open_ = [i for i in intents if i.id not in status]
+            if not open_:
+                termination = "all_resolved"
+                break
+            try:
+                for iid in await judge.completed(ev, open_):
+                    status[iid] = ("completed", turn, None)
+            except JudgeError as exc:
+                errors.append(f"turn {turn}: {exc}")
+            open_ = [i for i in intents if i.id not in status]
+            if not open_:
+                termination = "all_resolved"  # this reply was the agent's final answer
+                break
+            try:
+                asked = await judge.targeted(ev, open_)
+            except JudgeError as exc:
+                errors.append(f"turn {turn}: {exc}")
+                asked = set()
+            if asked:
+                reveal = [i for i in open_ if i.id in asked]
+                for i in reveal:
+                    status[i.id] = ("inferred", turn, None)  # the agent asked: credit stands
+                mode = "answer"
+            elif turn == max_turns:
+                break  # no user turn left to volunteer anything: open intents stay unresolved
+            else:
+                pick = sim.choose(ev, open_, turn)
+                status[pick.id] = ("provided", turn, None)
+                reveal = [pick]
+                mode = "provide"
+            if turn == max_turns:
+                break
+            try:
+                message = await sim.reply(mode, reveal, ctx.history(), turn)
+            except JudgeError as exc:
+                errors.append(f"turn {turn}: {exc}")
+                message = ctx.fallback_user_message(mode, reveal)
+        rows = []
+        counts = {"completed": 0, "inferred": 0, "provided": 0, "unresolved": 0}
+        for i, spec in zip(intents, s.hidden_intents, strict=True):
+            st, turn_no, _ = status.get(i.id, ("unresolved", 0, None))
+            counts[st] += 1
+            rows.append((i.id, i.text, spec.scope, st, turn_no or None, None, None))
+        n = len(intents)
+        proc = None if errors or n == 0 else (counts["completed"] + counts["inferred"]) / n
+        metrics: dict[str, Any] = {"intents": n, **counts, "proc": proc}
+        return ProtocolResult(termination=termination, metrics=metrics,
+                              tables={"intent_status": rows}, judge_errors=len(errors),
+                              extra={"judge_errors": errors} if errors else {})

@@ -1,0 +1,71 @@
+"""`python:<module>:<callable>`: an agent implemented in Python, in process.
+
+The callable receives the `SessionBrief` (system prompt, prior sessions, tools) and returns an
+object with `async def respond(self, message: str | None, event: dict | None) -> str` (it may
+call `await brief.tools.call(name, args)` any number of times before returning its reply), and
+optionally `async def close(self)`. A plain function returning a string per call also works:
+`async def agent(brief, message, event) -> str`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any
+
+from .types import AgentReply, Message, SessionBrief
+
+
+class _PySession:
+    def __init__(self, brief: SessionBrief, impl: Any, fn: Any) -> None:
+        self.brief = brief
+        self.impl = impl
+        self.fn = fn
+
+    async def turn(self, message: str | None, event: dict[str, Any] | None) -> AgentReply:
+        tools = self.brief.tools
+        before = len(getattr(tools, "records", []))
+        if self.impl is not None:
+            out = self.impl.respond(message, event)
+        else:
+            out = self.fn(self.brief, message, event)
+        text = await out if inspect.isawaitable(out) else out
+        records = list(getattr(tools, "records", [])[before:])
+        return AgentReply(text=str(text or ""), tool_records=records,
+                          messages=[Message("assistant", str(text or ""), 0)],
+                          steps=len(records) + 1)
+
+    async def close(self) -> None:
+        close = getattr(self.impl, "close", None)
+        if close is not None:
+            out = close()
+            if inspect.isawaitable(out):
+                await out
+
+
+class PythonAgent:
+    def __init__(self, spec: str) -> None:
+        module_name, _, attr = spec.rpartition(":")
+        if not module_name or not attr:
+            raise ValueError("use python:<module>:<callable>, e.g. python:my_agent:make_agent")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ValueError(f"cannot import `{module_name}`: {exc}") from None
+        try:
+            self.target = getattr(module, attr)
+        except AttributeError:
+            raise ValueError(f"`{module_name}` has no attribute `{attr}`") from None
+        self.name = f"python:{spec}"
+
+    async def open(self, brief: SessionBrief) -> _PySession:
+        target = self.target
+        params = list(inspect.signature(target).parameters)
+        if len(params) >= 3:  # agent(brief, message, event) -> str
+            return _PySession(brief, None, target)
+        made = target(brief)
+        if inspect.isawaitable(made):
+            made = await made
+        if not hasattr(made, "respond"):
+            raise ValueError(f"{self.name}: the factory must return an object with respond()")
+        return _PySession(brief, made, None)

@@ -1,0 +1,542 @@
+"""`bench run`: schedule a plan's sessions against an agent and store everything in DuckDB.
+
+Scheduling unit: an episode chain (one episode, one repeat). Sessions of a chain run in plan
+order because they share the episode's workspace, services and memory; chains run concurrently
+up to `max_concurrency`; per-model limits live in the LLM client. A failed session skips the
+sessions that depend on it. `--resume RUN_ID` skips every (session, fingerprint, repeat) already
+finished and restores the episode environment from the last finished session's snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchpack.specs.plan import Plan, PlanSession
+
+from .env import EpisodeEnvironment, ToolBox
+from .judges.base import JudgeCall, Templates
+from .judges.intent import (
+    IntentJudge,
+    LLMIntentJudge,
+    LLMUserSimulator,
+    RulesIntentJudge,
+    RulesUserSimulator,
+    ScriptedDecisions,
+    ScriptedIntentJudge,
+    ScriptedUserSimulator,
+    UserSimulator,
+)
+from .judges.rubric import LLMRubricJudge, RubricJudge, RulesRubricJudge, ScriptedRubricJudge
+from .planfile import load_plan
+from .protocols.base import ProtocolRegistry, ProtocolResult, default_protocols
+from .session import (
+    SessionContext,
+    build_rows,
+    grade_checklist,
+    session_brief,
+)
+from .store import SessionRows, Store
+from .types import AgentAdapter, LLMCallRecord, Message
+
+RUNS_VERSION = 1
+
+
+@dataclass
+class RunOptions:
+    plan: str | Path
+    agent: str
+    simulator: str = "rules"
+    judge: str = "rules"
+    db: str | Path = "bench.duckdb"
+    run_id: str | None = None
+    resume: bool = False
+    repeats: int | None = None
+    max_concurrency: int = 4
+    api_base: str | None = None
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key (the key itself is never stored)."""
+    allow_python: bool = False
+    cache_dir: str | Path | None = None
+    use_cache: bool = True
+    sessions: list[str] = field(default_factory=list)
+    """Only run sessions whose id or name matches one of these globs."""
+    max_retries: int = 4
+    max_concurrent_per_model: int = 8
+    requests_per_minute: dict[str, float] = field(default_factory=dict)
+    timeout_s: float = 120.0
+    work_dir: str | Path | None = None
+    progress: bool = True
+    retry_backoff_s: float = 1.0
+    llm_backend: Any = None
+    """Programmatic use only: an LLM backend replacing litellm (tests, benchmarks)."""
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    db: Path
+    sessions_total: int
+    sessions_run: int
+    sessions_skipped_resume: int
+    finished: int
+    errors: int
+    skipped_deps: int
+    proc: float | None
+    comp: float | None
+    score: float | None
+    judge_errors: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+    llm_calls: int
+    cache_hits: int
+    wall_s: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
+
+
+class Roles:
+    """Builds the simulator and judges a session needs, from `--simulator` / `--judge`:
+    `rules`, `scripted:<file>` or a model (`litellm:<model>` or a bare litellm name)."""
+
+    def __init__(self, run: RunContext) -> None:
+        self.run = run
+        self._scripts: dict[str, ScriptedDecisions] = {}
+
+    def _script(self, spec: str) -> ScriptedDecisions:
+        path = spec.split(":", 1)[1]
+        if path not in self._scripts:
+            self._scripts[path] = ScriptedDecisions(Path(path))
+        return self._scripts[path]
+
+    def _call(self, ctx: SessionContext, model: str, role: str) -> JudgeCall:
+        return JudgeCall(client=self.run.llm(), model=model, recorder=ctx.recorder,
+                         seed=self.run.plan.defaults.seed, repeat=ctx.repeat, role=role)
+
+    def intent_tracking(self, ctx: SessionContext) -> tuple[IntentJudge, UserSimulator]:
+        judge_spec, sim_spec = self.run.options.judge, self.run.options.simulator
+        judge: IntentJudge
+        scripted: ScriptedIntentJudge | None = None
+        if judge_spec == "rules":
+            judge = RulesIntentJudge()
+        elif judge_spec.startswith("scripted:"):
+            scripted = ScriptedIntentJudge(self._script(judge_spec).for_session(
+                ctx.session.id, ctx.session.name))
+            judge = scripted
+        else:
+            judge = LLMIntentJudge(self._call(ctx, judge_spec, "judge"), self.run.templates)
+        sim: UserSimulator
+        if sim_spec == "rules":
+            sim = ScriptedUserSimulator(scripted) if scripted else RulesUserSimulator()
+        elif sim_spec.startswith("scripted:"):
+            sim = ScriptedUserSimulator(scripted or ScriptedIntentJudge(
+                self._script(sim_spec).for_session(ctx.session.id, ctx.session.name)))
+        else:
+            sim = LLMUserSimulator(self._call(ctx, sim_spec, "simulator"), self.run.templates,
+                                   ctx.persona.model_dump(mode="json"),
+                                   ctx.session.style.model_dump(mode="json")
+                                   if ctx.session.style else None, ctx.session.request or "")
+        return judge, sim
+
+    def rubric(self, ctx: SessionContext) -> RubricJudge:
+        spec = self.run.options.judge
+        if spec == "rules":
+            return RulesRubricJudge()
+        if spec.startswith("scripted:"):
+            return ScriptedRubricJudge(self._script(spec).for_session(
+                ctx.session.id, ctx.session.name).get("checklist") or {})
+        return LLMRubricJudge(self._call(ctx, spec, "judge"), self.run.templates)
+
+
+class RunContext:
+    """Everything shared by the sessions of one run. Built once; no process-wide singletons."""
+
+    def __init__(self, options: RunOptions, plan: Plan, store: Store, run_id: str,
+                 agent: AgentAdapter, protocols: ProtocolRegistry, work_dir: Path) -> None:
+        self.options = options
+        self.plan = plan
+        self.store = store
+        self.run_id = run_id
+        self.agent = agent
+        self.agent_name = agent.name
+        self.protocols = protocols
+        self.templates = Templates(plan.prompts)
+        self.roles = Roles(self)
+        self.work_dir = work_dir
+        self._llm: Any = None
+
+    def llm(self) -> Any:
+        if self._llm is None:
+            self._llm = make_llm_client(self.options)
+        return self._llm
+
+
+def make_llm_client(options: RunOptions) -> Any:
+    from .cache import ResponseCache
+    from .llm import LLMClient, LLMConfig
+
+    cache_dir = Path(options.cache_dir) if options.cache_dir else Path(".bench-cache")
+    cache = ResponseCache(cache_dir)
+    cache.enabled = options.use_cache
+    api_key = os.environ.get(options.api_key_env) if options.api_key_env else None
+    config = LLMConfig(api_base=options.api_base, api_key=api_key,
+                       max_retries=options.max_retries, timeout_s=options.timeout_s,
+                       max_concurrent_per_model=options.max_concurrent_per_model,
+                       requests_per_minute=dict(options.requests_per_minute),
+                       backoff_base_s=options.retry_backoff_s)
+    return LLMClient(config, cache=cache, backend=options.llm_backend)
+
+
+def make_agent(spec: str, options: RunOptions, llm: Callable[[], Any]) -> AgentAdapter:
+    """Agent adapters by URI: litellm:<model>, cmd:<command>, python:<module>:<callable>,
+    scripted:<file>, replay:<file>."""
+    kind, _, rest = spec.partition(":")
+    if not rest:
+        raise ValueError(f"agent `{spec}`: use litellm:<model>, cmd:<command>, "
+                         "python:<module>:<callable>, scripted:<file> or replay:<file>")
+    if kind == "scripted":
+        from .scripted import ScriptedAgent
+
+        return ScriptedAgent(rest)
+    if kind == "replay":
+        from .scripted import ReplayAgent
+
+        return ReplayAgent(rest)
+    if kind == "python":
+        from .pyagent import PythonAgent
+
+        return PythonAgent(rest)
+    if kind == "cmd":
+        from .cmdagent import CmdAgent
+
+        return CmdAgent(rest)
+    if kind == "litellm":
+        from .agents.litellm_agent import LiteLLMAgent
+
+        return LiteLLMAgent(rest, llm())
+    raise ValueError(f"unknown agent kind `{kind}` in `{spec}`")
+
+
+def new_run_id(plan: Plan, agent: str) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    tail = hashlib.sha256(f"{plan.pack.content_hash}{agent}{uuid.uuid4()}".encode()).hexdigest()
+    return f"{plan.pack.name}-{stamp}-{tail[:6]}"
+
+
+def _select(plan: Plan, patterns: list[str]) -> list[str]:
+    import fnmatch
+
+    ids = list(plan.sessions)
+    if not patterns:
+        return ids
+    return [i for i in ids if any(fnmatch.fnmatchcase(i, p) or
+                                  fnmatch.fnmatchcase(plan.sessions[i].name, p) for p in patterns)]
+
+
+class _Progress:
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total = total
+        self.done = 0
+        self.errors = 0
+        self._bar: Any = None
+        self._task: Any = None
+        if enabled and total:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._bar = Progress(TextColumn("[bold]bench run"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
+                                 TextColumn("ETA"), TimeRemainingColumn(), transient=False)
+            self._task = self._bar.add_task("run", total=total, info="")
+            self._bar.start()
+
+    def advance(self, info: str, error: bool = False) -> None:
+        self.done += 1
+        self.errors += int(error)
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1,
+                             info=f"{info[:40]}" + (f" [red]{self.errors} err" if self.errors else ""))
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+async def run_plan_async(options: RunOptions) -> RunSummary:
+    started = time.time()
+    plan = load_plan(options.plan)
+    store = Store(options.db)
+    try:
+        return await _run(options, plan, store, started)
+    finally:
+        store.close()
+
+
+async def _run(options: RunOptions, plan: Plan, store: Store, started: float) -> RunSummary:
+    if options.resume:
+        if not options.run_id:
+            raise ValueError("--resume needs the RUN_ID to continue")
+        existing = store.run_exists(options.run_id)
+        if existing is None:
+            raise ValueError(f"no run `{options.run_id}` in {options.db}")
+        run_id = options.run_id
+        if options.repeats is None:
+            options.repeats = int(existing.get("repeats") or 1)
+    else:
+        run_id = options.run_id or new_run_id(plan, options.agent)
+        if store.run_exists(run_id):
+            raise ValueError(f"run `{run_id}` already exists in {options.db}; pass --resume "
+                             "to continue it or choose another --run-id")
+    repeats = options.repeats or plan.defaults.repeats
+    work_dir = Path(options.work_dir) if options.work_dir else Path(
+        tempfile.mkdtemp(prefix="benchpack-"))
+    holder: dict[str, Any] = {}
+    agent = make_agent(options.agent, options, lambda: holder["ctx"].llm())
+    protocols = default_protocols()
+    ctx = RunContext(options, plan, store, run_id, agent, protocols, work_dir)
+    holder["ctx"] = ctx
+    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.__dict__.items()
+              if k not in ("api_key_env", "llm_backend")}
+    config["api_key_env"] = options.api_key_env  # the variable's name, never its value
+    from benchpack.specs import PLAN_VERSION  # noqa: F401  (plan validated by load_plan)
+
+    row = {"run_id": run_id, "created_at": started, "updated_at": started,
+           "plan_path": str(options.plan), "plan_hash": plan.pack.content_hash,
+           "pack_name": plan.pack.name, "pack_version": plan.pack.version,
+           "benchpack_version": plan.benchpack_version, "agent": options.agent,
+           "simulator": options.simulator, "judge": options.judge, "repeats": repeats,
+           "config": config, "status": "running"}
+    existing = store.run_exists(run_id)
+    if existing:
+        row["created_at"] = existing["created_at"]
+    store.upsert_run(row)
+    finished = store.finished(run_id)
+
+    selected = set(_select(plan, options.sessions))
+    chains: list[tuple[str, int, list[PlanSession]]] = []
+    for ep in plan.episodes.values():
+        members = [s for s in plan.sessions.values() if s.episode == ep.id and
+                   s.variant.ablation is None and s.id in selected]
+        variants = [s for s in plan.sessions.values() if s.episode == ep.id and
+                    s.variant.ablation is not None and s.id in selected]
+        for r in range(repeats):
+            if members:
+                chains.append((ep.id, r, members))
+            for v in variants:  # ablation variants run alone in a fresh environment
+                chains.append((f"{ep.id}~{v.name}", r, [v]))
+    total = sum(len(c[2]) for c in chains)
+    todo = sum(1 for _, r, ss in chains for s in ss if (s.id, s.fingerprint, r) not in finished)
+    progress = _Progress(todo, options.progress)
+    stats = {"run": 0, "finished": 0, "errors": 0, "skipped": 0}
+    sem = asyncio.Semaphore(max(1, options.max_concurrency))
+    store.start()
+
+    async def chain(key: str, repeat: int, sessions: list[PlanSession]) -> None:
+        async with sem:
+            await run_chain(ctx, key, repeat, sessions, finished, progress, stats)
+
+    try:
+        await asyncio.gather(*(chain(k, r, ss) for k, r, ss in chains))
+        store.flush()
+    finally:
+        progress.stop()
+        shutil.rmtree(work_dir, ignore_errors=True) if not options.work_dir else None
+    row["updated_at"] = time.time()
+    row["status"] = "finished" if stats["errors"] == 0 and stats["skipped"] == 0 else "partial"
+    store.upsert_run(row)
+    return summarise(store, run_id, total, stats, total - todo, time.time() - started)
+
+
+async def run_chain(ctx: RunContext, key: str, repeat: int, sessions: list[PlanSession],
+                    finished: set[tuple[str, str, int]], progress: _Progress,
+                    stats: dict[str, int]) -> None:
+    plan = ctx.plan
+    episode_id = sessions[0].episode
+    env: EpisodeEnvironment | None = None
+    env_root = ctx.work_dir / f"{key.replace('/', '_')}-r{repeat}"
+    transcripts: dict[str, list[Message]] = {}
+    intent_results: dict[str, list[tuple[str, str, str, str]]] = {}
+    failed: set[str] = set()
+    last_done: str | None = None
+    for s in sessions:
+        done = (s.id, s.fingerprint, repeat) in finished
+        if done:
+            last_done = s.id
+            env = None  # restored lazily from the snapshot when a later session needs it
+            continue
+        if any(d in failed for d in s.depends_on):
+            failed.add(s.id)
+            stats["skipped"] += 1
+            ctx.store.submit(_skipped_rows(ctx, s, repeat, [d for d in s.depends_on
+                                                             if d in failed]))
+            progress.advance(s.name, error=True)
+            continue
+        if env is None:
+            env = EpisodeEnvironment.create(plan, s.environment, env_root)
+            if last_done is not None:
+                snap = ctx.store.snapshot(ctx.run_id, episode_id, repeat, last_done)
+                if snap is not None:
+                    env.restore(snap)
+        rows, ok, intents = await run_one(ctx, s, repeat, env, transcripts, intent_results)
+        stats["run"] += 1
+        if ok:
+            stats["finished"] += 1
+            last_done = s.id
+        else:
+            stats["errors"] += 1
+            failed.add(s.id)
+        if intents is not None:
+            intent_results[s.id] = intents
+        ctx.store.submit(rows)
+        progress.advance(s.name, error=not ok)
+
+
+async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvironment,
+                  transcripts: dict[str, list[Message]],
+                  intent_results: dict[str, list[tuple[str, str, str, str]]],
+                  ) -> tuple[SessionRows, bool, list[tuple[str, str, str, str]] | None]:
+    plan = ctx.plan
+    started = time.time()
+    calls: list[LLMCallRecord] = []
+    env.add_session_files(s.files)
+    toolbox = ToolBox(plan, s, env, allow_python=ctx.options.allow_python)
+    prior: list[Message] = []
+    for pid in s.prior_sessions:
+        msgs = transcripts.get(pid)
+        if msgs is None:
+            msgs = [Message(r[1], r[2] or "", int(r[0])) for r in
+                    ctx.store.transcript(ctx.run_id, pid, repeat) if r[1] in ("user", "assistant")]
+        prior.extend(m for m in msgs if m.role in ("user", "assistant") and m.content)
+    brief = session_brief(plan, s, repeat, toolbox, prior, plan.defaults.seed)
+    brief.recorder = calls.append  # type: ignore[attr-defined]  # read by LLM-backed adapters
+    result: ProtocolResult
+    error: str | None = None
+    agent_session = None
+    try:
+        agent_session = await ctx.agent.open(brief)
+        sctx = SessionContext(ctx, plan, s, repeat, agent_session, toolbox, env, calls.append)
+        interpreter = ctx.protocols.get(s.protocol)
+        result = await interpreter.run(sctx)
+        checklist = await grade_checklist(sctx)
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        sctx = SessionContext(ctx, plan, s, repeat, agent_session or _NullAgent(), toolbox, env,
+                              calls.append)
+        result = ProtocolResult(termination="error", error=error)
+        checklist = ([], None, None, None, 0, 0)
+    finally:
+        if agent_session is not None:
+            with contextlib.suppress(Exception):
+                await agent_session.close()
+    if result.termination == "error" and error is None:
+        error = result.error or next((r.error for r in sctx.replies if r.error), "agent error")
+    ok = result.termination != "error"
+    # dependency groups pool their intents for PROC on the group's final session
+    pooled: list[tuple[Any, ...]] = []
+    override: dict[str, Any] = {}
+    own = [(r[0], r[3]) for r in result.tables.get("intent_status", [])]
+    group = next((g for g in plan.groups if g.id == s.group), None)
+    if ok and group is not None and group.final == s.id and s.protocol == "intent_tracking":
+        members = [m for m in group.sessions if m != s.id]
+        pool: list[tuple[str, str, str, str]] = []
+        complete = True
+        for m in members:
+            rows_m = intent_results.get(m)
+            if rows_m is None:
+                stored = ctx.store.intent_rows(ctx.run_id, m, repeat)
+                if not stored and plan.sessions[m].hidden_intents:
+                    complete = False
+                rows_m = [(m, str(r[0]), str(r[1]), str(r[3] or "")) for r in stored]
+            pool.extend(rows_m)
+            complete = complete and not any(r[3] for r in rows_m)
+        all_status = [st for _, st in own] + [r[2] for r in pool]
+        if all_status:
+            proactive = sum(1 for st in all_status if st in ("completed", "inferred"))
+            override["proc_group"] = (proactive / len(all_status) if complete and
+                                      result.metrics.get("proc") is not None else None)
+            override["pooled_intents"] = len(all_status)
+        for m, iid, st, _err in pool:
+            spec = next((x for x in plan.sessions[m].hidden_intents if x.id == iid), None)
+            pooled.append((iid, spec.text if spec else "", spec.scope if spec else "session", st,
+                           None, None, m))
+    snapshot = env.snapshot() if ok else None
+    rows = build_rows(sctx, result, checklist, calls, started, "finished" if ok else "error",
+                      error, snapshot, pooled, override)
+    transcripts[s.id] = sctx.messages
+    mine = [(s.id, iid, st, "") for iid, st in own]
+    if result.judge_errors:
+        mine = [(a, b, c, "judge error") for a, b, c, _ in mine]
+    return rows, ok, mine
+
+
+class _NullAgent:
+    async def turn(self, message: str | None, event: dict[str, Any] | None) -> Any:
+        raise RuntimeError("agent failed to open")
+
+    async def close(self) -> None:
+        return None
+
+
+def _skipped_rows(ctx: RunContext, s: PlanSession, repeat: int, because: list[str]) -> SessionRows:
+    meta = s.metadata
+    return SessionRows(run_id=ctx.run_id, session_id=s.id, repeat=repeat, session={
+        "run_id": ctx.run_id, "session_id": s.id, "repeat": repeat, "fingerprint": s.fingerprint,
+        "episode": s.episode, "name": s.name, "protocol": s.protocol, "persona": s.persona,
+        "style": s.variant.style, "ablation": s.variant.ablation, "base_session": s.variant.base,
+        "group_id": s.group, "category": meta.category, "domain": meta.domain,
+        "difficulty": meta.difficulty, "language": meta.language, "agent": ctx.agent_name,
+        "status": "skipped", "termination": "dependency_failed",
+        "error": "skipped: dependency failed: " + ", ".join(because),
+        "turns": 0, "user_turns": 0, "assistant_turns": 0, "tool_calls": 0, "compactions": 0,
+        "judge_errors": 0, "grader_errors": 0, "prompt_tokens": 0, "completion_tokens": 0,
+        "cost": 0.0, "started_at": time.time(), "finished_at": time.time(), "duration_s": 0.0,
+        "extra": None})
+
+
+def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resumed: int,
+              wall: float) -> RunSummary:
+    con = store.con
+    row = con.execute(
+        "SELECT avg(coalesce(proc_group, proc)), avg(comp), avg(score), "
+        "coalesce(sum(judge_errors), 0), "
+        "count(*) FILTER (WHERE status='finished'), count(*) FILTER (WHERE status='error'), "
+        "count(*) FILTER (WHERE status='skipped') FROM sessions WHERE run_id = ?",
+        [run_id]).fetchone()
+    llm = con.execute(
+        "SELECT count(*), coalesce(sum(prompt_tokens),0), coalesce(sum(completion_tokens),0), "
+        "coalesce(sum(cost),0), count(*) FILTER (WHERE cache_hit) FROM llm_calls "
+        "WHERE run_id = ?", [run_id]).fetchone()
+    return RunSummary(
+        run_id=run_id, db=store.path, sessions_total=total, sessions_run=stats["run"],
+        sessions_skipped_resume=resumed, finished=int(row[4]), errors=int(row[5]),
+        skipped_deps=int(row[6]), proc=row[0], comp=row[1], score=row[2],
+        judge_errors=int(row[3]), prompt_tokens=int(llm[1]), completion_tokens=int(llm[2]),
+        cost=float(llm[3]), llm_calls=int(llm[0]), cache_hits=int(llm[4]), wall_s=wall)
+
+
+def run_plan(options: RunOptions) -> RunSummary:
+    """Synchronous entry point (the CLI's)."""
+    return asyncio.run(run_plan_async(options))
+
+
+def dumps_summary(summary: RunSummary) -> str:
+    return json.dumps(summary.as_dict(), indent=2)

@@ -1,0 +1,134 @@
+"""Scripted and replayed agents: deterministic turns for tests, demos and offline re-scoring.
+
+`scripted:<file>` reads authored turns (YAML or JSON):
+
+```yaml
+sessions:
+  <session name or plan id>:          # e.g. refill-triage, or session.pack.ep.refill-triage
+    - say: "Here is the triage…"       # one entry per agent turn
+      tool_calls:                      # executed for real, in order, before the reply
+        - {name: read_file, args: {path: notes/refills.md}}
+    - say: "Done."
+default:                               # optional: turns for sessions not listed
+  - say: "OK."
+```
+
+`replay:<file>` reads a JSONL transcript exported from a previous run (one message per line:
+`{"session_id", "repeat", "turn", "role", "content", "tool_calls"}`) and replays the assistant
+side turn by turn, re-executing its tool calls so the environment state is rebuilt.
+
+Tool calls go through the same `ToolHandle` as any agent, so rule graders see real records.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .types import AgentReply, Message, SessionBrief
+
+
+class ScriptError(ValueError):
+    pass
+
+
+def _load(path: Path) -> Any:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix in (".yaml", ".yml"):
+        import yaml
+
+        return yaml.safe_load(text)
+    return json.loads(text)
+
+
+class _TurnsSession:
+    def __init__(self, brief: SessionBrief, turns: list[dict[str, Any]]) -> None:
+        self.brief = brief
+        self.turns = turns
+        self.index = 0
+
+    async def turn(self, message: str | None, event: dict[str, Any] | None) -> AgentReply:
+        if self.index >= len(self.turns):
+            return AgentReply(text="", stop_reason="script_end")
+        spec = self.turns[self.index]
+        self.index += 1
+        records = []
+        messages: list[Message] = []
+        for step, call in enumerate(spec.get("tool_calls") or [], start=1):
+            tools = self.brief.tools
+            tools.step = step  # type: ignore[attr-defined]
+            rec = await tools.call(str(call["name"]), dict(call.get("args") or {}),
+                                   call.get("id"))
+            records.append(rec)
+            messages.append(Message("assistant", "", 0, tool_calls=[
+                {"id": rec.call_id, "name": rec.tool_name, "arguments": rec.call}]))
+            messages.append(Message("tool", json.dumps(rec.result if rec.error is None
+                                                       else {"error": rec.error},
+                                                       ensure_ascii=False, default=str),
+                                    0, tool_call_id=rec.call_id, name=rec.tool_name))
+        text = str(spec.get("say") or "")
+        messages.append(Message("assistant", text, 0))
+        return AgentReply(text=text, tool_records=records, messages=messages,
+                          steps=len(records) + 1, compactions=int(spec.get("compactions") or 0))
+
+    async def close(self) -> None:
+        return None
+
+
+class ScriptedAgent:
+    """`scripted:<file>`: authored turns per session."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.name = f"scripted:{self.path.name}"
+        data = _load(self.path)
+        if not isinstance(data, dict) or not isinstance(data.get("sessions", {}), dict):
+            raise ScriptError(f"{self.path}: expected `sessions:` mapping session → turns")
+        self.sessions: dict[str, list[dict[str, Any]]] = data.get("sessions") or {}
+        self.default: list[dict[str, Any]] = data.get("default") or []
+        for key, turns in [*self.sessions.items(), ("default", self.default)]:
+            if not isinstance(turns, list) or not all(isinstance(t, dict) for t in turns):
+                raise ScriptError(f"{self.path}: turns of `{key}` must be a list of mappings")
+
+    async def open(self, brief: SessionBrief) -> _TurnsSession:
+        turns = self.sessions.get(brief.session_id)
+        if turns is None:
+            turns = self.sessions.get(brief.name)
+        if turns is None:
+            base = brief.session_id.split("@")[0].split("~")[0]
+            turns = self.sessions.get(base, self.default)
+        return _TurnsSession(brief, turns)
+
+
+class ReplayAgent:
+    """`replay:<file>`: the assistant side of a recorded transcript."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.name = f"replay:{self.path.name}"
+        self.by_session: dict[tuple[str, int], dict[int, dict[str, Any]]] = {}
+        for n, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ScriptError(f"{self.path}:{n}: not JSON ({exc.msg})") from None
+            if row.get("role") != "assistant":
+                continue
+            key = (str(row["session_id"]), int(row.get("repeat", 0)))
+            turn = self.by_session.setdefault(key, {}).setdefault(
+                int(row["turn"]), {"say": "", "tool_calls": []})
+            for tc in row.get("tool_calls") or []:
+                args = tc.get("arguments", tc.get("args", {}))
+                if isinstance(args, str):
+                    args = json.loads(args)
+                turn["tool_calls"].append({"name": tc["name"], "args": args})
+            if row.get("content"):
+                turn["say"] = row["content"]
+
+    async def open(self, brief: SessionBrief) -> _TurnsSession:
+        turns = self.by_session.get((brief.session_id, brief.repeat)) or \
+            self.by_session.get((brief.session_id, 0)) or {}
+        return _TurnsSession(brief, [turns[k] for k in sorted(turns)])

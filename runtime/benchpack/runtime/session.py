@@ -1,0 +1,300 @@
+"""Running one session: the part every protocol shares.
+
+`run_session` opens the agent, hands the protocol a `SessionContext` (agent turns are recorded
+here: messages, tool calls, turn rows, evidence), grades the checklist over the whole trajectory
+(rule, rubric, python), and turns everything into one `SessionRows` for the store.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchpack.specs.plan import Plan, PlanSession
+
+from .env import EpisodeEnvironment, ToolBox
+from .graders import Trace, evaluate, run_python_grader, soft_score
+from .judges.base import JudgeError
+from .judges.intent import Intent, TurnEvidence
+from .judges.rubric import RubricItem, render_evidence
+from .protocols.base import ProtocolResult
+from .store import SessionRows
+from .types import AgentReply, AgentSession, LLMCallRecord, Message, SessionBrief
+
+SYSTEM_PROMPT = """\
+You are a capable personal assistant working for one user over many sessions. Use the tools you
+are given to read and change the user's files and services; act on what you can infer from the
+context, and ask a focused question when something essential is missing.
+{clock}Files you create or change stay in the user's workspace for later sessions."""
+
+
+@dataclass
+class SessionOutcome:
+    rows: SessionRows
+    status: str
+    proc: float | None
+    comp: float | None
+    intents: list[tuple[str, str]] = field(default_factory=list)
+    """(intent id, status) for dependency-group pooling."""
+
+
+class SessionContext:
+    """What a protocol interpreter works with."""
+
+    def __init__(self, run: Any, plan: Plan, session: PlanSession, repeat: int,
+                 agent: AgentSession, toolbox: ToolBox, env: EpisodeEnvironment,
+                 recorder: Callable[[LLMCallRecord], None]) -> None:
+        self.run = run
+        self.plan = plan
+        self.session = session
+        self.repeat = repeat
+        self.agent = agent
+        self.toolbox = toolbox
+        self.env = env
+        self.recorder = recorder
+        self.roles = run.roles
+        self.persona = plan.personas[session.persona]
+        self.messages: list[Message] = []
+        self.turn_rows: list[tuple[Any, ...]] = []
+        self.replies: list[AgentReply] = []
+        self.compactions = 0
+
+    # ------------------------------------------------------------------ conversation
+
+    def opening(self) -> tuple[str | None, dict[str, Any] | None]:
+        """The first input: the user's request, or the environment event that starts it."""
+        s = self.session
+        if s.trigger.kind == "user_message":
+            return s.request or "", None
+        event = {"kind": s.trigger.kind, "source": s.trigger.source,
+                 "payload": s.trigger.payload, "text": s.request}
+        if s.trigger.kind == "heartbeat":
+            env = self.plan.environments[s.environment]
+            event["time"] = env.clock
+        return None, event
+
+    async def agent_turn(self, turn: int, message: str | None,
+                         event: dict[str, Any] | None) -> tuple[AgentReply, TurnEvidence]:
+        started = time.time()
+        self.toolbox.turn = turn
+        first_record = len(self.toolbox.records)
+        if message is not None:
+            self.messages.append(Message("user", message, turn))
+        elif event is not None:
+            self.messages.append(Message("user", "[environment event] " + json.dumps(
+                event, ensure_ascii=False, default=str), turn, name="environment"))
+        try:
+            reply = await self.agent.turn(message, event)
+        except Exception as exc:  # an adapter bug or a crashed harness: the session errors
+            reply = AgentReply(text="", stop_reason="error", error=f"{type(exc).__name__}: {exc}")
+        self.replies.append(reply)
+        self.compactions += reply.compactions
+        produced = reply.messages or [Message("assistant", reply.text, turn)]
+        for m in produced:
+            m.turn = turn
+            self.messages.append(m)
+        if reply.messages and reply.messages[-1].role != "assistant":
+            self.messages.append(Message("assistant", reply.text, turn))
+        records = self.toolbox.records[first_record:]
+        read, written = self.env.workspace.take_io()
+        files = {}
+        for path in sorted(read | written):
+            text = self.env.workspace.read_text(path)
+            if text is not None:
+                files[path] = text
+        questions = [str(r.call.get("question", "")) for r in records if r.tool_name == "ask_user"]
+        ev = TurnEvidence(turn=turn, text=reply.text,
+                          tool_calls=[{"tool_name": r.tool_name, "call": r.call,
+                                       "error": r.error} for r in records],
+                          files=files, questions=questions)
+        self.turn_rows.append((turn, message if message is not None else json.dumps(event),
+                               reply.text, reply.steps, len(records), reply.stop_reason, started,
+                               time.time() - started))
+        return reply, ev
+
+    def history(self) -> list[dict[str, str]]:
+        return [{"role": m.role, "content": m.content} for m in self.messages
+                if m.role in ("user", "assistant") and m.content]
+
+    def fallback_user_message(self, mode: str, intents: list[Intent]) -> str:
+        lines = [i.reveal or i.text for i in intents]
+        return ("To answer your question: " if mode == "answer" else "One more thing: ") + \
+            " ".join(lines)
+
+
+def _system_prompt(plan: Plan, session: PlanSession) -> str:
+    clock = plan.environments[session.environment].clock
+    return SYSTEM_PROMPT.format(clock=f"The current time is {clock}.\n" if clock else "")
+
+
+async def grade_checklist(ctx: SessionContext) -> tuple[list[tuple[Any, ...]], float | None,
+                                                         float | None, bool | None, int, int]:
+    """Checklist rows plus COMP, verified-outcome soft score and pass, judge and grader errors."""
+    s = ctx.session
+    records = ctx.toolbox.records
+    files = ctx.env.workspace.files()
+    state = {name: svc.snapshot() for name, svc in ctx.env.services.items()}
+    reply = ctx.replies[-1].text if ctx.replies else ""
+    trace = Trace(tool_records=records, state=state, files=files,
+                  messages=[m for m in ctx.messages if m.role in ("user", "assistant")],
+                  reply=reply,
+                  read_tools={r.tool_name for r in records if r.effect == "read"})
+    results: dict[str, tuple[float | None, str, str | None]] = {}
+    rubric_items = []
+    judge_errors = grader_errors = 0
+    for item in s.checklist:
+        if item.grader == "rule" and item.rule is not None:
+            res = evaluate(item.rule.model_dump(mode="json", by_alias=True, exclude_unset=True),
+                           trace)
+            results[item.id] = (1.0 if res.passed else 0.0, res.detail, None)
+        elif item.grader == "python":
+            pres = await run_python_grader(item.model_dump(mode="json"), item.python_source or "",
+                                           trace, allow=ctx.run.options.allow_python)
+            if pres.error:
+                grader_errors += 1
+            results[item.id] = (pres.score, "python grader", pres.error)
+        else:
+            ev = render_evidence(item.evidence.model_dump() if item.evidence else None, records,
+                                 files, state)
+            rubric_items.append(RubricItem(item.id, item.text, ev))
+    if rubric_items:
+        judge = ctx.roles.rubric(ctx)
+        history = render_history(ctx)
+        intents = [i.text for i in s.hidden_intents]
+        try:
+            verdicts = await judge.grade(rubric_items, history, intents)
+        except JudgeError as exc:
+            verdicts = {}
+            for it in rubric_items:
+                results[it.id] = (None, "", exc.message)
+        for it in rubric_items:
+            v = verdicts.get(it.id)
+            if v is not None:
+                results[it.id] = (v.score, v.detail, v.error)
+    rows = []
+    scored = []
+    for item in s.checklist:
+        score, detail, err = results.get(item.id, (None, "", "not graded"))
+        if err and item.grader == "rubric":
+            judge_errors += 1
+        rows.append((item.id, item.text, item.grader, score, item.weight, item.aspect, detail,
+                     err))
+        scored.append((item.weight, item.aspect, score))
+    known = [sc for _, _, sc in scored if sc is not None]
+    comp = sum(known) / len(known) if known else None
+    score = passed = None
+    if s.verify is not None:
+        caps = []
+        for cap in s.verify.caps:
+            if evaluate(cap.when.model_dump(mode="json", by_alias=True, exclude_unset=True),
+                        trace).passed:
+                caps.append(cap.cap)
+        score, passed = soft_score(scored, s.verify.model_dump(mode="json"), caps)
+    return rows, comp, score, passed, judge_errors, grader_errors
+
+
+def render_history(ctx: SessionContext, limit: int = 60_000) -> str:
+    """The trajectory as the rubric judge reads it: messages and tool calls, in order."""
+    lines = []
+    records = iter(ctx.toolbox.records)
+    by_turn: dict[int, list[Any]] = {}
+    for r in records:
+        by_turn.setdefault(r.turn, []).append(r)
+    shown_turns: set[int] = set()
+    for m in ctx.messages:
+        if m.role == "user":
+            lines.append(f"USER: {m.content}")
+        elif m.role == "assistant":
+            if m.turn not in shown_turns:
+                shown_turns.add(m.turn)
+                for r in by_turn.get(m.turn, []):
+                    res = json.dumps(r.result, ensure_ascii=False, default=str)
+                    lines.append(f"TOOL {r.tool_name}({json.dumps(r.call, ensure_ascii=False)})"
+                                 f" -> {r.error or (res[:1500] + ('…' if len(res) > 1500 else ''))}")
+            if m.content:
+                lines.append(f"ASSISTANT: {m.content}")
+    text = "\n".join(lines)
+    return text if len(text) <= limit else "[… earlier turns truncated]\n" + text[-limit:]
+
+
+def session_brief(plan: Plan, session: PlanSession, repeat: int, toolbox: ToolBox,
+                  prior: list[Message], seed: int) -> SessionBrief:
+    return SessionBrief(
+        session_id=session.id, name=session.name, protocol=session.protocol, repeat=repeat,
+        system_prompt=_system_prompt(plan, session), prior=prior, tools=toolbox,
+        max_steps=session.limits.max_steps_per_turn or 30,
+        turn_timeout_s=session.limits.turn_timeout_s or 600.0, seed=seed,
+        temperature=plan.defaults.temperature)
+
+
+def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any, ...],
+               llm_calls: list[LLMCallRecord], started: float, status: str,
+               error: str | None, snapshot: dict[str, Any] | None,
+               pooled: list[tuple[Any, ...]] | None = None,
+               metrics_override: dict[str, Any] | None = None) -> SessionRows:
+    run_id = ctx.run.run_id
+    s = ctx.session
+    prefix = (run_id, s.id, ctx.repeat)
+    rows, comp, score, passed, judge_errors, grader_errors = checklist
+    tables: dict[str, list[tuple[Any, ...]]] = {}
+    tables["turns"] = [(*prefix, *t) for t in ctx.turn_rows]
+    tables["messages"] = [
+        (*prefix, seq, m.turn, m.role, m.content,
+         json.dumps(m.tool_calls, ensure_ascii=False) if m.tool_calls else None,
+         m.tool_call_id, m.name) for seq, m in enumerate(ctx.messages)]
+    tables["tool_calls"] = [
+        (*prefix, seq, r.turn, r.step, r.call_id, r.tool_name, r.effect,
+         json.dumps(r.call, ensure_ascii=False, default=str),
+         json.dumps(r.result, ensure_ascii=False, default=str), r.error, r.started_at,
+         r.duration) for seq, r in enumerate(ctx.toolbox.records)]
+    tables["checklist_results"] = [(*prefix, *r) for r in rows]
+    tables["llm_calls"] = [
+        (*prefix, seq, c.role, c.purpose, c.model, c.prompt_hash, c.prompt_tokens,
+         c.completion_tokens, c.cost, c.latency_s, c.cache_hit, c.error, c.attempts, c.turn,
+         c.started_at) for seq, c in enumerate(llm_calls)]
+    for name, data in result.tables.items():
+        tables.setdefault(name, []).extend((*prefix, *r) for r in data)
+    if pooled:
+        tables.setdefault("intent_status", []).extend((*prefix, *r) for r in pooled)
+    m = {**result.metrics, **(metrics_override or {})}
+    finished = time.time()
+    meta = s.metadata
+    user_turns = sum(1 for x in ctx.messages if x.role == "user" and x.name != "environment")
+    sess = {
+        "run_id": run_id, "session_id": s.id, "repeat": ctx.repeat, "fingerprint": s.fingerprint,
+        "episode": s.episode, "name": s.name, "protocol": s.protocol, "persona": s.persona,
+        "style": s.variant.style, "ablation": s.variant.ablation, "base_session": s.variant.base,
+        "group_id": s.group, "category": meta.category, "domain": meta.domain,
+        "difficulty": meta.difficulty, "language": meta.language, "agent": ctx.run.agent_name,
+        "status": status, "termination": result.termination, "error": error,
+        "turns": len(ctx.replies), "user_turns": user_turns,
+        "assistant_turns": sum(max(1, r.steps) for r in ctx.replies),
+        "tool_calls": len(ctx.toolbox.records), "compactions": ctx.compactions,
+        "intents": m.get("intents"), "completed": m.get("completed"),
+        "inferred": m.get("inferred"), "provided": m.get("provided"),
+        "unresolved": m.get("unresolved"), "proc": m.get("proc"),
+        "proc_group": m.get("proc_group"), "comp": comp,
+        "score": score, "passed": passed, "judge_errors": result.judge_errors + judge_errors,
+        "grader_errors": grader_errors,
+        "prompt_tokens": sum(c.prompt_tokens for c in llm_calls),
+        "completion_tokens": sum(c.completion_tokens for c in llm_calls),
+        "cost": sum(c.cost or 0.0 for c in llm_calls),
+        "started_at": started, "finished_at": finished, "duration_s": finished - started,
+        "extra": {**result.extra, **{k: v for k, v in m.items() if k not in (
+            "intents", "completed", "inferred", "provided", "unresolved", "proc", "proc_group")}}
+        or None,
+    }
+    return SessionRows(run_id=run_id, session_id=s.id, repeat=ctx.repeat, session=sess,
+                       tables=tables, snapshot=(s.episode, snapshot) if snapshot is not None
+                       else None)
+
+
+def intents_of(result: ProtocolResult) -> list[tuple[str, str]]:
+    return [(r[0], r[3]) for r in result.tables.get("intent_status", [])]
+
+
+__all__ = ["SessionContext", "SessionOutcome", "build_rows", "grade_checklist",
+           "intents_of", "render_history", "session_brief"]

@@ -1,0 +1,288 @@
+"""The run store: one DuckDB file, one writer, one transaction per finished session.
+
+DuckDB allows a single writing process and no concurrent readers of the file, so the runtime
+owns the connection from one writer thread: sessions finish on the event loop, hand their rows
+to the writer queue, and are durable once their transaction commits. A run killed at any moment
+loses only sessions whose transaction had not committed; `--resume` reruns exactly those.
+
+Schema changes bump `SCHEMA_VERSION` and add a migration in `_migrate`.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+DDL = """
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY,
+    created_at DOUBLE,
+    updated_at DOUBLE,
+    plan_path VARCHAR,
+    plan_hash VARCHAR,
+    pack_name VARCHAR,
+    pack_version VARCHAR,
+    benchpack_version VARCHAR,
+    agent VARCHAR,
+    simulator VARCHAR,
+    judge VARCHAR,
+    repeats INTEGER,
+    config JSON,
+    status VARCHAR
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, fingerprint VARCHAR,
+    episode VARCHAR, name VARCHAR, protocol VARCHAR, persona VARCHAR, style VARCHAR,
+    ablation VARCHAR, base_session VARCHAR, group_id VARCHAR,
+    category VARCHAR, domain VARCHAR, difficulty VARCHAR, language VARCHAR,
+    agent VARCHAR, status VARCHAR, termination VARCHAR, error VARCHAR,
+    turns INTEGER, user_turns INTEGER, assistant_turns INTEGER, tool_calls INTEGER,
+    compactions INTEGER,
+    intents INTEGER, completed INTEGER, inferred INTEGER, provided INTEGER, unresolved INTEGER,
+    proc DOUBLE, proc_group DOUBLE, comp DOUBLE, score DOUBLE, passed BOOLEAN,
+    judge_errors INTEGER, grader_errors INTEGER,
+    prompt_tokens BIGINT, completion_tokens BIGINT, cost DOUBLE,
+    started_at DOUBLE, finished_at DOUBLE, duration_s DOUBLE,
+    extra JSON,
+    PRIMARY KEY (run_id, session_id, repeat)
+);
+CREATE TABLE IF NOT EXISTS turns (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, turn INTEGER,
+    user_message VARCHAR, assistant_message VARCHAR, steps INTEGER, tool_calls INTEGER,
+    stop_reason VARCHAR, started_at DOUBLE, duration_s DOUBLE
+);
+CREATE TABLE IF NOT EXISTS messages (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, seq INTEGER, turn INTEGER,
+    role VARCHAR, content VARCHAR, tool_calls JSON, tool_call_id VARCHAR, name VARCHAR
+);
+CREATE TABLE IF NOT EXISTS tool_calls (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, seq INTEGER, turn INTEGER,
+    step INTEGER, call_id VARCHAR, tool_name VARCHAR, effect VARCHAR, call JSON, result JSON,
+    error VARCHAR, started_at DOUBLE, duration_s DOUBLE
+);
+CREATE TABLE IF NOT EXISTS intent_status (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, intent_id VARCHAR, text VARCHAR,
+    scope VARCHAR, status VARCHAR, turn INTEGER, judge_error VARCHAR, pooled_from VARCHAR
+);
+CREATE TABLE IF NOT EXISTS checklist_results (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, item_id VARCHAR, text VARCHAR,
+    grader VARCHAR, score DOUBLE, weight DOUBLE, aspect VARCHAR, detail VARCHAR,
+    error VARCHAR
+);
+CREATE TABLE IF NOT EXISTS llm_calls (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, seq INTEGER, role VARCHAR,
+    purpose VARCHAR, model VARCHAR, prompt_hash VARCHAR, prompt_tokens BIGINT,
+    completion_tokens BIGINT, cost DOUBLE, latency_s DOUBLE, cache_hit BOOLEAN, error VARCHAR,
+    attempts INTEGER, turn INTEGER, started_at DOUBLE
+);
+CREATE TABLE IF NOT EXISTS snapshots (
+    run_id VARCHAR, episode VARCHAR, repeat INTEGER, session_id VARCHAR, state JSON,
+    PRIMARY KEY (run_id, episode, repeat, session_id)
+);
+"""
+
+# child tables keyed by (run_id, session_id, repeat), replaced when a session is rerun
+SESSION_TABLES = ("turns", "messages", "tool_calls", "intent_status", "checklist_results",
+                  "llm_calls")
+
+
+def _json(value: Any) -> str | None:
+    if value is None:
+        return None
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+@dataclass
+class SessionRows:
+    """Everything one finished session writes, committed in one transaction."""
+
+    run_id: str
+    session_id: str
+    repeat: int
+    session: dict[str, Any]
+    tables: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
+    snapshot: tuple[str, dict[str, Any]] | None = None
+    """(episode, state) of the episode environment after this session, for resume."""
+
+
+def connect(path: str | Path, read_only: bool = False) -> Any:
+    import duckdb
+
+    con = duckdb.connect(str(path), read_only=read_only)
+    if not read_only:
+        con.execute(DDL)
+        _migrate(con)
+    return con
+
+
+def _migrate(con: Any) -> None:
+    row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if row is None:
+        con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+        return
+    version = int(row[0])
+    if version > SCHEMA_VERSION:
+        raise RuntimeError(f"store schema {version} is newer than this benchpack "
+                           f"({SCHEMA_VERSION}); upgrade benchpack")
+
+
+_COLUMNS: dict[str, list[str]] = {}
+
+
+def columns(con: Any, table: str) -> list[str]:
+    if table not in _COLUMNS:
+        _COLUMNS[table] = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
+    return _COLUMNS[table]
+
+
+class Store:
+    """Owns the DuckDB connection. Reads happen before the run starts (resume state) and after
+    it ends; during the run every write goes through the writer thread."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.con = connect(self.path)
+        self._queue: queue.Queue[SessionRows | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ run bookkeeping
+
+    def upsert_run(self, row: dict[str, Any]) -> None:
+        with self._lock:
+            cols = columns(self.con, "runs")
+            values = [(_json(row[c]) if c == "config" else row.get(c)) for c in cols]
+            self.con.execute(f"INSERT OR REPLACE INTO runs VALUES ({', '.join('?' * len(cols))})",
+                             values)
+
+    def run_exists(self, run_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            cur = self.con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id])
+            row = cur.fetchone()
+            if row is None:
+                return None
+            names = [d[0] for d in cur.description]
+            return dict(zip(names, row, strict=True))
+
+    def finished(self, run_id: str) -> set[tuple[str, str, int]]:
+        """(session_id, fingerprint, repeat) triples already done in this run."""
+        with self._lock:
+            rows = self.con.execute(
+                "SELECT session_id, fingerprint, repeat FROM sessions "
+                "WHERE run_id = ? AND status = 'finished'", [run_id]).fetchall()
+        return {(r[0], r[1], int(r[2])) for r in rows}
+
+    def snapshot(self, run_id: str, episode: str, repeat: int, session_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self.con.execute(
+                "SELECT state FROM snapshots WHERE run_id=? AND episode=? AND repeat=? "
+                "AND session_id=?", [run_id, episode, repeat, session_id]).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def transcript(self, run_id: str, session_id: str, repeat: int) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return list(self.con.execute(
+                "SELECT turn, role, content, tool_calls, tool_call_id, name FROM messages "
+                "WHERE run_id=? AND session_id=? AND repeat=? ORDER BY seq",
+                [run_id, session_id, repeat]).fetchall())
+
+    def session_row(self, run_id: str, session_id: str, repeat: int) -> dict[str, Any] | None:
+        with self._lock:
+            cur = self.con.execute("SELECT * FROM sessions WHERE run_id=? AND session_id=? AND "
+                                   "repeat=?", [run_id, session_id, repeat])
+            row = cur.fetchone()
+            if row is None:
+                return None
+            return dict(zip([d[0] for d in cur.description], row, strict=True))
+
+    def intent_rows(self, run_id: str, session_id: str, repeat: int) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return list(self.con.execute(
+                "SELECT intent_id, status, turn, judge_error FROM intent_status WHERE run_id=? "
+                "AND session_id=? AND repeat=? AND pooled_from IS NULL",
+                [run_id, session_id, repeat]).fetchall())
+
+    # ------------------------------------------------------------------ the writer
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._writer, name="benchpack-store", daemon=True)
+        self._thread.start()
+
+    def submit(self, rows: SessionRows) -> None:
+        if self._error is not None:
+            raise RuntimeError(f"store writer failed: {self._error}") from self._error
+        self._queue.put(rows)
+
+    def flush(self) -> None:
+        """Wait until every submitted session is committed."""
+        self._queue.join()
+        if self._error is not None:
+            raise RuntimeError(f"store writer failed: {self._error}") from self._error
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        with self._lock:
+            self.con.close()
+
+    def write_now(self, rows: SessionRows) -> None:
+        """Commit one session synchronously (used by the writer thread and by tests)."""
+        with self._lock:
+            con = self.con
+            key = [rows.run_id, rows.session_id, rows.repeat]
+            con.execute("BEGIN TRANSACTION")
+            try:
+                for table in SESSION_TABLES:
+                    con.execute(f"DELETE FROM {table} WHERE run_id=? AND session_id=? AND "
+                                "repeat=?", key)
+                con.execute("DELETE FROM sessions WHERE run_id=? AND session_id=? AND repeat=?",
+                            key)
+                for table, data in rows.tables.items():
+                    if data:
+                        n = len(data[0])
+                        con.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * n)})", data)
+                if rows.snapshot is not None:
+                    episode, state = rows.snapshot
+                    con.execute("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?)",
+                                [rows.run_id, episode, rows.repeat, rows.session_id, _json(state)])
+                cols = columns(con, "sessions")
+                s = dict(rows.session)
+                s["extra"] = _json(s.get("extra"))
+                con.execute(f"INSERT INTO sessions VALUES ({', '.join('?' * len(cols))})",
+                            [s.get(c) for c in cols])
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+
+    def _writer(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                if self._error is None:
+                    self.write_now(item)
+            except BaseException as exc:  # surfaced to the event loop by submit/flush
+                self._error = exc
+            finally:
+                self._queue.task_done()
+
+
+def rows_json(values: Iterable[Any]) -> list[str | None]:
+    return [_json(v) for v in values]
+
+
+def table_rows(prefix: Sequence[Any], rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
+    return [(*prefix, *r) for r in rows]
