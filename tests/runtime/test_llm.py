@@ -129,8 +129,9 @@ def test_text_completion_records_usage(fake_openai: FakeOpenAI, tmp_path: Path) 
     assert (rec.attempts, rec.cache_hit, rec.error, rec.turn, rec.purpose) == \
         (1, False, None, 2, "rubric")
     assert rec.cost is None  # the fake model has no price
+    # messages plus a digest of the tool specs (hashed once per session, not per call)
     assert rec.prompt_hash == sha256_json({"messages": [{"role": "user", "content": "Hi"}],
-                                           "tools": []})
+                                           "tools": ""})
     assert rec.latency_s > 0 and abs(rec.started_at - time.time()) < 60
     [body] = fake_openai.requests
     assert body["model"] == "fake-model" and body["seed"] == 0 and body["temperature"] == 0

@@ -471,6 +471,20 @@ class LLMClient:
         base = self.config.backoff_base_s * 2 ** min(attempt - 1, 32)
         return float(min(self.config.backoff_max_s, base * self._random.uniform(0.5, 1.5)))
 
+    def _tools_hash(self, tools: list[dict[str, Any]] | None) -> str:
+        """Tool specs are the same list object for a whole session: hash them once."""
+        if not tools:
+            return ""
+        memo = self.__dict__.setdefault("_tools_memo", {})
+        hit = memo.get(id(tools))
+        if hit is not None and hit[0] is tools:
+            return str(hit[1])
+        digest = sha256_json(tools)
+        if len(memo) > 4096:
+            memo.clear()
+        memo[id(tools)] = (tools, digest)
+        return digest
+
     # -------------------------------------------------------------- the call
 
     async def complete(self, *, role: LLMRole | str, model: str,
@@ -481,7 +495,7 @@ class LLMClient:
                        timeout_s: float | None = None) -> LLMResponse:
         name = normalize_model(model)
         call_params = {k: v for k, v in (params or {}).items() if v is not None}
-        prompt_hash = sha256_json({"messages": messages, "tools": tools or []})
+        prompt_hash = sha256_json({"messages": messages, "tools": self._tools_hash(tools)})
         started = time.time()
         t0 = time.perf_counter()
         self.calls += 1

@@ -165,7 +165,8 @@ class RunContext:
     """Everything shared by the sessions of one run. Built once; no process-wide singletons."""
 
     def __init__(self, options: RunOptions, plan: Plan, store: Store, run_id: str,
-                 agent: AgentAdapter, protocols: ProtocolRegistry, work_dir: Path) -> None:
+                 agent: AgentAdapter, protocols: ProtocolRegistry, work_dir: Path,
+                 llm: Callable[[], Any]) -> None:
         self.options = options
         self.plan = plan
         self.store = store
@@ -176,12 +177,8 @@ class RunContext:
         self.templates = Templates(plan.prompts)
         self.roles = Roles(self)
         self.work_dir = work_dir
-        self._llm: Any = None
-
-    def llm(self) -> Any:
-        if self._llm is None:
-            self._llm = make_llm_client(self.options)
-        return self._llm
+        self.llm = llm
+        """The run's one LLM client (created on first use: litellm is slow to import)."""
 
 
 def make_llm_client(options: RunOptions) -> Any:
@@ -309,11 +306,15 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
     repeats = options.repeats or plan.defaults.repeats
     work_dir = Path(options.work_dir) if options.work_dir else Path(
         tempfile.mkdtemp(prefix="benchpack-"))
-    holder: dict[str, Any] = {}
-    agent = make_agent(options.agent, options, lambda: holder["ctx"].llm())
-    protocols = default_protocols()
-    ctx = RunContext(options, plan, store, run_id, agent, protocols, work_dir)
-    holder["ctx"] = ctx
+    clients: list[Any] = []
+
+    def llm() -> Any:
+        if not clients:
+            clients.append(make_llm_client(options))
+        return clients[0]
+
+    agent = make_agent(options.agent, options, llm)
+    ctx = RunContext(options, plan, store, run_id, agent, default_protocols(), work_dir, llm)
     config = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.__dict__.items()
               if k not in ("api_key_env", "llm_backend")}
     config["api_key_env"] = options.api_key_env  # the variable's name, never its value
