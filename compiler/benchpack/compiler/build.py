@@ -1083,15 +1083,17 @@ _BUILTIN_PARAMS: dict[str, dict[str, Any]] = {
     "send_message": {"properties": {"to": {}, "text": {}, "channel": {}}},
 }
 
-JSON_SCHEMA_KEYWORDS = frozenset("""
-type properties required items prefixItems additionalProperties patternProperties enum const
-description title default examples minimum maximum exclusiveMinimum exclusiveMaximum minLength
-maxLength pattern format minItems maxItems uniqueItems contains minContains maxContains
-minProperties maxProperties dependentRequired dependentSchemas propertyNames allOf anyOf oneOf not
-if then else $ref $defs definitions $id $schema $comment $anchor $dynamicRef $dynamicAnchor
-$vocabulary readOnly writeOnly deprecated multipleOf unevaluatedItems unevaluatedProperties
-contentEncoding contentMediaType contentSchema nullable
-""".split())
+JSON_SCHEMA_KEYWORDS = frozenset((
+    "type", "properties", "required", "items", "prefixItems", "additionalProperties",
+    "patternProperties", "enum", "const", "description", "title", "default", "examples",
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
+    "pattern", "format", "minItems", "maxItems", "uniqueItems", "contains", "minContains",
+    "maxContains", "minProperties", "maxProperties", "dependentRequired", "dependentSchemas",
+    "propertyNames", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref", "$defs",
+    "definitions", "$id", "$schema", "$comment", "$anchor", "$dynamicRef", "$dynamicAnchor",
+    "$vocabulary", "readOnly", "writeOnly", "deprecated", "multipleOf", "unevaluatedItems",
+    "unevaluatedProperties", "contentEncoding", "contentMediaType", "contentSchema", "nullable",
+))
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 _SCHEMA_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains",

@@ -158,10 +158,10 @@ def lint_session(s: dict[str, Any], report: Report, earlier_text: Iterable[str],
                 report("W316", f"trigger `{t['id']}` at turn {t['turn']} relies on anchor `{a}`, "
                        f"disclosed {when}", ("triggers", i, "anchors"),
                        "disclose the anchor at or before the trigger's turn")
-        need = {"emergent": 1, "critical": 2}.get(t["type"], 0)
-        if len(t["anchors"]) < need:
+        minimum = {"emergent": 1, "critical": 2}.get(t["type"], 0)
+        if len(t["anchors"]) < minimum:
             report("W317", f"{t['type']} trigger `{t['id']}` relies on {len(t['anchors'])} "
-                   f"anchor(s); it needs at least {need}", ("triggers", i, "anchors"),
+                   f"anchor(s); it needs at least {minimum}", ("triggers", i, "anchors"),
                    "Emergent tests one anchor, Critical the synthesis of two or more")
 
     # W306/W310: trigger windows and counts
