@@ -155,10 +155,24 @@ def schema(out: Path, check: bool) -> None:
 @click.option("--agent", required=True, metavar="URI",
               help="litellm:<model> | cmd:<command> | python:<module>:<callable> | "
                    "scripted:<file> | replay:<file>")
-@click.option("--simulator", default="rules", show_default=True, metavar="URI",
-              help="User simulator: rules | scripted:<file> | litellm:<model>")
-@click.option("--judge", default="rules", show_default=True, metavar="URI",
-              help="Judges: rules | scripted:<file> | litellm:<model>")
+@click.option("--simulator", metavar="URI",
+              help="User simulator: rules | scripted:<file> | litellm:<model> "
+                   "[default: the pack's defaults.models, else rules]")
+@click.option("--judge", metavar="URI",
+              help="Judges: rules | scripted:<file> | litellm:<model> "
+                   "[default: the pack's defaults.models, else rules]")
+@click.option("--planner", metavar="URI",
+              help="Trigger-rubric planner (live mode) [default: the pack's, else --simulator]")
+@click.option("--trigger-mode", type=click.Choice(["auto", "live", "offline"]), default="auto",
+              show_default=True,
+              help="Trigger rubrics: live planner+user agent, or offline re-scoring of a fixed "
+                   "dialogue (auto: offline when one is available).")
+@click.option("--dialogue-from", metavar="RUN_ID",
+              help="Offline trigger rubrics: replay the dialogues of this earlier run.")
+@click.option("--graph-grader", type=click.Choice(["auto", "llm", "match"]), default="auto",
+              show_default=True,
+              help="Knowledge-graph grading: LLM coverage judge or normalised matching "
+                   "(auto: match with --judge rules).")
 @click.option("--db", type=click.Path(path_type=Path), default=Path("bench.duckdb"),
               show_default=True, help="DuckDB file to store the run in.")
 @click.option("--run-id", help="Name the run (default: <pack>-<time>-<hash>).")
@@ -186,7 +200,9 @@ def schema(out: Path, check: bool) -> None:
               show_default=True)
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def run(plan: Path, agent: str, simulator: str, judge: str, db: Path, run_id: str | None,
+def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planner: str | None,
+        trigger_mode: str, dialogue_from: str | None, graph_grader: str, db: Path,
+        run_id: str | None,
         resume_id: str | None, repeats: int | None, max_concurrency: int, max_per_model: int,
         rpm: tuple[str, ...], api_base: str | None, api_key_env: str | None, timeout: float,
         max_retries: int, sessions: tuple[str, ...], allow_python: bool, no_cache: bool,
@@ -203,7 +219,8 @@ def run(plan: Path, agent: str, simulator: str, judge: str, db: Path, run_id: st
         except ValueError:
             raise click.UsageError(f"--rpm expects MODEL=N, got `{item}`") from None
     options = RunOptions(
-        plan=plan, agent=agent, simulator=simulator, judge=judge, db=db,
+        plan=plan, agent=agent, simulator=simulator, judge=judge, planner=planner,
+        trigger_mode=trigger_mode, dialogue_from=dialogue_from, graph_grader=graph_grader, db=db,
         run_id=resume_id or run_id, resume=resume_id is not None, repeats=repeats,
         max_concurrency=max_concurrency, max_concurrent_per_model=max_per_model,
         requests_per_minute=limits, api_base=api_base, api_key_env=api_key_env,

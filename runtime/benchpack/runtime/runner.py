@@ -10,7 +10,6 @@ finished and restores the episode environment from the last finished session's s
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import os
@@ -26,29 +25,20 @@ from typing import Any
 from benchpack.specs.plan import Plan, PlanSession
 
 from .env import EpisodeEnvironment, ToolBox
-from .judges.base import JudgeCall, Templates
-from .judges.intent import (
-    IntentJudge,
-    LLMIntentJudge,
-    LLMUserSimulator,
-    RulesIntentJudge,
-    RulesUserSimulator,
-    ScriptedDecisions,
-    ScriptedIntentJudge,
-    ScriptedUserSimulator,
-    UserSimulator,
-)
-from .judges.rubric import LLMRubricJudge, RubricJudge, RulesRubricJudge, ScriptedRubricJudge
+from .judges.base import Templates
 from .planfile import load_plan
 from .protocols.base import ProtocolRegistry, ProtocolResult, default_protocols
+from .roles import Roles
 from .session import (
+    ChainMemory,
     SessionContext,
     build_rows,
     grade_checklist,
     session_brief,
+    session_identity,
 )
 from .store import SessionRows, Store
-from .types import AgentAdapter, LLMCallRecord, Message
+from .types import AgentAdapter, LLMCallRecord
 
 RUNS_VERSION = 1
 
@@ -57,8 +47,13 @@ RUNS_VERSION = 1
 class RunOptions:
     plan: str | Path
     agent: str
-    simulator: str = "rules"
-    judge: str = "rules"
+    simulator: str | None = None
+    """User simulator URI (`rules`, `scripted:<file>`, `litellm:<model>`); default: the pack's
+    `defaults.models.simulator`, else `rules`."""
+    judge: str | None = None
+    """Judge URI; default: the pack's `defaults.models.judge`, else `rules`."""
+    planner: str | None = None
+    """Trigger-rubric planner URI; default: the pack's, else the simulator's."""
     db: str | Path = "bench.duckdb"
     run_id: str | None = None
     resume: bool = False
@@ -81,6 +76,15 @@ class RunOptions:
     retry_backoff_s: float = 1.0
     llm_backend: Any = None
     """Programmatic use only: an LLM backend replacing litellm (tests, benchmarks)."""
+    trigger_mode: str = "auto"
+    """Trigger rubrics: `live` (planner + user agent), `offline` (replay a fixed dialogue,
+    regenerate the trigger turns only), or `auto` (offline when a dialogue is available)."""
+    dialogue_from: str | None = None
+    """Trigger rubrics, offline: take the fixed dialogues from this earlier run's transcripts
+    (same store) instead of the pack's authored ones."""
+    graph_grader: str = "auto"
+    """Staged disclosure: `llm` (coverage judge), `match` (deterministic normalised matching),
+    or `auto` (`match` when the judge is `rules`, else `llm`)."""
 
 
 @dataclass
@@ -108,59 +112,6 @@ class RunSummary:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
 
 
-class Roles:
-    """Builds the simulator and judges a session needs, from `--simulator` / `--judge`:
-    `rules`, `scripted:<file>` or a model (`litellm:<model>` or a bare litellm name)."""
-
-    def __init__(self, run: RunContext) -> None:
-        self.run = run
-        self._scripts: dict[str, ScriptedDecisions] = {}
-
-    def _script(self, spec: str) -> ScriptedDecisions:
-        path = spec.split(":", 1)[1]
-        if path not in self._scripts:
-            self._scripts[path] = ScriptedDecisions(Path(path))
-        return self._scripts[path]
-
-    def _call(self, ctx: SessionContext, model: str, role: str) -> JudgeCall:
-        return JudgeCall(client=self.run.llm(), model=model, recorder=ctx.recorder,
-                         seed=self.run.plan.defaults.seed, repeat=ctx.repeat, role=role)
-
-    def intent_tracking(self, ctx: SessionContext) -> tuple[IntentJudge, UserSimulator]:
-        judge_spec, sim_spec = self.run.options.judge, self.run.options.simulator
-        judge: IntentJudge
-        scripted: ScriptedIntentJudge | None = None
-        if judge_spec == "rules":
-            judge = RulesIntentJudge()
-        elif judge_spec.startswith("scripted:"):
-            scripted = ScriptedIntentJudge(self._script(judge_spec).for_session(
-                ctx.session.id, ctx.session.name))
-            judge = scripted
-        else:
-            judge = LLMIntentJudge(self._call(ctx, judge_spec, "judge"), self.run.templates)
-        sim: UserSimulator
-        if sim_spec == "rules":
-            sim = ScriptedUserSimulator(scripted) if scripted else RulesUserSimulator()
-        elif sim_spec.startswith("scripted:"):
-            sim = ScriptedUserSimulator(scripted or ScriptedIntentJudge(
-                self._script(sim_spec).for_session(ctx.session.id, ctx.session.name)))
-        else:
-            sim = LLMUserSimulator(self._call(ctx, sim_spec, "simulator"), self.run.templates,
-                                   ctx.persona.model_dump(mode="json"),
-                                   ctx.session.style.model_dump(mode="json")
-                                   if ctx.session.style else None, ctx.session.request or "")
-        return judge, sim
-
-    def rubric(self, ctx: SessionContext) -> RubricJudge:
-        spec = self.run.options.judge
-        if spec == "rules":
-            return RulesRubricJudge()
-        if spec.startswith("scripted:"):
-            return ScriptedRubricJudge(self._script(spec).for_session(
-                ctx.session.id, ctx.session.name).get("checklist") or {})
-        return LLMRubricJudge(self._call(ctx, spec, "judge"), self.run.templates)
-
-
 class RunContext:
     """Everything shared by the sessions of one run. Built once; no process-wide singletons."""
 
@@ -175,7 +126,11 @@ class RunContext:
         self.agent_name = agent.name
         self.protocols = protocols
         self.templates = Templates(plan.prompts)
-        self.roles = Roles(self)
+        models = plan.defaults.models
+        self.roles = Roles.resolve(
+            {"simulator": options.simulator, "judge": options.judge, "planner": options.planner},
+            {"simulator": models.simulator, "judge": models.judge, "planner": models.planner},
+            self.templates, llm, plan.defaults.seed)
         self.work_dir = work_dir
         self.llm = llm
         """The run's one LLM client (created on first use: litellm is slow to import)."""
@@ -324,7 +279,8 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
            "plan_path": str(options.plan), "plan_hash": plan.pack.content_hash,
            "pack_name": plan.pack.name, "pack_version": plan.pack.version,
            "benchpack_version": plan.benchpack_version, "agent": options.agent,
-           "simulator": options.simulator, "judge": options.judge, "repeats": repeats,
+           "simulator": ctx.roles.uri("simulator"), "judge": ctx.roles.uri("judge"),
+           "repeats": repeats,
            "config": config, "status": "running"}
     existing = store.run_exists(run_id)
     if existing:
@@ -374,8 +330,7 @@ async def run_chain(ctx: RunContext, key: str, repeat: int, sessions: list[PlanS
     episode_id = sessions[0].episode
     env: EpisodeEnvironment | None = None
     env_root = ctx.work_dir / f"{key.replace('/', '_')}-r{repeat}"
-    transcripts: dict[str, list[Message]] = {}
-    intent_results: dict[str, list[tuple[str, str, str, str]]] = {}
+    chain = ChainMemory(ctx.store, ctx.run_id, repeat)
     failed: set[str] = set()
     last_done: str | None = None
     for s in sessions:
@@ -397,7 +352,7 @@ async def run_chain(ctx: RunContext, key: str, repeat: int, sessions: list[PlanS
                 snap = ctx.store.snapshot(ctx.run_id, episode_id, repeat, last_done)
                 if snap is not None:
                     env.restore(snap)
-        rows, ok, intents = await run_one(ctx, s, repeat, env, transcripts, intent_results)
+        rows, ok = await run_one(ctx, s, repeat, env, chain)
         stats["run"] += 1
         if ok:
             stats["finished"] += 1
@@ -405,112 +360,54 @@ async def run_chain(ctx: RunContext, key: str, repeat: int, sessions: list[PlanS
         else:
             stats["errors"] += 1
             failed.add(s.id)
-        if intents is not None:
-            intent_results[s.id] = intents
         ctx.store.submit(rows)
         progress.advance(s.name, error=not ok)
 
 
 async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvironment,
-                  transcripts: dict[str, list[Message]],
-                  intent_results: dict[str, list[tuple[str, str, str, str]]],
-                  ) -> tuple[SessionRows, bool, list[tuple[str, str, str, str]] | None]:
+                  chain: ChainMemory) -> tuple[SessionRows, bool]:
     plan = ctx.plan
     started = time.time()
     calls: list[LLMCallRecord] = []
     env.add_session_files(s.files)
     toolbox = ToolBox(plan, s, env, allow_python=ctx.options.allow_python)
-    prior: list[Message] = []
-    for pid in s.prior_sessions:
-        msgs = transcripts.get(pid)
-        if msgs is None:
-            msgs = [Message(r[1], r[2] or "", int(r[0])) for r in
-                    ctx.store.transcript(ctx.run_id, pid, repeat) if r[1] in ("user", "assistant")]
-        prior.extend(m for m in msgs if m.role in ("user", "assistant") and m.content)
+    prior = [m for pid in s.prior_sessions for m in chain.transcript(pid)
+             if m.role in ("user", "assistant") and m.content]
     brief = session_brief(plan, s, repeat, toolbox, prior, plan.defaults.seed)
-    brief.recorder = calls.append  # type: ignore[attr-defined]  # read by LLM-backed adapters
+    brief.recorder = calls.append
+    sctx = SessionContext(ctx, plan, s, repeat, ctx.agent, brief, toolbox, env, calls.append,
+                          chain)
     result: ProtocolResult
     error: str | None = None
-    agent_session = None
     try:
-        agent_session = await ctx.agent.open(brief)
-        sctx = SessionContext(ctx, plan, s, repeat, agent_session, toolbox, env, calls.append)
         interpreter = ctx.protocols.get(s.protocol)
         result = await interpreter.run(sctx)
         checklist = await grade_checklist(sctx)
-    except Exception as exc:
+    except Exception as exc:  # a protocol or grader bug: this session errors, the run goes on
         error = f"{type(exc).__name__}: {exc}"
-        sctx = SessionContext(ctx, plan, s, repeat, agent_session or _NullAgent(), toolbox, env,
-                              calls.append)
         result = ProtocolResult(termination="error", error=error)
         checklist = ([], None, None, None, 0, 0)
     finally:
-        if agent_session is not None:
-            with contextlib.suppress(Exception):
-                await agent_session.close()
+        await sctx.close()
     if result.termination == "error" and error is None:
         error = result.error or next((r.error for r in sctx.replies if r.error), "agent error")
     ok = result.termination != "error"
-    # dependency groups pool their intents for PROC on the group's final session
-    pooled: list[tuple[Any, ...]] = []
-    override: dict[str, Any] = {}
-    own = [(r[0], r[3]) for r in result.tables.get("intent_status", [])]
-    group = next((g for g in plan.groups if g.id == s.group), None)
-    if ok and group is not None and group.final == s.id and s.protocol == "intent_tracking":
-        members = [m for m in group.sessions if m != s.id]
-        pool: list[tuple[str, str, str, str]] = []
-        complete = True
-        for m in members:
-            rows_m = intent_results.get(m)
-            if rows_m is None:
-                stored = ctx.store.intent_rows(ctx.run_id, m, repeat)
-                if not stored and plan.sessions[m].hidden_intents:
-                    complete = False
-                rows_m = [(m, str(r[0]), str(r[1]), str(r[3] or "")) for r in stored]
-            pool.extend(rows_m)
-            complete = complete and not any(r[3] for r in rows_m)
-        all_status = [st for _, st in own] + [r[2] for r in pool]
-        if all_status:
-            proactive = sum(1 for st in all_status if st in ("completed", "inferred"))
-            override["proc_group"] = (proactive / len(all_status) if complete and
-                                      result.metrics.get("proc") is not None else None)
-            override["pooled_intents"] = len(all_status)
-        for m, iid, st, _err in pool:
-            spec = next((x for x in plan.sessions[m].hidden_intents if x.id == iid), None)
-            pooled.append((iid, spec.text if spec else "", spec.scope if spec else "session", st,
-                           None, None, m))
     snapshot = env.snapshot() if ok else None
     rows = build_rows(sctx, result, checklist, calls, started, "finished" if ok else "error",
-                      error, snapshot, pooled, override)
-    transcripts[s.id] = sctx.messages
-    mine = [(s.id, iid, st, "") for iid, st in own]
-    if result.judge_errors:
-        mine = [(a, b, c, "judge error") for a, b, c, _ in mine]
-    return rows, ok, mine
-
-
-class _NullAgent:
-    async def turn(self, message: str | None, event: dict[str, Any] | None) -> Any:
-        raise RuntimeError("agent failed to open")
-
-    async def close(self) -> None:
-        return None
+                      error, snapshot)
+    chain.remember(s.id, sctx.messages, result)
+    return rows, ok
 
 
 def _skipped_rows(ctx: RunContext, s: PlanSession, repeat: int, because: list[str]) -> SessionRows:
-    meta = s.metadata
+    now = time.time()
     return SessionRows(run_id=ctx.run_id, session_id=s.id, repeat=repeat, session={
-        "run_id": ctx.run_id, "session_id": s.id, "repeat": repeat, "fingerprint": s.fingerprint,
-        "episode": s.episode, "name": s.name, "protocol": s.protocol, "persona": s.persona,
-        "style": s.variant.style, "ablation": s.variant.ablation, "base_session": s.variant.base,
-        "group_id": s.group, "category": meta.category, "domain": meta.domain,
-        "difficulty": meta.difficulty, "language": meta.language, "agent": ctx.agent_name,
+        **session_identity(ctx.run_id, ctx.agent_name, s, repeat),
         "status": "skipped", "termination": "dependency_failed",
         "error": "skipped: dependency failed: " + ", ".join(because),
         "turns": 0, "user_turns": 0, "assistant_turns": 0, "tool_calls": 0, "compactions": 0,
         "judge_errors": 0, "grader_errors": 0, "prompt_tokens": 0, "completion_tokens": 0,
-        "cost": 0.0, "started_at": time.time(), "finished_at": time.time(), "duration_s": 0.0,
-        "extra": None})
+        "cost": 0.0, "started_at": now, "finished_at": now, "duration_s": 0.0, "extra": None})
 
 
 def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resumed: int,

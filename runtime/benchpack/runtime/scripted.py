@@ -46,7 +46,9 @@ class _TurnsSession:
     def __init__(self, brief: SessionBrief, turns: list[dict[str, Any]]) -> None:
         self.brief = brief
         self.turns = turns
-        self.index = 0
+        # a conversation resumed from a fixed dialogue (offline replay) continues the script at
+        # the dialogue's next turn: entry k answers user turn k + 1
+        self.index = sum(1 for m in brief.history if m.role == "user")
 
     async def turn(self, message: str | None, event: dict[str, Any] | None) -> AgentReply:
         if self.index >= len(self.turns):

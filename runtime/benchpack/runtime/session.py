@@ -1,17 +1,23 @@
 """Running one session: the part every protocol shares.
 
-`run_session` opens the agent, hands the protocol a `SessionContext` (agent turns are recorded
-here: messages, tool calls, turn rows, evidence), grades the checklist over the whole trajectory
-(rule, rubric, python), and turns everything into one `SessionRows` for the store.
+The runner builds a `SessionContext` and hands it to the session's protocol interpreter. The
+context owns the agent (opened lazily, so a protocol that never talks to the main conversation
+pays nothing), records every agent turn (messages, tool calls, turn rows, per-turn evidence),
+and gives protocols what the episode already produced (`ChainMemory`). After the protocol,
+`grade_checklist` grades the checklist over the whole trajectory (rule, rubric, python) and
+`build_rows` turns everything into one `SessionRows` for the store.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from benchpack.specs.plan import Plan, PlanSession
 
@@ -19,10 +25,13 @@ from .env import EpisodeEnvironment, ToolBox
 from .graders import Trace, evaluate, run_python_grader, soft_score
 from .judges.base import JudgeError
 from .judges.intent import Intent, TurnEvidence
-from .judges.rubric import RubricItem, render_evidence
+from .judges.rubric import RubricItem, render_evidence, rubric_judge
 from .protocols.base import ProtocolResult
 from .store import SessionRows
-from .types import AgentReply, AgentSession, LLMCallRecord, Message, SessionBrief
+from .types import AgentAdapter, AgentReply, AgentSession, LLMCallRecord, Message, SessionBrief
+
+if TYPE_CHECKING:
+    from .store import Store
 
 SYSTEM_PROMPT = """\
 You are a capable personal assistant working for one user over many sessions. Use the tools you
@@ -32,35 +41,93 @@ context, and ask a focused question when something essential is missing.
 
 
 @dataclass
-class SessionOutcome:
-    rows: SessionRows
-    status: str
-    proc: float | None
-    comp: float | None
-    intents: list[tuple[str, str]] = field(default_factory=list)
-    """(intent id, status) for dependency-group pooling."""
+class Earlier:
+    """What an earlier session of the same chain (episode, repeat) produced."""
+
+    messages: list[Message]
+    metrics: dict[str, Any]
+    tables: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
+    """Protocol rows without the (run_id, session_id, repeat) prefix."""
+
+
+class ChainMemory:
+    """Earlier sessions of one episode chain: kept in memory as they finish; read back from the
+    store for sessions a resumed run skipped."""
+
+    def __init__(self, store: Store, run_id: str, repeat: int) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.repeat = repeat
+        self._done: dict[str, Earlier] = {}
+
+    def remember(self, session_id: str, messages: list[Message], result: ProtocolResult) -> None:
+        self._done[session_id] = Earlier(messages, dict(result.metrics), dict(result.tables))
+
+    def transcript(self, session_id: str) -> list[Message]:
+        hit = self._done.get(session_id)
+        if hit is not None:
+            return hit.messages
+        return [Message(r[1], r[2] or "", int(r[0]))
+                for r in self.store.transcript(self.run_id, session_id, self.repeat)]
+
+    def result(self, session_id: str, table: str) -> Earlier | None:
+        """The session's metrics and `table` rows, or None when it has not finished."""
+        hit = self._done.get(session_id)
+        if hit is not None:
+            return hit
+        row = self.store.session_row(self.run_id, session_id, self.repeat)
+        if row is None or row.get("status") != "finished":
+            return None
+        metrics = {k: row.get(k) for k in METRIC_COLUMNS}
+        rows = self.store.session_table(table, self.run_id, session_id, self.repeat)
+        return Earlier([], metrics, {table: rows})
 
 
 class SessionContext:
     """What a protocol interpreter works with."""
 
     def __init__(self, run: Any, plan: Plan, session: PlanSession, repeat: int,
-                 agent: AgentSession, toolbox: ToolBox, env: EpisodeEnvironment,
-                 recorder: Callable[[LLMCallRecord], None]) -> None:
+                 adapter: AgentAdapter, brief: SessionBrief, toolbox: ToolBox,
+                 env: EpisodeEnvironment, recorder: Callable[[LLMCallRecord], None],
+                 chain: ChainMemory | None = None) -> None:
         self.run = run
         self.plan = plan
         self.session = session
         self.repeat = repeat
-        self.agent = agent
+        self.adapter = adapter
+        self.brief = brief
         self.toolbox = toolbox
         self.env = env
         self.recorder = recorder
+        self.chain = chain
         self.roles = run.roles
         self.persona = plan.personas[session.persona]
         self.messages: list[Message] = []
         self.turn_rows: list[tuple[Any, ...]] = []
         self.replies: list[AgentReply] = []
         self.compactions = 0
+        self._agent: AgentSession | None = None
+        self._opened: list[AgentSession] = []
+
+    # ------------------------------------------------------------------ the agent
+
+    async def open_agent(self, history: list[Message] | None = None) -> AgentSession:
+        """A new agent conversation for this session, continuing from `history` (messages of
+        this session that already happened: offline replay). The main conversation is
+        `agent_turn`'s; protocols that replay fixed dialogues open one per regenerated turn."""
+        brief = self.brief
+        if history:
+            brief = copy.copy(brief)
+            brief.history = list(history)
+        session = await self.adapter.open(brief)
+        self._opened.append(session)
+        return session
+
+    async def close(self) -> None:
+        for session in self._opened:
+            with contextlib.suppress(Exception):
+                await session.close()
+        self._opened.clear()
 
     # ------------------------------------------------------------------ conversation
 
@@ -69,15 +136,36 @@ class SessionContext:
         s = self.session
         if s.trigger.kind == "user_message":
             return s.request or "", None
-        event = {"kind": s.trigger.kind, "source": s.trigger.source,
-                 "payload": s.trigger.payload, "text": s.request}
         if s.trigger.kind == "heartbeat":
-            env = self.plan.environments[s.environment]
-            event["time"] = env.clock
-        return None, event
+            return None, self.heartbeat_events()[0]
+        return None, {"kind": s.trigger.kind, "source": s.trigger.source,
+                      "payload": s.trigger.payload, "text": s.request}
 
-    async def agent_turn(self, turn: int, message: str | None,
-                         event: dict[str, Any] | None) -> tuple[AgentReply, TurnEvidence]:
+    def heartbeat_events(self) -> list[dict[str, Any]]:
+        """One wake-up event per beat of the environment's heartbeat schedule (one beat at the
+        environment clock when it has none): `{kind, beat, of, time, source, text}`."""
+        s = self.session
+        env = self.plan.environments[s.environment]
+        hb = env.heartbeat
+        beats = hb.beats if hb is not None else 1
+        start = (hb.start if hb is not None and hb.start else None) or env.clock
+        text = s.request or (hb.message if hb is not None else None)
+        out = []
+        for k in range(beats):
+            at = start
+            if start and hb is not None and k:
+                with contextlib.suppress(ValueError):
+                    at = (datetime.fromisoformat(start) + timedelta(seconds=k * hb.every_s)
+                          ).isoformat()
+            out.append({"kind": "heartbeat", "beat": k + 1, "of": beats, "time": at,
+                        "source": s.trigger.source, "text": text})
+        return out
+
+    async def agent_turn(self, turn: int, message: str | None, event: dict[str, Any] | None,
+                         agent: AgentSession | None = None
+                         ) -> tuple[AgentReply, TurnEvidence]:
+        """One agent turn of the main conversation (or of `agent`, a conversation from
+        `open_agent`), recorded in the session's messages, turns and tool calls."""
         started = time.time()
         self.toolbox.turn = turn
         first_record = len(self.toolbox.records)
@@ -87,7 +175,11 @@ class SessionContext:
             self.messages.append(Message("user", "[environment event] " + json.dumps(
                 event, ensure_ascii=False, default=str), turn, name="environment"))
         try:
-            reply = await self.agent.turn(message, event)
+            if agent is None:
+                if self._agent is None:
+                    self._agent = await self.open_agent()
+                agent = self._agent
+            reply = await agent.turn(message, event)
         except Exception as exc:  # an adapter bug or a crashed harness: the session errors
             reply = AgentReply(text="", stop_reason="error", error=f"{type(exc).__name__}: {exc}")
         self.replies.append(reply)
@@ -161,7 +253,7 @@ async def grade_checklist(ctx: SessionContext) -> tuple[list[tuple[Any, ...]], f
                                  files, state)
             rubric_items.append(RubricItem(item.id, item.text, ev))
     if rubric_items:
-        judge = ctx.roles.rubric(ctx)
+        judge = rubric_judge(ctx)
         history = render_history(ctx)
         intents = [i.text for i in s.hidden_intents]
         try:
@@ -232,9 +324,7 @@ def session_brief(plan: Plan, session: PlanSession, repeat: int, toolbox: ToolBo
 
 def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any, ...],
                llm_calls: list[LLMCallRecord], started: float, status: str,
-               error: str | None, snapshot: dict[str, Any] | None,
-               pooled: list[tuple[Any, ...]] | None = None,
-               metrics_override: dict[str, Any] | None = None) -> SessionRows:
+               error: str | None, snapshot: dict[str, Any] | None) -> SessionRows:
     run_id = ctx.run.run_id
     s = ctx.session
     prefix = (run_id, s.id, ctx.repeat)
@@ -257,34 +347,23 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
          c.started_at) for seq, c in enumerate(llm_calls)]
     for name, data in result.tables.items():
         tables.setdefault(name, []).extend((*prefix, *r) for r in data)
-    if pooled:
-        tables.setdefault("intent_status", []).extend((*prefix, *r) for r in pooled)
-    m = {**result.metrics, **(metrics_override or {})}
+    m = result.metrics
     finished = time.time()
-    meta = s.metadata
     user_turns = sum(1 for x in ctx.messages if x.role == "user" and x.name != "environment")
     sess = {
-        "run_id": run_id, "session_id": s.id, "repeat": ctx.repeat, "fingerprint": s.fingerprint,
-        "episode": s.episode, "name": s.name, "protocol": s.protocol, "persona": s.persona,
-        "style": s.variant.style, "ablation": s.variant.ablation, "base_session": s.variant.base,
-        "group_id": s.group, "category": meta.category, "domain": meta.domain,
-        "difficulty": meta.difficulty, "language": meta.language, "agent": ctx.run.agent_name,
+        **session_identity(run_id, ctx.run.agent_name, s, ctx.repeat),
         "status": status, "termination": result.termination, "error": error,
         "turns": len(ctx.replies), "user_turns": user_turns,
         "assistant_turns": sum(max(1, r.steps) for r in ctx.replies),
         "tool_calls": len(ctx.toolbox.records), "compactions": ctx.compactions,
-        "intents": m.get("intents"), "completed": m.get("completed"),
-        "inferred": m.get("inferred"), "provided": m.get("provided"),
-        "unresolved": m.get("unresolved"), "proc": m.get("proc"),
-        "proc_group": m.get("proc_group"), "comp": comp,
-        "score": score, "passed": passed, "judge_errors": result.judge_errors + judge_errors,
-        "grader_errors": grader_errors,
+        **{k: m.get(k) for k in METRIC_COLUMNS},
+        "comp": comp, "score": score, "passed": passed,
+        "judge_errors": result.judge_errors + judge_errors, "grader_errors": grader_errors,
         "prompt_tokens": sum(c.prompt_tokens for c in llm_calls),
         "completion_tokens": sum(c.completion_tokens for c in llm_calls),
         "cost": sum(c.cost or 0.0 for c in llm_calls),
         "started_at": started, "finished_at": finished, "duration_s": finished - started,
-        "extra": {**result.extra, **{k: v for k, v in m.items() if k not in (
-            "intents", "completed", "inferred", "provided", "unresolved", "proc", "proc_group")}}
+        "extra": {**result.extra, **{k: v for k, v in m.items() if k not in METRIC_COLUMNS}}
         or None,
     }
     return SessionRows(run_id=run_id, session_id=s.id, repeat=ctx.repeat, session=sess,
@@ -292,9 +371,26 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
                        else None)
 
 
-def intents_of(result: ProtocolResult) -> list[tuple[str, str]]:
-    return [(r[0], r[3]) for r in result.tables.get("intent_status", [])]
+METRIC_COLUMNS = (
+    "intents", "completed", "inferred", "provided", "unresolved", "proc", "proc_group",
+    "recall", "precision", "f1", "triples_gt", "triples_predicted", "kg_status", "stages",
+    "stages_disclosed", "trigger_mode", "triggers", "trigger_pass_rate", "trigger_score",
+    "heartbeats",
+)
+"""Protocol metrics stored in their own `sessions` columns; any other metric goes to `extra`."""
 
 
-__all__ = ["SessionContext", "SessionOutcome", "build_rows", "grade_checklist",
-           "intents_of", "render_history", "session_brief"]
+def session_identity(run_id: str, agent: str, s: PlanSession, repeat: int) -> dict[str, Any]:
+    """The `sessions` columns that describe which session this is (not how it went)."""
+    meta = s.metadata
+    return {
+        "run_id": run_id, "session_id": s.id, "repeat": repeat, "fingerprint": s.fingerprint,
+        "episode": s.episode, "name": s.name, "protocol": s.protocol, "persona": s.persona,
+        "style": s.variant.style, "ablation": s.variant.ablation, "base_session": s.variant.base,
+        "group_id": s.group, "category": meta.category, "domain": meta.domain,
+        "difficulty": meta.difficulty, "language": meta.language, "agent": agent,
+    }
+
+
+__all__ = ["METRIC_COLUMNS", "ChainMemory", "Earlier", "SessionContext", "build_rows",
+           "grade_checklist", "render_history", "session_brief", "session_identity"]

@@ -48,6 +48,10 @@ CREATE TABLE IF NOT EXISTS sessions (
     compactions INTEGER,
     intents INTEGER, completed INTEGER, inferred INTEGER, provided INTEGER, unresolved INTEGER,
     proc DOUBLE, proc_group DOUBLE, comp DOUBLE, score DOUBLE, passed BOOLEAN,
+    recall DOUBLE, "precision" DOUBLE, f1 DOUBLE, triples_gt INTEGER, triples_predicted INTEGER,
+    kg_status VARCHAR, stages INTEGER, stages_disclosed INTEGER,
+    trigger_mode VARCHAR, triggers INTEGER, trigger_pass_rate DOUBLE, trigger_score DOUBLE,
+    heartbeats INTEGER,
     judge_errors INTEGER, grader_errors INTEGER,
     prompt_tokens BIGINT, completion_tokens BIGINT, cost DOUBLE,
     started_at DOUBLE, finished_at DOUBLE, duration_s DOUBLE,
@@ -83,6 +87,24 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     completion_tokens BIGINT, cost DOUBLE, latency_s DOUBLE, cache_hit BOOLEAN, error VARCHAR,
     attempts INTEGER, turn INTEGER, started_at DOUBLE
 );
+CREATE TABLE IF NOT EXISTS stage_events (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, turn INTEGER, stage_id VARCHAR,
+    stage_index INTEGER, kind VARCHAR, event VARCHAR, detail VARCHAR
+);
+CREATE TABLE IF NOT EXISTS triples (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, side VARCHAR, idx INTEGER,
+    head VARCHAR, relation VARCHAR, tail VARCHAR, dimension VARCHAR, matched BOOLEAN,
+    coverage VARCHAR, judge_error VARCHAR
+);
+CREATE TABLE IF NOT EXISTS triple_support (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, gt_idx INTEGER, pred_idx INTEGER
+);
+CREATE TABLE IF NOT EXISTS triggers (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, trigger_id VARCHAR, type VARCHAR,
+    turn INTEGER, mode VARCHAR, origin VARCHAR, anchors JSON, pass_criteria VARCHAR,
+    partial_criteria VARCHAR, fail_criteria VARCHAR, response VARCHAR, label VARCHAR,
+    score DOUBLE, rationale VARCHAR, evidence VARCHAR, quote_found BOOLEAN, judge_error VARCHAR
+);
 CREATE TABLE IF NOT EXISTS snapshots (
     run_id VARCHAR, episode VARCHAR, repeat INTEGER, session_id VARCHAR, state JSON,
     PRIMARY KEY (run_id, episode, repeat, session_id)
@@ -91,7 +113,7 @@ CREATE TABLE IF NOT EXISTS snapshots (
 
 # child tables keyed by (run_id, session_id, repeat), replaced when a session is rerun
 SESSION_TABLES = ("turns", "messages", "tool_calls", "intent_status", "checklist_results",
-                  "llm_calls")
+                  "llm_calls", "stage_events", "triples", "triple_support", "triggers")
 
 
 def _json(value: Any) -> str | None:
@@ -207,12 +229,17 @@ class Store:
                 return None
             return dict(zip([d[0] for d in cur.description], row, strict=True))
 
-    def intent_rows(self, run_id: str, session_id: str, repeat: int) -> list[tuple[Any, ...]]:
+    def session_table(self, table: str, run_id: str, session_id: str, repeat: int
+                      ) -> list[tuple[Any, ...]]:
+        """A session's rows of a child table, without the (run_id, session_id, repeat) prefix,
+        in insertion order."""
+        if table not in SESSION_TABLES:
+            raise ValueError(f"`{table}` is not a per-session table")
         with self._lock:
+            cols = columns(self.con, table)[3:]
             return list(self.con.execute(
-                "SELECT intent_id, status, turn, judge_error FROM intent_status WHERE run_id=? "
-                "AND session_id=? AND repeat=? AND pooled_from IS NULL",
-                [run_id, session_id, repeat]).fetchall())
+                f"SELECT {', '.join(cols)} FROM {table} WHERE run_id=? AND session_id=? "
+                "AND repeat=?", [run_id, session_id, repeat]).fetchall())
 
     # ------------------------------------------------------------------ the writer
 

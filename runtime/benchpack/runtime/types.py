@@ -125,6 +125,12 @@ class SessionBrief:
     turn_timeout_s: float
     seed: int
     temperature: float | None = None
+    history: list[Message] = field(default_factory=list)
+    """Messages of *this* session that already happened before the agent's first turn: the
+    fixed dialogue replayed in offline re-scoring. Adapters continue the conversation from it."""
+    recorder: Callable[[LLMCallRecord], None] | None = None
+    """Where an LLM-backed adapter records its own calls (they land in the session's
+    `llm_calls`)."""
 
 
 class AgentSession(Protocol):

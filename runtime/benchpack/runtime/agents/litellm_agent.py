@@ -6,7 +6,8 @@ Each session keeps an OpenAI-format history:
 2. the episode's earlier sessions (`brief.prior`), introduced by a short user-role header and
    replayed as user/assistant messages; the first input of the current session is then prefixed
    with `[Current session]`;
-3. this session's turns. A user message is sent as is; an environment event (`message=None`)
+3. this session's messages that already happened (`brief.history`, offline replay of a fixed
+   dialogue), then its turns. A user message is sent as is; an environment event (`message=None`)
    becomes a user-role message `[environment event] {...json...}`.
 
 A turn calls the model with `brief.tools.specs`; every tool call it asks for is executed through
@@ -100,6 +101,10 @@ class LiteLLMSession:
         prior = render_prior(brief.prior)
         self.history.extend(prior)
         self._prefix = CURRENT_PREFIX if prior else ""
+        for m in brief.history:  # this session's fixed dialogue so far (offline replay)
+            if m.role in ("user", "assistant") and m.content:
+                self.history.append({"role": m.role, "content": self._prefix + m.content})
+                self._prefix = ""
         self.turns = 0
         self.params: dict[str, Any] = {}
         if brief.temperature is not None:

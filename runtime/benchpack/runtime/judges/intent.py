@@ -14,10 +14,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .base import JudgeCall, JudgeError, ParseError, Templates, ask, parse_decisions, parse_tagged
+
+if TYPE_CHECKING:
+    from ..session import SessionContext
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP = frozenset(
@@ -186,8 +188,8 @@ class RulesUserSimulator:
 # --------------------------------------------------------------------------- scripted
 
 
-class ScriptedDecisions:
-    """Judge decisions from a file (YAML or JSON):
+class ScriptedIntentJudge:
+    """Decisions per user turn from a script (see `roles.Script`):
 
     ```yaml
     sessions:
@@ -200,24 +202,6 @@ class ScriptedDecisions:
     Turns not listed decide nothing; `provided` names the intent the user reveals when nothing
     was asked (default: the rules choice)."""
 
-    def __init__(self, path: Path) -> None:
-        text = path.read_text(encoding="utf-8")
-        data: Any
-        if path.suffix in (".yaml", ".yml"):
-            import yaml
-
-            data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
-        if not isinstance(data, dict) or not isinstance(data.get("sessions"), dict):
-            raise ValueError(f"{path}: expected a mapping with `sessions:`")
-        self.sessions: dict[str, Any] = data["sessions"]
-
-    def for_session(self, session_id: str, name: str) -> dict[str, Any]:
-        return dict(self.sessions.get(session_id) or self.sessions.get(name) or {})
-
-
-class ScriptedIntentJudge:
     def __init__(self, script: dict[str, Any]) -> None:
         self.turns = {int(k): v or {} for k, v in (script.get("turns") or {}).items()}
 
@@ -246,8 +230,37 @@ class ScriptedUserSimulator(RulesUserSimulator):
         return super().choose(ev, open_, turn)
 
 
+def intent_roles(ctx: SessionContext) -> tuple[IntentJudge, UserSimulator]:
+    """The judge and user simulator of an intent-tracking session, from the run's roles. A
+    scripted judge also scripts which intent the user provides (one file holds both)."""
+    roles = ctx.roles
+    judge: IntentJudge
+    scripted: ScriptedIntentJudge | None = None
+    mode = roles.mode("judge")
+    if mode == "rules":
+        judge = RulesIntentJudge()
+    elif mode == "scripted":
+        judge = scripted = ScriptedIntentJudge(roles.script(ctx, "judge"))
+    else:
+        judge = LLMIntentJudge(roles.call(ctx, "judge"), roles.templates)
+    sim: UserSimulator
+    sim_mode = roles.mode("simulator")
+    if sim_mode == "rules":
+        sim = ScriptedUserSimulator(scripted) if scripted else RulesUserSimulator()
+    elif sim_mode == "scripted":
+        sim = ScriptedUserSimulator(scripted or ScriptedIntentJudge(
+            roles.script(ctx, "simulator")))
+    else:
+        sim = LLMUserSimulator(roles.call(ctx, "simulator"), roles.templates,
+                               ctx.persona.model_dump(mode="json"),
+                               ctx.session.style.model_dump(mode="json")
+                               if ctx.session.style else None, ctx.session.request or "")
+    return judge, sim
+
+
 __all__ = [
     "Intent", "IntentJudge", "JudgeError", "LLMIntentJudge", "LLMUserSimulator", "ParseError",
-    "RulesIntentJudge", "RulesUserSimulator", "ScriptedDecisions", "ScriptedIntentJudge",
-    "ScriptedUserSimulator", "TurnEvidence", "UserSimulator", "coverage", "tokens",
+    "RulesIntentJudge", "RulesUserSimulator", "ScriptedIntentJudge",
+    "ScriptedUserSimulator", "TurnEvidence", "UserSimulator", "coverage", "intent_roles",
+    "tokens",
 ]

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .base import JudgeCall, JudgeError, Templates, ask, parse_decisions, parse_reasons
 from .intent import coverage
+
+if TYPE_CHECKING:
+    from ..session import SessionContext
 
 
 @dataclass
@@ -94,6 +97,18 @@ class ScriptedRubricJudge:
             else:
                 out[it.id] = RubricVerdict(None, "", error="no scripted score for this item")
         return out
+
+
+def rubric_judge(ctx: SessionContext, template: str = "checklist.rubric_judge") -> RubricJudge:
+    """The checklist rubric judge for a session, from the run's `judge` role. Scripts give
+    `checklist: {<item id>: 0|1}` per session."""
+    roles = ctx.roles
+    mode = roles.mode("judge")
+    if mode == "rules":
+        return RulesRubricJudge()
+    if mode == "scripted":
+        return ScriptedRubricJudge(roles.script(ctx, "judge").get("checklist") or {})
+    return LLMRubricJudge(roles.call(ctx, "judge"), roles.templates, template)
 
 
 def render_evidence(selector: dict[str, Any] | None, tool_records: Sequence[Any],

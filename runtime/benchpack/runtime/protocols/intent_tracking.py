@@ -8,6 +8,10 @@ Generic questions never count. The session ends once every intent is terminal an
 answered once more, or when the turn budget runs out (`turn_budget`; intents still open stay
 `unresolved`). PROC = (|completed| + |inferred|) / |intents|. A judge error on a turn makes the
 session's PROC unknown (NULL, excluded from averages) instead of guessing.
+
+Dependency groups (π-Bench): the group's final session also reports `proc_group`, PROC over the
+pooled intents of every member, and stores the members' statuses again as `intent_status` rows
+with `pooled_from` set. It is NULL unless every member finished without judge errors.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..judges.base import JudgeError
-from ..judges.intent import Intent
+from ..judges.intent import Intent, intent_roles
 from .base import ProtocolResult
 
 if TYPE_CHECKING:
@@ -29,7 +33,7 @@ class IntentTracking:
         s = ctx.session
         intents = [Intent(i.id, i.text, i.reveal) for i in s.hidden_intents]
         status: dict[str, tuple[str, int, str | None]] = {}
-        judge, sim = ctx.roles.intent_tracking(ctx)
+        judge, sim = intent_roles(ctx)
         errors: list[str] = []
         message, event = ctx.opening()
         max_turns = s.limits.max_turns or 12
@@ -86,6 +90,38 @@ class IntentTracking:
         n = len(intents)
         proc = None if errors or n == 0 else (counts["completed"] + counts["inferred"]) / n
         metrics: dict[str, Any] = {"intents": n, **counts, "proc": proc}
+        if termination != "error":
+            rows += _pool_group(ctx, rows, metrics)
         return ProtocolResult(termination=termination, metrics=metrics,
                               tables={"intent_status": rows}, judge_errors=len(errors),
                               extra={"judge_errors": errors} if errors else {})
+
+
+def _pool_group(ctx: SessionContext, own: list[tuple[Any, ...]], metrics: dict[str, Any]
+                ) -> list[tuple[Any, ...]]:
+    """On a dependency group's final session: set `proc_group` and return the members'
+    statuses as pooled rows (`pooled_from` = member plan id)."""
+    s = ctx.session
+    group = next((g for g in ctx.plan.groups if g.id == s.group), None)
+    if group is None or group.final != s.id or ctx.chain is None:
+        return []
+    statuses = [r[3] for r in own]
+    complete = metrics["proc"] is not None
+    pooled: list[tuple[Any, ...]] = []
+    for member in group.sessions:
+        if member == s.id:
+            continue
+        earlier = ctx.chain.result(member, "intent_status")
+        if earlier is None or (earlier.metrics.get("proc") is None
+                               and ctx.plan.sessions[member].hidden_intents):
+            complete = False
+            continue
+        for r in earlier.tables.get("intent_status", []):
+            if r[6] is None:  # the member's own intents, not what it pooled itself
+                statuses.append(r[3])
+                pooled.append((*r[:6], member))
+    if statuses:
+        proactive = sum(1 for st in statuses if st in ("completed", "inferred"))
+        metrics["proc_group"] = proactive / len(statuses) if complete else None
+        metrics["pooled_intents"] = len(statuses)
+    return pooled

@@ -1,0 +1,113 @@
+"""Who plays the non-agent roles of a run: the user simulator, the planner and the judges.
+
+Each role is chosen by a URI, from the `bench run` flag, else the pack's `defaults.models`, else
+`rules`:
+
+- `rules` — deterministic heuristics (tests, CI, demos; no API keys);
+- `scripted:<file>` — decisions read from a YAML/JSON file, per session (reproduces published
+  trajectories exactly);
+- `litellm:<model>` (or a bare litellm model name) — an LLM with our prompt templates.
+
+`Roles` only resolves the choice and hands out what a mode needs (a `JudgeCall` for LLM modes,
+the session's part of a script for scripted modes). Each protocol builds its own simulator and
+judges from that, in its own module, so adding a protocol never touches this file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from .judges.base import JudgeCall, Templates
+
+if TYPE_CHECKING:
+    from .session import SessionContext
+
+Role = Literal["simulator", "planner", "judge"]
+Mode = Literal["rules", "scripted", "llm"]
+
+
+class Script:
+    """A scripted-decisions file: `sessions: {<session name or plan id>: {...}}`.
+
+    What goes under a session is each protocol's business (documented with its judges)."""
+
+    def __init__(self, path: Path) -> None:
+        text = path.read_text(encoding="utf-8")
+        data: Any
+        if path.suffix in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+        if not isinstance(data, dict) or not isinstance(data.get("sessions"), dict):
+            raise ValueError(f"{path}: expected a mapping with `sessions:`")
+        self.path = path
+        self.sessions: dict[str, Any] = data["sessions"]
+
+    def for_session(self, session_id: str, name: str) -> dict[str, Any]:
+        """The entry for a plan id, else for the session's pack name, else for its base session
+        (a style or ablation variant shares its base's script)."""
+        base = session_id.split("@")[0].split("~")[0]
+        for key in (session_id, name, base):
+            entry = self.sessions.get(key)
+            if entry is not None:
+                return dict(entry)
+        return {}
+
+
+class Roles:
+    """Resolves role URIs for one run; see the module docstring."""
+
+    def __init__(self, choices: dict[Role, str], templates: Templates, llm: Any, seed: int
+                 ) -> None:
+        self.choices = choices
+        self.templates = templates
+        self._llm = llm
+        self.seed = seed
+        self._scripts: dict[str, Script] = {}
+
+    @classmethod
+    def resolve(cls, flags: dict[Role, str | None], defaults: dict[Role, str | None],
+                templates: Templates, llm: Any, seed: int) -> Roles:
+        """Flag, else pack default, else `rules`. The planner follows the simulator unless
+        chosen explicitly (it is the same kind of model work)."""
+        sim = flags.get("simulator") or defaults.get("simulator") or "rules"
+        choices: dict[Role, str] = {
+            "simulator": sim,
+            "judge": flags.get("judge") or defaults.get("judge") or "rules",
+            "planner": flags.get("planner") or defaults.get("planner") or sim,
+        }
+        for role, uri in choices.items():
+            if uri.startswith("scripted:") and not Path(uri.split(":", 1)[1]).is_file():
+                raise ValueError(f"--{role} {uri}: no such file")
+        return cls(choices, templates, llm, seed)
+
+    def uri(self, role: Role) -> str:
+        return self.choices[role]
+
+    def mode(self, role: Role) -> Mode:
+        uri = self.choices[role]
+        if uri == "rules":
+            return "rules"
+        if uri.startswith("scripted:"):
+            return "scripted"
+        return "llm"
+
+    def call(self, ctx: SessionContext, role: Role) -> JudgeCall:
+        """Where an LLM-mode role sends its calls; they are recorded with the session."""
+        return JudgeCall(client=self._llm(), model=self.choices[role], recorder=ctx.recorder,
+                         seed=self.seed, repeat=ctx.repeat, role=role)
+
+    def script(self, ctx: SessionContext, role: Role) -> dict[str, Any]:
+        """The session's entry in a scripted role's file (empty when it has none)."""
+        path = self.choices[role].split(":", 1)[1]
+        script = self._scripts.get(path)
+        if script is None:
+            script = self._scripts[path] = Script(Path(path))
+        return script.for_session(ctx.session.id, ctx.session.name)
+
+
+__all__ = ["Mode", "Role", "Roles", "Script"]
