@@ -12,12 +12,16 @@ def test_x(fake_openai: FakeOpenAI) -> None:
     fake_openai.hang(5.0)                               # answer only after 5 s (client times out)
     fake_openai.malformed()                             # 200 with a body that is not JSON
     fake_openai.respond(lambda body: ...)               # compute a reply from the request
+    fake_openai.route("judge-model", lambda body: '{"decisions": []}')  # every request for a
+                                                        # model, answered by a function
     ...  # point a client at fake_openai.base_url ("http://127.0.0.1:<port>/v1")
     assert fake_openai.requests[0]["model"] == "fake-model"
 ```
 
 Each request pops one queued reply; an empty queue answers HTTP 400 `queue empty` (not
-retryable, so a test that forgot a reply fails fast). `requests` holds every received JSON body,
+retryable, so a test that forgot a reply fails fast). Routes serve whole runs: a request whose
+`model` has a route is answered by the route's function (a `str` is a text answer, a `dict` an
+assistant message, a `FakeReply` is sent as is), before the queue is consulted. `requests` holds every received JSON body,
 `headers` the matching request headers (lower-cased names).
 
 Use the `fake_openai` fixture (`from fake_openai import fake_openai_fixture` in the test
@@ -74,6 +78,7 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._queue: deque[FakeReply | Responder] = deque()
+        self._routes: dict[str, Callable[[dict[str, Any]], Any]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._seq = 0
@@ -143,6 +148,22 @@ class FakeOpenAI:
     def respond(self, fn: Responder) -> FakeOpenAI:
         return self.push(fn)
 
+    def route(self, model: str, fn: Callable[[dict[str, Any]], Any], *,
+              prompt_tokens: int = 10, completion_tokens: int = 5) -> FakeOpenAI:
+        """Answer every request for `model` (the name as sent, without a provider prefix)
+        with `fn(body)`."""
+        def reply(body: dict[str, Any]) -> FakeReply:
+            out = fn(body)
+            if isinstance(out, FakeReply):
+                return out
+            message = out if isinstance(out, dict) else {"role": "assistant", "content": out}
+            finish = "tool_calls" if message.get("tool_calls") else "stop"
+            return FakeReply(body=completion_body(str(body.get("model")), message, finish,
+                                                  prompt_tokens, completion_tokens, self._next()))
+        with self._lock:
+            self._routes[model] = reply
+        return self
+
     @property
     def pending(self) -> int:
         with self._lock:
@@ -173,7 +194,8 @@ class FakeOpenAI:
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
-            item = self._queue.popleft() if self._queue else None
+            routed = self._routes.get(str(body.get("model")))
+            item = routed or (self._queue.popleft() if self._queue else None)
         if item is None:
             return FakeReply(status=400, body={"error": {
                 "message": "fake_openai: response queue is empty", "type": "invalid_request_error",
@@ -185,6 +207,9 @@ class FakeOpenAI:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body go out in separate writes: without TCP_NODELAY every response
+            # waits ~40 ms for the client's delayed ACK
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 return None

@@ -144,6 +144,10 @@ def make_llm_client(options: RunOptions) -> Any:
     cache = ResponseCache(cache_dir)
     cache.enabled = options.use_cache
     api_key = os.environ.get(options.api_key_env) if options.api_key_env else None
+    if api_key is None and options.api_base and not os.environ.get("OPENAI_API_KEY"):
+        # local OpenAI-compatible servers (vLLM, llama.cpp, Ollama…) ignore the key, but the
+        # OpenAI client refuses to send a request without one
+        api_key = "no-key"
     config = LLMConfig(api_base=options.api_base, api_key=api_key,
                        max_retries=options.max_retries, timeout_s=options.timeout_s,
                        max_concurrent_per_model=options.max_concurrent_per_model,
@@ -382,7 +386,9 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
     try:
         interpreter = ctx.protocols.get(s.protocol)
         result = await interpreter.run(sctx)
-        checklist = await grade_checklist(sctx)
+        # a session that errored is rerun on resume: grading it would only spend judge calls
+        checklist = (await grade_checklist(sctx) if result.termination != "error"
+                     else ([], None, None, None, 0, 0))
     except Exception as exc:  # a protocol or grader bug: this session errors, the run goes on
         error = f"{type(exc).__name__}: {exc}"
         result = ProtocolResult(termination="error", error=error)

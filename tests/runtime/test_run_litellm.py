@@ -1,0 +1,96 @@
+"""`bench run` end to end through litellm against a local OpenAI-compatible server.
+
+The agent, the user simulator and the judges are three model names on one fake server, each
+answered by a route that plays its part in the right format. Checks: a whole intent-tracking
+episode runs, every LLM call is recorded with its role, and re-running with the same cache makes
+no request at all.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
+
+from benchpack.compiler import compile_pack
+from benchpack.runtime.runner import RunOptions, run_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+IDS = re.compile(r"- id `([^`]+)`")
+
+
+def _prompt(body: dict[str, Any]) -> str:
+    return str(body["messages"][-1]["content"]) if body.get("messages") else ""
+
+
+def agent(body: dict[str, Any]) -> Any:
+    """Looks at the workspace once per user turn, then answers with a generic question."""
+    if body["messages"][-1]["role"] == "user":
+        return {"role": "assistant", "content": None, "tool_calls": [{
+            "id": f"call_{len(body['messages'])}", "type": "function",
+            "function": {"name": "list_files", "arguments": json.dumps({"path": "."})}}]}
+    return "I reviewed your files and drafted a first pass. Anything else you need?"
+
+
+def judge(body: dict[str, Any]) -> str:
+    text = _prompt(body)
+    ids = IDS.findall(text)
+    if '"scores"' in text:  # checklist rubric: everything met
+        return json.dumps({"scores": [{"id": i, "score": "YES", "reason": "ok"} for i in ids]})
+    # completion and clarification checks: never (a generic question never counts)
+    return json.dumps({"decisions": [{"id": i, "decision": "NO"} for i in ids]})
+
+
+def simulator(body: dict[str, Any]) -> str:
+    return "<message>\nOne more thing you should know before you go on.\n</message>"
+
+
+@pytest.fixture
+def plan_dir(tmp_path: Path) -> Path:
+    out = tmp_path / "plan"
+    res = compile_pack(ROOT / "taskpacks" / "pharmacist-week", out, use_cache=False)
+    assert res.ok, [d.format() for d in res.diagnostics]
+    return out
+
+
+def test_whole_episode_through_litellm_then_cache(fake_openai: FakeOpenAI, plan_dir: Path,
+                                                   tmp_path: Path) -> None:
+    fake_openai.route("agent-model", agent).route("judge-model", judge) \
+        .route("sim-model", simulator)
+    db = tmp_path / "bench.duckdb"
+    opts: dict[str, Any] = dict(
+        plan=plan_dir, agent="litellm:openai/agent-model", simulator="litellm:openai/sim-model",
+        judge="litellm:openai/judge-model", api_base=fake_openai.base_url, db=db,
+        progress=False, cache_dir=tmp_path / "cache", max_retries=0)
+    first = run_plan(RunOptions(**opts, run_id="first"))
+    assert first.errors == 0 and first.finished == 8
+    requests = len(fake_openai.requests)
+    assert requests > 0 and first.cache_hits == 0
+
+    con = duckdb.connect(str(db), read_only=True)
+    # nobody asked a targeted question and nothing was done unasked: every intent provided
+    rows = con.execute("SELECT intents, provided, proc, comp, turns FROM sessions "
+                       "WHERE run_id='first'").fetchall()
+    assert all(r[1] == r[0] and r[2] == 0.0 and r[3] is not None and r[4] == r[0] + 1
+               for r in rows), rows
+    roles = dict(con.execute("SELECT role, count(*) FROM llm_calls WHERE run_id='first' "
+                             "GROUP BY role").fetchall())
+    assert set(roles) == {"agent", "simulator", "judge"}
+    assert sum(roles.values()) == requests
+    assert con.execute("SELECT count(*) FROM llm_calls WHERE run_id='first' AND "
+                       "(prompt_hash IS NULL OR prompt_tokens <= 0)").fetchone() == (0,)
+    tools = con.execute("SELECT count(*) FROM tool_calls WHERE run_id='first' "
+                        "AND tool_name='list_files' AND error IS NULL").fetchone()
+    assert tools is not None and tools[0] == roles["agent"] // 2
+    con.close()
+
+    # the same run again, under a new id, is served entirely from the response cache
+    second = run_plan(RunOptions(**opts, run_id="second"))
+    assert len(fake_openai.requests) == requests
+    assert second.llm_calls == first.llm_calls and second.cache_hits == second.llm_calls
+    assert (second.proc, second.comp) == (first.proc, first.comp)
