@@ -239,6 +239,133 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
         raise PackErrors("")
 
 
+db_option = click.option("--db", type=click.Path(path_type=Path), default=Path("bench.duckdb"),
+                         show_default=True, help="The run store (DuckDB file).")
+wait_option = click.option("--wait", "wait_s", type=float, default=30.0, show_default=True,
+                           help="Seconds to wait for a running `bench run` to let go of the "
+                                "store.")
+
+
+@cli.command()
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+@db_option
+@click.option("--run", "runs", multiple=True, metavar="RUN_ID",
+              help="Runs to cover (ids or globs, repeatable; `all`). Default: the latest run.")
+@click.option("--by", help="Group by a session label: domain, category, difficulty, persona, "
+                           "style, episode, language, protocol, name.")
+@click.option("--format", "fmt", type=click.Choice(["table", "md", "html", "json"]),
+              default="table", show_default=True)
+@click.option("-o", "--out", type=click.Path(path_type=Path),
+              help="Write to this file instead of standard output.")
+@click.option("--level", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+              help="Confidence level of bootstrap intervals.")
+@click.option("--resamples", type=click.IntRange(100, 100_000), default=2000,
+              show_default=True, help="Bootstrap resamples.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--list", "list_", is_flag=True, help="List the available reports.")
+@wait_option
+def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | None, fmt: str,
+           out: Path | None, level: float, resamples: int, seed: int, list_: bool,
+           wait_s: float) -> None:
+    """Print reports over a run store (default: `summary`; with --format html, all of them)."""
+    from benchpack.reports.access import StoreError
+    from benchpack.reports.api import ReportOptions, render_report
+    from benchpack.reports.registry import UnknownReport, default_reports
+
+    registry = default_reports()
+    if list_:
+        for r in registry.items():
+            click.echo(f"{r.name:14} {r.description}")
+        return
+    chosen = names or (tuple(registry.names()) if fmt == "html" else ("summary",))
+    options = ReportOptions(db=db, names=chosen, runs=runs, by=by, level=level,
+                            resamples=resamples, seed=seed, wait_s=wait_s)
+    try:
+        text = render_report(options, fmt)
+    except (StoreError, UnknownReport, ValueError) as exc:
+        raise PackErrors(f"✗ {exc}") from None
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {out}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+@cli.command()
+@click.argument("sql")
+@db_option
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
+              show_default=True)
+@click.option("--limit", type=click.IntRange(1), help="At most this many rows.")
+@wait_option
+def query(sql: str, db: Path, fmt: str, limit: int | None, wait_s: float) -> None:
+    """Run read-only SQL over the store; the report views (`bench views`) are available."""
+    import csv
+    import io
+
+    from benchpack.reports.access import StoreError
+    from benchpack.reports.api import run_query
+
+    try:
+        res = run_query(db, sql, wait_s=wait_s, limit=limit)
+    except StoreError as exc:
+        raise PackErrors(f"✗ {exc}") from None
+    if fmt == "json":
+        click.echo(json.dumps([dict(zip(res.columns, r, strict=True)) for r in res.rows],
+                              indent=2, ensure_ascii=False, default=str))
+    elif fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf)
+        writer.writerow(res.columns)
+        writer.writerows(res.rows)
+        click.echo(buf.getvalue(), nl=False)
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(*res.columns, show_lines=False)
+        for r in res.rows:
+            table.add_row(*["NULL" if v is None else str(v) for v in r])
+        Console().print(table)
+        click.echo(f"({len(res.rows)} row{'s' if len(res.rows) != 1 else ''})", err=True)
+
+
+@cli.command()
+@db_option
+@click.option("-o", "--out", type=click.Path(path_type=Path), default=Path("export"),
+              show_default=True, help="Directory to write the files into.")
+@click.option("--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet",
+              show_default=True)
+@click.option("--no-views", is_flag=True, help="Tables only.")
+@wait_option
+def export(db: Path, out: Path, fmt: str, no_views: bool, wait_s: float) -> None:
+    """Export every table (and report view) of the store as Parquet or CSV files."""
+    from benchpack.reports.access import StoreError
+    from benchpack.reports.api import export_store
+
+    try:
+        written = export_store(db, out, fmt, views=not no_views, wait_s=wait_s)
+    except StoreError as exc:
+        raise PackErrors(f"✗ {exc}") from None
+    click.echo(f"wrote {len(written)} files to {out}", err=True)
+
+
+@cli.command()
+@db_option
+@click.option("--install", is_flag=True,
+              help="Write the views into the store, for the DuckDB CLI and notebooks.")
+def views(db: Path, install: bool) -> None:
+    """Describe the SQL views reports are built on (and optionally install them)."""
+    from benchpack.reports.api import install_views_into
+    from benchpack.reports.views import describe
+
+    if install:
+        names = install_views_into(db)
+        click.echo(f"installed {len(names)} views into {db}", err=True)
+    click.echo(describe())
+
+
 def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 

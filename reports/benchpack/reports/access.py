@@ -1,0 +1,92 @@
+"""Opening a run store for reading, and choosing the runs a report covers.
+
+DuckDB lets one process write a database file and nobody else open it meanwhile, even read-only.
+While `bench run` writes a store, readers ask it to step aside: they create
+`<store>.read-request` and retry; the run's writer checks for that file after each commit,
+closes its connection until the file is gone (or a few seconds pass), then carries on. So
+`bench report` / `bench query` work during a run, waiting at most about one session commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .views import install_views
+
+READ_REQUEST_SUFFIX = ".read-request"
+
+
+class StoreError(Exception):
+    """The store cannot be read (missing, locked for too long, not a benchpack store)."""
+
+
+def read_request_path(db: str | Path) -> Path:
+    return Path(f"{db}{READ_REQUEST_SUFFIX}")
+
+
+@contextlib.contextmanager
+def open_store(db: str | Path, *, wait_s: float = 30.0) -> Iterator[Any]:
+    """A read-only connection to `db` with the report views installed (TEMP views)."""
+    import duckdb
+
+    path = Path(db)
+    if not path.exists():
+        raise StoreError(f"{path}: no such store (run `bench run … --db {path}` first)")
+    request = read_request_path(path)
+    deadline = time.monotonic() + wait_s
+    con = None
+    asked = False
+    delay = 0.02
+    try:
+        while con is None:
+            try:
+                con = duckdb.connect(str(path), read_only=True)
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower():
+                    raise StoreError(f"{path}: cannot open: {exc}") from None
+                if time.monotonic() > deadline:
+                    raise StoreError(
+                        f"{path} is being written by a running `bench run` that did not let go "
+                        f"within {wait_s:.0f} s; try again, or pass a longer --wait") from None
+                if not asked:
+                    request.write_text(str(os.getpid()), encoding="utf-8")
+                    asked = True
+                time.sleep(delay)
+                delay = min(0.25, delay * 1.5)
+    finally:
+        if asked:
+            with contextlib.suppress(OSError):
+                request.unlink()
+    try:
+        try:
+            install_views(con)
+        except Exception as exc:
+            raise StoreError(f"{path}: {exc}") from None
+        yield con
+    finally:
+        con.close()
+
+
+def select_runs(con: Any, patterns: list[str] | tuple[str, ...]) -> list[str]:
+    """Run ids matching `patterns` (exact ids or globs; `all` for every run), oldest first.
+    With no pattern: the most recent run."""
+    rows = con.execute("SELECT run_id FROM runs ORDER BY created_at, run_id").fetchall()
+    ids = [str(r[0]) for r in rows]
+    if not ids:
+        raise StoreError("the store has no runs yet")
+    if not patterns:
+        return [ids[-1]]
+    if "all" in patterns:
+        return ids
+    chosen = [i for i in ids if any(i == p or fnmatch.fnmatchcase(i, p) for p in patterns)]
+    missing = [p for p in patterns if not any(i == p or fnmatch.fnmatchcase(i, p) for i in ids)]
+    if missing:
+        known = ", ".join(ids[-5:])
+        raise StoreError(f"no run matches {', '.join(missing)} (latest runs: {known})")
+    return chosen

@@ -1,0 +1,116 @@
+"""The library behind `bench report`, `bench query`, `bench export` and `bench views`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .access import StoreError, open_store, select_runs
+from .builtin import ReportContext
+from .model import ReportResult
+from .registry import ReportRegistry, default_reports
+from .views import VIEW_NAMES, install_views, store_schema
+
+TABLES = ("runs", "sessions", "turns", "messages", "tool_calls", "intent_status",
+          "checklist_results", "llm_calls", "stage_events", "triples", "triple_support",
+          "triggers", "snapshots")
+
+
+@dataclass
+class ReportOptions:
+    db: str | Path
+    names: Sequence[str] = ("summary",)
+    runs: Sequence[str] = ()
+    """Run ids or globs; `all`; empty: the latest run."""
+    by: str | None = None
+    level: float = 0.95
+    resamples: int = 2000
+    seed: int = 0
+    wait_s: float = 30.0
+
+
+def build_reports(options: ReportOptions, registry: ReportRegistry | None = None
+                  ) -> list[ReportResult]:
+    registry = registry or default_reports()
+    with open_store(options.db, wait_s=options.wait_s) as con:
+        runs = select_runs(con, list(options.runs))
+        out = []
+        for name in options.names:
+            report = registry.get(name)
+            ctx = ReportContext(con, runs, options.by, options.level, options.resamples,
+                                options.seed)
+            out.append(report.build(ctx))
+        return out
+
+
+def render_report(options: ReportOptions, fmt: str = "table") -> str:
+    """Build the named reports and render them in one document."""
+    from .render import render
+
+    results = build_reports(options)
+    if fmt == "html":
+        from .html import to_html
+
+        return to_html(results, db=options.db)
+    if fmt == "json" and len(results) > 1:
+        return json.dumps([json.loads(render(r, "json")) for r in results], indent=2,
+                          ensure_ascii=False) + "\n"
+    return "\n".join(render(r, fmt) for r in results)
+
+
+@dataclass
+class QueryResult:
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+
+
+def run_query(db: str | Path, sql: str, *, wait_s: float = 30.0, limit: int | None = None
+              ) -> QueryResult:
+    """Run one SQL statement on a read-only connection with the report views installed."""
+    import duckdb
+
+    with open_store(db, wait_s=wait_s) as con:
+        try:
+            cur = con.execute(sql)
+        except duckdb.Error as exc:
+            raise StoreError(f"query failed: {exc}") from None
+        if cur.description is None:
+            return QueryResult([], [])
+        columns = [d[0] for d in cur.description]
+        rows = cur.fetchmany(limit) if limit else cur.fetchall()
+        return QueryResult(columns, [tuple(r) for r in rows])
+
+
+def export_store(db: str | Path, out: str | Path, fmt: str = "parquet", *,
+                 views: bool = True, wait_s: float = 30.0) -> list[Path]:
+    """Write every table (and view) of the store to `out/<name>.<fmt>`."""
+    if fmt not in ("parquet", "csv"):
+        raise ValueError("format must be parquet or csv")
+    target = Path(out)
+    target.mkdir(parents=True, exist_ok=True)
+    written = []
+    with open_store(db, wait_s=wait_s) as con:
+        names = [*TABLES, *(VIEW_NAMES if views else ())]
+        for name in names:
+            path = target / f"{name}.{fmt}"
+            options = "(FORMAT parquet)" if fmt == "parquet" else "(FORMAT csv, HEADER true)"
+            literal = str(path).replace("'", "''")
+            con.execute(f"COPY (SELECT * FROM {name}) TO '{literal}' {options}")
+            written.append(path)
+    return written
+
+
+def install_views_into(db: str | Path) -> list[str]:
+    """Persist the report views into the store (for the DuckDB CLI and notebooks)."""
+    import duckdb
+
+    con = duckdb.connect(str(db))
+    try:
+        store_schema(con)
+        install_views(con, temporary=False)
+    finally:
+        con.close()
+    return list(VIEW_NAMES)

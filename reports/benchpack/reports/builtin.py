@@ -1,0 +1,464 @@
+"""The built-in reports: the seeds' tables, computed from the store's views with their
+uncertainty.
+
+Uncertainty, everywhere the same way: a figure is the mean over its units (macro); `± std` is
+the sample standard deviation of the per-repeat figures (only with ≥ 2 repeats); `[low, high]`
+is a seeded percentile bootstrap CI that resamples the right unit — sessions (all their
+repeats together) for PROC, COMP, P/R/F1 and scores, triggers for trigger rates, tasks for
+pass@k. Unknown values (judge errors, errored sessions) are left out, never counted as 0.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import stats
+from .model import Chart, Column, Estimate, ReportResult, Table
+
+GROUPABLE = ("domain", "category", "difficulty", "persona", "style", "episode", "language",
+             "protocol", "name")
+"""Session columns a report may be grouped by (`--by`)."""
+
+
+@dataclass
+class ReportContext:
+    con: Any
+    runs: list[str]
+    by: str | None = None
+    level: float = 0.95
+    resamples: int = 2000
+    seed: int = 0
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run `sql` with `$runs` bound to the selected run ids."""
+        return list(self.con.execute(sql.replace("$runs", self._in()), list(params)).fetchall())
+
+    def _in(self) -> str:
+        return "(" + ", ".join("'" + r.replace("'", "''") + "'" for r in self.runs) + ")"
+
+    def labels(self) -> dict[str, str]:
+        """Run id → what to call it in a table: the agent, plus the run id when two selected runs
+        evaluate the same agent."""
+        rows = self.rows("SELECT run_id, agent FROM runs WHERE run_id IN $runs")
+        agents = dict((str(r), str(a)) for r, a in rows)
+        counts: dict[str, int] = defaultdict(int)
+        for a in agents.values():
+            counts[a] += 1
+        return {r: (a if counts[a] == 1 else f"{a} ({r})") for r, a in agents.items()}
+
+    def ci_note(self) -> str:
+        return (f"± = std over repeats; [ ] = {self.level:.0%} bootstrap CI "
+                f"({self.resamples} resamples, seed {self.seed})")
+
+    def estimate(self, obs: Sequence[tuple[Any, int, float | None]]) -> Estimate:
+        """Macro figure from (unit, repeat, value) observations."""
+        known = [(u, r, float(v)) for u, r, v in obs if v is not None]
+        if not known:
+            return Estimate(None)
+        by_repeat: dict[int, list[float]] = defaultdict(list)
+        by_unit: dict[Any, list[float]] = defaultdict(list)
+        for u, r, v in known:
+            by_repeat[r].append(v)
+        for u, r, v in known:
+            by_unit[u].append(v)
+        spread = stats.mean_std([sum(vs) / len(vs) for vs in by_repeat.values()])
+        ci = stats.bootstrap_ci(list(by_unit.values()), "unit_mean", level=self.level,
+                                resamples=self.resamples, seed=self.seed)
+        return Estimate(ci.estimate, spread.std, ci.low, ci.high, ci.n_units)
+
+    def rate(self, outcomes: Sequence[float]) -> Estimate:
+        """A pooled rate over independent items (each its own unit, e.g. triggers)."""
+        if not outcomes:
+            return Estimate(None)
+        ci = stats.bootstrap_ci([[float(x)] for x in outcomes], "mean", level=self.level,
+                                resamples=self.resamples, seed=self.seed)
+        return Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units)
+
+
+ReportFn = Callable[[ReportContext], ReportResult]
+
+
+@dataclass(frozen=True)
+class BuiltinReport:
+    name: str
+    title: str
+    description: str
+    build: ReportFn
+
+
+def _group_expr(ctx: ReportContext) -> str:
+    if ctx.by is None:
+        return "'all'"
+    if ctx.by not in GROUPABLE:
+        raise ValueError(f"cannot group by `{ctx.by}`; choose one of {', '.join(GROUPABLE)}")
+    return f"coalesce(CAST({ctx.by} AS VARCHAR), '(none)')"
+
+
+def _metric_table(ctx: ReportContext, title: str, protocol_filter: str,
+                  metrics: list[tuple[str, str, str]], extra_notes: list[str]) -> Table:
+    """One row per (agent, group): macro estimates of `metrics` = (column expr, key, title)."""
+    labels = ctx.labels()
+    group = _group_expr(ctx)
+    cols = ", ".join(expr for expr, _, _ in metrics)
+    data = ctx.rows(f"""
+        SELECT run_id, {group} AS grp, session_id, repeat, {cols}
+        FROM session_results WHERE run_id IN $runs AND {protocol_filter}
+        ORDER BY run_id, grp""")
+    groups: dict[tuple[str, str], list[tuple[Any, ...]]] = defaultdict(list)
+    for row in data:
+        groups[(row[0], row[1])].append(row)
+    table = Table(title, [Column("agent", "agent"), Column("group", ctx.by or "group"),
+                          Column("sessions", "sessions", "int")]
+                  + [Column(key, t, "pct") for _, key, t in metrics],
+                  notes=[ctx.ci_note(), *extra_notes])
+    for (run, grp), rows in groups.items():
+        cells: list[Any] = [labels[run], grp, len({(r[2], r[3]) for r in rows})]
+        for i in range(len(metrics)):
+            cells.append(ctx.estimate([(r[2], r[3], r[4 + i]) for r in rows]))
+        table.rows.append(cells)
+    if ctx.by is None:
+        table.columns.pop(1)
+        for row in table.rows:
+            row.pop(1)
+    return table
+
+
+# --------------------------------------------------------------------------- reports
+
+
+def summary(ctx: ReportContext) -> ReportResult:
+    labels = ctx.labels()
+    res = ReportResult("summary", "Run summary", "One line per run: what ran, the headline "
+                       "scores of each protocol, tokens and cost.", ctx.runs)
+    rows = ctx.rows("""
+        SELECT r.run_id, r.pack_name, r.repeats, r.status,
+               count(*) FILTER (WHERE s.status = 'finished'),
+               count(*) FILTER (WHERE s.status = 'error'),
+               count(*) FILTER (WHERE s.status = 'skipped'),
+               coalesce(sum(s.judge_errors), 0), coalesce(sum(s.prompt_tokens), 0),
+               coalesce(sum(s.completion_tokens), 0), coalesce(sum(s.cost), 0)
+        FROM runs r LEFT JOIN sessions s USING (run_id)
+        WHERE r.run_id IN $runs GROUP BY ALL ORDER BY r.run_id""")
+    t = Table("Runs", [Column("agent", "agent"), Column("run", "run"), Column("pack", "pack"),
+                       Column("repeats", "repeats", "int"), Column("status", "status"),
+                       Column("finished", "finished", "int"), Column("errors", "errors", "int"),
+                       Column("skipped", "skipped", "int"),
+                       Column("judge_errors", "judge errors", "int"),
+                       Column("tokens", "tokens in/out"), Column("cost", "cost", "money")])
+    for r in rows:
+        t.rows.append([labels[r[0]], r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
+                       f"{int(r[8]):,} / {int(r[9]):,}", r[10]])
+    res.tables.append(t)
+    scores = _metric_table(ctx, "Headline scores (macro over sessions)", "status = 'finished'", [
+        ("coalesce(proc_group, proc)", "proc", "PROC"), ("comp", "comp", "COMP"),
+        ("f1", "f1", "triple F1"), ("trigger_score", "trigger", "trigger score"),
+        ("score", "verified", "verified score")],
+        ["PROC uses a dependency group's pooled figure on its final session (π-Bench); each "
+         "column averages the sessions of the protocol that defines it."])
+    res.tables.append(scores)
+    return res
+
+
+def proc_comp(ctx: ReportContext) -> ReportResult:
+    res = ReportResult("proc-comp", "Proactivity and completion",
+                       "PROC and COMP (π-Bench), macro over intent-tracking sessions, by "
+                       f"{ctx.by or 'run'}; turns per session.", ctx.runs)
+    res.tables.append(_metric_table(
+        ctx, f"PROC / COMP by {ctx.by or 'run'}",
+        "protocol = 'intent_tracking' AND status = 'finished'",
+        [("coalesce(proc_group, proc)", "proc", "PROC"), ("comp", "comp", "COMP")],
+        ["PROC = (completed + inferred) / intents per session; COMP = mean of binary checklist "
+         "scores. A group's final session counts its pooled PROC."]))
+    turns = ctx.rows("""SELECT run_id, avg(turns), min(turns), max(turns) FROM session_results
+        WHERE run_id IN $runs AND protocol = 'intent_tracking' AND status = 'finished'
+        GROUP BY run_id ORDER BY run_id""")
+    labels = ctx.labels()
+    t = Table("Turns per session", [Column("agent", "agent"), Column("mean", "mean", "float"),
+                                    Column("min", "min", "int"), Column("max", "max", "int")])
+    t.rows = [[labels[r[0]], r[1], r[2], r[3]] for r in turns]
+    res.tables.append(t)
+    points = ctx.rows("""SELECT run_id, name, coalesce(proc_group, proc), comp, turns
+        FROM session_results WHERE run_id IN $runs AND protocol = 'intent_tracking'
+        AND status = 'finished' AND proc IS NOT NULL AND comp IS NOT NULL""")
+    series: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for run, name, p, c, turns_ in points:
+        series[labels[run]].append({"x": p, "y": c, "label": name, "turns": turns_})
+    res.charts.append(Chart("proc-comp", "PROC vs COMP per session", "scatter",
+                            {"series": dict(series), "diagonal": True}, "PROC", "COMP"))
+    res.charts.append(Chart("turns-proc", "Turns vs PROC per session", "scatter",
+                            {"series": {k: [{"x": p["turns"], "y": p["x"], "label": p["label"]}
+                                            for p in v] for k, v in series.items()}},
+                            "turns", "PROC"))
+    return res
+
+
+def status(ctx: ReportContext) -> ReportResult:
+    labels = ctx.labels()
+    res = ReportResult("status", "Terminal intent statuses",
+                       "How each hidden intent ended, pooled (micro) and per session (macro).",
+                       ctx.runs)
+    order = ("completed", "inferred", "provided", "unresolved")
+    micro = ctx.rows("SELECT run_id, status, intents, share FROM intent_status_micro "
+                     "WHERE run_id IN $runs")
+    t = Table("Pooled over intents (micro)", [Column("agent", "agent"),
+                                              Column("intents", "intents", "int")]
+              + [Column(s, s, "pct") for s in order],
+              notes=["Every intent weighs the same: sessions with many intents dominate."])
+    by_run: dict[str, dict[str, tuple[int, float]]] = defaultdict(dict)
+    for run, st, n, share in micro:
+        by_run[run][st] = (int(n), float(share))
+    for run in ctx.runs:
+        if run in by_run:
+            d = by_run[run]
+            t.rows.append([labels[run], sum(n for n, _ in d.values())]
+                          + [d.get(s, (0, 0.0))[1] for s in order])
+    res.tables.append(t)
+    macro = ctx.rows("SELECT run_id, sessions, completed, inferred, provided, unresolved "
+                     "FROM intent_status_macro WHERE run_id IN $runs ORDER BY run_id")
+    t2 = Table("Averaged per session (macro)", [Column("agent", "agent"),
+                                                Column("sessions", "sessions", "int")]
+               + [Column(s, s, "pct") for s in order],
+               notes=["Every session weighs the same; this is the figure PROC averages."])
+    t2.rows = [[labels[r[0]], r[1], *r[2:]] for r in macro]
+    res.tables.append(t2)
+    res.charts.append(Chart("status", "Terminal status distribution (micro)", "stacked_bar",
+                            {"categories": list(order),
+                             "bars": {row[0]: dict(zip(order, row[2:], strict=True))
+                                      for row in t.rows}}, "", "share of intents"))
+    return res
+
+
+def category(ctx: ReportContext) -> ReportResult:
+    ctx.by = ctx.by or "category"
+    res = proc_comp(ctx)
+    res.name, res.title = "category", f"Proactivity and completion by {ctx.by}"
+    res.charts.clear()
+    return res
+
+
+def ablation(ctx: ReportContext) -> ReportResult:
+    labels = ctx.labels()
+    res = ReportResult("ablation", "Dependency ablation",
+                       "Final sessions of dependency groups with and without their prior "
+                       "sessions (compile with --ablation).", ctx.runs)
+    rows = ctx.rows("""SELECT run_id, session_id, repeat, proc_with, proc_without, comp_with,
+        comp_without FROM dependency_ablation WHERE run_id IN $runs ORDER BY run_id""")
+    t = Table("With vs without prior sessions", [
+        Column("agent", "agent"), Column("pairs", "pairs", "int"),
+        Column("proc_with", "PROC with", "pct"), Column("proc_without", "PROC without", "pct"),
+        Column("proc_delta", "Δ PROC", "pct"), Column("comp_with", "COMP with", "pct"),
+        Column("comp_without", "COMP without", "pct"), Column("comp_delta", "Δ COMP", "pct")],
+        notes=[ctx.ci_note(), "Δ = with − without, per session pair, then averaged; a CI "
+               "that excludes 0 means the prior sessions matter beyond noise."])
+    by_run: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+    for r in rows:
+        by_run[r[0]].append(r)
+    for run, rs in by_run.items():
+        def est(f: Callable[[tuple[Any, ...]], float | None]) -> Estimate:
+            return ctx.estimate([(r[1], r[2], f(r)) for r in rs])
+
+        t.rows.append([labels[run], len(rs), est(lambda r: r[3]), est(lambda r: r[4]),
+                       est(lambda r: None if r[3] is None or r[4] is None else r[3] - r[4]),
+                       est(lambda r: r[5]), est(lambda r: r[6]),
+                       est(lambda r: None if r[5] is None or r[6] is None else r[5] - r[6])])
+    if not t.rows:
+        t.notes.append("No ablation variants in these runs: compile with `bench compile "
+                       "--ablation` and run again.")
+    res.tables.append(t)
+    return res
+
+
+def graph(ctx: ReportContext) -> ReportResult:
+    ctx.by = ctx.by or "category"
+    res = ReportResult("graph", "Knowledge-graph precision, recall and F1",
+                       f"Staged-disclosure sessions (VibeSearchBench), by {ctx.by}.", ctx.runs)
+    res.tables.append(_metric_table(
+        ctx, f"Triple P / R / F1 by {ctx.by}",
+        "protocol = 'staged_disclosure' AND status = 'finished'",
+        [("\"precision\"", "precision", "precision"), ("recall", "recall", "recall"),
+         ("f1", "f1", "F1")],
+        ["Recall = covered GT triples / GT; precision = predicted triples supporting ≥ 1 GT "
+         "triple / predicted. A malformed graph scores 0 (see kg status below)."]))
+    labels = ctx.labels()
+    rows = ctx.rows("""SELECT run_id, kg_status, count(*) FROM graph_results
+        WHERE run_id IN $runs GROUP BY ALL ORDER BY ALL""")
+    t = Table("Extracted graph status", [Column("agent", "agent"), Column("kg_status", "status"),
+                                         Column("sessions", "sessions", "int")])
+    t.rows = [[labels[r[0]], r[1] or "(none)", r[2]] for r in rows]
+    res.tables.append(t)
+    return res
+
+
+def interaction(ctx: ReportContext) -> ReportResult:
+    ctx.by = ctx.by or "category"
+    labels = ctx.labels()
+    group = _group_expr(ctx)
+    res = ReportResult("interaction", "Interaction statistics",
+                       "Turns, tool calls and how dialogues ended (VibeSearchBench style), by "
+                       f"{ctx.by}.", ctx.runs)
+    rows = ctx.rows(f"""SELECT run_id, {group}, count(*), avg(assistant_turns), avg(user_turns),
+        avg(user_per_assistant_turn), avg(tool_calls), avg(compactions),
+        count(*) FILTER (WHERE termination = 'done'),
+        count(*) FILTER (WHERE termination = 'agent_answer'),
+        count(*) FILTER (WHERE termination IN ('round_budget', 'turn_budget')),
+        count(*) FILTER (WHERE status = 'error')
+        FROM session_results WHERE run_id IN $runs GROUP BY ALL ORDER BY ALL""")
+    t = Table(f"Per session, by {ctx.by}", [
+        Column("agent", "agent"), Column("group", ctx.by), Column("sessions", "sessions", "int"),
+        Column("assistant_turns", "assistant turns", "float"),
+        Column("user_turns", "user turns", "float"),
+        Column("ratio", "user / assistant", "float"), Column("tool_calls", "tool calls", "float"),
+        Column("compactions", "compactions", "float"), Column("done", "done", "int"),
+        Column("agent_answer", "agent answer", "int"), Column("budget", "budget", "int"),
+        Column("error", "error", "int")],
+        notes=["Means per session. Termination: done (the user was satisfied), agent answer, "
+               "budget (round or turn budget ran out), error."])
+    t.rows = [[labels[r[0]], *r[1:]] for r in rows]
+    res.tables.append(t)
+    return res
+
+
+def triggers(ctx: ReportContext) -> ReportResult:
+    labels = ctx.labels()
+    res = ReportResult("triggers", "Trigger points by type",
+                       "ProactBench: pass rate and weighted score per trigger type, pooled over "
+                       "triggers, with bootstrap CIs over triggers.", ctx.runs)
+    rows = ctx.rows("""SELECT run_id, type, label FROM trigger_results
+        WHERE run_id IN $runs ORDER BY run_id""")
+    order = ["emergent", "critical", "recovery", "overall"]
+    groups: dict[tuple[str, str], list[str | None]] = defaultdict(list)
+    for run, typ, label in rows:
+        groups[(run, typ)].append(label)
+        groups[(run, "overall")].append(label)
+    t = Table("Pass rate and weighted score", [
+        Column("agent", "agent"), Column("type", "type"), Column("n", "N", "int"),
+        Column("pass_rate", "pass rate", "pct"), Column("partial_rate", "partial", "pct"),
+        Column("weighted", "weighted", "pct"), Column("judge_errors", "judge errors", "int")],
+        notes=[ctx.ci_note().split("; ", 1)[1], "N counts judged triggers; weighted = "
+               "(PASS + 0.5·PARTIAL) / N. Judge errors are excluded."])
+    bars: dict[str, dict[str, Any]] = defaultdict(dict)
+    for run in ctx.runs:
+        for typ in order:
+            labs = groups.get((run, typ))
+            if not labs:
+                continue
+            judged = [x for x in labs if x is not None]
+            rates = stats.trigger_rates(judged.count("PASS"), judged.count("PARTIAL"),
+                                        judged.count("FAIL"))
+            pass_ = ctx.rate([1.0 if x == "PASS" else 0.0 for x in judged])
+            weighted = ctx.rate([{"PASS": 1.0, "PARTIAL": 0.5}.get(x, 0.0) for x in judged])
+            t.rows.append([labels[run], typ, rates.n, pass_, rates.partial_rate, weighted,
+                           len(labs) - len(judged)])
+            bars[labels[run]][typ] = {"value": pass_.value, "low": pass_.low,
+                                      "high": pass_.high}
+    res.tables.append(t)
+    res.charts.append(Chart("trigger-pass", "Pass rate by trigger type (95% CI)", "errorbar",
+                            {"categories": order, "series": dict(bars)}, "", "pass rate"))
+    return res
+
+
+def pass_k(ctx: ReportContext) -> ReportResult:
+    labels = ctx.labels()
+    res = ReportResult("pass-k", "pass@k and pass^k",
+                       "Verified-outcome tasks (Claw-Anything): unbiased pass@k and pass^k per "
+                       "task from n repeats with c passes, averaged over tasks.", ctx.runs)
+    rows = ctx.rows("""SELECT run_id, task, n, c, mean_score FROM verified_tasks
+        WHERE run_id IN $runs AND n > 0 ORDER BY run_id, task""")
+    by_run: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+    for r in rows:
+        by_run[r[0]].append(r)
+    t = Table("Per agent", [Column("agent", "agent"), Column("tasks", "tasks", "int"),
+                            Column("k", "k (runs per task)", "int"),
+                            Column("score", "mean score", "pct"),
+                            Column("pass1", "pass@1", "pct"), Column("passk", "pass@k", "pct"),
+                            Column("pass_hat_k", "pass^k", "pct")],
+              notes=["k = the fewest runs any task has; tasks with fewer runs than k are "
+                     "impossible by construction. CI over tasks."])
+    for run, rs in by_run.items():
+        k = min(int(r[2]) for r in rs)
+
+        def over(est: Callable[[int, int, int], float], kk: int,
+                 _rs: list[tuple[Any, ...]] = rs) -> Estimate:
+            ci = stats.bootstrap_ci([[est(int(r[2]), int(r[3]), kk)] for r in _rs], "mean",
+                                    level=ctx.level, resamples=ctx.resamples, seed=ctx.seed)
+            return Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units)
+
+        score = ctx.estimate([(r[1], 0, r[4]) for r in rs])
+        t.rows.append([labels[run], len(rs), k, score, over(stats.pass_at_k, 1),
+                       over(stats.pass_at_k, k), over(stats.pass_hat_k, k)])
+    res.tables.append(t)
+    return res
+
+
+def cost(ctx: ReportContext) -> ReportResult:
+    labels = ctx.labels()
+    res = ReportResult("cost", "Tokens, cost and latency by role",
+                       "Every LLM call, by role (agent / simulator / planner / judge) and model.",
+                       ctx.runs)
+    rows = ctx.rows("""SELECT run_id, role, model, calls, cache_hits, errors, prompt_tokens,
+        completion_tokens, cost, mean_latency_s, p95_latency_s FROM llm_usage
+        WHERE run_id IN $runs ORDER BY run_id, role, model""")
+    t = Table("LLM calls", [
+        Column("agent", "run (agent)"), Column("role", "role"), Column("model", "model"),
+        Column("calls", "calls", "int"), Column("cache_hits", "cache hits", "int"),
+        Column("errors", "errors", "int"), Column("prompt_tokens", "prompt tokens", "int"),
+        Column("completion_tokens", "completion tokens", "int"),
+        Column("cost", "cost", "money"), Column("latency", "mean latency", "seconds"),
+        Column("p95", "p95 latency", "seconds")],
+        notes=["Cache hits cost nothing and are left out of latencies; cost is litellm's "
+               "price map estimate (None for unknown models)."])
+    t.rows = [[labels[r[0]], *r[1:]] for r in rows]
+    res.tables.append(t)
+    return res
+
+
+def judge_errors(ctx: ReportContext) -> ReportResult:
+    labels = ctx.labels()
+    res = ReportResult("judge-errors", "Judge errors",
+                       "Judgements that failed (malformed twice, or the provider) and were "
+                       "excluded from scores.", ctx.runs)
+    rows = ctx.rows("""SELECT run_id, role, purpose, model, failed_calls, example
+        FROM judge_errors WHERE run_id IN $runs ORDER BY run_id, failed_calls DESC""")
+    t = Table("Failed judge and simulator calls", [
+        Column("agent", "run (agent)"), Column("role", "role"), Column("purpose", "purpose"),
+        Column("model", "model"), Column("failed", "failed calls", "int"),
+        Column("example", "example error")])
+    t.rows = [[labels[r[0]], *r[1:5], str(r[5])[:120]] for r in rows]
+    res.tables.append(t)
+    sess = ctx.rows("""SELECT run_id, name, repeat, judge_errors, grader_errors, error
+        FROM sessions WHERE run_id IN $runs AND (judge_errors > 0 OR grader_errors > 0
+        OR status = 'error') ORDER BY run_id, name, repeat""")
+    t2 = Table("Sessions affected", [
+        Column("agent", "run (agent)"), Column("session", "session"),
+        Column("repeat", "repeat", "int"), Column("judge_errors", "judge errors", "int"),
+        Column("grader_errors", "grader errors", "int"), Column("error", "session error")])
+    t2.rows = [[labels[r[0]], r[1], r[2], r[3], r[4], (r[5] or "")[:120]] for r in sess]
+    res.tables.append(t2)
+    return res
+
+
+BUILTIN: tuple[BuiltinReport, ...] = (
+    BuiltinReport("summary", "Run summary", "headline scores, errors, tokens and cost per run",
+                  summary),
+    BuiltinReport("proc-comp", "PROC / COMP", "π-Bench PROC and COMP by --by (default: run), "
+                  "turns, PROC-vs-COMP scatter", proc_comp),
+    BuiltinReport("status", "Intent statuses", "terminal status distribution, micro vs macro",
+                  status),
+    BuiltinReport("category", "By category", "PROC / COMP by task category (or --by)",
+                  category),
+    BuiltinReport("ablation", "Dependency ablation", "PROC / COMP with vs without prior "
+                  "sessions", ablation),
+    BuiltinReport("graph", "Knowledge graphs", "triple P / R / F1 by category (or --by)",
+                  graph),
+    BuiltinReport("interaction", "Interaction", "turns, ratio, tool calls, compactions, "
+                  "terminations", interaction),
+    BuiltinReport("triggers", "Trigger points", "pass rate and weighted score per type with "
+                  "CIs", triggers),
+    BuiltinReport("pass-k", "pass@k", "verified outcomes: pass@1, pass@k, pass^k", pass_k),
+    BuiltinReport("cost", "Cost", "tokens, cost and latency by role and model", cost),
+    BuiltinReport("judge-errors", "Judge errors", "failed judgements and affected sessions",
+                  judge_errors),
+)

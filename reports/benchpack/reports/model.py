@@ -1,0 +1,78 @@
+"""What a report produces: titled tables of typed cells (and charts for HTML), independent of
+how they are rendered (terminal, Markdown, JSON, HTML)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Kind = Literal["text", "int", "float", "pct", "money", "seconds"]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A figure with its uncertainty: mean ± std over repeats and a bootstrap CI."""
+
+    value: float | None
+    std: float | None = None
+    """Sample std of the per-repeat figures (None with one repeat)."""
+    low: float | None = None
+    high: float | None = None
+    """Percentile bootstrap CI (level in the table notes)."""
+    n: int = 0
+    """How many resampling units the CI rests on."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    title: str
+    kind: Kind = "text"
+    doc: str | None = None
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[Column]
+    rows: list[list[Any]] = field(default_factory=list)
+    """Cells are str, int, float, None (shown as –) or `Estimate`."""
+    notes: list[str] = field(default_factory=list)
+
+    def as_dicts(self) -> list[dict[str, Any]]:
+        return [{c.key: (v.as_dict() if isinstance(v, Estimate) else v)
+                 for c, v in zip(self.columns, row, strict=True)} for row in self.rows]
+
+
+@dataclass
+class Chart:
+    """A chart the HTML renderer draws (other renderers ignore it)."""
+
+    id: str
+    title: str
+    kind: Literal["scatter", "bar", "stacked_bar", "errorbar"]
+    data: dict[str, Any]
+    """Series data; the shape depends on `kind` (see `html.py`)."""
+    x_label: str = ""
+    y_label: str = ""
+
+
+@dataclass
+class ReportResult:
+    name: str
+    title: str
+    description: str
+    runs: list[str]
+    tables: list[Table] = field(default_factory=list)
+    charts: list[Chart] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"report": self.name, "title": self.title, "description": self.description,
+                "runs": self.runs, "notes": self.notes,
+                "tables": [{"title": t.title, "notes": t.notes,
+                            "columns": [asdict(c) for c in t.columns], "rows": t.as_dicts()}
+                           for t in self.tables]}

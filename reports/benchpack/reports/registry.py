@@ -1,0 +1,69 @@
+"""Report name → report. Built-ins are registered here; third parties add theirs through the
+`benchpack.reports` entry-point group (loaded lazily, on the first name that is not built in).
+A plug-in is any object with `name`, `title`, `description` and `build(ctx) -> ReportResult`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Protocol
+
+from .builtin import BUILTIN, ReportContext
+from .model import ReportResult
+
+
+class Report(Protocol):
+    name: str
+    title: str
+    description: str
+
+    def build(self, ctx: ReportContext) -> ReportResult:
+        ...
+
+
+class UnknownReport(LookupError):
+    pass
+
+
+class ReportRegistry:
+    def __init__(self) -> None:
+        self._items: dict[str, Report] = {}
+        self._entry_points_loaded = False
+
+    def register(self, report: Report) -> None:
+        self._items[report.name] = report
+
+    def names(self) -> list[str]:
+        return list(self._items)
+
+    def items(self) -> list[Report]:
+        return list(self._items.values())
+
+    def get(self, name: str) -> Report:
+        if name not in self._items and not self._entry_points_loaded:
+            self._load_entry_points()
+        try:
+            return self._items[name]
+        except KeyError:
+            close = difflib.get_close_matches(name, self._items, n=1)
+            hint = f"; did you mean `{close[0]}`?" if close else ""
+            raise UnknownReport(f"no report `{name}`{hint} (known: "
+                                f"{', '.join(self._items)})") from None
+
+    def _load_entry_points(self) -> None:
+        from importlib.metadata import entry_points
+
+        self._entry_points_loaded = True
+        for ep in entry_points(group="benchpack.reports"):
+            try:
+                self.register(ep.load())
+            except Exception as exc:  # the plug-in's fault, not an unknown name
+                raise UnknownReport(f"report plug-in `{ep.name}` failed to load: "
+                                    f"{type(exc).__name__}: {exc}") from exc
+
+
+def default_reports() -> ReportRegistry:
+    reg = ReportRegistry()
+    for report in BUILTIN:
+        reg.register(report)
+    return reg

@@ -1,0 +1,170 @@
+"""SQL views over the run store: the building blocks of every report and of `bench query`.
+
+The views are created as TEMP views on each connection `bench report` / `bench query` opens, so
+they always match this benchpack version and work on read-only connections; `bench views
+--install` writes them into a store for other tools (DuckDB CLI, notebooks). They are versioned
+with the store schema (`STORE_SCHEMA`): a store written by a newer benchpack is refused.
+
+Conventions: rates are fractions in [0, 1]; a NULL score means "unknown" (a judge error or a
+session that errored) and is excluded from averages, never counted as 0. *micro* figures pool
+the underlying items (intents, triggers) across sessions; *macro* figures average per-session
+figures — they differ whenever sessions have different numbers of items, and every view says
+which it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+STORE_SCHEMA = 1
+"""The store schema version these views read (the `meta.schema_version` the runtime writes)."""
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    doc: str
+    sql: str
+
+
+VIEWS: tuple[View, ...] = (
+    View("session_results", """One row per session attempt (session × repeat) that ran, with the
+run's pack, simulator and judge. `agent` is the evaluated model. Skipped sessions (a dependency
+failed) are left out; errored ones are kept with NULL scores.""", """
+SELECT s.*, r.pack_name, r.pack_version, r.simulator AS simulator_model, r.judge AS judge_model,
+       CASE WHEN s.assistant_turns > 0 THEN s.user_turns / s.assistant_turns END
+           AS user_per_assistant_turn
+FROM sessions s JOIN runs r USING (run_id)
+WHERE s.status <> 'skipped'
+"""),
+    View("intent_status_micro", """Terminal intent statuses pooled over every intent of a run
+(micro). Group-pooled copies (`pooled_from` set) are not counted twice.""", """
+SELECT i.run_id, s.agent, i.status, count(*) AS intents,
+       count(*) / sum(count(*)) OVER (PARTITION BY i.run_id) AS share
+FROM intent_status i JOIN sessions s USING (run_id, session_id, repeat)
+WHERE i.pooled_from IS NULL AND s.status = 'finished'
+GROUP BY i.run_id, s.agent, i.status
+"""),
+    View("intent_status_macro", """Terminal intent statuses as per-session shares averaged over
+sessions (macro): every session weighs the same whatever its number of intents.""", """
+WITH per AS (
+    SELECT run_id, session_id, repeat, agent, intents,
+           completed / intents AS completed, inferred / intents AS inferred,
+           provided / intents AS provided, unresolved / intents AS unresolved
+    FROM sessions WHERE status = 'finished' AND intents > 0
+)
+SELECT run_id, agent, count(*) AS sessions, avg(completed) AS completed,
+       avg(inferred) AS inferred, avg(provided) AS provided, avg(unresolved) AS unresolved
+FROM per GROUP BY run_id, agent
+"""),
+    View("dependency_ablation", """Each without-dependencies variant next to its full session,
+same run and repeat: PROC and COMP with and without the prior sessions, and the deltas
+(with − without).""", """
+SELECT v.run_id, v.repeat, v.agent, b.session_id AS session_id, v.session_id AS variant_id,
+       b.name, b.episode, b.domain, b.category,
+       coalesce(b.proc_group, b.proc) AS proc_with, v.proc AS proc_without,
+       b.comp AS comp_with, v.comp AS comp_without,
+       coalesce(b.proc_group, b.proc) - v.proc AS proc_delta, b.comp - v.comp AS comp_delta
+FROM sessions v JOIN sessions b
+  ON b.run_id = v.run_id AND b.repeat = v.repeat AND b.session_id = v.base_session
+WHERE v.ablation = 'without_dependencies' AND v.status = 'finished' AND b.status = 'finished'
+"""),
+    View("graph_results", """Knowledge-graph scores and interaction statistics of
+staged-disclosure sessions (per session; macro when averaged).""", """
+SELECT run_id, session_id, repeat, agent, name, category, domain, difficulty, style,
+       recall, "precision", f1, triples_gt, triples_predicted, kg_status,
+       stages, stages_disclosed, termination, turns, user_turns, assistant_turns,
+       user_per_assistant_turn, tool_calls, compactions
+FROM session_results WHERE protocol = 'staged_disclosure'
+"""),
+    View("trigger_results", """Every scored trigger point with its session's labels. `score` is
+1 / 0.5 / 0 for PASS / PARTIAL / FAIL and NULL on a judge error.""", """
+SELECT t.*, s.agent, s.name, s.persona, s.style, s.category, s.domain, s.difficulty,
+       s.episode, s.base_session
+FROM triggers t JOIN sessions s USING (run_id, session_id, repeat)
+WHERE s.status = 'finished'
+"""),
+    View("trigger_by_type", """Trigger outcomes per type, pooled over triggers (micro, as
+ProactBench reports them): pass rate = PASS/N, partial rate = PARTIAL/N, weighted score =
+(PASS + 0.5·PARTIAL)/N over judged triggers; judge errors are counted, not scored.""", """
+SELECT run_id, agent, type,
+       count(*) FILTER (WHERE label IS NOT NULL) AS n,
+       count(*) FILTER (WHERE label = 'PASS') AS pass,
+       count(*) FILTER (WHERE label = 'PARTIAL') AS partial,
+       count(*) FILTER (WHERE label = 'FAIL') AS fail,
+       count(*) FILTER (WHERE label IS NULL) AS judge_errors,
+       avg(CASE WHEN label IS NOT NULL THEN (label = 'PASS')::INTEGER END) AS pass_rate,
+       avg(CASE WHEN label IS NOT NULL THEN (label = 'PARTIAL')::INTEGER END) AS partial_rate,
+       avg(score) AS weighted_score
+FROM trigger_results GROUP BY run_id, agent, type
+"""),
+    View("verified_results", """Verified-outcome sessions: soft score and pass per repeat.""",
+         """
+SELECT run_id, session_id, repeat, agent, name, coalesce(base_session, session_id) AS task,
+       category, domain, difficulty, score, passed, comp, heartbeats, termination, tool_calls,
+       prompt_tokens, completion_tokens, cost
+FROM session_results WHERE protocol = 'verified_outcome'
+"""),
+    View("verified_tasks", """Per task (session, style/ablation variants folded into their base):
+n runs with a known outcome and c passes — the inputs of pass@k and pass^k.""", """
+SELECT run_id, agent, task, count(passed) AS n, count(*) FILTER (WHERE passed) AS c,
+       avg(score) AS mean_score
+FROM verified_results GROUP BY run_id, agent, task
+"""),
+    View("llm_usage", """LLM calls by run, role (agent / simulator / planner / judge) and
+model: calls, cache hits, errors, tokens, cost and latency (cache hits excluded from latency).""",
+         """
+SELECT run_id, role, model, count(*) AS calls,
+       count(*) FILTER (WHERE cache_hit) AS cache_hits,
+       count(*) FILTER (WHERE error IS NOT NULL) AS errors,
+       sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens,
+       sum(coalesce(cost, 0)) AS cost,
+       avg(latency_s) FILTER (WHERE NOT cache_hit) AS mean_latency_s,
+       quantile_cont(latency_s, 0.95) FILTER (WHERE NOT cache_hit) AS p95_latency_s
+FROM llm_calls GROUP BY run_id, role, model
+"""),
+    View("judge_errors", """Where judges failed (malformed output twice, or the provider): per
+run, role and purpose. These items are excluded from scores.""", """
+SELECT run_id, role, purpose, model, count(*) AS failed_calls, any_value(error) AS example
+FROM llm_calls
+WHERE error IS NOT NULL AND role <> 'agent'
+GROUP BY run_id, role, purpose, model
+"""),
+)
+
+VIEW_NAMES = tuple(v.name for v in VIEWS)
+
+
+class StoreVersionError(Exception):
+    """The store was written by a newer benchpack (or is not a benchpack store)."""
+
+
+def store_schema(con: Any) -> int:
+    try:
+        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except Exception as exc:
+        raise StoreVersionError("not a benchpack store (no `meta` table); run `bench run` "
+                                "to create one") from exc
+    if row is None:
+        raise StoreVersionError("not a benchpack store (no schema version)")
+    return int(row[0])
+
+
+def install_views(con: Any, *, temporary: bool = True) -> None:
+    """Create every view on `con` (TEMP views unless `temporary=False`)."""
+    version = store_schema(con)
+    if version > STORE_SCHEMA:
+        raise StoreVersionError(f"the store has schema {version}, newer than this benchpack "
+                                f"reads ({STORE_SCHEMA}); upgrade benchpack")
+    kind = "TEMP VIEW" if temporary else "VIEW"
+    for view in VIEWS:
+        con.execute(f"CREATE OR REPLACE {kind} {view.name} AS {view.sql}")
+
+
+def describe() -> str:
+    """The views as Markdown, for documentation and `bench query --views`."""
+    out = []
+    for v in VIEWS:
+        out.append(f"- `{v.name}` — {' '.join(v.doc.split())}")
+    return "\n".join(out)
