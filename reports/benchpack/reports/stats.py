@@ -497,10 +497,11 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k for one task with ``c`` of ``n`` runs passing: 1 − C(n−c, k)/C(n, k).
 
     The probability that at least one of ``k`` runs drawn without replacement passes
-    (Chen et al. 2021); exact integer binomials, so no loss of precision for large ``n``.
+    (Chen et al. 2021). Integer binomials and one final division: correctly rounded for any ``n``.
     """
     _check_counts(n, c, k)
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+    total = math.comb(n, k)
+    return (total - math.comb(n - c, k)) / total
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
