@@ -142,8 +142,8 @@ def test_ordinal_alpha_uses_ranks_not_values() -> None:
 def test_alpha_ignores_coder_order_and_unpairable_units() -> None:
     shuffled = [list(reversed(unit)) for unit in K_UNITS] + [[None, 4], []]
     for level in ("nominal", "ordinal", "interval"):
-        assert krippendorff_alpha(shuffled, level) == pytest.approx(  # type: ignore[arg-type]
-            krippendorff_alpha(K_UNITS, level), abs=1e-12  # type: ignore[arg-type]
+        assert krippendorff_alpha(shuffled, level) == pytest.approx(
+            krippendorff_alpha(K_UNITS, level), abs=1e-12
         )
 
 
@@ -311,7 +311,7 @@ def test_bootstrap_ratio_statistic_pools_numerators_and_denominators() -> None:
     units = [[(1.0, 2.0)], [(3.0, 3.0)], [(0.0, 1.0), (2.0, 2.0)]]
     ci = bootstrap_ci(units, "ratio", resamples=500)
     assert ci.estimate == pytest.approx(6 / 8)
-    assert ci.low is not None and ci.high is not None
+    assert ci.low is not None and ci.high is not None and ci.estimate is not None
     assert 1 / 3 <= ci.low <= ci.estimate <= ci.high <= 1.0
     undefined = bootstrap_ci([[(1.0, 0.0)], [(1.0, 1.0)]], "ratio", resamples=500)
     # resamples of only the first unit have no denominator; the others give 2/1 or 1/1
