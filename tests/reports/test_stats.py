@@ -83,6 +83,8 @@ def test_kappa_extremes_and_undefined_cases() -> None:
         cohen_kappa([[1, 2], [3]])
     with pytest.raises(ValueError, match="non-negative"):
         cohen_kappa([[1, -1], [0, 1]])
+    with pytest.raises(ValueError, match="weights"):
+        cohen_kappa([[1]], "cubic")  # type: ignore[arg-type]
 
 
 def test_within_one_step_ignores_two_step_disagreements_on_four_categories() -> None:

@@ -302,6 +302,8 @@ def cohen_kappa(
     the margins (Cohen 1960, 1968). ``None`` when chance disagreement is zero (e.g. both raters
     used one category only) or the matrix is empty.
     """
+    if weights not in (None, "linear", "quadratic"):
+        raise ValueError(f"weights must be None, 'linear' or 'quadratic', got {weights!r}")
     k = _check_square(confusion)
     n = math.fsum(math.fsum(row) for row in confusion)
     if n == 0 or k == 1:
@@ -313,11 +315,7 @@ def cohen_kappa(
         if weights is None:
             return 0.0 if i == j else 1.0
         d = abs(i - j) / (k - 1)
-        if weights == "linear":
-            return d
-        if weights == "quadratic":
-            return d * d
-        raise ValueError(f"weights must be None, 'linear' or 'quadratic', got {weights!r}")
+        return d if weights == "linear" else d * d
 
     observed = math.fsum(w(i, j) * confusion[i][j] for i in range(k) for j in range(k)) / n
     expected = math.fsum(w(i, j) * rows[i] * cols[j] for i in range(k) for j in range(k)) / n**2
