@@ -1,0 +1,565 @@
+"""Statistics for reports: pure Python (stdlib only), deterministic, checked against published tables.
+
+Conventions shared by every function here:
+
+- A statistic that is mathematically undefined for the input (no data, zero variance, chance
+  agreement of 1) is returned as ``None``, never as NaN, so renderers show "–" instead of a
+  number. Malformed input (negative counts, ``k > n``, ragged matrices) raises ``ValueError``.
+- Ordinal categories are given in order, worst first (``["Fail", "Partial", "Pass"]``); matrix
+  row/column ``i`` is the ``i``-th category.
+- Bootstrap CIs resample *units* (clusters), never the observations inside them. Which unit
+  each report resamples is listed in ``reports/README.md`` and on :func:`bootstrap_ci`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar, overload
+
+__all__ = [
+    "Agreement",
+    "BootstrapCI",
+    "MacroMicro",
+    "MeanStd",
+    "TriggerRates",
+    "agreement",
+    "bootstrap_ci",
+    "cohen_kappa",
+    "confusion_matrix",
+    "krippendorff_alpha",
+    "macro_micro",
+    "mean_std",
+    "pass_at_k",
+    "pass_at_k_over_tasks",
+    "pass_hat_k",
+    "pass_hat_k_over_tasks",
+    "rank_stability",
+    "ranks",
+    "spearman_rho",
+    "task_counts",
+    "trigger_rates",
+]
+
+U = TypeVar("U")
+L = TypeVar("L", bound=Hashable)
+
+KappaWeights = Literal["linear", "quadratic"]
+AlphaLevel = Literal["nominal", "ordinal", "interval", "ratio"]
+
+
+# --------------------------------------------------------------------------- mean ± std
+
+
+@dataclass(frozen=True, slots=True)
+class MeanStd:
+    """Mean and sample standard deviation (ddof=1) of ``n`` values."""
+
+    mean: float | None
+    """``None`` when there are no values."""
+    std: float | None
+    """``None`` when ``n < 2``: one run says nothing about run-to-run spread."""
+    n: int
+
+
+def mean_std(values: Iterable[float]) -> MeanStd:
+    """Mean ± sample std over repeated runs (ddof=1; ``std`` is ``None`` for fewer than 2 values)."""
+    xs = [float(v) for v in values]
+    if not xs:
+        return MeanStd(None, None, 0)
+    std = statistics.stdev(xs) if len(xs) > 1 else None
+    return MeanStd(statistics.fmean(xs), std, len(xs))
+
+
+# --------------------------------------------------------------------------- macro / micro
+
+
+@dataclass(frozen=True, slots=True)
+class MacroMicro:
+    """Two different averages of per-unit ratios; reports show both and say which is which."""
+
+    macro: float | None
+    """Mean of the per-unit ratios (every unit weighs the same)."""
+    micro: float | None
+    """Pooled ratio sum(numerators) / sum(denominators) (every observation weighs the same)."""
+    n_units: int
+
+
+def macro_micro(units: Iterable[tuple[float, float]]) -> MacroMicro:
+    """Macro and micro averages of ``(numerator, denominator)`` units.
+
+    PROC: one unit per session, ``(completed + inferred, intents)``; the macro figure is the
+    protocol's PROC, the micro figure the pooled status distribution. For plain values grouped
+    by unit pass ``(sum(values), len(values))``.
+    """
+    pairs = [(float(a), float(b)) for a, b in units]
+    if any(den <= 0 for _, den in pairs):
+        raise ValueError("every unit needs a positive denominator")
+    if not pairs:
+        return MacroMicro(None, None, 0)
+    macro = statistics.fmean(num / den for num, den in pairs)
+    micro = math.fsum(num for num, _ in pairs) / math.fsum(den for _, den in pairs)
+    return MacroMicro(macro, micro, len(pairs))
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapCI:
+    """A point estimate with a percentile bootstrap confidence interval."""
+
+    estimate: float | None
+    """The statistic on the original units (``None`` for no units or an undefined statistic)."""
+    low: float | None
+    high: float | None
+    level: float
+    resamples: int
+    n_units: int
+    seed: int
+    undefined: int = 0
+    """Resamples on which the statistic was undefined; they are left out of the percentiles."""
+
+
+@overload
+def bootstrap_ci(
+    units: Sequence[Sequence[float]],
+    statistic: Literal["mean", "unit_mean"] = "mean",
+    *,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> BootstrapCI: ...
+
+
+@overload
+def bootstrap_ci(
+    units: Sequence[Sequence[tuple[float, float]]],
+    statistic: Literal["ratio"],
+    *,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> BootstrapCI: ...
+
+
+@overload
+def bootstrap_ci(
+    units: Sequence[U],
+    statistic: Callable[[list[U]], float | None],
+    *,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> BootstrapCI: ...
+
+
+def bootstrap_ci(
+    units: Sequence[Any],
+    statistic: str | Callable[[list[Any]], float | None] = "mean",
+    *,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> BootstrapCI:
+    """Percentile bootstrap CI that resamples whole units with replacement, seeded.
+
+    ``units`` is one entry per resampling unit:
+
+    - ``"mean"``: each unit a list of observations; the statistic is the pooled mean of all
+      observations in the resample (clusters of different sizes weigh by size).
+    - ``"unit_mean"``: each unit a non-empty list of observations; the statistic is the mean of
+      the per-unit means (macro).
+    - ``"ratio"``: each unit a list of ``(numerator, denominator)`` pairs; the statistic is
+      ``sum(numerators) / sum(denominators)`` over the resample (pooled rates).
+    - a callable: it receives the resampled list of units and returns the statistic (or
+      ``None`` when undefined), e.g. Cohen's κ over resampled items.
+
+    Which unit to resample: **triggers** for ProactBench per-type pass rates and weighted
+    scores (one unit per trigger, ``[score]``); **sessions** for PROC / COMP (one unit per
+    session holding its repeats); **tasks** for pass@k / pass^k (one unit per task holding its
+    per-task estimate); **items** for judge agreement (κ, α) in audits.
+
+    The same seed gives the same interval; the built-in statistics and an equivalent callable
+    draw the same resamples. An empty ``units`` gives all-``None``; a single unit gives a
+    zero-width interval.
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
+    n = len(units)
+    if n == 0:
+        return BootstrapCI(None, None, None, level, resamples, 0, seed)
+    rng = random.Random(seed)
+    if callable(statistic):
+        estimate = statistic(list(units))
+        draws = [statistic(rng.choices(units, k=n)) for _ in range(resamples)]
+    else:
+        estimate, draws = _bootstrap_pooled(_unit_totals(units, statistic), rng, resamples)
+    defined = sorted(d for d in draws if d is not None)
+    low = _quantile(defined, (1.0 - level) / 2.0) if defined else None
+    high = _quantile(defined, (1.0 + level) / 2.0) if defined else None
+    return BootstrapCI(
+        estimate, low, high, level, resamples, n, seed, undefined=len(draws) - len(defined)
+    )
+
+
+def _unit_totals(units: Sequence[object], statistic: str) -> list[tuple[float, float]]:
+    """Reduce each unit to ``(numerator, denominator)`` so a resample is two sums."""
+    totals: list[tuple[float, float]] = []
+    for unit in units:
+        if not isinstance(unit, Sequence):
+            raise ValueError("each unit must be a list of observations")
+        if statistic == "mean":
+            totals.append((math.fsum(unit), float(len(unit))))
+        elif statistic == "unit_mean":
+            if not unit:
+                raise ValueError("'unit_mean' needs at least one observation per unit")
+            totals.append((statistics.fmean(unit), 1.0))
+        elif statistic == "ratio":
+            totals.append(
+                (math.fsum(num for num, _ in unit), math.fsum(den for _, den in unit))
+            )
+        else:
+            raise ValueError(f"unknown statistic {statistic!r}")
+    return totals
+
+
+def _bootstrap_pooled(
+    totals: list[tuple[float, float]], rng: random.Random, resamples: int
+) -> tuple[float | None, list[float | None]]:
+    """Resample ``sum(num) / sum(den)``; ``rng.choices`` over precomputed totals is the hot loop."""
+    n = len(totals)
+    den_total = math.fsum(den for _, den in totals)
+    estimate = math.fsum(num for num, _ in totals) / den_total if den_total else None
+    draws: list[float | None] = []
+    dens = {den for _, den in totals}
+    if len(dens) == 1:
+        # equal denominators (singleton or equal-size units): one float sum per resample
+        scale = dens.pop() * n
+        if scale == 0:
+            return estimate, [None] * resamples
+        nums = [num for num, _ in totals]
+        draws.extend(sum(rng.choices(nums, k=n)) / scale for _ in range(resamples))
+        return estimate, draws
+    # complex numbers carry numerator and denominator through a single C-level sum
+    packed = [complex(num, den) for num, den in totals]
+    for _ in range(resamples):
+        s = sum(rng.choices(packed, k=n))
+        draws.append(s.real / s.imag if s.imag else None)
+    return estimate, draws
+
+
+def _quantile(sorted_xs: Sequence[float], q: float) -> float:
+    """Linear interpolation between order statistics (numpy's default, Hyndman–Fan type 7)."""
+    h = (len(sorted_xs) - 1) * q
+    lo = math.floor(h)
+    hi = min(lo + 1, len(sorted_xs) - 1)
+    return sorted_xs[lo] + (h - lo) * (sorted_xs[hi] - sorted_xs[lo])
+
+
+# --------------------------------------------------------------------------- agreement
+
+
+def confusion_matrix(pairs: Iterable[tuple[L, L]], categories: Sequence[L]) -> list[list[int]]:
+    """Count ``(row_label, col_label)`` pairs into a k×k matrix ordered like ``categories``.
+
+    Rows are the first rater (e.g. human consensus), columns the second (e.g. the judge).
+    """
+    index = {c: i for i, c in enumerate(categories)}
+    if len(index) != len(categories):
+        raise ValueError("categories must be distinct")
+    matrix = [[0] * len(categories) for _ in categories]
+    for a, b in pairs:
+        if a not in index or b not in index:
+            unknown = a if a not in index else b
+            raise ValueError(f"label {unknown!r} is not one of {list(categories)!r}")
+        matrix[index[a]][index[b]] += 1
+    return matrix
+
+
+def _check_square(confusion: Sequence[Sequence[float]]) -> int:
+    k = len(confusion)
+    if k == 0 or any(len(row) != k for row in confusion):
+        raise ValueError("the confusion matrix must be square and non-empty")
+    if any(cell < 0 for row in confusion for cell in row):
+        raise ValueError("confusion matrix counts must be non-negative")
+    return k
+
+
+def cohen_kappa(
+    confusion: Sequence[Sequence[float]], weights: KappaWeights | None = None
+) -> float | None:
+    """Cohen's κ from a k×k confusion matrix; ``weights`` linear or quadratic for ordinal scales.
+
+    κ_w = 1 − Σ w·observed / Σ w·expected with disagreement weights ``w_ij`` = 1 − [i=j]
+    (unweighted), |i−j|/(k−1) (linear) or ((i−j)/(k−1))² (quadratic), and expected counts from
+    the margins (Cohen 1960, 1968). ``None`` when chance disagreement is zero (e.g. both raters
+    used one category only) or the matrix is empty.
+    """
+    if weights not in (None, "linear", "quadratic"):
+        raise ValueError(f"weights must be None, 'linear' or 'quadratic', got {weights!r}")
+    k = _check_square(confusion)
+    n = math.fsum(math.fsum(row) for row in confusion)
+    if n == 0 or k == 1:
+        return None
+    rows = [math.fsum(row) for row in confusion]
+    cols = [math.fsum(confusion[i][j] for i in range(k)) for j in range(k)]
+
+    def w(i: int, j: int) -> float:
+        if weights is None:
+            return 0.0 if i == j else 1.0
+        d = abs(i - j) / (k - 1)
+        return d if weights == "linear" else d * d
+
+    observed = math.fsum(w(i, j) * confusion[i][j] for i in range(k) for j in range(k)) / n
+    expected = math.fsum(w(i, j) * rows[i] * cols[j] for i in range(k) for j in range(k)) / n**2
+    if expected == 0:
+        return None
+    return 1.0 - observed / expected
+
+
+@dataclass(frozen=True, slots=True)
+class Agreement:
+    """Exact and within-one-step agreement on an ordinal scale."""
+
+    exact: float | None
+    within_one: float | None
+    n: float
+
+
+def agreement(confusion: Sequence[Sequence[float]]) -> Agreement:
+    """Share of items on the diagonal (exact) and at most one category apart (within-one)."""
+    k = _check_square(confusion)
+    n = math.fsum(math.fsum(row) for row in confusion)
+    if n == 0:
+        return Agreement(None, None, 0)
+    exact = math.fsum(confusion[i][i] for i in range(k))
+    near = math.fsum(confusion[i][j] for i in range(k) for j in range(k) if abs(i - j) <= 1)
+    return Agreement(exact / n, near / n, n)
+
+
+def krippendorff_alpha(
+    units: Iterable[Sequence[L | None]],
+    level: AlphaLevel = "ordinal",
+    *,
+    categories: Sequence[L] | None = None,
+) -> float | None:
+    """Krippendorff's α from reliability data: one sequence of ratings per unit, ``None`` = missing.
+
+    Coincidence-matrix formulation (Krippendorff, *Computing Krippendorff's Alpha-Reliability*,
+    2011): units with fewer than two ratings are not pairable and drop out; α = 1 − D_o / D_e.
+    Metrics: nominal (0/1), ordinal (rank-based: δ²_ck = (Σ_{g=c..k} n_g − (n_c + n_k)/2)² over
+    the coincidence margins n_g), interval ((c − k)²), ratio (((c − k)/(c + k))²).
+
+    Ordinal needs an order: pass ``categories`` (worst first) or use sortable values. Interval
+    and ratio need numeric values. ``None`` when there is no pairable disagreement to measure
+    against (fewer than two distinct values among pairable ratings).
+    """
+    pairable = [[v for v in unit if v is not None] for unit in units]
+    pairable = [vals for vals in pairable if len(vals) >= 2]
+    if categories is not None:
+        order: list[L] = list(categories)
+        if len(set(order)) != len(order):
+            raise ValueError("categories must be distinct")
+        unknown = {v for vals in pairable for v in vals} - set(order)
+        if unknown:
+            raise ValueError(f"ratings {sorted(map(repr, unknown))} are not in categories")
+    else:
+        seen = {v for vals in pairable for v in vals}
+        order = sorted(seen) if level != "nominal" else list(seen)  # type: ignore[type-var]
+    index = {c: i for i, c in enumerate(order)}
+    k = len(order)
+
+    coincidence = [[0.0] * k for _ in range(k)]
+    for vals in pairable:
+        counts = Counter(index[v] for v in vals)
+        m = len(vals)
+        for c, n_c in counts.items():
+            for d, n_d in counts.items():
+                pairs = n_c * (n_d - 1) if c == d else n_c * n_d
+                coincidence[c][d] += pairs / (m - 1)
+    margins = [math.fsum(row) for row in coincidence]
+    n = math.fsum(margins)
+
+    delta2 = _alpha_metric(level, order, margins)
+    observed = math.fsum(
+        coincidence[c][d] * delta2(c, d) for c in range(k) for d in range(k) if c != d
+    )
+    expected = math.fsum(
+        margins[c] * margins[d] * delta2(c, d) for c in range(k) for d in range(k) if c != d
+    )
+    if expected == 0:
+        return None
+    return 1.0 - (n - 1) * observed / expected
+
+
+def _alpha_metric(
+    level: AlphaLevel, order: Sequence[object], margins: Sequence[float]
+) -> Callable[[int, int], float]:
+    """Squared difference function δ²(c, d) on category indices for one level of measurement."""
+    if level == "nominal":
+        return lambda c, d: 0.0 if c == d else 1.0
+    if level == "ordinal":
+
+        def ordinal(c: int, d: int) -> float:
+            lo, hi = min(c, d), max(c, d)
+            return (math.fsum(margins[lo : hi + 1]) - (margins[lo] + margins[hi]) / 2) ** 2
+
+        return ordinal
+    if level in ("interval", "ratio"):
+        values = [_number(v) for v in order]
+        if level == "interval":
+            return lambda c, d: (values[c] - values[d]) ** 2
+
+        def ratio(c: int, d: int) -> float:
+            total = values[c] + values[d]
+            return ((values[c] - values[d]) / total) ** 2 if total else 0.0
+
+        return ratio
+    raise ValueError(f"level must be nominal, ordinal, interval or ratio, got {level!r}")
+
+
+def _number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"interval and ratio levels need numeric ratings, got {value!r}")
+    return float(value)
+
+
+# --------------------------------------------------------------------------- rank correlation
+
+
+def ranks(values: Sequence[float]) -> list[float]:
+    """1-based ranks, ties sharing the average of the ranks they span."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    out = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        shared = (start + end) / 2 + 1
+        for pos in range(start, end + 1):
+            out[order[pos]] = shared
+        start = end + 1
+    return out
+
+
+def spearman_rho(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Spearman's ρ: Pearson correlation of average ranks (ties handled exactly).
+
+    ``None`` for fewer than two pairs or when either side is constant.
+    """
+    if len(xs) != len(ys):
+        raise ValueError(f"xs and ys differ in length ({len(xs)} vs {len(ys)})")
+    if len(xs) < 2:
+        return None
+    rx, ry = ranks(xs), ranks(ys)
+    mean = (len(xs) + 1) / 2  # the mean rank, with or without ties
+    sxy = math.fsum((a - mean) * (b - mean) for a, b in zip(rx, ry, strict=True))
+    sxx = math.fsum((a - mean) ** 2 for a in rx)
+    syy = math.fsum((b - mean) ** 2 for b in ry)
+    if sxx == 0 or syy == 0:
+        return None
+    return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
+
+
+def rank_stability(scores_a: Mapping[str, float], scores_b: Mapping[str, float]) -> float | None:
+    """Spearman ρ between two rankings of the same models (e.g. under two judges).
+
+    Both mappings must score the same models: silently dropping one would change ρ.
+    """
+    if scores_a.keys() != scores_b.keys():
+        only = sorted(scores_a.keys() ^ scores_b.keys())
+        raise ValueError(f"the rankings score different models: {only}")
+    names = sorted(scores_a)
+    return spearman_rho([scores_a[m] for m in names], [scores_b[m] for m in names])
+
+
+# --------------------------------------------------------------------------- pass@k, pass^k
+
+
+def _check_counts(n: int, c: int, k: int) -> None:
+    if not 0 <= c <= n:
+        raise ValueError(f"need 0 <= c <= n, got n={n}, c={c}")
+    if not 1 <= k <= n:
+        raise ValueError(f"need 1 <= k <= n, got n={n}, k={k}")
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k for one task with ``c`` of ``n`` runs passing: 1 − C(n−c, k)/C(n, k).
+
+    The probability that at least one of ``k`` runs drawn without replacement passes
+    (Chen et al. 2021). Integer binomials and one final division: correctly rounded for any ``n``.
+    """
+    _check_counts(n, c, k)
+    total = math.comb(n, k)
+    return (total - math.comb(n - c, k)) / total
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass^k for one task: C(c, k)/C(n, k), the chance that all of ``k`` drawn runs pass.
+
+    The estimator τ-bench reports; it needs ``n >= k`` runs per task.
+    """
+    _check_counts(n, c, k)
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def task_counts(results: Iterable[tuple[L, bool]]) -> dict[L, tuple[int, int]]:
+    """``(task, passed)`` rows → ``{task: (n_runs, n_passed)}`` for the pass@k aggregations."""
+    counts: dict[L, tuple[int, int]] = {}
+    for task, passed in results:
+        n, c = counts.get(task, (0, 0))
+        counts[task] = (n + 1, c + bool(passed))
+    return counts
+
+
+def _mean_over_tasks(
+    counts: Iterable[tuple[int, int]], k: int, estimator: Callable[[int, int, int], float]
+) -> float | None:
+    per_task = [estimator(n, c, k) for n, c in counts]
+    return statistics.fmean(per_task) if per_task else None
+
+
+def pass_at_k_over_tasks(counts: Iterable[tuple[int, int]], k: int) -> float | None:
+    """Mean per-task pass@k over ``(n_runs, n_passed)`` tasks (every task weighs the same)."""
+    return _mean_over_tasks(counts, k, pass_at_k)
+
+
+def pass_hat_k_over_tasks(counts: Iterable[tuple[int, int]], k: int) -> float | None:
+    """Mean per-task pass^k over ``(n_runs, n_passed)`` tasks (every task weighs the same)."""
+    return _mean_over_tasks(counts, k, pass_hat_k)
+
+
+# --------------------------------------------------------------------------- ProactBench triggers
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerRates:
+    """ProactBench trigger metrics over ``n`` judged triggers (rates are ``None`` when ``n == 0``)."""
+
+    n: int
+    pass_rate: float | None
+    """PASS / n."""
+    partial_rate: float | None
+    """PARTIAL / n."""
+    fail_rate: float | None
+    """FAIL / n."""
+    weighted: float | None
+    """(PASS + 0.5·PARTIAL) / n: Pass=1, Partial=0.5, Fail=0."""
+
+
+def trigger_rates(pass_: int, partial: int, fail: int) -> TriggerRates:
+    """Pass, partial, fail rates and weighted score; skipped triggers are not counted at all."""
+    if min(pass_, partial, fail) < 0:
+        raise ValueError("trigger counts must be non-negative")
+    n = pass_ + partial + fail
+    if n == 0:
+        return TriggerRates(0, None, None, None, None)
+    return TriggerRates(n, pass_ / n, partial / n, fail / n, (pass_ + 0.5 * partial) / n)
