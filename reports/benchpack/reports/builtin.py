@@ -42,8 +42,11 @@ class ReportContext:
     def labels(self) -> dict[str, str]:
         """Run id → what to call it in a table: the agent, plus the run id when two selected runs
         evaluate the same agent."""
-        rows = self.rows("SELECT run_id, agent FROM runs WHERE run_id IN $runs")
-        agents = dict((str(r), str(a)) for r, a in rows)
+        # the adapter's own name (`litellm:gpt-4o`, `scripted:agent.yaml`), not the CLI spec
+        rows = self.rows("""SELECT r.run_id, coalesce(any_value(s.agent), r.agent)
+            FROM runs r LEFT JOIN sessions s USING (run_id) WHERE r.run_id IN $runs
+            GROUP BY r.run_id, r.agent""")
+        agents = {str(r): str(a) for r, a in rows}
         counts: dict[str, int] = defaultdict(int)
         for a in agents.values():
             counts[a] += 1
@@ -300,23 +303,28 @@ def interaction(ctx: ReportContext) -> ReportResult:
                        "Turns, tool calls and how dialogues ended (VibeSearchBench style), by "
                        f"{ctx.by}.", ctx.runs)
     rows = ctx.rows(f"""SELECT run_id, {group}, count(*), avg(assistant_turns), avg(user_turns),
-        avg(user_per_assistant_turn), avg(tool_calls), avg(compactions),
-        count(*) FILTER (WHERE termination = 'done'),
-        count(*) FILTER (WHERE termination = 'agent_answer'),
-        count(*) FILTER (WHERE termination IN ('round_budget', 'turn_budget')),
-        count(*) FILTER (WHERE status = 'error')
+        avg(user_per_assistant_turn), avg(tool_calls), avg(compactions)
         FROM session_results WHERE run_id IN $runs GROUP BY ALL ORDER BY ALL""")
     t = Table(f"Per session, by {ctx.by}", [
         Column("agent", "agent"), Column("group", ctx.by), Column("sessions", "sessions", "int"),
         Column("assistant_turns", "assistant turns", "float"),
         Column("user_turns", "user turns", "float"),
         Column("ratio", "user / assistant", "float"), Column("tool_calls", "tool calls", "float"),
-        Column("compactions", "compactions", "float"), Column("done", "done", "int"),
-        Column("agent_answer", "agent answer", "int"), Column("budget", "budget", "int"),
-        Column("error", "error", "int")],
-        notes=["Means per session. Termination: done (the user was satisfied), agent answer, "
-               "budget (round or turn budget ran out), error."])
+        Column("compactions", "compactions", "float")],
+        notes=["Means per session. Assistant turns count agent steps (model calls or tool "
+               "rounds); user turns exclude environment events."])
     t.rows = [[labels[r[0]], *r[1:]] for r in rows]
+    res.tables.append(t)
+    ends = ctx.rows(f"""SELECT run_id, {group}, coalesce(termination, status), count(*)
+        FROM session_results WHERE run_id IN $runs GROUP BY ALL ORDER BY ALL""")
+    t2 = Table("How sessions ended", [Column("agent", "agent"), Column("group", ctx.by),
+                                      Column("termination", "termination"),
+                                      Column("sessions", "sessions", "int")],
+               notes=["done: the user was satisfied; agent_answer: the agent closed the "
+                      "dialogue; all_resolved: every hidden intent reached a status; "
+                      "*_budget: a budget ran out; error: the session failed."])
+    t2.rows = [[labels[r[0]], *r[1:]] for r in ends]
+    t = t2
     res.tables.append(t)
     return res
 

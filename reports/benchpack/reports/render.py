@@ -48,8 +48,8 @@ def cell_text(value: Any, column: Column) -> str:
 
 
 def _pct_note(table: Table) -> list[str]:
-    return ["Percentages are shown as 0–100."] if any(c.kind == "pct" for c in table.columns) \
-        else []
+    shown = table.rows and any(c.kind == "pct" for c in table.columns)
+    return ["Percentages are shown as 0–100."] if shown else []
 
 
 def to_markdown(result: ReportResult) -> str:
@@ -83,8 +83,11 @@ def to_terminal(result: ReportResult, width: int | None = None) -> str:
     from rich.console import Console
     from rich.table import Table as RichTable
 
+    import shutil
+
     buf = io.StringIO()
-    console = Console(file=buf, width=width or 120, force_terminal=False, color_system=None)
+    width = width or max(100, shutil.get_terminal_size((140, 40)).columns)
+    console = Console(file=buf, width=width, force_terminal=False, color_system=None)
     console.print(f"[bold]{result.title}[/bold] — {result.description}")
     console.print(f"runs: {', '.join(result.runs)}")
     for table in result.tables:
