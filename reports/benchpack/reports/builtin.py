@@ -63,10 +63,9 @@ class ReportContext:
             return Estimate(None)
         by_repeat: dict[int, list[float]] = defaultdict(list)
         by_unit: dict[Any, list[float]] = defaultdict(list)
-        for u, r, v in known:
-            by_repeat[r].append(v)
-        for u, r, v in known:
-            by_unit[u].append(v)
+        for unit, repeat, v in known:
+            by_repeat[repeat].append(v)
+            by_unit[unit].append(v)
         spread = stats.mean_std([sum(vs) / len(vs) for vs in by_repeat.values()])
         ci = stats.bootstrap_ci(list(by_unit.values()), "unit_mean", level=self.level,
                                 resamples=self.resamples, seed=self.seed)
@@ -108,7 +107,8 @@ def _metric_table(ctx: ReportContext, title: str, protocol_filter: str,
     cols = ", ".join(expr for expr, _, _ in metrics)
     data = ctx.rows(f"""
         SELECT run_id, {group} AS grp, session_id, repeat, {cols}
-        FROM session_results WHERE run_id IN $runs AND {protocol_filter}
+        FROM session_results
+        WHERE run_id IN $runs AND ablation IS NULL AND {protocol_filter}
         ORDER BY run_id, grp""")
     groups: dict[tuple[str, str], list[tuple[Any, ...]]] = defaultdict(list)
     for row in data:
@@ -124,8 +124,8 @@ def _metric_table(ctx: ReportContext, title: str, protocol_filter: str,
         table.rows.append(cells)
     if ctx.by is None:
         table.columns.pop(1)
-        for row in table.rows:
-            row.pop(1)
+        for cells in table.rows:
+            cells.pop(1)
     return table
 
 
@@ -260,8 +260,9 @@ def ablation(ctx: ReportContext) -> ReportResult:
     for r in rows:
         by_run[r[0]].append(r)
     for run, rs in by_run.items():
-        def est(f: Callable[[tuple[Any, ...]], float | None]) -> Estimate:
-            return ctx.estimate([(r[1], r[2], f(r)) for r in rs])
+        def est(f: Callable[[tuple[Any, ...]], float | None],
+                _rs: list[tuple[Any, ...]] = rs) -> Estimate:
+            return ctx.estimate([(r[1], r[2], f(r)) for r in _rs])
 
         t.rows.append([labels[run], len(rs), est(lambda r: r[3]), est(lambda r: r[4]),
                        est(lambda r: None if r[3] is None or r[4] is None else r[3] - r[4]),

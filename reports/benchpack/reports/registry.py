@@ -13,9 +13,14 @@ from .model import ReportResult
 
 
 class Report(Protocol):
-    name: str
-    title: str
-    description: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
 
     def build(self, ctx: ReportContext) -> ReportResult:
         ...

@@ -80,10 +80,10 @@ def to_json(result: ReportResult) -> str:
 
 
 def to_terminal(result: ReportResult, width: int | None = None) -> str:
+    import shutil
+
     from rich.console import Console
     from rich.table import Table as RichTable
-
-    import shutil
 
     buf = io.StringIO()
     width = width or max(100, shutil.get_terminal_size((140, 40)).columns)

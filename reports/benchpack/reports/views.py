@@ -39,20 +39,24 @@ FROM sessions s JOIN runs r USING (run_id)
 WHERE s.status <> 'skipped'
 """),
     View("intent_status_micro", """Terminal intent statuses pooled over every intent of a run
-(micro). Group-pooled copies (`pooled_from` set) are not counted twice.""", """
+(micro). Group-pooled copies (`pooled_from` set) are not counted twice; ablation variants are
+left out.""", """
 SELECT i.run_id, s.agent, i.status, count(*) AS intents,
        count(*) / sum(count(*)) OVER (PARTITION BY i.run_id) AS share
 FROM intent_status i JOIN sessions s USING (run_id, session_id, repeat)
-WHERE i.pooled_from IS NULL AND s.status = 'finished'
+WHERE i.pooled_from IS NULL AND s.status = 'finished' AND s.ablation IS NULL
 GROUP BY i.run_id, s.agent, i.status
 """),
     View("intent_status_macro", """Terminal intent statuses as per-session shares averaged over
-sessions (macro): every session weighs the same whatever its number of intents.""", """
+sessions (macro): every session weighs the same whatever its number of intents. Ablation
+variants are left out.""", """
 WITH per AS (
     SELECT run_id, session_id, repeat, agent, intents,
-           completed / intents AS completed, inferred / intents AS inferred,
-           provided / intents AS provided, unresolved / intents AS unresolved
-    FROM sessions WHERE status = 'finished' AND intents > 0
+           coalesce(completed, 0) / intents AS completed,
+           coalesce(inferred, 0) / intents AS inferred,
+           coalesce(provided, 0) / intents AS provided,
+           coalesce(unresolved, 0) / intents AS unresolved
+    FROM sessions WHERE status = 'finished' AND intents > 0 AND ablation IS NULL
 )
 SELECT run_id, agent, count(*) AS sessions, avg(completed) AS completed,
        avg(inferred) AS inferred, avg(provided) AS provided, avg(unresolved) AS unresolved
