@@ -203,7 +203,7 @@ while (msg := receive()) and msg["type"] != "end":
 ''')
     t0 = time.perf_counter()
     session, replies = _drive(agent, _brief(timeout=0.5), ["slow", "quick"])
-    assert time.perf_counter() - t0 < 1.8
+    assert time.perf_counter() - t0 < 5  # killed, not left to sleep 30 s
     assert replies[0].stop_reason == "timeout" and replies[0].text == ""
     assert replies[1].stop_reason == "answer"
     assert json.loads(replies[1].text) == [{"role": "user", "content": "slow"}]
@@ -274,7 +274,7 @@ time.sleep(30)
 ''', close_grace_s=0.2)
     t0 = time.perf_counter()
     session, [reply] = _drive(agent, _brief(), ["hi"])
-    assert time.perf_counter() - t0 < 1.9  # grace 0.2 s + 1 s after SIGTERM, then SIGKILL
+    assert time.perf_counter() - t0 < 5  # grace 0.2 s, SIGTERM, 1 s later SIGKILL
     assert [c.model for c in session.calls] == ["late"]  # read after `end`
     assert all(_gone(pid) for pid in session.pids)
     child = int(reply.text)  # the harness's own child goes with its process group
@@ -295,7 +295,7 @@ while (msg := receive()) and msg["type"] != "end":
     t0 = time.perf_counter()
     session, [reply] = _drive(agent, _brief(), ["hi"])
     try:
-        assert time.perf_counter() - t0 < 1.9
+        assert time.perf_counter() - t0 < 5  # not the 30 s the grandchild lives
         assert all(_gone(pid) for pid in session.pids)
     finally:
         os.kill(int(reply.text), signal.SIGKILL)  # out of our reach by design; clean up
