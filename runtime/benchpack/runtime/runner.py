@@ -157,33 +157,10 @@ def make_llm_client(options: RunOptions) -> Any:
 
 
 def make_agent(spec: str, options: RunOptions, llm: Callable[[], Any]) -> AgentAdapter:
-    """Agent adapters by URI: litellm:<model>, cmd:<command>, python:<module>:<callable>,
-    scripted:<file>, replay:<file>."""
-    kind, _, rest = spec.partition(":")
-    if not rest:
-        raise ValueError(f"agent `{spec}`: use litellm:<model>, cmd:<command>, "
-                         "python:<module>:<callable>, scripted:<file> or replay:<file>")
-    if kind == "scripted":
-        from .scripted import ScriptedAgent
+    """The agent adapter for `spec` (`<scheme>:<argument>`, see `agents.registry`)."""
+    from .agents.registry import AgentContext, default_agent_registry
 
-        return ScriptedAgent(rest)
-    if kind == "replay":
-        from .scripted import ReplayAgent
-
-        return ReplayAgent(rest)
-    if kind == "python":
-        from .pyagent import PythonAgent
-
-        return PythonAgent(rest)
-    if kind == "cmd":
-        from .cmdagent import CmdAgent
-
-        return CmdAgent(rest)
-    if kind == "litellm":
-        from .agents.litellm_agent import LiteLLMAgent
-
-        return LiteLLMAgent(rest, llm())
-    raise ValueError(f"unknown agent kind `{kind}` in `{spec}`")
+    return default_agent_registry().create(spec, AgentContext(llm=llm, options=options))
 
 
 def new_run_id(plan: Plan, agent: str) -> str:

@@ -1,4 +1,13 @@
-"""Agent adapters backed by LLMs (`litellm_agent.LiteLLMAgent`).
+"""Agent adapters: one module per kind, looked up by URI scheme in `registry.AgentRegistry`.
+
+| scheme | module | what |
+| --- | --- | --- |
+| `litellm:<model>` | `litellm_agent` | an LLM with a tool loop |
+| `cmd:<command>` | `cmd_agent` | an external harness speaking JSON lines over stdin/stdout |
+| `python:<module>:<callable>` | `python_agent` | an agent written in Python, in process |
+| `scripted:<file>`, `replay:<file>` | `scripted` | authored or recorded turns |
+
+This package holds what the adapters share: the LLM-call routing below and the message helpers.
 
 Routing LLM call records to the session being run
 -------------------------------------------------
@@ -19,10 +28,11 @@ is used; every session also keeps its records in `session.calls`.
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-from ..types import AgentAdapter, AgentSession, LLMCallRecord, SessionBrief
+from ..types import AgentAdapter, AgentSession, LLMCallRecord, Message, SessionBrief, ToolRecord
 
 Recorder = Callable[[LLMCallRecord], None]
 
@@ -56,4 +66,24 @@ async def open_session(adapter: AgentAdapter, brief: SessionBrief,
     return await adapter.open(brief)
 
 
-__all__ = ["Recorder", "RecordingAgentAdapter", "brief_recorder", "open_session"]
+EVENT_PREFIX = "[environment event] "
+
+
+def render_event(event: dict[str, Any] | None) -> str:
+    """An environment event (a turn without a user message) as the text an agent reads."""
+    return EVENT_PREFIX + json.dumps(event if event is not None else {}, ensure_ascii=False,
+                                     default=str)
+
+
+def tool_call_messages(record: ToolRecord, turn: int = 0) -> list[Message]:
+    """The transcript of one executed call: the assistant's call, then the tool's result (the
+    result as JSON, or `{"error": …}`)."""
+    result = record.result if record.error is None else {"error": record.error}
+    return [Message("assistant", "", turn, tool_calls=[
+                {"id": record.call_id, "name": record.tool_name, "arguments": record.call}]),
+            Message("tool", json.dumps(result, ensure_ascii=False, default=str), turn,
+                    tool_call_id=record.call_id, name=record.tool_name)]
+
+
+__all__ = ["EVENT_PREFIX", "Recorder", "RecordingAgentAdapter", "brief_recorder",
+           "open_session", "render_event", "tool_call_messages"]

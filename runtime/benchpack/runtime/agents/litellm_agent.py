@@ -30,16 +30,18 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..llm import LLMClient, LLMError, LLMResponse, malformed_arguments, normalize_model
 from ..types import AgentReply, LLMCallRecord, Message, SessionBrief, ToolRecord
-from . import Recorder, brief_recorder
+from . import Recorder, brief_recorder, render_event
+
+if TYPE_CHECKING:
+    from .registry import AgentContext
 
 PRIOR_HEADER = ("[Earlier sessions] The transcript of your earlier sessions with this user "
                 "follows, for context. The current session starts after it.")
 CURRENT_PREFIX = "[Current session]\n"
-EVENT_PREFIX = "[environment event] "
 
 
 def render_prior(prior: list[Message]) -> list[dict[str, Any]]:
@@ -49,11 +51,6 @@ def render_prior(prior: list[Message]) -> list[dict[str, Any]]:
         return []
     return [{"role": "user", "content": PRIOR_HEADER},
             *({"role": m.role, "content": m.content} for m in shown)]
-
-
-def render_event(event: dict[str, Any] | None) -> str:
-    return EVENT_PREFIX + json.dumps(event if event is not None else {}, ensure_ascii=False,
-                                     default=str)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -204,3 +201,8 @@ class LiteLLMSession:
 
     async def close(self) -> None:
         return None
+
+
+def make_adapter(argument: str, context: AgentContext) -> LiteLLMAgent:
+    """Registry factory of `litellm:<model>`: the model, with the run's shared LLM client."""
+    return LiteLLMAgent(argument, context.llm())

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .types import AgentReply, Message, SessionBrief
+from ..types import AgentReply, Message, SessionBrief
+
+if TYPE_CHECKING:
+    from .registry import AgentContext
 
 
 class _PySession:
@@ -69,3 +72,8 @@ class PythonAgent:
         if not hasattr(made, "respond"):
             raise ValueError(f"{self.name}: the factory must return an object with respond()")
         return _PySession(brief, made, None)
+
+
+def make_adapter(argument: str, context: AgentContext) -> PythonAgent:
+    """Registry factory of `python:<module>:<callable>`."""
+    return PythonAgent(argument)

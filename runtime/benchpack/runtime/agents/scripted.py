@@ -24,9 +24,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .types import AgentReply, Message, SessionBrief
+from ..types import AgentReply, Message, SessionBrief
+from . import tool_call_messages
+
+if TYPE_CHECKING:
+    from .registry import AgentContext
 
 
 class ScriptError(ValueError):
@@ -63,12 +67,7 @@ class _TurnsSession:
             rec = await tools.call(str(call["name"]), dict(call.get("args") or {}),
                                    call.get("id"))
             records.append(rec)
-            messages.append(Message("assistant", "", 0, tool_calls=[
-                {"id": rec.call_id, "name": rec.tool_name, "arguments": rec.call}]))
-            messages.append(Message("tool", json.dumps(rec.result if rec.error is None
-                                                       else {"error": rec.error},
-                                                       ensure_ascii=False, default=str),
-                                    0, tool_call_id=rec.call_id, name=rec.tool_name))
+            messages.extend(tool_call_messages(rec))
         text = str(spec.get("say") or "")
         messages.append(Message("assistant", text, 0))
         return AgentReply(text=text, tool_records=records, messages=messages,
@@ -134,3 +133,13 @@ class ReplayAgent:
         turns = self.by_session.get((brief.session_id, brief.repeat)) or \
             self.by_session.get((brief.session_id, 0)) or {}
         return _TurnsSession(brief, [turns[k] for k in sorted(turns)])
+
+
+def make_scripted(argument: str, context: AgentContext) -> ScriptedAgent:
+    """Registry factory of `scripted:<file>`."""
+    return ScriptedAgent(argument)
+
+
+def make_replay(argument: str, context: AgentContext) -> ReplayAgent:
+    """Registry factory of `replay:<file>`."""
+    return ReplayAgent(argument)
