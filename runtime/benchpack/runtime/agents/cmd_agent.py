@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..types import AgentReply, LLMCallRecord, Message, SessionBrief, ToolRecord
-from . import Recorder, brief_recorder, render_event, tool_call_messages
+from . import Recorder, render_event, tool_call_messages
 
 if TYPE_CHECKING:
     from .registry import AgentContext
@@ -88,8 +88,8 @@ class CmdAgent:
         self.max_line_bytes = max_line_bytes
         self.env = dict(env) if env is not None else None
 
-    async def open(self, brief: SessionBrief, recorder: Recorder | None = None) -> CmdSession:
-        session = CmdSession(self, brief, recorder or brief_recorder(brief))
+    async def open(self, brief: SessionBrief) -> CmdSession:
+        session = CmdSession(self, brief, brief.recorder)
         try:
             async with asyncio.timeout(brief.turn_timeout_s):
                 await session.launch()

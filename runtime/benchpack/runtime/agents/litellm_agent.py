@@ -29,12 +29,11 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..llm import LLMClient, LLMError, LLMResponse, malformed_arguments, normalize_model
 from ..types import AgentReply, LLMCallRecord, Message, SessionBrief, ToolRecord
-from . import Recorder, brief_recorder, render_event
+from . import Recorder, render_event
 
 if TYPE_CHECKING:
     from .registry import AgentContext
@@ -65,22 +64,17 @@ class LiteLLMAgent:
 
     def __init__(self, model: str, client: LLMClient, recorder: Recorder | None = None,
                  params: dict[str, Any] | None = None, *,
-                 recorder_factory: Callable[[SessionBrief], Recorder] | None = None,
                  max_tool_result_chars: int = 20_000) -> None:
         self.model = normalize_model(model)
         self.name = f"litellm:{self.model}"
         self.client = client
         self.recorder = recorder
-        self.recorder_factory = recorder_factory
+        """Where calls are recorded when the brief names no recorder (standalone use)."""
         self.params = dict(params or {})
         self.max_tool_result_chars = max_tool_result_chars
 
-    async def open(self, brief: SessionBrief, recorder: Recorder | None = None
-                   ) -> LiteLLMSession:
-        chosen = recorder or brief_recorder(brief)
-        if chosen is None and self.recorder_factory is not None:
-            chosen = self.recorder_factory(brief)
-        return LiteLLMSession(self, brief, chosen or self.recorder)
+    async def open(self, brief: SessionBrief) -> LiteLLMSession:
+        return LiteLLMSession(self, brief, brief.recorder or self.recorder)
 
 
 class LiteLLMSession:
