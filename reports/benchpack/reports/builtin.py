@@ -3,20 +3,31 @@ uncertainty.
 
 Uncertainty, everywhere the same way: a figure is the mean over its units (macro); `± std` is
 the sample standard deviation of the per-repeat figures (only with ≥ 2 repeats); `[low, high]`
-is a seeded percentile bootstrap CI that resamples the right unit — sessions (all their
-repeats together) for PROC, COMP, P/R/F1 and scores, triggers for trigger rates, tasks for
-pass@k. Unknown values (judge errors, errored sessions) are left out, never counted as 0.
+is a CI over the right unit — sessions (all their repeats together) for PROC, COMP, P/R/F1
+and scores, triggers for trigger rates, tasks for pass@k: a seeded percentile bootstrap up to
+`BOOTSTRAP_EXACT_MAX` units, its normal approximation above. Unknown values (judge errors,
+errored sessions) are left out, never counted as 0. Aggregation happens in SQL; Python sees
+one row per group (or per unit where a CI resamples them exactly).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from . import stats
 from .model import Chart, Column, Estimate, ReportResult, Table
+
+BOOTSTRAP_EXACT_MAX = 50
+"""Units up to which a CI is the exact percentile bootstrap; above, its normal approximation
+(`stats.normal_ci`). Resampling costs units × resamples pure-Python draws (~10 ms an interval
+at 50 units, and a big report holds hundreds of intervals), while from about 30 units on the
+two intervals agree to a fraction of a half-width (reports/README.md)."""
+
+AFFECTED_SESSIONS_SHOWN = 100
+"""The judge-errors report lists at most this many sessions (a big store can have thousands)."""
 
 GROUPABLE = ("domain", "category", "difficulty", "persona", "style", "episode", "language",
              "protocol", "name")
@@ -31,6 +42,8 @@ class ReportContext:
     level: float = 0.95
     resamples: int = 2000
     seed: int = 0
+    exact_max: int = BOOTSTRAP_EXACT_MAX
+    _labels: dict[str, str] | None = field(default=None, init=False, repr=False)
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run `sql` with `$runs` bound to the selected run ids."""
@@ -42,6 +55,8 @@ class ReportContext:
     def labels(self) -> dict[str, str]:
         """Run id → what to call it in a table: the agent, plus the run id when two selected runs
         evaluate the same agent."""
+        if self._labels is not None:
+            return self._labels
         # the adapter's own name (`litellm:gpt-4o`, `scripted:agent.yaml`), not the CLI spec
         rows = self.rows("""SELECT r.run_id, coalesce(any_value(s.agent), r.agent)
             FROM runs r LEFT JOIN sessions s USING (run_id) WHERE r.run_id IN $runs
@@ -50,33 +65,88 @@ class ReportContext:
         counts: dict[str, int] = defaultdict(int)
         for a in agents.values():
             counts[a] += 1
-        return {r: (a if counts[a] == 1 else f"{a} ({r})") for r, a in agents.items()}
+        self._labels = {r: (a if counts[a] == 1 else f"{a} ({r})") for r, a in agents.items()}
+        return self._labels
 
     def ci_note(self) -> str:
-        return (f"± = std over repeats; [ ] = {self.level:.0%} bootstrap CI "
-                f"({self.resamples} resamples, seed {self.seed})")
+        return (f"± = std over repeats; [ ] = {self.level:.0%} CI: percentile bootstrap "
+                f"({self.resamples} resamples, seed {self.seed}) up to {self.exact_max} units, "
+                "normal approximation above (plug-in SE, clipped to the units' range)")
 
-    def estimate(self, obs: Sequence[tuple[Any, int, float | None]]) -> Estimate:
-        """Macro figure from (unit, repeat, value) observations."""
-        known = [(u, r, float(v)) for u, r, v in obs if v is not None]
-        if not known:
-            return Estimate(None)
-        by_repeat: dict[int, list[float]] = defaultdict(list)
-        by_unit: dict[Any, list[float]] = defaultdict(list)
-        for unit, repeat, v in known:
-            by_repeat[repeat].append(v)
-            by_unit[unit].append(v)
-        spread = stats.mean_std([sum(vs) / len(vs) for vs in by_repeat.values()])
-        ci = stats.bootstrap_ci(list(by_unit.values()), "unit_mean", level=self.level,
-                                resamples=self.resamples, seed=self.seed)
-        return Estimate(ci.estimate, spread.std, ci.low, ci.high, ci.n_units)
+    def bootstrap(self, units: Sequence[Sequence[float]], statistic: Literal["mean", "unit_mean"]
+                  ) -> stats.BootstrapCI:
+        return stats.bootstrap_ci(units, statistic, level=self.level, resamples=self.resamples,
+                                  seed=self.seed, exact_max=self.exact_max)
 
-    def rate(self, outcomes: Sequence[float]) -> Estimate:
-        """A pooled rate over independent items (each its own unit, e.g. triggers)."""
-        if not outcomes:
+    def estimates(self, obs: str, keys: int, metrics: int
+                  ) -> dict[tuple[Any, ...], list[Estimate]]:
+        """Macro figures per group, aggregated in SQL. `obs` selects `keys` group columns, then
+        the unit, the repeat and `metrics` values (NULL = unknown; |value| < 1e14), one row per
+        observation.
+
+        Per group and metric: the mean of the per-unit means; `std` over the per-repeat means;
+        the CI over units — the exact bootstrap over the units' values (units in id order) up
+        to `exact_max` units, the normal approximation over the unit means above. Means are
+        summed as DECIMAL(38, 18): unlike DuckDB's parallel float sums, that does not depend on
+        the order rows arrive in, so figures do not change from one run to the next. A group
+        without a known value of a metric gets `Estimate(None)` for it."""
+        k = ", ".join(f"k{i}" for i in range(keys))
+        v = ", ".join(f"v{i}" for i in range(metrics))
+        cast = ", ".join(f"CAST(v{i} AS DOUBLE) AS v{i}" for i in range(metrics))
+        exact_max = int(self.exact_max)
+        rows = self.rows(f"""
+            WITH long AS (
+                SELECT {k}, unit, repeat, m, x
+                FROM (SELECT {k}, unit, repeat, {cast}
+                      FROM ({obs}) o({k}, unit, repeat, {v}))
+                UNPIVOT (x FOR m IN ({v}))
+            ), units AS (
+                SELECT {k}, m, unit, list(x) AS xs,
+                       (sum(x::DECIMAL(38, 18)) / count(*))::DOUBLE AS mean
+                FROM long GROUP BY ALL
+            ), sized AS (
+                SELECT *, count(*) OVER (PARTITION BY {k}, m) AS n FROM units
+            ), repeats AS (
+                SELECT {k}, m, list(mean ORDER BY repeat) AS means
+                FROM (SELECT {k}, m, repeat,
+                             (sum(x::DECIMAL(38, 18)) / count(*))::DOUBLE AS mean
+                      FROM long GROUP BY ALL)
+                GROUP BY ALL
+            )
+            SELECT {k}, m, list(xs ORDER BY unit) FILTER (WHERE n <= {exact_max}),
+                   list(mean) FILTER (WHERE n > {exact_max}), any_value(r.means)
+            FROM sized JOIN repeats r USING ({k}, m)
+            GROUP BY ALL""")
+        out: dict[tuple[Any, ...], list[Estimate]] = {}
+        for row in rows:
+            key, metric = tuple(row[:keys]), int(str(row[keys])[1:])
+            unit_values, unit_means, repeat_means = row[keys + 1:]
+            spread = stats.mean_std(repeat_means)
+            if unit_values is not None:
+                ci = self.bootstrap(unit_values, "unit_mean")
+            else:
+                ci = stats.normal_ci([(u, 1.0) for u in unit_means], level=self.level,
+                                     seed=self.seed)
+            ests = out.setdefault(key, [Estimate(None)] * metrics)
+            ests[metric] = Estimate(ci.estimate, spread.std, ci.low, ci.high, ci.n_units)
+        return out
+
+    def rate(self, counts: dict[float, int], outcomes: Sequence[float] | None = None
+             ) -> Estimate:
+        """A pooled rate over independent items (each its own unit, e.g. triggers), from the
+        count of each outcome value; `outcomes` (the items' values in a canonical order) are
+        needed for an exact bootstrap, i.e. up to `exact_max` items."""
+        n = sum(counts.values())
+        if not n:
             return Estimate(None)
-        ci = stats.bootstrap_ci([[float(x)] for x in outcomes], "mean", level=self.level,
-                                resamples=self.resamples, seed=self.seed)
+        if n <= self.exact_max:
+            if outcomes is None or len(outcomes) != n:
+                raise ValueError("an exact bootstrap needs the outcomes themselves")
+            ci = self.bootstrap([[float(x)] for x in outcomes], "mean")
+        else:
+            values = sorted(counts)
+            ci = stats.normal_ci([(x, 1.0) for x in values], level=self.level, seed=self.seed,
+                                 weights=[counts[x] for x in values])
         return Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units)
 
 
@@ -104,24 +174,19 @@ def _metric_table(ctx: ReportContext, title: str, protocol_filter: str,
     """One row per (agent, group): macro estimates of `metrics` = (column expr, key, title)."""
     labels = ctx.labels()
     group = _group_expr(ctx)
+    where = f"run_id IN $runs AND ablation IS NULL AND {protocol_filter}"
+    sessions = ctx.rows(f"""SELECT run_id, {group} AS grp, count(*) FROM session_results
+        WHERE {where} GROUP BY ALL ORDER BY run_id, grp""")
     cols = ", ".join(expr for expr, _, _ in metrics)
-    data = ctx.rows(f"""
-        SELECT run_id, {group} AS grp, session_id, repeat, {cols}
-        FROM session_results
-        WHERE run_id IN $runs AND ablation IS NULL AND {protocol_filter}
-        ORDER BY run_id, grp""")
-    groups: dict[tuple[str, str], list[tuple[Any, ...]]] = defaultdict(list)
-    for row in data:
-        groups[(row[0], row[1])].append(row)
+    estimates = ctx.estimates(f"""SELECT run_id, {group}, session_id, repeat, {cols}
+        FROM session_results WHERE {where}""", 2, len(metrics))
     table = Table(title, [Column("agent", "agent"), Column("group", ctx.by or "group"),
                           Column("sessions", "sessions", "int")]
                   + [Column(key, t, "pct") for _, key, t in metrics],
                   notes=[ctx.ci_note(), *extra_notes])
-    for (run, grp), rows in groups.items():
-        cells: list[Any] = [labels[run], grp, len({(r[2], r[3]) for r in rows})]
-        for i in range(len(metrics)):
-            cells.append(ctx.estimate([(r[2], r[3], r[4 + i]) for r in rows]))
-        table.rows.append(cells)
+    for run, grp, n in sessions:
+        none = [Estimate(None)] * len(metrics)
+        table.rows.append([labels[run], grp, n, *estimates.get((run, grp), none)])
     if ctx.by is None:
         table.columns.pop(1)
         for cells in table.rows:
@@ -247,8 +312,11 @@ def ablation(ctx: ReportContext) -> ReportResult:
     res = ReportResult("ablation", "Dependency ablation",
                        "Final sessions of dependency groups with and without their prior "
                        "sessions (compile with --ablation).", ctx.runs)
-    rows = ctx.rows("""SELECT run_id, session_id, repeat, proc_with, proc_without, comp_with,
-        comp_without FROM dependency_ablation WHERE run_id IN $runs ORDER BY run_id""")
+    pairs = ctx.rows("""SELECT run_id, count(*) FROM dependency_ablation
+        WHERE run_id IN $runs GROUP BY run_id ORDER BY run_id""")
+    estimates = ctx.estimates("""SELECT run_id, session_id, repeat, proc_with, proc_without,
+        proc_delta, comp_with, comp_without, comp_delta FROM dependency_ablation
+        WHERE run_id IN $runs""", 1, 6)
     t = Table("With vs without prior sessions", [
         Column("agent", "agent"), Column("pairs", "pairs", "int"),
         Column("proc_with", "PROC with", "pct"), Column("proc_without", "PROC without", "pct"),
@@ -256,18 +324,8 @@ def ablation(ctx: ReportContext) -> ReportResult:
         Column("comp_without", "COMP without", "pct"), Column("comp_delta", "Δ COMP", "pct")],
         notes=[ctx.ci_note(), "Δ = with − without, per session pair, then averaged; a CI "
                "that excludes 0 means the prior sessions matter beyond noise."])
-    by_run: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
-    for r in rows:
-        by_run[r[0]].append(r)
-    for run, rs in by_run.items():
-        def est(f: Callable[[tuple[Any, ...]], float | None],
-                _rs: list[tuple[Any, ...]] = rs) -> Estimate:
-            return ctx.estimate([(r[1], r[2], f(r)) for r in _rs])
-
-        t.rows.append([labels[run], len(rs), est(lambda r: r[3]), est(lambda r: r[4]),
-                       est(lambda r: None if r[3] is None or r[4] is None else r[3] - r[4]),
-                       est(lambda r: r[5]), est(lambda r: r[6]),
-                       est(lambda r: None if r[5] is None or r[6] is None else r[5] - r[6])])
+    for run, n in pairs:
+        t.rows.append([labels[run], n, *estimates.get((run,), [Estimate(None)] * 6)])
     if not t.rows:
         t.notes.append("No ablation variants in these runs: compile with `bench compile "
                        "--ablation` and run again.")
@@ -335,13 +393,19 @@ def triggers(ctx: ReportContext) -> ReportResult:
     res = ReportResult("triggers", "Trigger points by type",
                        "ProactBench: pass rate and weighted score per trigger type, pooled over "
                        "triggers, with bootstrap CIs over triggers.", ctx.runs)
-    rows = ctx.rows("""SELECT run_id, type, label FROM trigger_results
-        WHERE run_id IN $runs ORDER BY run_id""")
+    # counts per type and overall; the labels themselves (in a canonical order) only where
+    # the CI resamples them exactly
+    rows = ctx.rows(f"""SELECT run_id,
+               CASE WHEN grouping(type) = 1 THEN 'overall' ELSE type END AS typ,
+               count(*), count(label), count(*) FILTER (WHERE label = 'PASS'),
+               count(*) FILTER (WHERE label = 'PARTIAL'), count(*) FILTER (WHERE label = 'FAIL'),
+               CASE WHEN count(label) <= {int(ctx.exact_max)} THEN
+                   list(label ORDER BY session_id, repeat, turn, trigger_id)
+                   FILTER (WHERE label IS NOT NULL) END
+        FROM trigger_results WHERE run_id IN $runs
+        GROUP BY GROUPING SETS ((run_id, type), (run_id))""")
+    found = {(r[0], r[1]): r[2:] for r in rows}
     order = ["emergent", "critical", "recovery", "overall"]
-    groups: dict[tuple[str, str], list[str | None]] = defaultdict(list)
-    for run, typ, label in rows:
-        groups[(run, typ)].append(label)
-        groups[(run, "overall")].append(label)
     t = Table("Pass rate and weighted score", [
         Column("agent", "agent"), Column("type", "type"), Column("n", "N", "int"),
         Column("pass_rate", "pass rate", "pct"), Column("partial_rate", "partial", "pct"),
@@ -349,18 +413,21 @@ def triggers(ctx: ReportContext) -> ReportResult:
         notes=[ctx.ci_note().split("; ", 1)[1], "N counts judged triggers; weighted = "
                "(PASS + 0.5·PARTIAL) / N. Judge errors are excluded."])
     bars: dict[str, dict[str, Any]] = defaultdict(dict)
+    weight = {"PASS": 1.0, "PARTIAL": 0.5}
     for run in ctx.runs:
         for typ in order:
-            labs = groups.get((run, typ))
-            if not labs:
+            if (run, typ) not in found:
                 continue
-            judged = [x for x in labs if x is not None]
-            rates = stats.trigger_rates(judged.count("PASS"), judged.count("PARTIAL"),
-                                        judged.count("FAIL"))
-            pass_ = ctx.rate([1.0 if x == "PASS" else 0.0 for x in judged])
-            weighted = ctx.rate([{"PASS": 1.0, "PARTIAL": 0.5}.get(x, 0.0) for x in judged])
+            total, judged, n_pass, n_partial, n_fail, ordered = found[(run, typ)]
+            rates = stats.trigger_rates(n_pass, n_partial, n_fail)
+            labs: list[str] | None = ordered if judged else []
+            pass_ = ctx.rate({1.0: n_pass, 0.0: judged - n_pass},
+                             None if labs is None else [float(x == "PASS") for x in labs])
+            weighted = ctx.rate({1.0: n_pass, 0.5: n_partial,
+                                 0.0: judged - n_pass - n_partial},
+                                None if labs is None else [weight.get(x, 0.0) for x in labs])
             t.rows.append([labels[run], typ, rates.n, pass_, rates.partial_rate, weighted,
-                           len(labs) - len(judged)])
+                           total - judged])
             bars[labels[run]][typ] = {"value": pass_.value, "low": pass_.low,
                                       "high": pass_.high}
     res.tables.append(t)
@@ -379,6 +446,8 @@ def pass_k(ctx: ReportContext) -> ReportResult:
     by_run: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     for r in rows:
         by_run[r[0]].append(r)
+    scores = ctx.estimates("""SELECT run_id, task, 0, mean_score FROM verified_tasks
+        WHERE run_id IN $runs AND n > 0""", 1, 1)
     t = Table("Per agent", [Column("agent", "agent"), Column("tasks", "tasks", "int"),
                             Column("k", "k (runs per task)", "int"),
                             Column("score", "mean score", "pct"),
@@ -391,11 +460,10 @@ def pass_k(ctx: ReportContext) -> ReportResult:
 
         def over(est: Callable[[int, int, int], float], kk: int,
                  _rs: list[tuple[Any, ...]] = rs) -> Estimate:
-            ci = stats.bootstrap_ci([[est(int(r[2]), int(r[3]), kk)] for r in _rs], "mean",
-                                    level=ctx.level, resamples=ctx.resamples, seed=ctx.seed)
+            ci = ctx.bootstrap([[est(int(r[2]), int(r[3]), kk)] for r in _rs], "mean")
             return Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units)
 
-        score = ctx.estimate([(r[1], 0, r[4]) for r in rs])
+        score = scores.get((run,), [Estimate(None)])[0]
         t.rows.append([labels[run], len(rs), k, score, over(stats.pass_at_k, 1),
                        over(stats.pass_at_k, k), over(stats.pass_hat_k, k)])
     res.tables.append(t)
@@ -437,14 +505,21 @@ def judge_errors(ctx: ReportContext) -> ReportResult:
         Column("example", "example error")])
     t.rows = [[labels[r[0]], *r[1:5], str(r[5])[:120]] for r in rows]
     res.tables.append(t)
-    sess = ctx.rows("""SELECT run_id, name, repeat, judge_errors, grader_errors, error
-        FROM sessions WHERE run_id IN $runs AND (judge_errors > 0 OR grader_errors > 0
-        OR status = 'error') ORDER BY run_id, name, repeat""")
+    affected = """FROM sessions WHERE run_id IN $runs AND (judge_errors > 0
+        OR grader_errors > 0 OR status = 'error')"""
+    sess = ctx.rows(f"""SELECT run_id, name, repeat, judge_errors, grader_errors, error,
+        count(*) OVER () {affected} ORDER BY run_id, name, repeat
+        LIMIT {AFFECTED_SESSIONS_SHOWN}""")
     t2 = Table("Sessions affected", [
         Column("agent", "run (agent)"), Column("session", "session"),
         Column("repeat", "repeat", "int"), Column("judge_errors", "judge errors", "int"),
         Column("grader_errors", "grader errors", "int"), Column("error", "session error")])
     t2.rows = [[labels[r[0]], r[1], r[2], r[3], r[4], (r[5] or "")[:120]] for r in sess]
+    if sess and sess[0][6] > len(sess):
+        every = " ".join(affected.replace("$runs", ctx._in()).split())
+        t2.notes.append(f"The first {len(sess)} of {sess[0][6]:,} affected sessions; all of "
+                        f"them: bench query \"SELECT run_id, name, repeat, judge_errors, "
+                        f"grader_errors, error {every}\"")
     res.tables.append(t2)
     return res
 

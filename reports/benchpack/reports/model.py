@@ -18,7 +18,8 @@ class Estimate:
     """Sample std of the per-repeat figures (None with one repeat)."""
     low: float | None = None
     high: float | None = None
-    """Percentile bootstrap CI (level in the table notes)."""
+    """CI: percentile bootstrap, or its normal approximation over many units (method and level
+    in the table notes)."""
     n: int = 0
     """How many resampling units the CI rests on."""
 

@@ -34,6 +34,7 @@ __all__ = [
     "krippendorff_alpha",
     "macro_micro",
     "mean_std",
+    "normal_ci",
     "pass_at_k",
     "pass_at_k_over_tasks",
     "pass_hat_k",
@@ -123,6 +124,8 @@ class BootstrapCI:
     seed: int
     undefined: int = 0
     """Resamples on which the statistic was undefined; they are left out of the percentiles."""
+    method: Literal["percentile", "normal"] = "percentile"
+    """``"normal"`` when ``exact_max`` made it the normal approximation (``resamples`` is 0)."""
 
 
 @overload
@@ -133,6 +136,7 @@ def bootstrap_ci(
     level: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
+    exact_max: int | None = None,
 ) -> BootstrapCI: ...
 
 
@@ -144,6 +148,7 @@ def bootstrap_ci(
     level: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
+    exact_max: int | None = None,
 ) -> BootstrapCI: ...
 
 
@@ -155,6 +160,7 @@ def bootstrap_ci(
     level: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
+    exact_max: int | None = None,
 ) -> BootstrapCI: ...
 
 
@@ -165,6 +171,7 @@ def bootstrap_ci(
     level: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
+    exact_max: int | None = None,
 ) -> BootstrapCI:
     """Percentile bootstrap CI that resamples whole units with replacement, seeded.
 
@@ -187,6 +194,10 @@ def bootstrap_ci(
     The same seed gives the same interval; the built-in statistics and an equivalent callable
     draw the same resamples. An empty ``units`` gives all-``None``; a single unit gives a
     zero-width interval.
+
+    ``exact_max``: with a built-in statistic and more units than this, the interval is instead
+    the normal approximation the percentile bootstrap converges to (:func:`normal_ci`), since
+    resampling costs ``units × resamples`` draws in pure Python. ``None``: always resample.
     """
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level}")
@@ -200,7 +211,10 @@ def bootstrap_ci(
         estimate = statistic(list(units))
         draws = [statistic(rng.choices(units, k=n)) for _ in range(resamples)]
     else:
-        estimate, draws = _bootstrap_pooled(_unit_totals(units, statistic), rng, resamples)
+        totals = _unit_totals(units, statistic)
+        if exact_max is not None and n > exact_max:
+            return normal_ci(totals, level=level, seed=seed)
+        estimate, draws = _bootstrap_pooled(totals, rng, resamples)
     defined = sorted(d for d in draws if d is not None)
     low = _quantile(defined, (1.0 - level) / 2.0) if defined else None
     high = _quantile(defined, (1.0 + level) / 2.0) if defined else None
@@ -230,6 +244,38 @@ def _unit_totals(units: Sequence[object], statistic: str) -> list[tuple[float, f
     return totals
 
 
+def normal_ci(
+    totals: Sequence[tuple[float, float]],
+    *,
+    level: float = 0.95,
+    seed: int = 0,
+    weights: Sequence[int] | None = None,
+) -> BootstrapCI:
+    """Normal-approximation CI of the pooled ratio ``R = sum(num) / sum(den)`` of units given
+    as ``(num, den)`` totals (``weights``: how many units each total stands for, default one).
+
+    R ± z·SE with the plug-in (delta-method) standard error ``sqrt(sum((num − R·den)²)) /
+    sum(den)`` — for equal denominators the mean's ``σ/√n`` (ddof 0), the spread of the
+    bootstrap distribution this stands in for — clipped to the range of the per-unit ratios,
+    which no resample can leave. ``seed`` is only recorded."""
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    counts = [1] * len(totals) if weights is None else list(weights)
+    if len(counts) != len(totals) or any(c < 0 for c in counts):
+        raise ValueError("weights must be one non-negative count per total")
+    n = sum(counts)
+    den_total = math.fsum(c * den for c, (_, den) in zip(counts, totals, strict=True))
+    if not den_total:
+        return BootstrapCI(None, None, None, level, 0, n, seed, method="normal")
+    estimate = math.fsum(c * num for c, (num, _) in zip(counts, totals, strict=True)) / den_total
+    se = math.sqrt(math.fsum(c * (num - estimate * den) ** 2
+                             for c, (num, den) in zip(counts, totals, strict=True))) / den_total
+    half = statistics.NormalDist().inv_cdf((1.0 + level) / 2.0) * se
+    ratios = [num / den for c, (num, den) in zip(counts, totals, strict=True) if c and den]
+    low, high = max(estimate - half, min(ratios)), min(estimate + half, max(ratios))
+    return BootstrapCI(estimate, low, high, level, 0, n, seed, method="normal")
+
+
 def _bootstrap_pooled(
     totals: list[tuple[float, float]], rng: random.Random, resamples: int
 ) -> tuple[float | None, list[float | None]]:
@@ -245,6 +291,8 @@ def _bootstrap_pooled(
         if scale == 0:
             return estimate, [None] * resamples
         nums = [num for num, _ in totals]
+        if len(set(nums)) == 1:  # every resample is the same sum (e.g. one unit per group)
+            return estimate, [sum(nums) / scale] * resamples
         draws.extend(sum(rng.choices(nums, k=n)) / scale for _ in range(resamples))
         return estimate, draws
     # complex numbers carry numerator and denominator through a single C-level sum

@@ -1,0 +1,554 @@
+"""Report benchmark: every built-in report over a synthetic store of 1 M turns (target ≤ 1 s each).
+
+The store is generated with DuckDB SQL (no Python loops over rows), deterministic for its
+parameters: several runs (agents, one of them run twice), each repeat of each plan session, all
+four protocols, with their child tables in realistic proportions (messages, tool calls, intent
+statuses, checklist results, triggers, triples, stage events, LLM calls).
+
+Measured in one run, each cold (a fresh read-only connection, views installed, as `bench report`
+does): building each report over all runs, then rendering it as a terminal table, Markdown, JSON
+and (when `reports/benchpack/reports/html.py` exists) HTML; the seconds printed are build +
+render and the ratio is to the 1 s target. Also timed: two ad-hoc `bench query` statements and
+`bench export --format parquet`.
+
+Usage: python benchmarks/report_bench.py [--turns 1000000] [--db PATH [--regenerate]]
+                                         [--repeat 3] [--by category] [--skip-export]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+TARGET_S = 1.0
+RUNS = 5
+REPEATS = 3
+AGENTS = ["litellm:gpt-4o", "litellm:claude-3-5-sonnet", "litellm:llama-3.1-70b",
+          "scripted:baseline.yaml", "litellm:gpt-4o"]
+"""One agent per run; the last run evaluates the first agent again (reports then label runs by
+agent and run id)."""
+QUALITY = [0.72, 0.62, 0.48, 0.3, 0.7]
+"""Per run: how often things go well (a completed intent, a PASS, a matched triple…)."""
+MEAN_TURNS = 10
+
+QUERIES = {
+    "PROC by agent and domain (view)": """
+        SELECT agent, domain, count(*) AS sessions, avg(coalesce(proc_group, proc)) AS proc,
+               avg(comp) AS comp
+        FROM session_results WHERE protocol = 'intent_tracking' AND status = 'finished'
+        GROUP BY ALL ORDER BY ALL""",
+    "reply length by agent (turns ⋈ sessions)": """
+        SELECT s.agent, count(*) AS turns, avg(length(t.assistant_message)) AS chars,
+               avg(t.tool_calls) AS tool_calls
+        FROM turns t JOIN sessions s USING (run_id, session_id, repeat)
+        GROUP BY ALL ORDER BY ALL""",
+}
+
+
+def _sql_list(values: list[Any]) -> str:
+    return "[" + ", ".join(repr(v) for v in values) + "]"
+
+
+def generate(db: Path, turns: int = 1_000_000) -> dict[str, int]:
+    """Write a synthetic store with exactly `turns` rows in `turns` to `db` (a new file);
+    return the row count of every table."""
+    from benchpack.runtime.store import connect
+
+    if db.exists():
+        raise FileExistsError(db)
+    # plan sessions per run: at least one of each of the 20 slots (see `_generator_sql`)
+    per_run = max(20, turns // (MEAN_TURNS * RUNS * REPEATS))
+    con = connect(db)
+    try:
+        for sql in _generator_sql(turns, per_run, per_run * RUNS * REPEATS):
+            con.execute(sql)
+        con.execute("CHECKPOINT")
+        return table_counts(con)
+    finally:
+        con.close()
+
+
+def table_counts(con: Any) -> dict[str, int]:
+    from benchpack.reports.api import TABLES
+
+    return {t: int(con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]) for t in TABLES}
+
+
+def _generator_sql(turns: int, per_run: int, total: int) -> list[str]:
+    """The statements that fill the store. Plan session `p` of a run has slot `p % 20`:
+    0–8 intent tracking (5–7 a dependency group, 8 the without-dependencies variant of 7),
+    9–12 staged disclosure, 13–16 trigger rubrics, 17–19 verified outcome (19 proactive)."""
+    words = ["calendar", "invoice", "refill", "deadline", "itinerary", "contract", "budget",
+             "reminder", "supplier", "agenda", "report", "prescription"]
+    tools = ["calendar__list", "calendar__create", "mail__search", "mail__send", "files__read",
+             "files__write", "todo__create", "crm__lookup"]
+    return [
+        "CREATE TEMP MACRO h(a, b) AS (hash(a, b) >> 1)::BIGINT",
+        "CREATE TEMP MACRO h3(a, b, c) AS (hash(a, b, c) >> 1)::BIGINT",
+        "CREATE TEMP MACRO u(a, b) AS (h(a, b) % 1000000) / 1000000.0",
+        "CREATE TEMP MACRO u3(a, b, c) AS (h3(a, b, c) % 1000000) / 1000000.0",
+        f"CREATE TEMP MACRO word(a, b) AS {_sql_list(words)}[1 + h(a, b) % {len(words)}]",
+        f"""INSERT INTO runs
+        SELECT 'synth-' || lpad((r + 1)::VARCHAR, 2, '0'), 1.7e9 + r * 86400, 1.7e9 + r * 86400
+               + 3600, 'build/synth', 'plan' || r, 'synthetic', '1.0', '0.1.0',
+               {_sql_list(AGENTS)}[r + 1], 'litellm:gpt-4o-mini', 'litellm:gpt-4o', {REPEATS},
+               '{{}}', 'finished'
+        FROM range({RUNS}) t(r)""",
+        # one row per session attempt: plan slot, outcome quality, status and its turn count;
+        # turn counts are rescaled so that their total is exactly `turns`
+        f"""CREATE TEMP TABLE gen_s AS
+        WITH b AS (
+            SELECT k, (k // {per_run * REPEATS})::INTEGER AS r,
+                   ((k // {per_run}) % {REPEATS})::INTEGER AS rep, (k % {per_run})::INTEGER AS p
+            FROM range({total}) t(k)
+        ), c AS (
+            SELECT *, p % 20 AS slot, {_sql_list(QUALITY)}[r + 1] AS q,
+                   CASE WHEN u(k, 'skip') < 0.005 THEN 'skipped'
+                        WHEN u(k, 'error') < 0.01 THEN 'error' ELSE 'finished' END AS status
+            FROM b
+        ), d AS (
+            SELECT *, CASE WHEN slot <= 8 THEN 'intent_tracking'
+                           WHEN slot <= 12 THEN 'staged_disclosure'
+                           WHEN slot <= 16 THEN 'trigger_rubric'
+                           ELSE 'verified_outcome' END AS protocol,
+                   CASE WHEN status = 'skipped' THEN 0
+                        WHEN slot <= 8 THEN 4 + h(k, 'len') % 11
+                        WHEN slot <= 12 THEN 6 + h(k, 'len') % 9
+                        WHEN slot <= 16 THEN 10
+                        ELSE 3 + h(k, 'len') % 11 END AS len0
+            FROM c
+        ), e AS (
+            SELECT *, sum(len0) OVER (ORDER BY k ROWS UNBOUNDED PRECEDING)::BIGINT AS cum,
+                   sum(len0) OVER ()::BIGINT AS len_total
+            FROM d
+        )
+        SELECT k, r, rep, p, slot, q, status, protocol,
+               'synth-' || lpad((r + 1)::VARCHAR, 2, '0') AS run_id,
+               {_sql_list(AGENTS)}[r + 1] AS agent,
+               CASE WHEN slot = 8 THEN 'ep' || (p // 10) || '.t' || (p - 1) || '~nodeps'
+                    ELSE 'ep' || (p // 10) || '.t' || p END AS name,
+               'session.synthetic.' || name AS session_id,
+               CASE WHEN slot = 8 THEN 'session.synthetic.ep' || (p // 10) || '.t' || (p - 1)
+                    END AS base_session,
+               (cum * {turns} // len_total - (cum - len0) * {turns} // len_total)::INTEGER
+                   AS nturns,
+               1.7e9 + r * 86400 + (k % {per_run * REPEATS}) * 2.0 AS t0
+        FROM e""",
+        # one row per turn: how many tool calls the agent made in it
+        """CREATE TEMP TABLE gen_t AS
+        SELECT k, (i + 1)::INTEGER AS turn,
+               (CASE WHEN u3(k, i, 'tc') < 0.6 THEN 0 WHEN u3(k, i, 'tc') < 0.9 THEN 1
+                     ELSE 2 END)::INTEGER AS tc
+        FROM gen_s, range(gen_s.nturns) t(i)""",
+        """INSERT INTO turns
+        SELECT s.run_id, s.session_id, s.rep, t.turn,
+               CASE WHEN t.turn = 1 AND s.slot = 19 THEN NULL
+                    ELSE 'Could you sort out the ' || word(s.k, t.turn) || ' for the '
+                         || word(t.turn, s.k) || ' review (step ' || t.turn || ')?' END,
+               'Done: I checked the ' || word(s.k, t.turn) || ' and updated the '
+                   || word(t.turn, s.k) || '. ' || repeat('Details follow. ', 1 + t.turn % 6),
+               1 + (t.tc > 0)::INTEGER, t.tc,
+               CASE WHEN t.turn = s.nturns THEN 'final' ELSE 'reply' END,
+               s.t0 + t.turn * 20.0, 0.5 + u3(s.k, t.turn, 'dur') * 8
+        FROM gen_t t JOIN gen_s s USING (k) ORDER BY s.k, t.turn""",
+        # user message, assistant message with tool calls, tool results, final assistant reply
+        f"""INSERT INTO messages
+        WITH m AS (
+            SELECT k, turn, 0 AS j, 'user' AS role, NULL AS tc FROM gen_t
+            UNION ALL SELECT k, turn, 1, 'assistant', tc FROM gen_t WHERE tc > 0
+            UNION ALL SELECT k, turn, 2 + i, 'tool', NULL FROM gen_t, range(gen_t.tc) x(i)
+            UNION ALL SELECT k, turn, 9, 'assistant', NULL FROM gen_t
+        )
+        SELECT s.run_id, s.session_id, s.rep, m.turn * 10 + m.j, m.turn, m.role,
+               CASE m.role WHEN 'user' THEN 'Please check the ' || word(s.k, m.turn) || '.'
+                    WHEN 'tool' THEN '{{"ok": true, "items": ' || (h3(s.k, m.turn, m.j) % 9)
+                                     || '}}'
+                    ELSE CASE WHEN m.tc IS NULL THEN 'Here is the ' || word(m.turn, s.k)
+                              || ' summary. ' || repeat('More detail. ', 1 + m.turn % 5) END
+               END,
+               CASE WHEN m.tc IS NOT NULL
+                    THEN '[{{"id": "call_' || m.turn || '", "name": "'
+                         || {_sql_list(tools)}[1 + h(s.k, m.turn) % {len(tools)}] || '"}}]'
+               END::JSON,
+               CASE WHEN m.role = 'tool' THEN 'call_' || m.turn END,
+               CASE WHEN m.role = 'tool' THEN {_sql_list(tools)}[1 + h(s.k, m.turn)
+                                                                   % {len(tools)}] END
+        FROM m JOIN gen_s s USING (k) ORDER BY s.k, m.turn, m.j""",
+        f"""INSERT INTO tool_calls
+        SELECT s.run_id, s.session_id, s.rep, t.turn * 10 + i, t.turn, i + 1,
+               'call_' || t.turn || '_' || i, tool,
+               CASE WHEN tool LIKE '%create' OR tool LIKE '%send' OR tool LIKE '%write'
+                    THEN 'write' ELSE 'read' END,
+               ('{{"name": "' || tool || '", "arguments": {{"query": "'
+                || word(s.k, t.turn) || '"}}}}')::JSON,
+               ('{{"ok": true, "count": ' || h3(s.k, t.turn, i) % 9 || '}}')::JSON,
+               CASE WHEN u3(s.k, t.turn, i) < 0.02 THEN 'timeout' END,
+               s.t0 + t.turn * 20.0 + i, 0.05 + u3(s.k, t.turn, i) * 0.5
+        FROM gen_t t JOIN gen_s s USING (k), range(t.tc) x(i),
+             LATERAL (SELECT {_sql_list(tools)}[1 + h3(s.k, t.turn, i) % {len(tools)}]
+                      AS tool)
+        ORDER BY s.k, t.turn, i""",
+        # intent tracking: 1–5 hidden intents per session, worse without the prior sessions
+        """CREATE TEMP TABLE gen_i AS
+        SELECT k, i, CASE WHEN x < 0.03 THEN 'unresolved'
+                          WHEN x < 0.03 + q * 0.55 THEN 'completed'
+                          WHEN x < 0.03 + q * 0.85 THEN 'inferred' ELSE 'provided' END AS status,
+               greatest(1, least(nturns, 1 + i * 2))::INTEGER AS turn
+        FROM (SELECT *, u3(k, i, 'intent') * CASE WHEN slot = 8 THEN 1.4 ELSE 1 END AS x
+              FROM gen_s, range((1 + h(k, 'intents') % 5)::BIGINT) t(i)
+              WHERE protocol = 'intent_tracking' AND status = 'finished')""",
+        """INSERT INTO intent_status
+        SELECT s.run_id, s.session_id, s.rep, 'intent-' || i,
+               'Hidden need about the ' || word(s.k, i), CASE WHEN i = 0 THEN 'persistent'
+               ELSE 'session' END, g.status, g.turn, CASE WHEN u3(s.k, i, 'je') < 0.005
+               THEN 'malformed judge output twice' END, NULL
+        FROM gen_i g JOIN gen_s s USING (k) ORDER BY s.k, i""",
+        # checklists: intent-tracking and verified-outcome sessions, 2–5 items
+        """CREATE TEMP TABLE gen_c AS
+        SELECT k, i, (u3(k, i, 'check') < q + 0.1)::INTEGER::DOUBLE AS score,
+               CASE WHEN i % 3 = 0 THEN 'rule' ELSE 'rubric' END AS grader
+        FROM gen_s, range((2 + h(k, 'items') % 4)::BIGINT) t(i)
+        WHERE protocol IN ('intent_tracking', 'verified_outcome') AND status = 'finished'""",
+        """INSERT INTO checklist_results
+        SELECT s.run_id, s.session_id, s.rep, 'item-' || i, 'The ' || word(s.k, i)
+               || ' is handled.', grader, score, CASE WHEN i = 0 THEN 2.0 ELSE 1.0 END,
+               CASE WHEN i = 0 THEN 'outcome' ELSE 'process' END, 'graded', NULL
+        FROM gen_c c JOIN gen_s s USING (k) ORDER BY s.k, i""",
+        # trigger rubrics: 3–6 trigger points at turns spread over the ten-turn dialogue
+        """CREATE TEMP TABLE gen_tr AS
+        SELECT k, i, turn, CASE WHEN turn <= 3 THEN 'emergent' WHEN turn <= 7 THEN 'critical'
+                                ELSE 'recovery' END AS type,
+               CASE WHEN x < 0.01 THEN NULL WHEN x < 0.01 + q * 0.8 THEN 'PASS'
+                    WHEN x < 0.01 + q * 0.8 + 0.2 THEN 'PARTIAL' ELSE 'FAIL' END AS label
+        FROM (SELECT k, i, q, u3(k, i, 'label') AS x,
+                     (1 + i * 9 // (3 + h(k, 'trig') % 4))::INTEGER AS turn
+              FROM gen_s, range((3 + h(k, 'trig') % 4)::BIGINT) t(i)
+              WHERE protocol = 'trigger_rubric' AND status = 'finished')""",
+        """INSERT INTO triggers
+        SELECT s.run_id, s.session_id, s.rep, 'tp' || i, type, turn,
+               CASE WHEN s.r % 2 = 0 THEN 'offline' ELSE 'live' END, 'planner',
+               ('["' || word(s.k, i) || '"]')::JSON, 'Mentions the ' || word(s.k, i),
+               'Hints at it', 'Misses it', 'A response about the ' || word(i, s.k) || '.',
+               label, CASE label WHEN 'PASS' THEN 1.0 WHEN 'PARTIAL' THEN 0.5
+                                 WHEN 'FAIL' THEN 0.0 END,
+               CASE WHEN label IS NOT NULL THEN 'The response ' || lower(label) || 'es.' END,
+               CASE WHEN label IS NOT NULL THEN 'the ' || word(s.k, i) END,
+               label IS NOT NULL, CASE WHEN label IS NULL THEN 'malformed output twice' END
+        FROM gen_tr g JOIN gen_s s USING (k) ORDER BY s.k, i""",
+        # staged disclosure: ground-truth and predicted triples, the stage events
+        """CREATE TEMP TABLE gen_g AS
+        SELECT *, CASE WHEN x < 0.03 THEN 'malformed' WHEN x < 0.05 THEN 'empty'
+                       WHEN x < 0.10 THEN 'repaired' ELSE 'ok' END AS kg_status
+        FROM (SELECT k, q, (5 + h(k, 'gt') % 11)::INTEGER AS n_gt,
+                     (3 + h(k, 'pred') % 13)::INTEGER AS n_pred, u(k, 'kg') AS x
+              FROM gen_s WHERE protocol = 'staged_disclosure' AND status = 'finished')""",
+        """CREATE TEMP TABLE gen_tp AS
+        SELECT k, 'gt' AS side, i, kg_status IN ('ok', 'repaired')
+               AND u3(k, i, 'gtm') < q AS matched
+        FROM gen_g, range(gen_g.n_gt) t(i)
+        UNION ALL
+        SELECT k, 'predicted', i, u3(k, i, 'pm') < q + 0.15
+        FROM gen_g, range(gen_g.n_pred) t(i) WHERE kg_status IN ('ok', 'repaired')""",
+        """INSERT INTO triples
+        SELECT s.run_id, s.session_id, s.rep, side, i, word(s.k, i), 'prefers',
+               word(i, s.k), 'dim' || (i % 3), matched,
+               CASE WHEN side = 'gt' AND matched THEN 'direct' END, NULL
+        FROM gen_tp g JOIN gen_s s USING (k) ORDER BY s.k, side, i""",
+        """INSERT INTO triple_support
+        SELECT s.run_id, s.session_id, s.rep, g.i, g.i % n_pred
+        FROM gen_tp g JOIN gen_g USING (k) JOIN gen_s s USING (k)
+        WHERE side = 'gt' AND matched AND n_pred > 0 ORDER BY s.k, g.i""",
+        """INSERT INTO stage_events
+        SELECT s.run_id, s.session_id, s.rep, t.turn, 'stage' || (t.turn % 5),
+               t.turn % 5, 'mentions',
+               CASE WHEN t.turn = s.nturns THEN 'done'
+                    WHEN u3(s.k, t.turn, 'st') < 0.6 THEN 'disclosed' ELSE 'pushed' END,
+               'Stage line about the ' || word(s.k, t.turn)
+        FROM gen_t t JOIN gen_s s USING (k) WHERE s.protocol = 'staged_disclosure'
+        ORDER BY s.k, t.turn""",
+        # LLM calls: an agent call per step, a simulator call per user turn, an intent judge
+        # call per turn, a judge call per checklist item, trigger and graph
+        """CREATE TEMP TABLE gen_l AS
+        WITH c AS (
+            SELECT k, turn, 'agent' AS role, 'agent_step' AS purpose, j, turn * 10 + j AS seq
+            FROM gen_t, range(1 + (gen_t.tc > 0)::INTEGER) x(j)
+            UNION ALL SELECT t.k, turn, 'simulator', 'user_turn', 0, turn * 10 + 5
+            FROM gen_t t JOIN gen_s s USING (k) WHERE s.protocol <> 'verified_outcome'
+            UNION ALL SELECT t.k, turn, 'judge', 'completion_check', 0, turn * 10 + 6
+            FROM gen_t t JOIN gen_s s USING (k) WHERE s.protocol = 'intent_tracking'
+            UNION ALL SELECT k, turn, 'judge', 'trigger', i, turn * 10 + 7 FROM gen_tr
+            UNION ALL SELECT k, NULL, 'judge', 'rubric', i, 10000 + i FROM gen_c
+            WHERE grader = 'rubric'
+            UNION ALL SELECT k, NULL, 'judge', 'graph', 0, 10100 FROM gen_g
+        )
+        SELECT k, turn, role, purpose, j, seq::INTEGER AS seq,
+               CASE role WHEN 'agent' THEN 800 + h3(k, seq, 'p') % 3000
+                         ELSE 400 + h3(k, seq, 'p') % 1200 END AS prompt_tokens,
+               CASE role WHEN 'agent' THEN 60 + h3(k, seq, 'c') % 400
+                         ELSE 20 + h3(k, seq, 'c') % 120 END AS completion_tokens,
+               u3(k, seq, 'x') AS x
+        FROM c""",
+        f"""INSERT INTO llm_calls
+        SELECT s.run_id, s.session_id, s.rep, l.seq, l.role, l.purpose,
+               CASE l.role WHEN 'agent' THEN {_sql_list(AGENTS)}[s.r + 1]
+                           WHEN 'simulator' THEN 'gpt-4o-mini' ELSE 'gpt-4o' END,
+               printf('%016x', h(s.k, l.seq)), l.prompt_tokens, l.completion_tokens,
+               CASE WHEN l.x < 0.05 THEN 0.0
+                    ELSE (l.prompt_tokens * 2.5 + l.completion_tokens * 10) / 1e6 END,
+               CASE WHEN l.x < 0.05 THEN 0.0 ELSE 0.3 + l.x * 4 END, l.x < 0.05,
+               CASE WHEN l.role = 'judge' AND l.x > 0.995 THEN 'malformed output twice' END,
+               CASE WHEN l.role = 'judge' AND l.x > 0.98 THEN 2 ELSE 1 END, l.turn,
+               s.t0 + coalesce(l.turn, s.nturns + 1) * 20.0
+        FROM gen_l l JOIN gen_s s USING (k) ORDER BY s.k, l.seq""",
+        # the session rows, consistent with their child rows
+        """CREATE TEMP TABLE gen_agg AS
+        SELECT s.k, t.n AS turns, t.tool_calls, t.steps,
+               i.intents, i.completed, i.inferred, i.provided, i.unresolved,
+               c.comp, tr.triggers, tr.pass_rate, tr.score AS trigger_score, tr.errors,
+               l.prompt_tokens, l.completion_tokens, l.cost, l.judge_errors,
+               gt.recall, pr.prec
+        FROM gen_s s
+        LEFT JOIN (SELECT k, count(*) AS n, sum(tc) AS tool_calls,
+                          sum(1 + (tc > 0)::INTEGER) AS steps FROM gen_t GROUP BY k) t USING (k)
+        LEFT JOIN (SELECT k, count(*) AS intents,
+                          count(*) FILTER (WHERE status = 'completed') AS completed,
+                          count(*) FILTER (WHERE status = 'inferred') AS inferred,
+                          count(*) FILTER (WHERE status = 'provided') AS provided,
+                          count(*) FILTER (WHERE status = 'unresolved') AS unresolved
+                   FROM gen_i GROUP BY k) i USING (k)
+        LEFT JOIN (SELECT k, avg(score) AS comp FROM gen_c GROUP BY k) c USING (k)
+        LEFT JOIN (SELECT k, count(*) AS triggers,
+                          avg((label = 'PASS')::INTEGER) AS pass_rate,
+                          avg(CASE label WHEN 'PASS' THEN 1.0 WHEN 'PARTIAL' THEN 0.5
+                                         WHEN 'FAIL' THEN 0.0 END) AS score,
+                          count(*) FILTER (WHERE label IS NULL) AS errors
+                   FROM gen_tr GROUP BY k) tr USING (k)
+        LEFT JOIN (SELECT k, sum(prompt_tokens) AS prompt_tokens,
+                          sum(completion_tokens) AS completion_tokens,
+                          sum(CASE WHEN x < 0.05 THEN 0
+                                   ELSE (prompt_tokens * 2.5 + completion_tokens * 10) / 1e6
+                              END) AS cost,
+                          count(*) FILTER (WHERE role = 'judge' AND x > 0.995) AS judge_errors
+                   FROM gen_l GROUP BY k) l USING (k)
+        LEFT JOIN (SELECT k, avg(matched::INTEGER) AS recall FROM gen_tp WHERE side = 'gt'
+                   GROUP BY k) gt USING (k)
+        LEFT JOIN (SELECT k, avg(matched::INTEGER) AS prec FROM gen_tp
+                   WHERE side = 'predicted' GROUP BY k) pr USING (k)""",
+        """INSERT INTO sessions BY NAME
+        WITH x AS (
+            SELECT s.*, a.* EXCLUDE (k),
+                   CASE WHEN s.status = 'finished' THEN
+                       (a.completed + a.inferred) / a.intents END AS proc_,
+                   coalesce(a.completed + a.inferred, 0) AS resolved
+            FROM gen_s s JOIN gen_agg a USING (k)
+        )
+        SELECT run_id, session_id, rep AS repeat, 'fp' || h(p, 'fp') AS fingerprint,
+               'ep' || (p // 10) AS episode, name, protocol,
+               'persona-' || (p // 10) % 40 AS persona,
+               CASE WHEN slot IN (13, 14, 15, 16) THEN
+                   ['terse', 'chatty', 'precise', 'emotional'][1 + (p // 20) % 4] END AS style,
+               CASE WHEN slot = 8 THEN 'without_dependencies' END AS ablation, base_session,
+               CASE WHEN slot IN (5, 6, 7) THEN 'group.ep' || (p // 10) END AS group_id,
+               ['scheduling', 'triage', 'shopping', 'travel', 'finance', 'health', 'legal',
+                'marketing', 'household', 'research'][1 + h(p, 'cat') % 10] AS category,
+               ['pharmacy', 'law', 'retail', 'education', 'logistics',
+                'hospitality'][1 + h(p // 10, 'dom') % 6] AS domain,
+               ['easy', 'medium', 'hard'][1 + h(p, 'diff') % 3] AS difficulty,
+               CASE WHEN p % 7 = 0 THEN 'de' ELSE 'en' END AS language, agent,
+               status,
+               CASE WHEN status = 'error' THEN 'error'
+                    WHEN status = 'skipped' THEN NULL
+                    WHEN protocol = 'intent_tracking' THEN
+                        CASE WHEN unresolved > 0 THEN 'turn_budget' ELSE 'all_resolved' END
+                    WHEN protocol = 'staged_disclosure' THEN
+                        ['done', 'done', 'done', 'agent_answer', 'round_budget'][1 + k % 5]
+                    WHEN protocol = 'trigger_rubric' THEN 'dialogue_end'
+                    ELSE ['answered', 'answered', 'step_budget'][1 + k % 3] END AS termination,
+               CASE WHEN status = 'error' THEN 'agent failed: HTTP 500 from provider'
+                    WHEN status = 'skipped' THEN 'a dependency failed' END AS error,
+               coalesce(x.turns, 0) AS turns, coalesce(x.turns, 0) AS user_turns,
+               coalesce(steps, 0) AS assistant_turns, coalesce(x.tool_calls, 0) AS tool_calls,
+               CASE WHEN protocol = 'staged_disclosure' THEN (k % 4 = 0)::INTEGER ELSE 0 END
+                   AS compactions,
+               intents, completed, inferred, provided, unresolved, proc_ AS proc,
+               CASE WHEN slot = 7 AND status = 'finished' THEN
+                   sum(CASE WHEN slot IN (5, 6, 7) THEN resolved END) OVER grp
+                   / sum(CASE WHEN slot IN (5, 6, 7) THEN intents END) OVER grp END
+                   AS proc_group,
+               CASE WHEN status = 'finished' THEN comp END AS comp,
+               CASE WHEN protocol = 'verified_outcome' AND status = 'finished'
+                    THEN 0.7 * comp + 0.3 * u(k, 'soft') END AS score,
+               CASE WHEN protocol = 'verified_outcome' AND status = 'finished'
+                    THEN 0.7 * comp + 0.3 * u(k, 'soft') >= 0.7 END AS passed,
+               recall, CASE WHEN protocol = 'staged_disclosure' AND status = 'finished'
+                            THEN coalesce(prec, 0.0) END AS "precision",
+               CASE WHEN recall + coalesce(prec, 0) > 0
+                    THEN 2 * recall * prec / (recall + prec)
+                    WHEN recall IS NOT NULL THEN 0.0 END AS f1,
+               g.n_gt AS triples_gt,
+               CASE WHEN g.kg_status IN ('ok', 'repaired') THEN g.n_pred
+                    WHEN g.kg_status IS NOT NULL THEN 0 END AS triples_predicted,
+               g.kg_status,
+               CASE WHEN protocol = 'staged_disclosure' THEN 5 END AS stages,
+               CASE WHEN protocol = 'staged_disclosure' THEN least(5, x.turns // 2) END
+                   AS stages_disclosed,
+               CASE WHEN protocol = 'trigger_rubric' THEN
+                   CASE WHEN r % 2 = 0 THEN 'offline' ELSE 'live' END END AS trigger_mode,
+               x.triggers, pass_rate AS trigger_pass_rate, x.trigger_score,
+               CASE WHEN slot = 19 THEN 1 + k % 3 WHEN protocol = 'verified_outcome' THEN 0
+                    END AS heartbeats,
+               coalesce(x.judge_errors, 0) + coalesce(x.errors, 0) AS judge_errors,
+               CASE WHEN protocol = 'verified_outcome' AND k % 97 = 0 THEN 1 ELSE 0 END
+                   AS grader_errors,
+               coalesce(x.prompt_tokens, 0) AS prompt_tokens,
+               coalesce(x.completion_tokens, 0) AS completion_tokens, coalesce(cost, 0) AS cost,
+               t0 AS started_at, t0 + coalesce(x.turns, 0) * 20.0 AS finished_at,
+               coalesce(x.turns, 0) * 20.0 AS duration_s,
+               CASE WHEN status = 'finished' THEN '{"synthetic": true}' END::JSON AS extra
+        FROM x LEFT JOIN gen_g g USING (k)
+        WINDOW grp AS (PARTITION BY r, rep, p // 20)
+        ORDER BY k""",
+    ]
+
+
+# --------------------------------------------------------------------------- timing
+
+
+@dataclass
+class Timing:
+    name: str
+    build_s: float
+    render_s: dict[str, float]
+    rows: int
+
+    def seconds(self, fmt: str) -> float:
+        return self.build_s + self.render_s[fmt]
+
+
+def formats() -> list[str]:
+    """Renderers to time: table, md, json, and html once `html.py` exists."""
+    html = importlib.util.find_spec("benchpack.reports.html") is not None
+    return ["table", "md", "json", *(["html"] if html else [])]
+
+
+def time_report(db: Path, name: str, fmts: list[str], *, by: str | None = None,
+                repeat: int = 1) -> Timing:
+    """Build `name` over all runs on a fresh connection (median of `repeat` cold builds), then
+    render it in each format."""
+    from benchpack.reports.api import ReportOptions, build_reports
+    from benchpack.reports.render import render
+
+    builds = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        (result,) = build_reports(ReportOptions(db=db, names=[name], runs=["all"], by=by))
+        builds.append(time.perf_counter() - t)
+    renders = {}
+    for fmt in fmts:
+        samples = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            render(result, fmt)
+            samples.append(time.perf_counter() - t)
+        renders[fmt] = statistics.median(samples)
+    rows = sum(len(t.rows) for t in result.tables)
+    return Timing(name, statistics.median(builds), renders, rows)
+
+
+def time_query(db: Path, sql: str, repeat: int = 1) -> tuple[float, int]:
+    from benchpack.reports.api import run_query
+
+    samples, n = [], 0
+    for _ in range(repeat):
+        t = time.perf_counter()
+        n = len(run_query(db, sql).rows)
+        samples.append(time.perf_counter() - t)
+    return statistics.median(samples), n
+
+
+def time_export(db: Path) -> tuple[float, int, int]:
+    from benchpack.reports.api import export_store
+
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        files = export_store(db, Path(tmp) / "export", "parquet")
+        seconds = time.perf_counter() - t
+        return seconds, len(files), sum(p.stat().st_size for p in files)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--turns", type=int, default=1_000_000)
+    ap.add_argument("--db", type=Path, help="Store to use (generated when missing).")
+    ap.add_argument("--regenerate", action="store_true", help="Regenerate --db.")
+    ap.add_argument("--repeat", type=int, default=3, help="Cold builds per report (median).")
+    ap.add_argument("--by", help="Also pass --by to every report (default: each report's own).")
+    ap.add_argument("--reports", nargs="*", help="Only these reports.")
+    ap.add_argument("--skip-export", action="store_true")
+    args = ap.parse_args()
+
+    import duckdb
+    import rich.table  # noqa: F401  (imports are warmed: the timings are the reports' own)
+
+    from benchpack.reports.registry import default_reports
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = args.db or Path(tmp) / "bench.duckdb"
+        if args.regenerate and db.exists():
+            db.unlink()
+            Path(f"{db}.wal").unlink(missing_ok=True)
+        if db.exists():
+            print(f"reusing {db} (--regenerate to rebuild it)")
+        else:
+            t = time.perf_counter()
+            counts = generate(db, args.turns)
+            print(f"generated {db} in {time.perf_counter() - t:.1f} s")
+        con = duckdb.connect(str(db), read_only=True)
+        counts = table_counts(con)
+        con.close()
+        print(f"environment: {os.cpu_count()} cores, {platform.machine()}, Python "
+              f"{platform.python_version()}, DuckDB {duckdb.__version__}, store "
+              f"{db.stat().st_size / 1e6:.0f} MB, load average "
+              f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        print("rows: " + ", ".join(f"{t} {n:,}" for t, n in counts.items() if n))
+
+        fmts = formats()
+        names = args.reports or default_reports().names()
+        print(f"\ncold builds over all {RUNS} runs, median of {args.repeat}; seconds = build + "
+              f"render; ratio = slowest format ÷ {TARGET_S:.0f} s target")
+        head = f"{'report':14} {'build':>7} " + " ".join(f"{f:>7}" for f in fmts)
+        print(head + f" {'rows':>6} {'ratio':>6}")
+        worst = 0.0
+        for name in names:
+            tm = time_report(db, name, fmts, by=args.by, repeat=args.repeat)
+            ratio = max(tm.seconds(f) for f in fmts) / TARGET_S
+            worst = max(worst, ratio)
+            print(f"{name:14} {tm.build_s:7.3f} "
+                  + " ".join(f"{tm.seconds(f):7.3f}" for f in fmts)
+                  + f" {tm.rows:6d} {ratio:5.2f}×" + ("" if ratio <= 1 else "  ✗"))
+        print(f"slowest report ÷ target = {worst:.2f}×  (target ≤ 1×)")
+
+        print("\nbench query (cold, median):")
+        for label, sql in QUERIES.items():
+            seconds, n = time_query(db, sql, args.repeat)
+            print(f"  {label:42} {seconds:7.3f} s  {n} rows")
+        if not args.skip_export:
+            seconds, files, size = time_export(db)
+            print(f"\nbench export --format parquet: {seconds:.2f} s, {files} files, "
+                  f"{size / 1e6:.0f} MB ({sum(counts.values()) / seconds / 1e6:.1f} M table "
+                  "rows/s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
