@@ -15,7 +15,7 @@ from store_fixture import build_store
 
 from benchpack.cli import cli
 from benchpack.reports.api import ReportOptions, build_reports, export_store, run_query
-from benchpack.reports.model import Estimate, ReportResult, Table
+from benchpack.reports.model import Column, Estimate, ReportResult, Table
 from benchpack.reports.render import render
 
 
@@ -151,3 +151,13 @@ def test_no_runs_and_missing_store_are_clear_errors(tmp_path: Path) -> None:
     runner = CliRunner()
     out = runner.invoke(cli, ["report", "--db", str(tmp_path / "nope.duckdb")])
     assert out.exit_code == 1 and "no such store" in out.output
+
+
+def test_terminal_shows_store_text_verbatim_never_as_markup() -> None:
+    # a judge's error text with a closing tag crashed rich's markup parser
+    res = ReportResult("x", "Title", "what", ["r"], tables=[Table(
+        "Sessions affected", [Column("error", "session error")],
+        rows=[["bad output [/answer] here"], ["[bold]kept[/bold]"]], notes=["see [/x]"])])
+    text = render(res, "table")
+    assert "bad output [/answer] here" in text and "[bold]kept[/bold]" in text
+    assert "see [/x]" in text

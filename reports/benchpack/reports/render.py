@@ -84,11 +84,15 @@ def to_terminal(result: ReportResult, width: int | None = None) -> str:
 
     from rich.console import Console
     from rich.table import Table as RichTable
+    from rich.text import Text
 
     buf = io.StringIO()
     width = width or max(100, shutil.get_terminal_size((140, 40)).columns)
-    console = Console(file=buf, width=width, force_terminal=False, color_system=None)
-    console.print(f"[bold]{result.title}[/bold] — {result.description}")
+    # store text (error messages, names) is data, never console markup: `[/x]` in a judge's
+    # error would otherwise raise MarkupError; and with no colours, highlighting is wasted work
+    console = Console(file=buf, width=width, force_terminal=False, color_system=None,
+                      highlight=False, markup=False)
+    console.print(Text.assemble((result.title, "bold"), f" — {result.description}"))
     console.print(f"runs: {', '.join(result.runs)}")
     for table in result.tables:
         rt = RichTable(title=table.title, title_justify="left", show_lines=False)
@@ -96,7 +100,7 @@ def to_terminal(result: ReportResult, width: int | None = None) -> str:
             rt.add_column(c.title, justify="left" if c.kind == "text" else "right",
                           overflow="fold")
         for row in table.rows:
-            rt.add_row(*[cell_text(v, c) for v, c in zip(row, table.columns, strict=True)])
+            rt.add_row(*[Text(cell_text(v, c)) for v, c in zip(row, table.columns, strict=True)])
         if not table.rows:
             console.print(f"\n{table.title}: (no data)")
         else:
