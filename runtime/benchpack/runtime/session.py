@@ -398,5 +398,6 @@ def session_identity(run_id: str, agent: str, s: PlanSession, repeat: int) -> di
     }
 
 
-__all__ = ["INTERACTION_COLUMNS", "METRIC_COLUMNS", "ChainMemory", "Earlier", "SessionContext", "build_rows",
-           "grade_checklist", "render_history", "session_brief", "session_identity"]
+__all__ = ["INTERACTION_COLUMNS", "METRIC_COLUMNS", "ChainMemory", "Earlier", "SessionContext",
+           "build_rows", "grade_checklist", "render_history", "session_brief",
+           "session_identity"]

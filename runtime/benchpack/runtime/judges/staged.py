@@ -173,7 +173,8 @@ def rules_verdict(view: StageView) -> Verdict:
 
 
 def rules_message(view: StageView, decision: Decision) -> str:
-    """The rules wording: one short answer per question, then the line or the push."""
+    """The rules wording: one short answer per question (no stage: no preference; a disclosed
+    stage: its line again; a later stage: not yet), then the line or the push."""
     parts = []
     for q in decision.questions:
         if q.stage is None:

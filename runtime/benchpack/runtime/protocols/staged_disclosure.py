@@ -29,8 +29,8 @@ Termination (`sessions.termination`):
 turn 1; a reaction to agent turn t is turn t + 1, also for `done`), `stage_index` is 0-based in
 the plan's stages. Events: `disclosed` (detail: the message), `pushed` (on the current stage, or
 with no stage when pushing to finish after the last one), `dismissed` (one per question no stage
-covers, at the current stage; detail: the question), `done`. A simulator failure on a turn is a
-judge error; that turn is treated as not met and worded by the rules.
+covers, at the current stage; detail: the question), `done`. A simulator failure is a judge
+error: a failed verdict counts as not met, a failed wording falls back to the rules wording.
 
 After the dialogue (unless it errored, or the session has no ground-truth graph) the agent gets
 one more user turn with `staged_disclosure.extract_graph`. That turn is stored like any other
@@ -52,6 +52,7 @@ from ..graders.graph import Coverage, ParsedGraph, Triple, parse_graph, score_gr
 from ..judges.base import JudgeError
 from ..judges.staged import (
     Decision,
+    GraphJudge,
     Question,
     StageView,
     Verdict,
@@ -227,7 +228,7 @@ class StagedDisclosure:
                 "asst_per_user": assistant / user if user else None}
 
     @staticmethod
-    async def _grade(ctx: SessionContext, judge: Any, parsed: ParsedGraph,
+    async def _grade(ctx: SessionContext, judge: GraphJudge, parsed: ParsedGraph,
                      metrics: dict[str, Any], extra: dict[str, Any],
                      tables: dict[str, list[tuple[Any, ...]]]) -> int:
         """Grade the parsed graph into metrics and rows; the number of judge errors."""
