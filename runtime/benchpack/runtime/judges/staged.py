@@ -540,7 +540,7 @@ def staged_roles(ctx: SessionContext) -> tuple[StageSimulator, GraphJudge]:
                                 ctx.persona.model_dump(mode="json"),
                                 ctx.session.style.model_dump(mode="json")
                                 if ctx.session.style else None)
-    grader = getattr(ctx.run.options, "graph_grader", "auto")
+    grader = ctx.run.options.graph_grader
     judge_mode = roles.mode("judge")
     judge: GraphJudge
     if grader == "match" or (grader == "auto" and judge_mode == "rules"):
