@@ -363,9 +363,11 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
         "completion_tokens": sum(c.completion_tokens for c in llm_calls),
         "cost": sum(c.cost or 0.0 for c in llm_calls),
         "started_at": started, "finished_at": finished, "duration_s": finished - started,
-        "extra": {**result.extra, **{k: v for k, v in m.items() if k not in METRIC_COLUMNS}}
+        "extra": {**result.extra, **{k: v for k, v in m.items()
+                                     if k not in METRIC_COLUMNS and k not in INTERACTION_COLUMNS}}
         or None,
     }
+    sess.update({k: m[k] for k in INTERACTION_COLUMNS if k in m})
     return SessionRows(run_id=run_id, session_id=s.id, repeat=ctx.repeat, session=sess,
                        tables=tables, snapshot=(s.episode, snapshot) if snapshot is not None
                        else None)
@@ -378,6 +380,10 @@ METRIC_COLUMNS = (
     "heartbeats",
 )
 """Protocol metrics stored in their own `sessions` columns; any other metric goes to `extra`."""
+
+INTERACTION_COLUMNS = ("turns", "user_turns", "assistant_turns", "tool_calls", "compactions")
+"""`sessions` columns counted over the whole session unless the protocol reports them itself
+(staged disclosure leaves out its grading-only graph-extraction turn)."""
 
 
 def session_identity(run_id: str, agent: str, s: PlanSession, repeat: int) -> dict[str, Any]:
@@ -392,5 +398,6 @@ def session_identity(run_id: str, agent: str, s: PlanSession, repeat: int) -> di
     }
 
 
-__all__ = ["METRIC_COLUMNS", "ChainMemory", "Earlier", "SessionContext", "build_rows",
-           "grade_checklist", "render_history", "session_brief", "session_identity"]
+__all__ = ["INTERACTION_COLUMNS", "METRIC_COLUMNS", "ChainMemory", "Earlier", "SessionContext",
+           "build_rows", "grade_checklist", "render_history", "session_brief",
+           "session_identity"]

@@ -72,7 +72,9 @@ class ProtocolRegistry:
 
 def default_protocols() -> ProtocolRegistry:
     from .intent_tracking import IntentTracking
+    from .staged_disclosure import StagedDisclosure
 
     reg = ProtocolRegistry()
     reg.register(IntentTracking())
+    reg.register(StagedDisclosure())
     return reg
