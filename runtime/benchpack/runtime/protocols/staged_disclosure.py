@@ -36,7 +36,7 @@ After the dialogue (unless it errored, or the session has no ground-truth graph)
 one more user turn with `staged_disclosure.extract_graph`. That turn is stored like any other
 (`turns`, `messages`, `tool_calls`) but left out of the interaction statistics: `turns`,
 `user_turns`, `assistant_turns` (model steps), `tool_calls` and `compactions` count the dialogue
-only, and `extra.asst_per_user` is assistant turns per user turn. Graph metrics: `recall`,
+only (`ctx.dialogue_end`), and the checklist is graded on the dialogue too. Graph metrics: `recall`,
 `precision`, `f1`, `kg_status` (ok | repaired | malformed | empty; malformed and empty score 0),
 `triples_gt`, `triples_predicted`; rows in `triples` and `triple_support`. Ground-truth triples
 the judge failed on count as judge errors and are excluded (see `graders/graph.py`).
@@ -189,8 +189,7 @@ class StagedDisclosure:
             message = wording.message
             state = step.state
 
-        dialogue = self._interaction(ctx, last)
-        metrics: dict[str, Any] = {**dialogue, "stages": len(stages),
+        metrics: dict[str, Any] = {"stages": len(stages),
                                    "stages_disclosed": len(state.disclosed)}
         extra: dict[str, Any] = {"simulator_retries": retries, "simulator_leaks": leaked}
         tables: dict[str, list[tuple[Any, ...]]] = {"stage_events": events}
@@ -198,6 +197,7 @@ class StagedDisclosure:
         if termination != "error" and s.graph is not None:
             prompt = ctx.roles.templates.render("staged_disclosure.extract_graph",
                                                 request=request)
+            ctx.dialogue_end = last  # the graph turn measures; it is not part of the task
             reply, _ = await ctx.agent_turn(last + 1, prompt, None)
             if reply.stop_reason == "error":
                 termination = "error"
@@ -214,18 +214,6 @@ class StagedDisclosure:
         if index is None or index >= len(stages):
             return None, None, None
         return stages[index].id, index, stages[index].kind
-
-    @staticmethod
-    def _interaction(ctx: SessionContext, last: int) -> dict[str, Any]:
-        """Interaction statistics over the dialogue turns (the graph turn left out)."""
-        replies = [r for r in ctx.replies[:last] if r.stop_reason != "script_end"]
-        user = sum(1 for m in ctx.messages
-                   if m.role == "user" and m.name != "environment" and m.turn <= last)
-        assistant = sum(max(1, r.steps) for r in replies)
-        return {"turns": last, "user_turns": user, "assistant_turns": assistant,
-                "tool_calls": sum(1 for r in ctx.toolbox.records if r.turn <= last),
-                "compactions": sum(r.compactions for r in replies),
-                "asst_per_user": assistant / user if user else None}
 
     @staticmethod
     async def _grade(ctx: SessionContext, judge: GraphJudge, parsed: ParsedGraph,
