@@ -252,6 +252,13 @@ def _print_summary(s: Any) -> None:
               f"(dependency failed), {s.sessions_skipped_resume} already done")
     t.add_row("PROC / COMP", f"{_pct(s.proc)} / {_pct(s.comp)}"
               + (f"   verified score {_pct(s.score)}" if s.score is not None else ""))
+    if s.pass_at_1 is not None:  # verified-outcome sessions: task-level pass rates
+        k = s.pass_k
+        label, value = "pass@1", _pct(s.pass_at_1)
+        if k > 1:
+            label += f" / pass@{k} / pass^{k}"
+            value += f" / {_pct(s.pass_at_k)} / {_pct(s.pass_hat_k)}"
+        t.add_row(label, f"{value}   ({s.pass_tasks} tasks × {k} repeats)")
     t.add_row("judge errors", str(s.judge_errors))
     t.add_row("LLM calls", f"{s.llm_calls} ({s.cache_hits} from cache)")
     t.add_row("tokens", f"{s.prompt_tokens:,} in / {s.completion_tokens:,} out")

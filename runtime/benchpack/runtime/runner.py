@@ -25,6 +25,7 @@ from typing import Any
 from benchpack.specs.plan import Plan, PlanSession
 
 from .env import EpisodeEnvironment, ToolBox
+from .graders import pass_rates
 from .judges.base import Templates
 from .planfile import load_plan
 from .protocols.base import ProtocolRegistry, ProtocolResult, default_protocols
@@ -107,6 +108,13 @@ class RunSummary:
     llm_calls: int
     cache_hits: int
     wall_s: float
+    pass_k: int = 1
+    """Verified outcome: the k of pass@k and pass^k (the run's repeats)."""
+    pass_tasks: int = 0
+    """Verified-outcome sessions with at least one graded repeat."""
+    pass_at_1: float | None = None
+    pass_at_k: float | None = None
+    pass_hat_k: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -324,7 +332,8 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
     row["updated_at"] = time.time()
     row["status"] = "finished" if stats["errors"] == 0 and stats["skipped"] == 0 else "partial"
     store.upsert_run(row)
-    return summarise(store, run_id, total, stats, total - todo, time.time() - started)
+    return summarise(store, run_id, total, stats, total - todo, time.time() - started,
+                     repeats)
 
 
 async def run_chain(ctx: RunContext, key: str, repeat: int, sessions: list[PlanSession],
@@ -417,7 +426,7 @@ def _skipped_rows(ctx: RunContext, s: PlanSession, repeat: int, because: list[st
 
 
 def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resumed: int,
-              wall: float) -> RunSummary:
+              wall: float, repeats: int = 1) -> RunSummary:
     con = store.con
     row = con.execute(
         "SELECT avg(coalesce(proc_group, proc)), avg(comp), avg(score), "
@@ -429,12 +438,20 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         "SELECT count(*), coalesce(sum(prompt_tokens),0), coalesce(sum(completion_tokens),0), "
         "coalesce(sum(cost),0), count(*) FILTER (WHERE cache_hit) FROM llm_calls "
         "WHERE run_id = ?", [run_id]).fetchone()
+    # verified outcome: per session, graded repeats and passes (a NULL `passed` is ungraded)
+    counts = con.execute(
+        "SELECT count(passed), count(*) FILTER (WHERE passed) FROM sessions WHERE run_id = ? "
+        "AND protocol = 'verified_outcome' AND status = 'finished' GROUP BY session_id",
+        [run_id]).fetchall()
+    rates = pass_rates([(int(n), int(c)) for n, c in counts], repeats)
     return RunSummary(
         run_id=run_id, db=store.path, sessions_total=total, sessions_run=stats["run"],
         sessions_skipped_resume=resumed, finished=int(row[4]), errors=int(row[5]),
         skipped_deps=int(row[6]), proc=row[0], comp=row[1], score=row[2],
         judge_errors=int(row[3]), prompt_tokens=int(llm[1]), completion_tokens=int(llm[2]),
-        cost=float(llm[3]), llm_calls=int(llm[0]), cache_hits=int(llm[4]), wall_s=wall)
+        cost=float(llm[3]), llm_calls=int(llm[0]), cache_hits=int(llm[4]), wall_s=wall,
+        pass_k=rates.k, pass_tasks=rates.tasks, pass_at_1=rates.pass_at_1,
+        pass_at_k=rates.pass_at_k, pass_hat_k=rates.pass_hat_k)
 
 
 def run_plan(options: RunOptions) -> RunSummary:

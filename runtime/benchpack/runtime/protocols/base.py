@@ -72,7 +72,9 @@ class ProtocolRegistry:
 
 def default_protocols() -> ProtocolRegistry:
     from .intent_tracking import IntentTracking
+    from .verified_outcome import VerifiedOutcome
 
     reg = ProtocolRegistry()
     reg.register(IntentTracking())
+    reg.register(VerifiedOutcome())
     return reg
