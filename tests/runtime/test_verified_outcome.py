@@ -361,8 +361,8 @@ def test_llm_agent_simulator_and_judge_through_the_fake_server(
                       max_retries=0)
     assert [session(db, n)["passed"] for n in (LUMORA, WATCH)] == [True, True]
     assert summary.judge_errors == 0 and summary.pass_at_1 == 1.0
-    # one rubric call per task (items share their evidence only within a task), each with the
-    # verified-outcome template, the task's reference solution and its selected evidence
+    # one rubric call per evidence selection (two per task), each with the verified-outcome
+    # template, the task's reference solution and the selected evidence
     assert len(judged) == 4
     lumora = next(j for j in judged if "aiko-slot-free" in j)
     assert lumora.startswith("You verify the work of an always-on personal assistant")
@@ -377,6 +377,30 @@ def test_llm_agent_simulator_and_judge_through_the_fake_server(
     assert users[1] == (2, "Yes, email them directly.")
     roles = dict(query(db, "SELECT role, count(*) FROM llm_calls GROUP BY role"))
     assert set(roles) == {"agent", "simulator", "judge"}
+
+
+def test_judge_errors_leave_rubric_items_out_never_scored_0(
+        fake_openai: FakeOpenAI, plan_dir: Path, tmp_path: Path) -> None:
+    fake_openai.route("agent", llm_agent).route("judge", lambda body: "Looks good to me!")
+    fake_openai.route("sim", lambda body: "<message>Go ahead.</message>")
+    db, summary = run(plan_dir, tmp_path, "litellm:openai/agent", judge="litellm:openai/judge",
+                      simulator="litellm:openai/sim", api_base=fake_openai.base_url,
+                      max_retries=0)
+    rows = query(db, "SELECT item_id, score, error FROM checklist_results WHERE grader = "
+                     "'rubric' ORDER BY item_id")
+    assert [r[0] for r in rows] == sorted(i for ids in RUBRIC.values() for i in ids)
+    assert all(score is None and error.startswith("malformed output twice") for _, score, error
+               in rows)
+    for name in (LUMORA, WATCH):  # every rule item holds: the score rests on them alone
+        s = session(db, name)
+        assert (s["score"], s["passed"], s["judge_errors"]) == (1.0, True, 3)
+        assert s["extra"]["verify"]["unscored"] == 3
+    assert summary.judge_errors == 6
+    # one batched call per evidence selection (two per task), each asked twice: the retry
+    # shows the parse error
+    purposes = query(db, "SELECT purpose, count(*) FROM llm_calls WHERE role = 'judge' "
+                         "GROUP BY purpose ORDER BY purpose")
+    assert purposes == [("rubric", 4), ("rubric:retry", 4)]
 
 
 # --------------------------------------------------------------------------- the verifier
@@ -481,6 +505,11 @@ episodes:
         request: Door alarm raised.
         checklist:
           - {text: L-1 is locked, rule: {state: door.locks, where: {id: L-1, state: locked}}}
+      - id: patrol
+        protocol: verified_outcome
+        trigger: {kind: heartbeat}
+        checklist:
+          - {text: The locks are listed, aspect: process, rule: {tool: door__list}}
 """
 
 
@@ -492,15 +521,26 @@ def test_webhook_session_and_tool_groups(write_pack: Any, tmp_path: Path) -> Non
                                        {"name": "door__list", "args": {}},
                                        {"name": "door__set", "args": {"id": "L-1",
                                                                       "state": "locked"}}],
-                        "say": "L-1 is locked again."}]}
+                        "say": "L-1 is locked again."}],
+             "patrol": [{"tool_calls": [{"name": "door__list", "args": {}}],
+                         "say": "All locked."}]}
     db, _ = run(tmp_path / "plan", tmp_path, agent, judge="rules")
     s = session(db, "alarm")
     assert (s["termination"], s["user_turns"], s["passed"]) == ("answered", 0, True)
     assert s["extra"]["trigger"] == "webhook"
     opening = query(db, "SELECT name, content FROM messages WHERE role = 'user'")
     assert opening[0][0] == "environment" and '"payload": {"zone": "L-1"' in opening[0][1]
-    assert query(db, "SELECT tool_name, tool_group FROM tool_calls ORDER BY seq") == [
+    assert query(db, "SELECT tool_name, tool_group FROM tool_calls WHERE session_id LIKE "
+                     "'%.alarm' ORDER BY seq") == [
         ("badge_log", "laptop-cli"), ("door__list", "phone-gui"), ("door__set", "phone-gui")]
+    # no heartbeat schedule and no message: one beat, worded by the `heartbeat.wake` template
+    patrol = session(db, "patrol")
+    assert (patrol["heartbeats"], patrol["passed"]) == (1, True)
+    [(wake,)] = query(db, "SELECT content FROM messages WHERE role = 'user' AND "
+                          "session_id LIKE '%.patrol'")
+    assert json.loads(wake.removeprefix("[environment event] "))["text"] == (
+        "Scheduled check-in (1 of 1). Nobody has asked for anything. Review what has happened, "
+        "then act on or flag whatever needs attention.")
 
 
 def test_store_migrates_tool_calls_to_carry_the_group(tmp_path: Path) -> None:
