@@ -232,7 +232,7 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
     except (PlanError, ValueError) as exc:
         raise PackErrors(f"✗ {exc}") from None
     if as_json:
-        click.echo(json.dumps(summary.as_dict(), indent=2))
+        click.echo(json.dumps({**summary.as_dict(), **_pass_rates(summary)}, indent=2))
     else:
         _print_summary(summary)
     if summary.errors:
@@ -370,6 +370,20 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
 
+def _pass_rates(s: Any) -> dict[str, Any]:
+    """pass@1, pass@k and pass^k (k = the run's repeats) over verified-outcome tasks; pass@k and
+    pass^k average over the tasks with at least k graded repeats."""
+    from benchpack.reports.stats import pass_at_k_over_tasks, pass_hat_k_over_tasks
+
+    if not s.pass_counts:
+        return {}
+    k = s.repeats
+    full = [(n, c) for n, c in s.pass_counts if n >= k]
+    return {"pass_k": k, "pass_at_1": pass_at_k_over_tasks(s.pass_counts, 1),
+            "pass_at_k": pass_at_k_over_tasks(full, k) if k > 1 else None,
+            "pass_hat_k": pass_hat_k_over_tasks(full, k) if k > 1 else None}
+
+
 def _print_summary(s: Any) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -379,6 +393,14 @@ def _print_summary(s: Any) -> None:
               f"(dependency failed), {s.sessions_skipped_resume} already done")
     t.add_row("PROC / COMP", f"{_pct(s.proc)} / {_pct(s.comp)}"
               + (f"   verified score {_pct(s.score)}" if s.score is not None else ""))
+    rates = _pass_rates(s)
+    if rates:  # verified-outcome sessions: task-level pass rates
+        k = rates["pass_k"]
+        label, value = "pass@1", _pct(rates["pass_at_1"])
+        if k > 1:
+            label += f" / pass@{k} / pass^{k}"
+            value += f" / {_pct(rates['pass_at_k'])} / {_pct(rates['pass_hat_k'])}"
+        t.add_row(label, f"{value}   ({len(s.pass_counts)} tasks × {k} repeats)")
     t.add_row("judge errors", str(s.judge_errors))
     t.add_row("LLM calls", f"{s.llm_calls} ({s.cache_hits} from cache)")
     t.add_row("tokens", f"{s.prompt_tokens:,} in / {s.completion_tokens:,} out")

@@ -107,6 +107,10 @@ class RunSummary:
     llm_calls: int
     cache_hits: int
     wall_s: float
+    repeats: int = 1
+    pass_counts: list[tuple[int, int]] = field(default_factory=list)
+    """Verified outcome, per task: (graded repeats n, passes c) — the inputs of pass@k and
+    pass^k, which `benchpack.reports.stats` computes."""
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -301,7 +305,8 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
     row["updated_at"] = time.time()
     row["status"] = "finished" if stats["errors"] == 0 and stats["skipped"] == 0 else "partial"
     store.upsert_run(row)
-    return summarise(store, run_id, total, stats, total - todo, time.time() - started)
+    return summarise(store, run_id, total, stats, total - todo, time.time() - started,
+                     repeats)
 
 
 async def run_chain(ctx: RunContext, key: str, repeat: int, sessions: list[PlanSession],
@@ -394,7 +399,7 @@ def _skipped_rows(ctx: RunContext, s: PlanSession, repeat: int, because: list[st
 
 
 def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resumed: int,
-              wall: float) -> RunSummary:
+              wall: float, repeats: int = 1) -> RunSummary:
     con = store.con
     row = con.execute(
         "SELECT avg(coalesce(proc_group, proc)), avg(comp), avg(score), "
@@ -406,12 +411,18 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         "SELECT count(*), coalesce(sum(prompt_tokens),0), coalesce(sum(completion_tokens),0), "
         "coalesce(sum(cost),0), count(*) FILTER (WHERE cache_hit) FROM llm_calls "
         "WHERE run_id = ?", [run_id]).fetchone()
+    # verified outcome: per session, graded repeats and passes (a NULL `passed` is ungraded)
+    counts = con.execute(
+        "SELECT count(passed), count(*) FILTER (WHERE passed) FROM sessions WHERE run_id = ? "
+        "AND protocol = 'verified_outcome' AND status = 'finished' GROUP BY session_id",
+        [run_id]).fetchall()
     return RunSummary(
         run_id=run_id, db=store.path, sessions_total=total, sessions_run=stats["run"],
         sessions_skipped_resume=resumed, finished=int(row[4]), errors=int(row[5]),
         skipped_deps=int(row[6]), proc=row[0], comp=row[1], score=row[2],
         judge_errors=int(row[3]), prompt_tokens=int(llm[1]), completion_tokens=int(llm[2]),
-        cost=float(llm[3]), llm_calls=int(llm[0]), cache_hits=int(llm[4]), wall_s=wall)
+        cost=float(llm[3]), llm_calls=int(llm[0]), cache_hits=int(llm[4]), wall_s=wall,
+        repeats=repeats, pass_counts=[(int(n), int(c)) for n, c in counts if n])
 
 
 def run_plan(options: RunOptions) -> RunSummary:

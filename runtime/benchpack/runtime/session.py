@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from benchpack.specs.plan import Plan, PlanSession
 
 from .env import EpisodeEnvironment, ToolBox
-from .graders import Trace, evaluate, run_python_grader, soft_score
+from .graders import Trace, evaluate, fired_caps, run_python_grader, soft_score
 from .judges.base import JudgeError
 from .judges.intent import Intent, TurnEvidence
 from .judges.rubric import RubricItem, render_evidence, rubric_judge
@@ -112,6 +112,8 @@ class SessionContext:
         """The last turn of the task itself. A protocol sets it before turns that only measure
         (staged disclosure's graph extraction): later turns are stored like any other but left
         out of checklist grading and of the interaction statistics."""
+        self.extra: dict[str, Any] = {}
+        """What grading adds to `sessions.extra` (e.g. the verified-outcome caps that fired)."""
         self._agent: AgentSession | None = None
         self._opened: list[AgentSession] = []
 
@@ -244,7 +246,10 @@ async def grade_checklist(ctx: SessionContext) -> tuple[list[tuple[Any, ...]], f
     files = ctx.env.workspace.files()
     state = {name: svc.snapshot() for name, svc in ctx.env.services.items()}
     replies = ctx.task_replies()
-    reply = replies[-1].text if replies else ""
+    if any(m.role == "user" and m.name is None and ctx.in_task(m.turn) for m in ctx.messages):
+        reply = replies[-1].text if replies else ""
+    else:  # nobody wrote (heartbeats, events): everything the agent said is its answer
+        reply = "\n\n".join(r.text for r in replies if r.text)
     trace = Trace(tool_records=records, state=state, files=files,
                   messages=[m for m in ctx.messages
                             if m.role in ("user", "assistant") and ctx.in_task(m.turn)],
@@ -295,12 +300,10 @@ async def grade_checklist(ctx: SessionContext) -> tuple[list[tuple[Any, ...]], f
     comp = sum(known) / len(known) if known else None
     score = passed = None
     if s.verify is not None:
-        caps = []
-        for cap in s.verify.caps:
-            if evaluate(cap.when.model_dump(mode="json", by_alias=True, exclude_unset=True),
-                        trace).passed:
-                caps.append(cap.cap)
-        score, passed = soft_score(scored, s.verify.model_dump(mode="json"), caps)
+        verify = s.verify.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        verdict = soft_score(scored, verify, fired_caps(verify.get("caps") or [], trace))
+        score, passed = verdict.score, verdict.passed
+        ctx.extra["verify"] = verdict.extra()
     return rows, comp, score, passed, judge_errors, grader_errors
 
 
@@ -351,11 +354,13 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
         (*prefix, seq, m.turn, m.role, m.content,
          json.dumps(m.tool_calls, ensure_ascii=False) if m.tool_calls else None,
          m.tool_call_id, m.name) for seq, m in enumerate(ctx.messages)]
+    tools = ctx.plan.tools
     tables["tool_calls"] = [
         (*prefix, seq, r.turn, r.step, r.call_id, r.tool_name, r.effect,
          json.dumps(r.call, ensure_ascii=False, default=str),
          json.dumps(r.result, ensure_ascii=False, default=str), r.error, r.started_at,
-         r.duration) for seq, r in enumerate(ctx.toolbox.records)]
+         r.duration, tools[r.tool_name].group if r.tool_name in tools else None)
+        for seq, r in enumerate(ctx.toolbox.records)]
     tables["checklist_results"] = [(*prefix, *r) for r in rows]
     tables["llm_calls"] = [
         (*prefix, seq, c.role, c.purpose, c.model, c.prompt_hash, c.prompt_tokens,
@@ -383,8 +388,8 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
         "completion_tokens": sum(c.completion_tokens for c in llm_calls),
         "cost": sum(c.cost or 0.0 for c in llm_calls),
         "started_at": started, "finished_at": finished, "duration_s": finished - started,
-        "extra": {**result.extra, **{k: v for k, v in m.items() if k not in METRIC_COLUMNS}}
-        or None,
+        "extra": {**result.extra, **ctx.extra,
+                  **{k: v for k, v in m.items() if k not in METRIC_COLUMNS}} or None,
     }
     return SessionRows(run_id=run_id, session_id=s.id, repeat=ctx.repeat, session=sess,
                        tables=tables, snapshot=(s.episode, snapshot) if snapshot is not None

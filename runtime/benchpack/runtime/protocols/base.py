@@ -73,8 +73,10 @@ class ProtocolRegistry:
 def default_protocols() -> ProtocolRegistry:
     from .intent_tracking import IntentTracking
     from .staged_disclosure import StagedDisclosure
+    from .verified_outcome import VerifiedOutcome
 
     reg = ProtocolRegistry()
     reg.register(IntentTracking())
     reg.register(StagedDisclosure())
+    reg.register(VerifiedOutcome())
     return reg
