@@ -72,7 +72,9 @@ class ProtocolRegistry:
 
 def default_protocols() -> ProtocolRegistry:
     from .intent_tracking import IntentTracking
+    from .trigger_rubric import TriggerRubric
 
     reg = ProtocolRegistry()
     reg.register(IntentTracking())
+    reg.register(TriggerRubric())
     return reg
