@@ -21,7 +21,9 @@ end of the dialogue is stored with label `SKIPPED` and excluded from scores.
 Live. Turns 1..`limits.max_turns` (default 10). Before each turn the planner (persona and
 scenario, never the style) returns an order for the user agent and, unless the pack authors the
 triggers (then their turns and rubrics are used as is and the planner only writes orders),
-whether this turn is a trigger with its rubric, committed and stored before the response exists.
+whether this turn is a trigger with its rubric, committed and stored before the response exists
+(an authored trigger whose anchors the planner has not disclosed by its turn is kept, and the
+lapse recorded in `extra.planner_violations`).
 Rules (`judges.trigger.Scenario.problems`): a trigger only in its window (emergent 1–3, critical
 4–7, recovery 8–10), 1–2 per window (so 3–6 a dialogue; a window's last turn without one is a
 violation), anchors disclosed by this turn (≥ 1 for emergent, ≥ 2 for critical), at most one
@@ -277,6 +279,12 @@ async def _live(ctx: SessionContext, roles: LiveRoles, extra: dict[str, Any]
         if trigger is not None:
             committed.append(trigger)
         disclosed += [a for a in decision.order.disclose if a not in disclosed]
+        late = [a for a in trigger.anchors if a not in disclosed] if trigger else []
+        if trigger is not None and late and authored is not None:
+            # the planner was told; the rubric stands as authored
+            violations.append({"turn": turn, "problems": [
+                f"authored trigger `{trigger.id}` relies on anchors not disclosed yet: {late}"],
+                "proposed_trigger": None, "kept_trigger": True, "disclose": []})
         message: str | None
         if turn == 1 and fixed_opening:
             message, turn_event = opening, event
