@@ -21,9 +21,9 @@ end of the dialogue is stored with label `SKIPPED` and excluded from scores.
 Live. Turns 1..`limits.max_turns` (default 10). Before each turn the planner (persona and
 scenario, never the style) returns an order for the user agent and, unless the pack authors the
 triggers (then their turns and rubrics are used as is and the planner only writes orders),
-whether this turn is a trigger with its rubric, committed and stored before the response exists
-(an authored trigger whose anchors the planner has not disclosed by its turn is kept, and the
-lapse recorded in `extra.planner_violations`).
+whether this turn is a trigger with its rubric, committed before the response exists and stored
+unchanged (an authored trigger whose anchors were not disclosed by its turn is kept; the lapse
+is recorded in `extra.planner_violations`).
 Rules (`judges.trigger.Scenario.problems`): a trigger only in its window (emergent 1–3, critical
 4–7, recovery 8–10), 1–2 per window (so 3–6 a dialogue; a window's last turn without one is a
 violation), anchors disclosed by this turn (≥ 1 for emergent, ≥ 2 for critical), at most one
@@ -41,9 +41,9 @@ user message, the response and the rubric, never persona or style. Labels PASS /
 (scores 1 / 0.5 / 0) with a rationale and evidence that must occur verbatim in the response
 (`judges.trigger.quote_found`: whitespace, quote marks, dashes, case and Markdown emphasis
 normalised; passages joined by "…" each found in order). FAIL may have empty evidence. A missing
-or unfound quote is retried once with the problem shown, then the trigger is a judge error:
-label NULL, `quote_found` false when a quote was given, excluded from the scores and counted in
-`judge_errors`. The response is the turn's final text; tool calls are not shown to the judge.
+or unfound quote is retried once with the problem shown (a scripted judge's is not retried),
+then the trigger is a judge error: label NULL, `quote_found` false when a quote was given,
+excluded from the scores and counted in `judge_errors`. The response is the turn's final text; tool calls are not shown to the judge.
 
 Rows: `triggers` (one per trigger point); session metrics `trigger_mode`, `triggers` (trigger
 points), `trigger_pass_rate` = PASS / N and `trigger_score` = (PASS + ½·PARTIAL) / N over the N
