@@ -324,10 +324,12 @@ def query(sql: str, db: Path, fmt: str, limit: int | None, wait_s: float) -> Non
         from rich.console import Console
         from rich.table import Table
 
+        import shutil
+
         table = Table(*res.columns, show_lines=False)
         for r in res.rows:
             table.add_row(*["NULL" if v is None else str(v) for v in r])
-        Console().print(table)
+        Console(width=max(100, shutil.get_terminal_size((140, 40)).columns)).print(table)
         click.echo(f"({len(res.rows)} row{'s' if len(res.rows) != 1 else ''})", err=True)
 
 
@@ -391,8 +393,12 @@ def _print_summary(s: Any) -> None:
     t = Table(title=f"run {s.run_id}", show_header=False, box=None)
     t.add_row("sessions", f"{s.finished} finished, {s.errors} errors, {s.skipped_deps} skipped "
               f"(dependency failed), {s.sessions_skipped_resume} already done")
-    t.add_row("PROC / COMP", f"{_pct(s.proc)} / {_pct(s.comp)}"
-              + (f"   verified score {_pct(s.score)}" if s.score is not None else ""))
+    headline = [(label, value) for label, value in (
+        ("PROC", s.proc), ("COMP", s.comp), ("triple F1", s.f1),
+        ("trigger score", s.trigger_score), ("verified score", s.score)) if value is not None]
+    if headline:
+        t.add_row(" / ".join(label for label, _ in headline),
+                  " / ".join(_pct(value) for _, value in headline))
     rates = _pass_rates(s)
     if rates:  # verified-outcome sessions: task-level pass rates
         k = rates["pass_k"]

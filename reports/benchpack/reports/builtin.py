@@ -43,14 +43,19 @@ class ReportContext:
         """Run id → what to call it in a table: the agent, plus the run id when two selected runs
         evaluate the same agent."""
         # the adapter's own name (`litellm:gpt-4o`, `scripted:agent.yaml`), not the CLI spec
-        rows = self.rows("""SELECT r.run_id, coalesce(any_value(s.agent), r.agent)
+        rows = self.rows("""SELECT r.run_id, coalesce(any_value(s.agent), r.agent), r.pack_name
             FROM runs r LEFT JOIN sessions s USING (run_id) WHERE r.run_id IN $runs
-            GROUP BY r.run_id, r.agent""")
-        agents = {str(r): str(a) for r, a in rows}
-        counts: dict[str, int] = defaultdict(int)
-        for a in agents.values():
-            counts[a] += 1
-        return {r: (a if counts[a] == 1 else f"{a} ({r})") for r, a in agents.items()}
+            GROUP BY r.run_id, r.agent, r.pack_name""")
+        labels = {str(r): str(a) for r, a, _ in rows}
+        for extend in (lambda r, a, p: f"{a} · {p}", lambda r, a, p: f"{a} · {r}"):
+            counts: dict[str, int] = defaultdict(int)
+            for label in labels.values():
+                counts[label] += 1
+            if all(n == 1 for n in counts.values()):
+                break
+            labels = {str(r): (extend(r, labels[str(r)], p) if counts[labels[str(r)]] > 1
+                               else labels[str(r)]) for r, _, p in rows}
+        return labels
 
     def ci_note(self) -> str:
         return (f"± = std over repeats; [ ] = {self.level:.0%} bootstrap CI "

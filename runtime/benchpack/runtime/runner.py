@@ -98,8 +98,13 @@ class RunSummary:
     errors: int
     skipped_deps: int
     proc: float | None
+    """Headline figures, each the mean over the sessions of the protocol that defines it
+    (ablation variants left out): PROC and COMP (intent tracking; COMP wherever there is a
+    checklist), verified-outcome score, triple F1, trigger weighted score."""
     comp: float | None
     score: float | None
+    f1: float | None
+    trigger_score: float | None
     judge_errors: int
     prompt_tokens: int
     completion_tokens: int
@@ -402,11 +407,12 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
               wall: float, repeats: int = 1) -> RunSummary:
     con = store.con
     row = con.execute(
-        "SELECT avg(coalesce(proc_group, proc)), avg(comp), avg(score), "
+        "SELECT avg(coalesce(proc_group, proc)) FILTER (WHERE ablation IS NULL), "
+        "avg(comp) FILTER (WHERE ablation IS NULL), avg(score), "
         "coalesce(sum(judge_errors), 0), "
         "count(*) FILTER (WHERE status='finished'), count(*) FILTER (WHERE status='error'), "
-        "count(*) FILTER (WHERE status='skipped') FROM sessions WHERE run_id = ?",
-        [run_id]).fetchone()
+        "count(*) FILTER (WHERE status='skipped'), avg(f1), avg(trigger_score) "
+        "FROM sessions WHERE run_id = ?", [run_id]).fetchone()
     llm = con.execute(
         "SELECT count(*), coalesce(sum(prompt_tokens),0), coalesce(sum(completion_tokens),0), "
         "coalesce(sum(cost),0), count(*) FILTER (WHERE cache_hit) FROM llm_calls "
@@ -419,7 +425,8 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
     return RunSummary(
         run_id=run_id, db=store.path, sessions_total=total, sessions_run=stats["run"],
         sessions_skipped_resume=resumed, finished=int(row[4]), errors=int(row[5]),
-        skipped_deps=int(row[6]), proc=row[0], comp=row[1], score=row[2],
+        skipped_deps=int(row[6]), proc=row[0], comp=row[1], score=row[2], f1=row[7],
+        trigger_score=row[8],
         judge_errors=int(row[3]), prompt_tokens=int(llm[1]), completion_tokens=int(llm[2]),
         cost=float(llm[3]), llm_calls=int(llm[0]), cache_hits=int(llm[4]), wall_s=wall,
         repeats=repeats, pass_counts=[(int(n), int(c)) for n, c in counts if n])
