@@ -181,7 +181,8 @@ def test_estimates_show_value_std_and_ci_right_aligned(dom: Dom) -> None:
 def test_charts_without_data_get_a_placeholder_not_a_canvas() -> None:
     res = ReportResult("r", "R", "d", ["run"], charts=[
         Chart("empty", "Nothing", "errorbar", {"categories": ["a"], "series": {}}),
-        Chart("sc", "Scatter", "scatter", {"series": {"x": [{"x": None, "y": 1}]}})])
+        Chart("sc", "Scatter", "scatter", {"series": {"x": [{"x": None, "y": 1},
+                                                            {"x": float("nan"), "y": 1}]}})])
     doc = Dom(to_html([res]))
     assert not doc.root.find_all("canvas")
     assert len(doc.root.find_all("figure", "no-data")) == 2
@@ -344,6 +345,17 @@ def test_drilldown_caps_sessions_and_messages(db: Path) -> None:
     (s1,) = [t for t in full.sessions if t.key == ("run-a", "s1", 1)]
     assert (len(s1.messages), s1.messages_total) == (2, 6)
     assert "4 later messages not shown" in session_html(s1)
+
+
+def test_transcripts_stop_when_a_run_used_its_share_of_the_budget(db: Path) -> None:
+    with open_store(db) as con:
+        d = load_drilldown(con, ["run-a", "run-b"])
+    doc = Dom(to_html([], d, budget=2))  # each run's share is 1 character: only the first
+    for run in ("run-a", "run-b"):       # session of each run gets its transcript
+        sessions = [_session(doc, t.key) for t in d.sessions if t.key[0] == run]
+        left_out = ["Transcript left out" in s.text() for s in sessions]
+        assert left_out == [False] + [True] * (len(sessions) - 1)
+        assert all(s.find_all("summary") for s in sessions)
 
 
 def test_reports_without_a_store_render_without_drilldown() -> None:

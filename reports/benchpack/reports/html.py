@@ -41,6 +41,9 @@ FOLD_AT = 1200
 """Characters of a message shown at once; the rest (up to TEXT_LIMIT) behind "show more"."""
 TEXT_LIMIT = 6000
 """Characters of one message in the file at all; the rest is cut with a marker saying so."""
+PAGE_BUDGET = 10_000_000
+"""Characters of transcripts in one page, shared equally by the runs; past a run's share its
+sessions keep only their summary line."""
 ARGS_LIMIT = 400
 RESULT_LIMIT = 1500
 
@@ -256,7 +259,8 @@ def _table_html(table: Table, anchor: str) -> str:
                 numeric = col.kind != "text" or isinstance(value, Estimate)
                 text = (_estimate_html(value, col) if isinstance(value, Estimate)
                         else esc(cell_text(value, col)))
-                cls = "num" if numeric else "txt" if len(text) > 40 else "txt nowrap"
+                # short labels stay on one line; long ones (run ids, errors) may wrap
+                cls = "num" if numeric else "txt" if len(text) > 24 else "txt nowrap"
                 cells.append(f'<td class="{cls}">{text}</td>')
             body.append("<tr>" + "".join(cells) + "</tr>")
         out.append('<div class="table-wrap"><table><thead><tr>' + head + "</tr></thead><tbody>"
@@ -272,7 +276,11 @@ def _table_html(table: Table, anchor: str) -> str:
 
 
 def _pct(v: Any) -> float | None:
-    return None if v is None else round(100 * float(v), 4)
+    return None if v is None or not math.isfinite(float(v)) else round(100 * float(v), 4)
+
+
+def _known(v: Any) -> bool:
+    return v is not None and math.isfinite(float(v))
 
 
 def chart_spec(result: ReportResult, chart: Chart) -> dict[str, Any] | None:
@@ -288,7 +296,7 @@ def chart_spec(result: ReportResult, chart: Chart) -> dict[str, Any] | None:
         for name, points in d.get("series", {}).items():
             pts = [{"x": _pct(p["x"]) if x_pct else p["x"], "y": _pct(p["y"]) if y_pct else p["y"],
                     "label": p.get("label")}
-                   for p in points if p.get("x") is not None and p.get("y") is not None]
+                   for p in points if _known(p.get("x")) and _known(p.get("y"))]
             if pts:
                 datasets.append({"label": str(name), "points": pts})
         if not datasets:
@@ -557,7 +565,7 @@ def _metric_chips(s: dict[str, Any]) -> str:
     if s.get("passed") is not None:
         chips.append("passed" if s["passed"] else "failed")
     if s.get("turns") is not None:
-        chips.append(f"{int(s['turns'])} turns")
+        chips.append(f"{int(s['turns'])} turn{'s' * (int(s['turns']) != 1)}")
     errors = int(s.get("judge_errors") or 0) + int(s.get("grader_errors") or 0)
     if errors:
         chips.append(f'<span class="warn">{errors} judge/grader error{"s" * (errors != 1)}'
@@ -569,10 +577,17 @@ def _session_id(key: tuple[str, str, int]) -> str:
     return "s-" + hashlib.sha1(json.dumps(key).encode()).hexdigest()[:12]
 
 
-def session_html(trace: SessionTrace) -> str:
+def session_html(trace: SessionTrace, *, transcript: bool = True) -> str:
     """One session attempt: summary line, transcript by turn with the statuses, trigger scores
-    and stage events of each turn, then the checklist."""
+    and stage events of each turn, then the checklist (only the summary with
+    `transcript=False`)."""
     s = trace.session
+    if not transcript:
+        return (f'<details class="session{" flagged" if _flagged(s) else ""}" '
+                f'id="{_session_id(trace.key)}"><summary>{_summary(s)}</summary>'
+                '<div class="session-body"><p class="empty">Transcript left out: this run\'s '
+                "share of the page's size budget is used up. <code>bench query</code> reads "
+                "it.</p></div></details>")
     calls = {(int(r.get("turn") or 0), str(r["call_id"])): r for r in trace.tool_calls
              if r.get("call_id")}
     shown_calls: set[tuple[int, str]] = set()
@@ -642,22 +657,29 @@ def session_html(trace: SessionTrace) -> str:
     err = f'<p class="error">error: {esc(s["error"])}</p>' if s.get("error") else ""
     flag = " flagged" if _flagged(s) else ""
     return (f'<details class="session{flag}" id="{_session_id(trace.key)}">'
-            f"<summary>{_badge('ss', s.get('status'))} <b>{esc(s.get('name'))}</b>"
-            f' <span class="dim">r{esc(s.get("repeat"))}</span>'
-            f' <span class="chips">{_metric_chips(s)}</span></summary>'
-            f'<div class="session-body"><p class="meta">{" · ".join(meta)}</p>{err}'
+            f'<summary>{_summary(s)}</summary><div class="session-body">'
+            f'<p class="meta">{" · ".join(meta)}</p>{err}'
             + (f'<ol class="transcript">{"".join(out)}</ol>' if out
                else '<p class="empty">No messages recorded.</p>')
             + (f'<p class="cut">{cut:,} later messages not shown.</p>' if cut > 0 else "")
             + "".join(end) + "</div></details>")
 
 
-def _drilldown_html(d: Drilldown, labels: dict[str, str]) -> str:
+def _summary(s: dict[str, Any]) -> str:
+    return (f"{_badge('ss', s.get('status'))} <b>{esc(s.get('name'))}</b>"
+            f' <span class="dim">r{esc(s.get("repeat"))}</span>'
+            f' <span class="chips">{_metric_chips(s)}</span>')
+
+
+def _drilldown_html(d: Drilldown, labels: dict[str, str], budget: int) -> str:
     out = ['<section id="sessions" class="report"><h2>Sessions</h2>',
            '<p class="lede">Each session attempt: its transcript by turn; under each turn what '
            "was decided there — intent statuses, trigger-point scores with the judge's "
            "rationale and evidence quote (marked in the reply), stage events — and the checklist "
-           "graded at the end. Sessions with errors are marked.</p>"]
+           "graded at the end. Sessions with errors are marked. A run shows at most "
+           f"{SESSIONS_PER_RUN} session attempts and long texts are shortened, so the page stays "
+           "quick to open.</p>"]
+    share = budget // max(1, len(d.runs))
     by_run: dict[str, list[SessionTrace]] = {}
     for t in d.sessions:
         by_run.setdefault(t.key[0], []).append(t)
@@ -671,12 +693,16 @@ def _drilldown_html(d: Drilldown, labels: dict[str, str]) -> str:
         if not traces:
             out.append('<p class="empty">No sessions ran.</p>')
         episode = None
+        used = 0
         for t in traces:
             ep = t.session.get("episode")
             if ep != episode:
                 episode = ep
-                out.append(f'<h4>episode {esc(ep)}</h4>')
-            out.append(session_html(t))
+                out.append(f"<h4>episode {esc(ep)}</h4>" if ep is not None
+                           else "<h4>no episode</h4>")
+            block = session_html(t, transcript=used < share)
+            used += len(block)
+            out.append(block)
     out.append("</section>")
     return "\n".join(out)
 
@@ -731,11 +757,12 @@ def _header_html(results: list[ReportResult], d: Drilldown | None) -> str:
 
 
 def to_html(results: list[ReportResult], drilldown: Drilldown | None = None, *,
-            generated_at: datetime | None = None) -> str:
+            generated_at: datetime | None = None, budget: int = PAGE_BUDGET) -> str:
     """The reports (and, with `drilldown`, the sessions) as one self-contained HTML page.
 
     The page is a pure function of its inputs except for the generation time, which is left out
-    of the content digest shown in the footer: same store, same digest."""
+    of the content digest shown in the footer: same store, same digest. Transcripts stop (the
+    sessions' summaries stay) once a run has used its share of `budget` characters."""
     labels = _labels(drilldown.runs) if drilldown else {}
     toc, sections, charts = [], [], []
     used: set[str] = set()
@@ -764,21 +791,20 @@ def to_html(results: list[ReportResult], drilldown: Drilldown | None = None, *,
                            f'<div class="canvas-box" style="height:{height}px">'
                            f'<canvas id="{cid}" role="img" aria-label="{esc(chart.title)}">'
                            "</canvas></div></figure>")
-        if figures:
-            body.append('<div class="charts">' + "".join(figures) + "</div>")
-        tables = [_table_html(t, f"{anchor}-{k}") for k, t in enumerate(res.tables)]
+        parts = ['<div class="charts">' + "".join(figures) + "</div>"] if figures else []
+        parts += [_table_html(t, f"{anchor}-{k}") for k, t in enumerate(res.tables)]
         if empty:  # keep the notes (they say how to get data) but out of the way
             body.append(f'<details class="no-data"><summary>No data in these runs '
                         f'({len(res.tables)} empty table{"s" * (len(res.tables) != 1)})'
-                        f"</summary>{''.join(tables)}</details>")
+                        f"</summary>{''.join(parts)}</details>")
         else:
-            body += tables
+            body += parts
         body.append("</section>")
         sections.append("\n".join(body))
     if drilldown is not None:
         toc.append(f'<li><a href="#sessions">Sessions</a> <span class="dim">'
                    f"{len(drilldown.sessions)} transcripts</span></li>")
-        sections.append(_drilldown_html(drilldown, labels))
+        sections.append(_drilldown_html(drilldown, labels, budget))
     page = "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',

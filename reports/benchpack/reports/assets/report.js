@@ -26,6 +26,14 @@
     var n = parseInt(m[1], 16);
     return "rgba(" + (n >> 16) + "," + ((n >> 8) & 255) + "," + (n & 255) + "," + a + ")";
   }
+  // dark text on light fills, white on dark ones (the dark theme's fills are light)
+  function inkOn(color) {
+    var m = /^#([0-9a-f]{6})$/i.exec(color);
+    if (!m) { return "#ffffff"; }
+    var n = parseInt(m[1], 16);
+    var lum = (0.299 * (n >> 16) + 0.587 * ((n >> 8) & 255) + 0.114 * (n & 255)) / 255;
+    return lum > 0.6 ? "#111111" : "#ffffff";
+  }
   function num(v, pct) {
     if (v === null || v === undefined) { return "–"; }
     if (pct) { return v.toFixed(1); }
@@ -78,7 +86,6 @@
       var ctx = chart.ctx;
       ctx.save();
       ctx.font = "600 11px system-ui, sans-serif";
-      ctx.fillStyle = "#ffffff";
       ctx.textAlign = "center";
       ctx.textBaseline = "middle";
       chart.data.datasets.forEach(function (ds, i) {
@@ -88,6 +95,7 @@
           var v = ds.data[j];
           var width = Math.abs(bar.x - bar.base);
           if (v === null || width < 36) { return; }
+          ctx.fillStyle = inkOn(ds.backgroundColor);
           ctx.fillText(v.toFixed(1), (bar.x + bar.base) / 2, bar.y);
         });
       });
