@@ -146,9 +146,10 @@ def test_charts_have_canvases_and_hand_computed_data(dom: Dom) -> None:
     assert scatter["kind"] == "scatter" and scatter["diagonal"] is True
     assert scatter["x_pct"] and scatter["y_pct"]  # PROC and COMP are percentage columns
     b = {d["label"]: d for d in scatter["datasets"]}["model-b"]
-    # model-b PROC per session/repeat: s1 1/4, 1/4; s2 1/1, 1/1; COMP 0.5 everywhere
-    assert sorted((p["x"], p["y"]) for p in b["points"]) == [(25, 50), (25, 50), (100, 50),
-                                                             (100, 50)]
+    # model-b PROC per session/repeat: s1 1/4, 1/4; s2 1/1, 1/1; COMP 0.5 everywhere: two spots
+    # of two sessions each
+    assert sorted((p["x"], p["y"], p["n"], tuple(p["labels"])) for p in b["points"]) == [
+        (25, 50, 2, ("s1", "s1")), (100, 50, 2, ("s2", "s2"))]
     turns = specs["chart-proc-comp-turns-proc"]
     assert not turns["x_pct"] and turns["y_pct"]  # turns are counts, not rates
     status = specs["chart-status-status"]
@@ -226,7 +227,7 @@ def test_chart_labels_cannot_close_the_data_script() -> None:
     assert "<" not in blob and ">" not in blob
     (spec,) = json.loads(blob)
     assert spec["datasets"][0]["label"] == HOSTILE
-    assert spec["datasets"][0]["points"][0]["label"] == "</script>"
+    assert spec["datasets"][0]["points"][0]["labels"] == ["</script>"]
 
 
 def test_page_is_self_contained(page: str, dom: Dom) -> None:

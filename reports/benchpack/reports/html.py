@@ -10,7 +10,8 @@ stored text can close a tag.
 
 - `scatter`: `{"series": {name: [{"x", "y", "label"?}, …]}, "diagonal": bool?}`; an axis is
   drawn as 0–100 when its label is the title of a percentage column of the same report
-  (`PROC`, `COMP`, …) or `data["x_pct"]` / `data["y_pct"]` is true;
+  (`PROC`, `COMP`, …) or `data["x_pct"]` / `data["y_pct"]` is true; points of a series at the
+  same spot are drawn as one marker whose area grows with their number;
 - `bar`: `{"categories": [c, …], "series": {name: {c: value}}}`;
 - `stacked_bar`: `{"categories": [c, …], "bars": {bar: {c: share}}}` — one bar per key, split
   into categories;
@@ -294,11 +295,19 @@ def chart_spec(result: ReportResult, chart: Chart) -> dict[str, Any] | None:
         y_pct = bool(d.get("y_pct", chart.y_label in pct_titles))
         datasets = []
         for name, points in d.get("series", {}).items():
-            pts = [{"x": _pct(p["x"]) if x_pct else p["x"], "y": _pct(p["y"]) if y_pct else p["y"],
-                    "label": p.get("label")}
-                   for p in points if _known(p.get("x")) and _known(p.get("y"))]
-            if pts:
-                datasets.append({"label": str(name), "points": pts})
+            # sessions at the same spot become one marker that counts them (its area grows)
+            spots: dict[tuple[Any, Any], dict[str, Any]] = {}
+            for p in points:
+                if not (_known(p.get("x")) and _known(p.get("y"))):
+                    continue
+                x = _pct(p["x"]) if x_pct else p["x"]
+                y = _pct(p["y"]) if y_pct else p["y"]
+                spot = spots.setdefault((x, y), {"x": x, "y": y, "n": 0, "labels": []})
+                spot["n"] += 1
+                if p.get("label") is not None and len(spot["labels"]) < 5:
+                    spot["labels"].append(str(p["label"]))
+            if spots:
+                datasets.append({"label": str(name), "points": list(spots.values())})
         if not datasets:
             return None
         return {**base, "kind": "scatter", "x_pct": x_pct, "y_pct": y_pct,
@@ -689,7 +698,7 @@ def _drilldown_html(d: Drilldown, labels: dict[str, str], budget: int) -> str:
                    f'{esc(labels.get(run.run_id, run.agent))} '
                    f'<span class="dim">{esc(run.run_id)}</span></h3>')
         if run.run_id in d.notes:
-            out.append(f'<p class="note">{esc(d.notes[run.run_id])}</p>')
+            out.append(f'<p class="note">{_prose(d.notes[run.run_id])}</p>')
         if not traces:
             out.append('<p class="empty">No sessions ran.</p>')
         episode = None
@@ -787,10 +796,15 @@ def to_html(results: list[ReportResult], drilldown: Drilldown | None = None, *,
                 continue
             charts.append({"canvas": cid, **spec})
             height = 90 + 44 * len(spec["labels"]) if spec["kind"] == "stacked" else 320
+            stacked = spec["kind"] == "scatter" and any(
+                p["n"] > 1 for ds in spec["datasets"] for p in ds["points"])
             figures.append(f'<figure class="chart"><figcaption>{esc(chart.title)}</figcaption>'
                            f'<div class="canvas-box" style="height:{height}px">'
                            f'<canvas id="{cid}" role="img" aria-label="{esc(chart.title)}">'
-                           "</canvas></div></figure>")
+                           "</canvas></div>"
+                           + ('<p class="chart-note">Sessions at the same spot share one '
+                              "marker; its area grows with their number (hover for the "
+                              "count).</p>" if stacked else "") + "</figure>")
         parts = ['<div class="charts">' + "".join(figures) + "</div>"] if figures else []
         parts += [_table_html(t, f"{anchor}-{k}") for k, t in enumerate(res.tables)]
         if empty:  # keep the notes (they say how to get data) but out of the way

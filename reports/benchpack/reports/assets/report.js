@@ -103,11 +103,24 @@
     }
   };
 
+  // one marker per spot; its area grows with the share of the chart's busiest spot
+  function radiusFor(spec) {
+    var most = 1;
+    spec.datasets.forEach(function (d) {
+      d.points.forEach(function (p) { most = Math.max(most, p.n); });
+    });
+    return function (n) { return most === 1 ? 5 : 3.5 + 10.5 * Math.sqrt(n / most); };
+  }
+  var SHAPES = ["circle", "triangle", "rect", "rectRot", "star", "crossRot"];
   function scatter(spec) {
+    var radius = radiusFor(spec);
     var datasets = spec.datasets.map(function (d, i) {
+      var r = d.points.map(function (p) { return radius(p.n); });
       return {
-        label: d.label, data: d.points, pointRadius: 5, pointHoverRadius: 7, clip: false,
-        backgroundColor: alpha(series(i), 0.55), borderColor: series(i)
+        label: d.label, data: d.points, pointRadius: r, clip: false,
+        pointHoverRadius: r.map(function (x) { return x + 2; }),
+        pointStyle: SHAPES[i % SHAPES.length], borderWidth: 1.5,
+        backgroundColor: alpha(series(i), i === 0 ? 0.5 : 0.3), borderColor: series(i)
       };
     });
     if (spec.diagonal) {
@@ -123,9 +136,16 @@
         backgroundColor: "transparent"
       });
     }
-    // a count axis (turns) starts at 0 and ticks whole numbers; rates run 0-100
+    // a count axis (turns) starts at 0 and ticks whole numbers; a rate axis shows 0-100 with
+    // a margin, so markers at 0 or 100 stay clear of the tick labels
     var pad = function (pct, key) {
-      if (pct) { return {}; }
+      if (pct) {
+        return { min: -6, max: 106, afterBuildTicks: function (scale) {
+          scale.ticks = [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100].map(function (v) {
+            return { value: v };
+          });
+        } };
+      }
       var whole = spec.datasets.every(function (d) {
         return d.points.every(function (p) { return Number.isInteger(p[key]); });
       });
@@ -145,8 +165,10 @@
             callbacks: {
               label: function (item) {
                 var p = item.raw;
-                return (p.label ? p.label + ": " : "") + spec.x_label + " " + num(p.x, spec.x_pct)
-                  + ", " + spec.y_label + " " + num(p.y, spec.y_pct);
+                var who = p.n > 1 ? p.n + " sessions (" + p.labels.join(", ")
+                  + (p.n > p.labels.length ? ", …" : "") + ")" : (p.labels[0] || "");
+                return item.dataset.label + " · " + who + ": " + spec.x_label + " "
+                  + num(p.x, spec.x_pct) + ", " + spec.y_label + " " + num(p.y, spec.y_pct);
               }
             }
           }
