@@ -321,10 +321,10 @@ def query(sql: str, db: Path, fmt: str, limit: int | None, wait_s: float) -> Non
         writer.writerows(res.rows)
         click.echo(buf.getvalue(), nl=False)
     else:
+        import shutil
+
         from rich.console import Console
         from rich.table import Table
-
-        import shutil
 
         table = Table(*res.columns, show_lines=False)
         for r in res.rows:
