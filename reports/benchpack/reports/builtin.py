@@ -73,7 +73,9 @@ class ReportContext:
             by_repeat[repeat].append(v)
             by_unit[unit].append(v)
         spread = stats.mean_std([sum(vs) / len(vs) for vs in by_repeat.values()])
-        ci = stats.bootstrap_ci(list(by_unit.values()), "unit_mean", level=self.level,
+        # units in a fixed order: the same figure gets the same CI in every report
+        units = [by_unit[u] for u in sorted(by_unit, key=str)]
+        ci = stats.bootstrap_ci(units, "unit_mean", level=self.level,
                                 resamples=self.resamples, seed=self.seed)
         return Estimate(ci.estimate, spread.std, ci.low, ci.high, ci.n_units)
 
