@@ -13,17 +13,24 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
-# The main job on embedded defaults (no API keys): compile every reference pack, then run the
-# intent-tracking pack with its scripted demo agent and the rule-based simulator and judges,
-# storing every event in bench.duckdb.
+# The main job on embedded defaults (no API keys): compile every reference pack, run each with
+# its scripted demo agent and the deterministic rules simulator and judges (all four protocols),
+# store every event in bench.duckdb, print the summary report and write report.html.
+DEMO_RUN = $(BENCH) run --quiet --db bench.duckdb --simulator rules --judge rules
 demo: setup
 	@set -e; for pack in taskpacks/*/; do \
 	  name=$$(basename $$pack); \
 	  $(BENCH) compile $$pack -o build/$$name --strict; \
 	done
 	$(BENCH) graph taskpacks/pharmacist-week
-	$(BENCH) run build/pharmacist-week --agent scripted:taskpacks/pharmacist-week/demo/agent.yaml \
-	  --simulator rules --judge rules --db bench.duckdb
+	rm -f bench.duckdb
+	$(DEMO_RUN) build/pharmacist-week --agent scripted:taskpacks/pharmacist-week/demo/agent.yaml
+	$(DEMO_RUN) build/mussel-genome-search --agent scripted:taskpacks/mussel-genome-search/demo/agent.yaml \
+	  --simulator scripted:taskpacks/mussel-genome-search/demo/simulator.yaml
+	$(DEMO_RUN) build/proact-quilt-show --agent scripted:taskpacks/proact-quilt-show/demo/proactive_agent.yaml
+	$(DEMO_RUN) build/claw-lab-ops --agent scripted:taskpacks/claw-lab-ops/demo/agent.yaml --repeats 3
+	$(BENCH) report summary --run all --db bench.duckdb
+	$(BENCH) report --format html --run all --db bench.duckdb -o report.html
 
 test: setup
 	$(PY) -m pytest -q

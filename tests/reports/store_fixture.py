@@ -14,10 +14,16 @@ verified (model-a): t1 passes 2/2, t2 passes 1/2; (model-b): t1 0/2, t2 2/2
 staged (model-a): f1 0.5 (r0) and 0.7 (r1), category pro
 ablation (model-a): s3 with PROC 1.0 / COMP 1.0, its variant s3~nodeps PROC 0.5 / COMP 1.0
   (variants are left out of every headline figure and of the status distributions)
+
+transcripts (for the HTML drill-down; no report figure reads them): model-a s1 r1 (two turns,
+a tool call, intents decided at turns 1 and 2, a 2-item checklist matching its COMP 0.5, text
+that looks like HTML), the trigger session `tr` (one turn per trigger; the judged reply of
+turn 3 was regenerated, so it differs from the transcript) and staged `sd` r0 (stage events).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +46,55 @@ def _session(run: str, sid: str, repeat: int, protocol: str, **cols: Any) -> dic
     return base
 
 
-def _intents(statuses: list[str]) -> list[tuple[Any, ...]]:
-    return [(f"i{k}", "text", "session", st, 1, None, None) for k, st in enumerate(statuses)]
+def _intents(statuses: list[str], turns: list[int] | None = None) -> list[tuple[Any, ...]]:
+    return [(f"i{k}", f"intent {k} text", "session", st, turns[k] if turns else 1, None, None)
+            for k, st in enumerate(statuses)]
+
+
+HOSTILE = '<script>alert("x")</script> & </script><b>not bold</b>'
+"""Text that must reach the page escaped (it stands in for arbitrary transcript content)."""
+LONG_REPLY = "Plan: " + "word " * 1200
+INTENT_TURNS = {("run-a", "s1", 1): [2, 1, 1, 2]}
+"""Turns at which the intents of a session were decided (default: all at turn 1)."""
+
+
+def _message(seq: int, turn: int, role: str, content: str, tool_calls: Any = None,
+             call_id: str | None = None, name: str | None = None) -> tuple[Any, ...]:
+    return (seq, turn, role, content, json.dumps(tool_calls) if tool_calls else None,
+            call_id, name)
+
+
+def _transcripts() -> dict[tuple[str, str, int], dict[str, list[tuple[Any, ...]]]]:
+    """Child-table rows (without the run/session/repeat prefix) of the sessions that have a
+    transcript."""
+    s1 = {
+        "messages": [
+            _message(0, 1, "user", f"Check the INR log please. {HOSTILE}"),
+            _message(1, 1, "assistant", "", [{"id": "c1", "name": "read_file",
+                                             "arguments": {"path": "log.csv"}}]),
+            _message(2, 1, "tool", '{"content": "P-1,4.6"}', call_id="c1", name="read_file"),
+            _message(3, 1, "assistant", "P-1 is high. Shall I email the prescriber?"),
+            _message(4, 2, "user", "Yes, and the dose is 35 mg a week."),
+            _message(5, 2, "assistant", LONG_REPLY),
+        ],
+        "tool_calls": [(0, 1, 1, "c1", "read_file", "read", json.dumps({"path": "log.csv"}),
+                        json.dumps({"content": "P-1,4.6"}), None, 0.0, 0.01, None)],
+        "checklist_results": [
+            ("note", "A note is filed.", "rule", 1.0, 1.0, "outcome", "1 call matched", None),
+            ("email", f"The prescriber is emailed. {HOSTILE}", "rubric", 0.0, 1.0, "outcome",
+             "no email sent", None)],
+    }
+    tr = {"messages": [m for k in range(1, 7) for m in (
+        _message(2 * k - 2, k, "user", f"User turn {k}."),
+        _message(2 * k - 1, k, "assistant",
+                 "An earlier draft." if k == 3 else f"Reply {k}: here is quote {k} in context."))]}
+    sd = {"messages": [_message(0, 1, "user", "Find me a flat."),
+                       _message(1, 1, "assistant", "Which area?"),
+                       _message(2, 2, "user", "Near the river."),
+                       _message(3, 2, "assistant", "Here are three.")],
+          "stage_events": [(1, "area", 0, "asks_about", "disclosed", "user named the area"),
+                           (2, "budget", 1, "mentions", "pushed", HOSTILE)]}
+    return {("run-a", "s1", 1): s1, ("run-a", "tr", 0): tr, ("run-a", "sd", 0): sd}
 
 
 INTENTS = {  # (run, session, repeat) -> statuses
@@ -76,7 +129,8 @@ def build_store(path: Path) -> Path:
             batch.append(SessionRows(run, sid, rep, _session(
                 run, sid, rep, "intent_tracking", intents=n, proc=proc,
                 comp=COMP.get((run, sid, rep), 0.5), **counts),
-                {"intent_status": [(run, sid, rep, *r) for r in _intents(statuses)]}))
+                {"intent_status": [(run, sid, rep, *r) for r in _intents(
+                    statuses, INTENT_TURNS.get((run, sid, rep)))]}))
         # dependency ablation: s3 and its variant, model-a, repeat 0
         batch.append(SessionRows("run-a", "s3", 0, _session(
             "run-a", "s3", 0, "intent_tracking", intents=2, completed=2, proc=1.0, comp=1.0,
@@ -92,8 +146,9 @@ def build_store(path: Path) -> Path:
                   ("critical", "PASS"), ("critical", None), ("recovery", "PASS")]
         score = {"PASS": 1.0, "PARTIAL": 0.5, "FAIL": 0.0}
         rows = [("run-a", "tr", 0, f"t{k}", typ, k + 1, "offline", "authored", "[]", "p", "pa",
-                 "f", "resp", lab, score.get(lab) if lab else None, "why", "q",
-                 lab is not None, None if lab else "judge error")
+                 "f", f"Reply {k + 1}: here is quote {k + 1} in context.", lab,
+                 score.get(lab) if lab else None, f"why {k + 1}" if k else HOSTILE,
+                 f"quote {k + 1}", lab is not None, None if lab else "judge error")
                 for k, (typ, lab) in enumerate(labels)]
         batch.append(SessionRows("run-a", "tr", 0, _session(
             "run-a", "tr", 0, "trigger_rubric", triggers=6, judge_errors=1,
@@ -120,6 +175,11 @@ def build_store(path: Path) -> Path:
                  ("run-a", "s1", 0, 2, "agent", "agent_step", "m", "h3", 70, 7, 0.0, 0.0, True,
                   None, 0, 1, 0.0)]
         batch[0].tables["llm_calls"] = calls
+        for rows_ in batch:
+            for table, data in _transcripts().get(
+                    (rows_.run_id, rows_.session_id, rows_.repeat), {}).items():
+                rows_.tables.setdefault(table, []).extend(
+                    (rows_.run_id, rows_.session_id, rows_.repeat, *r) for r in data)
         store.write_batch(batch)
     finally:
         store.close()

@@ -94,7 +94,8 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
         break
     else:  # still unfinished after the kills: finish without interruption
-        proc = _bench(*common, "--db", str(db), "--run-id", "k", "--resume", "k", cwd=tmp_path)
+        resume = ["--resume", "k"] if _run_exists(db, "k") else []
+        proc = _bench(*common, "--db", str(db), "--run-id", "k", *resume, cwd=tmp_path)
         assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
     assert kills >= 2, "the run finished before it could be killed; slow the agent down"
     got = _snapshot(db, "k")

@@ -232,7 +232,7 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
     except (PlanError, ValueError) as exc:
         raise PackErrors(f"✗ {exc}") from None
     if as_json:
-        click.echo(json.dumps(summary.as_dict(), indent=2))
+        click.echo(json.dumps({**summary.as_dict(), **_pass_rates(summary)}, indent=2))
     else:
         _print_summary(summary)
     if summary.errors:
@@ -321,13 +321,15 @@ def query(sql: str, db: Path, fmt: str, limit: int | None, wait_s: float) -> Non
         writer.writerows(res.rows)
         click.echo(buf.getvalue(), nl=False)
     else:
+        import shutil
+
         from rich.console import Console
         from rich.table import Table
 
         table = Table(*res.columns, show_lines=False)
         for r in res.rows:
             table.add_row(*["NULL" if v is None else str(v) for v in r])
-        Console().print(table)
+        Console(width=max(100, shutil.get_terminal_size((140, 40)).columns)).print(table)
         click.echo(f"({len(res.rows)} row{'s' if len(res.rows) != 1 else ''})", err=True)
 
 
@@ -370,6 +372,20 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
 
+def _pass_rates(s: Any) -> dict[str, Any]:
+    """pass@1, pass@k and pass^k (k = the run's repeats) over verified-outcome tasks; pass@k and
+    pass^k average over the tasks with at least k graded repeats."""
+    from benchpack.reports.stats import pass_at_k_over_tasks, pass_hat_k_over_tasks
+
+    if not s.pass_counts:
+        return {}
+    k = s.repeats
+    full = [(n, c) for n, c in s.pass_counts if n >= k]
+    return {"pass_k": k, "pass_at_1": pass_at_k_over_tasks(s.pass_counts, 1),
+            "pass_at_k": pass_at_k_over_tasks(full, k) if k > 1 else None,
+            "pass_hat_k": pass_hat_k_over_tasks(full, k) if k > 1 else None}
+
+
 def _print_summary(s: Any) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -377,8 +393,20 @@ def _print_summary(s: Any) -> None:
     t = Table(title=f"run {s.run_id}", show_header=False, box=None)
     t.add_row("sessions", f"{s.finished} finished, {s.errors} errors, {s.skipped_deps} skipped "
               f"(dependency failed), {s.sessions_skipped_resume} already done")
-    t.add_row("PROC / COMP", f"{_pct(s.proc)} / {_pct(s.comp)}"
-              + (f"   verified score {_pct(s.score)}" if s.score is not None else ""))
+    headline = [(label, value) for label, value in (
+        ("PROC", s.proc), ("COMP", s.comp), ("triple F1", s.f1),
+        ("trigger score", s.trigger_score), ("verified score", s.score)) if value is not None]
+    if headline:
+        t.add_row(" / ".join(label for label, _ in headline),
+                  " / ".join(_pct(value) for _, value in headline))
+    rates = _pass_rates(s)
+    if rates:  # verified-outcome sessions: task-level pass rates
+        k = rates["pass_k"]
+        label, value = "pass@1", _pct(rates["pass_at_1"])
+        if k > 1:
+            label += f" / pass@{k} / pass^{k}"
+            value += f" / {_pct(rates['pass_at_k'])} / {_pct(rates['pass_hat_k'])}"
+        t.add_row(label, f"{value}   ({len(s.pass_counts)} tasks × {k} repeats)")
     t.add_row("judge errors", str(s.judge_errors))
     t.add_row("LLM calls", f"{s.llm_calls} ({s.cache_hits} from cache)")
     t.add_row("tokens", f"{s.prompt_tokens:,} in / {s.completion_tokens:,} out")

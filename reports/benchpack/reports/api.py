@@ -34,27 +34,36 @@ class ReportOptions:
 
 def build_reports(options: ReportOptions, registry: ReportRegistry | None = None
                   ) -> list[ReportResult]:
-    registry = registry or default_reports()
     with open_store(options.db, wait_s=options.wait_s) as con:
-        runs = select_runs(con, list(options.runs))
-        out = []
-        for name in options.names:
-            report = registry.get(name)
-            ctx = ReportContext(con, runs, options.by, options.level, options.resamples,
-                                options.seed)
-            out.append(report.build(ctx))
-        return out
+        return _build(con, select_runs(con, list(options.runs)), options, registry)
+
+
+def _build(con: Any, runs: list[str], options: ReportOptions,
+           registry: ReportRegistry | None = None) -> list[ReportResult]:
+    registry = registry or default_reports()
+    out = []
+    for name in options.names:
+        report = registry.get(name)
+        ctx = ReportContext(con, runs, options.by, options.level, options.resamples,
+                            options.seed)
+        out.append(report.build(ctx))
+    return out
 
 
 def render_report(options: ReportOptions, fmt: str = "table") -> str:
-    """Build the named reports and render them in one document."""
+    """Build the named reports and render them in one document (HTML adds the sessions'
+    transcripts, read from the same connection)."""
     from .render import render
 
-    results = build_reports(options)
     if fmt == "html":
-        from .html import to_html
+        from .html import load_drilldown, to_html
 
-        return to_html(results, db=options.db)
+        with open_store(options.db, wait_s=options.wait_s) as con:
+            runs = select_runs(con, list(options.runs))
+            results = _build(con, runs, options)
+            drilldown = load_drilldown(con, runs)
+        return to_html(results, drilldown)
+    results = build_reports(options)
     if fmt == "json" and len(results) > 1:
         return json.dumps([json.loads(render(r, "json")) for r in results], indent=2,
                           ensure_ascii=False) + "\n"

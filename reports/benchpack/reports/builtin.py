@@ -58,15 +58,21 @@ class ReportContext:
         if self._labels is not None:
             return self._labels
         # the adapter's own name (`litellm:gpt-4o`, `scripted:agent.yaml`), not the CLI spec
-        rows = self.rows("""SELECT r.run_id, coalesce(any_value(s.agent), r.agent)
+        rows = self.rows("""SELECT r.run_id, coalesce(any_value(s.agent), r.agent), r.pack_name
             FROM runs r LEFT JOIN sessions s USING (run_id) WHERE r.run_id IN $runs
-            GROUP BY r.run_id, r.agent""")
-        agents = {str(r): str(a) for r, a in rows}
-        counts: dict[str, int] = defaultdict(int)
-        for a in agents.values():
-            counts[a] += 1
-        self._labels = {r: (a if counts[a] == 1 else f"{a} ({r})") for r, a in agents.items()}
-        return self._labels
+            GROUP BY r.run_id, r.agent, r.pack_name""")
+        labels = {str(r): str(a) for r, a, _ in rows}
+        for suffix in (2, 0):  # still ambiguous: add the pack, then the run id
+            counts: dict[str, int] = defaultdict(int)
+            for label in labels.values():
+                counts[label] += 1
+            if all(n == 1 for n in counts.values()):
+                break
+            labels = {str(row[0]): (f"{labels[str(row[0])]} · {row[suffix]}"
+                                    if counts[labels[str(row[0])]] > 1 else labels[str(row[0])])
+                      for row in rows}
+        self._labels = labels
+        return labels
 
     def ci_note(self) -> str:
         return (f"± = std over repeats; [ ] = {self.level:.0%} CI: percentile bootstrap "
@@ -250,7 +256,8 @@ def proc_comp(ctx: ReportContext) -> ReportResult:
     res.tables.append(t)
     points = ctx.rows("""SELECT run_id, name, coalesce(proc_group, proc), comp, turns
         FROM session_results WHERE run_id IN $runs AND protocol = 'intent_tracking'
-        AND status = 'finished' AND proc IS NOT NULL AND comp IS NOT NULL""")
+        AND ablation IS NULL AND status = 'finished' AND proc IS NOT NULL
+        AND comp IS NOT NULL""")
     series: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for run, name, p, c, turns_ in points:
         series[labels[run]].append({"x": p, "y": c, "label": name, "turns": turns_})
@@ -383,8 +390,7 @@ def interaction(ctx: ReportContext) -> ReportResult:
                       "dialogue; all_resolved: every hidden intent reached a status; "
                       "*_budget: a budget ran out; error: the session failed."])
     t2.rows = [[labels[r[0]], *r[1:]] for r in ends]
-    t = t2
-    res.tables.append(t)
+    res.tables.append(t2)
     return res
 
 
@@ -429,7 +435,7 @@ def triggers(ctx: ReportContext) -> ReportResult:
             t.rows.append([labels[run], typ, rates.n, pass_, rates.partial_rate, weighted,
                            total - judged])
             bars[labels[run]][typ] = {"value": pass_.value, "low": pass_.low,
-                                      "high": pass_.high}
+                                      "high": pass_.high, "n": pass_.n}
     res.tables.append(t)
     res.charts.append(Chart("trigger-pass", "Pass rate by trigger type (95% CI)", "errorbar",
                             {"categories": order, "series": dict(bars)}, "", "pass rate"))

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-STORE_SCHEMA = 1
+STORE_SCHEMA = 2
 """The store schema version these views read (the `meta.schema_version` the runtime writes)."""
 
 

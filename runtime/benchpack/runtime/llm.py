@@ -28,7 +28,8 @@ resp.content, resp.tool_calls, resp.usage, resp.cache_hit, resp.raw_message
   `requests_per_minute` names the model (or `"*"`), a token bucket. Both are held per attempt,
   never during backoff sleeps.
 - **Backends.** The default backend calls `litellm.acompletion` and imports litellm lazily (on
-  the first uncached call: ~2.4 s, ~170 MB). Tests and protocol code can pass any async
+  the first uncached call, in a worker thread and outside any timeout: ~2.4 s, ~170 MB). A
+  backend may offer `async prepare()`, awaited before each request's first attempt. Tests and protocol code can pass any async
   callable `backend(BackendRequest) -> str | dict` (see `FakeBackend`), so nothing here needs
   litellm or a network.
 """
@@ -342,6 +343,14 @@ class LiteLLMBackend:
 
     def __init__(self) -> None:
         self._seed_ok: dict[str, bool] = {}
+        self._imported = False
+
+    async def prepare(self) -> None:
+        """Import litellm (seconds) in a worker thread, once, before the first request, so the
+        import never counts against a request's timeout nor blocks the event loop."""
+        if not self._imported:
+            await asyncio.to_thread(import_litellm)
+            self._imported = True
 
     def _supports_seed(self, litellm: Any, model: str) -> bool:
         if model not in self._seed_ok:
@@ -533,6 +542,9 @@ class LLMClient:
                                  timeout_s=timeout, api_base=self.config.api_base,
                                  api_key=self.config.api_key)
         limits = self._limits_for(name, model)
+        prepare = getattr(self.backend, "prepare", None)
+        if prepare is not None:
+            await prepare()
         attempt = 0
         while True:
             attempt += 1

@@ -98,8 +98,13 @@ class RunSummary:
     errors: int
     skipped_deps: int
     proc: float | None
+    """Headline figures, each the mean over the sessions of the protocol that defines it
+    (ablation variants left out): PROC and COMP (intent tracking; COMP wherever there is a
+    checklist), verified-outcome score, triple F1, trigger weighted score."""
     comp: float | None
     score: float | None
+    f1: float | None
+    trigger_score: float | None
     judge_errors: int
     prompt_tokens: int
     completion_tokens: int
@@ -107,6 +112,10 @@ class RunSummary:
     llm_calls: int
     cache_hits: int
     wall_s: float
+    repeats: int = 1
+    pass_counts: list[tuple[int, int]] = field(default_factory=list)
+    """Verified outcome, per task: (graded repeats n, passes c) — the inputs of pass@k and
+    pass^k, which `benchpack.reports.stats` computes."""
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -301,7 +310,8 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
     row["updated_at"] = time.time()
     row["status"] = "finished" if stats["errors"] == 0 and stats["skipped"] == 0 else "partial"
     store.upsert_run(row)
-    return summarise(store, run_id, total, stats, total - todo, time.time() - started)
+    return summarise(store, run_id, total, stats, total - todo, time.time() - started,
+                     repeats)
 
 
 async def run_chain(ctx: RunContext, key: str, repeat: int, sessions: list[PlanSession],
@@ -394,24 +404,32 @@ def _skipped_rows(ctx: RunContext, s: PlanSession, repeat: int, because: list[st
 
 
 def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resumed: int,
-              wall: float) -> RunSummary:
+              wall: float, repeats: int = 1) -> RunSummary:
     con = store.con
     row = con.execute(
-        "SELECT avg(coalesce(proc_group, proc)), avg(comp), avg(score), "
+        "SELECT avg(coalesce(proc_group, proc)) FILTER (WHERE ablation IS NULL), "
+        "avg(comp) FILTER (WHERE ablation IS NULL), avg(score), "
         "coalesce(sum(judge_errors), 0), "
         "count(*) FILTER (WHERE status='finished'), count(*) FILTER (WHERE status='error'), "
-        "count(*) FILTER (WHERE status='skipped') FROM sessions WHERE run_id = ?",
-        [run_id]).fetchone()
+        "count(*) FILTER (WHERE status='skipped'), avg(f1), avg(trigger_score) "
+        "FROM sessions WHERE run_id = ?", [run_id]).fetchone()
     llm = con.execute(
         "SELECT count(*), coalesce(sum(prompt_tokens),0), coalesce(sum(completion_tokens),0), "
         "coalesce(sum(cost),0), count(*) FILTER (WHERE cache_hit) FROM llm_calls "
         "WHERE run_id = ?", [run_id]).fetchone()
+    # verified outcome: per session, graded repeats and passes (a NULL `passed` is ungraded)
+    counts = con.execute(
+        "SELECT count(passed), count(*) FILTER (WHERE passed) FROM sessions WHERE run_id = ? "
+        "AND protocol = 'verified_outcome' AND status = 'finished' GROUP BY session_id",
+        [run_id]).fetchall()
     return RunSummary(
         run_id=run_id, db=store.path, sessions_total=total, sessions_run=stats["run"],
         sessions_skipped_resume=resumed, finished=int(row[4]), errors=int(row[5]),
-        skipped_deps=int(row[6]), proc=row[0], comp=row[1], score=row[2],
+        skipped_deps=int(row[6]), proc=row[0], comp=row[1], score=row[2], f1=row[7],
+        trigger_score=row[8],
         judge_errors=int(row[3]), prompt_tokens=int(llm[1]), completion_tokens=int(llm[2]),
-        cost=float(llm[3]), llm_calls=int(llm[0]), cache_hits=int(llm[4]), wall_s=wall)
+        cost=float(llm[3]), llm_calls=int(llm[0]), cache_hits=int(llm[4]), wall_s=wall,
+        repeats=repeats, pass_counts=[(int(n), int(c)) for n, c in counts if n])
 
 
 def run_plan(options: RunOptions) -> RunSummary:

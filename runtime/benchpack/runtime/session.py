@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from benchpack.specs.plan import Plan, PlanSession
 
 from .env import EpisodeEnvironment, ToolBox
-from .graders import Trace, evaluate, run_python_grader, soft_score
+from .graders import Trace, evaluate, fired_caps, run_python_grader, soft_score
 from .judges.base import JudgeError
 from .judges.intent import Intent, TurnEvidence
 from .judges.rubric import RubricItem, render_evidence, rubric_judge
@@ -106,6 +106,14 @@ class SessionContext:
         self.turn_rows: list[tuple[Any, ...]] = []
         self.replies: list[AgentReply] = []
         self.compactions = 0
+        self.reply_turns: list[int] = []
+        """The turn number of each entry of `replies`."""
+        self.dialogue_end: int | None = None
+        """The last turn of the task itself. A protocol sets it before turns that only measure
+        (staged disclosure's graph extraction): later turns are stored like any other but left
+        out of checklist grading and of the interaction statistics."""
+        self.extra: dict[str, Any] = {}
+        """What grading adds to `sessions.extra` (e.g. the verified-outcome caps that fired)."""
         self._agent: AgentSession | None = None
         self._opened: list[AgentSession] = []
 
@@ -183,6 +191,7 @@ class SessionContext:
         except Exception as exc:  # an adapter bug or a crashed harness: the session errors
             reply = AgentReply(text="", stop_reason="error", error=f"{type(exc).__name__}: {exc}")
         self.replies.append(reply)
+        self.reply_turns.append(turn)
         self.compactions += reply.compactions
         produced = reply.messages or [Message("assistant", reply.text, turn)]
         for m in produced:
@@ -207,6 +216,13 @@ class SessionContext:
                                time.time() - started))
         return reply, ev
 
+    def in_task(self, turn: int) -> bool:
+        """Whether `turn` belongs to the task (see `dialogue_end`)."""
+        return self.dialogue_end is None or turn <= self.dialogue_end
+
+    def task_replies(self) -> list[AgentReply]:
+        return [r for r, t in zip(self.replies, self.reply_turns, strict=True) if self.in_task(t)]
+
     def history(self) -> list[dict[str, str]]:
         return [{"role": m.role, "content": m.content} for m in self.messages
                 if m.role in ("user", "assistant") and m.content]
@@ -226,12 +242,17 @@ async def grade_checklist(ctx: SessionContext) -> tuple[list[tuple[Any, ...]], f
                                                          float | None, bool | None, int, int]:
     """Checklist rows plus COMP, verified-outcome soft score and pass, judge and grader errors."""
     s = ctx.session
-    records = ctx.toolbox.records
+    records = [r for r in ctx.toolbox.records if ctx.in_task(r.turn)]
     files = ctx.env.workspace.files()
     state = {name: svc.snapshot() for name, svc in ctx.env.services.items()}
-    reply = ctx.replies[-1].text if ctx.replies else ""
+    replies = ctx.task_replies()
+    if any(m.role == "user" and m.name is None and ctx.in_task(m.turn) for m in ctx.messages):
+        reply = replies[-1].text if replies else ""
+    else:  # nobody wrote (heartbeats, events): everything the agent said is its answer
+        reply = "\n\n".join(r.text for r in replies if r.text)
     trace = Trace(tool_records=records, state=state, files=files,
-                  messages=[m for m in ctx.messages if m.role in ("user", "assistant")],
+                  messages=[m for m in ctx.messages
+                            if m.role in ("user", "assistant") and ctx.in_task(m.turn)],
                   reply=reply,
                   read_tools={r.tool_name for r in records if r.effect == "read"})
     results: dict[str, tuple[float | None, str, str | None]] = {}
@@ -279,12 +300,10 @@ async def grade_checklist(ctx: SessionContext) -> tuple[list[tuple[Any, ...]], f
     comp = sum(known) / len(known) if known else None
     score = passed = None
     if s.verify is not None:
-        caps = []
-        for cap in s.verify.caps:
-            if evaluate(cap.when.model_dump(mode="json", by_alias=True, exclude_unset=True),
-                        trace).passed:
-                caps.append(cap.cap)
-        score, passed = soft_score(scored, s.verify.model_dump(mode="json"), caps)
+        verify = s.verify.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        verdict = soft_score(scored, verify, fired_caps(verify.get("caps") or [], trace))
+        score, passed = verdict.score, verdict.passed
+        ctx.extra["verify"] = verdict.extra()
     return rows, comp, score, passed, judge_errors, grader_errors
 
 
@@ -335,11 +354,13 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
         (*prefix, seq, m.turn, m.role, m.content,
          json.dumps(m.tool_calls, ensure_ascii=False) if m.tool_calls else None,
          m.tool_call_id, m.name) for seq, m in enumerate(ctx.messages)]
+    tools = ctx.plan.tools
     tables["tool_calls"] = [
         (*prefix, seq, r.turn, r.step, r.call_id, r.tool_name, r.effect,
          json.dumps(r.call, ensure_ascii=False, default=str),
          json.dumps(r.result, ensure_ascii=False, default=str), r.error, r.started_at,
-         r.duration) for seq, r in enumerate(ctx.toolbox.records)]
+         r.duration, tools[r.tool_name].group if r.tool_name in tools else None)
+        for seq, r in enumerate(ctx.toolbox.records)]
     tables["checklist_results"] = [(*prefix, *r) for r in rows]
     tables["llm_calls"] = [
         (*prefix, seq, c.role, c.purpose, c.model, c.prompt_hash, c.prompt_tokens,
@@ -349,13 +370,17 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
         tables.setdefault(name, []).extend((*prefix, *r) for r in data)
     m = result.metrics
     finished = time.time()
-    user_turns = sum(1 for x in ctx.messages if x.role == "user" and x.name != "environment")
+    replies = ctx.task_replies()
+    user_turns = sum(1 for x in ctx.messages if x.role == "user" and x.name != "environment"
+                     and ctx.in_task(x.turn))
     sess = {
         **session_identity(run_id, ctx.run.agent_name, s, ctx.repeat),
         "status": status, "termination": result.termination, "error": error,
-        "turns": len(ctx.replies), "user_turns": user_turns,
-        "assistant_turns": sum(max(1, r.steps) for r in ctx.replies),
-        "tool_calls": len(ctx.toolbox.records), "compactions": ctx.compactions,
+        "turns": len(replies), "user_turns": user_turns,
+        "assistant_turns": sum(max(1, r.steps) for r in replies
+                               if r.stop_reason != "script_end"),
+        "tool_calls": sum(1 for r in ctx.toolbox.records if ctx.in_task(r.turn)),
+        "compactions": sum(r.compactions for r in replies),
         **{k: m.get(k) for k in METRIC_COLUMNS},
         "comp": comp, "score": score, "passed": passed,
         "judge_errors": result.judge_errors + judge_errors, "grader_errors": grader_errors,
@@ -363,8 +388,8 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
         "completion_tokens": sum(c.completion_tokens for c in llm_calls),
         "cost": sum(c.cost or 0.0 for c in llm_calls),
         "started_at": started, "finished_at": finished, "duration_s": finished - started,
-        "extra": {**result.extra, **{k: v for k, v in m.items() if k not in METRIC_COLUMNS}}
-        or None,
+        "extra": {**result.extra, **ctx.extra,
+                  **{k: v for k, v in m.items() if k not in METRIC_COLUMNS}} or None,
     }
     return SessionRows(run_id=run_id, session_id=s.id, repeat=ctx.repeat, session=sess,
                        tables=tables, snapshot=(s.episode, snapshot) if snapshot is not None
@@ -379,7 +404,6 @@ METRIC_COLUMNS = (
 )
 """Protocol metrics stored in their own `sessions` columns; any other metric goes to `extra`."""
 
-
 def session_identity(run_id: str, agent: str, s: PlanSession, repeat: int) -> dict[str, Any]:
     """The `sessions` columns that describe which session this is (not how it went)."""
     meta = s.metadata
@@ -392,5 +416,6 @@ def session_identity(run_id: str, agent: str, s: PlanSession, repeat: int) -> di
     }
 
 
-__all__ = ["METRIC_COLUMNS", "ChainMemory", "Earlier", "SessionContext", "build_rows",
-           "grade_checklist", "render_history", "session_brief", "session_identity"]
+__all__ = ["METRIC_COLUMNS", "ChainMemory", "Earlier", "SessionContext",
+           "build_rows", "grade_checklist", "render_history", "session_brief",
+           "session_identity"]

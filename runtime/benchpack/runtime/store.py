@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -70,7 +70,8 @@ CREATE TABLE IF NOT EXISTS messages (
 CREATE TABLE IF NOT EXISTS tool_calls (
     run_id VARCHAR, session_id VARCHAR, repeat INTEGER, seq INTEGER, turn INTEGER,
     step INTEGER, call_id VARCHAR, tool_name VARCHAR, effect VARCHAR, call JSON, result JSON,
-    error VARCHAR, started_at DOUBLE, duration_s DOUBLE
+    error VARCHAR, started_at DOUBLE, duration_s DOUBLE,
+    tool_group VARCHAR
 );
 CREATE TABLE IF NOT EXISTS intent_status (
     run_id VARCHAR, session_id VARCHAR, repeat INTEGER, intent_id VARCHAR, text VARCHAR,
@@ -154,6 +155,11 @@ def _migrate(con: Any) -> None:
     if version > SCHEMA_VERSION:
         raise RuntimeError(f"store schema {version} is newer than this benchpack "
                            f"({SCHEMA_VERSION}); upgrade benchpack")
+    if version < 2:  # 2: tool_calls.tool_group, the device/interface group of the tool
+        con.execute("ALTER TABLE tool_calls ADD COLUMN IF NOT EXISTS tool_group VARCHAR")
+    if version < SCHEMA_VERSION:
+        con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                    [str(SCHEMA_VERSION)])
 
 
 _COLUMNS: dict[str, list[str]] = {}

@@ -3,7 +3,12 @@
 from .python import PythonResult, run_python_grader
 from .rule import RuleResult, evaluate
 from .trace import Trace
-from .verify import pass_at_k, pass_hat_k, soft_score
+from .verify import (
+    CapHit,
+    Verdict,
+    fired_caps,
+    soft_score,
+)
 
-__all__ = ["PythonResult", "RuleResult", "Trace", "evaluate", "pass_at_k", "pass_hat_k",
-           "run_python_grader", "soft_score"]
+__all__ = ["CapHit", "PythonResult", "RuleResult", "Trace", "Verdict", "evaluate",
+           "fired_caps", "run_python_grader", "soft_score"]

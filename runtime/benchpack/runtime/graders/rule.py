@@ -54,7 +54,7 @@ def _eval(rule: dict[str, Any], trace: Trace) -> RuleResult:
         sub = _eval(rule["not"], trace)
         return RuleResult(not sub.passed, f"not ({sub.detail})")
     if "sequence" in rule:
-        return _sequence(rule["sequence"], trace)
+        return _sequence(rule["sequence"], trace, rule.get("successful"))
     label, data, is_collection = _select(rule, trace)
     if rule.get("query"):
         import jmespath
@@ -114,9 +114,13 @@ def _select(rule: dict[str, Any], trace: Trace) -> tuple[str, Any, bool]:
     raise ValueError("no source")
 
 
-def _sequence(names: list[str], trace: Trace) -> RuleResult:
+def _sequence(names: list[str], trace: Trace, successful: bool | None = None) -> RuleResult:
+    """The tools were called in this order, other calls in between allowed (a subsequence);
+    with `successful`, only calls that succeeded (or failed) take part."""
     i = 0
     for r in trace.tool_records:
+        if successful is not None and (r.error is None) != successful:
+            continue
         if i < len(names) and fnmatch.fnmatchcase(r.tool_name, names[i]):
             i += 1
     ok = i == len(names)
@@ -145,26 +149,29 @@ def _norm(v: Any) -> Any:
 
 
 def _match(value: Any, m: Any) -> bool:
+    """A literal is an equality test; a matcher's operators must all hold (an empty matcher
+    matches nothing)."""
     if value is _MISSING:
         return False
     if not isinstance(m, dict):
         return bool(_norm(value) == _norm(m))
+    tests = []
     if "equals" in m:
-        return bool(_norm(value) == _norm(m["equals"]))
+        tests.append(_norm(value) == _norm(m["equals"]))
     if "contains" in m:
-        return str(m["contains"]).lower() in _text(value).lower()
+        tests.append(str(m["contains"]).lower() in _text(value).lower())
     if "regex" in m:
-        return re.search(str(m["regex"]), _text(value)) is not None
+        tests.append(re.search(str(m["regex"]), _text(value)) is not None)
     if "one_of" in m:
-        return any(_norm(value) == _norm(x) for x in m["one_of"] or [])
+        tests.append(any(_norm(value) == _norm(x) for x in m["one_of"] or []))
     if "gt" in m or "lt" in m:
         try:
             num = float(value)
         except (TypeError, ValueError):
             return False
-        return (("gt" not in m or num > float(m["gt"])) and
-                ("lt" not in m or num < float(m["lt"])))
-    return False
+        tests.append(("gt" not in m or num > float(m["gt"])) and
+                     ("lt" not in m or num < float(m["lt"])))
+    return bool(tests) and all(tests)
 
 
 def _where(obj: dict[str, Any], where: dict[str, Any]) -> bool:
@@ -245,10 +252,12 @@ def _predicate(rule: dict[str, Any], data: Any, coll: bool, label: str,
         return RuleResult(not errors, f"{label} valid under the schema" if not errors else
                           f"{label} invalid: {errors[0].message}")
     if "grounded" in rule and rule["grounded"] is not None:
-        found = sorted(set(re.findall(rule["grounded"], text)))
-        found = [f if isinstance(f, str) else "".join(f) for f in found]
+        # whole matches (a pattern's groups must not split an id), looked up as whole tokens:
+        # `EVT-31` is not grounded by a result that only holds `EVT-318`
+        found = sorted({m.group(0) for m in re.finditer(rule["grounded"], text) if m.group(0)})
         seen = trace.read_results_text()
-        ungrounded = [f for f in found if f not in seen]
+        ungrounded = [f for f in found
+                      if re.search(rf"(?<!\w){re.escape(f)}(?!\w)", seen) is None]
         return RuleResult(not ungrounded, f"{len(found)} ids in {label}, all read first"
                           if not ungrounded else
                           f"{label} mentions ids never read: {', '.join(ungrounded[:5])}")

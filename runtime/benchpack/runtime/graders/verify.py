@@ -1,51 +1,95 @@
-"""Verified-outcome scoring: soft score, pass threshold, pass@k and pass^k."""
+"""Verified-outcome scoring: soft score, safety caps, pass threshold.
+
+The soft score of a session is the weighted mean of its `outcome` checklist items times
+`outcome_weight` plus the weighted mean of its `process` items times the rest; the lowest cap
+whose condition holds bounds it; the session passes when the (capped) score reaches
+`pass_threshold`. Items without a score (a judge or grader error) are left out of their group's
+mean, never counted as 0; a group whose every item is unscored makes the whole score unknown
+(NULL), because re-weighting the other group would let a session pass on process alone.
+
+pass@k and pass^k over repeats are computed from the stored `passed` column by
+`benchpack.reports.stats` (the `pass-k` report and the `bench run` summary).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from math import comb
+from dataclasses import dataclass, field
 from typing import Any
+
+from .rule import evaluate
+from .trace import Trace
+
+
+@dataclass
+class CapHit:
+    """A safety cap whose condition held: which, how low, why, and what the rule saw."""
+
+    id: str
+    cap: float
+    reason: str
+    detail: str
+
+
+@dataclass
+class Verdict:
+    score: float | None
+    passed: bool | None
+    outcome: float | None = None
+    """Weighted mean of the scored outcome items (None: no outcome item was scored)."""
+    process: float | None = None
+    uncapped: float | None = None
+    caps: list[CapHit] = field(default_factory=list)
+    unscored: int = 0
+    """Items left out because a judge or grader gave no score."""
+
+    def extra(self) -> dict[str, Any]:
+        """What `sessions.extra.verify` records (reports read the fired caps from here)."""
+        return {"outcome": self.outcome, "process": self.process, "uncapped": self.uncapped,
+                "unscored": self.unscored,
+                "caps": [{"id": c.id, "cap": c.cap, "reason": c.reason, "detail": c.detail}
+                         for c in self.caps]}
+
+
+def fired_caps(caps: Sequence[dict[str, Any]], trace: Trace) -> list[CapHit]:
+    """The caps (plan `verify.caps` entries) whose `when` rule holds on the finished session.
+    An attempted call of a forbidden tool counts, even when the call itself failed."""
+    out = []
+    for cap in caps:
+        res = evaluate(cap["when"], trace)
+        if res.passed:
+            out.append(CapHit(str(cap.get("id") or ""), float(cap["cap"]),
+                              str(cap.get("reason") or ""), res.detail))
+    return out
 
 
 def soft_score(items: Sequence[tuple[float, str, float | None]], verify: dict[str, Any],
-               cap_hits: Sequence[float]) -> tuple[float | None, bool | None]:
-    """Weighted outcome mean × outcome_weight + weighted process mean × (1 − outcome_weight).
-    A group with no scored item gives its weight to the other; items without a score (judge or
-    grader errors) are left out; the lowest triggered cap bounds the result."""
+               cap_hits: Sequence[CapHit] = ()) -> Verdict:
+    """Score `(weight, aspect, score)` items as the module docstring says. An aspect with no
+    items at all gives its weight to the other."""
+    threshold = float(verify.get("pass_threshold", 0.75))
+    unscored = sum(1 for _, _, s in items if s is None)
 
-    def mean(aspect: str) -> float | None:
-        pairs = [(w, s) for w, a, s in items if a == aspect and s is not None]
+    def mean(aspect: str) -> tuple[float | None, bool]:
+        mine = [(w, s) for w, a, s in items if a == aspect]
+        pairs = [(w, s) for w, s in mine if s is not None]
         total = sum(w for w, _ in pairs)
-        return sum(w * s for w, s in pairs) / total if total else None
+        value = sum(w * s for w, s in pairs) / total if total else None
+        return value, bool(mine) and value is None
 
-    outcome, process = mean("outcome"), mean("process")
-    if outcome is None and process is None:
-        return None, None
+    (outcome, o_unknown), (process, p_unknown) = mean("outcome"), mean("process")
+    cap = min((c.cap for c in cap_hits), default=None)
+    if o_unknown or p_unknown or (outcome is None and process is None):
+        # the score is unknown; a cap below the threshold still decides the verdict
+        passed = False if cap is not None and cap < threshold else None
+        return Verdict(None, passed, outcome, process, None, list(cap_hits), unscored)
     ow = float(verify.get("outcome_weight", 0.7))
     if outcome is None:
-        score = process or 0.0
+        uncapped = process or 0.0
     elif process is None:
-        score = outcome
+        uncapped = outcome
     else:
-        score = ow * outcome + (1 - ow) * process
-    if cap_hits:
-        score = min(score, min(cap_hits))
-    return score, score >= float(verify.get("pass_threshold", 0.75))
-
-
-def pass_at_k(n: int, c: int, k: int) -> float | None:
-    """Unbiased estimator of P(at least one of k samples passes) from n runs with c passes:
-    1 − C(n−c, k) / C(n, k)."""
-    if k > n or n <= 0 or k <= 0:
-        return None
-    if n - c < k:
-        return 1.0
-    return 1.0 - comb(n - c, k) / comb(n, k)
-
-
-def pass_hat_k(n: int, c: int, k: int) -> float | None:
-    """Unbiased estimator of P(all of k samples pass) from n runs with c passes:
-    C(c, k) / C(n, k) (τ-bench's pass^k). With n == k it is 1 when every run passed."""
-    if k > n or n <= 0 or k <= 0:
-        return None
-    return comb(c, k) / comb(n, k)
+        uncapped = ow * outcome + (1 - ow) * process
+    score = uncapped if cap is None else min(uncapped, cap)
+    return Verdict(score, score >= threshold, outcome, process, uncapped, list(cap_hits),
+                   unscored)

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from benchpack.specs.pack import PROMPT_NAMES
+
 from .base import JudgeCall, JudgeError, Templates, ask, parse_decisions, parse_reasons
 from .intent import coverage
 
@@ -37,10 +39,13 @@ class RubricJudge(Protocol):
 
 class LLMRubricJudge:
     def __init__(self, call: JudgeCall, templates: Templates,
-                 template: str = "checklist.rubric_judge") -> None:
+                 template: str = "checklist.rubric_judge",
+                 context: dict[str, Any] | None = None) -> None:
         self.call = call
         self.templates = templates
         self.template = template
+        self.context = dict(context or {})
+        """More template variables (the task, its reference solution…)."""
 
     async def grade(self, items: Sequence[RubricItem], history: str,
                     intents: Sequence[str]) -> dict[str, RubricVerdict]:
@@ -51,7 +56,8 @@ class LLMRubricJudge:
         for evidence, group in groups.items():
             ids = [g.id for g in group]
             prompt = self.templates.render(
-                self.template, intents=[{"text": t} for t in intents], history=history,
+                self.template, **self.context, intents=[{"text": t} for t in intents],
+                history=history,
                 evidence=evidence, criteria=[{"id": g.id, "text": g.text} for g in group])
             reasons: dict[str, str] = {}
 
@@ -99,16 +105,26 @@ class ScriptedRubricJudge:
         return out
 
 
-def rubric_judge(ctx: SessionContext, template: str = "checklist.rubric_judge") -> RubricJudge:
+def rubric_judge(ctx: SessionContext, template: str | None = None) -> RubricJudge:
     """The checklist rubric judge for a session, from the run's `judge` role. Scripts give
-    `checklist: {<item id>: 0|1}` per session."""
+    `checklist: {<item id>: 0|1}` per session. The template defaults to the protocol's own
+    `<protocol>.rubric_judge` when that is a prompt name, else `checklist.rubric_judge`; it
+    may use `task` (title, request, trigger) and `reference_solution` besides the usual
+    `intents`, `history`, `evidence` and `criteria`."""
     roles = ctx.roles
     mode = roles.mode("judge")
     if mode == "rules":
         return RulesRubricJudge()
     if mode == "scripted":
         return ScriptedRubricJudge(roles.script(ctx, "judge").get("checklist") or {})
-    return LLMRubricJudge(roles.call(ctx, "judge"), roles.templates, template)
+    s = ctx.session
+    if template is None:
+        own = f"{s.protocol}.rubric_judge"
+        template = own if own in PROMPT_NAMES else "checklist.rubric_judge"
+    task = {"title": s.title, "request": s.request, "trigger": s.trigger.kind,
+            "payload": s.trigger.payload}
+    return LLMRubricJudge(roles.call(ctx, "judge"), roles.templates, template,
+                          {"task": task, "reference_solution": s.reference_solution})
 
 
 def render_evidence(selector: dict[str, Any] | None, tool_records: Sequence[Any],

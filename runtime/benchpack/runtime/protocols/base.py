@@ -72,7 +72,11 @@ class ProtocolRegistry:
 
 def default_protocols() -> ProtocolRegistry:
     from .intent_tracking import IntentTracking
+    from .staged_disclosure import StagedDisclosure
+    from .trigger_rubric import TriggerRubric
+    from .verified_outcome import VerifiedOutcome
 
     reg = ProtocolRegistry()
-    reg.register(IntentTracking())
+    for interpreter in (IntentTracking(), StagedDisclosure(), TriggerRubric(), VerifiedOutcome()):
+        reg.register(interpreter)
     return reg

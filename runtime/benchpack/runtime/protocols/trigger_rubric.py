@@ -1,0 +1,378 @@
+"""Trigger rubrics (ProactBench): responses at chosen turns are scored against rubrics written
+before the response exists.
+
+Mode (`--trigger-mode`, per session): `offline` replays a fixed dialogue, `live` runs the
+planner / user agent / assistant loop; `auto` is offline when a fixed dialogue exists (the
+session's authored `dialogue`, or `--dialogue-from RUN_ID`) and live otherwise.
+`--dialogue-from` with `--trigger-mode live`, `offline` without a dialogue, a missing earlier
+transcript and a session with nothing to score all end the session as an error, with the reason.
+
+Offline. The fixed dialogue is the authored one, or the transcript of the same session (same
+repeat, else repeat 0) in an earlier run of the same store, which must have finished. Trigger
+points: the earlier run's `triggers` rows when it has any (what its planner committed, origin
+kept), else the pack's authored ones. For each trigger turn t a fresh agent conversation is
+opened on the fixed turns 1..t−1 (`open_agent(history)`) and answers the fixed user message t;
+no other turn reaches the agent. Transcript: fixed turns are `messages` named `fixed`; a trigger
+turn's user message and regenerated answer are ordinary messages; the fixed answer it replaced
+is kept in `sessions.extra.reference_responses` (by turn), which a later `--dialogue-from` of
+this run puts back, so re-scoring always replays the original dialogue. A trigger beyond the
+end of the dialogue is stored with label `SKIPPED` and excluded from scores.
+
+Live. Turns 1..`limits.max_turns` (default 10). Before each turn the planner (persona and
+scenario, never the style) returns an order for the user agent and, unless the pack authors the
+triggers (then their turns and rubrics are used as is and the planner only writes orders),
+whether this turn is a trigger with its rubric, committed before the response exists and stored
+unchanged (an authored trigger whose anchors were not disclosed by its turn is kept; the lapse
+is recorded in `extra.planner_violations`).
+Rules (`judges.trigger.Scenario.problems`): a trigger only in its window (emergent 1–3, critical
+4–7, recovery 8–10), 1–2 per window (so 3–6 a dialogue; a window's last turn without one is a
+violation), anchors disclosed by this turn (≥ 1 for emergent, ≥ 2 for critical), at most one
+new primary anchor per message. An LLM planner breaking a rule is retried once with the problem
+shown; a decision still breaking one is made valid bluntly (surplus anchors not disclosed, the
+trigger dropped) and the violation recorded in `extra.planner_violations`. A planner that fails
+to answer twice is replaced by the rules planner for that turn (`extra.planner_errors`). Turn 1
+is the session's `request` when it has one. The user agent (persona, style length rule and trait
+directives, the order; not the hidden goal) writes every other message; a message outside the
+style's word bounds is retried once, then kept and recorded in `extra.style_violations`. The
+agent sees only the conversation. `extra.planner_turns` keeps every order.
+
+Judging, after the dialogue, concurrently: the judge sees the conversation up to the trigger's
+user message, the response and the rubric, never persona or style. Labels PASS / PARTIAL / FAIL
+(scores 1 / 0.5 / 0) with a rationale and evidence that must occur verbatim in the response
+(`judges.trigger.quote_found`: whitespace, quote marks, dashes, case and Markdown emphasis
+normalised; passages joined by "…" each found in order). FAIL may have empty evidence. A missing
+or unfound quote is retried once with the problem shown (a scripted judge's is not retried),
+then the trigger is a judge error: label NULL, `quote_found` false when a quote was given,
+excluded from the scores and counted in `judge_errors`. The response is the turn's final text; tool calls are not shown to the judge.
+
+Rows: `triggers` (one per trigger point); session metrics `trigger_mode`, `triggers` (trigger
+points), `trigger_pass_rate` = PASS / N and `trigger_score` = (PASS + ½·PARTIAL) / N over the N
+triggers judged without error (NULL when N = 0); `extra.trigger_labels` counts labels by type.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..judges.base import JudgeError
+from ..judges.trigger import (
+    SCORES,
+    Decision,
+    LiveRoles,
+    PlannerState,
+    TriggerJudge,
+    TriggerSpec,
+    Verdict,
+    length_problem,
+    live_roles,
+    trigger_judge,
+)
+from ..types import Message
+from .base import ProtocolResult
+
+if TYPE_CHECKING:
+    from ..session import SessionContext
+
+FIXED = "fixed"
+"""`messages.name` of replayed dialogue turns that never reached the agent."""
+
+
+class SessionFailure(Exception):
+    """The session cannot run as configured; the message says why."""
+
+
+@dataclass
+class FixedTurn:
+    turn: int
+    user: str
+    assistant: str | None
+
+
+@dataclass
+class Scored:
+    """A trigger point with what the judge needs: the history before the response, and it."""
+
+    trigger: TriggerSpec
+    history: list[dict[str, str]] | None = None
+    response: str | None = None
+    skipped: str | None = None
+
+
+class TriggerRubric:
+    name = "trigger_rubric"
+
+    async def run(self, ctx: SessionContext) -> ProtocolResult:
+        try:
+            return await self._run(ctx)
+        except SessionFailure as exc:
+            return ProtocolResult(termination="error", error=str(exc))
+
+    async def _run(self, ctx: SessionContext) -> ProtocolResult:
+        opts = ctx.run.options
+        s = ctx.session
+        mode = opts.trigger_mode
+        if mode not in ("auto", "live", "offline"):
+            raise SessionFailure(f"unknown trigger mode `{mode}` (auto, live or offline)")
+        if opts.dialogue_from and mode == "live":
+            raise SessionFailure("--dialogue-from replays a fixed dialogue; use --trigger-mode "
+                                 "offline or auto")
+        extra: dict[str, Any] = {}
+        if mode == "offline" or (mode == "auto" and (opts.dialogue_from or s.dialogue)):
+            if opts.dialogue_from:
+                fixed, triggers, refs = _from_run(ctx, opts.dialogue_from)
+                extra["dialogue_source"] = f"run:{opts.dialogue_from}"
+            elif s.dialogue:
+                fixed = [FixedTurn(d.turn, d.user, d.assistant) for d in s.dialogue]
+                triggers, refs = _authored(ctx), {}
+                extra["dialogue_source"] = "authored"
+            else:
+                raise SessionFailure("offline mode needs a fixed dialogue: author `dialogue:` in "
+                                     "the session or pass --dialogue-from RUN_ID")
+            scored, termination = await _offline(ctx, fixed, refs, triggers, extra)
+            run_mode = "offline"
+        else:
+            scored, termination = await _live(ctx, live_roles(ctx), extra)
+            extra["dialogue_source"] = "live"
+            run_mode = "live"
+        if termination == "error":
+            return ProtocolResult(termination="error", extra=extra)
+        rows, errors, labels = await _judge(trigger_judge(ctx), scored, run_mode)
+        judged = [r[10] for r in rows if r[10] in SCORES and r[15] is None]
+        n = len(judged)
+        metrics: dict[str, Any] = {
+            "trigger_mode": run_mode, "triggers": len(rows),
+            "trigger_pass_rate": judged.count("PASS") / n if n else None,
+            "trigger_score": sum(SCORES[x] for x in judged) / n if n else None,
+            "triggers_judged": n}
+        extra["trigger_labels"] = labels
+        if errors:
+            extra["judge_errors"] = errors
+        return ProtocolResult(termination=termination, metrics=metrics,
+                              tables={"triggers": rows}, judge_errors=len(errors), extra=extra)
+
+
+# --------------------------------------------------------------------------- sources
+
+
+def _authored(ctx: SessionContext) -> list[TriggerSpec]:
+    return [TriggerSpec(t.id, t.type, t.turn, list(t.anchors), t.rubric.pass_, t.rubric.partial,
+                        t.rubric.fail, "authored") for t in ctx.session.triggers]
+
+
+def _from_run(ctx: SessionContext, run_id: str
+              ) -> tuple[list[FixedTurn], list[TriggerSpec], dict[int, str]]:
+    """The fixed dialogue, trigger points and replaced reference answers of this session in
+    an earlier run (see the module docstring)."""
+    store = ctx.run.store
+    sid = ctx.session.id
+    if store.run_exists(run_id) is None:
+        raise SessionFailure(f"--dialogue-from: no run `{run_id}` in this store")
+    row = None
+    for repeat in dict.fromkeys((ctx.repeat, 0)):
+        row = store.session_row(run_id, sid, repeat)
+        if row is not None:
+            break
+    if row is None:
+        raise SessionFailure(f"--dialogue-from: run `{run_id}` has no transcript of `{sid}`")
+    if row.get("status") != "finished":
+        raise SessionFailure(f"--dialogue-from: `{sid}` did not finish in run `{run_id}` "
+                             f"(status {row.get('status')}); its transcript is incomplete")
+    repeat = int(row["repeat"])
+    extra = row.get("extra") or {}
+    if isinstance(extra, str):
+        extra = json.loads(extra)
+    refs = {int(k): str(v) for k, v in (extra.get("reference_responses") or {}).items()}
+    turns: dict[int, FixedTurn] = {}
+    for turn, role, content, *_ in store.transcript(run_id, sid, repeat):
+        t = turns.setdefault(int(turn), FixedTurn(int(turn), "", None))
+        if role == "user" and not t.user:
+            t.user = content or ""
+        elif role == "assistant" and content:
+            t.assistant = content  # the turn's last words
+    for turn, text in refs.items():
+        if turn in turns:
+            turns[turn].assistant = text
+    fixed = [turns[k] for k in sorted(turns) if turns[k].user]
+    if not fixed:
+        raise SessionFailure(f"--dialogue-from: run `{run_id}` has no transcript of `{sid}`")
+    triggers = []
+    for r in store.session_table("triggers", run_id, sid, repeat):
+        anchors = json.loads(r[5]) if isinstance(r[5], str) else list(r[5] or [])
+        triggers.append(TriggerSpec(r[0], r[1], int(r[2]), anchors, r[6], r[7], r[8], r[4]))
+    return fixed, triggers or _authored(ctx), refs
+
+
+# --------------------------------------------------------------------------- offline
+
+
+async def _offline(ctx: SessionContext, fixed: list[FixedTurn], refs: dict[int, str],
+                   triggers: list[TriggerSpec], extra: dict[str, Any]
+                   ) -> tuple[list[Scored], str]:
+    if not triggers:
+        raise SessionFailure("nothing to score: the session has no trigger points (author "
+                             "`triggers:` or replay a live run that committed some)")
+    if [f.turn for f in fixed] != list(range(1, len(fixed) + 1)):
+        raise SessionFailure("the fixed dialogue must number its turns 1, 2, 3… without gaps")
+    by_turn = {t.turn: t for t in triggers}
+    last = max((t.turn for t in triggers if t.turn <= len(fixed)), default=0)
+    missing = [f.turn for f in fixed if f.turn < last and not f.assistant]
+    if missing:
+        raise SessionFailure(f"the fixed dialogue has no assistant answer at turn(s) {missing}; "
+                             "replay needs one before every scored turn")
+    scored = [Scored(t, skipped=f"turn {t.turn} is beyond the fixed dialogue ({len(fixed)} "
+                     "turns)") for t in triggers if t.turn > len(fixed)]
+    replaced: dict[int, str] = {}
+    for f in fixed:
+        t = by_turn.get(f.turn)
+        if t is None:
+            ctx.messages.append(Message("user", f.user, f.turn, name=FIXED))
+            if f.assistant:
+                ctx.messages.append(Message("assistant", f.assistant, f.turn, name=FIXED))
+            continue
+        history = []
+        for g in fixed[:f.turn - 1]:
+            history += [Message("user", g.user, g.turn), Message("assistant", g.assistant or "",
+                                                                 g.turn)]
+        conversation = await ctx.open_agent(history)
+        reply, _ = await ctx.agent_turn(f.turn, f.user, None, agent=conversation)
+        if reply.stop_reason == "error":
+            return [], "error"
+        if f.assistant:
+            replaced[f.turn] = f.assistant
+        scored.append(Scored(t, [{"role": m.role, "content": m.content} for m in history]
+                             + [{"role": "user", "content": f.user}], reply.text))
+    extra["reference_responses"] = {str(k): v for k, v in {**refs, **replaced}.items()}
+    return sorted(scored, key=lambda x: x.trigger.turn), "completed"
+
+
+# --------------------------------------------------------------------------- live
+
+
+async def _live(ctx: SessionContext, roles: LiveRoles, extra: dict[str, Any]
+                ) -> tuple[list[Scored], str]:
+    s = ctx.session
+    max_turns = s.limits.max_turns or 10
+    authored = {t.turn: t for t in _authored(ctx)} or None
+    opening, event = ctx.opening()
+    fixed_opening = bool(s.request) or event is not None
+    first = opening or json.dumps(event, ensure_ascii=False, default=str)
+    committed: list[TriggerSpec] = []
+    disclosed: list[str] = []
+    scored: list[Scored] = []
+    violations: list[dict[str, Any]] = []
+    style_violations: list[dict[str, Any]] = []
+    planner_errors: list[str] = []
+    user_errors: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for turn in range(1, max_turns + 1):
+        state = PlannerState(turn, max_turns, ctx.history(), list(disclosed), list(committed),
+                             authored, first if turn == 1 and fixed_opening else None)
+        decision = await _plan(roles, state, violations, planner_errors)
+        trigger = decision.trigger
+        if authored is not None:
+            trigger = authored.get(turn)
+        elif trigger is not None:
+            trigger.id, trigger.turn = f"t{turn}", turn
+        if trigger is not None:
+            committed.append(trigger)
+        disclosed += [a for a in decision.order.disclose if a not in disclosed]
+        late = [a for a in trigger.anchors if a not in disclosed] if trigger else []
+        if trigger is not None and late and authored is not None:
+            # the planner was told; the rubric stands as authored
+            violations.append({"turn": turn, "problems": [
+                f"authored trigger `{trigger.id}` relies on anchors not disclosed yet: {late}"],
+                "proposed_trigger": None, "kept_trigger": True, "disclose": []})
+        message: str | None
+        if turn == 1 and fixed_opening:
+            message, turn_event = opening, event
+        else:
+            message, turn_event = await _user_message(ctx, roles, decision, turn,
+                                                      style_violations, user_errors), None
+        turns.append({"turn": turn, **decision.order.as_dict(),
+                      "trigger": trigger.id if trigger else None})
+        reply, _ = await ctx.agent_turn(turn, message, turn_event)
+        if reply.stop_reason == "error":
+            return [], "error"
+        if trigger is not None:
+            # everything before this turn's answer: the answer itself is the graded response
+            history = [{"role": m.role, "content": m.content} for m in ctx.messages
+                       if m.role in ("user", "assistant") and m.content
+                       and (m.turn < turn or m.role == "user")]
+            scored.append(Scored(trigger, history, reply.text))
+    if authored is not None:
+        scored += [Scored(t, skipped=f"turn {t.turn} is beyond the dialogue's {max_turns} turns")
+                   for k, t in sorted(authored.items()) if k > max_turns]
+    extra["planner_turns"] = turns
+    for key, value in (("planner_violations", violations), ("style_violations",
+                       style_violations), ("planner_errors", planner_errors),
+                       ("user_errors", user_errors)):
+        if value:
+            extra[key] = value
+    return scored, "completed"
+
+
+async def _plan(roles: LiveRoles, state: PlannerState, violations: list[dict[str, Any]],
+                errors: list[str]) -> Decision:
+    try:
+        decision = await roles.planner.decide(state)
+    except JudgeError as exc:
+        errors.append(f"turn {state.turn}: {exc}")
+        decision = await roles.fallback_planner.decide(state)
+    problems = roles.scenario.problems(decision, state)
+    if problems:
+        proposed = decision.trigger
+        decision = roles.scenario.sanitise(decision, state)
+        violations.append({
+            "turn": state.turn, "problems": problems,
+            "proposed_trigger": None if proposed is None else
+            {"type": proposed.type, "anchors": proposed.anchors, **proposed.rubric()},
+            "kept_trigger": decision.trigger is not None,
+            "disclose": decision.order.disclose})
+    return decision
+
+
+async def _user_message(ctx: SessionContext, roles: LiveRoles, decision: Decision,
+                        turn: int, violations: list[dict[str, Any]], errors: list[str]) -> str:
+    history = ctx.history()
+    try:
+        message = await roles.user.say(decision.order, history, turn)
+    except JudgeError as exc:
+        errors.append(f"turn {turn}: {exc}")
+        message = await roles.fallback_user.say(decision.order, history, turn)
+    problem = length_problem(message, ctx.session.style)
+    if problem:
+        violations.append({"turn": turn, "problem": problem})
+    return message
+
+
+# --------------------------------------------------------------------------- judging
+
+
+async def _judge(judge: TriggerJudge, scored: list[Scored], mode: str
+                 ) -> tuple[list[tuple[Any, ...]], list[str], dict[str, dict[str, int]]]:
+    async def one(x: Scored) -> Verdict:
+        if x.skipped is not None or x.history is None or x.response is None:
+            return Verdict("SKIPPED", x.skipped or "")
+        return await judge.judge(x.trigger, x.history, x.response)
+
+    verdicts = await asyncio.gather(*(one(x) for x in scored))
+    rows: list[tuple[Any, ...]] = []
+    errors: list[str] = []
+    labels: dict[str, dict[str, int]] = {}
+    for x, v in zip(scored, verdicts, strict=True):
+        t = x.trigger
+        if v.error is not None:
+            errors.append(f"trigger {t.id} (turn {t.turn}): {v.error}")
+        label = v.label if v.error is None else None
+        key = label or "ERROR"
+        labels.setdefault(t.type, {})[key] = labels.get(t.type, {}).get(key, 0) + 1
+        rows.append((t.id, t.type, t.turn, mode, t.origin, json.dumps(t.anchors), t.pass_,
+                     t.partial, t.fail, x.response, label, SCORES.get(label or ""),
+                     v.rationale, v.evidence, v.quote_found, v.error))
+    return rows, errors, labels
+
+
+__all__ = ["FIXED", "TriggerRubric"]
