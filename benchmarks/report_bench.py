@@ -97,11 +97,15 @@ def _generator_sql(turns: int, per_run: int, total: int) -> list[str]:
         "CREATE TEMP MACRO u(a, b) AS (h(a, b) % 1000000) / 1000000.0",
         "CREATE TEMP MACRO u3(a, b, c) AS (h3(a, b, c) % 1000000) / 1000000.0",
         f"CREATE TEMP MACRO word(a, b) AS {_sql_list(words)}[1 + h(a, b) % {len(words)}]",
-        f"""INSERT INTO runs
-        SELECT 'synth-' || lpad((r + 1)::VARCHAR, 2, '0'), 1.7e9 + r * 86400, 1.7e9 + r * 86400
-               + 3600, 'build/synth', 'plan' || r, 'synthetic', '1.0', '0.1.0',
-               {_sql_list(AGENTS)}[r + 1], 'litellm:gpt-4o-mini', 'litellm:gpt-4o', {REPEATS},
-               '{{}}', 'finished'
+        # BY NAME everywhere: a column the store gains later stays NULL instead of breaking this
+        f"""INSERT INTO runs BY NAME
+        SELECT 'synth-' || lpad((r + 1)::VARCHAR, 2, '0') AS run_id,
+               1.7e9 + r * 86400 AS created_at, 1.7e9 + r * 86400 + 3600 AS updated_at,
+               'build/synth' AS plan_path, 'plan' || r AS plan_hash, 'synthetic' AS pack_name,
+               '1.0' AS pack_version, '0.1.0' AS benchpack_version,
+               {_sql_list(AGENTS)}[r + 1] AS agent, 'litellm:gpt-4o-mini' AS simulator,
+               'litellm:gpt-4o' AS judge, {REPEATS} AS repeats, '{{}}' AS config,
+               'finished' AS status
         FROM range({RUNS}) t(r)""",
         # one row per session attempt: plan slot, outcome quality, status and its turn count;
         # turn counts are rescaled so that their total is exactly `turns`
@@ -149,50 +153,55 @@ def _generator_sql(turns: int, per_run: int, total: int) -> list[str]:
                (CASE WHEN u3(k, i, 'tc') < 0.6 THEN 0 WHEN u3(k, i, 'tc') < 0.9 THEN 1
                      ELSE 2 END)::INTEGER AS tc
         FROM gen_s, range(gen_s.nturns) t(i)""",
-        """INSERT INTO turns
-        SELECT s.run_id, s.session_id, s.rep, t.turn,
+        """INSERT INTO turns BY NAME
+        SELECT s.run_id, s.session_id, s.rep AS repeat, t.turn,
                CASE WHEN t.turn = 1 AND s.slot = 19 THEN NULL
                     ELSE 'Could you sort out the ' || word(s.k, t.turn) || ' for the '
-                         || word(t.turn, s.k) || ' review (step ' || t.turn || ')?' END,
+                         || word(t.turn, s.k) || ' review (step ' || t.turn || ')?' END
+                   AS user_message,
                'Done: I checked the ' || word(s.k, t.turn) || ' and updated the '
-                   || word(t.turn, s.k) || '. ' || repeat('Details follow. ', 1 + t.turn % 6),
-               1 + (t.tc > 0)::INTEGER, t.tc,
-               CASE WHEN t.turn = s.nturns THEN 'final' ELSE 'reply' END,
-               s.t0 + t.turn * 20.0, 0.5 + u3(s.k, t.turn, 'dur') * 8
+                   || word(t.turn, s.k) || '. ' || repeat('Details follow. ', 1 + t.turn % 6)
+                   AS assistant_message,
+               1 + (t.tc > 0)::INTEGER AS steps, t.tc AS tool_calls,
+               CASE WHEN t.turn = s.nturns THEN 'final' ELSE 'reply' END AS stop_reason,
+               s.t0 + t.turn * 20.0 AS started_at, 0.5 + u3(s.k, t.turn, 'dur') * 8 AS duration_s
         FROM gen_t t JOIN gen_s s USING (k) ORDER BY s.k, t.turn""",
         # user message, assistant message with tool calls, tool results, final assistant reply
-        f"""INSERT INTO messages
+        f"""INSERT INTO messages BY NAME
         WITH m AS (
             SELECT k, turn, 0 AS j, 'user' AS role, NULL AS tc FROM gen_t
             UNION ALL SELECT k, turn, 1, 'assistant', tc FROM gen_t WHERE tc > 0
             UNION ALL SELECT k, turn, 2 + i, 'tool', NULL FROM gen_t, range(gen_t.tc) x(i)
             UNION ALL SELECT k, turn, 9, 'assistant', NULL FROM gen_t
         )
-        SELECT s.run_id, s.session_id, s.rep, m.turn * 10 + m.j, m.turn, m.role,
+        SELECT s.run_id, s.session_id, s.rep AS repeat, m.turn * 10 + m.j AS seq, m.turn,
+               m.role,
                CASE m.role WHEN 'user' THEN 'Please check the ' || word(s.k, m.turn) || '.'
                     WHEN 'tool' THEN '{{"ok": true, "items": ' || (h3(s.k, m.turn, m.j) % 9)
                                      || '}}'
                     ELSE CASE WHEN m.tc IS NULL THEN 'Here is the ' || word(m.turn, s.k)
                               || ' summary. ' || repeat('More detail. ', 1 + m.turn % 5) END
-               END,
+               END AS content,
                CASE WHEN m.tc IS NOT NULL
                     THEN '[{{"id": "call_' || m.turn || '", "name": "'
                          || {_sql_list(tools)}[1 + h(s.k, m.turn) % {len(tools)}] || '"}}]'
-               END::JSON,
-               CASE WHEN m.role = 'tool' THEN 'call_' || m.turn END,
+               END::JSON AS tool_calls,
+               CASE WHEN m.role = 'tool' THEN 'call_' || m.turn END AS tool_call_id,
                CASE WHEN m.role = 'tool' THEN {_sql_list(tools)}[1 + h(s.k, m.turn)
-                                                                   % {len(tools)}] END
+                                                                   % {len(tools)}] END AS name
         FROM m JOIN gen_s s USING (k) ORDER BY s.k, m.turn, m.j""",
-        f"""INSERT INTO tool_calls
-        SELECT s.run_id, s.session_id, s.rep, t.turn * 10 + i, t.turn, i + 1,
-               'call_' || t.turn || '_' || i, tool,
+        f"""INSERT INTO tool_calls BY NAME
+        SELECT s.run_id, s.session_id, s.rep AS repeat, t.turn * 10 + i AS seq, t.turn,
+               i + 1 AS step, 'call_' || t.turn || '_' || i AS call_id, tool AS tool_name,
                CASE WHEN tool LIKE '%create' OR tool LIKE '%send' OR tool LIKE '%write'
-                    THEN 'write' ELSE 'read' END,
+                    THEN 'write' ELSE 'read' END AS effect,
                ('{{"name": "' || tool || '", "arguments": {{"query": "'
-                || word(s.k, t.turn) || '"}}}}')::JSON,
-               ('{{"ok": true, "count": ' || h3(s.k, t.turn, i) % 9 || '}}')::JSON,
-               CASE WHEN u3(s.k, t.turn, i) < 0.02 THEN 'timeout' END,
-               s.t0 + t.turn * 20.0 + i, 0.05 + u3(s.k, t.turn, i) * 0.5
+                || word(s.k, t.turn) || '"}}}}')::JSON AS call,
+               ('{{"ok": true, "count": ' || h3(s.k, t.turn, i) % 9 || '}}')::JSON AS result,
+               CASE WHEN u3(s.k, t.turn, i) < 0.02 THEN 'timeout' END AS error,
+               s.t0 + t.turn * 20.0 + i AS started_at,
+               0.05 + u3(s.k, t.turn, i) * 0.5 AS duration_s,
+               split_part(tool, '__', 1) AS tool_group
         FROM gen_t t JOIN gen_s s USING (k), range(t.tc) x(i),
              LATERAL (SELECT {_sql_list(tools)}[1 + h3(s.k, t.turn, i) % {len(tools)}]
                       AS tool)
@@ -206,11 +215,12 @@ def _generator_sql(turns: int, per_run: int, total: int) -> list[str]:
         FROM (SELECT *, u3(k, i, 'intent') * CASE WHEN slot = 8 THEN 1.4 ELSE 1 END AS x
               FROM gen_s, range((1 + h(k, 'intents') % 5)::BIGINT) t(i)
               WHERE protocol = 'intent_tracking' AND status = 'finished')""",
-        """INSERT INTO intent_status
-        SELECT s.run_id, s.session_id, s.rep, 'intent-' || i,
-               'Hidden need about the ' || word(s.k, i), CASE WHEN i = 0 THEN 'persistent'
-               ELSE 'session' END, g.status, g.turn, CASE WHEN u3(s.k, i, 'je') < 0.005
-               THEN 'malformed judge output twice' END, NULL
+        """INSERT INTO intent_status BY NAME
+        SELECT s.run_id, s.session_id, s.rep AS repeat, 'intent-' || i AS intent_id,
+               'Hidden need about the ' || word(s.k, i) AS text,
+               CASE WHEN i = 0 THEN 'persistent' ELSE 'session' END AS scope, g.status, g.turn,
+               CASE WHEN u3(s.k, i, 'je') < 0.005 THEN 'malformed judge output twice' END
+                   AS judge_error
         FROM gen_i g JOIN gen_s s USING (k) ORDER BY s.k, i""",
         # checklists: intent-tracking and verified-outcome sessions, 2–5 items
         """CREATE TEMP TABLE gen_c AS
@@ -218,10 +228,11 @@ def _generator_sql(turns: int, per_run: int, total: int) -> list[str]:
                CASE WHEN i % 3 = 0 THEN 'rule' ELSE 'rubric' END AS grader
         FROM gen_s, range((2 + h(k, 'items') % 4)::BIGINT) t(i)
         WHERE protocol IN ('intent_tracking', 'verified_outcome') AND status = 'finished'""",
-        """INSERT INTO checklist_results
-        SELECT s.run_id, s.session_id, s.rep, 'item-' || i, 'The ' || word(s.k, i)
-               || ' is handled.', grader, score, CASE WHEN i = 0 THEN 2.0 ELSE 1.0 END,
-               CASE WHEN i = 0 THEN 'outcome' ELSE 'process' END, 'graded', NULL
+        """INSERT INTO checklist_results BY NAME
+        SELECT s.run_id, s.session_id, s.rep AS repeat, 'item-' || i AS item_id,
+               'The ' || word(s.k, i) || ' is handled.' AS text, grader, score,
+               CASE WHEN i = 0 THEN 2.0 ELSE 1.0 END AS weight,
+               CASE WHEN i = 0 THEN 'outcome' ELSE 'process' END AS aspect, 'graded' AS detail
         FROM gen_c c JOIN gen_s s USING (k) ORDER BY s.k, i""",
         # trigger rubrics: 3–6 trigger points at turns spread over the ten-turn dialogue
         """CREATE TEMP TABLE gen_tr AS
@@ -233,16 +244,20 @@ def _generator_sql(turns: int, per_run: int, total: int) -> list[str]:
                      (1 + i * 9 // (3 + h(k, 'trig') % 4))::INTEGER AS turn
               FROM gen_s, range((3 + h(k, 'trig') % 4)::BIGINT) t(i)
               WHERE protocol = 'trigger_rubric' AND status = 'finished')""",
-        """INSERT INTO triggers
-        SELECT s.run_id, s.session_id, s.rep, 'tp' || i, type, turn,
-               CASE WHEN s.r % 2 = 0 THEN 'offline' ELSE 'live' END, 'planner',
-               ('["' || word(s.k, i) || '"]')::JSON, 'Mentions the ' || word(s.k, i),
-               'Hints at it', 'Misses it', 'A response about the ' || word(i, s.k) || '.',
-               label, CASE label WHEN 'PASS' THEN 1.0 WHEN 'PARTIAL' THEN 0.5
-                                 WHEN 'FAIL' THEN 0.0 END,
-               CASE WHEN label IS NOT NULL THEN 'The response ' || lower(label) || 'es.' END,
-               CASE WHEN label IS NOT NULL THEN 'the ' || word(s.k, i) END,
-               label IS NOT NULL, CASE WHEN label IS NULL THEN 'malformed output twice' END
+        """INSERT INTO triggers BY NAME
+        SELECT s.run_id, s.session_id, s.rep AS repeat, 'tp' || i AS trigger_id, type, turn,
+               CASE WHEN s.r % 2 = 0 THEN 'offline' ELSE 'live' END AS mode,
+               'planner' AS origin, ('["' || word(s.k, i) || '"]')::JSON AS anchors,
+               'Mentions the ' || word(s.k, i) AS pass_criteria,
+               'Hints at it' AS partial_criteria, 'Misses it' AS fail_criteria,
+               'A response about the ' || word(i, s.k) || '.' AS response, label,
+               CASE label WHEN 'PASS' THEN 1.0 WHEN 'PARTIAL' THEN 0.5
+                          WHEN 'FAIL' THEN 0.0 END AS score,
+               CASE WHEN label IS NOT NULL THEN 'The response ' || lower(label) || 'es.' END
+                   AS rationale,
+               CASE WHEN label IS NOT NULL THEN 'the ' || word(s.k, i) END AS evidence,
+               label IS NOT NULL AS quote_found,
+               CASE WHEN label IS NULL THEN 'malformed output twice' END AS judge_error
         FROM gen_tr g JOIN gen_s s USING (k) ORDER BY s.k, i""",
         # staged disclosure: ground-truth and predicted triples, the stage events
         """CREATE TEMP TABLE gen_g AS
@@ -258,21 +273,22 @@ def _generator_sql(turns: int, per_run: int, total: int) -> list[str]:
         UNION ALL
         SELECT k, 'predicted', i, u3(k, i, 'pm') < q + 0.15
         FROM gen_g, range(gen_g.n_pred) t(i) WHERE kg_status IN ('ok', 'repaired')""",
-        """INSERT INTO triples
-        SELECT s.run_id, s.session_id, s.rep, side, i, word(s.k, i), 'prefers',
-               word(i, s.k), 'dim' || (i % 3), matched,
-               CASE WHEN side = 'gt' AND matched THEN 'direct' END, NULL
+        """INSERT INTO triples BY NAME
+        SELECT s.run_id, s.session_id, s.rep AS repeat, side, i AS idx, word(s.k, i) AS head,
+               'prefers' AS relation, word(i, s.k) AS tail, 'dim' || (i % 3) AS dimension,
+               matched, CASE WHEN side = 'gt' AND matched THEN 'direct' END AS coverage
         FROM gen_tp g JOIN gen_s s USING (k) ORDER BY s.k, side, i""",
-        """INSERT INTO triple_support
-        SELECT s.run_id, s.session_id, s.rep, g.i, g.i % n_pred
+        """INSERT INTO triple_support BY NAME
+        SELECT s.run_id, s.session_id, s.rep AS repeat, g.i AS gt_idx, g.i % n_pred AS pred_idx
         FROM gen_tp g JOIN gen_g USING (k) JOIN gen_s s USING (k)
         WHERE side = 'gt' AND matched AND n_pred > 0 ORDER BY s.k, g.i""",
-        """INSERT INTO stage_events
-        SELECT s.run_id, s.session_id, s.rep, t.turn, 'stage' || (t.turn % 5),
-               t.turn % 5, 'mentions',
+        """INSERT INTO stage_events BY NAME
+        SELECT s.run_id, s.session_id, s.rep AS repeat, t.turn,
+               'stage' || (t.turn % 5) AS stage_id, t.turn % 5 AS stage_index,
+               'mentions' AS kind,
                CASE WHEN t.turn = s.nturns THEN 'done'
-                    WHEN u3(s.k, t.turn, 'st') < 0.6 THEN 'disclosed' ELSE 'pushed' END,
-               'Stage line about the ' || word(s.k, t.turn)
+                    WHEN u3(s.k, t.turn, 'st') < 0.6 THEN 'disclosed' ELSE 'pushed' END AS event,
+               'Stage line about the ' || word(s.k, t.turn) AS detail
         FROM gen_t t JOIN gen_s s USING (k) WHERE s.protocol = 'staged_disclosure'
         ORDER BY s.k, t.turn""",
         # LLM calls: an agent call per step, a simulator call per user turn, an intent judge
@@ -297,17 +313,20 @@ def _generator_sql(turns: int, per_run: int, total: int) -> list[str]:
                          ELSE 20 + h3(k, seq, 'c') % 120 END AS completion_tokens,
                u3(k, seq, 'x') AS x
         FROM c""",
-        f"""INSERT INTO llm_calls
-        SELECT s.run_id, s.session_id, s.rep, l.seq, l.role, l.purpose,
+        f"""INSERT INTO llm_calls BY NAME
+        SELECT s.run_id, s.session_id, s.rep AS repeat, l.seq, l.role, l.purpose,
                CASE l.role WHEN 'agent' THEN {_sql_list(AGENTS)}[s.r + 1]
-                           WHEN 'simulator' THEN 'gpt-4o-mini' ELSE 'gpt-4o' END,
-               printf('%016x', h(s.k, l.seq)), l.prompt_tokens, l.completion_tokens,
+                           WHEN 'simulator' THEN 'gpt-4o-mini' ELSE 'gpt-4o' END AS model,
+               printf('%016x', h(s.k, l.seq)) AS prompt_hash, l.prompt_tokens,
+               l.completion_tokens,
                CASE WHEN l.x < 0.05 THEN 0.0
-                    ELSE (l.prompt_tokens * 2.5 + l.completion_tokens * 10) / 1e6 END,
-               CASE WHEN l.x < 0.05 THEN 0.0 ELSE 0.3 + l.x * 4 END, l.x < 0.05,
-               CASE WHEN l.role = 'judge' AND l.x > 0.995 THEN 'malformed output twice' END,
-               CASE WHEN l.role = 'judge' AND l.x > 0.98 THEN 2 ELSE 1 END, l.turn,
-               s.t0 + coalesce(l.turn, s.nturns + 1) * 20.0
+                    ELSE (l.prompt_tokens * 2.5 + l.completion_tokens * 10) / 1e6 END AS cost,
+               CASE WHEN l.x < 0.05 THEN 0.0 ELSE 0.3 + l.x * 4 END AS latency_s,
+               l.x < 0.05 AS cache_hit,
+               CASE WHEN l.role = 'judge' AND l.x > 0.995 THEN 'malformed output twice' END
+                   AS error,
+               CASE WHEN l.role = 'judge' AND l.x > 0.98 THEN 2 ELSE 1 END AS attempts, l.turn,
+               s.t0 + coalesce(l.turn, s.nturns + 1) * 20.0 AS started_at
         FROM gen_l l JOIN gen_s s USING (k) ORDER BY s.k, l.seq""",
         # the session rows, consistent with their child rows
         """CREATE TEMP TABLE gen_agg AS

@@ -104,7 +104,7 @@ def test_every_report_builds_and_renders_over_the_synthetic_store(db: Path) -> N
     by_name = {r.name: r for r in results}
     # five runs, two of them the same agent: labelled apart
     agents = [row[0] for row in by_name["summary"].tables[0].rows]
-    assert len(set(agents)) == bench.RUNS and sum("(synth-" in a for a in agents) == 2
+    assert len(set(agents)) == bench.RUNS and sum("· synth-" in a for a in agents) == 2
 
 
 def test_benchmark_main_runs_end_to_end(db: Path, monkeypatch: pytest.MonkeyPatch,

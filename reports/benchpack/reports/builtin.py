@@ -504,7 +504,8 @@ def judge_errors(ctx: ReportContext) -> ReportResult:
                        "Judgements that failed (malformed twice, or the provider) and were "
                        "excluded from scores.", ctx.runs)
     rows = ctx.rows("""SELECT run_id, role, purpose, model, failed_calls, example
-        FROM judge_errors WHERE run_id IN $runs ORDER BY run_id, failed_calls DESC""")
+        FROM judge_errors WHERE run_id IN $runs
+        ORDER BY run_id, failed_calls DESC, role, purpose, model""")
     t = Table("Failed judge and simulator calls", [
         Column("agent", "run (agent)"), Column("role", "role"), Column("purpose", "purpose"),
         Column("model", "model"), Column("failed", "failed calls", "int"),
