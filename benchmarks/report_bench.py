@@ -6,10 +6,12 @@ four protocols, with their child tables in realistic proportions (messages, tool
 statuses, checklist results, triggers, triples, stage events, LLM calls).
 
 Measured in one run, each cold (a fresh read-only connection, views installed, as `bench report`
-does): building each report over all runs, then rendering it as a terminal table, Markdown, JSON
-and (when `reports/benchpack/reports/html.py` exists) HTML; the seconds printed are build +
-render and the ratio is to the 1 s target. Also timed: two ad-hoc `bench query` statements and
-`bench export --format parquet`.
+does; Python imports warmed): building each report over all runs, then rendering it as a
+terminal table, Markdown, JSON and (when `reports/benchpack/reports/html.py` exists) HTML; the
+seconds printed are build + render and the ratio is to the 1 s target. Also timed: the whole
+`bench report --format html` page (every report and the drill-down), two ad-hoc `bench query`
+statements and `bench export --format parquet`. Report CIs: exact bootstrap up to
+`BOOTSTRAP_EXACT_MAX` units, normal approximation above (reports/README.md).
 
 Usage: python benchmarks/report_bench.py [--turns 1000000] [--db PATH [--regenerate]]
                                          [--repeat 3] [--by category] [--skip-export]
@@ -483,6 +485,15 @@ def time_report(db: Path, name: str, fmts: list[str], *, by: str | None = None,
     return Timing(name, statistics.median(builds), renders, rows)
 
 
+def time_html_page(db: Path, names: list[str]) -> tuple[float, int]:
+    """`bench report --format html` over all runs: every report and the drill-down, one page."""
+    from benchpack.reports.api import ReportOptions, render_report
+
+    t = time.perf_counter()
+    page = render_report(ReportOptions(db=db, names=names, runs=["all"]), "html")
+    return time.perf_counter() - t, len(page.encode())
+
+
 def time_query(db: Path, sql: str, repeat: int = 1) -> tuple[float, int]:
     from benchpack.reports.api import run_query
 
@@ -543,8 +554,11 @@ def main() -> int:
 
         fmts = formats()
         names = args.reports or default_reports().names()
+        from benchpack.reports.builtin import BOOTSTRAP_EXACT_MAX
+
         print(f"\ncold builds over all {RUNS} runs, median of {args.repeat}; seconds = build + "
-              f"render; ratio = slowest format ÷ {TARGET_S:.0f} s target")
+              f"render; ratio = slowest format ÷ {TARGET_S:.0f} s target; CIs: exact bootstrap "
+              f"up to {BOOTSTRAP_EXACT_MAX} units, normal approximation above")
         head = f"{'report':14} {'build':>7} " + " ".join(f"{f:>7}" for f in fmts)
         print(head + f" {'rows':>6} {'ratio':>6}")
         worst = 0.0
@@ -556,6 +570,10 @@ def main() -> int:
                   + " ".join(f"{tm.seconds(f):7.3f}" for f in fmts)
                   + f" {tm.rows:6d} {ratio:5.2f}×" + ("" if ratio <= 1 else "  ✗"))
         print(f"slowest report ÷ target = {worst:.2f}×  (target ≤ 1×)")
+        if "html" in fmts:
+            seconds, size = time_html_page(db, names)
+            print(f"bench report --format html ({len(names)} reports and the drill-down, one "
+                  f"page): {seconds:.2f} s, {size / 1e6:.1f} MB")
 
         print("\nbench query (cold, median):")
         for label, sql in QUERIES.items():
