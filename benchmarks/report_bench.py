@@ -554,11 +554,14 @@ def main() -> int:
 
         fmts = formats()
         names = args.reports or default_reports().names()
-        from benchpack.reports.builtin import BOOTSTRAP_EXACT_MAX
+        from benchpack.reports import builtin
 
+        # getattr: the script also times older reports code (PYTHONPATH) for before/after
+        exact_max = getattr(builtin, "BOOTSTRAP_EXACT_MAX", None)
+        ci = (f"exact bootstrap up to {exact_max} units, normal approximation above"
+              if exact_max else "exact bootstrap")
         print(f"\ncold builds over all {RUNS} runs, median of {args.repeat}; seconds = build + "
-              f"render; ratio = slowest format ÷ {TARGET_S:.0f} s target; CIs: exact bootstrap "
-              f"up to {BOOTSTRAP_EXACT_MAX} units, normal approximation above")
+              f"render; ratio = slowest format ÷ {TARGET_S:.0f} s target; CIs: {ci}")
         head = f"{'report':14} {'build':>7} " + " ".join(f"{f:>7}" for f in fmts)
         print(head + f" {'rows':>6} {'ratio':>6}")
         worst = 0.0
