@@ -262,11 +262,14 @@ wait_option = click.option("--wait", "wait_s", type=float, default=30.0, show_de
 @click.option("--resamples", type=click.IntRange(100, 100_000), default=2000,
               show_default=True, help="Bootstrap resamples.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--exact-bootstrap", "exact_max", type=click.IntRange(0), metavar="N",
+              help="Exact percentile bootstrap up to N units per figure (default 50); the "
+                   "normal approximation above (it agrees closely for that many units).")
 @click.option("--list", "list_", is_flag=True, help="List the available reports.")
 @wait_option
 def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | None, fmt: str,
-           out: Path | None, level: float, resamples: int, seed: int, list_: bool,
-           wait_s: float) -> None:
+           out: Path | None, level: float, resamples: int, seed: int, exact_max: int | None,
+           list_: bool, wait_s: float) -> None:
     """Print reports over a run store (default: `summary`; with --format html, all of them)."""
     from benchpack.reports.access import StoreError
     from benchpack.reports.api import ReportOptions, render_report
@@ -279,7 +282,7 @@ def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | No
         return
     chosen = names or (tuple(registry.names()) if fmt == "html" else ("summary",))
     options = ReportOptions(db=db, names=chosen, runs=runs, by=by, level=level,
-                            resamples=resamples, seed=seed, wait_s=wait_s)
+                            resamples=resamples, seed=seed, wait_s=wait_s, exact_max=exact_max)
     try:
         text = render_report(options, fmt)
     except (StoreError, UnknownReport, ValueError) as exc:

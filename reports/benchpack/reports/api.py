@@ -30,6 +30,9 @@ class ReportOptions:
     resamples: int = 2000
     seed: int = 0
     wait_s: float = 30.0
+    exact_max: int | None = None
+    """Exact bootstrap up to this many units (default `builtin.BOOTSTRAP_EXACT_MAX`), the
+    normal approximation above."""
 
 
 def build_reports(options: ReportOptions, registry: ReportRegistry | None = None
@@ -46,6 +49,8 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
         report = registry.get(name)
         ctx = ReportContext(con, runs, options.by, options.level, options.resamples,
                             options.seed)
+        if options.exact_max is not None:
+            ctx.exact_max = options.exact_max
         out.append(report.build(ctx))
     return out
 
