@@ -110,11 +110,21 @@ CREATE TABLE IF NOT EXISTS snapshots (
     run_id VARCHAR, episode VARCHAR, repeat INTEGER, session_id VARCHAR, state JSON,
     PRIMARY KEY (run_id, episode, repeat, session_id)
 );
+CREATE TABLE IF NOT EXISTS intent_checks (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, turn INTEGER, intent_id VARCHAR,
+    kind VARCHAR, original BOOLEAN, decision BOOLEAN, judge_error VARCHAR
+);
+CREATE TABLE IF NOT EXISTS human_ratings (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, kind VARCHAR, item_id VARCHAR,
+    rater VARCHAR, label VARCHAR, score DOUBLE, rationale VARCHAR, confidence DOUBLE,
+    source VARCHAR, imported_at DOUBLE
+);
 """
 
 # child tables keyed by (run_id, session_id, repeat), replaced when a session is rerun
 SESSION_TABLES = ("turns", "messages", "tool_calls", "intent_status", "checklist_results",
-                  "llm_calls", "stage_events", "triples", "triple_support", "triggers")
+                  "llm_calls", "stage_events", "triples", "triple_support", "triggers",
+                  "intent_checks")
 
 
 def _json(value: Any) -> str | None:
