@@ -263,10 +263,8 @@ async def grade_checklist(ctx: SessionContext) -> tuple[list[tuple[Any, ...]], f
     rubric_items = []
     grader_errors = 0
     for item in s.checklist:
-        if item.grader == "rule" and item.rule is not None:
-            res = evaluate(item.rule.model_dump(mode="json", by_alias=True, exclude_unset=True),
-                           trace)
-            results[item.id] = (1.0 if res.passed else 0.0, res.detail, None)
+        if judged_by_rubric(item):
+            rubric_items.append(rubric_item(item, records, files, state))
         elif item.grader == "python":
             pres = await run_python_grader(item.model_dump(mode="json"), item.python_source or "",
                                            trace, allow=ctx.run.options.allow_python)
@@ -274,7 +272,10 @@ async def grade_checklist(ctx: SessionContext) -> tuple[list[tuple[Any, ...]], f
                 grader_errors += 1
             results[item.id] = (pres.score, "python grader", pres.error)
         else:
-            rubric_items.append(rubric_item(item, records, files, state))
+            assert item.rule is not None
+            res = evaluate(item.rule.model_dump(mode="json", by_alias=True, exclude_unset=True),
+                           trace)
+            results[item.id] = (1.0 if res.passed else 0.0, res.detail, None)
     if rubric_items:
         results.update(await judge_rubric_items(rubric_judge(ctx), rubric_items,
                                                 render_history(ctx), s))
@@ -287,6 +288,11 @@ async def grade_checklist(ctx: SessionContext) -> tuple[list[tuple[Any, ...]], f
         ctx.extra["verify"] = outcome.verify
     return (outcome.rows, outcome.comp, outcome.score, outcome.passed, outcome.judge_errors,
             grader_errors)
+
+
+def judged_by_rubric(item: PlanChecklistItem) -> bool:
+    """Whether the judge decides this checklist item (else a rule or a python grader does)."""
+    return item.grader != "python" and not (item.grader == "rule" and item.rule is not None)
 
 
 def rubric_item(item: PlanChecklistItem, records: Sequence[Any], files: dict[str, str],
@@ -407,10 +413,7 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
          r.duration, tools[r.tool_name].group if r.tool_name in tools else None)
         for seq, r in enumerate(ctx.toolbox.records)]
     tables["checklist_results"] = [(*prefix, *r) for r in rows]
-    tables["llm_calls"] = [
-        (*prefix, seq, c.role, c.purpose, c.model, c.prompt_hash, c.prompt_tokens,
-         c.completion_tokens, c.cost, c.latency_s, c.cache_hit, c.error, c.attempts, c.turn,
-         c.started_at) for seq, c in enumerate(llm_calls)]
+    tables["llm_calls"] = [(*prefix, seq, *llm_call_values(c)) for seq, c in enumerate(llm_calls)]
     for name, data in result.tables.items():
         tables.setdefault(name, []).extend((*prefix, *r) for r in data)
     m = result.metrics
@@ -443,6 +446,12 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
                        else None)
 
 
+def llm_call_values(c: LLMCallRecord) -> tuple[Any, ...]:
+    """An `llm_calls` row after its (run_id, session_id, repeat, seq) prefix."""
+    return (c.role, c.purpose, c.model, c.prompt_hash, c.prompt_tokens, c.completion_tokens,
+            c.cost, c.latency_s, c.cache_hit, c.error, c.attempts, c.turn, c.started_at)
+
+
 METRIC_COLUMNS = (
     "intents", "completed", "inferred", "provided", "unresolved", "proc", "proc_group",
     "recall", "precision", "f1", "triples_gt", "triples_predicted", "kg_status", "stages",
@@ -465,5 +474,5 @@ def session_identity(run_id: str, agent: str, s: PlanSession, repeat: int) -> di
 
 __all__ = ["METRIC_COLUMNS", "ChainMemory", "ChecklistOutcome", "Earlier", "ItemResult",
            "SessionContext", "build_rows", "checklist_outcome", "grade_checklist",
-           "judge_rubric_items", "render_history", "render_transcript", "rubric_item",
-           "session_brief", "session_identity"]
+           "judge_rubric_items", "judged_by_rubric", "llm_call_values", "render_history",
+           "render_transcript", "rubric_item", "session_brief", "session_identity"]

@@ -245,6 +245,14 @@ class Store:
                 return None
             return dict(zip([d[0] for d in cur.description], row, strict=True))
 
+    def session_rows(self, run_id: str) -> list[dict[str, Any]]:
+        """Every `sessions` row of a run, by session id and repeat."""
+        with self._lock:
+            cur = self.con.execute("SELECT * FROM sessions WHERE run_id = ? ORDER BY session_id, "
+                                   "repeat", [run_id])
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
     def session_table(self, table: str, run_id: str, session_id: str, repeat: int
                       ) -> list[tuple[Any, ...]]:
         """A session's rows of a child table, without the (run_id, session_id, repeat) prefix,

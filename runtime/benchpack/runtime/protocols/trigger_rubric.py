@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -202,11 +203,14 @@ def stored_dialogue(store: Store, run_id: str, row: dict[str, Any]
         if turn in turns:
             turns[turn].assistant = text
     fixed = [turns[k] for k in sorted(turns) if turns[k].user]
-    triggers = []
-    for r in store.session_table("triggers", run_id, sid, repeat):
-        anchors = json.loads(r[5]) if isinstance(r[5], str) else list(r[5] or [])
-        triggers.append(TriggerSpec(r[0], r[1], int(r[2]), anchors, r[6], r[7], r[8], r[4]))
+    triggers = [trigger_spec(r) for r in store.session_table("triggers", run_id, sid, repeat)]
     return fixed, triggers, refs
+
+
+def trigger_spec(row: Sequence[Any]) -> TriggerSpec:
+    """The trigger point of a stored `triggers` row (without its run/session/repeat prefix)."""
+    anchors = json.loads(row[5]) if isinstance(row[5], str) else list(row[5] or [])
+    return TriggerSpec(row[0], row[1], int(row[2]), anchors, row[6], row[7], row[8], row[4])
 
 
 def offline_history(fixed: list[FixedTurn], turn: int) -> list[Message]:
@@ -402,4 +406,4 @@ def trigger_metrics(rows: list[tuple[Any, ...]], mode: str) -> dict[str, Any]:
 
 
 __all__ = ["FIXED", "FixedTurn", "Scored", "TriggerRubric", "judge_triggers", "live_history",
-           "offline_history", "stored_dialogue", "trigger_metrics"]
+           "offline_history", "stored_dialogue", "trigger_metrics", "trigger_spec"]
