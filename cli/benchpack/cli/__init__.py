@@ -319,11 +319,16 @@ def rejudge(run_id: str, judge: str, new_run_id: str | None, plan: Path | None, 
 @click.option("--resamples", type=click.IntRange(100, 100_000), default=2000,
               show_default=True, help="Bootstrap resamples.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--humans", is_flag=True,
+              help="agreement: each run's judge against the human consensus of imported "
+                   "ratings (default: judge against judge).")
+@click.option("--min-raters", type=click.IntRange(1), default=1, show_default=True,
+              help="agreement --humans: ratings an item needs.")
 @click.option("--list", "list_", is_flag=True, help="List the available reports.")
 @wait_option
 def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | None, fmt: str,
-           out: Path | None, level: float, resamples: int, seed: int, list_: bool,
-           wait_s: float) -> None:
+           out: Path | None, level: float, resamples: int, seed: int, humans: bool,
+           min_raters: int, list_: bool, wait_s: float) -> None:
     """Print reports over a run store (default: `summary`; with --format html, all of them)."""
     from benchpack.reports.access import StoreError
     from benchpack.reports.api import ReportOptions, render_report
@@ -336,7 +341,8 @@ def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | No
         return
     chosen = names or (tuple(registry.names()) if fmt == "html" else ("summary",))
     options = ReportOptions(db=db, names=chosen, runs=runs, by=by, level=level,
-                            resamples=resamples, seed=seed, wait_s=wait_s)
+                            resamples=resamples, seed=seed, wait_s=wait_s, humans=humans,
+                            min_raters=min_raters)
     try:
         text = render_report(options, fmt)
     except (StoreError, UnknownReport, ValueError) as exc:
@@ -347,6 +353,64 @@ def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | No
         click.echo(f"wrote {out}", err=True)
     else:
         click.echo(text, nl=False)
+
+
+@cli.group()
+def ratings() -> None:
+    """Human ratings of judged items, for `bench report agreement --humans`."""
+
+
+@ratings.command(name="import")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--run", "run_id", required=True, metavar="RUN_ID",
+              help="The run whose judged items were rated (a rejudge stands for its source).")
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]),
+              help="File format [default: from the extension].")
+@click.option("--rater-field", metavar="COLUMN", help="The column naming the rater.")
+@click.option("--field", "fields", multiple=True, metavar="NAME=COLUMN",
+              help="Read field NAME (session, repeat, kind, item, rater, label, rationale, "
+                   "confidence) from COLUMN (repeatable).")
+@db_option
+def ratings_import(file: Path, run_id: str, fmt: str | None, rater_field: str | None,
+                   fields: tuple[str, ...], db: Path) -> None:
+    """Import human ratings from FILE (CSV or JSONL): every row is checked first and every
+    problem reported as file:line: message; a file with problems imports nothing."""
+    import duckdb
+
+    from benchpack.reports.ratings import RatingsError, import_ratings
+    from benchpack.runtime.store import connect
+
+    mapping = {}
+    for item in fields:
+        name, sep, column = item.partition("=")
+        if not sep or not name or not column:
+            raise click.UsageError(f"--field expects NAME=COLUMN, got `{item}`")
+        mapping[name.strip()] = column.strip()
+    if rater_field:
+        mapping["rater"] = rater_field
+    if not db.exists():
+        raise PackErrors(f"✗ {db}: no such store")
+    try:
+        con = connect(db)
+    except duckdb.IOException as exc:
+        raise PackErrors(f"✗ {db}: cannot open for writing ({exc}); is a `bench run` "
+                         "writing it?") from None
+    try:
+        result = import_ratings(con, file, run_id, fmt=fmt, fields=mapping)
+    except RatingsError as exc:
+        for problem in exc.problems:
+            click.echo(click.style(problem.format(), fg="red"), err=True)
+        n = len(exc.problems)
+        raise PackErrors(f"✗ {file}: {n} problem{'s' if n != 1 else ''}; nothing "
+                         "imported") from None
+    except ValueError as exc:
+        raise PackErrors(f"✗ {exc}") from None
+    finally:
+        con.close()
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(result.by_kind.items()))
+    click.echo(f"✓ {file}: {result.imported} ratings ({kinds}) by {result.raters} rater(s) "
+               f"for run {result.run_id}" + (f", {result.replaced} replaced"
+                                             if result.replaced else ""), err=True)
 
 
 @cli.command()

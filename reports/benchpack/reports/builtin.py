@@ -31,6 +31,10 @@ class ReportContext:
     level: float = 0.95
     resamples: int = 2000
     seed: int = 0
+    humans: bool = False
+    """`agreement`: compare judges with human consensus instead of with each other."""
+    min_raters: int = 1
+    """`agreement --humans`: ratings an item needs to enter the comparison."""
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run `sql` with `$runs` bound to the selected run ids."""
