@@ -111,7 +111,7 @@ def test_rules_rejudge_reproduces_every_stored_decision(store: Path, tmp_path: P
         assert after == before and before
         # what the agent and the simulated user did is copied as it was
         for t in ("messages", "tool_calls", "turns", "stage_events"):
-            n = "SELECT count(*) FROM {} WHERE run_id = ?".format(t)
+            n = f"SELECT count(*) FROM {t} WHERE run_id = ?"
             assert query(store, n, new) == query(store, n, run), t
         config = json.loads(query(store, "SELECT config FROM runs WHERE run_id = ?", new)[0][0])
         assert (config["rejudge_of"], config["source_run"], config["judge"]) == (run, run,
