@@ -177,11 +177,12 @@ def _against_judges(ctx: ReportContext, res: ReportResult,
         rows = ctx.con.execute("SELECT kind, type, label_a, label_b FROM judge_pairs "
                                "WHERE run_a = ? AND run_b = ?", [a, b]).fetchall()
         t = Table(f"{_name(a, lineage)} vs {_name(b, lineage)} on the dialogues of "
-                  f"{lineage[a].source_run}", [*_columns(lineage[a].judge),
+                  f"{lineage[a].source_run}", [*_columns(a),
                                                Column("alpha", "α ordinal", "float")],
                   notes=[_ci_note(ctx), "α: Krippendorff's α (ordinal) between the two "
-                         "judges. intent_*: the per-turn completion / clarification checks "
-                         "of the intent-check audit (the original run's open intents)."])
+                         "judges. intent_completion and intent_clarification: the per-turn "
+                         "checks of the intent-check audit, over the intents the original run "
+                         "still had open."])
         for kind, typ, values in _groups([(r[0], r[1], (r[2], r[3])) for r in rows]):
             scale = scale_of(kind)
             cells = agreement_cells(values, scale, ctx)
