@@ -300,6 +300,12 @@ def test_llm_rejudge_calls_only_the_judge_and_repeats_for_free(fake_openai: Fake
     assert run_plan(RunOptions(plan=plans["proact-quilt-show"], run_id="pq",
                                agent=f"scripted:{PACKS / 'proact-quilt-show' / DEMOS['pq'][1]}",
                                **common)).errors == 0
+    live = tmp_path / "live"
+    assert compile_pack(ROOT / "tests" / "fixtures" / "trigger_rubric" / "live_pack", live,
+                        use_cache=False).ok
+    assert run_plan(RunOptions(plan=live, run_id="live", trigger_mode="live",
+                               agent="python:trigger_agents:recording_agent",
+                               **common)).errors == 0
     assert MALFORMED_ID in {r[0] for r in query(db, "SELECT item_id FROM checklist_results "
                                                     "WHERE grader = 'rubric'")}
 
@@ -311,14 +317,16 @@ def test_llm_rejudge_calls_only_the_judge_and_repeats_for_free(fake_openai: Fake
 
     before = calls()
     kw: dict[str, Any] = dict(api_base=fake_openai.base_url)
-    # the original judge again: every prompt is the one it was asked, so all from the cache
-    for run in ("pw", "pq"):
+    # the original judge again: every prompt is the one it was asked (checklist histories and
+    # evidence, intent checks, offline and live trigger histories), so all from the cache
+    for run in ("pw", "pq", "live"):
         same = redo(db, run, "litellm:openai/judge-a", tmp_path, **kw)
         assert same.judge_calls > 0 and same.judge_cache_hits == same.judge_calls
+        assert same.run_id == f"{run}+rejudge-openai-judge-a"
+        assert table(db, "triggers", run) == table(db, "triggers", same.run_id)
+        assert table(db, "checklist_results", run) == table(db, "checklist_results",
+                                                            same.run_id)
     assert calls() == before
-    assert same.run_id == "pq+rejudge-openai-judge-a"
-    assert [r[1:] for r in table(db, "triggers", "pq")] == \
-        [r[1:] for r in table(db, "triggers", same.run_id)]
 
     # a new judge: only its route is asked
     summaries = [redo(db, run, "litellm:openai/judge-b", tmp_path, **kw) for run in ("pw", "pq")]
