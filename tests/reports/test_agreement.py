@@ -359,3 +359,39 @@ def test_cli_ratings_import_then_agreement_report(rated: Path, tmp_path: Path) -
     data = json.loads(res.stdout)
     overall = next(r for r in data["tables"][0]["rows"] if r["type"] == "all")
     assert overall["items"] == 5  # t3 now has two ratings (FAIL, FAIL)
+
+
+# --------------------------------------------------------------------------- fast bootstrap
+
+
+def test_bootstrap_counts_resamples_items_like_bootstrap_ci() -> None:
+    """The count-based bootstrap the report uses draws the same distribution as resampling the
+    45 items one by one (`bootstrap_ci`): the same κ, intervals within Monte Carlo error."""
+    flat = [c for row in DESIGN for c in row]
+    cells = [i for i, c in enumerate(flat) for _ in range(c)]
+
+    def kappa(counts: list[int]) -> float | None:
+        return stats.cohen_kappa([counts[i * 3:(i + 1) * 3] for i in range(3)], "quadratic")
+
+    seen: list[list[int]] = []
+
+    def record(counts: list[int]) -> float:
+        seen.append(counts)
+        return 0.0
+
+    fast, _ = stats.bootstrap_counts(flat, [kappa, record], resamples=4000, seed=7)
+    slow = stats.bootstrap_ci(cells, lambda s: kappa([s.count(i) for i in range(9)]),
+                              resamples=4000, seed=7)
+    assert fast.estimate == slow.estimate == pytest.approx(0.59, abs=0.005)
+    assert fast.n_units == 45 and fast.low is not None and fast.high is not None
+    assert abs(fast.low - (slow.low or 0)) < 0.04 and abs(fast.high - (slow.high or 0)) < 0.04
+    resampled = seen[:-1]  # the last call is the estimate on the original counts
+    assert len(resampled) == 4000 and all(sum(c) == 45 for c in resampled)
+    means = [sum(c[i] for c in resampled) / 4000 for i in range(9)]
+    assert means == pytest.approx(flat, abs=0.25)  # each cell's expected count is its own
+    assert all(c[2] == 0 for c in resampled)  # an empty cell is never drawn
+    again = stats.bootstrap_counts(flat, [kappa], resamples=4000, seed=7)[0]
+    assert (again.low, again.high) == (fast.low, fast.high)
+    assert stats.bootstrap_counts([0, 0], [kappa])[0].estimate is None
+    with pytest.raises(ValueError):
+        stats.bootstrap_counts([1, -1], [kappa])

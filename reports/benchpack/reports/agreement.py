@@ -23,7 +23,7 @@ it is not shown.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,21 +93,21 @@ def _columns(first: str) -> list[Column]:
             Column("kappa_quadratic", "κ quadratic", "float")]
 
 
-def kappa_estimate(pairs: Sequence[tuple[str, str]], scale: Sequence[str],
-                   weights: stats.KappaWeights | None, ctx: ReportContext) -> Estimate:
-    """Cohen's κ of `(row, column)` label pairs with a percentile bootstrap CI over items."""
+def kappa_estimates(pairs: Sequence[tuple[str, str]], scale: Sequence[str],
+                    ctx: ReportContext) -> list[Estimate]:
+    """Cohen's κ unweighted, linear and quadratic of `(row, column)` label pairs, each with a
+    percentile bootstrap CI over items (the same resamples for all three)."""
     k = len(scale)
-    index = {c: i for i, c in enumerate(scale)}
-    cells = [index[a] * k + index[b] for a, b in pairs]
+    matrix = stats.confusion_matrix(pairs, list(scale))
 
-    def kappa(sample: list[int]) -> float | None:
-        counts = Counter(sample)
-        matrix = [[counts.get(i * k + j, 0) for j in range(k)] for i in range(k)]
-        return stats.cohen_kappa(matrix, weights)
+    def kappa(weights: stats.KappaWeights | None) -> Callable[[list[int]], float | None]:
+        return lambda cells: stats.cohen_kappa(
+            [cells[i * k:(i + 1) * k] for i in range(k)], weights)
 
-    ci = stats.bootstrap_ci(cells, kappa, level=ctx.level, resamples=ctx.resamples,
-                            seed=ctx.seed)
-    return Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units)
+    cis = stats.bootstrap_counts([c for row in matrix for c in row],
+                                 [kappa(w) for w in WEIGHTS], level=ctx.level,
+                                 resamples=ctx.resamples, seed=ctx.seed)
+    return [Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units) for ci in cis]
 
 
 def _matrix_text(matrix: list[list[int]]) -> str:
@@ -121,7 +121,7 @@ def agreement_cells(pairs: Sequence[tuple[str | None, str | None]], scale: Seque
     known = [(a, b) for a, b in pairs if a is not None and b is not None]
     matrix = stats.confusion_matrix(known, list(scale))
     agree = stats.agreement(matrix)
-    kappas = [kappa_estimate(known, scale, w, ctx) for w in WEIGHTS]
+    kappas = kappa_estimates(known, scale, ctx)
     within = agree.within_one if len(scale) > 2 else None
     return [len(known), len(pairs) - len(known), _matrix_text(matrix), agree.exact, within,
             *kappas]
@@ -362,4 +362,4 @@ AGREEMENT = BuiltinReport(
     "consensus (--humans): κ, α, confusion, rank stability", agreement_report)
 
 __all__ = ["AGREEMENT", "Lineage", "agreement_cells", "agreement_report", "judge_pairs",
-           "kappa_estimate", "scale_of"]
+           "kappa_estimates", "scale_of"]
