@@ -243,9 +243,11 @@ def agent(body: dict[str, Any]) -> Any:
 
 
 def judge_a(body: dict[str, Any]) -> str:
-    """The original judge: every rubric item met, no intent completed or asked about, every
-    trigger FAIL."""
+    """The original judge: every rubric item met, no intent completed, every trigger FAIL;
+    it never answers a clarification check in JSON (judge errors: the user provides)."""
     text = _prompt(body)
+    if "targeted clarification question" in _prompt({"messages": body["messages"][:1]}):
+        return "I am not sure."
     if "<response>" in text:
         return json.dumps({"label": "FAIL", "rationale": "Nothing proactive.", "evidence": ""})
     ids = IDS.findall(text)
@@ -337,6 +339,10 @@ def test_llm_rejudge_calls_only_the_judge_and_repeats_for_free(fake_openai: Fake
         before["sim-model"]
 
     pw_b = "pw+rejudge-openai-judge-b"
+    n_clarify, n_complete = (query(db, "SELECT count(*) FROM intent_checks WHERE run_id = ? AND "
+                                       "kind = ?", pw_b, k)[0][0]
+                             for k in ("clarification", "completion"))
+    assert n_clarify > 0 and n_complete > 0
     # the malformed answer: asked, asked again with the parse error, then recorded
     rows = query(db, "SELECT item_id, score, error FROM checklist_results WHERE run_id = ? AND "
                      "grader = 'rubric' AND error IS NOT NULL", pw_b)
@@ -360,6 +366,13 @@ def test_llm_rejudge_calls_only_the_judge_and_repeats_for_free(fake_openai: Fake
     assert query(db, "SELECT count(*) FILTER (WHERE original), count(*) FILTER (WHERE decision) "
                      "> 0 FROM intent_checks WHERE run_id = ? AND kind = 'completion'",
                  pw_b) == [(0, True)]
+    # where the original judge failed, the audit has no original decision to compare
+    assert query(db, "SELECT kind, count(original), count(decision), count(judge_error) FROM "
+                     "intent_checks WHERE run_id = ? GROUP BY kind ORDER BY kind", pw_b) == [
+        ("clarification", 0, n_clarify, 0), ("completion", n_complete, n_complete, 0)]
+    assert query(db, "SELECT count(decision), count(*) = count(judge_error) FROM intent_checks "
+                     "WHERE run_id = 'pw+rejudge-openai-judge-a' AND kind = 'clarification'"
+                 ) == [(0, True)]
     # triggers: PASS with a verified quote
     assert query(db, "SELECT DISTINCT label, quote_found FROM triggers WHERE run_id = "
                      "'pq+rejudge-openai-judge-b' AND label <> 'SKIPPED'") == [("PASS", True)]
