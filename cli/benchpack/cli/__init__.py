@@ -31,6 +31,51 @@ strict_option = click.option("--strict", is_flag=True,
 format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]),
                              default="text", show_default=True,
                              help="Diagnostics as text lines or JSON.")
+graph_grader_option = click.option(
+    "--graph-grader", type=click.Choice(["auto", "llm", "match"]), default="auto",
+    show_default=True, help="Knowledge-graph grading: LLM coverage judge or normalised matching "
+                            "(auto: match with --judge rules).")
+quiet_option = click.option("--quiet", is_flag=True, help="No progress bar.")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+_LLM_CLIENT_OPTIONS = (
+    click.option("--max-per-model", type=click.IntRange(1, 1024), default=8, show_default=True,
+                 help="Concurrent requests per model endpoint."),
+    click.option("--rpm", multiple=True, metavar="MODEL=N",
+                 help="Requests-per-minute limit for a model (repeatable)."),
+    click.option("--api-base", help="Base URL of an OpenAI-compatible server for litellm models."),
+    click.option("--api-key-env", metavar="VAR",
+                 help="Environment variable holding the API key (the key is never stored)."),
+    click.option("--timeout", type=float, default=120.0, show_default=True,
+                 help="Per-request timeout for LLM calls, seconds."),
+    click.option("--max-retries", type=click.IntRange(0, 20), default=4, show_default=True,
+                 help="Retries of retryable provider errors (429, 5xx, timeouts)."),
+    click.option("--no-cache", is_flag=True, help="Do not read or write the response cache."),
+    click.option("--cache-dir", type=click.Path(path_type=Path), default=Path(".bench-cache"),
+                 show_default=True),
+)
+
+
+def llm_client_options(f: Any) -> Any:
+    """The LLM client options every command that calls models shares (`_client_settings`)."""
+    for option in reversed(_LLM_CLIENT_OPTIONS):
+        f = option(f)
+    return f
+
+
+def _client_settings(max_per_model: int, rpm: tuple[str, ...], api_base: str | None,
+                     api_key_env: str | None, timeout: float, max_retries: int, no_cache: bool,
+                     cache_dir: Path) -> dict[str, Any]:
+    """`llm_client_options` as `runner.ClientOptions` fields."""
+    limits = {}
+    for item in rpm:
+        model, _, n = item.rpartition("=")
+        try:
+            limits[model] = float(n)
+        except ValueError:
+            raise click.UsageError(f"--rpm expects MODEL=N, got `{item}`") from None
+    return {"max_concurrent_per_model": max_per_model, "requests_per_minute": limits,
+            "api_base": api_base, "api_key_env": api_key_env, "timeout_s": timeout,
+            "max_retries": max_retries, "use_cache": not no_cache, "cache_dir": cache_dir}
 
 
 def _print_diagnostics(diags: list[Diagnostic], fmt: str) -> None:
@@ -169,10 +214,7 @@ def schema(out: Path, check: bool) -> None:
                    "dialogue (auto: offline when one is available).")
 @click.option("--dialogue-from", metavar="RUN_ID",
               help="Offline trigger rubrics: replay the dialogues of this earlier run.")
-@click.option("--graph-grader", type=click.Choice(["auto", "llm", "match"]), default="auto",
-              show_default=True,
-              help="Knowledge-graph grading: LLM coverage judge or normalised matching "
-                   "(auto: match with --judge rules).")
+@graph_grader_option
 @click.option("--db", type=click.Path(path_type=Path), default=Path("bench.duckdb"),
               show_default=True, help="DuckDB file to store the run in.")
 @click.option("--run-id", help="Name the run (default: <pack>-<time>-<hash>).")
@@ -181,52 +223,27 @@ def schema(out: Path, check: bool) -> None:
 @click.option("--repeats", type=click.IntRange(1, 100), help="Repeats per session (pass@k).")
 @click.option("--max-concurrency", type=click.IntRange(1, 1024), default=4, show_default=True,
               help="Episode chains run at once.")
-@click.option("--max-per-model", type=click.IntRange(1, 1024), default=8, show_default=True,
-              help="Concurrent requests per model endpoint.")
-@click.option("--rpm", multiple=True, metavar="MODEL=N",
-              help="Requests-per-minute limit for a model (repeatable).")
-@click.option("--api-base", help="Base URL of an OpenAI-compatible server for litellm models.")
-@click.option("--api-key-env", metavar="VAR",
-              help="Environment variable holding the API key (the key is never stored).")
-@click.option("--timeout", type=float, default=120.0, show_default=True,
-              help="Per-request timeout for LLM calls, seconds.")
-@click.option("--max-retries", type=click.IntRange(0, 20), default=4, show_default=True,
-              help="Retries of retryable provider errors (429, 5xx, timeouts).")
+@llm_client_options
 @click.option("--session", "sessions", multiple=True, metavar="GLOB",
               help="Only run matching sessions (id or name; repeatable).")
 @click.option("--allow-python", is_flag=True, help="Allow python graders and tools from the pack.")
-@click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")
-@click.option("--cache-dir", type=click.Path(path_type=Path), default=Path(".bench-cache"),
-              show_default=True)
-@click.option("--quiet", is_flag=True, help="No progress bar.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@quiet_option
+@json_option
 def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planner: str | None,
         trigger_mode: str, dialogue_from: str | None, graph_grader: str, db: Path,
-        run_id: str | None,
-        resume_id: str | None, repeats: int | None, max_concurrency: int, max_per_model: int,
-        rpm: tuple[str, ...], api_base: str | None, api_key_env: str | None, timeout: float,
-        max_retries: int, sessions: tuple[str, ...], allow_python: bool, no_cache: bool,
-        cache_dir: Path, quiet: bool, as_json: bool) -> None:
+        run_id: str | None, resume_id: str | None, repeats: int | None, max_concurrency: int,
+        sessions: tuple[str, ...], allow_python: bool, quiet: bool, as_json: bool,
+        **client: Any) -> None:
     """Run a compiled PLAN (directory with plan.json) against an agent."""
     from benchpack.runtime import PlanError
     from benchpack.runtime.runner import RunOptions, run_plan
 
-    limits = {}
-    for item in rpm:
-        model, _, n = item.rpartition("=")
-        try:
-            limits[model] = float(n)
-        except ValueError:
-            raise click.UsageError(f"--rpm expects MODEL=N, got `{item}`") from None
     options = RunOptions(
         plan=plan, agent=agent, simulator=simulator, judge=judge, planner=planner,
         trigger_mode=trigger_mode, dialogue_from=dialogue_from, graph_grader=graph_grader, db=db,
         run_id=resume_id or run_id, resume=resume_id is not None, repeats=repeats,
-        max_concurrency=max_concurrency, max_concurrent_per_model=max_per_model,
-        requests_per_minute=limits, api_base=api_base, api_key_env=api_key_env,
-        timeout_s=timeout, max_retries=max_retries, sessions=list(sessions),
-        allow_python=allow_python, use_cache=not no_cache, cache_dir=cache_dir,
-        progress=not quiet and not as_json)
+        max_concurrency=max_concurrency, sessions=list(sessions), allow_python=allow_python,
+        progress=not quiet and not as_json, **_client_settings(**client))
     try:
         summary = run_plan(options)
     except (PlanError, ValueError) as exc:
@@ -244,6 +261,46 @@ db_option = click.option("--db", type=click.Path(path_type=Path), default=Path("
 wait_option = click.option("--wait", "wait_s", type=float, default=30.0, show_default=True,
                            help="Seconds to wait for a running `bench run` to let go of the "
                                 "store.")
+
+
+@cli.command()
+@click.argument("run_id")
+@click.option("--judge", required=True, metavar="URI",
+              help="The new judge: rules | scripted:<file> | litellm:<model>")
+@click.option("--as", "new_run_id", metavar="NEW_RUN_ID",
+              help="Id of the new run (default: RUN_ID+rejudge-<judge>); rerunning the same "
+                   "rejudge continues it.")
+@click.option("--plan", type=click.Path(path_type=Path),
+              help="The compiled plan (default: the plan path RUN_ID recorded).")
+@db_option
+@graph_grader_option
+@click.option("--max-concurrency", type=click.IntRange(1, 1024), default=4, show_default=True,
+              help="Sessions judged at once.")
+@llm_client_options
+@quiet_option
+@json_option
+def rejudge(run_id: str, judge: str, new_run_id: str | None, plan: Path | None, db: Path,
+            graph_grader: str, max_concurrency: int, quiet: bool, as_json: bool,
+            **client: Any) -> None:
+    """Re-judge the finished sessions of RUN_ID with another judge, as a new run (no agent or
+    simulator calls; identical judge prompts come from the response cache)."""
+    from benchpack.runtime import PlanError
+    from benchpack.runtime.rejudge import RejudgeOptions
+    from benchpack.runtime.rejudge import rejudge as rejudge_run
+
+    options = RejudgeOptions(run_id=run_id, judge=judge, new_run_id=new_run_id, plan=plan, db=db,
+                             graph_grader=graph_grader, max_concurrency=max_concurrency,
+                             progress=not quiet and not as_json, **_client_settings(**client))
+    try:
+        summary = rejudge_run(options)
+    except (PlanError, ValueError) as exc:
+        raise PackErrors(f"✗ {exc}") from None
+    if as_json:
+        click.echo(json.dumps({**summary.as_dict(), **_pass_rates(summary)}, indent=2))
+    else:
+        _print_summary(summary)
+    if summary.errors:
+        raise PackErrors("")
 
 
 @cli.command()
@@ -265,11 +322,16 @@ wait_option = click.option("--wait", "wait_s", type=float, default=30.0, show_de
 @click.option("--exact-bootstrap", "exact_max", type=click.IntRange(0), metavar="N",
               help="Exact percentile bootstrap up to N units per figure (default 50); the "
                    "normal approximation above (it agrees closely for that many units).")
+@click.option("--humans", is_flag=True,
+              help="agreement: each run's judge against the human consensus of imported "
+                   "ratings (default: judge against judge).")
+@click.option("--min-raters", type=click.IntRange(1), default=1, show_default=True,
+              help="agreement --humans: ratings an item needs.")
 @click.option("--list", "list_", is_flag=True, help="List the available reports.")
 @wait_option
 def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | None, fmt: str,
            out: Path | None, level: float, resamples: int, seed: int, exact_max: int | None,
-           list_: bool, wait_s: float) -> None:
+           humans: bool, min_raters: int, list_: bool, wait_s: float) -> None:
     """Print reports over a run store (default: `summary`; with --format html, all of them)."""
     from benchpack.reports.access import StoreError
     from benchpack.reports.api import ReportOptions, render_report
@@ -282,7 +344,8 @@ def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | No
         return
     chosen = names or (tuple(registry.names()) if fmt == "html" else ("summary",))
     options = ReportOptions(db=db, names=chosen, runs=runs, by=by, level=level,
-                            resamples=resamples, seed=seed, wait_s=wait_s, exact_max=exact_max)
+                            resamples=resamples, seed=seed, wait_s=wait_s, exact_max=exact_max,
+                            humans=humans, min_raters=min_raters)
     try:
         text = render_report(options, fmt)
     except (StoreError, UnknownReport, ValueError) as exc:
@@ -293,6 +356,64 @@ def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | No
         click.echo(f"wrote {out}", err=True)
     else:
         click.echo(text, nl=False)
+
+
+@cli.group()
+def ratings() -> None:
+    """Human ratings of judged items, for `bench report agreement --humans`."""
+
+
+@ratings.command(name="import")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--run", "run_id", required=True, metavar="RUN_ID",
+              help="The run whose judged items were rated (a rejudge stands for its source).")
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]),
+              help="File format [default: from the extension].")
+@click.option("--rater-field", metavar="COLUMN", help="The column naming the rater.")
+@click.option("--field", "fields", multiple=True, metavar="NAME=COLUMN",
+              help="Read field NAME (session, repeat, kind, item, rater, label, rationale, "
+                   "confidence) from COLUMN (repeatable).")
+@db_option
+def ratings_import(file: Path, run_id: str, fmt: str | None, rater_field: str | None,
+                   fields: tuple[str, ...], db: Path) -> None:
+    """Import human ratings from FILE (CSV or JSONL): every row is checked first and every
+    problem reported as file:line: message; a file with problems imports nothing."""
+    import duckdb
+
+    from benchpack.reports.ratings import RatingsError, import_ratings
+    from benchpack.runtime.store import connect
+
+    mapping = {}
+    for item in fields:
+        name, sep, column = item.partition("=")
+        if not sep or not name or not column:
+            raise click.UsageError(f"--field expects NAME=COLUMN, got `{item}`")
+        mapping[name.strip()] = column.strip()
+    if rater_field:
+        mapping["rater"] = rater_field
+    if not db.exists():
+        raise PackErrors(f"✗ {db}: no such store")
+    try:
+        con = connect(db)
+    except duckdb.IOException as exc:
+        raise PackErrors(f"✗ {db}: cannot open for writing ({exc}); is a `bench run` "
+                         "writing it?") from None
+    try:
+        result = import_ratings(con, file, run_id, fmt=fmt, fields=mapping)
+    except RatingsError as exc:
+        for problem in exc.problems:
+            click.echo(click.style(problem.format(), fg="red"), err=True)
+        n = len(exc.problems)
+        raise PackErrors(f"✗ {file}: {n} problem{'s' if n != 1 else ''}; nothing "
+                         "imported") from None
+    except ValueError as exc:
+        raise PackErrors(f"✗ {exc}") from None
+    finally:
+        con.close()
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(result.by_kind.items()))
+    click.echo(f"✓ {file}: {result.imported} ratings ({kinds}) by {result.raters} rater(s) "
+               f"for run {result.run_id}" + (f", {result.replaced} replaced"
+                                             if result.replaced else ""), err=True)
 
 
 @cli.command()
@@ -411,6 +532,9 @@ def _print_summary(s: Any) -> None:
             value += f" / {_pct(rates['pass_at_k'])} / {_pct(rates['pass_hat_k'])}"
         t.add_row(label, f"{value}   ({len(s.pass_counts)} tasks × {k} repeats)")
     t.add_row("judge errors", str(s.judge_errors))
+    if getattr(s, "rejudge_of", None):
+        t.add_row("re-judged", f"{s.rejudge_of} with {s.judge}: {s.judge_calls} judge calls "
+                  f"({s.judge_cache_hits} from cache)")
     t.add_row("LLM calls", f"{s.llm_calls} ({s.cache_hits} from cache)")
     t.add_row("tokens", f"{s.prompt_tokens:,} in / {s.completion_tokens:,} out")
     t.add_row("cost", f"${s.cost:.4f}")

@@ -16,7 +16,7 @@ from .views import VIEW_NAMES, install_views, store_schema
 
 TABLES = ("runs", "sessions", "turns", "messages", "tool_calls", "intent_status",
           "checklist_results", "llm_calls", "stage_events", "triples", "triple_support",
-          "triggers", "snapshots")
+          "triggers", "snapshots", "intent_checks", "human_ratings")
 
 
 @dataclass
@@ -33,6 +33,9 @@ class ReportOptions:
     exact_max: int | None = None
     """Exact bootstrap up to this many units (default `builtin.BOOTSTRAP_EXACT_MAX`), the
     normal approximation above."""
+    humans: bool = False
+    """`agreement`: judge against human consensus instead of judge against judge."""
+    min_raters: int = 1
 
 
 def build_reports(options: ReportOptions, registry: ReportRegistry | None = None
@@ -48,7 +51,7 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
     for name in options.names:
         report = registry.get(name)
         ctx = ReportContext(con, runs, options.by, options.level, options.resamples,
-                            options.seed)
+                            options.seed, options.humans, options.min_raters)
         if options.exact_max is not None:
             ctx.exact_max = options.exact_max
         out.append(report.build(ctx))
@@ -107,7 +110,10 @@ def export_store(db: str | Path, out: str | Path, fmt: str = "parquet", *,
     target.mkdir(parents=True, exist_ok=True)
     written = []
     with open_store(db, wait_s=wait_s) as con:
-        names = [*TABLES, *(VIEW_NAMES if views else ())]
+        present = {str(r[0]) for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM "
+            "duckdb_views()").fetchall()}
+        names = [n for n in (*TABLES, *(VIEW_NAMES if views else ())) if n in present]
         for name in names:
             path = target / f"{name}.{fmt}"
             options = "(FORMAT parquet)" if fmt == "parquet" else "(FORMAT csv, HEADER true)"
@@ -124,7 +130,6 @@ def install_views_into(db: str | Path) -> list[str]:
     con = duckdb.connect(str(db))
     try:
         store_schema(con)
-        install_views(con, temporary=False)
+        return install_views(con, temporary=False)
     finally:
         con.close()
-    return list(VIEW_NAMES)

@@ -42,6 +42,10 @@ class ReportContext:
     level: float = 0.95
     resamples: int = 2000
     seed: int = 0
+    humans: bool = False
+    """`agreement`: compare judges with human consensus instead of with each other."""
+    min_raters: int = 1
+    """`agreement --humans`: ratings an item needs to enter the comparison."""
     exact_max: int = BOOTSTRAP_EXACT_MAX
     _labels: dict[str, str] | None = field(default=None, init=False, repr=False)
 

@@ -68,7 +68,9 @@ class ReportRegistry:
 
 
 def default_reports() -> ReportRegistry:
+    from .agreement import AGREEMENT
+
     reg = ReportRegistry()
-    for report in BUILTIN:
+    for report in (*BUILTIN, AGREEMENT):
         reg.register(report)
     return reg

@@ -13,12 +13,14 @@ Conventions shared by every function here:
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 import statistics
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal, TypeVar, overload
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "TriggerRates",
     "agreement",
     "bootstrap_ci",
+    "bootstrap_counts",
     "cohen_kappa",
     "confusion_matrix",
     "krippendorff_alpha",
@@ -301,6 +304,84 @@ def _bootstrap_pooled(
         s = sum(rng.choices(packed, k=n))
         draws.append(s.real / s.imag if s.imag else None)
     return estimate, draws
+
+
+def bootstrap_counts(
+    counts: Sequence[int],
+    statistics: Sequence[Callable[[list[int]], float | None]],
+    *,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> list[BootstrapCI]:
+    """Percentile bootstrap CIs over items that each fall into one of at most 254 categories,
+    e.g. the cells of a confusion matrix (flattened): each resample draws ``sum(counts)`` items
+    with replacement, and every statistic receives the same resampled counts per category.
+
+    The same as ``bootstrap_ci`` over the list of items with a statistic of their counts, but
+    fast for many items: item ``⌊u·n / 2³²⌋`` is drawn for a random 32-bit ``u`` (equal odds up
+    to n/2³²), and the draws are counted per category in C (`_count_draws`). Deterministic for
+    a seed; undefined (``None``) statistics are left out of the percentiles, as there.
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
+    if any(c < 0 for c in counts) or len(counts) > 254:
+        raise ValueError("counts must be non-negative, for at most 254 categories")
+    n = sum(counts)
+    if n == 0:
+        return [BootstrapCI(None, None, None, level, resamples, 0, seed) for _ in statistics]
+    rng = random.Random(seed)
+    cuts, start = [], 0
+    for c in counts:  # u ≥ cut: the draw is an item of this category or of a later one
+        cuts.append(-(-start * 2**32 // n))
+        start += c
+    cuts.append(2**32)
+    draws: list[list[float | None]] = [[] for _ in statistics]
+    for _ in range(resamples):
+        sample = _count_draws(rng.randbytes(4 * n), cuts)
+        for out, statistic in zip(draws, statistics, strict=True):
+            out.append(statistic(sample))
+    results = []
+    for out, statistic in zip(draws, statistics, strict=True):
+        defined = sorted(d for d in out if d is not None)
+        results.append(BootstrapCI(
+            statistic(list(counts)),
+            _quantile(defined, (1.0 - level) / 2.0) if defined else None,
+            _quantile(defined, (1.0 + level) / 2.0) if defined else None,
+            level, resamples, n, seed, undefined=len(out) - len(defined)))
+    return results
+
+
+_MIXED = 255
+
+
+@lru_cache(maxsize=64)
+def _byte_table(cuts: tuple[int, ...]) -> bytes:
+    """Category of each leading byte of a big-endian 32-bit draw, or `_MIXED` when a category
+    boundary falls inside that byte's range."""
+    table = []
+    for b in range(256):
+        lo, hi = b << 24, (b + 1) << 24
+        c = bisect.bisect_right(cuts, lo) - 1
+        table.append(c if hi <= cuts[c + 1] else _MIXED)
+    return bytes(table)
+
+
+def _count_draws(data: bytes, cuts: list[int]) -> list[int]:
+    """Per-category counts of the big-endian 32-bit draws in `data`: the leading byte decides
+    (bytes.translate and bytes.count run in C), except for the few draws whose leading byte
+    straddles a category boundary, which are decoded one by one."""
+    k = len(cuts) - 1
+    cats = data[0::4].translate(_byte_table(tuple(cuts)))
+    counts = [cats.count(c) for c in range(k)]
+    pos = cats.find(_MIXED)
+    while pos >= 0:
+        u = int.from_bytes(data[4 * pos:4 * pos + 4], "big")
+        counts[bisect.bisect_right(cuts, u) - 1] += 1
+        pos = cats.find(_MIXED, pos + 1)
+    return counts
 
 
 def _quantile(sorted_xs: Sequence[float], q: float) -> float:

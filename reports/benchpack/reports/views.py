@@ -26,6 +26,9 @@ class View:
     name: str
     doc: str
     sql: str
+    needs: tuple[str, ...] = ()
+    """Tables added after the first store schema (`CREATE TABLE IF NOT EXISTS`): a store no
+    newer benchpack has written to lacks them, and the view is left out there."""
 
 
 VIEWS: tuple[View, ...] = (
@@ -128,6 +131,80 @@ SELECT run_id, role, model, count(*) AS calls,
        quantile_cont(latency_s, 0.95) FILTER (WHERE NOT cache_hit) AS p95_latency_s
 FROM llm_calls GROUP BY run_id, role, model
 """),
+    View("run_lineage", """Every run with what it re-judges: `rejudge_of` is the run `bench
+rejudge` was given (NULL for a run that ran the agent), `source_run` the run whose transcripts
+were judged (itself for an ordinary run). Runs sharing a `source_run` judged the same
+dialogues.""", """
+SELECT run_id, agent, judge, json_extract_string(config, '$.rejudge_of') AS rejudge_of,
+       coalesce(json_extract_string(config, '$.source_run'), run_id) AS source_run
+FROM runs
+"""),
+    View("judge_labels", """Every judged item of every finished session, as a label: kind
+`trigger` (PASS / PARTIAL / FAIL; `type` is the trigger type; skipped triggers left out),
+`checklist` (rubric items only: YES / NO), `triple` (ground-truth triple covered: YES / NO; only
+sessions whose agent produced a graph, since an empty graph is uncovered without judging), and
+the intent-check audit of re-judged intent-tracking sessions, `intent_completion` /
+`intent_clarification` (item `<intent>@<turn>`; the original run's decisions are listed under
+the source run). `label` is NULL on a judge error.""", """
+SELECT l.run_id, l.source_run, l.judge, t.session_id, t.repeat, 'trigger' AS kind,
+       t.trigger_id AS item_id, t.type, t.label, t.judge_error
+FROM triggers t JOIN sessions s USING (run_id, session_id, repeat) JOIN run_lineage l USING (run_id)
+WHERE s.status = 'finished' AND coalesce(t.label, '') <> 'SKIPPED'
+UNION ALL
+SELECT l.run_id, l.source_run, l.judge, c.session_id, c.repeat, 'checklist', c.item_id, NULL,
+       CASE WHEN c.score IS NULL THEN NULL WHEN c.score >= 0.5 THEN 'YES' ELSE 'NO' END, c.error
+FROM checklist_results c JOIN sessions s USING (run_id, session_id, repeat)
+     JOIN run_lineage l USING (run_id)
+WHERE s.status = 'finished' AND c.grader = 'rubric'
+UNION ALL
+SELECT l.run_id, l.source_run, l.judge, g.session_id, g.repeat, 'triple', CAST(g.idx AS VARCHAR),
+       NULL, CASE WHEN g.judge_error IS NOT NULL OR g.matched IS NULL THEN NULL
+                  WHEN g.matched THEN 'YES' ELSE 'NO' END, g.judge_error
+FROM triples g JOIN sessions s USING (run_id, session_id, repeat) JOIN run_lineage l USING (run_id)
+WHERE s.status = 'finished' AND g.side = 'ground_truth' AND s.triples_predicted > 0
+UNION ALL
+SELECT l.run_id, l.source_run, l.judge, i.session_id, i.repeat, 'intent_' || i.kind,
+       i.intent_id || '@' || i.turn, NULL,
+       CASE WHEN i.decision IS NULL THEN NULL WHEN i.decision THEN 'YES' ELSE 'NO' END,
+       i.judge_error
+FROM intent_checks i JOIN run_lineage l USING (run_id)
+UNION ALL
+SELECT DISTINCT o.run_id, o.source_run, o.judge, i.session_id, i.repeat, 'intent_' || i.kind,
+       i.intent_id || '@' || i.turn, NULL,
+       CASE WHEN i.original IS NULL THEN NULL WHEN i.original THEN 'YES' ELSE 'NO' END, NULL
+FROM intent_checks i JOIN run_lineage l USING (run_id) JOIN run_lineage o
+     ON o.run_id = l.source_run
+""", needs=("intent_checks",)),
+    View("judge_pairs", """Judge against judge: the items two runs both judged on the same
+dialogues (same `source_run`), one row per item and ordered pair of runs (`run_a` ≠ `run_b`),
+with both labels (NULL on a judge error).""", """
+SELECT a.run_id AS run_a, b.run_id AS run_b, a.judge AS judge_a, b.judge AS judge_b,
+       source_run, session_id, repeat, kind, item_id, a.type, a.label AS label_a,
+       b.label AS label_b
+FROM judge_labels a JOIN judge_labels b USING (source_run, session_id, repeat, kind, item_id)
+WHERE a.run_id <> b.run_id
+""", needs=("intent_checks",)),
+    View("human_consensus", """Human consensus per rated item (`bench ratings import`): the
+median of the raters' ordinal labels (FAIL < PARTIAL < PASS, NO < YES). With an even number of
+raters whose two middle labels differ, the lower (worse) of the two is taken and `tie` is
+true; `raters` counts the ratings.""", """
+WITH r AS (
+    SELECT *, CASE label WHEN 'FAIL' THEN 0 WHEN 'PARTIAL' THEN 1 WHEN 'PASS' THEN 2
+                         WHEN 'NO' THEN 0 WHEN 'YES' THEN 1 END AS rank
+    FROM human_ratings
+)
+SELECT run_id AS source_run, session_id, repeat, kind, item_id, count(*) AS raters,
+       CASE WHEN kind = 'trigger' THEN ['FAIL', 'PARTIAL', 'PASS'][quantile_disc(rank, 0.5) + 1]
+            ELSE ['NO', 'YES'][quantile_disc(rank, 0.5) + 1] END AS label,
+       median(rank) <> quantile_disc(rank, 0.5) AS tie
+FROM r GROUP BY run_id, session_id, repeat, kind, item_id
+""", needs=("human_ratings",)),
+    View("human_pairs", """Judge against human consensus: every rated item next to the label
+each run that judged those dialogues gave it (NULL on a judge error).""", """
+SELECT j.run_id, j.judge, source_run, session_id, repeat, kind, item_id, j.type, h.raters,
+       h.tie, h.label AS human_label, j.label AS judge_label
+FROM human_consensus h JOIN judge_labels j USING (source_run, session_id, repeat, kind, item_id)
+""", needs=("human_ratings", "intent_checks")),
     View("judge_errors", """Where judges failed (malformed output twice, or the provider): per
 run, role and purpose. These items are excluded from scores.""", """
 SELECT run_id, role, purpose, model, count(*) AS failed_calls, any_value(error) AS example
@@ -155,15 +232,21 @@ def store_schema(con: Any) -> int:
     return int(row[0])
 
 
-def install_views(con: Any, *, temporary: bool = True) -> None:
-    """Create every view on `con` (TEMP views unless `temporary=False`)."""
+def install_views(con: Any, *, temporary: bool = True) -> list[str]:
+    """Create every view on `con` (TEMP views unless `temporary=False`) whose tables the
+    store has; the names of those created."""
     version = store_schema(con)
     if version > STORE_SCHEMA:
         raise StoreVersionError(f"the store has schema {version}, newer than this benchpack "
                                 f"reads ({STORE_SCHEMA}); upgrade benchpack")
     kind = "TEMP VIEW" if temporary else "VIEW"
+    tables = {str(r[0]) for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    created = []
     for view in VIEWS:
-        con.execute(f"CREATE OR REPLACE {kind} {view.name} AS {view.sql}")
+        if all(t in tables for t in view.needs):
+            con.execute(f"CREATE OR REPLACE {kind} {view.name} AS {view.sql}")
+            created.append(view.name)
+    return created
 
 
 def describe() -> str:

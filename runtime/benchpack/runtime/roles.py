@@ -16,16 +16,35 @@ judges from that, in its own module, so adding a protocol never touches this fil
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
+
+from benchpack.specs.plan import PlanSession
 
 from .judges.base import JudgeCall, Templates
-
-if TYPE_CHECKING:
-    from .session import SessionContext
+from .types import LLMCallRecord
 
 Role = Literal["simulator", "planner", "judge"]
 Mode = Literal["rules", "scripted", "llm"]
+
+
+class JudgeSite(Protocol):
+    """What a role factory needs from the session it works for: the run's roles, the plan
+    session, the repeat and where LLM calls are recorded. A `SessionContext` is one; `bench
+    rejudge` builds lighter ones for finished sessions."""
+
+    @property
+    def roles(self) -> Roles: ...
+
+    @property
+    def session(self) -> PlanSession: ...
+
+    @property
+    def repeat(self) -> int: ...
+
+    @property
+    def recorder(self) -> Callable[[LLMCallRecord], None]: ...
 
 
 class Script:
@@ -96,12 +115,12 @@ class Roles:
             return "scripted"
         return "llm"
 
-    def call(self, ctx: SessionContext, role: Role) -> JudgeCall:
+    def call(self, ctx: JudgeSite, role: Role) -> JudgeCall:
         """Where an LLM-mode role sends its calls; they are recorded with the session."""
         return JudgeCall(client=self._llm(), model=self.choices[role], recorder=ctx.recorder,
                          seed=self.seed, repeat=ctx.repeat, role=role)
 
-    def script(self, ctx: SessionContext, role: Role) -> dict[str, Any]:
+    def script(self, ctx: JudgeSite, role: Role) -> dict[str, Any]:
         """The session's entry in a scripted role's file (empty when it has none)."""
         path = self.choices[role].split(":", 1)[1]
         script = self._scripts.get(path)
@@ -110,4 +129,4 @@ class Roles:
         return script.for_session(ctx.session.id, ctx.session.name)
 
 
-__all__ = ["Mode", "Role", "Roles", "Script"]
+__all__ = ["JudgeSite", "Mode", "Role", "Roles", "Script"]

@@ -43,8 +43,27 @@ from .types import AgentAdapter, LLMCallRecord
 RUNS_VERSION = 1
 
 
+@dataclass(kw_only=True)
+class ClientOptions:
+    """How a command's one LLM client talks to providers: `bench run` and `bench rejudge`
+    share these (and `make_llm_client`)."""
+
+    api_base: str | None = None
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key (the key itself is never stored)."""
+    cache_dir: str | Path | None = None
+    use_cache: bool = True
+    max_retries: int = 4
+    max_concurrent_per_model: int = 8
+    requests_per_minute: dict[str, float] = field(default_factory=dict)
+    timeout_s: float = 120.0
+    retry_backoff_s: float = 1.0
+    llm_backend: Any = None
+    """Programmatic use only: an LLM backend replacing litellm (tests, benchmarks)."""
+
+
 @dataclass
-class RunOptions:
+class RunOptions(ClientOptions):
     plan: str | Path
     agent: str
     simulator: str | None = None
@@ -59,23 +78,11 @@ class RunOptions:
     resume: bool = False
     repeats: int | None = None
     max_concurrency: int = 4
-    api_base: str | None = None
-    api_key_env: str | None = None
-    """Name of the environment variable holding the API key (the key itself is never stored)."""
     allow_python: bool = False
-    cache_dir: str | Path | None = None
-    use_cache: bool = True
     sessions: list[str] = field(default_factory=list)
     """Only run sessions whose id or name matches one of these globs."""
-    max_retries: int = 4
-    max_concurrent_per_model: int = 8
-    requests_per_minute: dict[str, float] = field(default_factory=dict)
-    timeout_s: float = 120.0
     work_dir: str | Path | None = None
     progress: bool = True
-    retry_backoff_s: float = 1.0
-    llm_backend: Any = None
-    """Programmatic use only: an LLM backend replacing litellm (tests, benchmarks)."""
     trigger_mode: str = "auto"
     """Trigger rubrics: `live` (planner + user agent), `offline` (replay a fixed dialogue,
     regenerate the trigger turns only), or `auto` (offline when a dialogue is available)."""
@@ -145,7 +152,7 @@ class RunContext:
         """The run's one LLM client (created on first use: litellm is slow to import)."""
 
 
-def make_llm_client(options: RunOptions) -> Any:
+def make_llm_client(options: ClientOptions) -> Any:
     from .cache import ResponseCache
     from .llm import LLMClient, LLMConfig
 
@@ -188,8 +195,10 @@ def _select(plan: Plan, patterns: list[str]) -> list[str]:
                                   fnmatch.fnmatchcase(plan.sessions[i].name, p) for p in patterns)]
 
 
-class _Progress:
-    def __init__(self, total: int, enabled: bool) -> None:
+class Progress:
+    """A progress bar on stderr (nothing when disabled or there is nothing to do)."""
+
+    def __init__(self, total: int, enabled: bool, label: str = "bench run") -> None:
         self.total = total
         self.done = 0
         self.errors = 0
@@ -199,15 +208,15 @@ class _Progress:
             from rich.progress import (
                 BarColumn,
                 MofNCompleteColumn,
-                Progress,
                 TextColumn,
                 TimeElapsedColumn,
                 TimeRemainingColumn,
             )
+            from rich.progress import Progress as Bar
 
-            self._bar = Progress(TextColumn("[bold]bench run"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
-                                 TextColumn("ETA"), TimeRemainingColumn(), transient=False)
+            self._bar = Bar(TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
+                            TextColumn("ETA"), TimeRemainingColumn(), transient=False)
             self._task = self._bar.add_task("run", total=total, info="")
             self._bar.start()
 
@@ -292,7 +301,7 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
                 chains.append((f"{ep.id}~{v.name}", r, [v]))
     total = sum(len(c[2]) for c in chains)
     todo = sum(1 for _, r, ss in chains for s in ss if (s.id, s.fingerprint, r) not in finished)
-    progress = _Progress(todo, options.progress)
+    progress = Progress(todo, options.progress)
     stats = {"run": 0, "finished": 0, "errors": 0, "skipped": 0}
     sem = asyncio.Semaphore(max(1, options.max_concurrency))
     store.start()
@@ -315,7 +324,7 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
 
 
 async def run_chain(ctx: RunContext, key: str, repeat: int, sessions: list[PlanSession],
-                    finished: set[tuple[str, str, int]], progress: _Progress,
+                    finished: set[tuple[str, str, int]], progress: Progress,
                     stats: dict[str, int]) -> None:
     plan = ctx.plan
     episode_id = sessions[0].episode

@@ -14,18 +14,18 @@ import contextlib
 import copy
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from benchpack.specs.plan import Plan, PlanSession
+from benchpack.specs.plan import Plan, PlanChecklistItem, PlanSession
 
 from .env import EpisodeEnvironment, ToolBox
-from .graders import Trace, evaluate, fired_caps, run_python_grader, soft_score
+from .graders import CapHit, Trace, evaluate, fired_caps, run_python_grader, soft_score
 from .judges.base import JudgeError
 from .judges.intent import Intent, TurnEvidence
-from .judges.rubric import RubricItem, render_evidence, rubric_judge
+from .judges.rubric import RubricItem, RubricJudge, render_evidence, rubric_judge
 from .protocols.base import ProtocolResult
 from .store import SessionRows
 from .types import AgentAdapter, AgentReply, AgentSession, LLMCallRecord, Message, SessionBrief
@@ -238,6 +238,10 @@ def _system_prompt(plan: Plan, session: PlanSession) -> str:
     return SYSTEM_PROMPT.format(clock=f"The current time is {clock}.\n" if clock else "")
 
 
+ItemResult = tuple[float | None, str, str | None]
+"""A checklist item's (score, detail, error); score None when it could not be graded."""
+
+
 async def grade_checklist(ctx: SessionContext) -> tuple[list[tuple[Any, ...]], float | None,
                                                          float | None, bool | None, int, int]:
     """Checklist rows plus COMP, verified-outcome soft score and pass, judge and grader errors."""
@@ -255,14 +259,12 @@ async def grade_checklist(ctx: SessionContext) -> tuple[list[tuple[Any, ...]], f
                             if m.role in ("user", "assistant") and ctx.in_task(m.turn)],
                   reply=reply,
                   read_tools={r.tool_name for r in records if r.effect == "read"})
-    results: dict[str, tuple[float | None, str, str | None]] = {}
+    results: dict[str, ItemResult] = {}
     rubric_items = []
-    judge_errors = grader_errors = 0
+    grader_errors = 0
     for item in s.checklist:
-        if item.grader == "rule" and item.rule is not None:
-            res = evaluate(item.rule.model_dump(mode="json", by_alias=True, exclude_unset=True),
-                           trace)
-            results[item.id] = (1.0 if res.passed else 0.0, res.detail, None)
+        if judged_by_rubric(item):
+            rubric_items.append(rubric_item(item, records, files, state))
         elif item.grader == "python":
             pres = await run_python_grader(item.model_dump(mode="json"), item.python_source or "",
                                            trace, allow=ctx.run.options.allow_python)
@@ -270,25 +272,69 @@ async def grade_checklist(ctx: SessionContext) -> tuple[list[tuple[Any, ...]], f
                 grader_errors += 1
             results[item.id] = (pres.score, "python grader", pres.error)
         else:
-            ev = render_evidence(item.evidence.model_dump() if item.evidence else None, records,
-                                 files, state)
-            rubric_items.append(RubricItem(item.id, item.text, ev))
+            assert item.rule is not None
+            res = evaluate(item.rule.model_dump(mode="json", by_alias=True, exclude_unset=True),
+                           trace)
+            results[item.id] = (1.0 if res.passed else 0.0, res.detail, None)
     if rubric_items:
-        judge = rubric_judge(ctx)
-        history = render_history(ctx)
-        intents = [i.text for i in s.hidden_intents]
-        try:
-            verdicts = await judge.grade(rubric_items, history, intents)
-        except JudgeError as exc:
-            verdicts = {}
-            for it in rubric_items:
-                results[it.id] = (None, "", exc.message)
-        for it in rubric_items:
-            v = verdicts.get(it.id)
-            if v is not None:
-                results[it.id] = (v.score, v.detail, v.error)
+        results.update(await judge_rubric_items(rubric_judge(ctx), rubric_items,
+                                                render_history(ctx), s))
+    caps = None
+    if s.verify is not None:
+        verify = s.verify.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        caps = fired_caps(verify.get("caps") or [], trace)
+    outcome = checklist_outcome(s, results, caps)
+    if outcome.verify is not None:
+        ctx.extra["verify"] = outcome.verify
+    return (outcome.rows, outcome.comp, outcome.score, outcome.passed, outcome.judge_errors,
+            grader_errors)
+
+
+def judged_by_rubric(item: PlanChecklistItem) -> bool:
+    """Whether the judge decides this checklist item (else a rule or a python grader does)."""
+    return item.grader != "python" and not (item.grader == "rule" and item.rule is not None)
+
+
+def rubric_item(item: PlanChecklistItem, records: Sequence[Any], files: dict[str, str],
+                state: dict[str, dict[str, list[dict[str, Any]]]]) -> RubricItem:
+    """A rubric checklist item with the evidence its author selected, rendered."""
+    ev = render_evidence(item.evidence.model_dump() if item.evidence else None, records,
+                         files, state)
+    return RubricItem(item.id, item.text, ev)
+
+
+async def judge_rubric_items(judge: RubricJudge, items: list[RubricItem], history: str,
+                             s: PlanSession) -> dict[str, ItemResult]:
+    """The judge's verdict on each rubric item; a failed judge call is an error on each."""
+    intents = [i.text for i in s.hidden_intents]
+    try:
+        verdicts = await judge.grade(items, history, intents)
+    except JudgeError as exc:
+        return {it.id: (None, "", exc.message) for it in items}
+    return {it.id: (v.score, v.detail, v.error) for it in items
+            if (v := verdicts.get(it.id)) is not None}
+
+
+@dataclass
+class ChecklistOutcome:
+    rows: list[tuple[Any, ...]]
+    """`checklist_results` rows without the (run_id, session_id, repeat) prefix."""
+    comp: float | None
+    score: float | None
+    passed: bool | None
+    judge_errors: int
+    verify: dict[str, Any] | None
+    """What `sessions.extra.verify` records (verified-outcome sessions only)."""
+
+
+def checklist_outcome(s: PlanSession, results: dict[str, ItemResult],
+                      caps: list[CapHit] | None) -> ChecklistOutcome:
+    """Rows, COMP and (with `s.verify`) the soft score and pass from every item's result and
+    the safety caps that fired. An item without a result is an error (`not graded`); rubric
+    items with an error count as judge errors; unscored items are left out, never 0."""
     rows = []
     scored = []
+    judge_errors = 0
     for item in s.checklist:
         score, detail, err = results.get(item.id, (None, "", "not graded"))
         if err and item.grader == "rubric":
@@ -298,24 +344,29 @@ async def grade_checklist(ctx: SessionContext) -> tuple[list[tuple[Any, ...]], f
         scored.append((item.weight, item.aspect, score))
     known = [sc for _, _, sc in scored if sc is not None]
     comp = sum(known) / len(known) if known else None
-    score = passed = None
-    if s.verify is not None:
-        verify = s.verify.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        verdict = soft_score(scored, verify, fired_caps(verify.get("caps") or [], trace))
-        score, passed = verdict.score, verdict.passed
-        ctx.extra["verify"] = verdict.extra()
-    return rows, comp, score, passed, judge_errors, grader_errors
+    if s.verify is None:
+        return ChecklistOutcome(rows, comp, None, None, judge_errors, None)
+    verify = s.verify.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    verdict = soft_score(scored, verify, caps or [])
+    return ChecklistOutcome(rows, comp, verdict.score, verdict.passed, judge_errors,
+                            verdict.extra())
 
 
 def render_history(ctx: SessionContext, limit: int = 60_000) -> str:
-    """The trajectory as the rubric judge reads it: messages and tool calls, in order."""
+    """The trajectory as the rubric judge reads it (see `render_transcript`)."""
+    return render_transcript(ctx.messages, ctx.toolbox.records, limit)
+
+
+def render_transcript(messages: Sequence[Message], records: Sequence[Any],
+                      limit: int = 60_000) -> str:
+    """Messages and tool calls in order, each turn's tool calls before its first assistant
+    message; the start is cut when it is longer than `limit`."""
     lines = []
-    records = iter(ctx.toolbox.records)
     by_turn: dict[int, list[Any]] = {}
     for r in records:
         by_turn.setdefault(r.turn, []).append(r)
     shown_turns: set[int] = set()
-    for m in ctx.messages:
+    for m in messages:
         if m.role == "user":
             lines.append(f"USER: {m.content}")
         elif m.role == "assistant":
@@ -362,10 +413,7 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
          r.duration, tools[r.tool_name].group if r.tool_name in tools else None)
         for seq, r in enumerate(ctx.toolbox.records)]
     tables["checklist_results"] = [(*prefix, *r) for r in rows]
-    tables["llm_calls"] = [
-        (*prefix, seq, c.role, c.purpose, c.model, c.prompt_hash, c.prompt_tokens,
-         c.completion_tokens, c.cost, c.latency_s, c.cache_hit, c.error, c.attempts, c.turn,
-         c.started_at) for seq, c in enumerate(llm_calls)]
+    tables["llm_calls"] = [(*prefix, seq, *llm_call_values(c)) for seq, c in enumerate(llm_calls)]
     for name, data in result.tables.items():
         tables.setdefault(name, []).extend((*prefix, *r) for r in data)
     m = result.metrics
@@ -389,11 +437,19 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
         "cost": sum(c.cost or 0.0 for c in llm_calls),
         "started_at": started, "finished_at": finished, "duration_s": finished - started,
         "extra": {**result.extra, **ctx.extra,
+                  **({"dialogue_end": ctx.dialogue_end} if ctx.dialogue_end is not None
+                     else {}),
                   **{k: v for k, v in m.items() if k not in METRIC_COLUMNS}} or None,
     }
     return SessionRows(run_id=run_id, session_id=s.id, repeat=ctx.repeat, session=sess,
                        tables=tables, snapshot=(s.episode, snapshot) if snapshot is not None
                        else None)
+
+
+def llm_call_values(c: LLMCallRecord) -> tuple[Any, ...]:
+    """An `llm_calls` row after its (run_id, session_id, repeat, seq) prefix."""
+    return (c.role, c.purpose, c.model, c.prompt_hash, c.prompt_tokens, c.completion_tokens,
+            c.cost, c.latency_s, c.cache_hit, c.error, c.attempts, c.turn, c.started_at)
 
 
 METRIC_COLUMNS = (
@@ -416,6 +472,7 @@ def session_identity(run_id: str, agent: str, s: PlanSession, repeat: int) -> di
     }
 
 
-__all__ = ["METRIC_COLUMNS", "ChainMemory", "Earlier", "SessionContext",
-           "build_rows", "grade_checklist", "render_history", "session_brief",
-           "session_identity"]
+__all__ = ["METRIC_COLUMNS", "ChainMemory", "ChecklistOutcome", "Earlier", "ItemResult",
+           "SessionContext", "build_rows", "checklist_outcome", "grade_checklist",
+           "judge_rubric_items", "judged_by_rubric", "llm_call_values", "render_history",
+           "render_transcript", "rubric_item", "session_brief", "session_identity"]

@@ -110,11 +110,21 @@ CREATE TABLE IF NOT EXISTS snapshots (
     run_id VARCHAR, episode VARCHAR, repeat INTEGER, session_id VARCHAR, state JSON,
     PRIMARY KEY (run_id, episode, repeat, session_id)
 );
+CREATE TABLE IF NOT EXISTS intent_checks (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, turn INTEGER, intent_id VARCHAR,
+    kind VARCHAR, original BOOLEAN, decision BOOLEAN, judge_error VARCHAR
+);
+CREATE TABLE IF NOT EXISTS human_ratings (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, kind VARCHAR, item_id VARCHAR,
+    rater VARCHAR, label VARCHAR, score DOUBLE, rationale VARCHAR, confidence DOUBLE,
+    source VARCHAR, imported_at DOUBLE
+);
 """
 
 # child tables keyed by (run_id, session_id, repeat), replaced when a session is rerun
 SESSION_TABLES = ("turns", "messages", "tool_calls", "intent_status", "checklist_results",
-                  "llm_calls", "stage_events", "triples", "triple_support", "triggers")
+                  "llm_calls", "stage_events", "triples", "triple_support", "triggers",
+                  "intent_checks")
 
 
 def _json(value: Any) -> str | None:
@@ -234,6 +244,14 @@ class Store:
             if row is None:
                 return None
             return dict(zip([d[0] for d in cur.description], row, strict=True))
+
+    def session_rows(self, run_id: str) -> list[dict[str, Any]]:
+        """Every `sessions` row of a run, by session id and repeat."""
+        with self._lock:
+            cur = self.con.execute("SELECT * FROM sessions WHERE run_id = ? ORDER BY session_id, "
+                                   "repeat", [run_id])
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
     def session_table(self, table: str, run_id: str, session_id: str, repeat: int
                       ) -> list[tuple[Any, ...]]:

@@ -440,6 +440,22 @@ class Workspace:
         self._read, self._written = set(), set()
 
 
+def snapshot_files(snapshot: dict[str, str]) -> dict[str, str]:
+    """What `Workspace.files()` returned for the workspace a `snapshot()` was taken of: a
+    text file that only looked like base64 comes back as its text."""
+    out = {}
+    for path, content in snapshot.items():
+        if content.startswith(BASE64_PREFIX):
+            try:
+                text = _decode(base64.b64decode(content[len(BASE64_PREFIX):], validate=True))
+            except (binascii.Error, ValueError):
+                text = None
+            if text is not None and text.startswith(BASE64_PREFIX):
+                content = text
+        out[path] = content
+    return out
+
+
 def _glob_match(rel: str, pattern: str) -> bool:
     """`*.md` matches by file name; a pattern with `/` matches the whole relative path
     (`**/` also matches no directory at all)."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .base import JudgeCall, JudgeError, ParseError, Templates, ask, parse_decisions, parse_tagged
 
 if TYPE_CHECKING:
+    from ..roles import JudgeSite
     from ..session import SessionContext
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -230,19 +231,23 @@ class ScriptedUserSimulator(RulesUserSimulator):
         return super().choose(ev, open_, turn)
 
 
+def intent_judge(ctx: JudgeSite) -> IntentJudge:
+    """The completion/clarification judge of an intent-tracking session (role `judge`)."""
+    roles = ctx.roles
+    mode = roles.mode("judge")
+    if mode == "rules":
+        return RulesIntentJudge()
+    if mode == "scripted":
+        return ScriptedIntentJudge(roles.script(ctx, "judge"))
+    return LLMIntentJudge(roles.call(ctx, "judge"), roles.templates)
+
+
 def intent_roles(ctx: SessionContext) -> tuple[IntentJudge, UserSimulator]:
     """The judge and user simulator of an intent-tracking session, from the run's roles. A
     scripted judge also scripts which intent the user provides (one file holds both)."""
     roles = ctx.roles
-    judge: IntentJudge
-    scripted: ScriptedIntentJudge | None = None
-    mode = roles.mode("judge")
-    if mode == "rules":
-        judge = RulesIntentJudge()
-    elif mode == "scripted":
-        judge = scripted = ScriptedIntentJudge(roles.script(ctx, "judge"))
-    else:
-        judge = LLMIntentJudge(roles.call(ctx, "judge"), roles.templates)
+    judge = intent_judge(ctx)
+    scripted = judge if isinstance(judge, ScriptedIntentJudge) else None
     sim: UserSimulator
     sim_mode = roles.mode("simulator")
     if sim_mode == "rules":
@@ -261,6 +266,7 @@ def intent_roles(ctx: SessionContext) -> tuple[IntentJudge, UserSimulator]:
 __all__ = [
     "Intent", "IntentJudge", "JudgeError", "LLMIntentJudge", "LLMUserSimulator", "ParseError",
     "RulesIntentJudge", "RulesUserSimulator", "ScriptedIntentJudge",
-    "ScriptedUserSimulator", "TurnEvidence", "UserSimulator", "coverage", "intent_roles",
+    "ScriptedUserSimulator", "TurnEvidence", "UserSimulator", "coverage", "intent_judge",
+    "intent_roles",
     "tokens",
 ]

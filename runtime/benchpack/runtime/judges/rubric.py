@@ -13,7 +13,7 @@ from .base import JudgeCall, JudgeError, Templates, ask, parse_decisions, parse_
 from .intent import coverage
 
 if TYPE_CHECKING:
-    from ..session import SessionContext
+    from ..roles import JudgeSite
 
 
 @dataclass
@@ -105,7 +105,7 @@ class ScriptedRubricJudge:
         return out
 
 
-def rubric_judge(ctx: SessionContext, template: str | None = None) -> RubricJudge:
+def rubric_judge(ctx: JudgeSite, template: str | None = None) -> RubricJudge:
     """The checklist rubric judge for a session, from the run's `judge` role. Scripts give
     `checklist: {<item id>: 0|1}` per session. The template defaults to the protocol's own
     `<protocol>.rubric_judge` when that is a prompt name, else `checklist.rubric_judge`; it

@@ -42,6 +42,7 @@ from .base import JudgeCall, JudgeError, ParseError, Templates, ask, extract_jso
 from .intent import coverage, tokens
 
 if TYPE_CHECKING:
+    from ..roles import JudgeSite
     from ..session import SessionContext
 
 TRIGGER_SHARE = 0.6
@@ -540,21 +541,23 @@ def staged_roles(ctx: SessionContext) -> tuple[StageSimulator, GraphJudge]:
                                 ctx.persona.model_dump(mode="json"),
                                 ctx.session.style.model_dump(mode="json")
                                 if ctx.session.style else None)
-    grader = ctx.run.options.graph_grader
+    return sim, graph_judge(ctx, ctx.run.options.graph_grader)
+
+
+def graph_judge(ctx: JudgeSite, grader: str) -> GraphJudge:
+    """The knowledge-graph judge for `--graph-grader` `grader` (see `staged_roles`)."""
+    roles = ctx.roles
     judge_mode = roles.mode("judge")
-    judge: GraphJudge
     if grader == "match" or (grader == "auto" and judge_mode == "rules"):
-        judge = MatchGraphJudge()
-    elif judge_mode == "rules":
+        return MatchGraphJudge()
+    if judge_mode == "rules":
         raise ValueError("--graph-grader llm needs a judge: pass --judge litellm:<model> or "
                          "--judge scripted:<file>")
-    elif judge_mode == "scripted":
-        judge = ScriptedGraphJudge(roles.script(ctx, "judge"))
-    else:
-        graph = ctx.session.graph
-        judge = LLMGraphJudge(roles.call(ctx, "judge"), roles.templates,
-                              graph.batch_size if graph else 25)
-    return sim, judge
+    if judge_mode == "scripted":
+        return ScriptedGraphJudge(roles.script(ctx, "judge"))
+    graph = ctx.session.graph
+    return LLMGraphJudge(roles.call(ctx, "judge"), roles.templates,
+                         graph.batch_size if graph else 25)
 
 
 def render_work(records: Sequence[Any], limit: int = 1500) -> str:
@@ -571,6 +574,6 @@ __all__ = [
     "Decision", "GraphJudge", "LLMGraphJudge", "LLMStageSimulator", "MatchGraphJudge",
     "Question", "RulesStageSimulator", "ScriptedGraphJudge", "ScriptedStageSimulator",
     "StageSimulator", "StageView", "Verdict", "Wording", "check_coverage", "classify",
-    "find_leak", "leaks", "parse_coverage", "parse_user_turn", "question_sentences",
+    "find_leak", "graph_judge", "leaks", "parse_coverage", "parse_user_turn", "question_sentences",
     "render_work", "rules_message", "rules_verdict", "staged_roles",
 ]

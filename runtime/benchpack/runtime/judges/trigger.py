@@ -27,6 +27,7 @@ from .base import JudgeCall, JudgeError, ParseError, Templates, ask, extract_jso
 from .intent import coverage
 
 if TYPE_CHECKING:
+    from ..roles import JudgeSite
     from ..session import SessionContext
 
 T = TypeVar("T")
@@ -805,7 +806,7 @@ def live_roles(ctx: SessionContext) -> LiveRoles:
     return LiveRoles(planner, user, scenario, RulesPlanner(scenario), RulesUserAgent(s.style))
 
 
-def trigger_judge(ctx: SessionContext) -> TriggerJudge:
+def trigger_judge(ctx: JudgeSite) -> TriggerJudge:
     """The judge (role `judge`): conversation and rubric only, never persona or style."""
     roles = ctx.roles
     mode = roles.mode("judge")

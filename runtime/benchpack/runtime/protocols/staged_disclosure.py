@@ -48,6 +48,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from benchpack.specs.plan import PlanGraph
+
 from ..graders.graph import Coverage, ParsedGraph, Triple, parse_graph, score_graph
 from ..judges.base import JudgeError
 from ..judges.staged import (
@@ -202,8 +204,9 @@ class StagedDisclosure:
             if reply.stop_reason == "error":
                 termination = "error"
             else:
-                parsed = parse_graph(reply.text)
-                graph_errors = await self._grade(ctx, judge, parsed, metrics, extra, tables)
+                assert s.graph is not None
+                graph_errors = await grade_graph(s.graph, judge, parse_graph(reply.text),
+                                                 metrics, extra, tables)
         if errors:
             extra["judge_errors"] = errors
         return ProtocolResult(termination=termination, metrics=metrics, tables=tables,
@@ -215,38 +218,37 @@ class StagedDisclosure:
             return None, None, None
         return stages[index].id, index, stages[index].kind
 
-    @staticmethod
-    async def _grade(ctx: SessionContext, judge: GraphJudge, parsed: ParsedGraph,
-                     metrics: dict[str, Any], extra: dict[str, Any],
-                     tables: dict[str, list[tuple[Any, ...]]]) -> int:
-        """Grade the parsed graph into metrics and rows; the number of judge errors."""
-        graph = ctx.session.graph
-        assert graph is not None
-        gt = [Triple(t.head, t.relation, t.tail, t.dimension) for t in graph.triples]
-        pred = parsed.triples
-        cov = (await judge.cover(gt, pred) if gt and pred
-               else [Coverage(False) for _ in gt])
-        score = score_graph(cov, len(pred))
-        valid = {p for c in cov if c.covered for p in c.support}
-        metrics.update(recall=score.recall, precision=score.precision, f1=score.f1,
-                       triples_gt=len(gt), triples_predicted=len(pred), kg_status=parsed.status)
-        extra.update(graph_grader=judge.name, covered=score.covered,
-                     valid_predicted=score.valid_predicted)
-        if parsed.note:
-            extra["kg_note"] = parsed.note
-        if parsed.duplicates:
-            extra["kg_duplicates_merged"] = parsed.duplicates
-        if score.judge_errors:
-            extra["graph_judge_errors"] = score.judge_errors
-            extra["precision_lower_bound"] = score.precision_lower_bound
-        tables["triples"] = [
-            *(("predicted", i, t.head, t.relation, t.tail, None, i in valid, None, None)
-              for i, t in enumerate(pred)),
-            *(("ground_truth", i, t.head, t.relation, t.tail, t.dimension, c.covered, c.kind,
-               c.error) for i, (t, c) in enumerate(zip(gt, cov, strict=True)))]
-        tables["triple_support"] = [(i, p) for i, c in enumerate(cov) if c.covered
-                                    for p in c.support]
-        return score.judge_errors
+
+async def grade_graph(graph: PlanGraph, judge: GraphJudge, parsed: ParsedGraph,
+                      metrics: dict[str, Any], extra: dict[str, Any],
+                      tables: dict[str, list[tuple[Any, ...]]]) -> int:
+    """Grade a parsed graph against the ground truth into metrics, extra and rows (`triples`,
+    `triple_support`); the number of judge errors."""
+    gt = [Triple(t.head, t.relation, t.tail, t.dimension) for t in graph.triples]
+    pred = parsed.triples
+    cov = (await judge.cover(gt, pred) if gt and pred
+           else [Coverage(False) for _ in gt])
+    score = score_graph(cov, len(pred))
+    valid = {p for c in cov if c.covered for p in c.support}
+    metrics.update(recall=score.recall, precision=score.precision, f1=score.f1,
+                   triples_gt=len(gt), triples_predicted=len(pred), kg_status=parsed.status)
+    extra.update(graph_grader=judge.name, covered=score.covered,
+                 valid_predicted=score.valid_predicted)
+    if parsed.note:
+        extra["kg_note"] = parsed.note
+    if parsed.duplicates:
+        extra["kg_duplicates_merged"] = parsed.duplicates
+    if score.judge_errors:
+        extra["graph_judge_errors"] = score.judge_errors
+        extra["precision_lower_bound"] = score.precision_lower_bound
+    tables["triples"] = [
+        *(("predicted", i, t.head, t.relation, t.tail, None, i in valid, None, None)
+          for i, t in enumerate(pred)),
+        *(("ground_truth", i, t.head, t.relation, t.tail, t.dimension, c.covered, c.kind,
+           c.error) for i, (t, c) in enumerate(zip(gt, cov, strict=True)))]
+    tables["triple_support"] = [(i, p) for i, c in enumerate(cov) if c.covered
+                                for p in c.support]
+    return score.judge_errors
 
 
-__all__ = ["Question", "StageMachine", "StageState", "StagedDisclosure", "Step"]
+__all__ = ["Question", "StageMachine", "StageState", "StagedDisclosure", "Step", "grade_graph"]

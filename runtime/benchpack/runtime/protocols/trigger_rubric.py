@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +76,7 @@ from .base import ProtocolResult
 
 if TYPE_CHECKING:
     from ..session import SessionContext
+    from ..store import Store
 
 FIXED = "fixed"
 """`messages.name` of replayed dialogue turns that never reached the agent."""
@@ -139,14 +141,8 @@ class TriggerRubric:
             run_mode = "live"
         if termination == "error":
             return ProtocolResult(termination="error", extra=extra)
-        rows, errors, labels = await _judge(trigger_judge(ctx), scored, run_mode)
-        judged = [r[10] for r in rows if r[10] in SCORES and r[15] is None]
-        n = len(judged)
-        metrics: dict[str, Any] = {
-            "trigger_mode": run_mode, "triggers": len(rows),
-            "trigger_pass_rate": judged.count("PASS") / n if n else None,
-            "trigger_score": sum(SCORES[x] for x in judged) / n if n else None,
-            "triggers_judged": n}
+        rows, errors, labels = await judge_triggers(trigger_judge(ctx), scored, run_mode)
+        metrics = trigger_metrics(rows, run_mode)
         extra["trigger_labels"] = labels
         if errors:
             extra["judge_errors"] = errors
@@ -180,7 +176,18 @@ def _from_run(ctx: SessionContext, run_id: str
     if row.get("status") != "finished":
         raise SessionFailure(f"--dialogue-from: `{sid}` did not finish in run `{run_id}` "
                              f"(status {row.get('status')}); its transcript is incomplete")
-    repeat = int(row["repeat"])
+    fixed, triggers, refs = stored_dialogue(store, run_id, row)
+    if not fixed:
+        raise SessionFailure(f"--dialogue-from: run `{run_id}` has no transcript of `{sid}`")
+    return fixed, triggers or _authored(ctx), refs
+
+
+def stored_dialogue(store: Store, run_id: str, row: dict[str, Any]
+                    ) -> tuple[list[FixedTurn], list[TriggerSpec], dict[int, str]]:
+    """A stored session's dialogue as it was before any trigger turn was regenerated (each
+    replaced answer put back from `extra.reference_responses`), its stored trigger points
+    and those reference answers by turn. `row` is the session's `sessions` row."""
+    sid, repeat = str(row["session_id"]), int(row["repeat"])
     extra = row.get("extra") or {}
     if isinstance(extra, str):
         extra = json.loads(extra)
@@ -196,13 +203,31 @@ def _from_run(ctx: SessionContext, run_id: str
         if turn in turns:
             turns[turn].assistant = text
     fixed = [turns[k] for k in sorted(turns) if turns[k].user]
-    if not fixed:
-        raise SessionFailure(f"--dialogue-from: run `{run_id}` has no transcript of `{sid}`")
-    triggers = []
-    for r in store.session_table("triggers", run_id, sid, repeat):
-        anchors = json.loads(r[5]) if isinstance(r[5], str) else list(r[5] or [])
-        triggers.append(TriggerSpec(r[0], r[1], int(r[2]), anchors, r[6], r[7], r[8], r[4]))
-    return fixed, triggers or _authored(ctx), refs
+    triggers = [trigger_spec(r) for r in store.session_table("triggers", run_id, sid, repeat)]
+    return fixed, triggers, refs
+
+
+def trigger_spec(row: Sequence[Any]) -> TriggerSpec:
+    """The trigger point of a stored `triggers` row (without its run/session/repeat prefix)."""
+    anchors = json.loads(row[5]) if isinstance(row[5], str) else list(row[5] or [])
+    return TriggerSpec(row[0], row[1], int(row[2]), anchors, row[6], row[7], row[8], row[4])
+
+
+def offline_history(fixed: list[FixedTurn], turn: int) -> list[Message]:
+    """The fixed turns before `turn`, as the regenerating agent (and the judge) sees them."""
+    history = []
+    for g in fixed[:turn - 1]:
+        history += [Message("user", g.user, g.turn), Message("assistant", g.assistant or "",
+                                                             g.turn)]
+    return history
+
+
+def live_history(messages: list[Message], turn: int) -> list[dict[str, str]]:
+    """A live dialogue up to the user message of `turn`: what the judge of a trigger at `turn`
+    sees (the answer itself is the graded response)."""
+    return [{"role": m.role, "content": m.content} for m in messages
+            if m.role in ("user", "assistant") and m.content
+            and (m.turn < turn or (m.turn == turn and m.role == "user"))]
 
 
 # --------------------------------------------------------------------------- offline
@@ -232,10 +257,7 @@ async def _offline(ctx: SessionContext, fixed: list[FixedTurn], refs: dict[int, 
             if f.assistant:
                 ctx.messages.append(Message("assistant", f.assistant, f.turn, name=FIXED))
             continue
-        history = []
-        for g in fixed[:f.turn - 1]:
-            history += [Message("user", g.user, g.turn), Message("assistant", g.assistant or "",
-                                                                 g.turn)]
+        history = offline_history(fixed, f.turn)
         conversation = await ctx.open_agent(history)
         reply, _ = await ctx.agent_turn(f.turn, f.user, None, agent=conversation)
         if reply.stop_reason == "error":
@@ -297,11 +319,7 @@ async def _live(ctx: SessionContext, roles: LiveRoles, extra: dict[str, Any]
         if reply.stop_reason == "error":
             return [], "error"
         if trigger is not None:
-            # everything before this turn's answer: the answer itself is the graded response
-            history = [{"role": m.role, "content": m.content} for m in ctx.messages
-                       if m.role in ("user", "assistant") and m.content
-                       and (m.turn < turn or m.role == "user")]
-            scored.append(Scored(trigger, history, reply.text))
+            scored.append(Scored(trigger, live_history(ctx.messages, turn), reply.text))
     if authored is not None:
         scored += [Scored(t, skipped=f"turn {t.turn} is beyond the dialogue's {max_turns} turns")
                    for k, t in sorted(authored.items()) if k > max_turns]
@@ -351,8 +369,10 @@ async def _user_message(ctx: SessionContext, roles: LiveRoles, decision: Decisio
 # --------------------------------------------------------------------------- judging
 
 
-async def _judge(judge: TriggerJudge, scored: list[Scored], mode: str
-                 ) -> tuple[list[tuple[Any, ...]], list[str], dict[str, dict[str, int]]]:
+async def judge_triggers(judge: TriggerJudge, scored: list[Scored], mode: str
+                         ) -> tuple[list[tuple[Any, ...]], list[str], dict[str, dict[str, int]]]:
+    """Judge every trigger point concurrently: `triggers` rows (without the run/session/repeat
+    prefix), the judge errors, and label counts by type."""
     async def one(x: Scored) -> Verdict:
         if x.skipped is not None or x.history is None or x.response is None:
             return Verdict("SKIPPED", x.skipped or "")
@@ -375,4 +395,15 @@ async def _judge(judge: TriggerJudge, scored: list[Scored], mode: str
     return rows, errors, labels
 
 
-__all__ = ["FIXED", "TriggerRubric"]
+def trigger_metrics(rows: list[tuple[Any, ...]], mode: str) -> dict[str, Any]:
+    """The session metrics of judged `triggers` rows (module docstring)."""
+    judged = [r[10] for r in rows if r[10] in SCORES and r[15] is None]
+    n = len(judged)
+    return {"trigger_mode": mode, "triggers": len(rows),
+            "trigger_pass_rate": judged.count("PASS") / n if n else None,
+            "trigger_score": sum(SCORES[x] for x in judged) / n if n else None,
+            "triggers_judged": n}
+
+
+__all__ = ["FIXED", "FixedTurn", "Scored", "TriggerRubric", "judge_triggers", "live_history",
+           "offline_history", "stored_dialogue", "trigger_metrics", "trigger_spec"]

@@ -1,0 +1,365 @@
+"""The `agreement` report: judge audits and judge swaps.
+
+- Judge against judge (default): every pair of selected runs that judged the same dialogues
+  (a run and its `bench rejudge`, or two rejudges of one run; a selected rejudge is paired with
+  the run it re-judged even when that one is not selected). Rows are the first run's labels.
+- Judge against humans (`--humans`): each selected run's labels against the human consensus of
+  the ratings imported for its dialogues (`bench ratings import`), items with at least
+  `--min-raters` ratings. Consensus: the median label; with an even number of raters whose two
+  middle labels differ, the lower (worse) one, counted as a tie (`human_consensus` view).
+- Rank stability (judge against judge): when the runs of several agents were re-judged by the
+  same judge, Spearman ρ between the agents' rankings under the original and the new judge, per
+  headline figure.
+
+Per item kind (trigger points by type, rubric checklist items, ground-truth triples, the
+intent-check audit): items, the confusion matrix, exact and within-one agreement, Cohen's κ
+unweighted / linear / quadratic with seeded percentile bootstrap CIs over items, and
+Krippendorff's α (ordinal) between the two judges, or among the humans and among humans plus
+the judge. Items a judge failed on (label NULL) are counted and left out. On two-label scales
+(YES / NO) the weighted κs equal the unweighted one and within-one agreement is always 1, so
+it is not shown.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import stats
+from .builtin import BuiltinReport, ReportContext
+from .model import Column, Estimate, ReportResult, Table
+from .ratings import SCALES
+
+KINDS = ("trigger", "checklist", "triple", "intent_completion", "intent_clarification")
+TRIGGER_TYPES = ("emergent", "critical", "recovery")
+WEIGHTS: tuple[stats.KappaWeights | None, ...] = (None, "linear", "quadratic")
+
+
+def scale_of(kind: str) -> tuple[str, ...]:
+    return SCALES.get(kind, ("NO", "YES"))
+
+
+@dataclass(frozen=True)
+class Lineage:
+    run_id: str
+    agent: str
+    judge: str
+    rejudge_of: str | None
+    source_run: str
+
+
+def _views(ctx: ReportContext) -> set[str]:
+    return {str(r[0]) for r in ctx.con.execute(
+        "SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+
+
+def _lineage(ctx: ReportContext) -> dict[str, Lineage]:
+    rows = ctx.con.execute("SELECT run_id, agent, judge, rejudge_of, source_run "
+                           "FROM run_lineage").fetchall()
+    return {str(r[0]): Lineage(str(r[0]), str(r[1]), str(r[2]), r[3], str(r[4])) for r in rows}
+
+
+def agreement_report(ctx: ReportContext) -> ReportResult:
+    res = ReportResult("agreement", "Judge agreement",
+                       "Judge against human consensus (--humans)" if ctx.humans else
+                       "Judge against judge on the same dialogues, and rank stability",
+                       ctx.runs)
+    views = _views(ctx)
+    need = "human_pairs" if ctx.humans else "judge_pairs"
+    if need not in views:
+        res.notes.append("This store has no re-judged runs or human ratings yet (no benchpack "
+                         "with `bench rejudge` has written to it).")
+        return res
+    lineage = _lineage(ctx)
+    if ctx.humans:
+        _against_humans(ctx, res, lineage)
+    else:
+        _against_judges(ctx, res, lineage)
+        _rank_stability(ctx, res, lineage)
+    return res
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def _columns(first: str) -> list[Column]:
+    return [Column("kind", "kind"), Column("type", "type"), Column("items", "items", "int"),
+            Column("unjudged", "judge errors", "int"),
+            Column("confusion", f"confusion (rows: {first})"),
+            Column("exact", "exact", "pct"), Column("within_one", "within one", "pct"),
+            Column("kappa", "κ", "float"), Column("kappa_linear", "κ linear", "float"),
+            Column("kappa_quadratic", "κ quadratic", "float")]
+
+
+def kappa_estimates(pairs: Sequence[tuple[str, str]], scale: Sequence[str],
+                    ctx: ReportContext) -> list[Estimate]:
+    """Cohen's κ unweighted, linear and quadratic of `(row, column)` label pairs, each with a
+    percentile bootstrap CI over items (the same resamples for all three)."""
+    k = len(scale)
+    matrix = stats.confusion_matrix(pairs, list(scale))
+
+    def kappa(weights: stats.KappaWeights | None) -> Callable[[list[int]], float | None]:
+        return lambda cells: stats.cohen_kappa(
+            [cells[i * k:(i + 1) * k] for i in range(k)], weights)
+
+    cis = stats.bootstrap_counts([c for row in matrix for c in row],
+                                 [kappa(w) for w in WEIGHTS], level=ctx.level,
+                                 resamples=ctx.resamples, seed=ctx.seed)
+    return [Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units) for ci in cis]
+
+
+def _matrix_text(matrix: list[list[int]]) -> str:
+    return " / ".join(" ".join(str(c) for c in row) for row in matrix)
+
+
+def agreement_cells(pairs: Sequence[tuple[str | None, str | None]], scale: Sequence[str],
+                    ctx: ReportContext) -> list[Any]:
+    """items, judge errors, confusion, exact, within-one, κ, κ_lin, κ_quad for label pairs
+    (a None label is a judge error: counted, left out)."""
+    known = [(a, b) for a, b in pairs if a is not None and b is not None]
+    matrix = stats.confusion_matrix(known, list(scale))
+    agree = stats.agreement(matrix)
+    kappas = kappa_estimates(known, scale, ctx)
+    within = agree.within_one if len(scale) > 2 else None
+    return [len(known), len(pairs) - len(known), _matrix_text(matrix), agree.exact, within,
+            *kappas]
+
+
+def _groups(rows: Sequence[tuple[str, str | None, Any]]
+            ) -> list[tuple[str, str, list[Any]]]:
+    """(kind, type, values) for each kind and, for trigger points, each type then all."""
+    by: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    for kind, typ, value in rows:
+        by[(kind, "all")].append(value)
+        if kind == "trigger" and typ:
+            by[(kind, str(typ))].append(value)
+    order = []
+    for kind in [*KINDS, *sorted({k for k, _ in by} - set(KINDS))]:
+        for typ in (*TRIGGER_TYPES, "all") if kind == "trigger" else ("all",):
+            if (kind, typ) in by:
+                order.append((kind, typ, by[(kind, typ)]))
+    return order
+
+
+# --------------------------------------------------------------------------- judge vs judge
+
+
+def judge_pairs(ctx: ReportContext, lineage: dict[str, Lineage]) -> list[tuple[str, str]]:
+    """Pairs of runs that judged the same dialogues: selected runs sharing a source, and each
+    selected rejudge with the run it re-judged."""
+    selected = [r for r in ctx.runs if r in lineage]
+    out: list[tuple[str, str]] = []
+    for i, a in enumerate(selected):
+        for b in selected[i + 1:]:
+            if lineage[a].source_run == lineage[b].source_run:
+                out.append((a, b))
+    for b in selected:
+        origin = lineage[b].rejudge_of
+        if origin and origin in lineage and origin not in selected:
+            out.append((origin, b))
+    return out
+
+
+def _name(run: str, lineage: dict[str, Lineage]) -> str:
+    return f"{lineage[run].judge} ({run})"
+
+
+def _against_judges(ctx: ReportContext, res: ReportResult,
+                    lineage: dict[str, Lineage]) -> None:
+    pairs = judge_pairs(ctx, lineage)
+    if not pairs:
+        res.notes.append("None of these runs judged the same dialogues: select a run and its "
+                         "re-judging (`bench rejudge RUN --judge …`), or a re-judged run alone.")
+        return
+    for a, b in pairs:
+        rows = ctx.con.execute("SELECT kind, type, label_a, label_b FROM judge_pairs "
+                               "WHERE run_a = ? AND run_b = ?", [a, b]).fetchall()
+        t = Table(f"{_name(a, lineage)} vs {_name(b, lineage)} on the dialogues of "
+                  f"{lineage[a].source_run}", [*_columns(a),
+                                               Column("alpha", "α ordinal", "float")],
+                  notes=[_ci_note(ctx), "α: Krippendorff's α (ordinal) between the two "
+                         "judges. intent_completion and intent_clarification: the per-turn "
+                         "checks of the intent-check audit, over the intents the original run "
+                         "still had open."])
+        for kind, typ, values in _groups([(r[0], r[1], (r[2], r[3])) for r in rows]):
+            scale = scale_of(kind)
+            cells = agreement_cells(values, scale, ctx)
+            alpha = stats.krippendorff_alpha([[x, y] for x, y in values], "ordinal",
+                                             categories=list(scale))
+            t.rows.append([kind, typ, *cells, alpha])
+        if not t.rows:
+            t.notes.append("No judged items in common.")
+        res.tables.append(t)
+
+
+def _ci_note(ctx: ReportContext) -> str:
+    return (f"[ ] = {ctx.level:.0%} bootstrap CI over items ({ctx.resamples} resamples, seed "
+            f"{ctx.seed}); confusion rows are the first rater's labels, worst first "
+            "(FAIL PARTIAL PASS or NO YES), columns the second's.")
+
+
+# --------------------------------------------------------------------------- rank stability
+
+
+_FIGURES = (("comp", "COMP"), ("f1", "triple F1"), ("score", "verified score"),
+            ("passed", "verified pass rate"))
+
+
+def _figures(ctx: ReportContext, runs: list[str]) -> dict[str, dict[str, float]]:
+    """run → figure → value: session means of the re-judged figures and trigger weighted
+    scores pooled over triggers (overall and per type)."""
+    if not runs:
+        return {}
+    marks = ", ".join("?" * len(runs))
+    out: dict[str, dict[str, float]] = defaultdict(dict)
+    rows = ctx.con.execute(
+        f"SELECT run_id, avg(comp), avg(f1), avg(score), avg(passed::INTEGER) FROM sessions "
+        f"WHERE run_id IN ({marks}) AND status = 'finished' AND ablation IS NULL "
+        "GROUP BY run_id", runs).fetchall()
+    for run, *values in rows:
+        for (_, name), v in zip(_FIGURES, values, strict=True):
+            if v is not None:
+                out[str(run)][name] = float(v)
+    rows = ctx.con.execute(
+        f"SELECT run_id, type, avg(score) FROM trigger_results WHERE run_id IN ({marks}) "
+        "AND label IS NOT NULL GROUP BY GROUPING SETS ((run_id, type), (run_id))",
+        runs).fetchall()
+    for run, typ, v in rows:
+        if v is not None:
+            out[str(run)][f"trigger score ({typ or 'all'})"] = float(v)
+    return out
+
+
+def _rank_stability(ctx: ReportContext, res: ReportResult,
+                    lineage: dict[str, Lineage]) -> None:
+    groups: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    for b in ctx.runs:
+        origin = lineage[b].rejudge_of if b in lineage else None
+        if origin and origin in lineage:
+            groups[(lineage[origin].judge, lineage[b].judge)].append((origin, b))
+    t = Table("Rank stability: agents ranked under each judge", [
+        Column("judges", "judge → new judge"), Column("figure", "figure"),
+        Column("agents", "agents", "int"), Column("rho", "Spearman ρ", "float"),
+        Column("before", "ranking, original judge"), Column("after", "ranking, new judge")],
+        notes=["ρ = 1: the new judge ranks the agents exactly as the original did. Figures are "
+               "means over sessions (COMP, F1, verified score and pass rate) or pooled over "
+               "judged triggers (trigger scores); PROC is not re-judged."])
+    runs = sorted({r for pairs in groups.values() for p in pairs for r in p})
+    figures = _figures(ctx, runs)
+    for (ja, jb), pairs in groups.items():
+        agents = Counter(lineage[a].agent for a, _ in pairs)
+        names = {a: lineage[a].agent if agents[lineage[a].agent] == 1 else
+                 f"{lineage[a].agent} ({a})" for a, _ in pairs}
+        keys = sorted({k for a, b in pairs for k in figures.get(a, {})
+                       if k in figures.get(b, {})}, key=_figure_order)
+        for key in keys:
+            both = [(names[a], figures[a][key], figures[b][key]) for a, b in pairs
+                    if key in figures.get(a, {}) and key in figures.get(b, {})]
+            if len(both) < 2:
+                continue
+            rho = stats.rank_stability({n: x for n, x, _ in both}, {n: y for n, _, y in both})
+            t.rows.append([f"{ja} → {jb}", key, len(both), rho,
+                           _ranking([(n, x) for n, x, _ in both]),
+                           _ranking([(n, y) for n, _, y in both])])
+    if not t.rows:
+        t.notes.append("Needs the re-judged runs of at least two agents by the same judge "
+                       "(`bench rejudge` each agent's run, then select the rejudges).")
+    res.tables.append(t)
+
+
+def _figure_order(key: str) -> tuple[int, str]:
+    names = [n for _, n in _FIGURES]
+    if key in names:
+        return names.index(key), key
+    return len(names), key
+
+
+def _ranking(scores: list[tuple[str, float]]) -> str:
+    ordered = sorted(scores, key=lambda x: (-x[1], x[0]))
+    return " > ".join(f"{n} {100 * v:.1f}" for n, v in ordered)
+
+
+# --------------------------------------------------------------------------- judge vs humans
+
+
+def _against_humans(ctx: ReportContext, res: ReportResult,
+                    lineage: dict[str, Lineage]) -> None:
+    res.notes.append("Human consensus: the median of the raters' labels; an even number of "
+                     "raters whose middle labels differ gives the lower (worse) one, counted "
+                     f"under ties. Items need at least {ctx.min_raters} rating(s).")
+    any_rows = False
+    for run in ctx.runs:
+        if run not in lineage:
+            continue
+        source = lineage[run].source_run
+        pairs = ctx.con.execute(
+            "SELECT kind, type, session_id, repeat, item_id, raters, tie, human_label, "
+            "judge_label FROM human_pairs WHERE run_id = ? AND raters >= ?",
+            [run, ctx.min_raters]).fetchall()
+        if not pairs:
+            continue
+        any_rows = True
+        ratings: dict[tuple[str, str, int, str], list[tuple[str, str]]] = defaultdict(list)
+        for kind, sid, repeat, item, rater, label in ctx.con.execute(
+                "SELECT kind, session_id, repeat, item_id, rater, label FROM human_ratings "
+                "WHERE run_id = ?", [source]).fetchall():
+            ratings[(str(kind), str(sid), int(repeat), str(item))].append((str(rater),
+                                                                         str(label)))
+        judge = lineage[run].judge
+        t = Table(f"Human consensus vs {_name(run, lineage)}", [
+            *_columns("humans"), Column("ratings", "ratings", "int"),
+            Column("ties", "ties", "int"), Column("alpha_humans", "α humans", "float"),
+            Column("alpha_all", "α humans + judge", "float")],
+            notes=[_ci_note(ctx), "α: Krippendorff's α (ordinal) over the rated items: among "
+                   "the human raters, and with the judge as one more rater."])
+        rows = [(r[0], r[1], r) for r in pairs]
+        for kind, typ, group in _groups(rows):
+            scale = scale_of(kind)
+            cells = agreement_cells([(g[7], g[8]) for g in group], scale, ctx)
+            units = [[lab for _, lab in ratings[(kind, g[2], int(g[3]), g[4])]]
+                     for g in group]
+            with_judge = [[*u, g[8]] for u, g in zip(units, group, strict=True)
+                          if g[8] is not None]
+            alpha_h = stats.krippendorff_alpha(units, "ordinal", categories=list(scale))
+            alpha_j = stats.krippendorff_alpha(with_judge, "ordinal", categories=list(scale))
+            t.rows.append([kind, typ, *cells, sum(len(u) for u in units),
+                           sum(1 for g in group if g[6]), alpha_h, alpha_j])
+        res.tables.append(t)
+        res.tables.append(_raters(ctx, pairs, ratings, judge, run, lineage))
+    if not any_rows:
+        res.notes.append("No rated items for these runs: import ratings with `bench ratings "
+                         "import FILE --run RUN_ID`.")
+
+
+def _raters(ctx: ReportContext, pairs: Sequence[tuple[Any, ...]],
+            ratings: dict[tuple[str, str, int, str], list[tuple[str, str]]], judge: str,
+            run: str, lineage: dict[str, Lineage]) -> Table:
+    """Each rater against the judge, rating by rating (to spot a rater who disagrees with
+    everyone)."""
+    judged = {(str(p[0]), str(p[2]), int(p[3]), str(p[4])): p[8] for p in pairs}
+    per: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    for key, labels in ratings.items():
+        j = judged.get(key)
+        if j is None:
+            continue
+        for rater, label in labels:
+            per[(rater, key[0])].append((label, j))
+    t = Table(f"Each rater vs {_name(run, lineage)}", [
+        Column("rater", "rater"), Column("kind", "kind"), Column("ratings", "ratings", "int"),
+        Column("exact", "exact", "pct"), Column("kappa_quadratic", "κ quadratic", "float")],
+        notes=["Per rating, not per consensus; no CI."])
+    for (rater, kind), labs in sorted(per.items()):
+        matrix = stats.confusion_matrix(labs, list(scale_of(kind)))
+        t.rows.append([rater, kind, len(labs), stats.agreement(matrix).exact,
+                       stats.cohen_kappa(matrix, "quadratic")])
+    return t
+
+
+AGREEMENT = BuiltinReport(
+    "agreement", "Judge agreement", "judge vs judge (a run and its rejudge) or vs human "
+    "consensus (--humans): κ, α, confusion, rank stability", agreement_report)
+
+__all__ = ["AGREEMENT", "Lineage", "agreement_cells", "agreement_report", "judge_pairs",
+           "kappa_estimates", "scale_of"]

@@ -1,0 +1,558 @@
+"""`bench rejudge`: re-decide what the judge decided in a finished run, from the store alone.
+
+No agent, user simulator or planner is ever called: the dialogue is fixed. For every finished
+session of the source run the new judge re-decides, with the material the original judge had:
+
+- checklist rubric items: the trajectory from `messages` and `tool_calls`, final workspace
+  files and service rows from `snapshots`, the item's evidence selection from the plan; rule
+  and python items keep their stored results (they read the same final state);
+- trigger points: the stored response and rubric, and the history up to the trigger's user
+  message (live dialogues: the stored messages; offline replays: the fixed dialogue, each
+  regenerated answer replaced by the reference answer it stood in for); the quote check
+  applies as in `bench run`;
+- knowledge-graph coverage: the stored predicted triples against the plan's ground truth
+  (`graph_grader` as in `bench run`: `auto` matches when the judge is `rules`);
+- the derived scores: COMP, verified-outcome soft score and pass (with the caps that fired, as
+  stored in `sessions.extra.verify`), trigger pass rate and weighted score, triple P/R/F1.
+
+Intent statuses are not re-decided. They are interactive: after each judge decision the
+simulated user answered, volunteered or moved on, so a different judge would have produced a
+different dialogue. The new run leaves PROC, `proc_group` and the status counts NULL and stores
+no `intent_status` rows. Instead the new judge answers, for every turn of the fixed transcript,
+the completion check and the clarification check over the intents the *original* run still had
+open then, and `intent_checks` keeps each decision next to the original one: an audit of the
+original decisions (how often the new judge would have decided otherwise), not a new PROC. The
+evidence of a turn is rebuilt from the stored turn: its reply, tool calls and `ask_user`
+questions; the files it read or wrote as the tool calls show them (`write_file` content,
+`read_file` results; an edited file as it was at the end of the session).
+
+The result is a new run in the same store (default id `<run>+rejudge-<judge>`): `runs.config`
+records `rejudge_of` (the run given), `source_run` (whose transcripts these are; rejudging a
+rejudge goes back to the original) and `judge`. The agent-side rows (`turns`, `messages`,
+`tool_calls`, `stage_events`, `snapshots`, the agent/simulator/planner `llm_calls`) are copied,
+so every report works on it unchanged; sessions that did not finish in the source run are copied
+as they are. Running the same rejudge again continues it: sessions already re-judged are kept
+(a different judge or source under the same id is refused). Judge calls go through the same
+`LLMClient` as `bench run` (response cache, retries, per-model limits): identical prompts are
+served from the cache, so repeating a rejudge costs nothing. Judge errors are recorded (NULL
+scores, `judge_errors`), never scored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchpack.specs.plan import Plan, PlanSession
+
+from .env.workspace import snapshot_files
+from .graders import CapHit
+from .graders.graph import ParsedGraph, Triple
+from .judges.base import JudgeError, Templates
+from .judges.intent import Intent, TurnEvidence, intent_judge
+from .judges.rubric import rubric_judge
+from .judges.staged import graph_judge
+from .judges.trigger import trigger_judge
+from .planfile import load_plan
+from .protocols.staged_disclosure import grade_graph
+from .protocols.trigger_rubric import (
+    Scored,
+    judge_triggers,
+    live_history,
+    offline_history,
+    stored_dialogue,
+    trigger_metrics,
+    trigger_spec,
+)
+from .roles import Roles
+from .runner import ClientOptions, Progress, RunSummary, make_llm_client, summarise
+from .session import (
+    METRIC_COLUMNS,
+    ChecklistOutcome,
+    ItemResult,
+    checklist_outcome,
+    judge_rubric_items,
+    judged_by_rubric,
+    llm_call_values,
+    render_transcript,
+    rubric_item,
+)
+from .store import SESSION_TABLES, SessionRows, Store
+from .types import LLMCallRecord, Message, ToolRecord
+
+AGENT_SIDE = ("turns", "messages", "tool_calls", "stage_events")
+"""Per-session tables copied unchanged: what the agent and the simulated user did."""
+INTENT_COLUMNS = ("intents", "completed", "inferred", "provided", "unresolved", "proc",
+                  "proc_group")
+"""`sessions` columns a rejudge leaves NULL: intent statuses are not re-decided."""
+JUDGE_EXTRA = ("judge_errors", "trigger_labels", "triggers_judged", "verify", "graph_grader",
+               "covered", "valid_predicted", "graph_judge_errors", "precision_lower_bound")
+"""`sessions.extra` keys the original judge wrote; the rejudge writes its own."""
+_CHECK_ERROR = re.compile(r"^turn (\d+): (completion|clarification)_check:")
+
+
+@dataclass(kw_only=True)
+class RejudgeOptions(ClientOptions):
+    run_id: str
+    """The finished run whose sessions are re-judged."""
+    judge: str
+    """The new judge: `rules`, `scripted:<file>` or `litellm:<model>`."""
+    new_run_id: str | None = None
+    """The new run's id (`--as`); default `<run_id>+rejudge-<judge>`."""
+    plan: str | Path | None = None
+    """The compiled plan; default: the `plan_path` the run recorded."""
+    db: str | Path = "bench.duckdb"
+    graph_grader: str = "auto"
+    max_concurrency: int = 4
+    """Sessions judged at once (requests per model are limited by the client)."""
+    progress: bool = True
+
+
+@dataclass
+class RejudgeSummary(RunSummary):
+    rejudge_of: str = ""
+    source_run: str = ""
+    judge: str = ""
+    judge_calls: int = 0
+    """Judge calls recorded in the new run (cache hits included)."""
+    judge_cache_hits: int = 0
+
+
+@dataclass
+class _Site:
+    """A finished session as judge factories see it (`roles.JudgeSite`)."""
+
+    roles: Roles
+    session: PlanSession
+    repeat: int
+    recorder: Callable[[LLMCallRecord], None]
+
+
+@dataclass
+class _Rejudge:
+    options: RejudgeOptions
+    plan: Plan
+    store: Store
+    roles: Roles
+    source: str
+    """The run whose transcripts are read (the original, even when rejudging a rejudge)."""
+    new_id: str
+
+
+def default_run_id(run_id: str, judge: str) -> str:
+    scheme, _, rest = judge.partition(":")
+    name = Path(rest).stem if scheme == "scripted" else (rest or scheme)
+    return f"{run_id}+rejudge-" + (re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "judge")
+
+
+def rejudge(options: RejudgeOptions) -> RejudgeSummary:
+    """Synchronous entry point (the CLI's)."""
+    return asyncio.run(rejudge_async(options))
+
+
+async def rejudge_async(options: RejudgeOptions) -> RejudgeSummary:
+    if not Path(options.db).exists():
+        raise ValueError(f"{options.db}: no such store")
+    import duckdb
+
+    started = time.time()
+    try:
+        store = Store(options.db)
+    except duckdb.IOException as exc:  # DuckDB has one writer: another command holds the file
+        raise ValueError(f"{options.db}: cannot open for writing ({exc}); is a `bench run` "
+                         "writing it?") from None
+    try:
+        return await _rejudge(options, store, started)
+    finally:
+        store.close()
+
+
+def _config(row: dict[str, Any]) -> dict[str, Any]:
+    config = row.get("config") or {}
+    return dict(json.loads(config) if isinstance(config, str) else config)
+
+
+async def _rejudge(options: RejudgeOptions, store: Store, started: float) -> RejudgeSummary:
+    given = store.run_exists(options.run_id)
+    if given is None:
+        raise ValueError(f"no run `{options.run_id}` in {options.db}")
+    source = str(_config(given).get("source_run") or options.run_id)
+    if store.run_exists(source) is None:
+        raise ValueError(f"run `{options.run_id}` re-judges `{source}`, which is no longer in "
+                         f"{options.db}")
+    new_id = options.new_run_id or default_run_id(options.run_id, options.judge)
+    if new_id in (options.run_id, source):
+        raise ValueError(f"--as `{new_id}` would overwrite the run being re-judged")
+    existing = store.run_exists(new_id)
+    if existing is not None:
+        cfg = _config(existing)
+        if cfg.get("rejudge_of") != options.run_id or existing.get("judge") != options.judge:
+            raise ValueError(f"run `{new_id}` already exists and is not a re-judging of "
+                             f"`{options.run_id}` by `{options.judge}`; choose another --as")
+    plan_path = options.plan or given["plan_path"]
+    plan = load_plan(plan_path)
+    rows = store.session_rows(source)
+    for r in rows:
+        extra = r.get("extra")
+        r["extra"] = json.loads(extra) if isinstance(extra, str) else extra
+    changed = [f"{r['session_id']}" for r in rows if r["status"] == "finished" and (
+        r["session_id"] not in plan.sessions
+        or plan.sessions[r["session_id"]].fingerprint != r["fingerprint"])]
+    if changed:
+        raise ValueError(f"the plan {plan_path} is not the one run `{source}` ran: "
+                         f"{len(changed)} session(s) are missing or changed, e.g. "
+                         f"{', '.join(sorted(set(changed))[:3])}; pass --plan with its plan")
+    if options.graph_grader not in ("auto", "llm", "match"):
+        raise ValueError(f"unknown graph grader `{options.graph_grader}` (auto, llm or match)")
+    clients: list[Any] = []
+
+    def llm() -> Any:
+        if not clients:
+            clients.append(make_llm_client(options))
+        return clients[0]
+
+    roles = Roles.resolve({"judge": options.judge}, {}, Templates(plan.prompts), llm,
+                          plan.defaults.seed)
+    if options.graph_grader == "llm" and roles.mode("judge") == "rules":
+        raise ValueError("--graph-grader llm needs a judge: pass --judge litellm:<model> or "
+                         "--judge scripted:<file>")
+    config = {**_config(given), "run_id": new_id, "judge": options.judge,
+              "rejudge_of": options.run_id, "source_run": source,
+              "rejudge": {"plan": str(plan_path), "graph_grader": options.graph_grader,
+                          "max_concurrency": options.max_concurrency,
+                          "cache_dir": str(options.cache_dir) if options.cache_dir else None,
+                          "use_cache": options.use_cache, "api_base": options.api_base,
+                          "api_key_env": options.api_key_env}}
+    run_row = {**given, "run_id": new_id, "created_at": started, "updated_at": started,
+               "plan_path": str(plan_path), "judge": options.judge, "config": config,
+               "status": "running"}
+    if existing is not None:
+        run_row["created_at"] = existing["created_at"]
+    store.upsert_run(run_row)
+
+    ctx = _Rejudge(options, plan, store, roles, source, new_id)
+    finished = store.finished(new_id)
+    todo = [r for r in rows
+            if (r["session_id"], r["fingerprint"], int(r["repeat"])) not in finished]
+    progress = Progress(len(todo), options.progress, "bench rejudge")
+    stats = {"run": 0, "finished": 0, "errors": 0, "skipped": 0}
+    sem = asyncio.Semaphore(max(1, options.max_concurrency))
+    store.start()
+
+    async def one(row: dict[str, Any]) -> None:
+        async with sem:
+            out = await _session(ctx, row)
+        stats["run"] += 1
+        status = out.session["status"]
+        key = {"finished": "finished", "skipped": "skipped"}.get(status, "errors")
+        stats[key] += 1
+        store.submit(out)
+        progress.advance(str(row["name"]), error=status != "finished")
+
+    try:
+        await asyncio.gather(*(one(r) for r in todo))
+        store.flush()
+    finally:
+        progress.stop()
+    done = store.session_rows(new_id)
+    ok = all(r["status"] == "finished" for r in done)
+    run_row["updated_at"] = time.time()
+    run_row["status"] = "finished" if ok and given["status"] == "finished" else "partial"
+    store.upsert_run(run_row)
+    summary = summarise(store, new_id, len(rows), stats, len(rows) - len(todo),
+                        time.time() - started, int(given.get("repeats") or 1))
+    calls = store.con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE cache_hit) FROM llm_calls WHERE run_id = ? "
+        "AND role = 'judge'", [new_id]).fetchone()
+    return RejudgeSummary(**summary.__dict__, rejudge_of=options.run_id, source_run=source,
+                          judge=options.judge, judge_calls=int(calls[0]),
+                          judge_cache_hits=int(calls[1]))
+
+
+# --------------------------------------------------------------------------- one session
+
+
+async def _session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
+    sid, repeat = str(row["session_id"]), int(row["repeat"])
+    if row["status"] != "finished":
+        return _copy(ctx, row)
+    try:
+        return await _judge_session(ctx, row)
+    except Exception as exc:  # a bug or a broken judge script: this session errors, others go on
+        sess = {**row, "run_id": ctx.new_id, "status": "error",
+                "error": f"rejudge failed: {type(exc).__name__}: {exc}"}
+        return SessionRows(ctx.new_id, sid, repeat, sess)
+
+
+def _copy(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
+    """A session that did not finish in the source run, as it is."""
+    sid, repeat = str(row["session_id"]), int(row["repeat"])
+    prefix = (ctx.new_id, sid, repeat)
+    tables = {t: [(*prefix, *r) for r in ctx.store.session_table(t, ctx.source, sid, repeat)]
+              for t in SESSION_TABLES}
+    return SessionRows(ctx.new_id, sid, repeat, {**row, "run_id": ctx.new_id}, tables)
+
+
+async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
+    store, source = ctx.store, ctx.source
+    sid, repeat = str(row["session_id"]), int(row["repeat"])
+    s = ctx.plan.sessions[sid]
+    calls: list[LLMCallRecord] = []
+    site = _Site(ctx.roles, s, repeat, calls.append)
+    stored = {t: store.session_table(t, source, sid, repeat) for t in SESSION_TABLES}
+    extra = dict(row.get("extra") or {})
+    messages = [Message(role, content or "", int(turn), tool_call_id=call_id, name=name)
+                for turn, role, content, _, call_id, name in store.transcript(source, sid, repeat)]
+    records = [_tool_record(r) for r in stored["tool_calls"]]
+    snap = store.snapshot(source, str(row["episode"]), repeat, sid) or {}
+    files = snapshot_files(dict(snap.get("files") or {}))
+    state: dict[str, dict[str, list[dict[str, Any]]]] = dict(snap.get("services") or {})
+    end = _dialogue_end(row, extra, stored["turns"])
+    in_task = [r for r in records if end is None or r.turn <= end]
+
+    metrics: dict[str, Any] = {}
+    tables: dict[str, list[tuple[Any, ...]]] = {}
+    errors: list[str] = []
+    judged = await asyncio.gather(
+        _checklist(site, stored["checklist_results"], messages, records, in_task, files, state,
+                   extra),
+        _triggers(ctx, site, row, stored["triggers"], messages),
+        _graph(ctx, site, row, stored["triples"], extra),
+        _intent_checks(site, stored, records, files, extra))
+    outcome, (trigger_rows, trigger_errors, labels), graph, (checks, audit) = judged
+    for key in JUDGE_EXTRA:
+        extra.pop(key, None)
+    tables["checklist_results"] = outcome.rows
+    metrics.update(comp=outcome.comp, score=outcome.score, passed=outcome.passed)
+    errors += [f"checklist item {r[0]}: {r[7]}" for r in outcome.rows
+               if r[7] and r[2] == "rubric"]
+    if outcome.verify is not None:
+        extra["verify"] = outcome.verify
+    if trigger_rows is not None:
+        tables["triggers"] = trigger_rows
+        metrics.update(trigger_metrics(trigger_rows, str(row.get("trigger_mode") or "")))
+        extra["trigger_labels"] = labels
+        errors += trigger_errors
+    if graph is not None:
+        graph_metrics, graph_extra, graph_tables, graph_errors = graph
+        metrics.update(graph_metrics)
+        extra.update(graph_extra)
+        tables.update(graph_tables)
+        if graph_errors:
+            errors.append(f"graph: {graph_errors} ground-truth triple(s) not judged")
+    failed_checks = sorted({(int(r[0]), str(r[2]), str(r[5])) for r in checks if r[5]})
+    if s.protocol == "intent_tracking":
+        metrics.update({k: None for k in INTENT_COLUMNS})
+        tables["intent_checks"] = checks
+        extra["intent_audit"] = audit
+        errors += [f"turn {t}: {kind}_check: {e}" for t, kind, e in failed_checks]
+    judge_errors = (outcome.judge_errors + len(trigger_errors)
+                    + (graph[3] if graph is not None else 0) + len(failed_checks))
+
+    prefix = (ctx.new_id, sid, repeat)
+    kept = [r for r in stored["llm_calls"] if r[1] != "judge"]
+    start = max((int(r[0]) for r in stored["llm_calls"]), default=-1) + 1
+    out = {t: [(*prefix, *r) for r in stored[t]] for t in AGENT_SIDE}
+    out["llm_calls"] = ([(*prefix, *r) for r in kept]
+                        + [(*prefix, start + k, *llm_call_values(c)) for k, c in enumerate(calls)])
+    out.update({t: [(*prefix, *r) for r in rows] for t, rows in tables.items()})
+    extra["rejudge"] = {"of": ctx.options.run_id, "source_run": source,
+                        "judge": ctx.options.judge}
+    if errors:
+        extra["judge_errors"] = errors
+    extra.update({k: v for k, v in metrics.items() if k not in METRIC_COLUMNS
+                  and k not in ("comp", "score", "passed")})
+    sess = {**row, **{k: v for k, v in metrics.items() if k in METRIC_COLUMNS
+                      or k in ("comp", "score", "passed")},
+            "run_id": ctx.new_id, "judge_errors": judge_errors,
+            "prompt_tokens": sum(int(r[5] or 0) for r in kept)
+            + sum(c.prompt_tokens for c in calls),
+            "completion_tokens": sum(int(r[6] or 0) for r in kept)
+            + sum(c.completion_tokens for c in calls),
+            "cost": sum(float(r[7] or 0.0) for r in kept) + sum(c.cost or 0.0 for c in calls),
+            "extra": extra}
+    return SessionRows(ctx.new_id, sid, repeat, sess, out,
+                       snapshot=(str(row["episode"]), snap) if snap else None)
+
+
+def _tool_record(r: Sequence[Any]) -> ToolRecord:
+    """A stored `tool_calls` row (without its prefix) as the graders' `ToolRecord`."""
+    _seq, turn, step, call_id, name, effect, call, result, error, started, duration = r[:11]
+    return ToolRecord(call_id=call_id or "", tool_name=name,
+                      call=json.loads(call) if isinstance(call, str) else (call or {}),
+                      result=json.loads(result) if isinstance(result, str) else result,
+                      error=error, started_at=float(started or 0.0),
+                      duration=float(duration or 0.0), turn=int(turn), step=int(step or 0),
+                      effect="write" if effect == "write" else "read")
+
+
+def _dialogue_end(row: dict[str, Any], extra: dict[str, Any],
+                  turns: list[tuple[Any, ...]]) -> int | None:
+    """The last turn of the task (`SessionContext.dialogue_end`): recorded in `extra` since
+    this version; before, only staged disclosure set it, one turn before its graph turn."""
+    if extra.get("dialogue_end") is not None:
+        return int(extra["dialogue_end"])
+    if row["protocol"] == "staged_disclosure" and row.get("kg_status") is not None and turns:
+        return max(int(t[0]) for t in turns) - 1
+    return None
+
+
+# --------------------------------------------------------------------------- the judges
+
+
+async def _checklist(site: _Site, stored: list[tuple[Any, ...]], messages: list[Message],
+                     records: list[ToolRecord], in_task: list[ToolRecord],
+                     files: dict[str, str], state: dict[str, dict[str, list[dict[str, Any]]]],
+                     extra: dict[str, Any]) -> ChecklistOutcome:
+    s = site.session
+    kept = {str(r[0]): r for r in stored}
+    results: dict[str, ItemResult] = {}
+    items = []
+    for item in s.checklist:
+        if judged_by_rubric(item):
+            items.append(rubric_item(item, in_task, files, state))
+        elif item.id in kept:  # rule and python results stand: the final state is the same
+            r = kept[item.id]
+            results[item.id] = (r[3], str(r[6] or ""), r[7])
+    if items:
+        results.update(await judge_rubric_items(rubric_judge(site), items,
+                                                render_transcript(messages, records), s))
+    caps = [CapHit(str(c.get("id") or ""), float(c["cap"]), str(c.get("reason") or ""),
+                   str(c.get("detail") or ""))
+            for c in (extra.get("verify") or {}).get("caps") or []]
+    return checklist_outcome(s, results, caps)
+
+
+async def _triggers(ctx: _Rejudge, site: _Site, row: dict[str, Any],
+                    stored: list[tuple[Any, ...]], messages: list[Message]
+                    ) -> tuple[list[tuple[Any, ...]] | None, list[str], dict[str, Any]]:
+    if not stored:
+        return None, [], {}
+    mode = str(row.get("trigger_mode") or stored[0][3])
+    fixed = {f.turn: f for f in stored_dialogue(ctx.store, ctx.source, row)[0]} \
+        if mode == "offline" else {}
+    scored = []
+    for r in stored:
+        t = trigger_spec(r)
+        if r[10] == "SKIPPED" or r[9] is None:
+            scored.append(Scored(t, skipped=str(r[12] or "not scored")))
+        elif mode == "offline":
+            history = [{"role": m.role, "content": m.content}
+                       for m in offline_history([fixed[k] for k in sorted(fixed)], t.turn)]
+            scored.append(Scored(t, [*history, {"role": "user", "content": fixed[t.turn].user}],
+                                 str(r[9])))
+        else:
+            scored.append(Scored(t, live_history(messages, t.turn), str(r[9])))
+    rows, errors, labels = await judge_triggers(trigger_judge(site), scored, mode)
+    return rows, errors, labels
+
+
+async def _graph(ctx: _Rejudge, site: _Site, row: dict[str, Any], stored: list[tuple[Any, ...]],
+                 extra: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any],
+                                                 dict[str, list[tuple[Any, ...]]], int] | None:
+    graph = site.session.graph
+    if graph is None or row.get("kg_status") is None:
+        return None
+    pred = [Triple(r[2], r[3], r[4]) for r in sorted((r for r in stored if r[0] == "predicted"),
+                                                     key=lambda r: int(r[1]))]
+    parsed = ParsedGraph(pred, row["kg_status"], extra.get("kg_note"),
+                         int(extra.get("kg_duplicates_merged") or 0))
+    metrics: dict[str, Any] = {}
+    graph_extra: dict[str, Any] = {}
+    tables: dict[str, list[tuple[Any, ...]]] = {}
+    errors = await grade_graph(graph, graph_judge(site, ctx.options.graph_grader), parsed,
+                               metrics, graph_extra, tables)
+    return metrics, graph_extra, tables, errors
+
+
+async def _intent_checks(site: _Site, stored: dict[str, list[tuple[Any, ...]]],
+                         records: list[ToolRecord], files: dict[str, str],
+                         extra: dict[str, Any]
+                         ) -> tuple[list[tuple[Any, ...]], dict[str, int]]:
+    """The audit of an intent-tracking session's per-turn decisions (module docstring):
+    `intent_checks` rows `(turn, intent_id, kind, original, decision, judge_error)`."""
+    s = site.session
+    if s.protocol != "intent_tracking":
+        return [], {}
+    decided = {str(r[0]): (str(r[3]), None if r[4] is None else int(r[4]))
+               for r in stored["intent_status"] if r[6] is None}
+    intents = [Intent(i.id, i.text, i.reveal) for i in s.hidden_intents]
+    failed = {(int(m.group(1)), m.group(2)) for e in extra.get("judge_errors") or []
+              if (m := _CHECK_ERROR.match(str(e)))}
+    judge = intent_judge(site)
+    jobs = []
+    for turn, _user, reply, *_ in sorted(stored["turns"], key=lambda t: int(t[0])):
+        turn = int(turn)
+        open_ = [i for i in intents if _open_at(decided.get(i.id), turn)]
+        if not open_:
+            break  # every intent was terminal: the original checked nothing from here on
+        mine = [r for r in records if r.turn == turn]
+        ev = TurnEvidence(turn=turn, text=str(reply or ""),
+                          tool_calls=[{"tool_name": r.tool_name, "call": r.call,
+                                       "error": r.error} for r in mine],
+                          files=_turn_files(mine, files),
+                          questions=[str(r.call.get("question", "")) for r in mine
+                                     if r.tool_name == "ask_user"])
+        jobs.append(_check(judge.completed, ev, open_, "completion", "completed", decided,
+                           (turn, "completion") in failed))
+        asked = [i for i in open_ if decided.get(i.id) != ("completed", turn)]
+        if asked:
+            jobs.append(_check(judge.targeted, ev, asked, "clarification", "inferred", decided,
+                               (turn, "clarification") in failed))
+    rows = [r for batch in await asyncio.gather(*jobs) for r in batch]
+    compared = [r for r in rows if r[3] is not None and r[4] is not None]
+    audit = {"checks": len(rows), "agree": sum(1 for r in compared if r[3] == r[4]),
+             "disagree": sum(1 for r in compared if r[3] != r[4]),
+             "unknown": len(rows) - len(compared)}
+    return rows, audit
+
+
+def _open_at(decided: tuple[str, int | None] | None, turn: int) -> bool:
+    """Whether an intent was still open when the original judged `turn` (a status is given
+    at the turn it was decided; unresolved intents stay open)."""
+    return decided is None or decided[1] is None or decided[1] >= turn
+
+
+async def _check(ask: Callable[[TurnEvidence, list[Intent]], Any], ev: TurnEvidence,
+                 open_: list[Intent], kind: str, status: str,
+                 decided: dict[str, tuple[str, int | None]], failed: bool
+                 ) -> list[tuple[Any, ...]]:
+    error = None
+    try:
+        yes: set[str] | None = set(await ask(ev, open_))
+    except JudgeError as exc:
+        yes, error = None, exc.message
+    return [(ev.turn, i.id, kind,
+             None if failed else decided.get(i.id) == (status, ev.turn),
+             None if yes is None else i.id in yes, error) for i in open_]
+
+
+_FILE_TOOLS = ("read_file", "write_file", "edit_file")
+
+
+def _turn_files(records: list[ToolRecord], final: dict[str, str]) -> dict[str, str]:
+    """The files a turn read or wrote, as its tool calls show them (module docstring)."""
+    out: dict[str, str] = {}
+    for r in records:
+        path = r.call.get("path")
+        if r.error or r.tool_name not in _FILE_TOOLS or not isinstance(path, str):
+            continue
+        content: Any = None
+        if r.tool_name == "write_file":
+            content = r.call.get("content")
+        elif r.tool_name == "read_file" and isinstance(r.result, dict):
+            content = r.result.get("content")
+        if not isinstance(content, str):
+            content = final.get(path)
+        if isinstance(content, str):
+            out[path] = content
+    return out
+
+
+__all__ = ["RejudgeOptions", "RejudgeSummary", "default_run_id", "rejudge", "rejudge_async"]
