@@ -14,7 +14,7 @@ from typing import Any
 from .build import Builder, CompileOptions
 from .diagnostics import Diagnostic, Diagnostics
 from .graph import render_dot, render_mermaid, render_text
-from .loader import GLOB_CHARS, LoadedPack, load_pack, locate_all
+from .loader import GLOB_CHARS, LoadedPack, load_pack, locate_all, pack_relative
 from .plan import assemble, sha256, write_plan
 from .validate import validate_file
 
@@ -57,10 +57,8 @@ class CompileResult:
 
 def _content_hash(loaded: LoadedPack, options: CompileOptions) -> str:
     h = hashlib.sha256()
-    entries = [(str(f.path.relative_to(loaded.root)) if f.path.is_relative_to(loaded.root)
-                else str(f.path), f.sha256) for f in loaded.files]
-    entries += [(str(p.relative_to(loaded.root)) if p.is_relative_to(loaded.root) else str(p),
-                 sha256(b)) for p, b in loaded.data_files.items()]
+    entries = [(pack_relative(f.path, loaded.root), f.sha256) for f in loaded.files]
+    entries += [(pack_relative(p, loaded.root), sha256(b)) for p, b in loaded.data_files.items()]
     for name, digest in sorted(entries):
         h.update(name.encode() + b"\0" + digest.encode() + b"\n")
     return h.hexdigest()

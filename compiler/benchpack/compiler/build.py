@@ -27,7 +27,15 @@ from benchpack.specs import pack as P
 
 from .diagnostics import Diagnostics, PathPart, did_you_mean
 from .graph import build_dag, dependency_groups, find_cycles, stable_order
-from .loader import LoadedPack, SourceFile, inside
+from .loader import (
+    MAX_DATA_BYTES,
+    LoadedPack,
+    SourceFile,
+    inside,
+    near_file_hint,
+    pack_relative,
+    path_problem,
+)
 from .render import RenderError, check_syntax, render
 
 Loc = tuple[SourceFile, tuple[PathPart, ...]]
@@ -112,6 +120,7 @@ class Builder:
         self.plan_streams: dict[str, dict[str, Any]] = {}
         self.plan_corpora: dict[str, dict[str, Any]] = {}
         self.read_tools: set[str] = set()
+        self._pack_paths: dict[str, str] = {}
 
     # ------------------------------------------------------------------ helpers
 
@@ -126,8 +135,19 @@ class Builder:
             return
         self.err(code, msg, loc, sub, hint)
 
+    def pack_path(self, src: SourceFile) -> str:
+        """A pack file's path relative to the pack root: what plans record, so that they do
+        not depend on where the pack was compiled from."""
+        if src.shown not in self._pack_paths:
+            self._pack_paths[src.shown] = pack_relative(src.path, self.loaded.root)
+        return self._pack_paths[src.shown]
+
     def read_data(self, rel: str, loc: Loc, sub: Sequence[PathPart]) -> bytes | None:
         src = loc[0]
+        problem = path_problem(rel)
+        if problem:
+            self.err("E104", problem, loc, sub)
+            return None
         path = (src.path.parent / rel)
         if not inside(self.loaded.root, path):
             self.err("E010", f"`{rel}` is outside the pack directory", loc, sub,
@@ -137,11 +157,17 @@ class Builder:
         if real in self.loaded.data_files:
             return self.loaded.data_files[real]
         try:
+            if real.is_dir():
+                self.err("E012", f"`{rel}` is a directory, not a file", loc, sub)
+                return None
+            size = real.stat().st_size
+            if size > MAX_DATA_BYTES:
+                self.err("E005", f"`{rel}` is {size / 2**20:.1f} MiB; the limit is "
+                         f"{MAX_DATA_BYTES // 2**20} MiB", loc, sub, "keep fixture data small")
+                return None
             data = real.read_bytes()
         except FileNotFoundError:
-            from .loader import _near_file_hint
-
-            self.err("E006", f"file `{rel}` not found", loc, sub, _near_file_hint(path))
+            self.err("E006", f"file `{rel}` not found", loc, sub, near_file_hint(path))
             return None
         except OSError as exc:
             self.err("E012", f"cannot read `{rel}`: {exc.strerror or exc}", loc, sub)
@@ -695,7 +721,7 @@ class Builder:
         carry = s.carry_over if s.carry_over is not None else ep.memory == "carry_over"
         d.data = {
             "id": d.sid, "name": s.id, "episode": d.episode, "index": d.index,
-            "title": s.title, "description": s.description, "source_file": d.src.shown,
+            "title": s.title, "description": s.description, "source_file": self.pack_path(d.src),
             "metadata": meta, "protocol": s.protocol, "persona": ep.persona,
             "environment": env["id"], "style": style, "trigger": trigger, "request": request,
             "depends_on": list(dict.fromkeys(d.deps)), "prior_sessions": [],

@@ -129,6 +129,14 @@ def report_validation_error(exc: ValidationError, model: type[BaseModel], data: 
     raw: list[tuple[tuple[PathPart, ...], bool, dict[str, Any]]] = []
     for detail in exc.errors(include_url=False):
         err: dict[str, Any] = dict(detail)
+        if err["loc"] and err["loc"][-1] == "[key]":  # a mapping key of the wrong type
+            path, _ = data_path(data, err["loc"][:-2], err["type"])
+            key = err["input"]
+            full = (*prefix, *path, key if isinstance(key, str | int) else str(key))
+            text = "null" if key is None else str(key).lower() if isinstance(key, bool) else key
+            diags.error("E103", f"key `{text}` in {_field(path)} must be a string, found "
+                        f"{type_name(key)}", shown, full, "put the key in quotes", at_key=True)
+            continue
         path, branched = data_path(data, err["loc"], err["type"])
         raw.append((path, branched, err))
     # A union reports one error per branch. Keep the branch that matches the input's shape:

@@ -430,7 +430,8 @@ class WorkspaceFile(Spec):
     @classmethod
     def _relative(cls, v: str) -> str:
         parts = v.replace("\\", "/").split("/")
-        if v.startswith("/") or ".." in parts or v.strip() == "" or re.match(r"^[A-Za-z]:", v):
+        if (v.startswith("/") or ".." in parts or v.strip() == "" or re.match(r"^[A-Za-z]:", v)
+                or "\x00" in v):
             raise ValueError("workspace paths must be relative and stay inside the workspace")
         return v
 
