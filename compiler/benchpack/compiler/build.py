@@ -8,10 +8,8 @@ place the author wrote the offending value.
 from __future__ import annotations
 
 import base64
-import csv
 import fnmatch
 import hashlib
-import io
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -22,9 +20,11 @@ from typing import Any
 import jmespath
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from pydantic import ValidationError
 
 from benchpack.specs import pack as P
 
+from .datafiles import DataError, first_error, read_rows, read_triples
 from .diagnostics import Diagnostics, PathPart, did_you_mean
 from .graph import build_dag, dependency_groups, find_cycles, stable_order
 from .loader import (
@@ -351,37 +351,32 @@ class Builder:
         text = self.read_text(rel, loc, sub)
         if text is None:
             return []
-        rows: Any
         try:
-            if rel.endswith(".csv"):
-                return [dict(r) for r in csv.DictReader(io.StringIO(text))]
-            if rel.endswith(".jsonl"):
-                rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-            else:
-                rows = json.loads(text)
-                if isinstance(rows, dict):  # {"items": [...]} style fixtures
-                    lists = [v for v in rows.values() if isinstance(v, list)]
-                    rows = lists[0] if len(lists) == 1 else None
-        except (json.JSONDecodeError, csv.Error) as exc:
-            self.err("E013", f"`{rel}` is not valid data: {exc}", loc, sub)
+            return read_rows(rel, text)
+        except DataError as exc:
+            self.err("E013", f"`{rel}`: {exc}", loc, sub,
+                     "a JSON list of objects, JSON Lines, or CSV with a header line")
             return []
-        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            self.err("E013", f"`{rel}` must hold a list of objects (rows)", loc, sub)
-            return []
-        return rows
+
+    def file_items(self, rel: str, model: type[P.Event] | type[P.Document], loc: Loc,
+                   sub: Sequence[PathPart]) -> list[dict[str, Any]]:
+        """Events or documents from a data file, each validated like an inline one."""
+        out = []
+        for i, row in enumerate(self.fixture_rows(rel, loc, sub), start=1):
+            try:
+                out.append(model.model_validate(row).model_dump(mode="json"))
+            except ValidationError as exc:
+                self.err("E013", f"`{rel}` {model.__name__.lower()} {i}: {first_error(exc)}",
+                         loc, sub)
+                break
+        return out
 
     def stream(self, name: str, it: _Item) -> None:
         st: P.EventStream = it.obj
         loc = (it.src, it.path)
         events = [e.model_dump(mode="json") for e in st.events]
         if st.file:
-            for row in self.fixture_rows(st.file, loc, ("file",)):
-                try:
-                    events.append(P.Event.model_validate(row).model_dump(mode="json"))
-                except Exception as exc:
-                    self.err("E013", f"bad event in `{st.file}`: {str(exc).splitlines()[0]}",
-                             loc, ("file",))
-                    break
+            events.extend(self.file_items(st.file, P.Event, loc, ("file",)))
         for e in events:
             e["at"] = iso(e["at"])
         events.sort(key=lambda e: e["at"])
@@ -423,13 +418,7 @@ class Builder:
         loc = (it.src, it.path)
         docs = [d.model_dump(mode="json") for d in c.documents]
         if c.file:
-            for row in self.fixture_rows(c.file, loc, ("file",)):
-                try:
-                    docs.append(P.Document.model_validate(row).model_dump(mode="json"))
-                except Exception as exc:
-                    self.err("E013", f"bad document in `{c.file}`: {str(exc).splitlines()[0]}",
-                             loc, ("file",))
-                    break
+            docs.extend(self.file_items(c.file, P.Document, loc, ("file",)))
         for d in docs:
             d["published"] = iso(d.get("published"))
         self.plan_corpora[name] = {"name": name, "description": c.description, "documents": docs}
@@ -1007,25 +996,9 @@ class Builder:
 
     def triples_file(self, rel: str, text: str, loc: Loc) -> list[dict[str, Any]]:
         try:
-            if rel.endswith((".tsv", ".txt")):
-                rows = [line.split("\t") for line in text.splitlines() if line.strip()]
-                bad = [i for i, row in enumerate(rows) if len(row) not in (3, 4)]
-                if bad:
-                    self.err("E013", f"`{rel}` line {bad[0] + 1}: expected head<TAB>relation<TAB>tail",
-                             loc, ("graph", "file"))
-                    return []
-                return [{"head": x[0].strip(), "relation": x[1].strip(), "tail": x[2].strip(),
-                         "dimension": x[3].strip() if len(x) > 3 else None} for x in rows]
-            data = json.loads(text)
-            if isinstance(data, dict):
-                data = data.get("triplets", data.get("triples"))
-            out = []
-            for row in data or []:
-                out.append({"head": str(row["head"]), "relation": str(row["relation"]),
-                            "tail": str(row["tail"]), "dimension": row.get("dimension")})
-            return out
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-            self.err("E013", f"`{rel}` is not a triples file: {exc}", loc, ("graph", "file"),
+            return read_triples(rel, text)
+        except DataError as exc:
+            self.err("E013", f"`{rel}`: {exc}", loc, ("graph", "file"),
                      "a JSON list of {head, relation, tail} objects, or TSV lines")
             return []
 
@@ -1163,7 +1136,8 @@ def _op_description(op: P.Operation, service: str) -> str:
 
 def _op_parameters(op: P.Operation, table: P.Table) -> dict[str, Any]:
     props: dict[str, Any] = {}
-    schema_props = (table.row_schema or {}).get("properties", {}) if table.row_schema else {}
+    declared = (table.row_schema or {}).get("properties")
+    schema_props = declared if isinstance(declared, dict) else {}  # E207 reports a bad one
 
     def field_schema(name: str) -> dict[str, Any]:
         sch = schema_props.get(name)

@@ -43,12 +43,13 @@ _TYPE_WORDS = {
 }
 
 _PATTERN_HINTS = {
-    r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$": "ids use letters, digits, `_`, `-` and `.`, and start with a letter or digit",
-    r"^[a-z0-9][a-z0-9_-]{0,63}$": "pack names use lowercase letters, digits, `-` and `_`",
-    r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$": "tool and service names use letters, digits, `_` and `-` (no spaces or dots)",
-    r"^(NONE|[EPVQMI](\+{1,2}[EPVQMI]){0,5})$": "a style is `NONE` or trait letters E P V Q M I joined by `+`, e.g. `E+Q`",
-    r"^[0-9]+(s|m|h|d)$": "durations look like `30m`, `2h` or `1d`",
-    r"^[^:]+\.py:[A-Za-z_][A-Za-z0-9_]*$": "write `path/to/file.py:function`",
+    P.ID_PATTERN: "ids use letters, digits, `_`, `-` and `.`, and start with a letter or digit",
+    P.NAME_PATTERN: "pack names use lowercase letters, digits, `-` and `_`",
+    P.TOOL_NAME_PATTERN: "tool and service names use letters, digits, `_` and `-` (no spaces or dots)",
+    P.STYLE_PATTERN: "a style is `NONE` or trait letters E P V Q M I joined by `+`, e.g. `E+Q`",
+    P.DURATION_PATTERN: "durations look like `30m`, `2h` or `1d`",
+    P.PYTHON_ENTRY_PATTERN: "write `path/to/file.py:function`",
+    P.LINT_CODE_PATTERN: "lint codes look like `W304`",
 }
 
 
