@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import os
 import re
@@ -148,7 +149,7 @@ def model_data(model: type[BaseModel], depth: int = 0) -> st.SearchStrategy[dict
     for name, f in model.model_fields.items():
         key = f.alias or name
         recursive = "Assertion" in repr(f.annotation) and model is P.Assertion
-        if not f.is_required() and (recursive and depth > 1 or depth > 4):
+        if not f.is_required() and ((recursive and depth > 1) or depth > 4):
             continue  # bound the recursion (checks nest in checks)
         strat = for_type(f.annotation, list(f.metadata), depth)
         (required if f.is_required() else optional)[key] = strat
@@ -386,5 +387,5 @@ def test_dependency_graphs_give_an_order_or_a_cycle(write_pack, graph: tuple[int
         names = re.findall(r"\bs(\d+)\b", d.message.split(":", 1)[1])
         nodes = [int(x) for x in names]
         assert nodes[0] == nodes[-1] and len(nodes) >= 3, d.message
-        for a, b in zip(nodes, nodes[1:], strict=False):
+        for a, b in itertools.pairwise(nodes):
             assert (a, b) in edges, f"{d.message}: s{b} does not depend on s{a}"
