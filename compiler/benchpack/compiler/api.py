@@ -17,7 +17,7 @@ from .diagnostics import Diagnostic, Diagnostics
 from .graph import render_dot, render_mermaid, render_text
 from .loader import GLOB_CHARS, LoadedPack, load_pack, locate_all, pack_relative
 from .plan import assemble, sha256, write_plan
-from .validate import validate_file
+from .validate import Salvage, validate_file
 
 CACHE_FORMAT = 1
 
@@ -81,11 +81,11 @@ def _compile_loaded(target: Path, options: CompileOptions, diags: Diagnostics) -
     if loaded is None:
         return _Compiled()
     models: list[tuple[Any, Any]] = []
-    broken: dict[str, set[str]] = {}
+    salvaged = Salvage()
     for src in loaded.files:
         if src.data is None:
             continue
-        model = validate_file(src, diags, broken)
+        model = validate_file(src, diags, salvaged)
         if model is not None:
             models.append((src, model))
     pack_ok = bool(loaded.files) and bool(models) and models[0][0] is loaded.files[0]
@@ -94,7 +94,7 @@ def _compile_loaded(target: Path, options: CompileOptions, diags: Diagnostics) -
         return _Compiled(loaded)
     internal_error = None
     try:
-        b = Builder(loaded, models, diags, options, broken)
+        b = Builder(loaded, models, diags, options, salvaged)
         b.symbols()
         b.world()
         drafts, episodes = b.sessions()

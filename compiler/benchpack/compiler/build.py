@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from benchpack.specs import pack as P
 
 from .datafiles import DataError, first_error, read_rows, read_triples
-from .diagnostics import Diagnostics, PathPart, did_you_mean
+from .diagnostics import CODES, Diagnostics, PathPart, did_you_mean
 from .graph import build_dag, dependency_groups, find_cycles, stable_order
 from .loader import (
     MAX_DATA_BYTES,
@@ -37,6 +37,7 @@ from .loader import (
     path_problem,
 )
 from .render import RenderError, check_syntax, render
+from .validate import Salvage
 
 Loc = tuple[SourceFile, tuple[PathPart, ...]]
 
@@ -96,10 +97,11 @@ def iso(value: Any) -> str | None:
 class Builder:
     def __init__(self, loaded: LoadedPack, models: list[tuple[SourceFile, Any]],
                  diags: Diagnostics, options: CompileOptions,
-                 broken: dict[str, set[str]] | None = None) -> None:
+                 salvaged: Salvage | None = None) -> None:
         self.loaded = loaded
+        self.salvaged = salvaged or Salvage()
         # names of items that failed validation: references to them are not reported again
-        self.broken: set[str] = set().union(*(broken or {}).values())
+        self.broken: set[str] = self.salvaged.names
         self.diags = diags
         self.options = options
         self.pack: P.Pack = models[0][1]
@@ -127,7 +129,9 @@ class Builder:
     def err(self, code: str, msg: str, loc: Loc, sub: Sequence[PathPart] = (),
             hint: str | None = None, at_key: bool = False) -> None:
         src, path = loc
-        self.diags.error(code, msg, src.shown, (*path, *sub), hint, at_key=at_key)
+        full = (*path, *sub)
+        if not self.salvaged.hides(src.shown, full, CODES[code][0]):
+            self.diags.error(code, msg, src.shown, full, hint, at_key=at_key)
 
     def lint(self, code: str, msg: str, loc: Loc, sub: Sequence[PathPart] = (),
              hint: str | None = None, ignore: Iterable[str] = ()) -> None:
@@ -693,7 +697,7 @@ class Builder:
                 request = r(s.stages[0].line, "stages", 0, "line")
         if request is None and s.trigger.kind == "user_message" and not s.dialogue:
             self.err("E212", f"session `{s.id}` starts with a user message but has no `request`",
-                     loc, ("request",) if False else (), "add `request: …` (the user's opening message)")
+                     loc, ("request",), "add `request: …` (the user's opening message)")
         if request is None and s.trigger.kind != "user_message":
             payload = s.trigger.payload or {}
             request = json.dumps(payload, ensure_ascii=False, sort_keys=True) if payload else None
@@ -1019,6 +1023,8 @@ class Builder:
 
     def unused(self, drafts: list[_SessionDraft]) -> None:
         """W312: things defined but never used (often a typo in the place that should use them)."""
+        if any(self.salvaged.dropped.values()):
+            return  # what validation dropped may well have used them
         ignore = set(self.pack.lint.ignore if self.pack.lint else [])
         used_personas = {it.obj.persona for it in self.episodes.values()}
         used_envs = {it.obj.environment for it in self.episodes.values()}

@@ -262,7 +262,7 @@ def read_bytes(path: Path, shown: str, diags: Diagnostics, limit: int) -> bytes 
             return None
         return raw
     except FileNotFoundError:
-        diags.error("E006", "file not found", shown)
+        diags.error("E006", "file not found", shown, line=1, col=1)
     except OSError as exc:
         diags.error("E012", f"cannot read file: {exc.strerror or exc}", shown, line=1, col=1)
     return None
@@ -409,11 +409,11 @@ def load_pack(target: Path, diags: Diagnostics) -> LoadedPack | None:
     shown = display_path(pack_file)
     if not pack_file.exists():
         if target.is_dir():
-            diags.error("E006", "no pack.yaml in this directory", shown,
+            diags.error("E006", "no pack.yaml in this directory", shown, line=1, col=1,
                         hint=f"run `bench init {target}` to scaffold a pack")
         else:
-            diags.error("E006", "no such file or directory", display_path(target),
-                        hint="give a pack directory or its pack.yaml")
+            diags.error("E006", "no such file or directory", display_path(target), line=1,
+                        col=1, hint="give a pack directory or its pack.yaml")
         return None
     loaded = LoadedPack(root=root, files=[])
     seen: set[Path] = set()
