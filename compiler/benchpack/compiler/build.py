@@ -18,6 +18,7 @@ from datetime import date, datetime
 from typing import Any
 
 import jmespath
+from jmespath.exceptions import IncompleteExpressionError, LexerError, ParseError
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import ValidationError
@@ -236,9 +237,14 @@ class Builder:
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
-            where = "/".join(str(p) for p in exc.path) or "top level"
+            inner = tuple(p for p in exc.path if isinstance(p, str | int))
+            hint: str | None = "see https://json-schema.org/understanding-json-schema/"
+            if inner and inner[-1] == "type" and isinstance(exc.instance, str):
+                hint = did_you_mean(exc.instance, _JSON_TYPES) or (
+                    "types are " + ", ".join(f"`{t}`" for t in _JSON_TYPES))
+            where = "/".join(str(p) for p in inner) or "top level"
             self.err("E207", f"{what} is not a valid JSON Schema ({where}: {exc.message})",
-                     loc, sub, "see https://json-schema.org/understanding-json-schema/")
+                     loc, (*sub, *inner), hint)
             return
         for path, key in _unknown_keywords(schema):
             hint = did_you_mean(key, JSON_SCHEMA_KEYWORDS)
@@ -633,8 +639,10 @@ class Builder:
             if match:
                 d.deps.append(match[0].sid)
             else:
+                styles = ", ".join(t.style_code or "NONE" for t in targets)
                 self.err("E213", f"`{dep}` is expanded over styles, so `{d.model.id}` must be "
-                         "expanded over the same styles to depend on it", loc, ("depends_on", i))
+                         "expanded over the same styles to depend on it", loc, ("depends_on", i),
+                         f"add `styles: [{styles}]` to `{d.model.id}`")
 
     def session_body(self, d: _SessionDraft, episode: dict[str, Any]) -> None:
         s = d.model
@@ -893,11 +901,10 @@ class Builder:
                         self.err("E205", f"invalid regular expression: {exc}", loc,
                                  (*sub, "where", path, "regex"))
         if a.query is not None:
-            try:
-                jmespath.compile(a.query)
-            except Exception as exc:
-                self.err("E206", f"invalid JMESPath query: {str(exc).splitlines()[0]}", loc,
-                         (*sub, "query"), "see https://jmespath.org/tutorial.html")
+            problem = jmespath_problem(a.query)
+            if problem:
+                self.err("E206", f"invalid JMESPath query: {problem}", loc, (*sub, "query"),
+                         "see https://jmespath.org/tutorial.html")
         if a.json_schema is not None:
             self.check_schema(a.json_schema, loc, (*sub, "json_schema"), "`json_schema`")
 
@@ -1125,6 +1132,24 @@ def _unknown_keywords(schema: Any, path: tuple[PathPart, ...] = ()) -> list[tupl
         elif key in _SCHEMA_ONE:
             out.extend(_unknown_keywords(value, (*path, key)))
     return out
+
+
+_JSON_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
+
+
+def jmespath_problem(query: str) -> str | None:
+    """Why a JMESPath query does not compile, in one line; None when it does."""
+    try:
+        jmespath.compile(query)
+    except IncompleteExpressionError:
+        return "the query ends too early"
+    except LexerError as exc:  # a ParseError subclass: test it first
+        return f"{exc.message.rstrip('.:')} at character {exc.lexer_position + 1}"
+    except ParseError as exc:
+        return f"unexpected `{exc.token_value}` at character {exc.lex_position + 1}"
+    except Exception as exc:  # the library's own failures on odd input
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return None
 
 
 def _op_description(op: P.Operation, service: str) -> str:

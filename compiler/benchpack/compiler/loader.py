@@ -63,10 +63,24 @@ def _construct_int(loader: Any, node: Any) -> int:
         if text.startswith("0x"):
             return int(text[2:], 16)
         return int(text)
-    except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
-        raise yaml.constructor.ConstructorError(
-            None, None, f"the number has {len(text)} digits; quote it to keep it as text",
-            node.start_mark) from None
+    except ValueError:
+        digits = text.lstrip("+-")
+        problem = (f"the number has {len(digits)} digits; quote it to keep it as text"
+                   if digits.isdigit() else f"`{text}` is not a whole number")
+        raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark) from None
+
+
+def _construct_checked(construct: Any, what: str) -> Any:
+    """A PyYAML scalar constructor whose bad input (`!!float abc`) becomes a located error."""
+
+    def checked(loader: Any, node: Any) -> Any:
+        try:
+            return construct(loader, node)
+        except (ValueError, KeyError, TypeError):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"`{node.value}` is not {what}", node.start_mark) from None
+
+    return checked
 
 
 def _construct_mapping(loader: Any, node: Any) -> dict[Any, Any]:
@@ -98,6 +112,11 @@ def _construct_mapping(loader: Any, node: Any) -> dict[Any, Any]:
 
 _FastLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
 _FastLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_FastLoader.add_constructor("tag:yaml.org,2002:float",
+                            _construct_checked(yaml.SafeLoader.construct_yaml_float, "a number"))
+_FastLoader.add_constructor("tag:yaml.org,2002:bool",
+                            _construct_checked(yaml.SafeLoader.construct_yaml_bool,
+                                               "true or false"))
 for _tag in ("timestamp", "binary", "set", "omap", "pairs"):
     _FastLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", yaml.SafeLoader.construct_yaml_str)
 
@@ -227,17 +246,17 @@ def read_text(path: Path, shown: str, diags: Diagnostics, *, yaml_file: bool) ->
     raw = read_bytes(path, shown, diags, MAX_FILE_BYTES if yaml_file else MAX_DATA_BYTES)
     if raw is None:
         return None
+    if yaml_file and b"\x00" in raw:  # before decoding: binary files fail here, clearly
+        line, col = _position(raw, raw.index(b"\x00"))
+        diags.error("E003", "file contains NUL bytes; it looks binary", shown,
+                    hint="pack files must be UTF-8 text", line=line, col=col)
+        return None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line, col = _position(raw, exc.start)
         diags.error("E003", f"byte 0x{raw[exc.start]:02x} is not valid UTF-8", shown,
                     hint="save the file as UTF-8", line=line, col=col)
-        return None
-    if yaml_file and "\x00" in text:
-        line, col = _position(raw, raw.index(b"\x00"))
-        diags.error("E003", "file contains NUL bytes; it looks binary", shown,
-                    hint="pack files must be UTF-8 text", line=line, col=col)
         return None
     return raw, text
 
@@ -277,6 +296,61 @@ def _position(raw: bytes, offset: int) -> tuple[int, int]:
     return raw.count(b"\n", 0, offset) + 1, col
 
 
+# words of a libyaml problem → hint
+_HINTS: list[tuple[str, str]] = [
+    ("mapping values are not allowed",
+     "a value containing `: ` must be quoted, or a key is indented wrongly"),
+    ("expected <block end>", "check the indentation of this line against the one above"),
+    ("did not find expected key", "check the indentation of this line against the one above"),
+    ("did not find expected '-' indicator",
+     "list items start with `- `; check the indentation against the line above"),
+    ("did not find expected ',' or ']'",
+     "close the `[` list, or quote an item that contains `,`, `[` or `]`"),
+    ("did not find expected ',' or '}'",
+     "close the `{` mapping, or quote a value that contains `,`, `{` or `}`"),
+    ("could not find expected ':'",
+     "a key needs `: ` after it; quote a value that spans lines, or use `|`"),
+    ("found undefined alias", "define `&name` before using `*name`"),
+    ("found unknown escape character",
+     "in double quotes write `\\\\` for a backslash, or use single quotes"),
+    ("found unhashable key", "keys must be plain strings"),
+    ("plain value", "keys must be plain strings"),
+    ("recursive", "an alias refers to its own anchor"),
+    ("could not determine a constructor",
+     "YAML tags (`!!python/…`, `!!set`, `!custom`…) are not supported in packs; remove the tag"),
+    ("expected a scalar node",
+     "YAML tags (`!!python/…`, `!!set`, `!custom`…) are not supported in packs; remove the tag"),
+    ("tab character", "YAML indentation must use spaces, not tabs"),
+]
+
+
+def _explain(exc: yaml.MarkedYAMLError, text: str) -> tuple[str, str | None, Any]:
+    """A libyaml error as (message, hint, mark to point at)."""
+    mark = exc.problem_mark or exc.context_mark
+    problem = (exc.problem or exc.context or "invalid YAML").strip()
+    context = (exc.context or "").strip()
+    if problem.startswith("but found another document"):
+        return ("a pack file holds one YAML document, but this one has another after `---`",
+                "remove the `---` line, or move the second document into its own file", mark)
+    if "quoted scalar" in context and "end of stream" in problem:
+        return ("a quoted string is never closed", "add the closing quote",
+                exc.context_mark or mark)
+    if context.startswith("found duplicate anchor"):
+        return ("an `&anchor` name is used twice", "rename one of them", mark)
+    if "cannot start any token" in problem and mark is not None:
+        lines = text.splitlines()
+        line = lines[mark.line] if mark.line < len(lines) else ""
+        char = line[mark.column] if mark.column < len(line) else ""
+        if char == "\t":
+            return ("a tab character cannot indent YAML",
+                    "YAML indentation must use spaces, not tabs", mark)
+        return (f"`{char}` cannot start a value", "put the value in quotes", mark)
+    for needle, hint in _HINTS:
+        if needle in problem:
+            return problem, hint, mark
+    return problem, None, mark
+
+
 def _too_deep(text: str) -> bool:
     """Whether the document nests more than MAX_DEPTH collections. libyaml's event parser is
     iterative, so this is safe at any depth; it only runs when a cheap scan finds enough
@@ -310,25 +384,7 @@ def parse_yaml(text: str, shown: str, diags: Diagnostics) -> tuple[bool, Any]:
     try:
         data = loader.get_single_data()
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = (exc.problem or exc.context or "invalid YAML").strip()
-        if problem.startswith("but found another document"):
-            problem = "a pack file holds one YAML document, but this one has another after `---`"
-        hint = None
-        if "tab character" in problem or "'\\t'" in str(exc):
-            hint = "YAML indentation must use spaces, not tabs"
-        elif "mapping values are not allowed" in problem:
-            hint = "a value containing `: ` must be quoted, or a key is indented wrongly"
-        elif "expected <block end>" in problem:
-            hint = "check the indentation of this line against the one above"
-        elif "found unhashable key" in problem or "plain value" in problem:
-            hint = "keys must be plain strings"
-        elif "recursive" in problem:
-            hint = "an alias refers to its own anchor"
-        elif "could not determine a constructor" in problem or "expected a scalar node" in problem:
-            hint = "YAML tags (`!!python/…`, `!!set`, `!custom`…) are not supported in packs; remove the tag"
-        elif "another after `---`" in problem:
-            hint = "remove the `---` line, or move the second document into its own file"
+        problem, hint, mark = _explain(exc, text)
         diags.error("E001", problem, shown, hint=hint,
                     line=mark.line + 1 if mark else 1, col=mark.column + 1 if mark else 1)
         return False, None
@@ -338,6 +394,10 @@ def parse_yaml(text: str, shown: str, diags: Diagnostics) -> tuple[bool, Any]:
     except RecursionError:
         diags.error("E001", "document is nested too deeply", shown, hint="flatten the structure",
                     line=1, col=1)
+        return False, None
+    except Exception as exc:  # a constructor we did not wrap; still the author's YAML
+        diags.error("E001", f"cannot read a value: {exc}", shown, line=1, col=1,
+                    hint="remove explicit `!!` tags")
         return False, None
     finally:
         loader.dispose()

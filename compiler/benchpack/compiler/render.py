@@ -31,6 +31,9 @@ from jinja2.exceptions import SecurityError, TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 
+from .diagnostics import suggest
+from .loader import type_name
+
 MAX_OUTPUT_CHARS = 1_000_000
 """Longest text a template may produce, and longest intermediate string or list."""
 MAX_LOOP_STEPS = 100_000
@@ -269,6 +272,48 @@ def _compile(source: str) -> Any:
     return ENV.template_class.from_code(ENV, code, ENV.make_globals(None))
 
 
+def _explain_undefined(source: str, context: dict[str, Any], error: str) -> tuple[str, str]:
+    """`{{ vars.tema }}` → ("`vars.tema` is undefined", "did you mean `vars.team`?")."""
+    names = sorted(k for k in context if k not in (_LOOP, _CONCAT))
+    m = re.match(r"'(.+)' is undefined$", error)
+    if m:
+        found = suggest(m.group(1), names)
+        return (f"`{m.group(1)}` is undefined",
+                f"did you mean `{found}`?" if found else
+                "available names: " + ", ".join(f"`{n}`" for n in names))
+    m = re.search(r"has no attribute '(.+)'$", error)
+    if m:
+        attr = m.group(1)
+        for node in ENV.parse(source).find_all(nodes.Getattr):
+            owner = _dotted(node.node)
+            if node.attr != attr or owner is None:
+                continue
+            value: Any = context
+            for part in owner.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            if not isinstance(value, dict):
+                return (f"`{owner}.{attr}` is undefined",
+                        f"`{owner}` is {type_name(value)}, not a mapping")
+            keys = sorted(str(k) for k in value)
+            found = suggest(attr, keys)
+            hint = (f"did you mean `{owner}.{found}`?" if found else
+                    f"`{owner}` has " + ", ".join(f"`{k}`" for k in keys) if keys else
+                    f"`{owner}` is empty")
+            return f"`{owner}.{attr}` is undefined", hint
+    return (f"template uses an undefined value: {error}",
+            "available names: " + ", ".join(f"`{n}`" for n in names))
+
+
+def _dotted(node: nodes.Node) -> str | None:
+    """`vars.team` for the expression node of `vars.team`, None for anything else."""
+    if isinstance(node, nodes.Name):
+        return str(node.name)
+    if isinstance(node, nodes.Getattr):
+        inner = _dotted(node.node)
+        return None if inner is None else f"{inner}.{node.attr}"
+    return None
+
+
 def check_syntax(source: str) -> RenderError | None:
     """Parse a template without running it (prompt overrides are rendered at run time)."""
     try:
@@ -296,9 +341,8 @@ def render(source: str, context: dict[str, Any]) -> str:
         raise RenderError("E208", f"template syntax error: {exc.message}",
                           "close every `{{` with `}}` and every `{%` with `%}`") from None
     except UndefinedError as exc:
-        names = ", ".join(f"`{k}`" for k in sorted(context))
-        raise RenderError("E209", f"template uses an undefined value: {exc.message}",
-                          f"available names: {names}") from None
+        message, hint = _explain_undefined(source, context, exc.message or "")
+        raise RenderError("E209", message, hint) from None
     except SecurityError as exc:
         raise RenderError("E210", f"template not allowed: {exc}") from None
     except TemplateError as exc:

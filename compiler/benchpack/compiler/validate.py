@@ -232,6 +232,12 @@ def report_validation_error(exc: ValidationError, model: type[BaseModel], data: 
             _one(err, path, full, model, data, shown, diags)
 
 
+_BOUNDS = {
+    "greater_than_equal": ("at least", "ge"), "greater_than": ("more than", "gt"),
+    "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt"),
+}
+
+
 def _join_or(words: list[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
@@ -346,6 +352,9 @@ def _one(err: dict[str, Any], path: tuple[PathPart, ...], full: tuple[PathPart, 
         pattern = str(ctx.get("pattern", ""))
         diags.error("E104", f"`{value}` is not a valid value for {field}", shown, full,
                     _PATTERN_HINTS.get(pattern, f"must match {pattern}"))
+    elif kind in _BOUNDS:
+        words, key = _BOUNDS[kind]
+        diags.error("E104", f"{field} must be {words} {ctx.get(key)}, found {value}", shown, full)
     elif kind == "value_error":
         msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
         diags.error("E104", f"{field}: {msg}", shown, full)
