@@ -124,6 +124,9 @@ class Builder:
         self.plan_corpora: dict[str, dict[str, Any]] = {}
         self.read_tools: set[str] = set()
         self._pack_paths: dict[str, str] = {}
+        self.pack_ignore = self.lint_settings(self.pack.lint, (self.pack_src, ()))
+        self.session_ignore: set[str] = set()
+        """Lints silenced by the session being built (`session_body` sets it)."""
 
     # ------------------------------------------------------------------ helpers
 
@@ -136,9 +139,22 @@ class Builder:
 
     def lint(self, code: str, msg: str, loc: Loc, sub: Sequence[PathPart] = (),
              hint: str | None = None, ignore: Iterable[str] = ()) -> None:
-        if code in ignore:
+        """A warning, unless the pack, the session being built, or `ignore` silences it."""
+        if code in ignore or code in self.pack_ignore or code in self.session_ignore:
             return
         self.err(code, msg, loc, sub, hint)
+
+    def lint_settings(self, settings: P.LintSettings | None, loc: Loc) -> set[str]:
+        """The codes a `lint: {ignore: …}` block silences; unknown codes are errors (a typo
+        there would silently silence nothing)."""
+        if settings is None:
+            return set()
+        lints = [c for c, (severity, _) in CODES.items() if severity == "warning"]
+        for i, code in enumerate(settings.ignore):
+            if code not in lints:
+                self.err("E104", f"`{code}` is not a lint code", loc, ("lint", "ignore", i),
+                         did_you_mean(code, lints) or "lint codes are " + ", ".join(lints))
+        return set(settings.ignore)
 
     def pack_path(self, src: SourceFile) -> str:
         """A pack file's path relative to the pack root: what plans record, so that they do
@@ -512,8 +528,8 @@ class Builder:
             "style": style, "facts": p.facts,
         }
 
-    def style(self, st: P.CommunicationStyle, loc: Loc, sub: Sequence[PathPart],
-              ignore: Iterable[str] = ()) -> dict[str, Any] | None:
+    def style(self, st: P.CommunicationStyle, loc: Loc,
+              sub: Sequence[PathPart]) -> dict[str, Any] | None:
         letters = [c for c in re.split(r"\++", st.code) if c and c != "NONE"]
         if len(set(letters)) != len(letters):
             self.err("E215", f"style `{st.code}` repeats a trait", loc, sub,
@@ -523,7 +539,7 @@ class Builder:
         if code not in P.COHERENT_STYLES:
             self.lint("W311", f"style `{code}` combines conflicting registers", loc, sub,
                       "preciseness (P) reads unnaturally with E, V or M; see the 24 coherent "
-                      "styles in the README", ignore)
+                      "styles in the README")
         chatty = "E" in letters
         lo, hi = (40, 100) if chatty else (5, 25)
         lo = st.min_words or lo
@@ -649,12 +665,20 @@ class Builder:
         loc = (d.src, d.path)
         ep_item = self.episodes[d.episode]
         ep: P.Episode = ep_item.obj
-        ignore = set((self.pack.lint.ignore if self.pack.lint else []) +
-                     (s.lint.ignore if s.lint else []))
+        ignore = self.pack_ignore | self.lint_settings(s.lint, loc)
+        self.session_ignore = ignore
+        try:
+            self._session_body(d, episode, ep, loc, ignore)
+        finally:
+            self.session_ignore = set()
+
+    def _session_body(self, d: _SessionDraft, episode: dict[str, Any], ep: P.Episode, loc: Loc,
+                      ignore: set[str]) -> None:
+        s = d.model
         persona = self.plan_personas.get(ep.persona)
         style = persona.get("style") if persona else None
         if d.style_code is not None:
-            style = self.style(P.CommunicationStyle(code=d.style_code), loc, ("styles",), ignore)
+            style = self.style(P.CommunicationStyle(code=d.style_code), loc, ("styles",))
         ctx = {
             "vars": self.pack.vars,
             "persona": persona or {},
@@ -1032,7 +1056,6 @@ class Builder:
         """W312: things defined but never used (often a typo in the place that should use them)."""
         if any(self.salvaged.dropped.values()):
             return  # what validation dropped may well have used them
-        ignore = set(self.pack.lint.ignore if self.pack.lint else [])
         used_personas = {it.obj.persona for it in self.episodes.values()}
         used_envs = {it.obj.environment for it in self.episodes.values()}
         used_services = {s for e in self.environments.values() for s in e.obj.services}
@@ -1049,7 +1072,7 @@ class Builder:
             for name, it in table.items():
                 if name not in used:
                     self.lint("W312", f"{what} `{name}` is defined but never used",
-                              (it.src, it.path), (), None, ignore)
+                              (it.src, it.path))
 
     # ------------------------------------------------------------------ phase 4: graph
 
