@@ -339,15 +339,16 @@ def _one(err: dict[str, Any], path: tuple[PathPart, ...], full: tuple[PathPart, 
         hint = did_you_mean(str(value), choices) if isinstance(value, str) else None
         diags.error("E104", f"{field} cannot be `{value}`; expected {expected}", shown, full, hint)
     elif kind in ("union_tag_invalid", "union_tag_not_found"):
-        tags = ctx.get("expected_tags", "")
-        tag = ctx.get("tag")
-        choices = [t.strip().strip("'") for t in str(tags).split(",")]
+        disc = str(ctx.get("discriminator", "kind")).strip("'")
         if kind == "union_tag_not_found":
-            diags.error("E102", f"{field} is missing `{ctx.get('discriminator', 'kind')}`", shown,
-                        full, hint=f"one of {tags}")
+            diags.error("E102", f"{field} is missing `{disc}`", shown, full,
+                        hint=f"add `{disc}: …` to say which kind of {field.strip('`')} this is")
         else:
-            diags.error("E104", f"unknown kind `{tag}` for {field}; expected one of {tags}", shown,
-                        full, did_you_mean(str(tag), choices))
+            tags = ctx.get("expected_tags", "")
+            tag = ctx.get("tag")
+            choices = [t.strip().strip("'") for t in str(tags).split(",")]
+            diags.error("E104", f"unknown {disc} `{tag}` for {field}; expected one of {tags}",
+                        shown, (*full, disc), did_you_mean(str(tag), choices))
     elif kind == "string_pattern_mismatch":
         pattern = str(ctx.get("pattern", ""))
         diags.error("E104", f"`{value}` is not a valid value for {field}", shown, full,
