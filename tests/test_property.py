@@ -38,7 +38,7 @@ from benchpack.specs import pack as P
 from conftest import TASKPACKS
 
 # more examples for a bug hunt: BENCHPACK_PROPERTY_EXAMPLES=5000 pytest tests/test_property.py
-EXAMPLES = int(os.environ.get("BENCHPACK_PROPERTY_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("BENCHPACK_PROPERTY_EXAMPLES", "100"))
 PROPERTY = settings(max_examples=EXAMPLES, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                            HealthCheck.data_too_large,

@@ -92,3 +92,11 @@ def test_check_syntax_does_not_run_the_template() -> None:
     assert check_syntax("{{ undefined_name }} {{ 1 / 0 }}") is None
     problem = check_syntax("line 1\n{% if x %}")
     assert problem is not None and problem.code == "E208" and "template line 2" in problem.message
+
+
+def test_output_is_cut_off_before_it_is_built() -> None:
+    big = {"vars": {"b": "x" * 900_000}}
+    assert len(render("{{ vars.b }}", big)) == 900_000
+    with pytest.raises(RenderError) as exc:
+        render("{{ vars.b }}" * 1000, big)  # streamed: stops after the second copy
+    assert exc.value.code == "E210" and "template output" in exc.value.message

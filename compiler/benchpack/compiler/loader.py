@@ -28,15 +28,13 @@ MAX_DEPTH = 1000
 """Deeper documents are refused before libyaml's recursive composer sees them: it overflows
 the C stack (a segfault, not an exception) somewhere past 20,000 levels."""
 GLOB_CHARS = re.compile(r"[*?\[]")
-# A line indented by 400+ columns, or opening 100+ compact collections (`- - - …`): only such
-# lines, or many flow brackets, can nest deeply enough to need the exact depth check.
-_DEEP_LINE = re.compile(r"^(?:[ \t]{400}|[ \t]*(?:[-?:][ \t]+){100})", re.MULTILINE)
 
 
 class _FastLoader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
     """Safe loader with YAML 1.2 core scalars and duplicate-key detection."""
 
     duplicates: list[tuple[Any, int, int]]
+    has_merges: bool
 
 
 # YAML 1.2 core schema: only true/false are booleans; no sexagesimals, no implicit dates.
@@ -86,11 +84,13 @@ def _construct_checked(construct: Any, what: str) -> Any:
 def _construct_mapping(loader: Any, node: Any) -> dict[Any, Any]:
     # Duplicates are checked among the keys written in this mapping; a key that overrides one
     # pulled in by a `<<: *anchor` merge is the point of merging, not a duplicate.
-    own = sum(1 for k, _ in node.value if k.tag != MERGE_TAG)
-    loader.flatten_mapping(node)
-    merged = len(node.value) - own
+    merged = 0
+    if loader.has_merges and any(k.tag == MERGE_TAG for k, _ in node.value):
+        own = sum(1 for k, _ in node.value if k.tag != MERGE_TAG)
+        loader.flatten_mapping(node)
+        merged = len(node.value) - own
     mapping: dict[Any, Any] = {}
-    seen: set[tuple[type, Any]] = set()
+    own_keys: set[Any] | None = set() if merged else None  # only needed next to merged keys
     for i, (key_node, value_node) in enumerate(node.value):
         key = loader.construct_object(key_node, deep=True)
         try:
@@ -101,11 +101,13 @@ def _construct_mapping(loader: Any, node: Any) -> dict[Any, Any]:
                 key_node.start_mark,
             ) from None
         if i >= merged:
-            typed = (type(key), key)  # 1 and true are equal dict keys, yet different YAML keys
-            if typed in seen:
+            earlier = mapping if own_keys is None else own_keys
+            # 1 and true are equal dict keys, yet different YAML keys: compare types on a hit
+            if key in earlier and type(next(k for k in earlier if k == key)) is type(key):
                 loader.duplicates.append((key, key_node.start_mark.line,
                                           key_node.start_mark.column))
-            seen.add(typed)
+            if own_keys is not None:
+                own_keys.add(key)
         mapping[key] = loader.construct_object(value_node, deep=True)
     return mapping
 
@@ -353,9 +355,10 @@ def _explain(exc: yaml.MarkedYAMLError, text: str) -> tuple[str, str | None, Any
 
 def _too_deep(text: str) -> bool:
     """Whether the document nests more than MAX_DEPTH collections. libyaml's event parser is
-    iterative, so this is safe at any depth; it only runs when a cheap scan finds enough
-    brackets or deep lines to make deep nesting possible."""
-    if text.count("[") + text.count("{") <= MAX_DEPTH and not _DEEP_LINE.search(text):
+    iterative, so this is safe at any depth. It runs only when deep nesting is possible: that
+    takes many flow brackets, or long lines (deep indentation, or `- - - …` on one line)."""
+    if (text.count("[") + text.count("{") <= MAX_DEPTH
+            and max(map(len, text.split("\n"))) <= MAX_DEPTH):
         return False
     depth = 0
     start = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
@@ -381,6 +384,7 @@ def parse_yaml(text: str, shown: str, diags: Diagnostics) -> tuple[bool, Any]:
         return False, None
     loader = _FastLoader(text)
     loader.duplicates = []
+    loader.has_merges = "<<" in text
     try:
         data = loader.get_single_data()
     except yaml.MarkedYAMLError as exc:

@@ -247,16 +247,30 @@ def needs_render(text: str) -> bool:
 
 
 class _Budgeted(NodeTransformer):
-    """Route every loop through the iteration budget and every `~` through `_concat`."""
+    """Route every loop through the iteration budget and every `~` through `_concat`, and
+    tell whether the output must be streamed (loops, or many printed values: a 10 MB value
+    printed a thousand times must stop at the size limit, not be built first)."""
+
+    def __init__(self) -> None:
+        self.stream = False
+        self.printed = 0
 
     def visit_For(self, node: nodes.For) -> nodes.Node:
         self.generic_visit(node)
         node.iter = _call(_LOOP, [node.iter], node.lineno)
+        self.stream = True
         return node
 
     def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
         self.generic_visit(node)
+        self.stream = True
         return _call(_CONCAT, list(node.nodes), node.lineno)
+
+    def visit_Output(self, node: nodes.Output) -> nodes.Node:
+        self.generic_visit(node)
+        self.printed += sum(1 for n in node.nodes if not isinstance(n, nodes.TemplateData))
+        self.stream = self.stream or self.printed > 4
+        return node
 
 
 def _call(name: str, args: list[Any], lineno: int) -> nodes.Call:
@@ -265,11 +279,13 @@ def _call(name: str, args: list[Any], lineno: int) -> nodes.Call:
 
 
 @lru_cache(maxsize=4096)
-def _compile(source: str) -> Any:
-    tree = _Budgeted().visit(ENV.parse(source))
+def _compile(source: str) -> tuple[Any, bool]:
+    """The template, and whether its output must be streamed under the budgets."""
+    budgeted = _Budgeted()
+    tree = budgeted.visit(ENV.parse(source))
     tree.set_environment(ENV)
     code = ENV.compile(tree)
-    return ENV.template_class.from_code(ENV, code, ENV.make_globals(None))
+    return ENV.template_class.from_code(ENV, code, ENV.make_globals(None)), budgeted.stream
 
 
 def _explain_undefined(source: str, context: dict[str, Any], error: str) -> tuple[str, str]:
@@ -328,15 +344,21 @@ def render(source: str, context: dict[str, Any]) -> str:
     if not needs_render(source):
         return source
     try:
-        chunks: list[str] = []
-        size = 0
-        for chunk in _compile(source).generate({**context, _LOOP: _LoopBudget(),
-                                                _CONCAT: _concat}):
-            size += len(chunk)
-            if size > MAX_OUTPUT_CHARS:
+        template, stream = _compile(source)
+        if stream:  # so that runaway output stops at the size limit
+            chunks: list[str] = []
+            size = 0
+            for chunk in template.generate({**context, _LOOP: _LoopBudget(),
+                                            _CONCAT: _concat}):
+                size += len(chunk)
+                if size > MAX_OUTPUT_CHARS:
+                    raise _too_large("template output")
+                chunks.append(chunk)
+            out = "".join(chunks)
+        else:  # a few printed values, no loops: the output is small enough to build
+            out = template.render(context)
+            if len(out) > MAX_OUTPUT_CHARS:
                 raise _too_large("template output")
-            chunks.append(chunk)
-        out = "".join(chunks)
     except TemplateSyntaxError as exc:
         raise RenderError("E208", f"template syntax error: {exc.message}",
                           "close every `{{` with `}}` and every `{%` with `%}`") from None
