@@ -98,3 +98,10 @@ def test_allowed_keys_follow_the_data(path: tuple[Any, ...], expected: str) -> N
     data = {"tools": [{"impl": {"kind": "corpus"}}],
             "episodes": [{"sessions": [{"checklist": [{"rule": {}}]}]}]}
     assert expected in allowed_keys(Pack, path, data)
+
+
+def test_an_unknown_top_level_key_does_not_hide_the_file_s_lints() -> None:
+    _, _, salvaged = check("name: p\nbase: &b {x: 1}\n")
+    assert salvaged.dropped["f.yaml"] == [("base",)]
+    assert not salvaged.hides("f.yaml", ("personas", 0, "style"), "warning")
+    assert salvaged.hides("f.yaml", ("base", "x"), "error")

@@ -73,7 +73,8 @@ class Salvage:
                 return True
             if severity == "warning":
                 owner = d[:-2] if isinstance(d[-1], int) else d[:-1]
-                if path == owner or (not isinstance(d[-1], int) and path[: len(owner)] == owner):
+                if path == owner or (owner and not isinstance(d[-1], int)
+                                     and path[: len(owner)] == owner):
                     return True
         return False
 
