@@ -91,3 +91,19 @@ def test_usage_errors_exit_2(runner: CliRunner) -> None:
     assert runner.invoke(cli, ["graph", ".", "--format", "svg"]).exit_code == 2
     assert runner.invoke(cli, ["compile", "--nope"]).exit_code == 2
     assert runner.invoke(cli, ["--version"]).output.startswith("bench, version ")
+
+
+def test_an_internal_failure_on_a_broken_pack_is_noted(runner: CliRunner,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchpack.compiler.build import Builder
+
+    def boom(self: Builder) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(Builder, "world", boom)
+    runner.invoke(cli, ["init", "p"])
+    pack = Path("p/pack.yaml")
+    pack.write_text(pack.read_text().replace("- id: dana", "- id: dana\n    idd: 1"))
+    out = runner.invoke(cli, ["validate", "p"])
+    assert out.exit_code == 1 and "error E101" in out.output
+    assert "note: some checks were skipped after an internal error (RuntimeError: boom" in out.output
