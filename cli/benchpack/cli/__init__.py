@@ -87,6 +87,12 @@ def _print_diagnostics(diags: list[Diagnostic], fmt: str) -> None:
         click.echo(click.style(d.format(), fg=colour), err=True)
 
 
+def _note_internal_error(result: CompileResult) -> None:
+    if result.internal_error:  # the pack's errors were reported; some later checks were not
+        click.echo(f"note: some checks were skipped after an internal error "
+                   f"({result.internal_error}); please report it", err=True)
+
+
 def _summary(result: CompileResult, strict: bool) -> str:
     e, w = len(result.errors), len(result.warnings)
     parts = []
@@ -127,6 +133,7 @@ def validate(pack: Path, strict: bool, fmt: str) -> None:
     """Check PACK (a directory with pack.yaml, or the file) and report every problem."""
     result = _validate(pack, strict=strict)
     _print_diagnostics(result.diagnostics, fmt)
+    _note_internal_error(result)
     failed = bool(result.errors) or (strict and result.warnings)
     if fmt == "text":
         click.echo(("✗ " if failed else "✓ ") + f"{pack}: {_summary(result, strict)}", err=True)
@@ -148,6 +155,7 @@ def compile_cmd(pack: Path, out: Path, ablation: bool, no_cache: bool, strict: b
     """Compile PACK into OUT/plan.json."""
     result = compile_pack(pack, out, ablation=ablation, strict=strict, use_cache=not no_cache)
     _print_diagnostics(result.diagnostics, fmt)
+    _note_internal_error(result)
     if not result.ok:
         click.echo(f"✗ {pack}: {_summary(result, strict)}; nothing written", err=True)
         raise PackErrors("")

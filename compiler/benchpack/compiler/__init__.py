@@ -1,6 +1,6 @@
 """benchpack.compiler: YAML pack → validated, linked, linted plan (`plan.json`).
 
-Pipeline: load (PyYAML fast path, ruamel.yaml positions on demand) → validate (the specs
+Pipeline: load (libyaml; node positions on demand) → validate (the specs
 models, i.e. the JSON Schema) → render (sandboxed Jinja) → link → DAG (networkx) → lint → plan.
 """
 

@@ -6,6 +6,7 @@ import glob as globlib
 import hashlib
 import json
 import os
+import traceback
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -14,9 +15,9 @@ from typing import Any
 from .build import Builder, CompileOptions
 from .diagnostics import Diagnostic, Diagnostics
 from .graph import render_dot, render_mermaid, render_text
-from .loader import GLOB_CHARS, LoadedPack, load_pack, locate_all
+from .loader import GLOB_CHARS, LoadedPack, load_pack, locate_all, pack_relative
 from .plan import assemble, sha256, write_plan
-from .validate import validate_file
+from .validate import Salvage, validate_file
 
 CACHE_FORMAT = 1
 
@@ -36,6 +37,9 @@ class CompileResult:
     content_hash: str | None = None
     cached: bool = False
     files: list[str] = field(default_factory=list)
+    internal_error: str | None = None
+    """A compiler failure while checking a pack that already has errors (some checks were
+    skipped); always None for packs without errors."""
 
     @property
     def ok(self) -> bool:
@@ -57,35 +61,40 @@ class CompileResult:
 
 def _content_hash(loaded: LoadedPack, options: CompileOptions) -> str:
     h = hashlib.sha256()
-    entries = [(str(f.path.relative_to(loaded.root)) if f.path.is_relative_to(loaded.root)
-                else str(f.path), f.sha256) for f in loaded.files]
-    entries += [(str(p.relative_to(loaded.root)) if p.is_relative_to(loaded.root) else str(p),
-                 sha256(b)) for p, b in loaded.data_files.items()]
+    entries = [(pack_relative(f.path, loaded.root), f.sha256) for f in loaded.files]
+    entries += [(pack_relative(p, loaded.root), sha256(b)) for p, b in loaded.data_files.items()]
     for name, digest in sorted(entries):
         h.update(name.encode() + b"\0" + digest.encode() + b"\n")
     return h.hexdigest()
 
 
-def _compile_loaded(target: Path, options: CompileOptions,
-                    diags: Diagnostics) -> tuple[LoadedPack | None, dict[str, Any] | None, str | None]:
+@dataclass
+class _Compiled:
+    loaded: LoadedPack | None = None
+    plan: dict[str, Any] | None = None
+    content_hash: str | None = None
+    internal_error: str | None = None
+
+
+def _compile_loaded(target: Path, options: CompileOptions, diags: Diagnostics) -> _Compiled:
     loaded = load_pack(target, diags)
     if loaded is None:
-        return None, None, None
+        return _Compiled()
     models: list[tuple[Any, Any]] = []
-    broken: dict[str, set[str]] = {}
+    salvaged = Salvage()
     for src in loaded.files:
         if src.data is None:
             continue
-        model = validate_file(src, diags, broken)
+        model = validate_file(src, diags, salvaged)
         if model is not None:
             models.append((src, model))
     pack_ok = bool(loaded.files) and bool(models) and models[0][0] is loaded.files[0]
     if not pack_ok:
         locate_all(diags, loaded.files)
-        return loaded, None, None
-    earlier_errors = diags.has_errors()
+        return _Compiled(loaded)
+    internal_error = None
     try:
-        b = Builder(loaded, models, diags, options, broken)
+        b = Builder(loaded, models, diags, options, salvaged)
         b.symbols()
         b.world()
         drafts, episodes = b.sessions()
@@ -98,17 +107,24 @@ def _compile_loaded(target: Path, options: CompileOptions,
             content_hash = _content_hash(loaded, options)
             plan = assemble(b, drafts, episodes, order, groups, content_hash,
                             benchpack_version())
-    except Exception:
-        # Semantic checks of a pack that already failed validation run on salvaged parts; if
-        # they trip over the damage, the errors already reported are what the author needs.
-        if not earlier_errors:
+    except Exception as exc:
+        # Semantic checks of a pack with errors run on salvaged parts; if they trip over the
+        # damage, the errors already reported are what the author needs. The failure is kept
+        # (CompileResult.internal_error) so that tests see it; without errors it is a bug.
+        if not diags.has_errors():
             raise
+        internal_error = _describe(exc)
         plan = None
         content_hash = None
     locate_all(diags, loaded.files)
     if diags.has_errors() or (options.strict and diags.items):
-        return loaded, None, content_hash
-    return loaded, plan, content_hash
+        plan = None
+    return _Compiled(loaded, plan, content_hash, internal_error)
+
+
+def _describe(exc: Exception) -> str:
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    return f"{type(exc).__name__}: {exc} ({Path(frame.filename).name}:{frame.lineno})"
 
 
 # --------------------------------------------------------------------------- cache
@@ -198,10 +214,14 @@ def _store(target: Path, options: CompileOptions, loaded: LoadedPack, content_ha
 def validate_pack(target: str | Path, *, strict: bool = False) -> CompileResult:
     """Check a pack without writing anything."""
     diags = Diagnostics()
-    options = CompileOptions(strict=strict)
-    loaded, plan, content_hash = _compile_loaded(Path(target), options, diags)
-    return CompileResult(diagnostics=diags.sorted(), plan=plan, content_hash=content_hash,
-                         files=[f.shown for f in loaded.files] if loaded else [])
+    c = _compile_loaded(Path(target), CompileOptions(strict=strict), diags)
+    return _result(c, diags)
+
+
+def _result(c: _Compiled, diags: Diagnostics) -> CompileResult:
+    return CompileResult(diagnostics=diags.sorted(), plan=c.plan, content_hash=c.content_hash,
+                         files=[f.shown for f in c.loaded.files] if c.loaded else [],
+                         internal_error=c.internal_error)
 
 
 def compile_pack(target: str | Path, out: str | Path | None = None, *, ablation: bool = False,
@@ -217,9 +237,9 @@ def compile_pack(target: str | Path, out: str | Path | None = None, *, ablation:
                 _write_bytes(Path(out), hit.plan_bytes)
             return hit
     diags = Diagnostics()
-    loaded, plan, content_hash = _compile_loaded(target, options, diags)
-    result = CompileResult(diagnostics=diags.sorted(), plan=plan, content_hash=content_hash,
-                           files=[f.shown for f in loaded.files] if loaded else [])
+    c = _compile_loaded(target, options, diags)
+    result = _result(c, diags)
+    plan, loaded, content_hash = c.plan, c.loaded, c.content_hash
     if plan is None or loaded is None or content_hash is None:
         return result
     out_dir = Path(out) if out is not None else None

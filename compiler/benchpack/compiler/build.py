@@ -8,10 +8,8 @@ place the author wrote the offending value.
 from __future__ import annotations
 
 import base64
-import csv
 import fnmatch
 import hashlib
-import io
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -20,15 +18,27 @@ from datetime import date, datetime
 from typing import Any
 
 import jmespath
+from jmespath.exceptions import IncompleteExpressionError, LexerError, ParseError
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from pydantic import ValidationError
 
 from benchpack.specs import pack as P
 
-from .diagnostics import Diagnostics, PathPart, did_you_mean
+from .datafiles import DataError, first_error, read_rows, read_triples
+from .diagnostics import CODES, Diagnostics, PathPart, did_you_mean
 from .graph import build_dag, dependency_groups, find_cycles, stable_order
-from .loader import LoadedPack, SourceFile, inside
+from .loader import (
+    MAX_DATA_BYTES,
+    LoadedPack,
+    SourceFile,
+    inside,
+    near_file_hint,
+    pack_relative,
+    path_problem,
+)
 from .render import RenderError, check_syntax, render
+from .validate import Salvage
 
 Loc = tuple[SourceFile, tuple[PathPart, ...]]
 
@@ -88,10 +98,11 @@ def iso(value: Any) -> str | None:
 class Builder:
     def __init__(self, loaded: LoadedPack, models: list[tuple[SourceFile, Any]],
                  diags: Diagnostics, options: CompileOptions,
-                 broken: dict[str, set[str]] | None = None) -> None:
+                 salvaged: Salvage | None = None) -> None:
         self.loaded = loaded
+        self.salvaged = salvaged or Salvage()
         # names of items that failed validation: references to them are not reported again
-        self.broken: set[str] = set().union(*(broken or {}).values())
+        self.broken: set[str] = self.salvaged.names
         self.diags = diags
         self.options = options
         self.pack: P.Pack = models[0][1]
@@ -112,22 +123,52 @@ class Builder:
         self.plan_streams: dict[str, dict[str, Any]] = {}
         self.plan_corpora: dict[str, dict[str, Any]] = {}
         self.read_tools: set[str] = set()
+        self._pack_paths: dict[str, str] = {}
+        self.pack_ignore = self.lint_settings(self.pack.lint, (self.pack_src, ()))
+        self.session_ignore: set[str] = set()
+        """Lints silenced by the session being built (`session_body` sets it)."""
 
     # ------------------------------------------------------------------ helpers
 
     def err(self, code: str, msg: str, loc: Loc, sub: Sequence[PathPart] = (),
             hint: str | None = None, at_key: bool = False) -> None:
         src, path = loc
-        self.diags.error(code, msg, src.shown, (*path, *sub), hint, at_key=at_key)
+        full = (*path, *sub)
+        if not self.salvaged.hides(src.shown, full, CODES[code][0]):
+            self.diags.error(code, msg, src.shown, full, hint, at_key=at_key)
 
     def lint(self, code: str, msg: str, loc: Loc, sub: Sequence[PathPart] = (),
              hint: str | None = None, ignore: Iterable[str] = ()) -> None:
-        if code in ignore:
+        """A warning, unless the pack, the session being built, or `ignore` silences it."""
+        if code in ignore or code in self.pack_ignore or code in self.session_ignore:
             return
         self.err(code, msg, loc, sub, hint)
 
+    def lint_settings(self, settings: P.LintSettings | None, loc: Loc) -> set[str]:
+        """The codes a `lint: {ignore: …}` block silences; unknown codes are errors (a typo
+        there would silently silence nothing)."""
+        if settings is None:
+            return set()
+        lints = [c for c, (severity, _) in CODES.items() if severity == "warning"]
+        for i, code in enumerate(settings.ignore):
+            if code not in lints:
+                self.err("E104", f"`{code}` is not a lint code", loc, ("lint", "ignore", i),
+                         did_you_mean(code, lints) or "lint codes are " + ", ".join(lints))
+        return set(settings.ignore)
+
+    def pack_path(self, src: SourceFile) -> str:
+        """A pack file's path relative to the pack root: what plans record, so that they do
+        not depend on where the pack was compiled from."""
+        if src.shown not in self._pack_paths:
+            self._pack_paths[src.shown] = pack_relative(src.path, self.loaded.root)
+        return self._pack_paths[src.shown]
+
     def read_data(self, rel: str, loc: Loc, sub: Sequence[PathPart]) -> bytes | None:
         src = loc[0]
+        problem = path_problem(rel)
+        if problem:
+            self.err("E104", problem, loc, sub)
+            return None
         path = (src.path.parent / rel)
         if not inside(self.loaded.root, path):
             self.err("E010", f"`{rel}` is outside the pack directory", loc, sub,
@@ -137,11 +178,17 @@ class Builder:
         if real in self.loaded.data_files:
             return self.loaded.data_files[real]
         try:
+            if real.is_dir():
+                self.err("E012", f"`{rel}` is a directory, not a file", loc, sub)
+                return None
+            size = real.stat().st_size
+            if size > MAX_DATA_BYTES:
+                self.err("E005", f"`{rel}` is {size / 2**20:.1f} MiB; the limit is "
+                         f"{MAX_DATA_BYTES // 2**20} MiB", loc, sub, "keep fixture data small")
+                return None
             data = real.read_bytes()
         except FileNotFoundError:
-            from .loader import _near_file_hint
-
-            self.err("E006", f"file `{rel}` not found", loc, sub, _near_file_hint(path))
+            self.err("E006", f"file `{rel}` not found", loc, sub, near_file_hint(path))
             return None
         except OSError as exc:
             self.err("E012", f"cannot read `{rel}`: {exc.strerror or exc}", loc, sub)
@@ -206,9 +253,14 @@ class Builder:
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
-            where = "/".join(str(p) for p in exc.path) or "top level"
+            inner = tuple(p for p in exc.path if isinstance(p, str | int))
+            hint: str | None = "see https://json-schema.org/understanding-json-schema/"
+            if inner and inner[-1] == "type" and isinstance(exc.instance, str):
+                hint = did_you_mean(exc.instance, _JSON_TYPES) or (
+                    "types are " + ", ".join(f"`{t}`" for t in _JSON_TYPES))
+            where = "/".join(str(p) for p in inner) or "top level"
             self.err("E207", f"{what} is not a valid JSON Schema ({where}: {exc.message})",
-                     loc, sub, "see https://json-schema.org/understanding-json-schema/")
+                     loc, (*sub, *inner), hint)
             return
         for path, key in _unknown_keywords(schema):
             hint = did_you_mean(key, JSON_SCHEMA_KEYWORDS)
@@ -325,37 +377,32 @@ class Builder:
         text = self.read_text(rel, loc, sub)
         if text is None:
             return []
-        rows: Any
         try:
-            if rel.endswith(".csv"):
-                return [dict(r) for r in csv.DictReader(io.StringIO(text))]
-            if rel.endswith(".jsonl"):
-                rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-            else:
-                rows = json.loads(text)
-                if isinstance(rows, dict):  # {"items": [...]} style fixtures
-                    lists = [v for v in rows.values() if isinstance(v, list)]
-                    rows = lists[0] if len(lists) == 1 else None
-        except (json.JSONDecodeError, csv.Error) as exc:
-            self.err("E013", f"`{rel}` is not valid data: {exc}", loc, sub)
+            return read_rows(rel, text)
+        except DataError as exc:
+            self.err("E013", f"`{rel}`: {exc}", loc, sub,
+                     "a JSON list of objects, JSON Lines, or CSV with a header line")
             return []
-        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            self.err("E013", f"`{rel}` must hold a list of objects (rows)", loc, sub)
-            return []
-        return rows
+
+    def file_items(self, rel: str, model: type[P.Event] | type[P.Document], loc: Loc,
+                   sub: Sequence[PathPart]) -> list[dict[str, Any]]:
+        """Events or documents from a data file, each validated like an inline one."""
+        out = []
+        for i, row in enumerate(self.fixture_rows(rel, loc, sub), start=1):
+            try:
+                out.append(model.model_validate(row).model_dump(mode="json"))
+            except ValidationError as exc:
+                self.err("E013", f"`{rel}` {model.__name__.lower()} {i}: {first_error(exc)}",
+                         loc, sub)
+                break
+        return out
 
     def stream(self, name: str, it: _Item) -> None:
         st: P.EventStream = it.obj
         loc = (it.src, it.path)
         events = [e.model_dump(mode="json") for e in st.events]
         if st.file:
-            for row in self.fixture_rows(st.file, loc, ("file",)):
-                try:
-                    events.append(P.Event.model_validate(row).model_dump(mode="json"))
-                except Exception as exc:
-                    self.err("E013", f"bad event in `{st.file}`: {str(exc).splitlines()[0]}",
-                             loc, ("file",))
-                    break
+            events.extend(self.file_items(st.file, P.Event, loc, ("file",)))
         for e in events:
             e["at"] = iso(e["at"])
         events.sort(key=lambda e: e["at"])
@@ -397,13 +444,7 @@ class Builder:
         loc = (it.src, it.path)
         docs = [d.model_dump(mode="json") for d in c.documents]
         if c.file:
-            for row in self.fixture_rows(c.file, loc, ("file",)):
-                try:
-                    docs.append(P.Document.model_validate(row).model_dump(mode="json"))
-                except Exception as exc:
-                    self.err("E013", f"bad document in `{c.file}`: {str(exc).splitlines()[0]}",
-                             loc, ("file",))
-                    break
+            docs.extend(self.file_items(c.file, P.Document, loc, ("file",)))
         for d in docs:
             d["published"] = iso(d.get("published"))
         self.plan_corpora[name] = {"name": name, "description": c.description, "documents": docs}
@@ -487,8 +528,8 @@ class Builder:
             "style": style, "facts": p.facts,
         }
 
-    def style(self, st: P.CommunicationStyle, loc: Loc, sub: Sequence[PathPart],
-              ignore: Iterable[str] = ()) -> dict[str, Any] | None:
+    def style(self, st: P.CommunicationStyle, loc: Loc,
+              sub: Sequence[PathPart]) -> dict[str, Any] | None:
         letters = [c for c in re.split(r"\++", st.code) if c and c != "NONE"]
         if len(set(letters)) != len(letters):
             self.err("E215", f"style `{st.code}` repeats a trait", loc, sub,
@@ -498,7 +539,7 @@ class Builder:
         if code not in P.COHERENT_STYLES:
             self.lint("W311", f"style `{code}` combines conflicting registers", loc, sub,
                       "preciseness (P) reads unnaturally with E, V or M; see the 24 coherent "
-                      "styles in the README", ignore)
+                      "styles in the README")
         chatty = "E" in letters
         lo, hi = (40, 100) if chatty else (5, 25)
         lo = st.min_words or lo
@@ -614,20 +655,30 @@ class Builder:
             if match:
                 d.deps.append(match[0].sid)
             else:
+                styles = ", ".join(t.style_code or "NONE" for t in targets)
                 self.err("E213", f"`{dep}` is expanded over styles, so `{d.model.id}` must be "
-                         "expanded over the same styles to depend on it", loc, ("depends_on", i))
+                         "expanded over the same styles to depend on it", loc, ("depends_on", i),
+                         f"add `styles: [{styles}]` to `{d.model.id}`")
 
     def session_body(self, d: _SessionDraft, episode: dict[str, Any]) -> None:
         s = d.model
         loc = (d.src, d.path)
         ep_item = self.episodes[d.episode]
         ep: P.Episode = ep_item.obj
-        ignore = set((self.pack.lint.ignore if self.pack.lint else []) +
-                     (s.lint.ignore if s.lint else []))
+        ignore = self.pack_ignore | self.lint_settings(s.lint, loc)
+        self.session_ignore = ignore
+        try:
+            self._session_body(d, episode, ep, loc, ignore)
+        finally:
+            self.session_ignore = set()
+
+    def _session_body(self, d: _SessionDraft, episode: dict[str, Any], ep: P.Episode, loc: Loc,
+                      ignore: set[str]) -> None:
+        s = d.model
         persona = self.plan_personas.get(ep.persona)
         style = persona.get("style") if persona else None
         if d.style_code is not None:
-            style = self.style(P.CommunicationStyle(code=d.style_code), loc, ("styles",), ignore)
+            style = self.style(P.CommunicationStyle(code=d.style_code), loc, ("styles",))
         ctx = {
             "vars": self.pack.vars,
             "persona": persona or {},
@@ -678,7 +729,7 @@ class Builder:
                 request = r(s.stages[0].line, "stages", 0, "line")
         if request is None and s.trigger.kind == "user_message" and not s.dialogue:
             self.err("E212", f"session `{s.id}` starts with a user message but has no `request`",
-                     loc, ("request",) if False else (), "add `request: …` (the user's opening message)")
+                     loc, ("request",), "add `request: …` (the user's opening message)")
         if request is None and s.trigger.kind != "user_message":
             payload = s.trigger.payload or {}
             request = json.dumps(payload, ensure_ascii=False, sort_keys=True) if payload else None
@@ -695,7 +746,7 @@ class Builder:
         carry = s.carry_over if s.carry_over is not None else ep.memory == "carry_over"
         d.data = {
             "id": d.sid, "name": s.id, "episode": d.episode, "index": d.index,
-            "title": s.title, "description": s.description, "source_file": d.src.shown,
+            "title": s.title, "description": s.description, "source_file": self.pack_path(d.src),
             "metadata": meta, "protocol": s.protocol, "persona": ep.persona,
             "environment": env["id"], "style": style, "trigger": trigger, "request": request,
             "depends_on": list(dict.fromkeys(d.deps)), "prior_sessions": [],
@@ -874,11 +925,10 @@ class Builder:
                         self.err("E205", f"invalid regular expression: {exc}", loc,
                                  (*sub, "where", path, "regex"))
         if a.query is not None:
-            try:
-                jmespath.compile(a.query)
-            except Exception as exc:
-                self.err("E206", f"invalid JMESPath query: {str(exc).splitlines()[0]}", loc,
-                         (*sub, "query"), "see https://jmespath.org/tutorial.html")
+            problem = jmespath_problem(a.query)
+            if problem:
+                self.err("E206", f"invalid JMESPath query: {problem}", loc, (*sub, "query"),
+                         "see https://jmespath.org/tutorial.html")
         if a.json_schema is not None:
             self.check_schema(a.json_schema, loc, (*sub, "json_schema"), "`json_schema`")
 
@@ -981,25 +1031,9 @@ class Builder:
 
     def triples_file(self, rel: str, text: str, loc: Loc) -> list[dict[str, Any]]:
         try:
-            if rel.endswith((".tsv", ".txt")):
-                rows = [line.split("\t") for line in text.splitlines() if line.strip()]
-                bad = [i for i, row in enumerate(rows) if len(row) not in (3, 4)]
-                if bad:
-                    self.err("E013", f"`{rel}` line {bad[0] + 1}: expected head<TAB>relation<TAB>tail",
-                             loc, ("graph", "file"))
-                    return []
-                return [{"head": x[0].strip(), "relation": x[1].strip(), "tail": x[2].strip(),
-                         "dimension": x[3].strip() if len(x) > 3 else None} for x in rows]
-            data = json.loads(text)
-            if isinstance(data, dict):
-                data = data.get("triplets", data.get("triples"))
-            out = []
-            for row in data or []:
-                out.append({"head": str(row["head"]), "relation": str(row["relation"]),
-                            "tail": str(row["tail"]), "dimension": row.get("dimension")})
-            return out
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-            self.err("E013", f"`{rel}` is not a triples file: {exc}", loc, ("graph", "file"),
+            return read_triples(rel, text)
+        except DataError as exc:
+            self.err("E013", f"`{rel}`: {exc}", loc, ("graph", "file"),
                      "a JSON list of {head, relation, tail} objects, or TSV lines")
             return []
 
@@ -1020,7 +1054,8 @@ class Builder:
 
     def unused(self, drafts: list[_SessionDraft]) -> None:
         """W312: things defined but never used (often a typo in the place that should use them)."""
-        ignore = set(self.pack.lint.ignore if self.pack.lint else [])
+        if any(self.salvaged.dropped.values()):
+            return  # what validation dropped may well have used them
         used_personas = {it.obj.persona for it in self.episodes.values()}
         used_envs = {it.obj.environment for it in self.episodes.values()}
         used_services = {s for e in self.environments.values() for s in e.obj.services}
@@ -1037,7 +1072,7 @@ class Builder:
             for name, it in table.items():
                 if name not in used:
                     self.lint("W312", f"{what} `{name}` is defined but never used",
-                              (it.src, it.path), (), None, ignore)
+                              (it.src, it.path))
 
     # ------------------------------------------------------------------ phase 4: graph
 
@@ -1122,6 +1157,24 @@ def _unknown_keywords(schema: Any, path: tuple[PathPart, ...] = ()) -> list[tupl
     return out
 
 
+_JSON_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
+
+
+def jmespath_problem(query: str) -> str | None:
+    """Why a JMESPath query does not compile, in one line; None when it does."""
+    try:
+        jmespath.compile(query)
+    except IncompleteExpressionError:
+        return "the query ends too early"
+    except LexerError as exc:  # a ParseError subclass: test it first
+        return f"{exc.message.rstrip('.:')} at character {exc.lexer_position + 1}"
+    except ParseError as exc:
+        return f"unexpected `{exc.token_value}` at character {exc.lex_position + 1}"
+    except Exception as exc:  # the library's own failures on odd input
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return None
+
+
 def _op_description(op: P.Operation, service: str) -> str:
     what = {
         "list": f"List rows of `{op.table}`" + (f", filtered by {', '.join(op.filter_fields)}"
@@ -1137,7 +1190,8 @@ def _op_description(op: P.Operation, service: str) -> str:
 
 def _op_parameters(op: P.Operation, table: P.Table) -> dict[str, Any]:
     props: dict[str, Any] = {}
-    schema_props = (table.row_schema or {}).get("properties", {}) if table.row_schema else {}
+    declared = (table.row_schema or {}).get("properties")
+    schema_props = declared if isinstance(declared, dict) else {}  # E207 reports a bad one
 
     def field_schema(name: str) -> dict[str, Any]:
         sch = schema_props.get(name)

@@ -1,8 +1,8 @@
 """Diagnostics: every problem in a pack, located, collected, reported together.
 
 A diagnostic is created with the file and the JSON path of the offending node; line and column
-are filled in afterwards by `locate_all`, which re-reads only the files that have something to
-report with ruamel.yaml's round-trip loader (clean packs never pay for position tracking).
+are filled in afterwards by `locate_all`, which composes libyaml's node tree (with marks) only
+for the files that have something to report (clean packs never pay for position tracking).
 """
 
 from __future__ import annotations

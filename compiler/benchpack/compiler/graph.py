@@ -85,23 +85,25 @@ def render_text(episodes: Mapping[str, Sequence[str]], parents: Mapping[str, Seq
     return "\n".join(lines) + "\n"
 
 
-def _mermaid_id(s: str) -> str:
-    return "n_" + "".join(c if c.isalnum() else "_" for c in s)
-
-
 def render_mermaid(episodes: Mapping[str, Sequence[str]], parents: Mapping[str, Sequence[str]],
                    labels: Mapping[str, str]) -> str:
+    # Node ids are positional: ids made from names collide (`a-b` and `a_b` both give `a_b`).
+    ids = {sid: f"s{i}" for i, sid in enumerate(s for ss in episodes.values() for s in ss)}
     lines = ["flowchart LR"]
-    for ep, sessions in episodes.items():
-        lines.append(f'  subgraph {_mermaid_id(ep)}["episode {ep}"]')
+    for i, (ep, sessions) in enumerate(episodes.items()):
+        lines.append(f'  subgraph e{i}["episode {_mermaid_text(ep)}"]')
         for sid in sessions:
-            label = labels.get(sid, sid).replace('"', "'")
-            lines.append(f'    {_mermaid_id(sid)}["{label}"]')
+            lines.append(f'    {ids[sid]}["{_mermaid_text(labels.get(sid, sid))}"]')
         lines.append("  end")
     for sid, deps in parents.items():
         for dep in deps:
-            lines.append(f"  {_mermaid_id(dep)} --> {_mermaid_id(sid)}")
+            if sid in ids and dep in ids:
+                lines.append(f"  {ids[dep]} --> {ids[sid]}")
     return "\n".join(lines) + "\n"
+
+
+def _mermaid_text(s: str) -> str:
+    return s.replace('"', "#quot;")
 
 
 def render_dot(episodes: Mapping[str, Sequence[str]], parents: Mapping[str, Sequence[str]],

@@ -86,7 +86,7 @@ def lint_session(s: dict[str, Any], report: Report, earlier_text: Iterable[str],
     }.get(protocol, [])
     for key, what in need:
         if not s.get(key) or (key == "graph" and not s[key]["triples"]):
-            report("W308", f"{protocol} session has no {what}", (), f"add `{key}:`")
+            report("W308", f"{protocol} session lacks {what}", (), f"add `{key}:`")
     if protocol == "trigger_rubric" and not s["triggers"] and not (
             s["scenario"] and s["scenario"]["anchors"]):
         report("W308", "trigger_rubric session has neither trigger points nor scenario anchors",

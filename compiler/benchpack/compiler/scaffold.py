@@ -162,9 +162,7 @@ def _schema_dir(root: Path) -> str:
     for parent in here.parents:
         cand = parent / "schemas" / "pack.schema.json"
         if cand.exists():
-            try:
-                rel = os.path.relpath(cand.parent, root.resolve())
-                return rel.replace(os.sep, "/")
-            except ValueError:
-                break
+            if not root.resolve().is_relative_to(parent):
+                break  # a pack outside the checkout must not point into it
+            return os.path.relpath(cand.parent, root.resolve()).replace(os.sep, "/")
     return "https://benchpack.dev/schemas"

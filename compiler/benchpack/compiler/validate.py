@@ -9,8 +9,10 @@ is pointed at, union branches are collapsed into one message, and near-misses ge
 
 from __future__ import annotations
 
+import copy
 import types
 import typing
+from dataclasses import dataclass, field
 from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
@@ -43,84 +45,147 @@ _TYPE_WORDS = {
 }
 
 _PATTERN_HINTS = {
-    r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$": "ids use letters, digits, `_`, `-` and `.`, and start with a letter or digit",
-    r"^[a-z0-9][a-z0-9_-]{0,63}$": "pack names use lowercase letters, digits, `-` and `_`",
-    r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$": "tool and service names use letters, digits, `_` and `-` (no spaces or dots)",
-    r"^(NONE|[EPVQMI](\+{1,2}[EPVQMI]){0,5})$": "a style is `NONE` or trait letters E P V Q M I joined by `+`, e.g. `E+Q`",
-    r"^[0-9]+(s|m|h|d)$": "durations look like `30m`, `2h` or `1d`",
-    r"^[^:]+\.py:[A-Za-z_][A-Za-z0-9_]*$": "write `path/to/file.py:function`",
+    P.ID_PATTERN: "ids use letters, digits, `_`, `-` and `.`, and start with a letter or digit",
+    P.NAME_PATTERN: "pack names use lowercase letters, digits, `-` and `_`",
+    P.TOOL_NAME_PATTERN: "tool and service names use letters, digits, `_` and `-` (no spaces or dots)",
+    P.STYLE_PATTERN: "a style is `NONE` or trait letters E P V Q M I joined by `+`, e.g. `E+Q`",
+    P.DURATION_PATTERN: "durations look like `30m`, `2h` or `1d`",
+    P.PYTHON_ENTRY_PATTERN: "write `path/to/file.py:function`",
+    P.LINT_CODE_PATTERN: "lint codes look like `W304`",
 }
 
 
-_ITEM_MODELS: dict[str, type[BaseModel]] = {
-    "personas": P.Persona, "tools": P.Tool, "services": P.Service,
-    "event_streams": P.EventStream, "corpora": P.Corpus, "environments": P.Environment,
-    "episodes": P.Episode,
-}
+@dataclass
+class Salvage:
+    """What validation dropped from broken files, so that the checks after it neither trip
+    over the damage nor report its consequences."""
+
+    names: set[str] = field(default_factory=set)
+    """Ids and names of dropped items: references to them are not reported again."""
+    dropped: dict[str, list[tuple[PathPart, ...]]] = field(default_factory=dict)
+    """File (as shown) → JSON paths of the dropped values and items."""
+
+    def hides(self, file: str, path: tuple[PathPart, ...], severity: str) -> bool:
+        """Whether a later diagnostic is a consequence of a drop: it is about a dropped value,
+        or it is a lint of an object that lost part of itself."""
+        for d in self.dropped.get(file, ()):
+            if path[: len(d)] == d:
+                return True
+            if severity == "warning":
+                owner = d[:-2] if isinstance(d[-1], int) else d[:-1]
+                if path == owner or (owner and not isinstance(d[-1], int)
+                                     and path[: len(owner)] == owner):
+                    return True
+        return False
 
 
 def validate_file(src: SourceFile, diags: Diagnostics,
-                  broken: dict[str, set[str]] | None = None) -> Pack | Fragment | None:
+                  salvaged: Salvage | None = None) -> Pack | Fragment | None:
     """Validate one loaded file against its model; diagnostics on failure.
 
-    On failure the valid parts are salvaged (every list item that validates on its own), so
-    that reference checks and lints still run on them, and the names of the invalid items are
-    added to `broken` so that references to them are not reported a second time."""
+    On failure the valid parts are salvaged, so that reference checks and lints still run on
+    them; `salvaged` records what was dropped."""
     model: type[Pack] | type[Fragment] = Pack if src.kind == "pack" else Fragment
     try:
         return model.model_validate(src.data)
     except ValidationError as exc:
         report_validation_error(exc, model, src.data, src.shown, diags)
-    return _salvage(src, model, broken if broken is not None else {})
+        record = salvaged if salvaged is not None else Salvage()
+        return salvage(exc, model, src.data, record, record.dropped.setdefault(src.shown, []))
 
 
-def _salvage(src: SourceFile, model: type[Pack] | type[Fragment],
-             broken: dict[str, set[str]]) -> Pack | Fragment | None:
-    data = dict(src.data)
-    for key, item_model in _ITEM_MODELS.items():
-        items = data.get(key)
-        if not isinstance(items, list):
-            data.pop(key, None)
-            continue
-        kept = []
-        for item in items:
-            if key == "episodes" and isinstance(item, dict):
-                item = _salvage_episode(item, broken)
-            try:
-                item_model.model_validate(item)
-                kept.append(item)
-            except ValidationError:
-                if isinstance(item, dict):
-                    name = item.get("id", item.get("name"))
-                    if isinstance(name, str):
-                        broken.setdefault(key, set()).add(name)
-        data[key] = kept
-    try:
-        return model.model_validate(data)
-    except ValidationError:
-        if model is Pack:
-            try:  # keep the pack's name and lists even when a manifest field is broken
-                minimal = {k: data[k] for k in _ITEM_MODELS if k in data}
-                minimal["name"] = data.get("name") if isinstance(data.get("name"), str) else "pack"
-                return Pack.model_validate(minimal)
-            except ValidationError:
-                return None
-        return None
+_DROPPED = object()
+"""Stands in for a dropped list item, so that later paths keep the file's indexes."""
 
 
-def _salvage_episode(item: dict[str, Any], broken: dict[str, set[str]]) -> dict[str, Any]:
-    sessions = item.get("sessions")
-    if not isinstance(sessions, list):
-        return item
-    kept = []
-    for s in sessions:
+def salvage(exc: ValidationError, model: type[Pack] | type[Fragment], data: Any,
+            record: Salvage, dropped: list[tuple[PathPart, ...]]) -> Pack | Fragment | None:
+    """The model of `data` without its broken parts: an invalid value is dropped (its default
+    applies); when that leaves a required key missing, the list item holding it is dropped
+    (a workspace file, a session, a persona), and so on outwards."""
+    data = copy.deepcopy(data)
+    for _ in range(12):
+        if not _prune(data, exc, record.names, dropped):
+            return None
         try:
-            P.Session.model_validate(s)
-            kept.append(s)
-        except ValidationError:
-            if isinstance(s, dict) and isinstance(s.get("id"), str):
-                broken.setdefault("sessions", set()).add(s["id"])
-    return {**item, "sessions": kept}
+            return model.model_validate(_live(data))
+        except ValidationError as again:
+            exc = again
+    return None
+
+
+def _live(node: Any) -> Any:
+    """`node` without the dropped list items."""
+    if isinstance(node, dict):
+        return {k: _live(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_live(x) for x in node if x is not _DROPPED]
+    return node
+
+
+def _file_loc(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An error location in the live view → the same location in the file's indexes."""
+    out: list[Any] = []
+    node = data
+    for part in loc:
+        if isinstance(node, list) and isinstance(part, int):
+            live = [i for i, x in enumerate(node) if x is not _DROPPED]
+            if 0 <= part < len(live):
+                out.append(live[part])
+                node = node[live[part]]
+                continue
+        out.append(part)
+        node = node.get(part) if isinstance(node, dict) else None
+    return tuple(out)
+
+
+def _prune(data: dict[str, Any], exc: ValidationError, names: set[str],
+           dropped: list[tuple[PathPart, ...]]) -> bool:
+    """Drop what each error points at; False when nothing could be dropped."""
+    progress = False
+    for err in exc.errors(include_url=False):
+        loc = _file_loc(data, err["loc"])
+        path, _ = data_path(data, loc, err["type"])
+        if loc and loc[-1] == "[key]":  # a key of the wrong type: drop the entry
+            path = (*data_path(data, loc[:-2], err["type"])[0], loc[-2])
+        if err["type"] == "missing" or not path:
+            items = [i for i, part in enumerate(path[:-1]) if isinstance(part, int)]
+            if not items:
+                if path == ("name",):
+                    data["name"] = "pack"
+                    progress = True
+                    continue
+                return False  # the file itself is unusable
+            path = path[: items[-1] + 1]
+        parent: Any = data
+        for part in path[:-1]:
+            parent = parent[part]
+        last = path[-1]
+        if isinstance(parent, dict) and last not in parent:
+            last = next((k for k in parent if str(k) == str(last)), last)
+        if not _has(parent, last):
+            continue
+        value = parent[last]
+        if last in ("id", "name") and isinstance(value, str):
+            names.add(value)  # an item with an invalid id is dropped next
+        for item in value if isinstance(value, list) else [value]:
+            name = item.get("id", item.get("name")) if isinstance(item, dict) else None
+            if isinstance(name, str):
+                names.add(name)
+        if isinstance(parent, list) and isinstance(last, int):
+            parent[last] = _DROPPED
+        else:
+            del parent[last]
+        dropped.append(path)
+        progress = True
+    return progress
+
+
+def _has(parent: Any, key: Any) -> bool:
+    if isinstance(parent, dict):
+        return key in parent
+    return (isinstance(parent, list) and isinstance(key, int) and 0 <= key < len(parent)
+            and parent[key] is not _DROPPED)
 
 
 def report_validation_error(exc: ValidationError, model: type[BaseModel], data: Any,
@@ -129,6 +194,14 @@ def report_validation_error(exc: ValidationError, model: type[BaseModel], data: 
     raw: list[tuple[tuple[PathPart, ...], bool, dict[str, Any]]] = []
     for detail in exc.errors(include_url=False):
         err: dict[str, Any] = dict(detail)
+        if err["loc"] and err["loc"][-1] == "[key]":  # a mapping key of the wrong type
+            path, _ = data_path(data, err["loc"][:-2], err["type"])
+            key = err["input"]
+            full = (*prefix, *path, str(key))  # a key, even when it looks like a number
+            text = "null" if key is None else str(key).lower() if isinstance(key, bool) else key
+            diags.error("E103", f"key `{text}` in {_field(path)} must be a string, found "
+                        f"{type_name(key)}", shown, full, "put the key in quotes", at_key=True)
+            continue
         path, branched = data_path(data, err["loc"], err["type"])
         raw.append((path, branched, err))
     # A union reports one error per branch. Keep the branch that matches the input's shape:
@@ -158,6 +231,12 @@ def report_validation_error(exc: ValidationError, model: type[BaseModel], data: 
             errs = [e for e in errs if e not in wrong]
         for err in errs:
             _one(err, path, full, model, data, shown, diags)
+
+
+_BOUNDS = {
+    "greater_than_equal": ("at least", "ge"), "greater_than": ("more than", "gt"),
+    "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt"),
+}
 
 
 def _join_or(words: list[str]) -> str:
@@ -261,19 +340,23 @@ def _one(err: dict[str, Any], path: tuple[PathPart, ...], full: tuple[PathPart, 
         hint = did_you_mean(str(value), choices) if isinstance(value, str) else None
         diags.error("E104", f"{field} cannot be `{value}`; expected {expected}", shown, full, hint)
     elif kind in ("union_tag_invalid", "union_tag_not_found"):
-        tags = ctx.get("expected_tags", "")
-        tag = ctx.get("tag")
-        choices = [t.strip().strip("'") for t in str(tags).split(",")]
+        disc = str(ctx.get("discriminator", "kind")).strip("'")
         if kind == "union_tag_not_found":
-            diags.error("E102", f"{field} is missing `{ctx.get('discriminator', 'kind')}`", shown,
-                        full, hint=f"one of {tags}")
+            diags.error("E102", f"{field} is missing `{disc}`", shown, full,
+                        hint=f"add `{disc}: …` to say which kind of {field.strip('`')} this is")
         else:
-            diags.error("E104", f"unknown kind `{tag}` for {field}; expected one of {tags}", shown,
-                        full, did_you_mean(str(tag), choices))
+            tags = ctx.get("expected_tags", "")
+            tag = ctx.get("tag")
+            choices = [t.strip().strip("'") for t in str(tags).split(",")]
+            diags.error("E104", f"unknown {disc} `{tag}` for {field}; expected one of {tags}",
+                        shown, (*full, disc), did_you_mean(str(tag), choices))
     elif kind == "string_pattern_mismatch":
         pattern = str(ctx.get("pattern", ""))
         diags.error("E104", f"`{value}` is not a valid value for {field}", shown, full,
                     _PATTERN_HINTS.get(pattern, f"must match {pattern}"))
+    elif kind in _BOUNDS:
+        words, key = _BOUNDS[kind]
+        diags.error("E104", f"{field} must be {words} {ctx.get(key)}, found {value}", shown, full)
     elif kind == "value_error":
         msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
         diags.error("E104", f"{field}: {msg}", shown, full)

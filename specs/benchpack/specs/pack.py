@@ -21,7 +21,9 @@ ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$"
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 TOOL_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
 STYLE_PATTERN = r"^(NONE|[EPVQMI](\+{1,2}[EPVQMI]){0,5})$"
-DURATION_PATTERN = r"^[0-9]+(s|m|h|d)$"
+DURATION_PATTERN = r"^[1-9][0-9]{0,5}(s|m|h|d)$"
+PYTHON_ENTRY_PATTERN = r"^[^:]+\.py:[A-Za-z_][A-Za-z0-9_]*$"
+LINT_CODE_PATTERN = r"^W[0-9]{3}$"
 
 Id = Annotated[str, Field(pattern=ID_PATTERN)]
 ToolName = Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]
@@ -282,7 +284,7 @@ class PythonImpl(Spec):
     """A tool implemented by a Python function in the pack. Runs only with `--allow-python`."""
 
     kind: Literal["python"]
-    entry: str = Field(pattern=r"^[^:]+\.py:[A-Za-z_][A-Za-z0-9_]*$")
+    entry: str = Field(pattern=PYTHON_ENTRY_PATTERN)
     """`path/to/file.py:function`, relative to the YAML file that declares the tool."""
 
 
@@ -430,7 +432,8 @@ class WorkspaceFile(Spec):
     @classmethod
     def _relative(cls, v: str) -> str:
         parts = v.replace("\\", "/").split("/")
-        if v.startswith("/") or ".." in parts or v.strip() == "" or re.match(r"^[A-Za-z]:", v):
+        if (v.startswith("/") or ".." in parts or v.strip() == "" or re.match(r"^[A-Za-z]:", v)
+                or "\x00" in v):
             raise ValueError("workspace paths must be relative and stay inside the workspace")
         return v
 
@@ -707,7 +710,7 @@ class ChecklistItem(Spec):
     """The criterion, one requirement only (Jinja)."""
     rule: Assertion | None = None
     """Grade with a declarative rule instead of a judge."""
-    python: str | None = Field(default=None, pattern=r"^[^:]+\.py:[A-Za-z_][A-Za-z0-9_]*$")
+    python: str | None = Field(default=None, pattern=PYTHON_ENTRY_PATTERN)
     """Grade with `file.py:function` (runs only with `--allow-python`, in a sandboxed
     subprocess; receives the tool history and returns 0/1 or a dict of item scores)."""
     evidence: Evidence | None = None
@@ -781,7 +784,7 @@ class LintSettings(Spec):
     """Silence lint warnings that do not apply (e.g. a stage line that deliberately quotes a
     fact the user believes)."""
 
-    ignore: list[Annotated[str, Field(pattern=r"^W[0-9]{3}$")]] = Field(default_factory=list)
+    ignore: list[Annotated[str, Field(pattern=LINT_CODE_PATTERN)]] = Field(default_factory=list)
     """Warning codes to silence, e.g. `W304`."""
 
 

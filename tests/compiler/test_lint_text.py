@@ -1,0 +1,43 @@
+"""lint: the text tests behind the leakage and bundling lints."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchpack.compiler.lint import bundles, content_tokens, leaks, normalise
+
+
+def test_normalise_and_tokens() -> None:
+    assert normalise("The INR-check, overdue!") == "the inr check overdue"
+    # stop words and short words go; digits and non-ASCII words stay
+    assert content_tokens("The INR check is due on 3 June, ok? 薬") == {
+        "inr", "check", "due", "3", "june", "薬"}
+
+
+@pytest.mark.parametrize(("secret", "visible", "expected"), [
+    ("Put the overdue INR check first", "Please put the overdue INR check first today", True),
+    ("Put the overdue INR check first", "put the overdue inr-check FIRST.", True),
+    ("Be brief", "be brief", False),  # too short to count as a leak
+    ("Keep it short", "keep it short", True),
+    ("Put the overdue INR check first", "Go through the refill queue", False),
+    ("Flag the warfarin refill because INR is overdue",
+     "Please flag the warfarin refill, because the INR is overdue.", True),
+    # near-verbatim only: a reordered paraphrase is not flagged
+    ("Flag the warfarin refill because INR is overdue",
+     "the INR value for the warfarin refill is overdue so flag it", False),
+    ("Flag the warfarin refill because INR is overdue", "warfarin refill list", False),
+])
+def test_leaks(secret: str, visible: str, expected: bool) -> None:
+    assert leaks(secret, visible) is expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("The answer names the warfarin patient", False),
+    ("The answer names the patient and the drug", False),
+    ("The answer names the patient and also lists the drug", True),
+    ("The reply must name the patient. It should also state the dose.", True),
+    ("The note is short. Substantially similar wording is fine.", False),
+    ("Includes (1) the patient and (2) the dose", True),
+])
+def test_bundles(text: str, expected: bool) -> None:
+    assert bundles(text) is expected
