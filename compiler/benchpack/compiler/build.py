@@ -311,13 +311,19 @@ class Builder:
                 self.check_ref(impl.corpus, self.corpora, "corpus", loc, ("impl", "corpus"))
             elif isinstance(impl, P.StreamImpl):
                 self.check_ref(impl.stream, self.streams, "event stream", loc, ("impl", "stream"))
-            elif isinstance(impl, P.PythonImpl):
-                self.read_data(impl.entry.split(":")[0], loc, ("impl", "entry"))
-            self.add_tool(name, {
+            source = None
+            if isinstance(impl, P.PythonImpl):
+                # embedded so the runtime never reads pack files; it runs only with
+                # --allow-python, in a sandboxed subprocess
+                source = self.read_text(impl.entry.split(":")[0], loc, ("impl", "entry"))
+            tool = {
                 "name": t.name, "description": t.description, "parameters": t.parameters,
                 "impl": impl.model_dump(mode="json", exclude_none=True), "group": t.group,
                 "effect": t.effect,
-            }, f"the tool in {it.src.shown}", loc, ("name",))
+            }
+            if source is not None:
+                tool["python_source"] = source
+            self.add_tool(name, tool, f"the tool in {it.src.shown}", loc, ("name",))
         for name, it in self.environments.items():
             self.environment(name, it)
         if DEFAULT_ENV not in self.plan_envs:

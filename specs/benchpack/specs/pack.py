@@ -281,7 +281,10 @@ class StaticImpl(Spec):
 
 
 class PythonImpl(Spec):
-    """A tool implemented by a Python function in the pack. Runs only with `--allow-python`."""
+    """A tool implemented by a Python function in the pack: `function(args)` (or
+    `function(args, context)` with `{"files", "state", "clock"}`) returns a JSON value. Runs
+    only with `--allow-python`, in an isolated subprocess with time and memory limits; it cannot
+    change the workspace or services."""
 
     kind: Literal["python"]
     entry: str = Field(pattern=PYTHON_ENTRY_PATTERN)

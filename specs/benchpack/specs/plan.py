@@ -97,6 +97,8 @@ class PlanTool(PlanModel):
     impl: ToolImpl
     group: str | None = None
     effect: Literal["read", "write"]
+    python_source: str | None = None
+    """`python` tools: the module's source, embedded at compile time."""
 
 
 class PlanTable(PlanModel):
