@@ -10,29 +10,57 @@ gives up (counted in `errors`).
 
 Values are plain JSON dicts chosen by the caller (`llm.LLMClient` stores the assistant message
 and token usage, never credentials).
+
+Writing an entry costs ~0.5 ms of kernel time and up to a few ms of wall time (a file created
+and renamed), so the LLM client uses `put_soon`: the write runs on the event loop's default
+executor, `get` sees the entry at once, and `asyncio.run` waits for pending writes before it
+returns. Keys hash the canonical JSON of each message separately joined (`message_chunks`), so
+a caller holding an append-only history serialises each message once, not once per call.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
+import itertools
 import json
 import os
-import tempfile
+import threading
+from collections import deque
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 CACHE_FORMAT = "benchpack-llm-cache/1"
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                              default=str)
+_TMP_IDS = itertools.count()
+
+
 def canonical_json(obj: Any) -> str:
     """Deterministic JSON: sorted keys, no insignificant whitespace, UTF-8 kept as is."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      default=str)
+    return _CANONICAL.encode(obj)  # = json.dumps with these options, without a new encoder
 
 
 def sha256_json(obj: Any) -> str:
     return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()
+
+
+def message_chunks(messages: Iterable[Any]) -> list[str]:
+    """`canonical_json` of each message: `"[" + ",".join(chunks) + "]"` is the canonical JSON
+    of the list, so digests can be built from chunks computed once per message."""
+    return [canonical_json(m) for m in messages]
+
+
+def sha256_parts(*parts: str | Sequence[str]) -> str:
+    """sha256 of the concatenation; a sequence part is a message list's chunks, hashed as the
+    JSON list they make (`[c1,c2,…]`)."""
+    return hashlib.sha256("".join(
+        part if isinstance(part, str) else "[" + ",".join(part) + "]" for part in parts
+    ).encode("utf-8")).hexdigest()
 
 
 class ResponseCache:
@@ -44,22 +72,47 @@ class ResponseCache:
         self.hits = 0
         self.misses = 0
         self.errors = 0
+        self._root = str(self.directory)
+        self._pending: dict[str, str] = {}
+        """key → payload of `put_soon` writes not yet on disk (`get` serves them)."""
+        self._queue: deque[tuple[str, str]] = deque()
+        self._draining = False
+        self._lock = threading.Lock()
+        self._made: set[str] = set()
 
     @staticmethod
     def key(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
             params: dict[str, Any] | None, seed: int | None, repeat: int) -> str:
-        return sha256_json({"format": CACHE_FORMAT, "model": model, "messages": messages,
-                            "tools": tools or [], "params": params or {}, "seed": seed,
-                            "repeat": repeat})
+        return ResponseCache.key_of_chunks(model, message_chunks(messages),
+                                           canonical_json(tools or []), params, seed, repeat)
+
+    @staticmethod
+    def key_of_chunks(model: str, chunks: Sequence[str], tools_json: str,
+                      params: dict[str, Any] | None, seed: int | None, repeat: int) -> str:
+        """`key` from the messages' `message_chunks` and the tools' canonical JSON (`[]` for
+        none): the canonical JSON of the same object, keys in sorted order."""
+        return sha256_parts(
+            '{"format":', canonical_json(CACHE_FORMAT), ',"messages":', chunks, ',"model":',
+            canonical_json(model), ',"params":', canonical_json(params or {}), ',"repeat":',
+            canonical_json(repeat), ',"seed":', canonical_json(seed), ',"tools":', tools_json,
+            "}")
 
     def path(self, key: str) -> Path:
         return self.directory / key[:2] / key[2:4] / f"{key}.json"
+
+    def _dir(self, key: str) -> str:
+        return os.path.join(self._root, key[:2], key[2:4])
 
     def get(self, key: str) -> dict[str, Any] | None:
         if not self.enabled:
             return None
         try:
-            data = json.loads(self.path(key).read_text(encoding="utf-8"))
+            pending = self._pending.get(key)
+            if pending is None:
+                with open(os.path.join(self._dir(key), key + ".json"), "rb") as fh:
+                    found = json.loads(fh.read())
+            else:
+                found = json.loads(pending)
         except FileNotFoundError:
             self.misses += 1
             return None
@@ -67,31 +120,88 @@ class ResponseCache:
             self.misses += 1
             self.errors += 1
             return None
-        if (not isinstance(data, dict) or data.get("format") != CACHE_FORMAT
-                or data.get("key") != key or not isinstance(data.get("value"), dict)):
+        if (not isinstance(found, dict) or found.get("format") != CACHE_FORMAT
+                or found.get("key") != key or not isinstance(found.get("value"), dict)):
             self.misses += 1
             return None
         self.hits += 1
-        value: dict[str, Any] = data["value"]
+        value: dict[str, Any] = found["value"]
         return value
+
+    def _payload(self, key: str, value: dict[str, Any]) -> str | None:
+        try:
+            return canonical_json({"format": CACHE_FORMAT, "key": key, "value": value})
+        except (TypeError, ValueError):
+            self.errors += 1
+            return None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         if not self.enabled:
             return
-        target = self.path(key)
-        tmp: str | None = None
+        payload = self._payload(key, value)
+        if payload is not None:
+            self._write(key, payload)
+
+    def put_soon(self, key: str, value: dict[str, Any]) -> None:
+        """`put` without blocking the running event loop: the value is serialised now (later
+        changes to it are not stored) and `get` serves it at once; one job on the loop's
+        default executor writes queued entries until none is left (one thread, not one
+        executor round trip per entry), and `asyncio.run` waits for that job."""
+        if not self.enabled:
+            return
+        payload = self._payload(key, value)
+        if payload is None:
+            return
+        with self._lock:
+            self._pending[key] = payload
+            self._queue.append((key, payload))
+            start = not self._draining
+            self._draining = True
+        if start:
+            try:
+                asyncio.get_running_loop().run_in_executor(None, self._drain)
+            except RuntimeError:  # the executor is shutting down: write here
+                self._drain()
+
+    def _drain(self) -> None:
+        while True:
+            with self._lock:
+                if not self._queue:
+                    self._draining = False
+                    return
+                key, payload = self._queue.popleft()
+            self._write(key, payload)
+
+    def _write(self, key: str, payload: str) -> None:
+        folder = self._dir(key)
+        tmp = os.path.join(folder, f".{key[:16]}.{os.getpid()}.{next(_TMP_IDS)}.tmp")
+        written = False
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            payload = canonical_json({"format": CACHE_FORMAT, "key": key, "value": value})
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{key[:16]}.",
-                                       suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(payload)
-            os.replace(tmp, target)
-            tmp = None
-        except (OSError, TypeError, ValueError):
+            if folder not in self._made:
+                os.makedirs(folder, exist_ok=True)
+                self._made.add(folder)
+            data = payload.encode("utf-8")
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+            try:
+                fd = os.open(tmp, flags, 0o600)
+            except FileNotFoundError:  # the directory was removed since: make it again
+                os.makedirs(folder, exist_ok=True)
+                fd = os.open(tmp, flags, 0o600)
+            written = True
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+            os.replace(tmp, os.path.join(folder, key + ".json"))
+            written = False
+        except OSError:
             self.errors += 1
         finally:
-            if tmp is not None:
+            if written:  # a temp file that did not become the entry
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
+            with self._lock:
+                if self._pending.get(key) is payload:
+                    del self._pending[key]

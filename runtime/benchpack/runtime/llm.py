@@ -49,7 +49,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cache import ResponseCache, sha256_json
+from .cache import ResponseCache, canonical_json, message_chunks, sha256_parts
 from .types import LLMCallRecord, LLMRole, LLMUsage, ToolCall
 
 Recorder = Callable[[LLMCallRecord], None]
@@ -352,6 +352,11 @@ class LiteLLMBackend:
             self._seed_ok[model] = bool(supported) and "seed" in supported
         return self._seed_ok[model]
 
+    def warm(self) -> None:
+        """Import litellm now: the first import takes seconds, which must not count against
+        the first call's per-attempt timeout."""
+        import_litellm()
+
     async def __call__(self, req: BackendRequest) -> dict[str, Any]:
         litellm = import_litellm()
         kwargs: dict[str, Any] = {"model": req.model, "messages": req.messages,
@@ -432,6 +437,7 @@ class LLMClient:
         self.calls = 0
         self.cache_hits = 0
         self.failures = 0
+        self._tools_memo: dict[int, tuple[list[dict[str, Any]], str, str]] = {}
 
     # -------------------------------------------------------------- helpers
 
@@ -471,19 +477,20 @@ class LLMClient:
         base = self.config.backoff_base_s * 2 ** min(attempt - 1, 32)
         return float(min(self.config.backoff_max_s, base * self._random.uniform(0.5, 1.5)))
 
-    def _tools_hash(self, tools: list[dict[str, Any]] | None) -> str:
-        """Tool specs are the same list object for a whole session: hash them once."""
+    def _tools_json(self, tools: list[dict[str, Any]] | None) -> tuple[str, str]:
+        """(canonical JSON, its sha256) of the tool specs, `("[]", "")` for none. Tool specs
+        are the same list object for a whole session: serialise them once."""
         if not tools:
-            return ""
-        memo = self.__dict__.setdefault("_tools_memo", {})
-        hit = memo.get(id(tools))
+            return "[]", ""
+        hit = self._tools_memo.get(id(tools))
         if hit is not None and hit[0] is tools:
-            return str(hit[1])
-        digest = sha256_json(tools)
-        if len(memo) > 4096:
-            memo.clear()
-        memo[id(tools)] = (tools, digest)
-        return digest
+            return hit[1], hit[2]
+        text = canonical_json(tools)
+        digest = sha256_parts(text)
+        if len(self._tools_memo) > 4096:
+            self._tools_memo.clear()
+        self._tools_memo[id(tools)] = (tools, text, digest)
+        return text, digest
 
     # -------------------------------------------------------------- the call
 
@@ -492,10 +499,18 @@ class LLMClient:
                        tools: list[dict[str, Any]] | None = None,
                        params: dict[str, Any] | None = None, seed: int | None = 0,
                        repeat: int = 0, purpose: str | None = None, turn: int | None = None,
-                       timeout_s: float | None = None) -> LLMResponse:
+                       timeout_s: float | None = None,
+                       message_json: list[str] | None = None) -> LLMResponse:
+        """`message_json`: the messages' `cache.message_chunks`, when the caller keeps them
+        (an append-only history serialises each message once instead of once per call)."""
         name = normalize_model(model)
         call_params = {k: v for k, v in (params or {}).items() if v is not None}
-        prompt_hash = sha256_json({"messages": messages, "tools": self._tools_hash(tools)})
+        chunks = (message_json if message_json is not None and len(message_json) == len(messages)
+                  else message_chunks(messages))
+        tools_json, tools_hash = self._tools_json(tools)
+        # = sha256 of canonical_json({"messages": messages, "tools": tools_hash})
+        prompt_hash = sha256_parts('{"messages":', chunks, ',"tools":', canonical_json(tools_hash),
+                                   "}")
         started = time.time()
         t0 = time.perf_counter()
         self.calls += 1
@@ -509,8 +524,8 @@ class LLMClient:
                 error=error, attempts=attempts, started_at=started, turn=turn, purpose=purpose))
 
         cache = self.cache if self.cache is not None and self.cache.enabled else None
-        key = ResponseCache.key(self._cache_model(name), messages, tools, call_params, seed,
-                                repeat) if cache is not None else None
+        key = ResponseCache.key_of_chunks(self._cache_model(name), chunks, tools_json,
+                                          call_params, seed, repeat) if cache is not None else None
         if cache is not None and key is not None:
             stored = cache.get(key)
             if stored is not None:
@@ -526,6 +541,9 @@ class LLMClient:
                                        raw_message=raw, finish_reason=finish, model=name,
                                        attempts=0)
 
+        warm = getattr(self.backend, "warm", None)
+        if warm is not None:
+            warm()
         timeout = timeout_s if timeout_s is not None else self.config.timeout_s
         request = BackendRequest(model=name, messages=messages, tools=tools or None,
                                  params=call_params,
@@ -541,8 +559,9 @@ class LLMClient:
                     if limits.rate is not None:
                         await limits.rate.acquire()
                     # the backend enforces `timeout`; this guard catches a backend that does not
-                    out = await asyncio.wait_for(self.backend(request),
-                                                 timeout + max(1.0, 0.25 * timeout))
+                    # (a timeout scope, unlike wait_for, runs the backend without a new task)
+                    async with asyncio.timeout(timeout + max(1.0, 0.25 * timeout)):
+                        out = await self.backend(request)
                 try:
                     raw, pt, ct, cost, finish = normalize_output(out)
                 except (ValueError, KeyError, TypeError) as exc:
@@ -574,7 +593,7 @@ class LLMClient:
                                status_code=_status_of(exc)) from None
 
         if cache is not None and key is not None:
-            cache.put(key, {"message": raw,
+            cache.put_soon(key, {"message": raw,
                             "usage": {"prompt_tokens": pt, "completion_tokens": ct},
                             "finish_reason": finish, "model": name})
         record(pt=pt, ct=ct, cost=cost, attempts=attempt)
