@@ -27,17 +27,23 @@ import itertools
 import json
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 CACHE_FORMAT = "benchpack-llm-cache/1"
+_KEY_HEAD = '{"format":"' + CACHE_FORMAT + '","messages":'
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                               default=str)
 _TMP_IDS = itertools.count()
+_DRAIN_POLL_S = 0.005
+_DRAIN_LINGER = 4
+"""Polls (5 ms apart) an idle drain job waits for more entries before it ends: `asyncio.run`
+waits at most that long (20 ms) for it after the last write."""
 
 
 def canonical_json(obj: Any) -> str:
@@ -50,17 +56,35 @@ def sha256_json(obj: Any) -> str:
 
 
 def message_chunks(messages: Iterable[Any]) -> list[str]:
-    """`canonical_json` of each message: `"[" + ",".join(chunks) + "]"` is the canonical JSON
-    of the list, so digests can be built from chunks computed once per message."""
+    """`canonical_json` of each message (`json_list` of them is the list's), so digests can be
+    built from chunks computed once per message."""
     return [canonical_json(m) for m in messages]
 
 
-def sha256_parts(*parts: str | Sequence[str]) -> str:
-    """sha256 of the concatenation; a sequence part is a message list's chunks, hashed as the
-    JSON list they make (`[c1,c2,…]`)."""
-    return hashlib.sha256("".join(
-        part if isinstance(part, str) else "[" + ",".join(part) + "]" for part in parts
-    ).encode("utf-8")).hexdigest()
+_GIL_SLICE = 2047
+"""hashlib releases the GIL to hash 2048 bytes or more; the event loop thread then waits to get
+it back from the run's I/O threads (often longer than hashing takes), so it feeds less."""
+
+
+def sha256_text(text: str) -> str:
+    """sha256 hex digest of `text` (UTF-8)."""
+    data = text.encode("utf-8")
+    if len(data) <= _GIL_SLICE:
+        return hashlib.sha256(data).hexdigest()
+    h = hashlib.sha256()
+    view = memoryview(data)
+    for start in range(0, len(data), _GIL_SLICE):
+        h.update(view[start:start + _GIL_SLICE])
+    return h.hexdigest()
+
+
+def json_list(chunks: Sequence[str]) -> str:
+    """The canonical JSON of a list from its items' canonical JSON (`message_chunks`)."""
+    return "[" + ",".join(chunks) + "]"
+
+
+def _scalar_json(value: Any) -> str:
+    return str(value) if type(value) is int else canonical_json(value)
 
 
 class ResponseCache:
@@ -91,11 +115,10 @@ class ResponseCache:
                       params: dict[str, Any] | None, seed: int | None, repeat: int) -> str:
         """`key` from the messages' `message_chunks` and the tools' canonical JSON (`[]` for
         none): the canonical JSON of the same object, keys in sorted order."""
-        return sha256_parts(
-            '{"format":', canonical_json(CACHE_FORMAT), ',"messages":', chunks, ',"model":',
-            canonical_json(model), ',"params":', canonical_json(params or {}), ',"repeat":',
-            canonical_json(repeat), ',"seed":', canonical_json(seed), ',"tools":', tools_json,
-            "}")
+        return sha256_text(
+            f'{_KEY_HEAD}{json_list(chunks)},"model":{canonical_json(model)},"params":'
+            f'{canonical_json(params or {})},"repeat":{_scalar_json(repeat)},"seed":'
+            f'{_scalar_json(seed)},"tools":{tools_json}}}')
 
     def path(self, key: str) -> Path:
         return self.directory / key[:2] / key[2:4] / f"{key}.json"
@@ -161,15 +184,27 @@ class ResponseCache:
             try:
                 asyncio.get_running_loop().run_in_executor(None, self._drain)
             except RuntimeError:  # the executor is shutting down: write here
-                self._drain()
+                self._drain(linger=0)
 
-    def _drain(self) -> None:
+    def _drain(self, linger: int = _DRAIN_LINGER) -> None:
+        """Write queued entries; when none is left, look again every `_DRAIN_POLL_S` for a
+        while before ending (a job per burst, not per entry: every hand-over between threads
+        costs the event loop a GIL round trip)."""
+        idle = 0
         while True:
-            with self._lock:
-                if not self._queue:
-                    self._draining = False
-                    return
+            try:
                 key, payload = self._queue.popleft()
+            except IndexError:
+                if idle >= linger:
+                    with self._lock:
+                        if not self._queue:
+                            self._draining = False
+                            return
+                    continue
+                idle += 1
+                time.sleep(_DRAIN_POLL_S)
+                continue
+            idle = 0
             self._write(key, payload)
 
     def _write(self, key: str, payload: str) -> None:

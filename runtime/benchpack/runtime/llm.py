@@ -49,7 +49,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cache import ResponseCache, canonical_json, message_chunks, sha256_parts
+from .cache import ResponseCache, canonical_json, json_list, message_chunks, sha256_text
 from .types import LLMCallRecord, LLMRole, LLMUsage, ToolCall
 
 Recorder = Callable[[LLMCallRecord], None]
@@ -177,8 +177,9 @@ def _usage_numbers(usage: Any) -> tuple[int, int]:
     return int(get("prompt_tokens") or 0), int(get("completion_tokens") or 0)
 
 
-def _normalize_tool_calls(calls: Iterable[Any], salt: str) -> list[dict[str, Any]]:
+def _normalize_tool_calls(calls: Iterable[Any], message: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
+    salt: str | None = None  # for calls without an id; serialising the message is not free
     for i, tc in enumerate(calls):
         if not isinstance(tc, dict):
             raise ValueError(f"tool call {i} is not an object")
@@ -191,7 +192,11 @@ def _normalize_tool_calls(calls: Iterable[Any], salt: str) -> list[dict[str, Any
             args = ""
         elif not isinstance(args, str):
             args = json.dumps(args, ensure_ascii=False)
-        call_id = tc.get("id") or f"call_{hashlib.sha256(salt.encode()).hexdigest()[:8]}_{i}"
+        call_id = tc.get("id")
+        if not call_id:
+            if salt is None:
+                salt = hashlib.sha256(json.dumps(message, default=str).encode()).hexdigest()
+            call_id = f"call_{salt[:8]}_{i}"
         out.append({"id": str(call_id), "type": "function",
                     "function": {"name": name, "arguments": args}})
     return out
@@ -222,7 +227,7 @@ def normalize_output(out: Any) -> tuple[dict[str, Any], int, int, float | None, 
     raw: dict[str, Any] = {"role": "assistant", "content": content}
     calls = message.get("tool_calls") or []
     if calls:
-        raw["tool_calls"] = _normalize_tool_calls(calls, json.dumps(message, default=str))
+        raw["tool_calls"] = _normalize_tool_calls(calls, message)
     pt, ct = _usage_numbers(out.get("usage"))
     cost = out.get("cost")
     return raw, pt, ct, (float(cost) if isinstance(cost, int | float) else None), \
@@ -486,7 +491,7 @@ class LLMClient:
         if hit is not None and hit[0] is tools:
             return hit[1], hit[2]
         text = canonical_json(tools)
-        digest = sha256_parts(text)
+        digest = sha256_text(text)
         if len(self._tools_memo) > 4096:
             self._tools_memo.clear()
         self._tools_memo[id(tools)] = (tools, text, digest)
@@ -509,8 +514,7 @@ class LLMClient:
                   else message_chunks(messages))
         tools_json, tools_hash = self._tools_json(tools)
         # = sha256 of canonical_json({"messages": messages, "tools": tools_hash})
-        prompt_hash = sha256_parts('{"messages":', chunks, ',"tools":', canonical_json(tools_hash),
-                                   "}")
+        prompt_hash = sha256_text(f'{{"messages":{json_list(chunks)},"tools":"{tools_hash}"}}')
         started = time.time()
         t0 = time.perf_counter()
         self.calls += 1
