@@ -10,10 +10,11 @@ Schema changes bump `SCHEMA_VERSION` and add a migration in `_migrate`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -176,7 +177,8 @@ class Store:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.con = connect(self.path)
-        self._queue: queue.Queue[SessionRows | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[SessionRows, Callable[[], None] | None] | None] = \
+            queue.Queue()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._lock = threading.Lock()
@@ -251,10 +253,12 @@ class Store:
         self._thread = threading.Thread(target=self._writer, name="benchpack-store", daemon=True)
         self._thread.start()
 
-    def submit(self, rows: SessionRows) -> None:
+    def submit(self, rows: SessionRows, on_commit: Callable[[], None] | None = None) -> None:
+        """Queue a finished session for the writer. `on_commit` runs on the writer thread once
+        the session's transaction has committed (never if it fails): report it done then."""
         if self._error is not None:
             raise RuntimeError(f"store writer failed: {self._error}") from self._error
-        self._queue.put(rows)
+        self._queue.put((rows, on_commit))
 
     def flush(self) -> None:
         """Wait until every submitted session is committed."""
@@ -329,7 +333,7 @@ class Store:
     def _writer(self) -> None:
         while True:
             first = self._queue.get()
-            batch: list[SessionRows] = []
+            batch: list[tuple[SessionRows, Callable[[], None] | None]] = []
             stop = first is None
             if first is not None:
                 batch.append(first)
@@ -344,7 +348,11 @@ class Store:
                     batch.append(item)
             try:
                 if batch and self._error is None:
-                    self.write_batch(batch)
+                    self.write_batch([rows for rows, _ in batch])
+                    for _, on_commit in batch:
+                        if on_commit is not None:
+                            with contextlib.suppress(Exception):  # a report must not stop writes
+                                on_commit()
             except BaseException as exc:  # surfaced to the event loop by submit/flush
                 self._error = exc
             finally:
