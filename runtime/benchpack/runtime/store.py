@@ -141,8 +141,14 @@ def connect(path: str | Path, read_only: bool = False) -> Any:
 
     con = duckdb.connect(str(path), read_only=read_only)
     if not read_only:
-        con.execute(DDL)
-        _migrate(con)
+        con.execute("BEGIN TRANSACTION")  # one commit for the whole schema, not one per table
+        try:
+            con.execute(DDL)
+            _migrate(con)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
     return con
 
 
