@@ -99,6 +99,9 @@ def make_pack(root: Path, episodes: int, per_episode: int) -> None:
     (root / "pack.yaml").write_text(PACK + "".join(eps), encoding="utf-8")
 
 
+IDS = re.compile(r"id `([^`]+)`")
+
+
 class LatencyBackend:
     """Answers every role in its format after `latency` seconds; counts calls."""
 
@@ -110,7 +113,7 @@ class LatencyBackend:
         self.calls += 1
         await asyncio.sleep(self.latency)
         prompt = req.messages[-1]["content"] if req.messages else ""
-        ids = re.findall(r"id `([^`]+)`", prompt)
+        ids = IDS.findall(prompt)
         usage = {"prompt_tokens": 100, "completion_tokens": 20}
         if '"decisions"' in prompt:
             body = json.dumps({"decisions": [{"id": i, "decision": "NO"} for i in ids]})
