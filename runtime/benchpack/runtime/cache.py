@@ -210,7 +210,7 @@ class ResponseCache:
     def _write(self, key: str, payload: str) -> None:
         folder = self._dir(key)
         tmp = os.path.join(folder, f".{key[:16]}.{os.getpid()}.{next(_TMP_IDS)}.tmp")
-        written = False
+        leftover = False  # a temp file that must not stay if it does not become the entry
         try:
             if folder not in self._made:
                 os.makedirs(folder, exist_ok=True)
@@ -222,7 +222,7 @@ class ResponseCache:
             except FileNotFoundError:  # the directory was removed since: make it again
                 os.makedirs(folder, exist_ok=True)
                 fd = os.open(tmp, flags, 0o600)
-            written = True
+            leftover = True
             try:
                 view = memoryview(data)
                 while view:
@@ -230,11 +230,11 @@ class ResponseCache:
             finally:
                 os.close(fd)
             os.replace(tmp, os.path.join(folder, key + ".json"))
-            written = False
+            leftover = False
         except OSError:
             self.errors += 1
         finally:
-            if written:  # a temp file that did not become the entry
+            if leftover:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
             with self._lock:
