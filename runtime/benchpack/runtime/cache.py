@@ -11,11 +11,12 @@ gives up (counted in `errors`).
 Values are plain JSON dicts chosen by the caller (`llm.LLMClient` stores the assistant message
 and token usage, never credentials).
 
-Writing an entry costs ~0.5 ms of kernel time and up to a few ms of wall time (a file created
-and renamed), so the LLM client uses `put_soon`: the write runs on the event loop's default
-executor, `get` sees the entry at once, and `asyncio.run` waits for pending writes before it
-returns. Keys hash the canonical JSON of each message separately joined (`message_chunks`), so
-a caller holding an append-only history serialises each message once, not once per call.
+Writing an entry costs ~0.5 ms of kernel time and up to a few ms of wall time (a file created,
+often with its directory, and renamed), so the LLM client uses `put_soon`: one job on the event
+loop's default executor writes entries as they come (and waits briefly for more before it
+ends), `get` serves entries not yet on disk from memory, and `asyncio.run` waits for the job
+before it returns. Keys hash the canonical JSON of each message joined (`message_chunks`), so a
+caller holding an append-only history serialises each message once, not once per call.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import itertools
 import json
 import os
 import threading
-import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -40,10 +40,10 @@ _KEY_HEAD = '{"format":"' + CACHE_FORMAT + '","messages":'
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                               default=str)
 _TMP_IDS = itertools.count()
-_DRAIN_POLL_S = 0.005
-_DRAIN_LINGER = 4
-"""Polls (5 ms apart) an idle drain job waits for more entries before it ends: `asyncio.run`
-waits at most that long (20 ms) for it after the last write."""
+_DRAIN_LINGER_S = 0.1
+"""How long an idle drain job waits for more entries before it ends. Ending completes its
+future, which wakes the event loop (an extra wake-up in the middle of a model call, each costing
+up to a millisecond of timer rounding); `asyncio.run` waits at most this long for it."""
 
 
 def canonical_json(obj: Any) -> str:
@@ -101,6 +101,7 @@ class ResponseCache:
         """key → payload of `put_soon` writes not yet on disk (`get` serves them)."""
         self._queue: deque[tuple[str, str]] = deque()
         self._draining = False
+        self._more = threading.Event()
         self._lock = threading.Lock()
         self._made: set[str] = set()
 
@@ -166,10 +167,8 @@ class ResponseCache:
             self._write(key, payload)
 
     def put_soon(self, key: str, value: dict[str, Any]) -> None:
-        """`put` without blocking the running event loop: the value is serialised now (later
-        changes to it are not stored) and `get` serves it at once; one job on the loop's
-        default executor writes queued entries until none is left (one thread, not one
-        executor round trip per entry), and `asyncio.run` waits for that job."""
+        """`put` without blocking the running event loop (see the module docstring); the value
+        is serialised now, so later changes to it are not stored."""
         if not self.enabled:
             return
         payload = self._payload(key, value)
@@ -180,32 +179,30 @@ class ResponseCache:
             self._queue.append((key, payload))
             start = not self._draining
             self._draining = True
-        if start:
-            try:
-                asyncio.get_running_loop().run_in_executor(None, self._drain)
-            except RuntimeError:  # the executor is shutting down: write here
-                self._drain(linger=0)
+        if not start:
+            self._more.set()
+            return
+        try:
+            asyncio.get_running_loop().run_in_executor(None, self._drain)
+        except RuntimeError:  # the executor is shutting down: write here
+            self._drain(linger_s=0.0)
 
-    def _drain(self, linger: int = _DRAIN_LINGER) -> None:
-        """Write queued entries; when none is left, look again every `_DRAIN_POLL_S` for a
-        while before ending (a job per burst, not per entry: every hand-over between threads
-        costs the event loop a GIL round trip)."""
-        idle = 0
+    def _drain(self, linger_s: float = _DRAIN_LINGER_S) -> None:
+        """Write queued entries; when none is left, wait up to `linger_s` for more before
+        ending (one job for a run of calls, not a job per entry)."""
         while True:
-            try:
+            while self._queue:
                 key, payload = self._queue.popleft()
-            except IndexError:
-                if idle >= linger:
-                    with self._lock:
-                        if not self._queue:
-                            self._draining = False
-                            return
-                    continue
-                idle += 1
-                time.sleep(_DRAIN_POLL_S)
+                self._write(key, payload)
+            self._more.clear()
+            if self._queue:  # queued between the last pop and the clear
                 continue
-            idle = 0
-            self._write(key, payload)
+            if linger_s > 0 and self._more.wait(linger_s):
+                continue
+            with self._lock:
+                if not self._queue:
+                    self._draining = False
+                    return
 
     def _write(self, key: str, payload: str) -> None:
         folder = self._dir(key)
