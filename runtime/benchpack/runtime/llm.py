@@ -14,7 +14,8 @@ resp.content, resp.tool_calls, resp.usage, resp.cache_hit, resp.raw_message
   `attempts=0`, latency ≈ 0 and cost 0 (the stored token counts are kept, so token metrics do
   not depend on the cache). Successful responses are stored; failures never are.
 - **Retries** (exponential backoff with jitter, `Retry-After`/`retry-after-ms` honoured) only for
-  transient failures: rate limits (429), timeouts, connection errors, 500/502/503/504/529 and
+  transient failures: rate limits (429), timeouts, connection errors, 500/502/503/504/529, an
+  unusable answer (a 200 whose body cannot be parsed) and
   litellm's RateLimitError/Timeout/APIConnectionError/InternalServerError/
   ServiceUnavailableError/BadGatewayError. Authentication, bad requests, unknown models, context
   window and content-policy errors fail at once. `max_retries` retries at most, so
@@ -50,7 +51,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cache import ResponseCache, sha256_json
+from .cache import ResponseCache, canonical_json, json_list, message_chunks, sha256_text
 from .types import LLMCallRecord, LLMRole, LLMUsage, ToolCall
 
 Recorder = Callable[[LLMCallRecord], None]
@@ -178,8 +179,9 @@ def _usage_numbers(usage: Any) -> tuple[int, int]:
     return int(get("prompt_tokens") or 0), int(get("completion_tokens") or 0)
 
 
-def _normalize_tool_calls(calls: Iterable[Any], salt: str) -> list[dict[str, Any]]:
+def _normalize_tool_calls(calls: Iterable[Any], message: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
+    salt: str | None = None  # for calls without an id; serialising the message is not free
     for i, tc in enumerate(calls):
         if not isinstance(tc, dict):
             raise ValueError(f"tool call {i} is not an object")
@@ -192,7 +194,11 @@ def _normalize_tool_calls(calls: Iterable[Any], salt: str) -> list[dict[str, Any
             args = ""
         elif not isinstance(args, str):
             args = json.dumps(args, ensure_ascii=False)
-        call_id = tc.get("id") or f"call_{hashlib.sha256(salt.encode()).hexdigest()[:8]}_{i}"
+        call_id = tc.get("id")
+        if not call_id:
+            if salt is None:
+                salt = hashlib.sha256(json.dumps(message, default=str).encode()).hexdigest()
+            call_id = f"call_{salt[:8]}_{i}"
         out.append({"id": str(call_id), "type": "function",
                     "function": {"name": name, "arguments": args}})
     return out
@@ -223,7 +229,7 @@ def normalize_output(out: Any) -> tuple[dict[str, Any], int, int, float | None, 
     raw: dict[str, Any] = {"role": "assistant", "content": content}
     calls = message.get("tool_calls") or []
     if calls:
-        raw["tool_calls"] = _normalize_tool_calls(calls, json.dumps(message, default=str))
+        raw["tool_calls"] = _normalize_tool_calls(calls, message)
     pt, ct = _usage_numbers(out.get("usage"))
     cost = out.get("cost")
     return raw, pt, ct, (float(cost) if isinstance(cost, int | float) else None), \
@@ -290,7 +296,9 @@ def is_retryable(exc: BaseException) -> bool:
     if isinstance(exc, TimeoutError | ConnectionError):
         return True
     status = _status_of(exc)
-    return status is not None and status in RETRYABLE_STATUS
+    # an error for a 200 answer is a body that could not be parsed (litellm's own HTTP handler
+    # reports it so; through the openai SDK it is a 500): an unusable response, retried
+    return status is not None and (status in RETRYABLE_STATUS or status == 200)
 
 
 # --------------------------------------------------------------------------- limits
@@ -361,6 +369,11 @@ class LiteLLMBackend:
             self._seed_ok[model] = bool(supported) and "seed" in supported
         return self._seed_ok[model]
 
+    def warm(self) -> None:
+        """Import litellm now: the first import takes seconds, which must not count against
+        the first call's per-attempt timeout."""
+        import_litellm()
+
     async def __call__(self, req: BackendRequest) -> dict[str, Any]:
         litellm = import_litellm()
         kwargs: dict[str, Any] = {"model": req.model, "messages": req.messages,
@@ -385,10 +398,17 @@ class LiteLLMBackend:
                  "function": {"name": tc.function.name, "arguments": tc.function.arguments}}
                 for tc in calls]
         cost: float | None
-        try:
-            cost = float(litellm.completion_cost(completion_response=resp))
-        except Exception:
-            cost = None
+        hidden = getattr(resp, "_hidden_params", None)
+        if isinstance(hidden, dict) and "response_cost" in hidden:
+            # litellm prices every response itself (None when it cannot, where completion_cost
+            # raises); pricing it twice cost ~1-3 ms of CPU per call (more for unknown models)
+            found = hidden["response_cost"]
+            cost = float(found) if isinstance(found, int | float) else None
+        else:
+            try:
+                cost = float(litellm.completion_cost(completion_response=resp))
+            except Exception:
+                cost = None
         pt, ct = _usage_numbers(getattr(resp, "usage", None))
         return {"message": message, "usage": {"prompt_tokens": pt, "completion_tokens": ct},
                 "cost": cost, "finish_reason": getattr(choice, "finish_reason", None)}
@@ -441,6 +461,7 @@ class LLMClient:
         self.calls = 0
         self.cache_hits = 0
         self.failures = 0
+        self._tools_memo: dict[int, tuple[list[dict[str, Any]], str, str]] = {}
 
     # -------------------------------------------------------------- helpers
 
@@ -480,19 +501,20 @@ class LLMClient:
         base = self.config.backoff_base_s * 2 ** min(attempt - 1, 32)
         return float(min(self.config.backoff_max_s, base * self._random.uniform(0.5, 1.5)))
 
-    def _tools_hash(self, tools: list[dict[str, Any]] | None) -> str:
-        """Tool specs are the same list object for a whole session: hash them once."""
+    def _tools_json(self, tools: list[dict[str, Any]] | None) -> tuple[str, str]:
+        """(canonical JSON, its sha256) of the tool specs, `("[]", "")` for none. Tool specs
+        are the same list object for a whole session: serialise them once."""
         if not tools:
-            return ""
-        memo = self.__dict__.setdefault("_tools_memo", {})
-        hit = memo.get(id(tools))
+            return "[]", ""
+        hit = self._tools_memo.get(id(tools))
         if hit is not None and hit[0] is tools:
-            return str(hit[1])
-        digest = sha256_json(tools)
-        if len(memo) > 4096:
-            memo.clear()
-        memo[id(tools)] = (tools, digest)
-        return digest
+            return hit[1], hit[2]
+        text = canonical_json(tools)
+        digest = sha256_text(text)
+        if len(self._tools_memo) > 4096:
+            self._tools_memo.clear()
+        self._tools_memo[id(tools)] = (tools, text, digest)
+        return text, digest
 
     # -------------------------------------------------------------- the call
 
@@ -501,10 +523,17 @@ class LLMClient:
                        tools: list[dict[str, Any]] | None = None,
                        params: dict[str, Any] | None = None, seed: int | None = 0,
                        repeat: int = 0, purpose: str | None = None, turn: int | None = None,
-                       timeout_s: float | None = None) -> LLMResponse:
+                       timeout_s: float | None = None,
+                       message_json: list[str] | None = None) -> LLMResponse:
+        """`message_json`: the messages' `cache.message_chunks`, when the caller keeps them
+        (an append-only history serialises each message once instead of once per call)."""
         name = normalize_model(model)
         call_params = {k: v for k, v in (params or {}).items() if v is not None}
-        prompt_hash = sha256_json({"messages": messages, "tools": self._tools_hash(tools)})
+        chunks = (message_json if message_json is not None and len(message_json) == len(messages)
+                  else message_chunks(messages))
+        tools_json, tools_hash = self._tools_json(tools)
+        # = sha256 of canonical_json({"messages": messages, "tools": tools_hash})
+        prompt_hash = sha256_text(f'{{"messages":{json_list(chunks)},"tools":"{tools_hash}"}}')
         started = time.time()
         t0 = time.perf_counter()
         self.calls += 1
@@ -518,8 +547,8 @@ class LLMClient:
                 error=error, attempts=attempts, started_at=started, turn=turn, purpose=purpose))
 
         cache = self.cache if self.cache is not None and self.cache.enabled else None
-        key = ResponseCache.key(self._cache_model(name), messages, tools, call_params, seed,
-                                repeat) if cache is not None else None
+        key = ResponseCache.key_of_chunks(self._cache_model(name), chunks, tools_json,
+                                          call_params, seed, repeat) if cache is not None else None
         if cache is not None and key is not None:
             stored = cache.get(key)
             if stored is not None:
@@ -535,6 +564,9 @@ class LLMClient:
                                        raw_message=raw, finish_reason=finish, model=name,
                                        attempts=0)
 
+        warm = getattr(self.backend, "warm", None)
+        if warm is not None:
+            warm()
         timeout = timeout_s if timeout_s is not None else self.config.timeout_s
         request = BackendRequest(model=name, messages=messages, tools=tools or None,
                                  params=call_params,
@@ -553,8 +585,9 @@ class LLMClient:
                     if limits.rate is not None:
                         await limits.rate.acquire()
                     # the backend enforces `timeout`; this guard catches a backend that does not
-                    out = await asyncio.wait_for(self.backend(request),
-                                                 timeout + max(1.0, 0.25 * timeout))
+                    # (a timeout scope, unlike wait_for, runs the backend without a new task)
+                    async with asyncio.timeout(timeout + max(1.0, 0.25 * timeout)):
+                        out = await self.backend(request)
                 try:
                     raw, pt, ct, cost, finish = normalize_output(out)
                 except (ValueError, KeyError, TypeError) as exc:
@@ -586,7 +619,7 @@ class LLMClient:
                                status_code=_status_of(exc)) from None
 
         if cache is not None and key is not None:
-            cache.put(key, {"message": raw,
+            cache.put_soon(key, {"message": raw,
                             "usage": {"prompt_tokens": pt, "completion_tokens": ct},
                             "finish_reason": finish, "model": name})
         record(pt=pt, ct=ct, cost=cost, attempts=attempt)

@@ -10,6 +10,7 @@ finished and restores the episode environment from the last finished session's s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -220,6 +221,16 @@ class Progress:
             self._task = self._bar.add_task("run", total=total, info="")
             self._bar.start()
 
+    def committed(self, info: str, error: bool = False) -> Callable[[], None]:
+        """What the store calls (on its writer thread) once a session is durable: the bar
+        advances on the event loop then, never before the session's commit."""
+        loop = asyncio.get_running_loop()
+
+        def report() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is watching
+                loop.call_soon_threadsafe(self.advance, info, error)
+        return report
+
     def advance(self, info: str, error: bool = False) -> None:
         self.done += 1
         self.errors += int(error)
@@ -313,6 +324,7 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
     try:
         await asyncio.gather(*(chain(k, r, ss) for k, r, ss in chains))
         store.flush()
+        await asyncio.sleep(0)  # let the last commits' progress reports run
     finally:
         progress.stop()
         shutil.rmtree(work_dir, ignore_errors=True) if not options.work_dir else None
@@ -343,8 +355,8 @@ async def run_chain(ctx: RunContext, key: str, repeat: int, sessions: list[PlanS
             failed.add(s.id)
             stats["skipped"] += 1
             ctx.store.submit(_skipped_rows(ctx, s, repeat, [d for d in s.depends_on
-                                                             if d in failed]))
-            progress.advance(s.name, error=True)
+                                                             if d in failed]),
+                             progress.committed(s.name, error=True))
             continue
         if env is None:
             env = EpisodeEnvironment.create(plan, s.environment, env_root)
@@ -360,8 +372,7 @@ async def run_chain(ctx: RunContext, key: str, repeat: int, sessions: list[PlanS
         else:
             stats["errors"] += 1
             failed.add(s.id)
-        ctx.store.submit(rows)
-        progress.advance(s.name, error=not ok)
+        ctx.store.submit(rows, progress.committed(s.name, error=not ok))
 
 
 async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvironment,

@@ -31,6 +31,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..cache import canonical_json
 from ..llm import LLMClient, LLMError, LLMResponse, malformed_arguments, normalize_model
 from ..types import AgentReply, LLMCallRecord, Message, SessionBrief, ToolRecord
 from . import Recorder, render_event
@@ -87,20 +88,28 @@ class LiteLLMSession:
         self.recorder = recorder
         self.calls: list[LLMCallRecord] = []
         self.history: list[dict[str, Any]] = []
+        self._chunks: list[str] = []
+        """`canonical_json` of each history message, for the client's digests: the history
+        only grows, so each message is serialised once, not once per call."""
         if brief.system_prompt:
-            self.history.append({"role": "system", "content": brief.system_prompt})
+            self._add({"role": "system", "content": brief.system_prompt})
         prior = render_prior(brief.prior)
-        self.history.extend(prior)
+        for shown in prior:
+            self._add(shown)
         self._prefix = CURRENT_PREFIX if prior else ""
         for m in brief.history:  # this session's fixed dialogue so far (offline replay)
             if m.role in ("user", "assistant") and m.content:
-                self.history.append({"role": m.role, "content": self._prefix + m.content})
+                self._add({"role": m.role, "content": self._prefix + m.content})
                 self._prefix = ""
         self.turns = 0
         self.params: dict[str, Any] = {}
         if brief.temperature is not None:
             self.params["temperature"] = brief.temperature
         self.params.update(agent.params)
+
+    def _add(self, message: dict[str, Any]) -> None:
+        self.history.append(message)
+        self._chunks.append(canonical_json(message))
 
     def _record(self, record: LLMCallRecord) -> None:
         self.calls.append(record)
@@ -113,11 +122,13 @@ class LiteLLMSession:
 
     async def _ask(self, turn: int, remaining: float) -> LLMResponse:
         client = self.agent.client
-        return await asyncio.wait_for(client.complete(
-            role="agent", model=self.agent.model, messages=list(self.history),
-            tools=self.brief.tools.specs or None, params=self.params, seed=self.brief.seed,
-            repeat=self.brief.repeat, purpose="agent_step", turn=turn, recorder=self._record,
-            timeout_s=min(client.config.timeout_s, remaining)), timeout=remaining)
+        async with asyncio.timeout(remaining):  # a scope, not wait_for: no task per call
+            return await client.complete(
+                role="agent", model=self.agent.model, messages=list(self.history),
+                tools=self.brief.tools.specs or None, params=self.params, seed=self.brief.seed,
+                repeat=self.brief.repeat, purpose="agent_step", turn=turn, recorder=self._record,
+                timeout_s=min(client.config.timeout_s, remaining),
+                message_json=list(self._chunks))
 
     async def turn(self, message: str | None, event: dict[str, Any] | None) -> AgentReply:
         self.turns += 1
@@ -125,7 +136,7 @@ class LiteLLMSession:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.brief.turn_timeout_s
         content = message if message is not None else render_event(event)
-        self.history.append({"role": "user", "content": self._prefix + content})
+        self._add({"role": "user", "content": self._prefix + content})
         self._prefix = ""
         records: list[ToolRecord] = []
         produced: list[Message] = []
@@ -142,7 +153,7 @@ class LiteLLMSession:
             except LLMError as exc:
                 return self._reply(text, records, produced, steps, "error", str(exc))
             steps += 1
-            self.history.append(resp.raw_message)
+            self._add(resp.raw_message)
             said = resp.content or ""
             if said:
                 text = said
@@ -184,7 +195,7 @@ class LiteLLMSession:
 
     def _tool_message(self, call_id: str, name: str, content: str, turn: int,
                       produced: list[Message]) -> None:
-        self.history.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        self._add({"role": "tool", "tool_call_id": call_id, "content": content})
         produced.append(Message("tool", content, turn, tool_call_id=call_id, name=name))
 
     @staticmethod

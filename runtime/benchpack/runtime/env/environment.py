@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from benchpack.specs.plan import Plan, PlanEnvironment, PlanFile
 
+from .copying import copy_json
 from .corpus import CorpusIndex
 from .services import ServiceState
 from .workspace import Workspace
@@ -68,7 +68,7 @@ class EpisodeEnvironment:
             "files": self.workspace.snapshot(),
             "services": {name: svc.snapshot() for name, svc in self.services.items()},
             "counters": {name: svc.counters() for name, svc in self.services.items()},
-            "outbox": copy.deepcopy(self.outbox),
+            "outbox": copy_json(self.outbox),
             "asked": list(self.asked),
         }
 
@@ -80,5 +80,5 @@ class EpisodeEnvironment:
             svc = self.services.get(name)
             if svc is not None:
                 svc.restore(tables, counters.get(name))
-        self.outbox = copy.deepcopy(list(snapshot.get("outbox") or []))
+        self.outbox = copy_json(list(snapshot.get("outbox") or []))
         self.asked = [str(q) for q in snapshot.get("asked") or []]

@@ -21,7 +21,6 @@ copies: later changes never alter what a tool call returned.
 
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any
 
@@ -32,6 +31,7 @@ from jsonschema.validators import validator_for
 from benchpack.specs.pack import Operation
 from benchpack.specs.plan import PlanService, PlanTable
 
+from .copying import copy_json
 from .errors import ToolError
 
 DEFAULT_LIMIT = 100
@@ -96,7 +96,7 @@ class ServiceState:
         self.tables: dict[str, PlanTable] = dict(service.tables)
         self.operations: dict[str, Operation] = {op.name: op for op in service.operations}
         self._rows: dict[str, list[dict[str, Any]]] = {
-            name: copy.deepcopy(t.rows) for name, t in service.tables.items()}
+            name: copy_json(t.rows) for name, t in service.tables.items()}
         self._validators: dict[str, Validator] = {}
         for name, t in service.tables.items():
             if t.row_schema:
@@ -110,11 +110,11 @@ class ServiceState:
         """A copy of a table's current rows."""
         if table not in self._rows:
             raise KeyError(f"service `{self.name}` has no table `{table}`")
-        return copy.deepcopy(self._rows[table])
+        return copy_json(self._rows[table])
 
     def snapshot(self) -> dict[str, list[dict[str, Any]]]:
         """Every table's rows by table name (a copy; JSON-serialisable)."""
-        return copy.deepcopy(self._rows)
+        return copy_json(self._rows)
 
     def counters(self) -> dict[str, int]:
         """The last number used for generated keys, per table (kept in episode snapshots so
@@ -126,7 +126,7 @@ class ServiceState:
         """Replace the rows of the tables in `snapshot` (other tables keep theirs)."""
         for table, rows in snapshot.items():
             if table in self._rows:
-                self._rows[table] = copy.deepcopy(rows)
+                self._rows[table] = copy_json(rows)
         for table in self.tables:
             self._counters[table] = max(self._max_number(table),
                                         (counters or {}).get(table, 0))
@@ -245,12 +245,12 @@ class ServiceState:
         filters = {f: v for f, v in args.items() if f != "limit" and v is not None}
         out = [r for r in self._rows[op.table]
                if all(_same(r.get(f), v) for f, v in filters.items())]
-        return copy.deepcopy(out[:limit])
+        return copy_json(out[:limit])
 
     def _op_get(self, op: Operation, args: dict[str, Any]) -> dict[str, Any]:
         key = self.tables[op.table].key
         self._unexpected(op, args, [key])
-        return copy.deepcopy(self._rows[op.table][self._need_row(op.table, args)])
+        return copy_json(self._rows[op.table][self._need_row(op.table, args)])
 
     def _op_search(self, op: Operation, args: dict[str, Any]) -> list[dict[str, Any]]:
         self._unexpected(op, args, ["query", "limit"])
@@ -270,7 +270,7 @@ class ServiceState:
             if any(needle in t for t in folded) or (
                     len(words) > 1 and all(any(w in t for t in folded) for w in words)):
                 out.append(row)
-        return copy.deepcopy(out[:limit])
+        return copy_json(out[:limit])
 
     def _op_create(self, op: Operation, args: dict[str, Any]) -> dict[str, Any]:
         t = self.tables[op.table]
@@ -292,14 +292,14 @@ class ServiceState:
         row[t.key] = key
         for name, sch in props.items():
             if isinstance(sch, dict) and "default" in sch and name != t.key:
-                row[name] = copy.deepcopy(sch["default"])
-        row.update({k: copy.deepcopy(v) for k, v in args.items() if k != t.key})
+                row[name] = copy_json(sch["default"])
+        row.update({k: copy_json(v) for k, v in args.items() if k != t.key})
         self._validate(op.table, row)
         self._rows[op.table].append(row)
         number = self._number_of(op.table, key)
         if number is not None:
             self._counters[op.table] = max(self._counters.get(op.table, 0), number)
-        return copy.deepcopy(row)
+        return copy_json(row)
 
     def _op_update(self, op: Operation, args: dict[str, Any]) -> dict[str, Any]:
         t = self.tables[op.table]
@@ -311,15 +311,15 @@ class ServiceState:
             raise ToolError(f"nothing to update; give {t.key} and at least one field to change "
                             f"({_names([f for f in settable or [] if f != t.key]) if settable else 'any field'})")
         i = self._need_row(op.table, args)
-        row = {**copy.deepcopy(self._rows[op.table][i]), **copy.deepcopy(changes)}
+        row = {**copy_json(self._rows[op.table][i]), **copy_json(changes)}
         self._validate(op.table, row)
         self._rows[op.table][i] = row
-        return copy.deepcopy(row)
+        return copy_json(row)
 
     def _op_delete(self, op: Operation, args: dict[str, Any]) -> dict[str, Any]:
         key = self.tables[op.table].key
         self._unexpected(op, args, [key])
         i = self._need_row(op.table, args)
         row = self._rows[op.table].pop(i)
-        return {"deleted": copy.deepcopy(row.get(key))}
+        return {"deleted": copy_json(row.get(key))}
 

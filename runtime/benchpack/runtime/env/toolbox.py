@@ -15,7 +15,6 @@ a clear error.
 
 from __future__ import annotations
 
-import copy
 import difflib
 import inspect
 import json
@@ -38,6 +37,7 @@ from benchpack.specs.pack import (
 from benchpack.specs.plan import Plan, PlanSession
 
 from ..types import ToolHandle, ToolRecord
+from .copying import copy_json
 from .environment import EpisodeEnvironment
 from .errors import ToolError
 from .streams import read_stream
@@ -167,16 +167,25 @@ BUILTIN_EFFECTS: dict[str, Effect] = {
 }
 
 _validators: dict[str, Draft202012Validator] = {}
+_by_schema: dict[int, tuple[dict[str, Any], Draft202012Validator]] = {}
+"""Validators by schema object: a plan's schemas are the same objects in every session, so
+the content key (a sorted JSON dump) is computed once per schema, not once per session."""
 
 
 def validator(schema: dict[str, Any]) -> Draft202012Validator:
     """A cached Draft 2020-12 validator for a parameters schema."""
+    hit = _by_schema.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
     key = json.dumps(schema, sort_keys=True, default=str)
     v = _validators.get(key)
     if v is None:
         if len(_validators) > 4096:
             _validators.clear()
         v = _validators[key] = Draft202012Validator(schema)
+    if len(_by_schema) > 4096:
+        _by_schema.clear()
+    _by_schema[id(schema)] = (schema, v)
     return v
 
 
@@ -231,7 +240,7 @@ class ToolDef:
     def spec(self) -> dict[str, Any]:
         return {"type": "function", "function": {
             "name": self.name, "description": self.description,
-            "parameters": copy.deepcopy(self.parameters)}}
+            "parameters": copy_json(self.parameters)}}
 
 
 PythonTool = Callable[[dict[str, Any]], Any]
@@ -294,7 +303,7 @@ class ToolBox:
         t0 = time.perf_counter()
         cid = call_id or f"call-{len(self.records) + 1}"
         tool = self.tools.get(name)
-        recorded: dict[str, Any] = copy.deepcopy(args) if isinstance(args, dict) else {}
+        recorded: dict[str, Any] = copy_json(args) if isinstance(args, dict) else {}
         result: Any = None
         error: str | None = None
         try:
@@ -309,7 +318,7 @@ class ToolBox:
                 problems = [f"the tool's parameter schema is invalid: {exc.message}"]
             if problems:
                 raise ToolError(f"invalid arguments for `{name}`: " + "; ".join(problems))
-            result = await self._dispatch(tool, copy.deepcopy(args))
+            result = await self._dispatch(tool, copy_json(args))
         except ToolError as exc:
             error = exc.message
             result = None
@@ -350,7 +359,7 @@ class ToolBox:
                                source=args.get("source"), query=args.get("query"),
                                limit=args.get("limit"))
         if isinstance(impl, StaticImpl):
-            return copy.deepcopy(impl.result)
+            return copy_json(impl.result)
         if isinstance(impl, PythonImpl):
             return await self._python(tool, impl, args)
         raise ToolError(f"the tool `{tool.name}` has no implementation this runtime knows")

@@ -60,10 +60,13 @@ def _compile(source: str) -> Any:
     return ENV.from_string(source)
 
 
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)
+
+
 def extract_json(text: str) -> Any:
     """The single JSON object in `text` (a ```json fence is tolerated, prose is not)."""
     stripped = text.strip()
-    fence = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", stripped, re.DOTALL)
+    fence = _FENCE.fullmatch(stripped)
     if fence:
         stripped = fence.group(1).strip()
     if not stripped.startswith("{") or not stripped.endswith("}"):
@@ -107,9 +110,14 @@ def parse_reasons(text: str, key: str = "scores") -> dict[str, str]:
     return out
 
 
+@lru_cache(maxsize=64)
+def _tag_pattern(tag: str) -> re.Pattern[str]:
+    return re.compile(rf"<{tag}>(.*?)</{tag}>", re.DOTALL)
+
+
 def parse_tagged(text: str, tag: str) -> str:
     """The content of exactly one `<tag>…</tag>` block, non-empty."""
-    found = re.findall(rf"<{tag}>(.*?)</{tag}>", text, re.DOTALL)
+    found = _tag_pattern(tag).findall(text)
     if len(found) != 1:
         raise ParseError(f"expected exactly one <{tag}>…</{tag}> block, found {len(found)}")
     body = str(found[0]).strip()

@@ -85,8 +85,13 @@ class UserSimulator(Protocol):
 def _relevant(ev: TurnEvidence, open_: list[Intent]) -> Intent:
     """Deterministic relevance: highest token overlap with the agent's latest turn, ties broken
     by authored order."""
-    text = ev.blob()
-    best = max(range(len(open_)), key=lambda i: (coverage(open_[i].text, text), -i))
+    have = tokens(ev.blob())  # = coverage(intent, blob) for each intent, blob tokenised once
+
+    def overlap(i: int) -> float:
+        want = tokens(open_[i].text)
+        return len(want & have) / len(want) if want else 0.0
+
+    best = max(range(len(open_)), key=lambda i: (overlap(i), -i))
     return open_[best]
 
 

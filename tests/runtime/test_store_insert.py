@@ -1,0 +1,62 @@
+"""The store's column-wise inserts store exactly what row-by-row inserts would."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from benchpack.runtime.store import _insert
+
+DDL = ("CREATE TABLE t (s VARCHAR, i INTEGER, d DOUBLE, b BOOLEAN, j JSON, l BIGINT);"
+       "CREATE TABLE r (s VARCHAR, i INTEGER, d DOUBLE, b BOOLEAN, j JSON, l BIGINT)")
+
+ROWS: list[tuple[Any, ...]] = [
+    ("plain", 1, 0.5, True, '{"b": 1,  "a": [1, 2]}', 2**40),
+    (None, None, None, None, None, None),
+    ("é\x00 line\nbreak", -3, 2, False, '"text"', 0),  # an int in a DOUBLE column
+    ("", 2**31 - 1, 1e300, None, "null", -(2**62)),
+]
+
+
+def _rows(con: Any, table: str) -> list[tuple[Any, ...]]:
+    return [tuple((type(v).__name__, v) for v in row)
+            for row in con.execute(f"SELECT * FROM {table}").fetchall()]
+
+
+def _row_by_row(con: Any, table: str, rows: list[tuple[Any, ...]]) -> None:
+    for row in rows:
+        con.execute(f"INSERT INTO {table} VALUES (?, ?, ?, ?, ?, ?)", list(row))
+
+
+@pytest.mark.parametrize("rows", [
+    ROWS,
+    [ROWS[1]] * 3,  # every column all NULL
+    [("x", 1, 1, False, "[]", 7)],  # a DOUBLE column of ints only
+    [(5, True, 1, 0, '{"k": "v"}', 1.0)],  # values of other types: DuckDB casts them
+    [(5, 1, 1.5, True, "1", 1), ("a", 2, 2, False, "2", 2)],  # mixed types in one column
+])
+def test_column_wise_equals_row_by_row(tmp_path: Path, rows: list[tuple[Any, ...]]) -> None:
+    con = duckdb.connect(str(tmp_path / "x.duckdb"))
+    con.execute(DDL)
+    _insert(con, "t", rows)
+    _row_by_row(con, "r", rows)
+    assert _rows(con, "t") == _rows(con, "r")
+    assert len(_rows(con, "t")) == len(rows)
+
+
+@pytest.mark.parametrize("bad", [
+    ("x", 2**40, 0.0, True, "1", 1),  # out of range for INTEGER
+    ("x", 1, 0.0, True, "{not json", 1),
+])
+def test_values_the_column_cannot_hold_fail_as_before(tmp_path: Path,
+                                                      bad: tuple[Any, ...]) -> None:
+    con = duckdb.connect(str(tmp_path / "x.duckdb"))
+    con.execute(DDL)
+    with pytest.raises(duckdb.Error):
+        _row_by_row(con, "r", [bad])
+    with pytest.raises(duckdb.Error):
+        _insert(con, "t", [ROWS[0], bad])
+    assert _rows(con, "t") == []
