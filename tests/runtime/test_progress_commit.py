@@ -34,7 +34,7 @@ def test_progress_advances_after_commit(tmp_path: Path, monkeypatch: pytest.Monk
             reported.append((info, info in committed))
 
     monkeypatch.setattr(Store, "write_batch", slow_commit)
-    monkeypatch.setattr(runner._Progress, "advance", advance)
+    monkeypatch.setattr(runner.Progress, "advance", advance)
     summary = runner.run_plan(runner.RunOptions(
         plan=plan, agent=f"scripted:{CASE / 'claude_agent.yaml'}",
         judge=f"scripted:{CASE / 'claude_judge.yaml'}", simulator="rules",

@@ -30,9 +30,9 @@ resp.content, resp.tool_calls, resp.usage, resp.cache_hit, resp.raw_message
   never during backoff sleeps.
 - **Backends.** The default backend calls `litellm.acompletion` and imports litellm lazily (on
   the first uncached call, in a worker thread and outside any timeout: ~2.4 s, ~170 MB). A
-  backend may offer `async prepare()`, awaited before each request's first attempt. Tests and protocol code can pass any async
-  callable `backend(BackendRequest) -> str | dict` (see `FakeBackend`), so nothing here needs
-  litellm or a network.
+  backend may offer `async prepare()`, awaited before each request's first attempt. Tests and
+  protocol code can pass any async callable `backend(BackendRequest) -> str | dict` (see
+  `FakeBackend`), so nothing here needs litellm or a network.
 """
 
 from __future__ import annotations
@@ -369,11 +369,6 @@ class LiteLLMBackend:
             self._seed_ok[model] = bool(supported) and "seed" in supported
         return self._seed_ok[model]
 
-    def warm(self) -> None:
-        """Import litellm now: the first import takes seconds, which must not count against
-        the first call's per-attempt timeout."""
-        import_litellm()
-
     async def __call__(self, req: BackendRequest) -> dict[str, Any]:
         litellm = import_litellm()
         kwargs: dict[str, Any] = {"model": req.model, "messages": req.messages,
@@ -564,9 +559,6 @@ class LLMClient:
                                        raw_message=raw, finish_reason=finish, model=name,
                                        attempts=0)
 
-        warm = getattr(self.backend, "warm", None)
-        if warm is not None:
-            warm()
         timeout = timeout_s if timeout_s is not None else self.config.timeout_s
         request = BackendRequest(model=name, messages=messages, tools=tools or None,
                                  params=call_params,
