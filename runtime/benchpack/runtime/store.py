@@ -14,6 +14,7 @@ import contextlib
 import json
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -192,19 +193,37 @@ def columns(con: Any, table: str) -> list[str]:
     return [name for name, _ in _described(con, table)]
 
 
+READ_REQUEST_SUFFIX = ".read-request"
+"""`<store>.read-request`: a reader (`bench query`, `bench report`) asks a running writer to let
+go of the file; `benchpack.reports.access` creates it (a test checks both sides agree)."""
+
+YIELD_MAX_S = 10.0
+"""Longest a writer stays away for one request (a stale request file is ignored after it)."""
+
+
 class Store:
     """Owns the DuckDB connection. Reads happen before the run starts (resume state) and after
-    it ends; during the run every write goes through the writer thread."""
+    it ends; during the run every write goes through the writer thread.
+
+    DuckDB lets one process open a file for writing and nobody else open it meanwhile, even
+    read-only. So the writer steps aside for readers: between commits (and every 0.1 s while
+    idle) it looks for `<store>.read-request`; when a reader has created one, it closes its
+    connection until the reader removes the file (or `YIELD_MAX_S` passes), then reopens —
+    waiting for the reader's short read-only connection to close. A reader therefore waits at
+    most about one commit; the run only pauses its writes, never loses them."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.con = connect(self.path)
+        self._request = Path(f"{self.path}{READ_REQUEST_SUFFIX}")
+        self.yields = 0
+        """How many times the writer stepped aside for a reader."""
         self._queue: queue.Queue[tuple[SessionRows, Callable[[], None] | None] | None] = \
             queue.Queue()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._lock = threading.Lock()
-        self._recorded: set[tuple[str, str, int]] | None = None
+        self._recorded: dict[str, set[tuple[str, str, int]]] = {}
         """(run, session, repeat) keys with rows already in the store: only those need their old
         rows deleted before a rerun (a DELETE scans whole tables, so new sessions skip it)."""
 
@@ -305,12 +324,13 @@ class Store:
             self.con.close()
 
     def _known(self, run_id: str) -> set[tuple[str, str, int]]:
-        if self._recorded is None:
-            self._recorded = {(run_id, r[0], int(r[1])) for r in self.con.execute(
+        known = self._recorded.get(run_id)
+        if known is None:
+            known = self._recorded[run_id] = {(run_id, r[0], int(r[1])) for r in self.con.execute(
                 "SELECT DISTINCT session_id, repeat FROM sessions WHERE run_id = ? UNION "
                 "SELECT DISTINCT session_id, repeat FROM messages WHERE run_id = ?",
                 [run_id, run_id]).fetchall()}
-        return self._recorded
+        return known
 
     def write_now(self, rows: SessionRows) -> None:
         """Commit one session synchronously (tests use this directly)."""
@@ -326,11 +346,10 @@ class Store:
             return
         with self._lock:
             con = self.con
-            known = self._known(batch[0].run_id)
             con.execute("BEGIN TRANSACTION")
             try:
                 for rows in batch:
-                    if (rows.run_id, rows.session_id, rows.repeat) in known:
+                    if (rows.run_id, rows.session_id, rows.repeat) in self._known(rows.run_id):
                         key = [rows.run_id, rows.session_id, rows.repeat]
                         for table in (*SESSION_TABLES, "sessions", "snapshots"):
                             con.execute(f"DELETE FROM {table} WHERE run_id=? AND session_id=? "
@@ -355,14 +374,46 @@ class Store:
                     session_rows.append(tuple(sess.get(c) for c in cols))
                 _insert(con, "sessions", session_rows)
                 con.execute("COMMIT")
-                known.update((r.run_id, r.session_id, r.repeat) for r in batch)
+                for r in batch:
+                    self._known(r.run_id).add((r.run_id, r.session_id, r.repeat))
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
 
+    def _yield_to_readers(self) -> None:
+        """Close the connection while a reader's request file exists, then reopen (see the
+        class docstring). Runs on the writer thread between commits."""
+        if not self._request.exists():
+            return
+        import duckdb
+
+        with self._lock:
+            self.con.close()
+            self.yields += 1
+            deadline = time.monotonic() + YIELD_MAX_S
+            while self._request.exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if self._request.exists():  # a reader that died without cleaning up
+                with contextlib.suppress(OSError):
+                    self._request.unlink()
+            delay = 0.01
+            while True:
+                try:
+                    self.con = duckdb.connect(str(self.path))
+                    return
+                except duckdb.IOException as exc:
+                    if "lock" not in str(exc).lower():
+                        raise
+                    time.sleep(delay)  # the reader's read-only connection is still open
+                    delay = min(0.25, delay * 2)
+
     def _writer(self) -> None:
         while True:
-            first = self._queue.get()
+            self._yield_to_readers()
+            try:
+                first = self._queue.get(timeout=0.1)
+            except queue.Empty:
+                continue
             batch: list[tuple[SessionRows, Callable[[], None] | None]] = []
             stop = first is None
             if first is not None:
