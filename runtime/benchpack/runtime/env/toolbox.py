@@ -7,10 +7,10 @@ plan's `parameters`), validates every call's arguments against the tool's JSON S
 successful or not, stamped with the caller-set `turn` and `step`. Tool errors come back as the
 record's `error`; `call` never raises for anything the agent did.
 
-Python tools (`impl.kind == "python"`) need `allow_python`; even then the plan does not embed
-tool sources, so they run only when the caller passes an implementation in `python_tools`
-(tool name → callable taking the arguments dict, sync or async). Otherwise the call fails with
-a clear error.
+Python tools (`impl.kind == "python"`) need `allow_python`; they run in the sandbox of
+`benchpack.runtime.sandbox` from the source the plan embeds, receiving the arguments and a
+read-only context (`files`, `clock`, `state`). Tests may pass in-process implementations in
+`python_tools` (tool name → callable taking the arguments dict, sync or async).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from benchpack.specs.pack import (
 )
 from benchpack.specs.plan import Plan, PlanSession
 
+from ..sandbox import run_function
 from ..types import ToolHandle, ToolRecord
 from .copying import copy_json
 from .environment import EpisodeEnvironment
@@ -368,12 +369,23 @@ class ToolBox:
         if not self.allow_python:
             raise ToolError(f"`{tool.name}` is a python tool; python tools need --allow-python")
         fn = self.python_tools.get(tool.name)
-        if fn is None:
-            raise ToolError(f"`{tool.name}` is a python tool ({impl.entry}); running python "
-                            "tools is not supported yet (the plan does not embed their source)")
-        out = fn(args)
-        if inspect.isawaitable(out):
-            out = await out
+        if fn is not None:  # an in-process implementation supplied by the caller
+            out = fn(args)
+            if inspect.isawaitable(out):
+                out = await out
+        else:
+            source = self.plan.tools[tool.name].python_source if tool.name in self.plan.tools \
+                else None
+            if not source:
+                raise ToolError(f"`{tool.name}` is a python tool ({impl.entry}) whose source "
+                                "is not in the plan; recompile the pack")
+            context = {"files": self.env.workspace.files(), "clock": self.env.clock,
+                       "state": {n: svc.snapshot() for n, svc in self.env.services.items()}}
+            res = await run_function(source, impl.entry.rpartition(":")[2], [args, context],
+                                     what=f"python tool `{tool.name}`")
+            if res.error is not None:
+                raise ToolError(res.error)
+            out = res.value
         try:
             json.dumps(out)
         except (TypeError, ValueError) as exc:
