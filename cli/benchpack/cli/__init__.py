@@ -14,6 +14,7 @@ import click
 
 from benchpack.compiler import CompileResult, Diagnostic, compile_pack, graph_pack, init_pack
 from benchpack.compiler import validate_pack as _validate
+from benchpack.compiler.fix import fix_pack
 
 
 class PackErrors(click.ClickException):
@@ -93,8 +94,12 @@ def _note_internal_error(result: CompileResult) -> None:
                    f"({result.internal_error}); please report it", err=True)
 
 
-def _summary(result: CompileResult, strict: bool) -> str:
-    e, w = len(result.errors), len(result.warnings)
+def _summary(result: CompileResult, strict: bool,
+             diags: list[Diagnostic] | None = None) -> str:
+    """`2 errors, 1 warning` for the result's diagnostics (or `diags`)."""
+    shown = result.diagnostics if diags is None else diags
+    e = sum(d.severity == "error" for d in shown)
+    w = len(shown) - e
     parts = []
     if e:
         parts.append(f"{e} error{'s' if e != 1 else ''}")
@@ -129,14 +134,53 @@ def init(directory: Path, name: str | None, force: bool) -> None:
 @pack_argument
 @strict_option
 @format_option
-def validate(pack: Path, strict: bool, fmt: str) -> None:
+@click.option("--fix", is_flag=True,
+              help="Apply the unambiguous fixes (marked [fixable]) in place, keeping comments "
+                   "and formatting; then check again.")
+@click.option("--dry-run", is_flag=True, help="With --fix: print the diff, write nothing.")
+def validate(pack: Path, strict: bool, fmt: str, fix: bool, dry_run: bool) -> None:
     """Check PACK (a directory with pack.yaml, or the file) and report every problem."""
+    if fix or dry_run:
+        _validate_fix(pack, strict, fmt, dry_run)
+        return
     result = _validate(pack, strict=strict)
     _print_diagnostics(result.diagnostics, fmt)
     _note_internal_error(result)
     failed = bool(result.errors) or (strict and result.warnings)
     if fmt == "text":
         click.echo(("✗ " if failed else "✓ ") + f"{pack}: {_summary(result, strict)}", err=True)
+    if failed:
+        raise PackErrors("")
+
+
+def _validate_fix(pack: Path, strict: bool, fmt: str, dry_run: bool) -> None:
+    report = fix_pack(pack, dry_run=dry_run, strict=strict)
+    result = report.result
+    assert result is not None
+    # in a dry run the pack is unchanged: what still needs the author is what no fix covers
+    covered = {(f.file, f.path) for f in report.fixed} if dry_run else set()
+    left = [d for d in result.diagnostics if (d.file, d.path) not in covered]
+    failed = bool(result.errors) or (strict and bool(result.warnings))
+    if fmt == "json":
+        click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        if dry_run:
+            for diff in report.diffs.values():
+                click.echo(diff, nl=False)
+        for f in report.fixed:
+            click.echo(click.style(f.format(dry_run), fg="green"), err=True)
+        for f in report.manual:
+            click.echo(click.style(f.format(), fg="magenta"), err=True)
+        _print_diagnostics(left, fmt)
+        _note_internal_error(result)
+        n = len(report.fixed)
+        done = (f"would fix {n} (dry run, nothing written)" if dry_run
+                else f"fixed {n} in {len(report.written)} file{'s' if len(report.written) != 1 else ''}")
+        if report.manual:
+            done += f", {len(report.manual)} to fix by hand"
+        click.echo(("✗ " if failed else "✓ ") + f"{pack}: {done}; "
+                   f"{_summary(result, strict, left) if dry_run else _summary(result, strict)}"
+                   + (" left" if dry_run and left else ""), err=True)
     if failed:
         raise PackErrors("")
 
