@@ -94,12 +94,8 @@ def _note_internal_error(result: CompileResult) -> None:
                    f"({result.internal_error}); please report it", err=True)
 
 
-def _summary(result: CompileResult, strict: bool,
-             diags: list[Diagnostic] | None = None) -> str:
-    """`2 errors, 1 warning` for the result's diagnostics (or `diags`)."""
-    shown = result.diagnostics if diags is None else diags
-    e = sum(d.severity == "error" for d in shown)
-    w = len(shown) - e
+def _summary(result: CompileResult, strict: bool) -> str:
+    e, w = len(result.errors), len(result.warnings)
     parts = []
     if e:
         parts.append(f"{e} error{'s' if e != 1 else ''}")
@@ -157,30 +153,31 @@ def _validate_fix(pack: Path, strict: bool, fmt: str, dry_run: bool) -> None:
     report = fix_pack(pack, dry_run=dry_run, strict=strict)
     result = report.result
     assert result is not None
-    # in a dry run the pack is unchanged: what still needs the author is what no fix covers
-    covered = {(f.file, f.path) for f in report.fixed} if dry_run else set()
-    left = [d for d in result.diagnostics if (d.file, d.path) not in covered]
     failed = bool(result.errors) or (strict and bool(result.warnings))
     if fmt == "json":
         click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
     else:
-        if dry_run:
-            for diff in report.diffs.values():
-                click.echo(diff, nl=False)
+        for diff in report.diffs.values() if dry_run else ():
+            click.echo(diff, nl=False)
         for f in report.fixed:
             click.echo(click.style(f.format(dry_run), fg="green"), err=True)
         for f in report.manual:
             click.echo(click.style(f.format(), fg="magenta"), err=True)
-        _print_diagnostics(left, fmt)
+        # in a dry run nothing changed: show only what the fixes would not resolve
+        covered = {(f.file, f.path) for f in report.fixed} if dry_run else set()
+        _print_diagnostics([d for d in result.diagnostics if (d.file, d.path) not in covered],
+                           fmt)
         _note_internal_error(result)
-        n = len(report.fixed)
-        done = (f"would fix {n} (dry run, nothing written)" if dry_run
-                else f"fixed {n} in {len(report.written)} file{'s' if len(report.written) != 1 else ''}")
-        if report.manual:
-            done += f", {len(report.manual)} to fix by hand"
-        click.echo(("✗ " if failed else "✓ ") + f"{pack}: {done}; "
-                   f"{_summary(result, strict, left) if dry_run else _summary(result, strict)}"
-                   + (" left" if dry_run and left else ""), err=True)
+        n, by_hand = len(report.fixed), len(report.manual)
+        if dry_run:
+            done = f"--fix would fix {n}" + (f", {by_hand} need you" if by_hand else "")
+            line = f"{_summary(result, strict)}; {done} (dry run: nothing written)"
+        else:
+            files = len(report.written)
+            line = (f"fixed {n} in {files} file{'s' if files != 1 else ''}"
+                    + (f", {by_hand} to fix by hand" if by_hand else "")
+                    + f"; {_summary(result, strict)}")
+        click.echo(("✗ " if failed else "✓ ") + f"{pack}: {line}", err=True)
     if failed:
         raise PackErrors("")
 

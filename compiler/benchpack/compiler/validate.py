@@ -371,9 +371,10 @@ def _one(err: dict[str, Any], path: tuple[PathPart, ...], full: tuple[PathPart, 
         pattern = str(ctx.get("pattern", ""))
         hint, fix = None, None
         if pattern == P.LINT_CODE_PATTERN and isinstance(value, str):
-            hint, fix = suggest_fix(value, LINT_CODES)
+            hint, fix = suggest_fix(value, LINT_CODES)  # `w304`; `W3O4` is W304 or W314
         diags.error("E104", f"`{value}` is not a valid value for {field}", shown, full,
-                    hint or _PATTERN_HINTS.get(pattern, f"must match {pattern}"), fix=fix)
+                    hint if fix else _PATTERN_HINTS.get(pattern, f"must match {pattern}"),
+                    fix=fix)
     elif kind in _BOUNDS:
         words, key = _BOUNDS[kind]
         diags.error("E104", f"{field} must be {words} {ctx.get(key)}, found {value}", shown, full)
