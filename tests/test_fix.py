@@ -543,3 +543,20 @@ def test_a_reference_pack_round_trips_where_it_can(tmp_path: Path) -> None:
         "ruamel.yaml would reformat the file (line 111 first")
     assert pack.read_text() == _swap(originals[pack].decode(), "    name: Helena Marsh",
                                      "    nam: Helena Marsh")
+
+
+def test_json_schema_fixes_types_and_keywords(tmp_path: Path) -> None:
+    # E207: a misspelt type (an error); W314: a misspelt keyword (a warning, fixed as well,
+    # once the schema is valid; keyword checks wait for a valid schema)
+    schema = ("{type: object, properties: {title: {type: strng, maxLenght: 80, "
+              "descripton: Short, desciption: Title}}}")
+    _pack(tmp_path, pack=_swap(PACK, "tasks: {key: id,", f"tasks: {{row_schema: {schema}, key: id,"))
+    report = fix_pack(tmp_path)
+    assert [(f.code, f.fix.describe()) for f in report.fixed] == [
+        ("E207", "replaced `strng` → `string`"), ("W314", "renamed `descripton` → `description`")]
+    assert ("{title: {type: string, maxLenght: 80, description: Short, desciption: Title}}"
+            in (tmp_path / "pack.yaml").read_text())
+    assert report.result is not None
+    # close to two keywords each: hints, no fixes (and `description` exists by now)
+    assert [(d.code, d.hint, d.fix) for d in report.result.diagnostics] == [
+        ("W314", "did you mean `maxLength`?", None), ("W314", "did you mean `description`?", None)]

@@ -14,7 +14,6 @@ import click
 
 from benchpack.compiler import CompileResult, Diagnostic, compile_pack, graph_pack, init_pack
 from benchpack.compiler import validate_pack as _validate
-from benchpack.compiler.fix import fix_pack
 
 
 class PackErrors(click.ClickException):
@@ -150,6 +149,8 @@ def validate(pack: Path, strict: bool, fmt: str, fix: bool, dry_run: bool) -> No
 
 
 def _validate_fix(pack: Path, strict: bool, fmt: str, dry_run: bool) -> None:
+    from benchpack.compiler.fix import fix_pack  # ruamel.yaml loads only when fixing
+
     report = fix_pack(pack, dry_run=dry_run, strict=strict)
     result = report.result
     assert result is not None
