@@ -331,16 +331,17 @@ def test_a_file_changed_since_validation_is_not_touched(tmp_path: Path) -> None:
 
 def test_never_writes_through_a_symlink_out_of_the_pack(tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere"
-    _pack(outside, week=_swap(WEEK, "    persona: dana", "    persona: dane"))
+    _pack(outside, pack=_swap(PACK, "    services: [todo]", "    services: [tod]"))
     pack = tmp_path / "pack"
-    (pack / "episodes").mkdir(parents=True)
+    pack.mkdir()
     (pack / "pack.yaml").symlink_to(outside / "pack.yaml")
-    (pack / "episodes" / "monday.yaml").symlink_to(outside / "episodes" / "monday.yaml")
-    before = (outside / "episodes" / "monday.yaml").read_bytes()
+    before = (outside / "pack.yaml").read_bytes()
+    assert any(d.fix for d in validate_pack(pack).diagnostics)
     report = fix_pack(pack)
     assert report.written == [] and report.fixed == []
-    assert (outside / "episodes" / "monday.yaml").read_bytes() == before
-    assert all(not p.name.endswith(".tmp") for p in outside.rglob("*"))
+    assert [m.reason for m in report.manual] == ["the file is outside the pack directory"]
+    assert (outside / "pack.yaml").read_bytes() == before
+    assert sorted(p.name for p in outside.iterdir()) == ["episodes", "pack.yaml"]
 
 
 # ------------------------------------------------------------------ CLI

@@ -139,12 +139,11 @@ class Builder:
             self.diags.error(code, msg, src.shown, full, hint, at_key=at_key, fix=fix)
 
     def lint(self, code: str, msg: str, loc: Loc, sub: Sequence[PathPart] = (),
-             hint: str | None = None, ignore: Iterable[str] = (), fix: Fix | None = None,
-             at_key: bool = False) -> None:
+             hint: str | None = None, ignore: Iterable[str] = (), fix: Fix | None = None) -> None:
         """A warning, unless the pack, the session being built, or `ignore` silences it."""
         if code in ignore or code in self.pack_ignore or code in self.session_ignore:
             return
-        self.err(code, msg, loc, sub, hint, at_key, fix)
+        self.err(code, msg, loc, sub, hint, fix=fix)
 
     def lint_settings(self, settings: P.LintSettings | None, loc: Loc) -> set[str]:
         """The codes a `lint: {ignore: …}` block silences; unknown codes are errors (a typo
@@ -430,12 +429,12 @@ class Builder:
         for i, e in enumerate(events):
             target = e.get("conflicts_with")
             if target and target not in refs and target not in keys:
-                hint, fix = suggest_fix(str(target), sorted(refs | keys))
+                hint, fix = suggest_fix(target, sorted(refs | keys))
                 in_yaml = i < len(st.events)  # later events come from the stream's data file
                 self.lint("W315", f"`conflicts_with: {target}` names no event ref in this stream "
                           "and no row of a service", loc,
                           ("events", i, "conflicts_with") if in_yaml else ("file",), hint,
-                          fix=fix if in_yaml and isinstance(target, str) else None)
+                          fix=fix if in_yaml else None)
         self.plan_streams[name] = {"name": name, "description": st.description, "events": events}
         if st.tool:
             self.add_tool(f"{name}__read", {
