@@ -29,7 +29,8 @@ def test_format_and_dict() -> None:
     assert d.as_dict() == {"code": "E202", "name": "unknown-reference", "severity": "error",
                            "file": "p/pack.yaml", "line": 7, "col": 20,
                            "json_path": "$.episodes[0].depends_on[1]",
-                           "message": "unknown session `x`", "hint": "did you mean `y`?"}
+                           "message": "unknown session `x`", "hint": "did you mean `y`?",
+                           "fix": None}
     bare = Diagnostic("W312", "unused", "f.yaml")
     assert bare.format() == "f.yaml: warning W312 unused" and bare.json_path == "$"
 

@@ -32,7 +32,7 @@ def test_unknown_key_inside_a_tagged_union_suggests_from_the_right_branch() -> N
         "5:5: error E102 `impl` is missing the required key `service` [at $.tools[0].impl] "
         "(hint: add `service: …`)",
         "5:27: error E101 unknown key `servise` in `impl` [at $.tools[0].impl.servise] "
-        "(hint: did you mean `service`?)"]
+        "(hint: did you mean `service`?) [fixable]"]
 
 
 def test_union_of_types_is_one_message() -> None:
@@ -45,7 +45,7 @@ def test_unknown_kind_of_a_tagged_union() -> None:
     _, errors, _ = check("name: p\ntools: [{name: t, description: d, impl: {kind: servce}}]\n")
     assert errors == ["2:48: error E104 unknown kind `servce` for `impl`; expected one of "
                       "'builtin', 'service', 'corpus', 'stream', 'static', 'python' "
-                      "[at $.tools[0].impl.kind] (hint: did you mean `service`?)"]
+                      "[at $.tools[0].impl.kind] (hint: did you mean `service`?) [fixable]"]
     _, errors, _ = check("name: p\ntools: [{name: t, description: d, impl: {}}]\n")
     assert errors == ["2:35: error E102 `impl` is missing `kind` [at $.tools[0].impl] "
                       "(hint: add `kind: …` to say which kind of impl this is)"]

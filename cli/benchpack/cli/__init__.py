@@ -129,14 +129,56 @@ def init(directory: Path, name: str | None, force: bool) -> None:
 @pack_argument
 @strict_option
 @format_option
-def validate(pack: Path, strict: bool, fmt: str) -> None:
+@click.option("--fix", is_flag=True,
+              help="Apply the unambiguous fixes (marked [fixable]) in place, keeping comments "
+                   "and formatting; then check again.")
+@click.option("--dry-run", is_flag=True, help="With --fix: print the diff, write nothing.")
+def validate(pack: Path, strict: bool, fmt: str, fix: bool, dry_run: bool) -> None:
     """Check PACK (a directory with pack.yaml, or the file) and report every problem."""
+    if fix or dry_run:
+        _validate_fix(pack, strict, fmt, dry_run)
+        return
     result = _validate(pack, strict=strict)
     _print_diagnostics(result.diagnostics, fmt)
     _note_internal_error(result)
     failed = bool(result.errors) or (strict and result.warnings)
     if fmt == "text":
         click.echo(("✗ " if failed else "✓ ") + f"{pack}: {_summary(result, strict)}", err=True)
+    if failed:
+        raise PackErrors("")
+
+
+def _validate_fix(pack: Path, strict: bool, fmt: str, dry_run: bool) -> None:
+    from benchpack.compiler.fix import fix_pack  # ruamel.yaml loads only when fixing
+
+    report = fix_pack(pack, dry_run=dry_run, strict=strict)
+    result = report.result
+    assert result is not None
+    failed = bool(result.errors) or (strict and bool(result.warnings))
+    if fmt == "json":
+        click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        for diff in report.diffs.values() if dry_run else ():
+            click.echo(diff, nl=False)
+        for f in report.fixed:
+            click.echo(click.style(f.format(dry_run), fg="green"), err=True)
+        for f in report.manual:
+            click.echo(click.style(f.format(), fg="magenta"), err=True)
+        # in a dry run nothing changed: show only what the fixes would not resolve
+        covered = {(f.file, f.path) for f in report.fixed} if dry_run else set()
+        _print_diagnostics([d for d in result.diagnostics if (d.file, d.path) not in covered],
+                           fmt)
+        _note_internal_error(result)
+        n, by_hand = len(report.fixed), len(report.manual)
+        if dry_run:
+            done = f"--fix would fix {n}" + (f", {by_hand} need you" if by_hand else "")
+            line = f"{_summary(result, strict)}; {done} (dry run: nothing written)"
+        else:
+            files = len(report.written)
+            line = (f"fixed {n} in {files} file{'s' if files != 1 else ''}"
+                    + (f", {by_hand} to fix by hand" if by_hand else "")
+                    + f"; {_summary(result, strict)}")
+        click.echo(("✗ " if failed else "✓ ") + f"{pack}: {line}", err=True)
     if failed:
         raise PackErrors("")
 

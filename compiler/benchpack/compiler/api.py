@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from .build import Builder, CompileOptions
-from .diagnostics import Diagnostic, Diagnostics
+from .diagnostics import Diagnostic, Diagnostics, Fix, settle_fixes
 from .graph import render_dot, render_mermaid, render_text
 from .loader import GLOB_CHARS, LoadedPack, load_pack, locate_all, pack_relative
 from .plan import assemble, sha256, write_plan
 from .validate import Salvage, validate_file
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 
 
 def benchpack_version() -> str:
@@ -40,6 +40,11 @@ class CompileResult:
     internal_error: str | None = None
     """A compiler failure while checking a pack that already has errors (some checks were
     skipped); always None for packs without errors."""
+    root: Path | None = None
+    """The pack directory (resolved): `bench validate --fix` writes nothing outside it."""
+    fix_sources: dict[str, tuple[Path, str]] = field(default_factory=dict)
+    """File as shown → (resolved path, sha256 of the bytes checked), for the files that have
+    fixable diagnostics: a fix is applied only to the content it was computed from."""
 
     @property
     def ok(self) -> bool:
@@ -173,9 +178,9 @@ def _cached(target: Path, options: CompileOptions) -> CompileResult | None:
 
 def _diag_from(d: dict[str, Any]) -> Diagnostic:
     path = tuple(d.get("path") or ())
-    diag = Diagnostic(d["code"], d["message"], d["file"], path, d.get("hint"), d.get("line"),
-                      d.get("col"))
-    return diag
+    fix = d.get("fix")
+    return Diagnostic(d["code"], d["message"], d["file"], path, d.get("hint"), d.get("line"),
+                      d.get("col"), fix=Fix(fix["kind"], fix["old"], fix["new"]) if fix else None)
 
 
 def _store(target: Path, options: CompileOptions, loaded: LoadedPack, content_hash: str,
@@ -195,7 +200,8 @@ def _store(target: Path, options: CompileOptions, loaded: LoadedPack, content_ha
     index = {"format": CACHE_FORMAT, "key": key, "content_hash": content_hash, "files": files,
              "globs": globs,
              "diagnostics": [{"code": d.code, "message": d.message, "file": d.file,
-                              "path": list(d.path), "hint": d.hint, "line": d.line, "col": d.col}
+                              "path": list(d.path), "hint": d.hint, "line": d.line, "col": d.col,
+                              "fix": d.as_dict()["fix"]}
                              for d in diags]}
     try:
         cdir = cache_dir()
@@ -219,9 +225,14 @@ def validate_pack(target: str | Path, *, strict: bool = False) -> CompileResult:
 
 
 def _result(c: _Compiled, diags: Diagnostics) -> CompileResult:
+    settle_fixes(diags.items)
+    fixable = {d.file for d in diags.items if d.fix is not None}
     return CompileResult(diagnostics=diags.sorted(), plan=c.plan, content_hash=c.content_hash,
                          files=[f.shown for f in c.loaded.files] if c.loaded else [],
-                         internal_error=c.internal_error)
+                         internal_error=c.internal_error,
+                         root=c.loaded.root if c.loaded else None,
+                         fix_sources={f.shown: (f.path, f.sha256) for f in c.loaded.files
+                                      if f.shown in fixable} if c.loaded and fixable else {})
 
 
 def compile_pack(target: str | Path, out: str | Path | None = None, *, ablation: bool = False,

@@ -26,19 +26,20 @@ from pydantic import ValidationError
 from benchpack.specs import pack as P
 
 from .datafiles import DataError, first_error, read_rows, read_triples
-from .diagnostics import CODES, Diagnostics, PathPart, did_you_mean
+from .diagnostics import CODES, LINT_CODES, Diagnostics, Fix, PathPart, suggest_fix
 from .graph import build_dag, dependency_groups, find_cycles, stable_order
 from .loader import (
+    GLOB_CHARS,
     MAX_DATA_BYTES,
     LoadedPack,
     SourceFile,
     inside,
-    near_file_hint,
+    near_file,
     pack_relative,
     path_problem,
 )
 from .render import RenderError, check_syntax, render
-from .validate import Salvage
+from .validate import Salvage, node_at
 
 Loc = tuple[SourceFile, tuple[PathPart, ...]]
 
@@ -131,29 +132,29 @@ class Builder:
     # ------------------------------------------------------------------ helpers
 
     def err(self, code: str, msg: str, loc: Loc, sub: Sequence[PathPart] = (),
-            hint: str | None = None, at_key: bool = False) -> None:
+            hint: str | None = None, at_key: bool = False, fix: Fix | None = None) -> None:
         src, path = loc
         full = (*path, *sub)
         if not self.salvaged.hides(src.shown, full, CODES[code][0]):
-            self.diags.error(code, msg, src.shown, full, hint, at_key=at_key)
+            self.diags.error(code, msg, src.shown, full, hint, at_key=at_key, fix=fix)
 
     def lint(self, code: str, msg: str, loc: Loc, sub: Sequence[PathPart] = (),
-             hint: str | None = None, ignore: Iterable[str] = ()) -> None:
+             hint: str | None = None, ignore: Iterable[str] = (), fix: Fix | None = None) -> None:
         """A warning, unless the pack, the session being built, or `ignore` silences it."""
         if code in ignore or code in self.pack_ignore or code in self.session_ignore:
             return
-        self.err(code, msg, loc, sub, hint)
+        self.err(code, msg, loc, sub, hint, fix=fix)
 
     def lint_settings(self, settings: P.LintSettings | None, loc: Loc) -> set[str]:
         """The codes a `lint: {ignore: …}` block silences; unknown codes are errors (a typo
         there would silently silence nothing)."""
         if settings is None:
             return set()
-        lints = [c for c, (severity, _) in CODES.items() if severity == "warning"]
         for i, code in enumerate(settings.ignore):
-            if code not in lints:
+            if code not in LINT_CODES:
+                hint, fix = suggest_fix(code, LINT_CODES)
                 self.err("E104", f"`{code}` is not a lint code", loc, ("lint", "ignore", i),
-                         did_you_mean(code, lints) or "lint codes are " + ", ".join(lints))
+                         hint or "lint codes are " + ", ".join(LINT_CODES), fix=fix)
         return set(settings.ignore)
 
     def pack_path(self, src: SourceFile) -> str:
@@ -188,7 +189,10 @@ class Builder:
                 return None
             data = real.read_bytes()
         except FileNotFoundError:
-            self.err("E006", f"file `{rel}` not found", loc, sub, near_file_hint(path))
+            hint, fix = near_file(path, rel)
+            if fix is not None and node_at(src.data, (*loc[1], *sub)) != rel:
+                fix = None  # the path is part of the value (`tools/x.py:function`)
+            self.err("E006", f"file `{rel}` not found", loc, sub, hint, fix=fix)
             return None
         except OSError as exc:
             self.err("E012", f"cannot read `{rel}`: {exc.strerror or exc}", loc, sub)
@@ -223,9 +227,10 @@ class Builder:
         if name in self.broken:
             return False
         known = [*table, *self.broken]
+        hint, fix = suggest_fix(name, known)
         self.err("E202", f"unknown {what} `{name}`", loc, sub,
-                 did_you_mean(name, known) or (f"define it under `{what.split()[-1]}s:`"
-                                               if not known else None))
+                 hint or (f"define it under `{what.split()[-1]}s:`" if not known else None),
+                 fix=fix)
         return False
 
     # ------------------------------------------------------------------ phase 1: symbols
@@ -255,19 +260,21 @@ class Builder:
         except SchemaError as exc:
             inner = tuple(p for p in exc.path if isinstance(p, str | int))
             hint: str | None = "see https://json-schema.org/understanding-json-schema/"
+            fix = None
             if inner and inner[-1] == "type" and isinstance(exc.instance, str):
-                hint = did_you_mean(exc.instance, _JSON_TYPES) or (
-                    "types are " + ", ".join(f"`{t}`" for t in _JSON_TYPES))
+                found, fix = suggest_fix(exc.instance, _JSON_TYPES)
+                hint = found or "types are " + ", ".join(f"`{t}`" for t in _JSON_TYPES)
             where = "/".join(str(p) for p in inner) or "top level"
             self.err("E207", f"{what} is not a valid JSON Schema ({where}: {exc.message})",
-                     loc, (*sub, *inner), hint)
+                     loc, (*sub, *inner), hint, fix=fix)
             return
         for path, key in _unknown_keywords(schema):
-            hint = did_you_mean(key, JSON_SCHEMA_KEYWORDS)
+            hint, fix = suggest_fix(key, JSON_SCHEMA_KEYWORDS, "rename_key",
+                                    node_at(schema, path[:-1]) or ())
             if hint is None and " " in key:
                 hint = "a description containing `, ` must be quoted"
             self.lint("W314", f"`{key}` is not a JSON Schema keyword in {what}", loc,
-                      (*sub, *path), hint)
+                      (*sub, *path), hint, fix=fix)
 
     def add_tool(self, name: str, tool: dict[str, Any], origin: str, loc: Loc,
                  sub: Sequence[PathPart]) -> None:
@@ -305,8 +312,9 @@ class Builder:
                     impl.service, self.services, "service", loc, ("impl", "service")):
                 ops = [o.name for o in self.services[impl.service].obj.operations]
                 if impl.operation not in ops:
+                    hint, fix = suggest_fix(impl.operation, ops)
                     self.err("E202", f"service `{impl.service}` has no operation `{impl.operation}`",
-                             loc, ("impl", "operation"), did_you_mean(impl.operation, ops))
+                             loc, ("impl", "operation"), hint, fix=fix)
             elif isinstance(impl, P.CorpusImpl):
                 self.check_ref(impl.corpus, self.corpora, "corpus", loc, ("impl", "corpus"))
             elif isinstance(impl, P.StreamImpl):
@@ -362,8 +370,9 @@ class Builder:
                 continue
             seen_ops.add(op.name)
             if op.table not in s.tables:
+                hint, fix = suggest_fix(op.table, s.tables)
                 self.err("E202", f"service `{name}` has no table `{op.table}`", loc, (*sub, "table"),
-                         did_you_mean(op.table, s.tables))
+                         hint, fix=fix)
                 continue
             ops.append(op.model_dump(mode="json", exclude_none=True))
             tool_name = op.tool_name or f"{name}__{op.name}"
@@ -420,10 +429,12 @@ class Builder:
         for i, e in enumerate(events):
             target = e.get("conflicts_with")
             if target and target not in refs and target not in keys:
+                hint, fix = suggest_fix(target, sorted(refs | keys))
+                in_yaml = i < len(st.events)  # later events come from the stream's data file
                 self.lint("W315", f"`conflicts_with: {target}` names no event ref in this stream "
                           "and no row of a service", loc,
-                          ("events", i, "conflicts_with") if i < len(st.events) else ("file",),
-                          did_you_mean(target, sorted(refs | keys)))
+                          ("events", i, "conflicts_with") if in_yaml else ("file",), hint,
+                          fix=fix if in_yaml else None)
         self.plan_streams[name] = {"name": name, "description": st.description, "events": events}
         if st.tool:
             self.add_tool(f"{name}__read", {
@@ -648,11 +659,11 @@ class Builder:
             if not targets:
                 ep_names = {b.removeprefix(ep_prefix) for b in by_base if b.startswith(ep_prefix)}
                 other = [b for b in by_base if b.endswith("." + dep)]
-                hint = did_you_mean(dep, ep_names)
+                hint, fix = suggest_fix(dep, sorted(ep_names))
                 if other and not hint:
                     hint = "dependencies must be in the same episode"
                 self.err("E202", f"unknown session `{dep}` in episode `{d.episode}`", loc,
-                         ("depends_on", i), hint)
+                         ("depends_on", i), hint, fix=fix)
                 continue
             if len(targets) == 1 and targets[0].style_code is None:
                 d.deps.append(targets[0].sid)
@@ -899,14 +910,16 @@ class Builder:
             self.err("E211", f"a check states one predicate; found {', '.join(preds)}", loc, sub,
                      "split it with `all:`")
         if a.tool is not None and not any(fnmatch.fnmatchcase(t, a.tool) for t in tools):
-            self.err("E202", f"no tool `{a.tool}` in this session", loc, (*sub, "tool"),
-                     did_you_mean(a.tool, tools))
+            hint, fix = _tool_suggestion(a.tool, tools)
+            self.err("E202", f"no tool `{a.tool}` in this session", loc, (*sub, "tool"), hint,
+                     fix=fix)
         elif a.tool is not None and a.where:
             self.check_where_args(a.tool, a.where, tools, loc, sub)
         for i, t in enumerate(a.sequence or []):
             if not any(fnmatch.fnmatchcase(x, t) for x in tools):
+                hint, fix = _tool_suggestion(t, tools)
                 self.err("E202", f"no tool `{t}` in this session", loc, (*sub, "sequence", i),
-                         did_you_mean(t, tools))
+                         hint, fix=fix)
         if a.sequence is not None and len(a.sequence) < 2:
             self.err("E211", "`sequence` needs at least two tools", loc, (*sub, "sequence"))
         if a.state is not None:
@@ -957,24 +970,32 @@ class Builder:
             if head == "args" and rest:
                 name = rest.split(".")[0]
                 if name not in params:
+                    hint, fix = suggest_fix(name, params)
+                    if fix is not None:  # the key is the whole path: rename it
+                        fix = _key_fix(f"args.{fix.new}{rest[len(name):]}", key, where)
                     self.err("E202", f"`{pattern}` has no parameter `{name}`", loc,
-                             (*sub, "where", key), did_you_mean(name, params) or
-                             ("its parameters: " + ", ".join(sorted(params)) if params else None))
+                             (*sub, "where", key), hint or
+                             ("its parameters: " + ", ".join(sorted(params)) if params else None),
+                             fix=fix)
             elif head not in ("args", "result", "error", "tool"):
+                hint, fix = suggest_fix(f"args.{key}", [f"args.{p}" for p in params])
                 self.err("E211", f"`where` paths on tool records start with `args.`, `result.`, "
-                         f"`error` or `tool`; found `{key}`", loc, (*sub, "where", key),
-                         did_you_mean(f"args.{key}", [f"args.{p}" for p in params]))
+                         f"`error` or `tool`; found `{key}`", loc, (*sub, "where", key), hint,
+                         fix=fix and _key_fix(fix.new, key, where))
 
     def check_state_ref(self, ref: str, env: dict[str, Any], loc: Loc,
                         sub: tuple[PathPart, ...]) -> None:
         svc, _, table = ref.partition(".")
         if svc not in env["services"]:
+            hint, fix = suggest_fix(svc, env["services"])
             self.err("E202", f"no service `{svc}` in this session's environment", loc, sub,
-                     did_you_mean(svc, env["services"]) or "write `service.table`")
+                     hint or "write `service.table`",
+                     fix=fix and Fix("replace_value", ref, f"{fix.new}.{table}"))
         elif table not in self.plan_services[svc]["tables"]:
+            hint, fix = suggest_fix(table, self.plan_services[svc]["tables"])
             self.err("E202", f"service `{svc}` has no table `{table}`", loc, sub,
-                     did_you_mean(table, self.plan_services[svc]["tables"]) or
-                     "write `service.table`")
+                     hint or "write `service.table`",
+                     fix=fix and Fix("replace_value", ref, f"{svc}.{fix.new}"))
 
     def checklist(self, s: P.Session, loc: Loc, r: Any, tools: list[str],
                   env: dict[str, Any]) -> list[dict[str, Any]]:
@@ -996,8 +1017,9 @@ class Builder:
             if c.evidence is not None:
                 for j, t in enumerate(c.evidence.tools):
                     if not any(fnmatch.fnmatchcase(x, t) for x in tools):
+                        hint, fix = _tool_suggestion(t, tools)
                         self.err("E202", f"no tool `{t}` in this session", loc,
-                                 (*sub, "evidence", "tools", j), did_you_mean(t, tools))
+                                 (*sub, "evidence", "tools", j), hint, fix=fix)
                 for j, st in enumerate(c.evidence.state):
                     self.check_state_ref(st, env, loc, (*sub, "evidence", "state", j))
             grader = "python" if c.python else "rule" if c.rule else "rubric"
@@ -1164,6 +1186,17 @@ def _unknown_keywords(schema: Any, path: tuple[PathPart, ...] = ()) -> list[tupl
 
 
 _JSON_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
+
+
+def _tool_suggestion(pattern: str, tools: list[str]) -> tuple[str | None, Fix | None]:
+    """Hint and fix for a tool name matching no tool; a glob pattern is never rewritten."""
+    hint, fix = suggest_fix(pattern, tools)
+    return hint, None if GLOB_CHARS.search(pattern) else fix
+
+
+def _key_fix(new: str, old: str, mapping: dict[str, Any]) -> Fix | None:
+    """Renaming key `old` of `mapping` to `new`, unless that key exists already."""
+    return None if new in mapping else Fix("rename_key", old, new)
 
 
 def jmespath_problem(query: str) -> str | None:

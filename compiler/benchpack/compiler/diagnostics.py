@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 Severity = Literal["error", "warning"]
 PathPart = str | int
+FixKind = Literal["rename_key", "replace_value"]
 
 # Stable codes. Never renumber; add new ones at the end of their block.
 CODES: dict[str, tuple[Severity, str]] = {
@@ -72,6 +73,24 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W316": ("warning", "anchor-not-disclosed"),
     "W317": ("warning", "too-few-anchors"),
 }
+LINT_CODES = tuple(code for code, (severity, _) in CODES.items() if severity == "warning")
+"""The codes a `lint: {ignore: […]}` list may name."""
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A mechanical edit that resolves a diagnostic, at the diagnostic's path: rename the key
+    `old` to `new`, or replace the scalar `old` with `new`. Offered only when the suggestion is
+    unambiguous, so that `bench validate --fix` may apply it without asking."""
+
+    kind: FixKind
+    old: str
+    new: str
+
+    def describe(self, done: bool = True) -> str:
+        """`renamed `a` → `b``, or with done=False `rename `a` → `b``."""
+        verb = "rename" if self.kind == "rename_key" else "replace"
+        return f"{verb}{'d' if done else ''} `{self.old}` → `{self.new}`"
 
 
 @dataclass
@@ -89,6 +108,8 @@ class Diagnostic:
     col: int | None = None
     at_key: bool = False
     """Point at the key named by the last path element rather than at its value."""
+    fix: Fix | None = None
+    """The edit that resolves this diagnostic, when it is unambiguous."""
     severity: Severity = field(init=False)
 
     def __post_init__(self) -> None:
@@ -114,6 +135,8 @@ class Diagnostic:
             text += f" [at {self.json_path}]"
         if self.hint:
             text += f" (hint: {self.hint})"
+        if self.fix:
+            text += " [fixable]"
         return text
 
     def as_dict(self) -> dict[str, Any]:
@@ -127,6 +150,9 @@ class Diagnostic:
             "json_path": self.json_path,
             "message": self.message,
             "hint": self.hint,
+            "fix": None if self.fix is None else {
+                "kind": self.fix.kind, "path": list(self.path), "old": self.fix.old,
+                "new": self.fix.new},
         }
 
 
@@ -145,8 +171,8 @@ class Diagnostics:
 
     def error(self, code: str, message: str, file: str, path: Sequence[PathPart] = (),
               hint: str | None = None, *, at_key: bool = False,
-              line: int | None = None, col: int | None = None) -> None:
-        self.add(Diagnostic(code, message, file, tuple(path), hint, line, col, at_key))
+              line: int | None = None, col: int | None = None, fix: Fix | None = None) -> None:
+        self.add(Diagnostic(code, message, file, tuple(path), hint, line, col, at_key, fix))
 
     warn = error  # severity comes from the code
 
@@ -175,27 +201,66 @@ class Diagnostics:
         return len(self.items)
 
 
-def suggest(word: str, candidates: Iterable[str]) -> str | None:
-    """The closest candidate, for 'did you mean' hints."""
+SIMILARITY_CUTOFF = 0.6
+
+
+def _closest(word: str, candidates: Iterable[str]) -> tuple[str | None, bool]:
+    """(the closest candidate, whether it is the only one above the similarity cutoff)."""
     pool = [c for c in candidates if isinstance(c, str)]
     if not pool or not isinstance(word, str):
-        return None
-    lowered = {c.lower(): c for c in pool}
-    if word.lower() in lowered:
-        return lowered[word.lower()]
-    found = difflib.get_close_matches(word, pool, n=1, cutoff=0.6)
-    if found:
-        return found[0]
-    # plural/singular slips and prefixes (`intent` -> `hidden_intents`)
+        return None, False
+    same_case = [c for c in pool if c.lower() == word.lower()]
+    if same_case:
+        return same_case[0], len(same_case) == 1
+    close = difflib.get_close_matches(word, pool, n=2, cutoff=SIMILARITY_CUTOFF)
+    if close:
+        return close[0], len(close) == 1
+    # plural/singular slips and prefixes (`intent` -> `hidden_intents`): a guess, never a fix
     for c in pool:
         if word.rstrip("s") and (c.endswith(word) or c.endswith(word + "s") or c.startswith(word)):
-            return c
-    return None
+            return c, False
+    return None, False
+
+
+def suggest(word: str, candidates: Iterable[str]) -> str | None:
+    """The closest candidate, for 'did you mean' hints."""
+    return _closest(word, candidates)[0]
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     found = suggest(word, candidates)
     return f"did you mean `{found}`?" if found else None
+
+
+def suggest_fix(word: str, candidates: Iterable[str], kind: FixKind = "replace_value",
+                taken: Iterable[Any] = ()) -> tuple[str | None, Fix | None]:
+    """The 'did you mean' hint for `word`, and the fix replacing it when exactly one candidate
+    is close enough (and, for a key, when no key of that name exists already: `taken`)."""
+    found, unique = _closest(word, candidates)
+    if found is None:
+        return None, None
+    hint = f"did you mean `{found}`?"
+    if not unique or found == word or found in taken:
+        return hint, None
+    return hint, Fix(kind, word, found)
+
+
+def settle_fixes(items: Sequence[Diagnostic]) -> None:
+    """Withdraw fixes that contradict each other: two edits of one node, or two keys of one
+    mapping that would both get the same name (which of them is meant is anyone's guess)."""
+    fixed = [d for d in items if d.fix is not None]
+    if len(fixed) < 2:
+        return
+    claims: dict[tuple[Any, ...], list[Diagnostic]] = {}
+    for d in fixed:
+        assert d.fix is not None
+        claims.setdefault(("node", d.file, d.path), []).append(d)
+        if d.fix.kind == "rename_key":
+            claims.setdefault(("key", d.file, d.path[:-1], d.fix.new), []).append(d)
+    for group in claims.values():
+        if len({(d.fix, d.path) for d in group}) > 1:
+            for d in group:
+                d.fix = None
 
 
 def display_path(path: Path, base: Path | None = None) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from .diagnostics import Diagnostics, PathPart, display_path
+from .diagnostics import Diagnostics, Fix, PathPart, display_path, suggest_fix
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 """YAML files larger than this are refused before reading (split them with `include:`)."""
@@ -565,8 +565,9 @@ def expand_include(src: SourceFile, pattern: str, index: int, root: Path,
                     ("include", index), hint="keep every pack file under the folder of pack.yaml")
         return []
     if not full.exists():
+        hint, fix = near_file(full, pattern)
         diags.error("E006", f"included file `{pattern}` not found", src.shown, ("include", index),
-                    hint=near_file_hint(full))
+                    hint=hint, fix=fix)
         return []
     if full.is_dir():
         diags.error("E012", f"`{pattern}` is a directory, not a YAML file", src.shown,
@@ -585,14 +586,19 @@ def _until_glob(parts: tuple[str, ...]) -> list[str]:
     return out
 
 
-def near_file_hint(path: Path) -> str | None:
-    from .diagnostics import did_you_mean
-
+def near_file(path: Path, written: str) -> tuple[str, Fix | None]:
+    """Hint for a missing file, and the fix of `written` (the path as the pack has it) when
+    exactly one file next to where it points has a close name."""
+    fallback = "paths are relative to the file that names them"
     try:
         siblings = [p.name for p in path.parent.iterdir()]
     except OSError:
-        return "paths are relative to the file that names them"
-    return did_you_mean(path.name, siblings) or "paths are relative to the file that names them"
+        return fallback, None
+    hint, fix = suggest_fix(path.name, siblings)
+    if fix is None or not (path.parent / fix.new).is_file() or not written.endswith(path.name):
+        return hint or fallback, None
+    return hint or fallback, Fix("replace_value", written,
+                                 written[: len(written) - len(path.name)] + fix.new)
 
 
 def type_name(value: Any) -> str:

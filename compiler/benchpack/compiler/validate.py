@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import types
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union, get_args, get_origin
 
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 from benchpack.specs import pack as P
 from benchpack.specs.pack import Fragment, Pack
 
-from .diagnostics import Diagnostics, PathPart, did_you_mean, suggest
+from .diagnostics import LINT_CODES, Diagnostics, PathPart, did_you_mean, suggest, suggest_fix
 from .loader import SourceFile, type_name
 
 _TYPE_WORDS = {
@@ -272,8 +273,8 @@ _SINGULAR = {
 }
 
 
-def _owner(path: tuple[PathPart, ...], data: Any) -> str:
-    """Describe the mapping at `path` for messages: "session `triage`", "the pack"…"""
+def node_at(data: Any, path: Sequence[PathPart]) -> Any:
+    """The value at `path` in loaded YAML data, or None."""
     node = data
     for part in path:
         if isinstance(node, dict):
@@ -281,7 +282,13 @@ def _owner(path: tuple[PathPart, ...], data: Any) -> str:
         elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
             node = node[part]
         else:
-            node = None
+            return None
+    return node
+
+
+def _owner(path: tuple[PathPart, ...], data: Any) -> str:
+    """Describe the mapping at `path` for messages: "session `triage`", "the pack"…"""
+    node = node_at(data, path)
     name = None
     if isinstance(node, dict):
         for key in ("id", "name", "path", "text"):
@@ -313,11 +320,15 @@ def _one(err: dict[str, Any], path: tuple[PathPart, ...], full: tuple[PathPart, 
     if kind == "extra_forbidden":
         key = str(path[-1]) if path else "?"
         allowed = allowed_keys(model, path[:-1], data)
-        hint = did_you_mean(key, allowed) if allowed else None
+        parent = node_at(data, path[:-1])
+        hint, fix = suggest_fix(key, allowed, "rename_key",
+                                parent if isinstance(parent, dict) else ())
+        if path and not isinstance(path[-1], str):
+            fix = None  # `1:` or `true:` as a key: retyping it is more than a rename
         if hint is None and allowed:
             hint = "allowed keys here: " + ", ".join(f"`{k}`" for k in sorted(allowed)[:14])
         diags.error("E101", f"unknown key `{key}` in {_owner(path[:-1], data)}", shown, full,
-                    hint, at_key=True)
+                    hint, at_key=True, fix=fix)
     elif kind == "missing":
         key = str(path[-1]) if path else "?"
         diags.error("E102", f"{_owner(path[:-1], data)} is missing the required key `{key}`",
@@ -336,9 +347,13 @@ def _one(err: dict[str, Any], path: tuple[PathPart, ...], full: tuple[PathPart, 
                     shown, full, hint)
     elif kind == "literal_error":
         expected = ctx.get("expected", "")
-        choices = [c.strip().strip("'") for c in str(expected).replace(" or ", ",").split(",")]
-        hint = did_you_mean(str(value), choices) if isinstance(value, str) else None
-        diags.error("E104", f"{field} cannot be `{value}`; expected {expected}", shown, full, hint)
+        choices = [c.strip() for c in str(expected).replace(" or ", ",").split(",")]
+        hint, fix = suggest_fix(value, [c.strip("'") for c in choices]) if isinstance(
+            value, str) else (None, None)
+        if fix is not None and f"'{fix.new}'" not in choices:
+            fix = None  # a number or boolean choice: the text `1` would not become the number
+        diags.error("E104", f"{field} cannot be `{value}`; expected {expected}", shown, full, hint,
+                    fix=fix)
     elif kind in ("union_tag_invalid", "union_tag_not_found"):
         disc = str(ctx.get("discriminator", "kind")).strip("'")
         if kind == "union_tag_not_found":
@@ -348,12 +363,18 @@ def _one(err: dict[str, Any], path: tuple[PathPart, ...], full: tuple[PathPart, 
             tags = ctx.get("expected_tags", "")
             tag = ctx.get("tag")
             choices = [t.strip().strip("'") for t in str(tags).split(",")]
+            hint, fix = suggest_fix(tag, choices) if isinstance(tag, str) else (
+                did_you_mean(str(tag), choices), None)
             diags.error("E104", f"unknown {disc} `{tag}` for {field}; expected one of {tags}",
-                        shown, (*full, disc), did_you_mean(str(tag), choices))
+                        shown, (*full, disc), hint, fix=fix)
     elif kind == "string_pattern_mismatch":
         pattern = str(ctx.get("pattern", ""))
+        hint, fix = None, None
+        if pattern == P.LINT_CODE_PATTERN and isinstance(value, str):
+            hint, fix = suggest_fix(value, LINT_CODES)  # `w304`; `W3O4` is W304 or W314
         diags.error("E104", f"`{value}` is not a valid value for {field}", shown, full,
-                    _PATTERN_HINTS.get(pattern, f"must match {pattern}"))
+                    hint if fix else _PATTERN_HINTS.get(pattern, f"must match {pattern}"),
+                    fix=fix)
     elif kind in _BOUNDS:
         words, key = _BOUNDS[kind]
         diags.error("E104", f"{field} must be {words} {ctx.get(key)}, found {value}", shown, full)
@@ -435,4 +456,4 @@ def allowed_keys(root: type[BaseModel], path: tuple[PathPart, ...], data: Any) -
     return _model_keys(final) if _is_model(final) else []
 
 
-__all__ = ["allowed_keys", "report_validation_error", "suggest", "validate_file"]
+__all__ = ["allowed_keys", "node_at", "report_validation_error", "suggest", "validate_file"]
