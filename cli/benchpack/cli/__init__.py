@@ -298,12 +298,7 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
         summary = run_plan(options)
     except (PlanError, ValueError) as exc:
         raise PackErrors(f"✗ {exc}") from None
-    if as_json:
-        click.echo(json.dumps({**summary.as_dict(), **_pass_rates(summary)}, indent=2))
-    else:
-        _print_summary(summary)
-    if summary.errors:
-        raise PackErrors("")
+    _finish(summary, as_json)
 
 
 db_option = click.option("--db", type=click.Path(path_type=Path), default=Path("bench.duckdb"),
@@ -345,12 +340,7 @@ def rejudge(run_id: str, judge: str, new_run_id: str | None, plan: Path | None, 
         summary = rejudge_run(options)
     except (PlanError, ValueError) as exc:
         raise PackErrors(f"✗ {exc}") from None
-    if as_json:
-        click.echo(json.dumps({**summary.as_dict(), **_pass_rates(summary)}, indent=2))
-    else:
-        _print_summary(summary)
-    if summary.errors:
-        raise PackErrors("")
+    _finish(summary, as_json)
 
 
 @cli.command()
@@ -544,6 +534,16 @@ def views(db: Path, install: bool) -> None:
 
 def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
+
+
+def _finish(summary: Any, as_json: bool) -> None:
+    """Print a run's (or rejudge's) summary; exit 1 when sessions errored."""
+    if as_json:
+        click.echo(json.dumps({**summary.as_dict(), **_pass_rates(summary)}, indent=2))
+    else:
+        _print_summary(summary)
+    if summary.errors:
+        raise PackErrors("")
 
 
 def _pass_rates(s: Any) -> dict[str, Any]:

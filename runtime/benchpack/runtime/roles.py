@@ -18,13 +18,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from benchpack.specs.plan import PlanSession
 
 from .judges.base import JudgeCall, Templates
 from .types import LLMCallRecord
 
+T = TypeVar("T")
 Role = Literal["simulator", "planner", "judge"]
 Mode = Literal["rules", "scripted", "llm"]
 
@@ -119,6 +120,17 @@ class Roles:
         """Where an LLM-mode role sends its calls; they are recorded with the session."""
         return JudgeCall(client=self._llm(), model=self.choices[role], recorder=ctx.recorder,
                          seed=self.seed, repeat=ctx.repeat, role=role)
+
+    def build(self, ctx: JudgeSite, role: Role, *, rules: Callable[[], T],
+              scripted: Callable[[dict[str, Any]], T], llm: Callable[[JudgeCall], T]) -> T:
+        """The implementation of `role` in its chosen mode: `rules()`, `scripted(the session's
+        script entry)` or `llm(where its calls go)`."""
+        mode = self.mode(role)
+        if mode == "rules":
+            return rules()
+        if mode == "scripted":
+            return scripted(self.script(ctx, role))
+        return llm(self.call(ctx, role))
 
     def script(self, ctx: JudgeSite, role: Role) -> dict[str, Any]:
         """The session's entry in a scripted role's file (empty when it has none)."""

@@ -98,7 +98,7 @@ def _relevant(ev: TurnEvidence, open_: list[Intent]) -> Intent:
 # --------------------------------------------------------------------------- llm
 
 
-class LLMIntentJudge:
+class LLMIntentJudge(IntentJudge):
     def __init__(self, call: JudgeCall, templates: Templates) -> None:
         self.call = call
         self.templates = templates
@@ -158,7 +158,7 @@ class LLMUserSimulator:
 # --------------------------------------------------------------------------- rules
 
 
-class RulesIntentJudge:
+class RulesIntentJudge(IntentJudge):
     """Completed: ≥ 60 % of the intent's content words appear in what the agent said, did or
     wrote this turn. Targeted: a question sentence sharing ≥ half of the intent's content words
     (so "anything else?" never counts)."""
@@ -194,7 +194,7 @@ class RulesUserSimulator:
 # --------------------------------------------------------------------------- scripted
 
 
-class ScriptedIntentJudge:
+class ScriptedIntentJudge(IntentJudge):
     """Decisions per user turn from a script (see `roles.Script`):
 
     ```yaml
@@ -239,12 +239,10 @@ class ScriptedUserSimulator(RulesUserSimulator):
 def intent_judge(ctx: JudgeSite) -> IntentJudge:
     """The completion/clarification judge of an intent-tracking session (role `judge`)."""
     roles = ctx.roles
-    mode = roles.mode("judge")
-    if mode == "rules":
-        return RulesIntentJudge()
-    if mode == "scripted":
-        return ScriptedIntentJudge(roles.script(ctx, "judge"))
-    return LLMIntentJudge(roles.call(ctx, "judge"), roles.templates)
+    judge: IntentJudge = roles.build(
+        ctx, "judge", rules=RulesIntentJudge, scripted=ScriptedIntentJudge,
+        llm=lambda call: LLMIntentJudge(call, roles.templates))
+    return judge
 
 
 def intent_roles(ctx: SessionContext) -> tuple[IntentJudge, UserSimulator]:
@@ -253,18 +251,14 @@ def intent_roles(ctx: SessionContext) -> tuple[IntentJudge, UserSimulator]:
     roles = ctx.roles
     judge = intent_judge(ctx)
     scripted = judge if isinstance(judge, ScriptedIntentJudge) else None
-    sim: UserSimulator
-    sim_mode = roles.mode("simulator")
-    if sim_mode == "rules":
-        sim = ScriptedUserSimulator(scripted) if scripted else RulesUserSimulator()
-    elif sim_mode == "scripted":
-        sim = ScriptedUserSimulator(scripted or ScriptedIntentJudge(
-            roles.script(ctx, "simulator")))
-    else:
-        sim = LLMUserSimulator(roles.call(ctx, "simulator"), roles.templates,
-                               ctx.persona.model_dump(mode="json"),
-                               ctx.session.style.model_dump(mode="json")
-                               if ctx.session.style else None, ctx.session.request or "")
+    s = ctx.session
+    sim: UserSimulator = roles.build(
+        ctx, "simulator",
+        rules=lambda: ScriptedUserSimulator(scripted) if scripted else RulesUserSimulator(),
+        scripted=lambda script: ScriptedUserSimulator(scripted or ScriptedIntentJudge(script)),
+        llm=lambda call: LLMUserSimulator(
+            call, roles.templates, ctx.persona.model_dump(mode="json"),
+            s.style.model_dump(mode="json") if s.style else None, s.request or ""))
     return judge, sim
 
 

@@ -530,17 +530,12 @@ def staged_roles(ctx: SessionContext) -> tuple[StageSimulator, GraphJudge]:
     """The simulator and graph judge of a staged-disclosure session. `--graph-grader`: `match`,
     `llm` (the judge role: an LLM or a script), or `auto` (match when the judge is `rules`)."""
     roles = ctx.roles
-    sim: StageSimulator
-    mode = roles.mode("simulator")
-    if mode == "rules":
-        sim = RulesStageSimulator()
-    elif mode == "scripted":
-        sim = ScriptedStageSimulator(roles.script(ctx, "simulator"))
-    else:
-        sim = LLMStageSimulator(roles.call(ctx, "simulator"), roles.templates,
-                                ctx.persona.model_dump(mode="json"),
-                                ctx.session.style.model_dump(mode="json")
-                                if ctx.session.style else None)
+    style = ctx.session.style
+    sim: StageSimulator = roles.build(
+        ctx, "simulator", rules=RulesStageSimulator, scripted=ScriptedStageSimulator,
+        llm=lambda call: LLMStageSimulator(call, roles.templates,
+                                           ctx.persona.model_dump(mode="json"),
+                                           style.model_dump(mode="json") if style else None))
     return sim, graph_judge(ctx, ctx.run.options.graph_grader)
 
 

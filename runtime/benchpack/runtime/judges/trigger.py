@@ -664,7 +664,7 @@ class TriggerJudge(Protocol):
         ...
 
 
-class LLMTriggerJudge:
+class LLMTriggerJudge(TriggerJudge):
     def __init__(self, call: JudgeCall, templates: Templates) -> None:
         self.call = call
         self.templates = templates
@@ -697,7 +697,7 @@ class LLMTriggerJudge:
             return Verdict(None, error=exc.message)
 
 
-class RulesTriggerJudge:
+class RulesTriggerJudge(TriggerJudge):
     """A deterministic stand-in. Rubrics are prose, so a response never repeats most of their
     words: PASS when it holds at least `PASS_AT` of the pass criterion's content words, PARTIAL
     at `PARTIAL_AT` of the pass or the partial criterion's, else FAIL. The evidence is the
@@ -724,7 +724,7 @@ class RulesTriggerJudge:
                        quote_found(quote, response) if quote else None)
 
 
-class ScriptedTriggerJudge:
+class ScriptedTriggerJudge(TriggerJudge):
     """Labels per trigger from a script (see `roles.Script`):
 
     ```yaml
@@ -786,35 +786,23 @@ def live_roles(ctx: SessionContext) -> LiveRoles:
     s = ctx.session
     scenario = Scenario(s.scenario)
     persona = {"name": ctx.persona.name, "profile": ctx.persona.profile.model_dump(mode="json")}
-    planner: Planner
-    mode = roles.mode("planner")
-    if mode == "rules":
-        planner = RulesPlanner(scenario)
-    elif mode == "scripted":
-        planner = ScriptedPlanner(roles.script(ctx, "planner"))
-    else:
-        planner = LLMPlanner(roles.call(ctx, "planner"), roles.templates, persona, scenario)
-    user: UserAgent
-    mode = roles.mode("simulator")
-    if mode == "rules":
-        user = RulesUserAgent(s.style)
-    elif mode == "scripted":
-        user = ScriptedUserAgent(s.style, roles.script(ctx, "simulator"))
-    else:
-        user = LLMUserAgent(roles.call(ctx, "simulator"), roles.templates, persona, s.style,
-                            scenario)
+    planner: Planner = roles.build(
+        ctx, "planner", rules=lambda: RulesPlanner(scenario), scripted=ScriptedPlanner,
+        llm=lambda call: LLMPlanner(call, roles.templates, persona, scenario))
+    user: UserAgent = roles.build(
+        ctx, "simulator", rules=lambda: RulesUserAgent(s.style),
+        scripted=lambda script: ScriptedUserAgent(s.style, script),
+        llm=lambda call: LLMUserAgent(call, roles.templates, persona, s.style, scenario))
     return LiveRoles(planner, user, scenario, RulesPlanner(scenario), RulesUserAgent(s.style))
 
 
 def trigger_judge(ctx: JudgeSite) -> TriggerJudge:
     """The judge (role `judge`): conversation and rubric only, never persona or style."""
     roles = ctx.roles
-    mode = roles.mode("judge")
-    if mode == "rules":
-        return RulesTriggerJudge()
-    if mode == "scripted":
-        return ScriptedTriggerJudge(roles.script(ctx, "judge"))
-    return LLMTriggerJudge(roles.call(ctx, "judge"), roles.templates)
+    judge: TriggerJudge = roles.build(
+        ctx, "judge", rules=RulesTriggerJudge, scripted=ScriptedTriggerJudge,
+        llm=lambda call: LLMTriggerJudge(call, roles.templates))
+    return judge
 
 
 __all__ = [

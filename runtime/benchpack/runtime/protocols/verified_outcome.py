@@ -109,16 +109,13 @@ class LLMSimulator:
 def simulator(ctx: SessionContext) -> Simulator:
     """The session's user simulator, from the run's `simulator` role."""
     roles = ctx.roles
-    mode = roles.mode("simulator")
-    if mode == "rules":
-        return RulesSimulator()
-    if mode == "scripted":
-        return ScriptedSimulator(roles.script(ctx, "simulator"))
     s = ctx.session
-    return LLMSimulator(roles.call(ctx, "simulator"), roles.templates,
-                        ctx.persona.model_dump(mode="json"),
-                        s.style.model_dump(mode="json") if s.style else None, s.request,
-                        s.trigger.kind)
+    sim: Simulator = roles.build(
+        ctx, "simulator", rules=RulesSimulator, scripted=ScriptedSimulator,
+        llm=lambda call: LLMSimulator(call, roles.templates, ctx.persona.model_dump(mode="json"),
+                                      s.style.model_dump(mode="json") if s.style else None,
+                                      s.request, s.trigger.kind))
+    return sim
 
 
 class VerifiedOutcome:
