@@ -12,8 +12,9 @@ the consensus has ties). The turns of all runs, rejudges included, add up to `--
 
 Measured in one run, each cold (a fresh read-only connection, views installed, as `bench report`
 does; Python imports warmed): building each report over all runs, then rendering it as a
-terminal table, Markdown, JSON and (when `reports/benchpack/reports/html.py` exists) HTML; the
-seconds printed are build + render and the ratio is to the 1 s target. `agreement` is timed both
+terminal table, Markdown, JSON and (when `reports/benchpack/reports/html.py` exists) HTML — the
+page `bench report NAME --format html` writes, drill-down included; the seconds printed are
+build + render and the ratio is to the 1 s target. `agreement` is timed both
 ways: judge against judge (each rejudge against its original run, and rank stability) and
 `--humans` (every run judging the rated dialogues against the human consensus). Also timed: the
 whole `bench report --format html` page (every report and the drill-down), two ad-hoc `bench
@@ -764,7 +765,8 @@ def main() -> int:
         exact_max = getattr(builtin, "BOOTSTRAP_EXACT_MAX", None)
         ci = (f"exact bootstrap up to {exact_max} units, normal approximation above"
               if exact_max else "exact bootstrap")
-        print(f"\ncold builds over all {RUNS} runs, median of {args.repeat}; seconds = build + "
+        print(f"\ncold builds over all {RUNS + len(REJUDGED)} runs, median of {args.repeat}; "
+              "seconds = build + "
               f"render; ratio = slowest format ÷ {TARGET_S:.0f} s target; CIs: {ci}")
         head = f"{'report':18} {'build':>7} " + " ".join(f"{f:>7}" for f in fmts)
         print(head + f" {'rows':>6} {'ratio':>6}")

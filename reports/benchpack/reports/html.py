@@ -124,42 +124,44 @@ def _dicts(cur: Any) -> list[dict[str, Any]]:
 
 _CHOOSE = """
 WITH s AS (
-    SELECT run_id, session_id, repeat, list_position($runs, run_id) AS run_pos,
+    SELECT rowid AS row, list_position($runs, run_id) AS run, session_id, repeat,
            coalesce(started_at, 0.0) AS start, coalesce(episode, 'None') AS ep,
            status = 'error' OR coalesce(judge_errors, 0) <> 0
                OR coalesce(grader_errors, 0) <> 0 AS flagged,
            least(coalesce(proc_group, proc), comp, score, f1, trigger_score) AS headline
     FROM sessions WHERE list_contains($runs, run_id) AND status <> 'skipped'
 ), ordered AS (
-    SELECT *, row_number() OVER (PARTITION BY run_id ORDER BY ep_start, ep, repeat, start,
-                                                              session_id) - 1 AS i,
-           count(*) OVER (PARTITION BY run_id) AS n
-    FROM (SELECT *, min(start) OVER (PARTITION BY run_id, ep) AS ep_start FROM s)
+    SELECT row, run, flagged, headline,
+           row_number() OVER (PARTITION BY run ORDER BY ep_start, ep, repeat, start,
+                                                        session_id) - 1 AS i,
+           count(*) OVER (PARTITION BY run) AS n
+    FROM s JOIN (SELECT run, ep, min(start) AS ep_start FROM s GROUP BY ALL) USING (run, ep)
 ), worst AS (
     SELECT *, n > $cap AND row_number() OVER (
-               PARTITION BY run_id ORDER BY flagged DESC, headline ASC NULLS LAST, i
+               PARTITION BY run ORDER BY flagged DESC, headline ASC NULLS LAST, i
            ) <= $cap // 2 AS worst
     FROM ordered
 ), rest AS (
-    SELECT *, row_number() OVER (PARTITION BY run_id, worst ORDER BY i) - 1 AS r,
-           count(*) OVER (PARTITION BY run_id, worst) AS rest,
-           $cap - $cap // 2 AS k
+    SELECT *, row_number() OVER (PARTITION BY run, worst ORDER BY i) - 1 AS r,
+           count(*) OVER (PARTITION BY run, worst) AS rest, $cap - $cap // 2 AS k
     FROM worst
+), chosen AS (
+    SELECT * FROM rest
+    WHERE n <= $cap OR worst
+       -- the rest spread evenly: the r-th is shown when r = ⌊j·rest / k⌋ for some j < k
+       OR ((r * k + rest - 1) // rest < k AND (r * k + rest - 1) // rest * rest // k = r)
 )
-SELECT c.run_pos AS _run_pos, c.i AS _i, c.n AS _n, c.worst AS _worst,
-       c.flagged AS _flagged, s.*
-FROM rest c JOIN sessions s USING (run_id, session_id, repeat)
-WHERE c.n <= $cap OR c.worst
-   -- the rest spread evenly: the r-th is shown when r = ⌊j·rest / k⌋ for some j < k
-   OR ((c.r * c.k + c.rest - 1) // c.rest < c.k
-       AND (c.r * c.k + c.rest - 1) // c.rest * c.rest // c.k = c.r)
+SELECT c.run AS _run_pos, c.i AS _i, c.n AS _n, c.worst AS _worst, c.flagged AS _flagged, s.*
+FROM chosen c JOIN sessions s ON s.rowid = c.row
 ORDER BY _run_pos, _i
 """
 """The drill-down's session attempts of each run, in run order (episodes by their first start,
 then repeat, then start time: dependency order), all of them up to the cap; above it half the
 cap goes to the worst (errors or judge/grader errors first, then the lowest headline score —
 the lowest of PROC, COMP, verified score, F1 and trigger score), the other half to the rest,
-evenly spaced in run order. `_flagged` marks the sessions with errors."""
+evenly spaced in run order. `_flagged` marks the sessions with errors. Sessions are carried by
+row id through the window sorts (their strings would be sorted along) and only the chosen ones
+are read whole."""
 
 
 def _choice_note(chosen: Sequence[dict[str, Any]], cap: int) -> str | None:
@@ -221,14 +223,18 @@ def load_drilldown(con: Any, runs: Sequence[str], *, per_run: int = SESSIONS_PER
             f"SELECT t.* FROM {table} t JOIN (VALUES {values}) k(run_id, session_id, repeat) "
             f"USING (run_id, session_id, repeat) {where} ORDER BY {order}", params))
 
-    for r in rows("messages", "seq", f"WHERE t.seq < {int(messages_per_session)}"):
-        traces[(r["run_id"], r["session_id"], r["repeat"])].messages.append(r)
-    counts = con.execute(
-        f"SELECT run_id, session_id, repeat, count(*) FROM messages "
-        f"JOIN (VALUES {values}) k(run_id, session_id, repeat) USING (run_id, session_id, repeat)"
-        " GROUP BY ALL", params).fetchall()
-    for run_id, sid, rep, n in counts:
-        traces[(run_id, sid, rep)].messages_total = int(n)
+    # the first messages of each session and how many it has, in one pass over `messages`
+    for r in _dicts(con.execute(
+            "SELECT * FROM (SELECT t.*, row_number() OVER w AS _n, count(*) OVER "
+            "(PARTITION BY run_id, session_id, repeat) AS _total FROM messages t "
+            f"JOIN (VALUES {values}) k(run_id, session_id, repeat) "
+            "USING (run_id, session_id, repeat) "
+            "WINDOW w AS (PARTITION BY run_id, session_id, repeat ORDER BY seq)) "
+            f"WHERE _n <= {int(messages_per_session)} ORDER BY seq", params)):
+        trace = traces[(r["run_id"], r["session_id"], r["repeat"])]
+        trace.messages_total = int(r.pop("_total"))
+        del r["_n"]
+        trace.messages.append(r)
     for table, attr, order in (("tool_calls", "tool_calls", "seq"),
                                ("intent_status", "intents", "turn NULLS LAST, intent_id"),
                                ("triggers", "triggers", "turn, trigger_id"),
