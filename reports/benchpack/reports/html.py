@@ -39,6 +39,7 @@ from .render import DASH, _num, _pct_note, cell_text
 SESSIONS_PER_RUN = 40
 """Drill-down cap: session attempts shown per run (the rest are reachable with `bench query`)."""
 MESSAGES_PER_SESSION = 300
+"""Messages of a session in the page (its first, by `seq`); the page says how many more it has."""
 FOLD_AT = 1200
 """Characters of a message shown at once; the rest (up to TEXT_LIMIT) behind "show more"."""
 TEXT_LIMIT = 6000
@@ -151,17 +152,16 @@ WITH s AS (
        -- the rest spread evenly: the r-th is shown when r = ⌊j·rest / k⌋ for some j < k
        OR ((r * k + rest - 1) // rest < k AND (r * k + rest - 1) // rest * rest // k = r)
 )
-SELECT c.run AS _run_pos, c.i AS _i, c.n AS _n, c.worst AS _worst, c.flagged AS _flagged, s.*
+SELECT c.row, c.run AS run_pos, c.i, c.n, c.worst, c.flagged, s.run_id, s.session_id, s.repeat
 FROM chosen c JOIN sessions s ON s.rowid = c.row
-ORDER BY _run_pos, _i
 """
 """The drill-down's session attempts of each run, in run order (episodes by their first start,
 then repeat, then start time: dependency order), all of them up to the cap; above it half the
 cap goes to the worst (errors or judge/grader errors first, then the lowest headline score —
 the lowest of PROC, COMP, verified score, F1 and trigger score), the other half to the rest,
-evenly spaced in run order. `_flagged` marks the sessions with errors. Sessions are carried by
-row id through the window sorts (their strings would be sorted along) and only the chosen ones
-are read whole."""
+evenly spaced in run order. One row per chosen session: its row id, run-order index `i` among
+the run's `n`, whether it is one of the `worst` and `flagged` (errors). Sessions are carried by
+row id through the window sorts (their strings would be sorted along)."""
 
 
 def _choice_note(chosen: Sequence[dict[str, Any]], cap: int) -> str | None:
@@ -201,12 +201,30 @@ def load_drilldown(con: Any, runs: Sequence[str], *, per_run: int = SESSIONS_PER
                              r.get("judge"), r.get("repeats"), r.get("status"),
                              r.get("created_at")))
     cap = int(per_run)
-    chosen = _dicts(con.execute(_CHOOSE, {"runs": list(runs), "cap": cap}))
+    # the chosen keys go to a temporary table every read below joins (cheaper than binding
+    # hundreds of keys again for each table)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {_KEYS} AS {_CHOOSE}",
+                {"runs": list(runs), "cap": cap})
+    try:
+        return _drilldown(con, infos, cap, int(messages_per_session))
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {_KEYS}")
+
+
+_KEYS = "bp_drilldown_keys"
+
+
+def _drilldown(con: Any, infos: list[RunInfo], cap: int, messages_per_session: int
+               ) -> Drilldown:
+    """The chosen sessions (`_KEYS`) with their child rows, and the notes on the choice."""
+    chosen = _dicts(con.execute(
+        f"SELECT k.i AS _i, k.n AS _n, k.worst AS _worst, k.flagged AS _flagged, s.* "
+        f"FROM {_KEYS} k JOIN sessions s ON s.rowid = k.row ORDER BY k.run_pos, k.i"))
     notes = {}
-    for run in runs:
-        note = _choice_note([c for c in chosen if c["run_id"] == run], cap)
+    for info in infos:
+        note = _choice_note([c for c in chosen if c["run_id"] == info.run_id], cap)
         if note:
-            notes[run] = note
+            notes[info.run_id] = note
     traces = {}
     for row in chosen:
         flagged = bool(row["_flagged"])
@@ -214,26 +232,23 @@ def load_drilldown(con: Any, runs: Sequence[str], *, per_run: int = SESSIONS_PER
         traces[(s["run_id"], s["session_id"], s["repeat"])] = SessionTrace(s, flagged=flagged)
     if not traces:
         return Drilldown(infos, [], notes)
-    keys = list(traces)
-    values = ", ".join("(?, ?, ?)" for _ in keys)
-    params = [v for k in keys for v in k]
 
-    def rows(table: str, order: str, where: str = "") -> list[dict[str, Any]]:
+    def rows(table: str, order: str) -> list[dict[str, Any]]:
         return _dicts(con.execute(
-            f"SELECT t.* FROM {table} t JOIN (VALUES {values}) k(run_id, session_id, repeat) "
-            f"USING (run_id, session_id, repeat) {where} ORDER BY {order}", params))
+            f"SELECT t.* FROM {table} t JOIN {_KEYS} USING (run_id, session_id, repeat) "
+            f"ORDER BY {order}"))
 
     # the first messages of each session and how many it has, in one pass over `messages`
+    # (found by their keys, then read whole by row id: message texts are the bulk of the table)
     for r in _dicts(con.execute(
-            "SELECT * FROM (SELECT t.*, row_number() OVER w AS _n, count(*) OVER "
-            "(PARTITION BY run_id, session_id, repeat) AS _total FROM messages t "
-            f"JOIN (VALUES {values}) k(run_id, session_id, repeat) "
-            "USING (run_id, session_id, repeat) "
+            "WITH hit AS (SELECT t.rowid AS row, row_number() OVER w AS n, "
+            "count(*) OVER (PARTITION BY run_id, session_id, repeat) AS total "
+            f"FROM messages t JOIN {_KEYS} USING (run_id, session_id, repeat) "
             "WINDOW w AS (PARTITION BY run_id, session_id, repeat ORDER BY seq)) "
-            f"WHERE _n <= {int(messages_per_session)} ORDER BY seq", params)):
+            "SELECT t.*, hit.total AS _total FROM hit JOIN messages t ON t.rowid = hit.row "
+            f"WHERE hit.n <= {messages_per_session} ORDER BY t.seq")):
         trace = traces[(r["run_id"], r["session_id"], r["repeat"])]
         trace.messages_total = int(r.pop("_total"))
-        del r["_n"]
         trace.messages.append(r)
     for table, attr, order in (("tool_calls", "tool_calls", "seq"),
                                ("intent_status", "intents", "turn NULLS LAST, intent_id"),
