@@ -211,7 +211,7 @@ def load_drilldown(con: Any, runs: Sequence[str], *, per_run: int = SESSIONS_PER
         con.execute(f"DROP TABLE IF EXISTS {_KEYS}")
 
 
-_KEYS = "bp_drilldown_keys"
+_KEYS = "temp.bp_drilldown_keys"
 
 
 def _drilldown(con: Any, infos: list[RunInfo], cap: int, messages_per_session: int
