@@ -6,6 +6,7 @@ import itertools
 import math
 import random
 import statistics
+from collections.abc import Callable
 from fractions import Fraction
 
 import pytest
@@ -459,7 +460,7 @@ def test_alpha_from_coincidences_equals_alpha_from_units() -> None:
         krippendorff_alpha_coincidence([[1.0, 0.0], [0.0, 1.0]], "ordinal", ORDER)
 
 
-def _kappa_delta_se(matrix: list[list[int]], weights: str | None) -> float:
+def _kappa_delta_se(matrix: list[list[int]], weights: KappaWeights | None) -> float:
     """The delta-method SE of κ by numerical differentiation: Var = (Σ p g² − (Σ p g)²) / n
     with g = ∂κ/∂p over the cells (multinomial sampling of the items)."""
     flat = [c for row in matrix for c in row]
@@ -467,7 +468,9 @@ def _kappa_delta_se(matrix: list[list[int]], weights: str | None) -> float:
     p = [c / n for c in flat]
 
     def kappa(q: list[float]) -> float:
-        return cohen_kappa([q[i * 3:(i + 1) * 3] for i in range(3)], weights)  # type: ignore[arg-type,return-value]
+        value = cohen_kappa([q[i * 3:(i + 1) * 3] for i in range(3)], weights)
+        assert value is not None
+        return value
 
     h = 1e-6
     grads = []
@@ -489,8 +492,8 @@ def test_kappa_normal_ci_uses_the_delta_method_se() -> None:
     big = [[c * 40 for c in row] for row in DESIGN_MATRIX]  # 1,800 items, κ as DESIGN.md's
     z = statistics.NormalDist().inv_cdf(0.975)
     cis = kappa_cis(big, exact_max=500)
-    for ci, weights, published in zip(cis, (None, "linear", "quadratic"), (0.45, 0.52, 0.59),
-                                      strict=True):
+    weightings: tuple[KappaWeights | None, ...] = (None, "linear", "quadratic")
+    for ci, weights, published in zip(cis, weightings, (0.45, 0.52, 0.59), strict=True):
         assert ci.method == "normal" and ci.resamples == 0 and ci.n_units == 1800
         assert round(ci.estimate or 0, 2) == published
         se = _kappa_delta_se(big, weights)
@@ -506,9 +509,10 @@ def test_kappa_cis_up_to_exact_max_is_the_item_bootstrap() -> None:
     """Up to `exact_max` items the report's κ CIs are `bootstrap_counts` with `cohen_kappa`,
     bit for bit (the same resamples for the three weightings)."""
     flat = [c for row in DESIGN_MATRIX for c in row]
-    by_hand = bootstrap_counts(flat, [
-        lambda s, w=w: cohen_kappa([s[i * 3:(i + 1) * 3] for i in range(3)], w)  # type: ignore[misc]
-        for w in (None, "linear", "quadratic")], seed=3)
+    def kappa(weights: KappaWeights | None) -> Callable[[list[int]], float | None]:
+        return lambda s: cohen_kappa([s[i * 3:(i + 1) * 3] for i in range(3)], weights)
+
+    by_hand = bootstrap_counts(flat, [kappa(w) for w in (None, "linear", "quadratic")], seed=3)
     assert kappa_cis(DESIGN_MATRIX, seed=3, exact_max=45) == by_hand
     assert kappa_cis(DESIGN_MATRIX, seed=3) == by_hand
     assert all(ci.method == "percentile" for ci in by_hand)

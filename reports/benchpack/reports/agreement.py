@@ -13,7 +13,8 @@
 
 Per item kind (trigger points by type, rubric checklist items, ground-truth triples, the
 intent-check audit): items, the confusion matrix, exact and within-one agreement, Cohen's κ
-unweighted / linear / quadratic with seeded percentile bootstrap CIs over items, and
+unweighted / linear / quadratic with seeded CIs over items (the percentile bootstrap up to
+`KAPPA_EXACT_MAX` items, its normal approximation above), and
 Krippendorff's α (ordinal) between the two judges, or among the humans and among humans plus
 the judge. Items a judge failed on (label NULL) are counted and left out. On two-label scales
 (YES / NO) the weighted κs equal the unweighted one and within-one agreement is always 1, so
@@ -39,10 +40,10 @@ WEIGHTS: tuple[stats.KappaWeights | None, ...] = (None, "linear", "quadratic")
 KAPPA_EXACT_MAX = 500
 """Items up to which a κ CI is the exact percentile bootstrap over items; above, its normal
 approximation with the large-sample SE of Fleiss, Cohen & Everitt (`stats.kappa_cis`). The
-bootstrap costs items × resamples draws and a report holds dozens of κs, while from a few hundred
-items on the two intervals agree to about the bootstrap's own Monte-Carlo noise (reports/README.md);
-κ needs more items than a mean for that (skewed scales, e.g. 97 % YES), hence not
-`BOOTSTRAP_EXACT_MAX`. `--exact-bootstrap N` above this raises it."""
+bootstrap costs items × resamples draws and a report holds dozens of κs, while from a few
+hundred items on the two intervals agree to about the bootstrap's own Monte-Carlo noise
+(reports/README.md); κ needs more items than a mean for that (skewed scales, e.g. 97 % YES),
+hence not `BOOTSTRAP_EXACT_MAX`. `--exact-bootstrap N` above this raises it."""
 
 Cube = Counter[tuple[Any, ...]]
 """Integer statistics of one (kind, type) group, keyed by what they count (summed exactly when
