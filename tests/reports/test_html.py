@@ -25,13 +25,14 @@ from benchpack.reports.access import open_store
 from benchpack.reports.api import ReportOptions, build_reports, render_report
 from benchpack.reports.html import (
     Drilldown,
-    choose_sessions,
     load_drilldown,
     session_html,
     to_html,
 )
 from benchpack.reports.model import Chart, Column, Estimate, ReportResult, Table
 from benchpack.reports.registry import default_reports
+from benchpack.reports.render import render
+from benchpack.runtime.store import SessionRows, Store
 
 # ----------------------------------------------------------------------------- a tiny DOM
 
@@ -322,18 +323,46 @@ def test_long_messages_are_folded_then_cut(dom: Dom) -> None:
     assert "6 more characters not shown" in more.text()
 
 
-def test_choose_sessions_keeps_the_worst_and_a_spread() -> None:
-    rows: list[dict[str, Any]] = [{"status": "finished", "proc": 0.9, "comp": 0.9}
-                                  for _ in range(10)]
-    rows[7]["status"] = "error"
-    rows[3]["comp"] = 0.1
-    chosen, note = choose_sessions(rows, 4)
-    # worst half: the error (7), then the lowest score (3); the rest [0,1,2,4,5,6,8,9] spread
-    # over 2 picks: positions 0 and 4 → sessions 0 and 5
-    assert chosen == [0, 3, 5, 7]
-    assert note is not None and "Showing 4 of 10" in note and "1 with errors" in note
+def _ten_sessions(path: Path) -> Path:
+    """Run `run-x`: ten intent-tracking attempts s0–s9 started in that order (one episode),
+    PROC and COMP 0.9, except s7 errored and s3 has COMP 0.1; and a skipped one. Run `run-y`:
+    the same ten in two episodes, even ones in `ep-b` (starting first), odd ones in `ep-a`."""
+    store = Store(path)
+    for created, run in enumerate(("run-x", "run-y")):
+        store.upsert_run({"run_id": run, "created_at": float(created), "agent": "model-x",
+                          "judge": "rules", "repeats": 1, "config": {}, "status": "finished"})
+        for k in [*range(10), 10]:
+            session = {"run_id": run, "session_id": f"s{k}", "repeat": 0, "fingerprint": "f",
+                       "name": f"s{k}", "protocol": "intent_tracking", "agent": "model-x",
+                       "episode": "ep" if run == "run-x" else ("ep-b", "ep-a")[k % 2],
+                       "status": "error" if k == 7 else "skipped" if k == 10 else "finished",
+                       "proc": 0.9, "comp": 0.1 if k == 3 else 0.9, "judge_errors": 0,
+                       "started_at": float(k)}
+            store.write_now(SessionRows(run, f"s{k}", 0, session))
+    store.close()
+    return path
+
+
+def test_drilldown_keeps_the_worst_and_a_spread(tmp_path: Path) -> None:
+    path = _ten_sessions(tmp_path / "bench.duckdb")
+    with open_store(path) as con:
+        d = load_drilldown(con, ["run-x", "run-y"], per_run=4)
+        full = load_drilldown(con, ["run-x", "run-y"], per_run=10)
+    # worst half: the error (s7), then the lowest score (s3); the rest [0,1,2,4,5,6,8,9] spread
+    # over 2 picks: positions 0 and 4 → s0 and s5; shown in run order
+    assert [t.key[1] for t in d.sessions if t.key[0] == "run-x"] == ["s0", "s3", "s5", "s7"]
+    assert [t.flagged for t in d.sessions if t.key[0] == "run-x"] == [False, False, False,
+                                                                        True]
+    note = d.notes["run-x"]
+    assert "Showing 4 of 10" in note and "1 with errors" in note
     assert "the 1 lowest-scoring" in note and "2 others" in note
-    assert choose_sessions(rows, 10) == (list(range(10)), None)
+    # run order: episodes by their first start (ep-b, then ep-a), then start time; the rest
+    # [s0 s2 s4 s6 s8 s1 s5 s9] spread over 2 picks: s0 and s8
+    assert [t.key[1] for t in full.sessions if t.key[0] == "run-y"] == [
+        "s0", "s2", "s4", "s6", "s8", "s1", "s3", "s5", "s7", "s9"]
+    assert [t.key[1] for t in d.sessions if t.key[0] == "run-y"] == ["s0", "s8", "s3", "s7"]
+    assert not full.notes and len(full.sessions) == 20  # all but the skipped ones
+    assert 'class="session flagged"' in session_html(d.sessions[3])
 
 
 def test_drilldown_caps_sessions_and_messages(db: Path) -> None:
@@ -360,6 +389,21 @@ def test_transcripts_stop_when_a_run_used_its_share_of_the_budget(db: Path) -> N
         left_out = ["Transcript left out" in s.text() for s in sessions]
         assert left_out == [False] + [True] * (len(sessions) - 1)
         assert all(s.find_all("summary") for s in sessions)
+
+
+def test_one_report_rendered_alone_is_the_page_bench_report_writes(db: Path) -> None:
+    """`render(result, "html")` and `render_report(..., "html")` are one path: the same page,
+    drill-down included, whichever way a report is rendered."""
+    options = ReportOptions(db=db, names=["summary"], runs=["all"])
+    (result,) = build_reports(options)
+    assert result.store == str(db)
+
+    def stamp(page: str) -> str:  # the generation time is the one thing allowed to differ
+        return re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", "T", page)
+
+    alone = render(result, "html")
+    assert stamp(alone) == stamp(render_report(options, "html"))
+    assert Dom(alone).by_id("sessions").find_all("details", "session")
 
 
 def test_reports_without_a_store_render_without_drilldown() -> None:

@@ -4,9 +4,11 @@ Nothing here is timed."""
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 import math
+import shutil
 import statistics
 import sys
 from collections import defaultdict
@@ -17,13 +19,16 @@ from typing import Any
 import duckdb
 import pytest
 
-from benchpack.reports import builtin, stats
+from benchpack.reports import agreement, builtin, stats
 from benchpack.reports.access import open_store, select_runs
 from benchpack.reports.api import ReportOptions, build_reports
 from benchpack.reports.builtin import ReportContext
 from benchpack.reports.model import Estimate
+from benchpack.reports.ratings import import_ratings
 from benchpack.reports.registry import default_reports
 from benchpack.reports.render import render
+from benchpack.runtime.rejudge import AGENT_SIDE, default_run_id
+from benchpack.runtime.store import connect
 
 ROOT = Path(__file__).resolve().parents[2]
 TURNS = 3000
@@ -60,13 +65,15 @@ def test_generator_writes_exact_turns_and_consistent_child_tables(db: Path) -> N
     con = duckdb.connect(str(db), read_only=True)
     try:
         counts = bench.table_counts(con)
-        assert counts["turns"] == TURNS
-        assert counts["runs"] == bench.RUNS
+        assert counts["turns"] == TURNS  # rejudges' copies of the dialogues included
+        runs = bench.RUNS + len(bench.REJUDGED)
+        assert counts["runs"] == runs
         # at least one of each of the 20 plan slots per run and repeat
-        assert counts["sessions"] == 20 * bench.RUNS * bench.REPEATS
+        assert counts["sessions"] == 20 * runs * bench.REPEATS
         assert 2.0 <= counts["messages"] / TURNS <= 3.5
         for table in ("tool_calls", "intent_status", "checklist_results", "llm_calls",
-                      "stage_events", "triples", "triple_support", "triggers"):
+                      "stage_events", "triples", "triple_support", "triggers", "intent_checks",
+                      "human_ratings"):
             assert counts[table] > 0, table
         protocols = {r[0] for r in con.execute(
             "SELECT DISTINCT protocol FROM sessions WHERE status = 'finished'").fetchall()}
@@ -92,20 +99,122 @@ def test_generator_writes_exact_turns_and_consistent_child_tables(db: Path) -> N
         bench.generate(db, TURNS)
 
 
+def _differ(con: Any, table: str, a: str, b: str, where: str = "true") -> int:
+    """Rows of `table` in run `a` and not in run `b`, or the other way (run id aside)."""
+    def rows(x: str, y: str) -> str:
+        return (f"SELECT * EXCLUDE (run_id) FROM {table} WHERE run_id = '{x}' AND {where} "
+                f"EXCEPT ALL SELECT * EXCLUDE (run_id) FROM {table} WHERE run_id = '{y}' "
+                f"AND {where}")
+    return int(_one(con, f"SELECT count(*) FROM ({rows(a, b)} UNION ALL {rows(b, a)})"))
+
+
+def test_rejudges_are_shaped_as_bench_rejudge_writes_them(db: Path) -> None:
+    with open_store(db) as con:
+        lineage = con.execute("SELECT run_id, judge, rejudge_of, source_run FROM run_lineage "
+                              "WHERE rejudge_of IS NOT NULL ORDER BY run_id").fetchall()
+        assert lineage == [(default_run_id(bench.run_id(r), bench.REJUDGE_JUDGE),
+                            bench.REJUDGE_JUDGE, bench.run_id(r), bench.run_id(r))
+                           for r in bench.REJUDGED]
+        for new, _, src, _ in lineage:
+            # what the agent and the simulated user did is copied row for row
+            for table in AGENT_SIDE:
+                assert _differ(con, table, new, src) == 0, table
+            assert _differ(con, "llm_calls", new, src, "role <> 'judge'") == 0
+            assert _differ(con, "checklist_results", new, src, "grader = 'rule'") == 0
+            assert _differ(con, "triples", new, src, "side = 'predicted'") > 0  # re-judged
+            assert _one(con, f"""SELECT count(*) FROM sessions n JOIN sessions o
+                USING (session_id, repeat, status, turns, tool_calls, fingerprint, agent)
+                WHERE n.run_id = '{new}' AND o.run_id = '{src}'""") == 20 * bench.REPEATS
+            # intent statuses are not re-decided: left out, PROC unknown; the audit instead
+            assert _one(con, f"SELECT count(*) FROM intent_status WHERE run_id = '{new}'") == 0
+            assert _one(con, f"SELECT count(intents) + count(proc) FROM sessions "
+                             f"WHERE run_id = '{new}'") == 0
+            # the audit's `original`: a completion check is YES where the original completed
+            # that intent at that turn, a clarification check where it inferred it
+            assert _one(con, f"""SELECT count(*) FROM intent_checks c
+                JOIN intent_status i ON i.run_id = '{src}' AND i.session_id = c.session_id
+                    AND i.repeat = c.repeat AND i.intent_id = c.intent_id
+                WHERE c.run_id = '{new}' AND c.original <> (i.turn = c.turn AND i.status =
+                    CASE c.kind WHEN 'completion' THEN 'completed' ELSE 'inferred' END)""") == 0
+            assert _one(con, f"""SELECT count(*) FROM intent_checks c
+                JOIN intent_status i ON i.run_id = '{src}' AND i.session_id = c.session_id
+                    AND i.repeat = c.repeat AND i.intent_id = c.intent_id
+                WHERE c.run_id = '{new}' AND i.status <> 'unresolved' AND c.turn > i.turn""") == 0
+            # the session figures follow the re-decided rows
+            assert _one(con, f"""SELECT count(*) FROM sessions s JOIN (
+                SELECT session_id, repeat, avg(score) AS comp FROM checklist_results
+                WHERE run_id = '{new}' GROUP BY ALL) c USING (session_id, repeat)
+                WHERE s.run_id = '{new}' AND s.status = 'finished'
+                AND abs(s.comp - c.comp) > 1e-12""") == 0
+            assert _one(con, f"""SELECT count(*) FROM sessions s JOIN (
+                SELECT session_id, repeat, avg(score) AS score FROM triggers
+                WHERE run_id = '{new}' GROUP BY ALL) t USING (session_id, repeat)
+                WHERE s.run_id = '{new}' AND abs(s.trigger_score - t.score) > 1e-12""") == 0
+        # the new judge disagrees with the original now and then, never always
+        for kind, exact in con.execute("""SELECT kind, avg((label_a = label_b)::INTEGER)
+                FROM judge_pairs WHERE run_a < run_b GROUP BY kind""").fetchall():
+            assert 0.6 < exact < 1.0, kind
+
+
+def test_human_ratings_import_as_bench_ratings_import_takes_them(db: Path,
+                                                                tmp_path: Path) -> None:
+    """Each source run's ratings, written out as a ratings file and imported again, pass the
+    importer's checks and replace themselves one for one; consensus has ties."""
+    copy = tmp_path / "bench.duckdb"
+    shutil.copy(db, copy)
+    con = connect(copy)
+    try:
+        for r in bench.REJUDGED:
+            rows = con.execute("SELECT session_id, repeat, kind, item_id, rater, label FROM "
+                               "human_ratings WHERE run_id = ?", [bench.run_id(r)]).fetchall()
+            path = tmp_path / f"ratings-{r}.csv"
+            with path.open("w", newline="", encoding="utf-8") as f:
+                out = csv.writer(f)
+                out.writerow(["session", "repeat", "kind", "item", "rater", "label"])
+                out.writerows(rows)
+            # rated through the rejudge: stored under the run whose dialogues it judged
+            result = import_ratings(con, path, bench.rejudge_id(r))
+            assert (result.run_id, result.imported, result.replaced) == (
+                bench.run_id(r), len(rows), len(rows))
+            assert result.raters <= bench.RATERS
+    finally:
+        con.close()
+    with open_store(db) as ro:
+        raters = {r[0] for r in ro.execute("SELECT DISTINCT raters FROM human_consensus")
+                  .fetchall()}
+        assert raters == {2, 3, 4}
+        assert _one(ro, "SELECT count(*) FROM human_consensus WHERE tie") > 0
+
+
 def test_every_report_builds_and_renders_over_the_synthetic_store(db: Path) -> None:
     names = default_reports().names()
     results = build_reports(ReportOptions(db=db, names=names, runs=["all"]))
-    assert [r.name for r in results] == names
+    results += build_reports(ReportOptions(db=db, names=["agreement"], runs=["all"],
+                                           humans=True))
+    assert [r.name for r in results] == [*names, "agreement"]
     for res in results:
-        # the synthetic store holds no re-judged runs, so `agreement` has nothing to compare
-        assert res.tables and (res.tables[0].rows or res.name == "agreement"), res.name
+        assert res.tables and res.tables[0].rows, res.name
         for fmt in bench.formats():
             assert render(res, fmt), (res.name, fmt)
         json.loads(render(res, "json"))
-    by_name = {r.name: r for r in results}
-    # five runs, two of them the same agent: labelled apart
+    by_name = {r.name: r for r in results[:-1]}
+    # seven runs: the first agent's runs (two, and a rejudge) and the second's (one, and a
+    # rejudge) labelled apart by run id
     agents = [row[0] for row in by_name["summary"].tables[0].rows]
-    assert len(set(agents)) == bench.RUNS and sum("· synth-" in a for a in agents) == 2
+    assert len(set(agents)) == bench.RUNS + len(bench.REJUDGED)
+    assert sum("· synth-" in a for a in agents) == 5
+    # judge against judge: each rejudge with its original, and the two agents' ranking
+    pairs, stability = by_name["agreement"].tables[:-1], by_name["agreement"].tables[-1]
+    assert [t.title for t in pairs] == [
+        f"{bench.JUDGE} ({bench.run_id(r)}) vs {bench.REJUDGE_JUDGE} ({bench.rejudge_id(r)}) "
+        f"on the dialogues of {bench.run_id(r)}" for r in bench.REJUDGED]
+    assert {row[0] for row in pairs[0].rows} == {"trigger", "checklist", "triple",
+                                                  "intent_completion", "intent_clarification"}
+    assert stability.rows and all(row[2] == 2 for row in stability.rows)
+    # against humans: every run that judged the rated dialogues, and its raters
+    humans = results[-1].tables
+    assert len(humans) == 4 * len(bench.REJUDGED)
+    assert all(t.rows for t in humans)
 
 
 def test_benchmark_main_runs_end_to_end(db: Path, monkeypatch: pytest.MonkeyPatch,
@@ -114,7 +223,7 @@ def test_benchmark_main_runs_end_to_end(db: Path, monkeypatch: pytest.MonkeyPatc
     assert bench.main() == 0
     out = capsys.readouterr().out
     assert f"reusing {db}" in out and "DuckDB" in out
-    for name in default_reports().names():
+    for name in [*default_reports().names(), "agreement --humans"]:
         assert any(line.startswith(f"{name} ") and line.rstrip().endswith(("×", "✗"))
                    for line in out.splitlines()), name
     assert "slowest report ÷ target" in out and "bench export --format parquet" in out
@@ -191,3 +300,53 @@ def test_judge_errors_lists_a_capped_number_of_sessions(
         table = builtin.judge_errors(ReportContext(con, runs)).tables[1]
     assert affected > 3 and len(table.rows) == 3
     assert f"The first 3 of {affected:,} affected sessions" in table.notes[-1]
+
+
+def test_agreement_counted_in_sql_matches_a_python_reference(db: Path) -> None:
+    """The agreement report counts confusion cells and Krippendorff coincidences in SQL; here
+    they are rebuilt item by item (and unit by unit) from the views, as the report did first."""
+    def cells(table: Any) -> dict[tuple[str, str], dict[str, Any]]:
+        return {(r[0], r[1]): {c.key: v for c, v in zip(table.columns, r, strict=True)}
+                for r in table.rows}
+
+    with open_store(db) as con:
+        ctx = ReportContext(con, select_runs(con, ["all"]))
+        judges = agreement.agreement_report(ctx)
+        ctx.humans = True
+        humans = agreement.agreement_report(ctx)
+        for r in bench.REJUDGED:
+            a, b = bench.run_id(r), bench.rejudge_id(r)
+            got = cells(next(t for t in judges.tables if t.title.endswith(f"of {a}")))
+            rows = con.execute("SELECT kind, type, label_a, label_b FROM judge_pairs "
+                               "WHERE run_a = ? AND run_b = ?", [a, b]).fetchall()
+            for (kind, typ), row in got.items():
+                pairs = [(x, y) for k, t, x, y in rows if k == kind and typ in ("all", t)]
+                known = [(x, y) for x, y in pairs if x is not None and y is not None]
+                scale = agreement.scale_of(kind)
+                matrix = stats.confusion_matrix(known, scale)
+                assert (row["items"], row["unjudged"]) == (len(known), len(pairs) - len(known))
+                assert row["kappa_quadratic"].value == stats.cohen_kappa(matrix, "quadratic")
+                assert row["alpha"] == pytest.approx(stats.krippendorff_alpha(
+                    [list(p) for p in known], "ordinal", categories=list(scale)), abs=1e-12)
+            for run in (a, b):
+                (table,) = [t for t in humans.tables if t.title.startswith("Human consensus")
+                            and t.title.endswith(f"({run})")]
+                items = con.execute("SELECT kind, type, session_id, repeat, item_id, tie, "
+                                    "judge_label FROM human_pairs WHERE run_id = ?",
+                                    [run]).fetchall()
+                ratings: dict[tuple[Any, ...], list[str]] = defaultdict(list)
+                for *key, label in con.execute(
+                        "SELECT kind, session_id, repeat, item_id, label FROM human_ratings "
+                        "WHERE run_id = ?", [a]).fetchall():
+                    ratings[tuple(key)].append(label)
+                for (kind, typ), row in cells(table).items():
+                    mine = [i for i in items if i[0] == kind and typ in ("all", i[1])]
+                    units = [ratings[(i[0], i[2], i[3], i[4])] for i in mine]
+                    labels = list(agreement.scale_of(kind))
+                    assert row["ratings"] == sum(len(u) for u in units)
+                    assert row["ties"] == sum(1 for i in mine if i[5])
+                    assert row["alpha_humans"] == pytest.approx(
+                        stats.krippendorff_alpha(units, "ordinal", categories=labels), abs=1e-12)
+                    assert row["alpha_all"] == pytest.approx(stats.krippendorff_alpha(
+                        [[*u, i[6]] for u, i in zip(units, mine, strict=True)
+                         if i[6] is not None], "ordinal", categories=labels), abs=1e-12)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import statistics
+from collections.abc import Callable
 from fractions import Fraction
 
 import pytest
@@ -12,11 +14,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchpack.reports.stats import (
+    AlphaLevel,
+    KappaWeights,
     agreement,
     bootstrap_ci,
+    bootstrap_counts,
     cohen_kappa,
     confusion_matrix,
+    kappa_cis,
     krippendorff_alpha,
+    krippendorff_alpha_coincidence,
     macro_micro,
     mean_std,
     normal_ci,
@@ -416,6 +423,123 @@ def test_bootstrap_kappa_over_items() -> None:
     # published (10,000 item-level resamples): [0.34, 0.79]
     assert ci.low == pytest.approx(0.34, abs=0.04)
     assert ci.high == pytest.approx(0.79, abs=0.04)
+
+
+def test_confusion_matrix_from_counted_pairs_equals_the_listed_pairs() -> None:
+    pairs = [("Fail", "Fail")] * 8 + [("Pass", "Partial")] * 7 + [("Partial", "Pass")] * 3
+    counted = {("Fail", "Fail"): 8, ("Pass", "Partial"): 7, ("Partial", "Pass"): 3}
+    assert confusion_matrix(counted, ORDER) == confusion_matrix(pairs, ORDER)
+    with pytest.raises(ValueError, match="not one of"):
+        confusion_matrix({("Fail", "Maybe"): 1}, ORDER)
+    with pytest.raises(ValueError, match="negative count"):
+        confusion_matrix({("Fail", "Pass"): -1}, ORDER)
+
+
+def test_alpha_from_coincidences_equals_alpha_from_units() -> None:
+    """Krippendorff's 4×12 example through its coincidence matrix, counted by hand as
+    n_c·(n_d − [c=d])/(m−1) per unit; and for two raters the confusion matrix M gives M + Mᵀ."""
+    coincidence = [[0.0] * 5 for _ in range(5)]
+    for unit in K_UNITS:
+        values = [v for v in unit if v is not None]
+        if len(values) < 2:
+            continue
+        for c in range(1, 6):
+            for d in range(1, 6):
+                n_c, n_d = values.count(c), values.count(d)
+                coincidence[c - 1][d - 1] += n_c * (n_d - (c == d)) / (len(values) - 1)
+    levels: list[AlphaLevel] = ["nominal", "ordinal", "interval", "ratio"]
+    for level in levels:
+        assert krippendorff_alpha_coincidence(coincidence, level, [1, 2, 3, 4, 5]) == (
+            pytest.approx(krippendorff_alpha(K_UNITS, level), abs=1e-12))
+    m = DESIGN_MATRIX
+    both = [[m[i][j] + m[j][i] for j in range(3)] for i in range(3)]
+    units = [[ORDER[i], ORDER[j]] for i in range(3) for j in range(3) for _ in range(m[i][j])]
+    assert krippendorff_alpha_coincidence(both, "ordinal", ORDER) == krippendorff_alpha(
+        units, "ordinal", categories=ORDER)
+    with pytest.raises(ValueError, match="3×3"):
+        krippendorff_alpha_coincidence([[1.0, 0.0], [0.0, 1.0]], "ordinal", ORDER)
+
+
+def _kappa_delta_se(matrix: list[list[int]], weights: KappaWeights | None) -> float:
+    """The delta-method SE of κ by numerical differentiation: Var = (Σ p g² − (Σ p g)²) / n
+    with g = ∂κ/∂p over the cells (multinomial sampling of the items)."""
+    flat = [c for row in matrix for c in row]
+    n = sum(flat)
+    p = [c / n for c in flat]
+
+    def kappa(q: list[float]) -> float:
+        value = cohen_kappa([q[i * 3:(i + 1) * 3] for i in range(3)], weights)
+        assert value is not None
+        return value
+
+    h = 1e-6
+    grads = []
+    for x in range(9):
+        if not p[x]:  # an empty cell weighs nothing
+            grads.append(0.0)
+            continue
+        up, down = list(p), list(p)
+        up[x] += h
+        down[x] -= h
+        grads.append((kappa(up) - kappa(down)) / (2 * h))
+    mean = sum(pi * g for pi, g in zip(p, grads, strict=True))
+    return math.sqrt((sum(pi * g * g for pi, g in zip(p, grads, strict=True)) - mean**2) / n)
+
+
+def test_kappa_normal_ci_uses_the_delta_method_se() -> None:
+    """Above `exact_max` items: κ ± 1.96·SE, the SE of Fleiss, Cohen & Everitt equal to the
+    delta-method SE computed by numerical differentiation."""
+    big = [[c * 40 for c in row] for row in DESIGN_MATRIX]  # 1,800 items, κ as DESIGN.md's
+    z = statistics.NormalDist().inv_cdf(0.975)
+    cis = kappa_cis(big, exact_max=500)
+    weightings: tuple[KappaWeights | None, ...] = (None, "linear", "quadratic")
+    for ci, weights, published in zip(cis, weightings, (0.45, 0.52, 0.59), strict=True):
+        assert ci.method == "normal" and ci.resamples == 0 and ci.n_units == 1800
+        assert round(ci.estimate or 0, 2) == published
+        se = _kappa_delta_se(big, weights)
+        assert (ci.high or 0) - (ci.estimate or 0) == pytest.approx(z * se, rel=1e-6)
+        assert (ci.estimate or 0) - (ci.low or 0) == pytest.approx(z * se, rel=1e-6)
+    # perfect agreement: zero width, clipped to κ ≤ 1; nothing to compare: undefined
+    (perfect,) = kappa_cis([[600, 0], [0, 400]], [None], exact_max=10)
+    assert (perfect.estimate, perfect.low, perfect.high) == (1.0, 1.0, 1.0)
+    assert kappa_cis([[900, 0], [0, 0]], [None], exact_max=10)[0].estimate is None
+
+
+def test_kappa_cis_up_to_exact_max_is_the_item_bootstrap() -> None:
+    """Up to `exact_max` items the report's κ CIs are `bootstrap_counts` with `cohen_kappa`,
+    bit for bit (the same resamples for the three weightings)."""
+    flat = [c for row in DESIGN_MATRIX for c in row]
+    def kappa(weights: KappaWeights | None) -> Callable[[list[int]], float | None]:
+        return lambda s: cohen_kappa([s[i * 3:(i + 1) * 3] for i in range(3)], weights)
+
+    by_hand = bootstrap_counts(flat, [kappa(w) for w in (None, "linear", "quadratic")], seed=3)
+    assert kappa_cis(DESIGN_MATRIX, seed=3, exact_max=45) == by_hand
+    assert kappa_cis(DESIGN_MATRIX, seed=3) == by_hand
+    assert all(ci.method == "percentile" for ci in by_hand)
+    assert all(ci.method == "normal" for ci in kappa_cis(DESIGN_MATRIX, exact_max=44))
+
+
+@pytest.mark.parametrize("matrix", [
+    [[60, 15, 3], [18, 75, 18], [3, 21, 180]],  # judge vs judge, 3 labels, about 80 % exact
+    [[40, 6], [4, 50]],                          # YES / NO, 90 %
+    [[8, 2], [1, 89]],                           # YES / NO, skewed: 97 % YES
+])
+def test_kappa_normal_ci_agrees_with_the_bootstrap_from_500_items(matrix: list[list[int]]
+                                                                  ) -> None:
+    """What the agreement report uses above 500 items, measured at 500 items (the scale of
+    the matrix): the endpoints within a fifth of the bootstrap's half-width (its own
+    Monte-Carlo noise with 2,000 resamples is about a tenth)."""
+    total = sum(map(sum, matrix))
+    scaled = [[round(c * 500 / total) for c in row] for row in matrix]
+    weights: tuple[KappaWeights | None, ...] = (
+        (None, "linear", "quadratic") if len(matrix) == 3 else (None,))
+    exact = kappa_cis(scaled, weights, seed=11)
+    approx = kappa_cis(scaled, weights, exact_max=100)
+    for e, a in zip(exact, approx, strict=True):
+        assert (e.method, a.method) == ("percentile", "normal") and a.estimate == e.estimate
+        half = ((e.high or 0) - (e.low or 0)) / 2
+        assert abs((a.low or 0) - (e.low or 0)) <= 0.2 * half
+        assert abs((a.high or 0) - (e.high or 0)) <= 0.2 * half
 
 
 # --------------------------------------------------------------------------- properties

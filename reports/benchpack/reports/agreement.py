@@ -13,7 +13,8 @@
 
 Per item kind (trigger points by type, rubric checklist items, ground-truth triples, the
 intent-check audit): items, the confusion matrix, exact and within-one agreement, Cohen's κ
-unweighted / linear / quadratic with seeded percentile bootstrap CIs over items, and
+unweighted / linear / quadratic with seeded CIs over items (the percentile bootstrap up to
+`KAPPA_EXACT_MAX` items, its normal approximation above), and
 Krippendorff's α (ordinal) between the two judges, or among the humans and among humans plus
 the judge. Items a judge failed on (label NULL) are counted and left out. On two-label scales
 (YES / NO) the weighted κs equal the unweighted one and within-one agreement is always 1, so
@@ -22,8 +23,9 @@ it is not shown.
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +37,18 @@ from .ratings import SCALES
 KINDS = ("trigger", "checklist", "triple", "intent_completion", "intent_clarification")
 TRIGGER_TYPES = ("emergent", "critical", "recovery")
 WEIGHTS: tuple[stats.KappaWeights | None, ...] = (None, "linear", "quadratic")
+KAPPA_EXACT_MAX = 500
+"""Items up to which a κ CI is the exact percentile bootstrap over items; above, its normal
+approximation with the large-sample SE of Fleiss, Cohen & Everitt (`stats.kappa_cis`). The
+bootstrap costs items × resamples draws and a report holds dozens of κs, while from a few
+hundred items on the two intervals agree to about the bootstrap's own Monte-Carlo noise
+(reports/README.md); κ needs more items than a mean for that (skewed scales, e.g. 97 % YES),
+hence not `BOOTSTRAP_EXACT_MAX`. `--exact-bootstrap N` above this raises it."""
+
+Cube = Counter[tuple[Any, ...]]
+"""Integer statistics of one (kind, type) group, keyed by what they count (summed exactly when
+the types are pooled): `("pair", row label, column label)` items, `("ratings",)`, `("ties",)`,
+`(who, m, c, d)` coincidences of units with m ratings (see `_alpha`)."""
 
 
 def scale_of(kind: str) -> tuple[str, ...]:
@@ -93,20 +107,15 @@ def _columns(first: str) -> list[Column]:
             Column("kappa_quadratic", "κ quadratic", "float")]
 
 
-def kappa_estimates(pairs: Sequence[tuple[str, str]], scale: Sequence[str],
-                    ctx: ReportContext) -> list[Estimate]:
-    """Cohen's κ unweighted, linear and quadratic of `(row, column)` label pairs, each with a
-    percentile bootstrap CI over items (the same resamples for all three)."""
-    k = len(scale)
-    matrix = stats.confusion_matrix(pairs, list(scale))
+def _exact_max(ctx: ReportContext) -> int:
+    return max(ctx.exact_max, KAPPA_EXACT_MAX)
 
-    def kappa(weights: stats.KappaWeights | None) -> Callable[[list[int]], float | None]:
-        return lambda cells: stats.cohen_kappa(
-            [cells[i * k:(i + 1) * k] for i in range(k)], weights)
 
-    cis = stats.bootstrap_counts([c for row in matrix for c in row],
-                                 [kappa(w) for w in WEIGHTS], level=ctx.level,
-                                 resamples=ctx.resamples, seed=ctx.seed)
+def kappa_estimates(matrix: list[list[int]], ctx: ReportContext) -> list[Estimate]:
+    """Cohen's κ unweighted, linear and quadratic of a confusion matrix, each with a CI over
+    items (the bootstrap: the same resamples for all three)."""
+    cis = stats.kappa_cis(matrix, WEIGHTS, level=ctx.level, resamples=ctx.resamples,
+                          seed=ctx.seed, exact_max=_exact_max(ctx))
     return [Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units) for ci in cis]
 
 
@@ -114,27 +123,40 @@ def _matrix_text(matrix: list[list[int]]) -> str:
     return " / ".join(" ".join(str(c) for c in row) for row in matrix)
 
 
-def agreement_cells(pairs: Sequence[tuple[str | None, str | None]], scale: Sequence[str],
-                    ctx: ReportContext) -> list[Any]:
-    """items, judge errors, confusion, exact, within-one, κ, κ_lin, κ_quad for label pairs
-    (a None label is a judge error: counted, left out)."""
-    known = [(a, b) for a, b in pairs if a is not None and b is not None]
+def agreement_cells(cube: Cube, scale: Sequence[str], ctx: ReportContext) -> list[Any]:
+    """items, judge errors, confusion, exact, within-one, κ, κ_lin, κ_quad of the `pair`
+    counts of a group (a None label is a judge error: counted, left out)."""
+    pairs = {(k[1], k[2]): n for k, n in cube.items() if k[0] == "pair"}
+    known = {p: n for p, n in pairs.items() if p[0] is not None and p[1] is not None}
     matrix = stats.confusion_matrix(known, list(scale))
     agree = stats.agreement(matrix)
-    kappas = kappa_estimates(known, scale, ctx)
     within = agree.within_one if len(scale) > 2 else None
-    return [len(known), len(pairs) - len(known), _matrix_text(matrix), agree.exact, within,
-            *kappas]
+    items = sum(known.values())
+    return [items, sum(pairs.values()) - items, _matrix_text(matrix), agree.exact, within,
+            *kappa_estimates(matrix, ctx)]
 
 
-def _groups(rows: Sequence[tuple[str, str | None, Any]]
-            ) -> list[tuple[str, str, list[Any]]]:
-    """(kind, type, values) for each kind and, for trigger points, each type then all."""
-    by: dict[tuple[str, str], list[Any]] = defaultdict(list)
-    for kind, typ, value in rows:
-        by[(kind, "all")].append(value)
+def _alpha(cube: Cube, who: str, scale: Sequence[str]) -> float | None:
+    """Krippendorff's α (ordinal) from the coincidences counted for `who`: `(who, m, c, d)` is
+    Σ n_c · (n_d − [c = d]) over the units with m pairable ratings, n_c of them c."""
+    index = {c: i for i, c in enumerate(scale)}
+    parts: list[list[list[float]]] = [[[] for _ in scale] for _ in scale]
+    for key, n in cube.items():
+        if key[0] == who:
+            _, m, c, d = key
+            parts[index[c]][index[d]].append(n / (m - 1))
+    coincidence = [[math.fsum(cell) for cell in row] for row in parts]
+    return stats.krippendorff_alpha_coincidence(coincidence, "ordinal", scale)
+
+
+def _groups(rows: Iterable[tuple[Any, ...]]) -> list[tuple[str, str, Cube]]:
+    """(kind, type, cube) for each kind and, for trigger points, each type then all, from rows
+    `(kind, type, *key, count)`."""
+    by: dict[tuple[str, str], Cube] = defaultdict(Counter)
+    for kind, typ, *key, n in rows:
+        by[(kind, "all")][tuple(key)] += int(n)
         if kind == "trigger" and typ:
-            by[(kind, str(typ))].append(value)
+            by[(kind, str(typ))][tuple(key)] += int(n)
     order = []
     for kind in [*KINDS, *sorted({k for k, _ in by} - set(KINDS))]:
         for typ in (*TRIGGER_TYPES, "all") if kind == "trigger" else ("all",):
@@ -174,8 +196,9 @@ def _against_judges(ctx: ReportContext, res: ReportResult,
                          "re-judging (`bench rejudge RUN --judge …`), or a re-judged run alone.")
         return
     for a, b in pairs:
-        rows = ctx.con.execute("SELECT kind, type, label_a, label_b FROM judge_pairs "
-                               "WHERE run_a = ? AND run_b = ?", [a, b]).fetchall()
+        rows = ctx.con.execute("SELECT kind, type, 'pair', label_a, label_b, count(*) "
+                               "FROM judge_pairs WHERE run_a = ? AND run_b = ? GROUP BY ALL",
+                               [a, b]).fetchall()
         t = Table(f"{_name(a, lineage)} vs {_name(b, lineage)} on the dialogues of "
                   f"{lineage[a].source_run}", [*_columns(a),
                                                Column("alpha", "α ordinal", "float")],
@@ -183,21 +206,27 @@ def _against_judges(ctx: ReportContext, res: ReportResult,
                          "judges. intent_completion and intent_clarification: the per-turn "
                          "checks of the intent-check audit, over the intents the original run "
                          "still had open."])
-        for kind, typ, values in _groups([(r[0], r[1], (r[2], r[3])) for r in rows]):
+        for kind, typ, cube in _groups(rows):
             scale = scale_of(kind)
-            cells = agreement_cells(values, scale, ctx)
-            alpha = stats.krippendorff_alpha([[x, y] for x, y in values], "ordinal",
-                                             categories=list(scale))
-            t.rows.append([kind, typ, *cells, alpha])
+            cells = agreement_cells(cube, scale, ctx)
+            # two judges, both known: each item is a unit of two ratings, so the coincidence
+            # matrix is the confusion matrix plus its transpose
+            both = Counter({("judges", 2, k[1], k[2]): n for k, n in cube.items()
+                            if k[1] is not None and k[2] is not None})
+            both.update({("judges", 2, k[2], k[1]): n for k, n in cube.items()
+                         if k[1] is not None and k[2] is not None})
+            t.rows.append([kind, typ, *cells, _alpha(both, "judges", scale)])
         if not t.rows:
             t.notes.append("No judged items in common.")
         res.tables.append(t)
 
 
 def _ci_note(ctx: ReportContext) -> str:
-    return (f"[ ] = {ctx.level:.0%} bootstrap CI over items ({ctx.resamples} resamples, seed "
-            f"{ctx.seed}); confusion rows are the first rater's labels, worst first "
-            "(FAIL PARTIAL PASS or NO YES), columns the second's.")
+    return (f"[ ] = {ctx.level:.0%} CI over items: percentile bootstrap ({ctx.resamples} "
+            f"resamples, seed {ctx.seed}) up to {_exact_max(ctx)} items, above it the normal "
+            "approximation with the large-sample SE of Fleiss, Cohen & Everitt (1969). "
+            "Confusion rows are the first rater's labels, worst first (FAIL PARTIAL PASS or "
+            "NO YES), columns the second's.")
 
 
 # --------------------------------------------------------------------------- rank stability
@@ -284,75 +313,115 @@ def _ranking(scores: list[tuple[str, float]]) -> str:
 # --------------------------------------------------------------------------- judge vs humans
 
 
+_HUMANS = """
+WITH items AS MATERIALIZED (
+    SELECT run_id, source_run, session_id, repeat, kind, item_id, type, raters, tie,
+           human_label, judge_label
+    FROM human_pairs WHERE run_id IN $runs AND raters >= ?
+), ratings AS MATERIALIZED (
+    SELECT i.run_id, i.kind, i.type, i.session_id, i.repeat, i.item_id, i.judge_label, h.rater,
+           h.label
+    FROM items i JOIN human_ratings h ON h.run_id = i.source_run AND h.session_id = i.session_id
+         AND h.repeat = i.repeat AND h.kind = i.kind AND h.item_id = i.item_id
+), units AS (
+    SELECT 'humans' AS who, run_id, kind, type, session_id, repeat, item_id, label, count(*) AS n
+    FROM ratings GROUP BY ALL
+    UNION ALL
+    SELECT 'with_judge', run_id, kind, type, session_id, repeat, item_id, label, count(*)
+    FROM (SELECT run_id, kind, type, session_id, repeat, item_id, label FROM ratings
+          WHERE judge_label IS NOT NULL
+          UNION ALL
+          SELECT run_id, kind, type, session_id, repeat, item_id, judge_label FROM items
+          WHERE judge_label IS NOT NULL)
+    GROUP BY ALL
+), sized AS (
+    SELECT *, sum(n) OVER (PARTITION BY who, run_id, kind, session_id, repeat, item_id) AS m
+    FROM units
+)
+SELECT run_id, kind, type, 'pair' AS stat, human_label AS c, judge_label AS d, NULL AS m,
+       count(*) AS n
+FROM items GROUP BY ALL
+UNION ALL
+SELECT run_id, kind, type, 'ratings', NULL, NULL, NULL, sum(raters) FROM items GROUP BY ALL
+UNION ALL
+SELECT run_id, kind, type, 'ties', NULL, NULL, NULL, count(*) FILTER (WHERE tie)
+FROM items GROUP BY ALL
+UNION ALL
+SELECT x.run_id, x.kind, x.type, x.who, x.label, y.label, x.m,
+       sum(x.n * (y.n - (x.label = y.label)::INTEGER))
+FROM sized x JOIN sized y USING (who, run_id, kind, session_id, repeat, item_id)
+WHERE x.m >= 2 GROUP BY ALL
+UNION ALL
+SELECT run_id, kind, rater, 'rater', label, judge_label, NULL, count(*) FROM ratings
+WHERE judge_label IS NOT NULL GROUP BY ALL
+"""
+"""Everything `--humans` shows, counted per selected run: per rated item with enough ratings
+(`items`) its consensus and judge labels (`pair`), ratings and ties; per unit (an item's
+ratings, and those plus the judge's label) the coincidences Krippendorff's α needs, grouped by
+the unit's number of ratings m; per rater its ratings against the judge (`rater`, the type
+column holding the rater)."""
+
+
 def _against_humans(ctx: ReportContext, res: ReportResult,
                     lineage: dict[str, Lineage]) -> None:
     res.notes.append("Human consensus: the median of the raters' labels; an even number of "
                      "raters whose middle labels differ gives the lower (worse) one, counted "
                      f"under ties. Items need at least {ctx.min_raters} rating(s).")
+    rated = {str(r[0]) for r in ctx.con.execute(
+        "SELECT DISTINCT run_id FROM human_ratings").fetchall()}
+    runs = [r for r in ctx.runs if r in lineage and lineage[r].source_run in rated]
+    by_run: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+    raters: dict[str, list[tuple[str, str, str, str, int]]] = defaultdict(list)
+    if runs:
+        sql = _HUMANS.replace("$runs", "(" + ", ".join("?" * len(runs)) + ")")
+        rows = ctx.con.execute(sql, [*runs, ctx.min_raters]).fetchall()
+    else:
+        rows = []
+    for run, kind, typ, stat, c, d, m, n in rows:
+        if stat == "rater":
+            raters[str(run)].append((str(typ), str(kind), c, d, int(n)))
+        elif stat in ("pair", "ratings", "ties"):
+            by_run[str(run)].append((kind, typ, stat, c, d, n) if stat == "pair"
+                                    else (kind, typ, stat, n))
+        else:
+            by_run[str(run)].append((kind, typ, stat, int(m), c, d, n))
     any_rows = False
-    for run in ctx.runs:
-        if run not in lineage:
-            continue
-        source = lineage[run].source_run
-        pairs = ctx.con.execute(
-            "SELECT kind, type, session_id, repeat, item_id, raters, tie, human_label, "
-            "judge_label FROM human_pairs WHERE run_id = ? AND raters >= ?",
-            [run, ctx.min_raters]).fetchall()
-        if not pairs:
+    for run in runs:
+        if run not in by_run:
             continue
         any_rows = True
-        ratings: dict[tuple[str, str, int, str], list[tuple[str, str]]] = defaultdict(list)
-        for kind, sid, repeat, item, rater, label in ctx.con.execute(
-                "SELECT kind, session_id, repeat, item_id, rater, label FROM human_ratings "
-                "WHERE run_id = ?", [source]).fetchall():
-            ratings[(str(kind), str(sid), int(repeat), str(item))].append((str(rater),
-                                                                         str(label)))
-        judge = lineage[run].judge
         t = Table(f"Human consensus vs {_name(run, lineage)}", [
             *_columns("humans"), Column("ratings", "ratings", "int"),
             Column("ties", "ties", "int"), Column("alpha_humans", "α humans", "float"),
             Column("alpha_all", "α humans + judge", "float")],
             notes=[_ci_note(ctx), "α: Krippendorff's α (ordinal) over the rated items: among "
                    "the human raters, and with the judge as one more rater."])
-        rows = [(r[0], r[1], r) for r in pairs]
-        for kind, typ, group in _groups(rows):
+        for kind, typ, cube in _groups(by_run[run]):
             scale = scale_of(kind)
-            cells = agreement_cells([(g[7], g[8]) for g in group], scale, ctx)
-            units = [[lab for _, lab in ratings[(kind, g[2], int(g[3]), g[4])]]
-                     for g in group]
-            with_judge = [[*u, g[8]] for u, g in zip(units, group, strict=True)
-                          if g[8] is not None]
-            alpha_h = stats.krippendorff_alpha(units, "ordinal", categories=list(scale))
-            alpha_j = stats.krippendorff_alpha(with_judge, "ordinal", categories=list(scale))
-            t.rows.append([kind, typ, *cells, sum(len(u) for u in units),
-                           sum(1 for g in group if g[6]), alpha_h, alpha_j])
+            t.rows.append([kind, typ, *agreement_cells(cube, scale, ctx), cube[("ratings",)],
+                           cube[("ties",)], _alpha(cube, "humans", scale),
+                           _alpha(cube, "with_judge", scale)])
         res.tables.append(t)
-        res.tables.append(_raters(ctx, pairs, ratings, judge, run, lineage))
+        res.tables.append(_raters(raters[run], run, lineage))
     if not any_rows:
         res.notes.append("No rated items for these runs: import ratings with `bench ratings "
                          "import FILE --run RUN_ID`.")
 
 
-def _raters(ctx: ReportContext, pairs: Sequence[tuple[Any, ...]],
-            ratings: dict[tuple[str, str, int, str], list[tuple[str, str]]], judge: str,
-            run: str, lineage: dict[str, Lineage]) -> Table:
+def _raters(rows: list[tuple[str, str, str, str, int]], run: str,
+            lineage: dict[str, Lineage]) -> Table:
     """Each rater against the judge, rating by rating (to spot a rater who disagrees with
-    everyone)."""
-    judged = {(str(p[0]), str(p[2]), int(p[3]), str(p[4])): p[8] for p in pairs}
-    per: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
-    for key, labels in ratings.items():
-        j = judged.get(key)
-        if j is None:
-            continue
-        for rater, label in labels:
-            per[(rater, key[0])].append((label, j))
+    everyone): rows `(rater, kind, label, judge label, ratings)`."""
+    per: dict[tuple[str, str], dict[tuple[str, str], int]] = defaultdict(dict)
+    for rater, kind, label, judged, n in rows:
+        per[(rater, kind)][(label, judged)] = n
     t = Table(f"Each rater vs {_name(run, lineage)}", [
         Column("rater", "rater"), Column("kind", "kind"), Column("ratings", "ratings", "int"),
         Column("exact", "exact", "pct"), Column("kappa_quadratic", "κ quadratic", "float")],
         notes=["Per rating, not per consensus; no CI."])
-    for (rater, kind), labs in sorted(per.items()):
-        matrix = stats.confusion_matrix(labs, list(scale_of(kind)))
-        t.rows.append([rater, kind, len(labs), stats.agreement(matrix).exact,
+    for (rater, kind), counts in sorted(per.items()):
+        matrix = stats.confusion_matrix(counts, list(scale_of(kind)))
+        t.rows.append([rater, kind, sum(counts.values()), stats.agreement(matrix).exact,
                        stats.cohen_kappa(matrix, "quadratic")])
     return t
 

@@ -54,23 +54,23 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
                             options.seed, options.humans, options.min_raters)
         if options.exact_max is not None:
             ctx.exact_max = options.exact_max
-        out.append(report.build(ctx))
+        result = report.build(ctx)
+        result.store = str(options.db)
+        out.append(result)
     return out
 
 
 def render_report(options: ReportOptions, fmt: str = "table") -> str:
-    """Build the named reports and render them in one document (HTML adds the sessions'
-    transcripts, read from the same connection)."""
+    """Build the named reports and render them in one document (HTML: one page with the
+    sessions' transcripts, `html.render_page`, read on the same connection)."""
     from .render import render
 
     if fmt == "html":
-        from .html import load_drilldown, to_html
+        from .html import render_page
 
         with open_store(options.db, wait_s=options.wait_s) as con:
-            runs = select_runs(con, list(options.runs))
-            results = _build(con, runs, options)
-            drilldown = load_drilldown(con, runs)
-        return to_html(results, drilldown)
+            return render_page(_build(con, select_runs(con, list(options.runs)), options),
+                               con)
     results = build_reports(options)
     if fmt == "json" and len(results) > 1:
         return json.dumps([json.loads(render(r, "json")) for r in results], indent=2,

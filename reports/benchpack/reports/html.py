@@ -32,12 +32,14 @@ from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 
+from .access import open_store
 from .model import Chart, Column, Estimate, ReportResult, Table
 from .render import DASH, _num, _pct_note, cell_text
 
 SESSIONS_PER_RUN = 40
 """Drill-down cap: session attempts shown per run (the rest are reachable with `bench query`)."""
 MESSAGES_PER_SESSION = 300
+"""Messages of a session in the page (its first, by `seq`); the page says how many more it has."""
 FOLD_AT = 1200
 """Characters of a message shown at once; the rest (up to TEXT_LIMIT) behind "show more"."""
 TEXT_LIMIT = 6000
@@ -99,6 +101,8 @@ class SessionTrace:
     stages: list[dict[str, Any]] = field(default_factory=list)
     checklist: list[dict[str, Any]] = field(default_factory=list)
     messages_total: int = 0
+    flagged: bool = False
+    """The session errored or had judge or grader errors (`_CHOOSE`)."""
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -119,52 +123,68 @@ def _dicts(cur: Any) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
-def _headline(s: dict[str, Any]) -> float | None:
-    """The lowest of a session's scores (PROC, COMP, verified score, F1, trigger score)."""
-    proc = s.get("proc_group") if s.get("proc_group") is not None else s.get("proc")
-    known = [float(v) for v in (proc, s.get("comp"), s.get("score"), s.get("f1"),
-                                s.get("trigger_score")) if v is not None]
-    return min(known) if known else None
+_CHOOSE = """
+WITH s AS (
+    SELECT rowid AS row, list_position($runs, run_id) AS run, session_id, repeat,
+           coalesce(started_at, 0.0) AS start, coalesce(episode, 'None') AS ep,
+           status = 'error' OR coalesce(judge_errors, 0) <> 0
+               OR coalesce(grader_errors, 0) <> 0 AS flagged,
+           least(coalesce(proc_group, proc), comp, score, f1, trigger_score) AS headline
+    FROM sessions WHERE list_contains($runs, run_id) AND status <> 'skipped'
+), ordered AS (
+    SELECT row, run, flagged, headline,
+           row_number() OVER (PARTITION BY run ORDER BY ep_start, ep, repeat, start,
+                                                        session_id) - 1 AS i,
+           count(*) OVER (PARTITION BY run) AS n
+    FROM s JOIN (SELECT run, ep, min(start) AS ep_start FROM s GROUP BY ALL) USING (run, ep)
+), worst AS (
+    SELECT *, n > $cap AND row_number() OVER (
+               PARTITION BY run ORDER BY flagged DESC, headline ASC NULLS LAST, i
+           ) <= $cap // 2 AS worst
+    FROM ordered
+), rest AS (
+    SELECT *, row_number() OVER (PARTITION BY run, worst ORDER BY i) - 1 AS r,
+           count(*) OVER (PARTITION BY run, worst) AS rest, $cap - $cap // 2 AS k
+    FROM worst
+), chosen AS (
+    SELECT * FROM rest
+    WHERE n <= $cap OR worst
+       -- the rest spread evenly: the r-th is shown when r = ⌊j·rest / k⌋ for some j < k
+       OR ((r * k + rest - 1) // rest < k AND (r * k + rest - 1) // rest * rest // k = r)
+)
+SELECT c.row, c.run AS run_pos, c.i, c.n, c.worst, c.flagged, s.run_id, s.session_id, s.repeat
+FROM chosen c JOIN sessions s ON s.rowid = c.row
+"""
+"""The drill-down's session attempts of each run, in run order (episodes by their first start,
+then repeat, then start time: dependency order), all of them up to the cap; above it half the
+cap goes to the worst (errors or judge/grader errors first, then the lowest headline score —
+the lowest of PROC, COMP, verified score, F1 and trigger score), the other half to the rest,
+evenly spaced in run order. One row per chosen session: its row id, run-order index `i` among
+the run's `n`, whether it is one of the `worst` and `flagged` (errors). Sessions are carried by
+row id through the window sorts (their strings would be sorted along)."""
 
 
-def _flagged(s: dict[str, Any]) -> bool:
-    return (s.get("status") == "error" or bool(s.get("judge_errors"))
-            or bool(s.get("grader_errors")))
-
-
-def choose_sessions(rows: Sequence[dict[str, Any]], cap: int) -> tuple[list[int], str | None]:
-    """Which of a run's session attempts (in run order) the drill-down shows, and a note saying
-    how they were chosen when not all fit: half the cap goes to the worst (errors first, then the
-    lowest headline score), the other half to the rest, evenly spaced in run order."""
-    n = len(rows)
-    if n <= cap:
-        return list(range(n)), None
-
-    def worst_key(i: int) -> tuple[bool, float, int]:
-        low = _headline(rows[i])
-        return (not _flagged(rows[i]), math.inf if low is None else low, i)
-
-    worst = sorted(range(n), key=worst_key)[: cap // 2]
-    flagged = sum(1 for i in worst if _flagged(rows[i]))
-    taken = set(worst)
-    rest = [i for i in range(n) if i not in taken]
-    k = cap - len(worst)
-    sample = [rest[(j * len(rest)) // k] for j in range(k)]
+def _choice_note(chosen: Sequence[dict[str, Any]], cap: int) -> str | None:
+    """How a run's shown sessions were chosen, when not all of them fit."""
+    if not chosen or chosen[0]["_n"] <= cap:
+        return None
+    worst = [c for c in chosen if c["_worst"]]
+    flagged = sum(1 for c in worst if c["_flagged"])
     parts = []
     if flagged:
         parts.append(f"{flagged} with errors or judge/grader errors")
     if len(worst) > flagged:
         parts.append(f"the {len(worst) - flagged} lowest-scoring")
-    parts.append(f"{k} others evenly spaced in run order")
-    note = (f"Showing {cap} of {n} session attempts: {', '.join(parts)}. "
+    parts.append(f"{cap - len(worst)} others evenly spaced in run order")
+    return (f"Showing {cap} of {chosen[0]['_n']} session attempts: {', '.join(parts)}. "
             "`bench query` reads every transcript (tables `messages`, `intent_status`, "
             "`triggers`, `checklist_results`).")
-    return sorted(taken | set(sample)), note
 
 
 def load_drilldown(con: Any, runs: Sequence[str], *, per_run: int = SESSIONS_PER_RUN,
                    messages_per_session: int = MESSAGES_PER_SESSION) -> Drilldown:
-    """Read the runs' descriptions and the drill-down's sessions from an open store."""
+    """Read the runs' descriptions and the drill-down's sessions (chosen in SQL, `_CHOOSE`)
+    from an open store."""
     if not runs:
         return Drilldown([], [])
     marks = ", ".join("?" * len(runs))
@@ -180,44 +200,56 @@ def load_drilldown(con: Any, runs: Sequence[str], *, per_run: int = SESSIONS_PER
                              r.get("pack_name"), r.get("pack_version"), r.get("simulator"),
                              r.get("judge"), r.get("repeats"), r.get("status"),
                              r.get("created_at")))
-    sessions = _dicts(con.execute(
-        f"SELECT * FROM sessions WHERE run_id IN ({marks}) AND status <> 'skipped'", list(runs)))
-    # run order: episodes by their first start, then repeat, then start time (dependency order)
-    first: dict[tuple[str, str], float] = {}
-    for s in sessions:
-        k = (s["run_id"], str(s["episode"]))
-        first[k] = min(first.get(k, math.inf), s["started_at"] or 0.0)
-    sessions.sort(key=lambda s: (runs.index(s["run_id"]), first[(s["run_id"], str(s["episode"]))],
-                                 str(s["episode"]), s["repeat"], s["started_at"] or 0.0,
-                                 s["session_id"]))
-    chosen: list[dict[str, Any]] = []
+    cap = int(per_run)
+    # the chosen keys go to a temporary table every read below joins (cheaper than binding
+    # hundreds of keys again for each table)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {_KEYS} AS {_CHOOSE}",
+                {"runs": list(runs), "cap": cap})
+    try:
+        return _drilldown(con, infos, cap, int(messages_per_session))
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {_KEYS}")
+
+
+_KEYS = "temp.bp_drilldown_keys"
+
+
+def _drilldown(con: Any, infos: list[RunInfo], cap: int, messages_per_session: int
+               ) -> Drilldown:
+    """The chosen sessions (`_KEYS`) with their child rows, and the notes on the choice."""
+    chosen = _dicts(con.execute(
+        f"SELECT k.i AS _i, k.n AS _n, k.worst AS _worst, k.flagged AS _flagged, s.* "
+        f"FROM {_KEYS} k JOIN sessions s ON s.rowid = k.row ORDER BY k.run_pos, k.i"))
     notes = {}
-    for run in runs:
-        mine = [s for s in sessions if s["run_id"] == run]
-        idx, note = choose_sessions(mine, per_run)
-        chosen += [mine[i] for i in idx]
+    for info in infos:
+        note = _choice_note([c for c in chosen if c["run_id"] == info.run_id], cap)
         if note:
-            notes[run] = note
-    traces = {(s["run_id"], s["session_id"], s["repeat"]): SessionTrace(s) for s in chosen}
+            notes[info.run_id] = note
+    traces = {}
+    for row in chosen:
+        flagged = bool(row["_flagged"])
+        s = {k: v for k, v in row.items() if not k.startswith("_")}
+        traces[(s["run_id"], s["session_id"], s["repeat"])] = SessionTrace(s, flagged=flagged)
     if not traces:
         return Drilldown(infos, [], notes)
-    keys = list(traces)
-    values = ", ".join("(?, ?, ?)" for _ in keys)
-    params = [v for k in keys for v in k]
 
-    def rows(table: str, order: str, where: str = "") -> list[dict[str, Any]]:
+    def rows(table: str, order: str) -> list[dict[str, Any]]:
         return _dicts(con.execute(
-            f"SELECT t.* FROM {table} t JOIN (VALUES {values}) k(run_id, session_id, repeat) "
-            f"USING (run_id, session_id, repeat) {where} ORDER BY {order}", params))
+            f"SELECT t.* FROM {table} t JOIN {_KEYS} USING (run_id, session_id, repeat) "
+            f"ORDER BY {order}"))
 
-    for r in rows("messages", "seq", f"WHERE t.seq < {int(messages_per_session)}"):
-        traces[(r["run_id"], r["session_id"], r["repeat"])].messages.append(r)
-    counts = con.execute(
-        f"SELECT run_id, session_id, repeat, count(*) FROM messages "
-        f"JOIN (VALUES {values}) k(run_id, session_id, repeat) USING (run_id, session_id, repeat)"
-        " GROUP BY ALL", params).fetchall()
-    for run_id, sid, rep, n in counts:
-        traces[(run_id, sid, rep)].messages_total = int(n)
+    # the first messages of each session and how many it has, in one pass over `messages`
+    # (found by their keys, then read whole by row id: message texts are the bulk of the table)
+    for r in _dicts(con.execute(
+            "WITH hit AS (SELECT t.rowid AS row, row_number() OVER w AS n, "
+            "count(*) OVER (PARTITION BY run_id, session_id, repeat) AS total "
+            f"FROM messages t JOIN {_KEYS} USING (run_id, session_id, repeat) "
+            "WINDOW w AS (PARTITION BY run_id, session_id, repeat ORDER BY seq)) "
+            "SELECT t.*, hit.total AS _total FROM hit JOIN messages t ON t.rowid = hit.row "
+            f"WHERE hit.n <= {messages_per_session} ORDER BY t.seq")):
+        trace = traces[(r["run_id"], r["session_id"], r["repeat"])]
+        trace.messages_total = int(r.pop("_total"))
+        trace.messages.append(r)
     for table, attr, order in (("tool_calls", "tool_calls", "seq"),
                                ("intent_status", "intents", "turn NULLS LAST, intent_id"),
                                ("triggers", "triggers", "turn, trigger_id"),
@@ -592,7 +624,7 @@ def session_html(trace: SessionTrace, *, transcript: bool = True) -> str:
     `transcript=False`)."""
     s = trace.session
     if not transcript:
-        return (f'<details class="session{" flagged" if _flagged(s) else ""}" '
+        return (f'<details class="session{" flagged" if trace.flagged else ""}" '
                 f'id="{_session_id(trace.key)}"><summary>{_summary(s)}</summary>'
                 '<div class="session-body"><p class="empty">Transcript left out: this run\'s '
                 "share of the page's size budget is used up. <code>bench query</code> reads "
@@ -664,7 +696,7 @@ def session_html(trace: SessionTrace, *, transcript: bool = True) -> str:
     if s.get("termination"):
         meta.append(f"ended: {esc(s['termination'])}")
     err = f'<p class="error">error: {esc(s["error"])}</p>' if s.get("error") else ""
-    flag = " flagged" if _flagged(s) else ""
+    flag = " flagged" if trace.flagged else ""
     return (f'<details class="session{flag}" id="{_session_id(trace.key)}">'
             f'<summary>{_summary(s)}</summary><div class="session-body">'
             f'<p class="meta">{" · ".join(meta)}</p>{err}'
@@ -763,6 +795,26 @@ def _header_html(results: list[ReportResult], d: Drilldown | None) -> str:
         out.append("</tbody></table></div>")
     out.append("</header>")
     return "\n".join(out)
+
+
+def render_page(results: Sequence[ReportResult], con: Any = None, *,
+                generated_at: datetime | None = None, budget: int = PAGE_BUDGET) -> str:
+    """`bench report --format html` (and `render(result, "html")`): the reports with the
+    drill-down of their runs, read from the store they were built from (`ReportResult.store`;
+    `con`: a connection to it that is already open). Results made without a store give the
+    page without drill-down."""
+    stores = {r.store for r in results if r.store is not None}
+    if len(stores) > 1:
+        raise ValueError(f"one page shows one store, got {len(stores)}: {sorted(stores)}")
+    drilldown = None
+    if stores:
+        runs = list(dict.fromkeys(run for r in results for run in r.runs))
+        if con is not None:
+            drilldown = load_drilldown(con, runs)
+        else:
+            with open_store(stores.pop()) as own:
+                drilldown = load_drilldown(own, runs)
+    return to_html(list(results), drilldown, generated_at=generated_at, budget=budget)
 
 
 def to_html(results: list[ReportResult], drilldown: Drilldown | None = None, *,

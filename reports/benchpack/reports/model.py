@@ -70,6 +70,9 @@ class ReportResult:
     tables: list[Table] = field(default_factory=list)
     charts: list[Chart] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    store: str | None = field(default=None, repr=False, compare=False)
+    """The run store the report was built from (`bench report`): an HTML page reads its
+    drill-down from there. None for a result made otherwise (no drill-down)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"report": self.name, "title": self.title, "description": self.description,

@@ -119,7 +119,7 @@ def render(result: ReportResult, fmt: str) -> str:
     if fmt == "table":
         return to_terminal(result)
     if fmt == "html":
-        from .html import to_html
+        from .html import render_page
 
-        return to_html([result])
+        return render_page([result])
     raise ValueError(f"unknown format `{fmt}` (table, md, json, html)")

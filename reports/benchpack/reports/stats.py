@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import bisect
 import math
+import operator
 import random
 import statistics
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, Literal, TypeVar, overload
 
 __all__ = [
@@ -34,7 +35,9 @@ __all__ = [
     "bootstrap_counts",
     "cohen_kappa",
     "confusion_matrix",
+    "kappa_cis",
     "krippendorff_alpha",
+    "krippendorff_alpha_coincidence",
     "macro_micro",
     "mean_std",
     "normal_ci",
@@ -323,6 +326,21 @@ def bootstrap_counts(
     to n/2³²), and the draws are counted per category in C (`_count_draws`). Deterministic for
     a seed; undefined (``None``) statistics are left out of the percentiles, as there.
     """
+    listed = list(statistics)
+    return _bootstrap_counts(counts, lambda sample: [f(sample) for f in listed], len(listed),
+                             level=level, resamples=resamples, seed=seed)
+
+
+def _bootstrap_counts(
+    counts: Sequence[int],
+    joint: Callable[[list[int]], Sequence[float | None]],
+    m: int,
+    *,
+    level: float,
+    resamples: int,
+    seed: int,
+) -> list[BootstrapCI]:
+    """:func:`bootstrap_counts` of ``m`` statistics that ``joint`` computes together."""
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level}")
     if resamples < 1:
@@ -331,23 +349,23 @@ def bootstrap_counts(
         raise ValueError("counts must be non-negative, for at most 254 categories")
     n = sum(counts)
     if n == 0:
-        return [BootstrapCI(None, None, None, level, resamples, 0, seed) for _ in statistics]
+        return [BootstrapCI(None, None, None, level, resamples, 0, seed) for _ in range(m)]
     rng = random.Random(seed)
     cuts, start = [], 0
     for c in counts:  # u ≥ cut: the draw is an item of this category or of a later one
         cuts.append(-(-start * 2**32 // n))
         start += c
     cuts.append(2**32)
-    draws: list[list[float | None]] = [[] for _ in statistics]
+    draws: list[list[float | None]] = [[] for _ in range(m)]
     for _ in range(resamples):
         sample = _count_draws(rng.randbytes(4 * n), cuts)
-        for out, statistic in zip(draws, statistics, strict=True):
-            out.append(statistic(sample))
+        for out, value in zip(draws, joint(sample), strict=True):
+            out.append(value)
     results = []
-    for out, statistic in zip(draws, statistics, strict=True):
+    for out, estimate in zip(draws, joint(list(counts)), strict=True):
         defined = sorted(d for d in out if d is not None)
         results.append(BootstrapCI(
-            statistic(list(counts)),
+            estimate,
             _quantile(defined, (1.0 - level) / 2.0) if defined else None,
             _quantile(defined, (1.0 + level) / 2.0) if defined else None,
             level, resamples, n, seed, undefined=len(out) - len(defined)))
@@ -395,8 +413,11 @@ def _quantile(sorted_xs: Sequence[float], q: float) -> float:
 # --------------------------------------------------------------------------- agreement
 
 
-def confusion_matrix(pairs: Iterable[tuple[L, L]], categories: Sequence[L]) -> list[list[int]]:
-    """Count ``(row_label, col_label)`` pairs into a k×k matrix ordered like ``categories``.
+def confusion_matrix(
+    pairs: Iterable[tuple[L, L]] | Mapping[tuple[L, L], int], categories: Sequence[L]
+) -> list[list[int]]:
+    """Count ``(row_label, col_label)`` pairs into a k×k matrix ordered like ``categories``;
+    a mapping gives each pair's count (pairs counted elsewhere, e.g. by SQL ``GROUP BY``).
 
     Rows are the first rater (e.g. human consensus), columns the second (e.g. the judge).
     """
@@ -404,11 +425,14 @@ def confusion_matrix(pairs: Iterable[tuple[L, L]], categories: Sequence[L]) -> l
     if len(index) != len(categories):
         raise ValueError("categories must be distinct")
     matrix = [[0] * len(categories) for _ in categories]
-    for a, b in pairs:
+    counted = pairs.items() if isinstance(pairs, Mapping) else ((p, 1) for p in pairs)
+    for (a, b), n in counted:
         if a not in index or b not in index:
             unknown = a if a not in index else b
             raise ValueError(f"label {unknown!r} is not one of {list(categories)!r}")
-        matrix[index[a]][index[b]] += 1
+        if n < 0:
+            raise ValueError(f"pair {(a, b)!r} has a negative count {n}")
+        matrix[index[a]][index[b]] += n
     return matrix
 
 
@@ -431,26 +455,113 @@ def cohen_kappa(
     the margins (Cohen 1960, 1968). ``None`` when chance disagreement is zero (e.g. both raters
     used one category only) or the matrix is empty.
     """
+    _check_weights(weights)
+    k = _check_square(confusion)
+    return _kappas([c for row in confusion for c in row], k, (weights,))[0]
+
+
+def _check_weights(weights: object) -> None:
     if weights not in (None, "linear", "quadratic"):
         raise ValueError(f"weights must be None, 'linear' or 'quadratic', got {weights!r}")
-    k = _check_square(confusion)
-    n = math.fsum(math.fsum(row) for row in confusion)
+
+
+@lru_cache(maxsize=64)
+def _disagreement(k: int, weights: KappaWeights | None) -> tuple[float, ...]:
+    """The k×k disagreement weights of :func:`cohen_kappa`, row by row."""
+    out = []
+    for i in range(k):
+        for j in range(k):
+            if weights is None:
+                out.append(0.0 if i == j else 1.0)
+            else:
+                d = abs(i - j) / (k - 1)
+                out.append(d if weights == "linear" else d * d)
+    return tuple(out)
+
+
+def _kappas(cells: Sequence[float], k: int,
+            weights: Sequence[KappaWeights | None]) -> list[float | None]:
+    """:func:`cohen_kappa` of a flattened k×k matrix for each of ``weights``, the margins
+    computed once (the bootstrap's hot loop: products in C, summed exactly by fsum, so the
+    figures are those of the cell-by-cell definition)."""
+    rows = [math.fsum(cells[i * k:(i + 1) * k]) for i in range(k)]
+    n = math.fsum(rows)
     if n == 0 or k == 1:
-        return None
-    rows = [math.fsum(row) for row in confusion]
-    cols = [math.fsum(confusion[i][j] for i in range(k)) for j in range(k)]
+        return [None for _ in weights]
+    cols = [math.fsum(cells[j::k]) for j in range(k)]
+    row_of, col_of = _grid(k)
+    row_margins = [rows[i] for i in row_of]
+    col_margins = [cols[j] for j in col_of]
+    out: list[float | None] = []
+    for weight in weights:
+        w = _disagreement(k, weight)
+        observed = math.fsum(map(operator.mul, w, cells)) / n
+        # w_ij · rows_i · cols_j, multiplied in that order
+        expected = math.fsum(map(operator.mul, map(operator.mul, w, row_margins),
+                                 col_margins)) / n**2
+        out.append(None if expected == 0 else 1.0 - observed / expected)
+    return out
 
-    def w(i: int, j: int) -> float:
-        if weights is None:
-            return 0.0 if i == j else 1.0
-        d = abs(i - j) / (k - 1)
-        return d if weights == "linear" else d * d
 
-    observed = math.fsum(w(i, j) * confusion[i][j] for i in range(k) for j in range(k)) / n
-    expected = math.fsum(w(i, j) * rows[i] * cols[j] for i in range(k) for j in range(k)) / n**2
-    if expected == 0:
-        return None
-    return 1.0 - observed / expected
+@lru_cache(maxsize=16)
+def _grid(k: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Row and column index of each cell of a flattened k×k matrix."""
+    return (tuple(i for i in range(k) for _ in range(k)),
+            tuple(j for _ in range(k) for j in range(k)))
+
+
+def kappa_cis(
+    confusion: Sequence[Sequence[int]],
+    weights: Sequence[KappaWeights | None] = (None, "linear", "quadratic"),
+    *,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+    exact_max: int | None = None,
+) -> list[BootstrapCI]:
+    """Cohen's κ of a confusion matrix of item counts for each of ``weights``, with a CI over
+    items.
+
+    Up to ``exact_max`` items (always with ``None``): the percentile bootstrap over items of
+    :func:`bootstrap_counts`, the same resamples for every weighting. Above: the normal
+    approximation that bootstrap converges to, κ ± z·SE with the large-sample standard error of
+    Fleiss, Cohen & Everitt (1969) — the delta-method SE of κ when items are drawn with
+    replacement, which is what the bootstrap does — clipped to [−1, 1] (``method="normal"``,
+    ``seed`` only recorded). It costs nothing whatever the number of items, where the bootstrap
+    costs items × resamples draws.
+    """
+    for w in weights:
+        _check_weights(w)
+    k = _check_square(confusion)
+    flat = [int(c) for row in confusion for c in row]
+    if exact_max is None or sum(flat) <= exact_max:
+        return _bootstrap_counts(flat, partial(_kappas, k=k, weights=tuple(weights)),
+                                 len(weights), level=level, resamples=resamples, seed=seed)
+    return [_kappa_normal_ci(flat, k, w, level, seed) for w in weights]
+
+
+def _kappa_normal_ci(flat: list[int], k: int, weights: KappaWeights | None, level: float,
+                     seed: int) -> BootstrapCI:
+    """Weighted κ ± z·SE (Fleiss, Cohen & Everitt 1969, in agreement weights ``a = 1 − w``):
+    Var = [Σ p_ij (a_ij − (ā_i + ā_j)(1 − κ))² − (κ − p_e(1 − κ))²] / (n (1 − p_e)²), with
+    ā_i = Σ_j p_.j a_ij and ā_j = Σ_i p_i. a_ij."""
+    n = sum(flat)
+    kappa = _kappas(flat, k, (weights,))[0]
+    if kappa is None:
+        return BootstrapCI(None, None, None, level, 0, n, seed, method="normal")
+    p = [c / n for c in flat]
+    rows = [math.fsum(p[i * k:(i + 1) * k]) for i in range(k)]
+    cols = [math.fsum(p[j::k]) for j in range(k)]
+    a = [1.0 - w for w in _disagreement(k, weights)]
+    p_e = math.fsum(a[i * k + j] * rows[i] * cols[j] for i in range(k) for j in range(k))
+    a_row = [math.fsum(cols[j] * a[i * k + j] for j in range(k)) for i in range(k)]
+    a_col = [math.fsum(rows[i] * a[i * k + j] for i in range(k)) for j in range(k)]
+    spread = math.fsum(p[i * k + j] * (a[i * k + j] - (a_row[i] + a_col[j]) * (1 - kappa)) ** 2
+                       for i in range(k) for j in range(k))
+    var = (spread - (kappa - p_e * (1 - kappa)) ** 2) / (n * (1 - p_e) ** 2)
+    half = statistics.NormalDist().inv_cdf((1.0 + level) / 2.0) * math.sqrt(max(var, 0.0))
+    return BootstrapCI(kappa, max(kappa - half, -1.0), min(kappa + half, 1.0), level, 0, n,
+                       seed, method="normal")
 
 
 @dataclass(frozen=True, slots=True)
@@ -513,10 +624,25 @@ def krippendorff_alpha(
             for d, n_d in counts.items():
                 pairs = n_c * (n_d - 1) if c == d else n_c * n_d
                 coincidence[c][d] += pairs / (m - 1)
+    return krippendorff_alpha_coincidence(coincidence, level, order)
+
+
+def krippendorff_alpha_coincidence(
+    coincidence: Sequence[Sequence[float]], level: AlphaLevel, categories: Sequence[object]
+) -> float | None:
+    """Krippendorff's α from the coincidence matrix of reliability data (rows and columns in
+    the order of ``categories``, worst first for ordinal): what :func:`krippendorff_alpha`
+    builds from the units, for callers that count coincidences elsewhere (e.g. in SQL). A unit
+    with ``m`` pairable ratings adds ``n_c · (n_d − [c = d]) / (m − 1)`` to cell (c, d); two
+    raters' confusion matrix M gives M + Mᵀ."""
+    k = len(categories)
+    if len(coincidence) != k or any(len(row) != k for row in coincidence):
+        raise ValueError(f"the coincidence matrix must be {k}×{k}, one row and column a "
+                         "category")
     margins = [math.fsum(row) for row in coincidence]
     n = math.fsum(margins)
 
-    delta2 = _alpha_metric(level, order, margins)
+    delta2 = _alpha_metric(level, categories, margins)
     observed = math.fsum(
         coincidence[c][d] * delta2(c, d) for c in range(k) for d in range(k) if c != d
     )

@@ -204,6 +204,8 @@ each run that judged those dialogues gave it (NULL on a judge error).""", """
 SELECT j.run_id, j.judge, source_run, session_id, repeat, kind, item_id, j.type, h.raters,
        h.tie, h.label AS human_label, j.label AS judge_label
 FROM human_consensus h JOIN judge_labels j USING (source_run, session_id, repeat, kind, item_id)
+-- the kinds humans rate (`bench ratings import`): naming them spares the intent-check audit
+WHERE j.kind IN ('trigger', 'checklist', 'triple')
 """, needs=("human_ratings", "intent_checks")),
     View("judge_errors", """Where judges failed (malformed output twice, or the provider): per
 run, role and purpose. These items are excluded from scores.""", """
