@@ -360,8 +360,9 @@ def rejudge(run_id: str, judge: str, new_run_id: str | None, plan: Path | None, 
               show_default=True, help="Bootstrap resamples.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--exact-bootstrap", "exact_max", type=click.IntRange(0), metavar="N",
-              help="Exact percentile bootstrap up to N units per figure (default 50); the "
-                   "normal approximation above (it agrees closely for that many units).")
+              help="Exact percentile bootstrap up to N units per figure (default 50; κ in "
+                   "`agreement`: 500 items); the normal approximation above, which agrees "
+                   "closely at that many units (each table says which it used).")
 @click.option("--humans", is_flag=True,
               help="agreement: each run's judge against the human consensus of imported "
                    "ratings (default: judge against judge).")

@@ -14,6 +14,7 @@ Conventions shared by every function here:
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import operator
 import random
@@ -220,7 +221,7 @@ def bootstrap_ci(
         totals = _unit_totals(units, statistic)
         if exact_max is not None and n > exact_max:
             return normal_ci(totals, level=level, seed=seed)
-        estimate, draws = _bootstrap_pooled(totals, rng, resamples)
+        estimate, draws = _bootstrap_pooled(totals, seed, resamples)
     defined = sorted(d for d in draws if d is not None)
     low = _quantile(defined, (1.0 - level) / 2.0) if defined else None
     high = _quantile(defined, (1.0 + level) / 2.0) if defined else None
@@ -282,14 +283,23 @@ def normal_ci(
     return BootstrapCI(estimate, low, high, level, 0, n, seed, method="normal")
 
 
+@functools.lru_cache(maxsize=32)
+def _resample_indices(seed: int, n: int, resamples: int) -> tuple[tuple[int, ...], ...]:
+    """The unit indices of every resample: exactly the draws `Random(seed).choices` makes over
+    n units, computed once and shared by every figure with the same (seed, n, resamples) —
+    a report computes many such figures, and drawing is most of a bootstrap's cost."""
+    rng = random.Random(seed)
+    rand = rng.random
+    return tuple(tuple(math.floor(rand() * n) for _ in range(n)) for _ in range(resamples))
+
+
 def _bootstrap_pooled(
-    totals: list[tuple[float, float]], rng: random.Random, resamples: int
+    totals: list[tuple[float, float]], seed: int, resamples: int
 ) -> tuple[float | None, list[float | None]]:
-    """Resample ``sum(num) / sum(den)``; ``rng.choices`` over precomputed totals is the hot loop."""
+    """Resample ``sum(num) / sum(den)`` over precomputed unit totals."""
     n = len(totals)
     den_total = math.fsum(den for _, den in totals)
     estimate = math.fsum(num for num, _ in totals) / den_total if den_total else None
-    draws: list[float | None] = []
     dens = {den for _, den in totals}
     if len(dens) == 1:
         # equal denominators (singleton or equal-size units): one float sum per resample
@@ -299,12 +309,15 @@ def _bootstrap_pooled(
         nums = [num for num, _ in totals]
         if len(set(nums)) == 1:  # every resample is the same sum (e.g. one unit per group)
             return estimate, [sum(nums) / scale] * resamples
-        draws.extend(sum(rng.choices(nums, k=n)) / scale for _ in range(resamples))
-        return estimate, draws
+        pick = nums.__getitem__
+        return estimate, [sum(map(pick, idx)) / scale
+                          for idx in _resample_indices(seed, n, resamples)]
     # complex numbers carry numerator and denominator through a single C-level sum
     packed = [complex(num, den) for num, den in totals]
-    for _ in range(resamples):
-        s = sum(rng.choices(packed, k=n))
+    take = packed.__getitem__
+    draws: list[float | None] = []
+    for idx in _resample_indices(seed, n, resamples):
+        s = sum(map(take, idx))
         draws.append(s.real / s.imag if s.imag else None)
     return estimate, draws
 
