@@ -20,7 +20,7 @@ DEMO_RUN = $(BENCH) run --quiet --db bench.duckdb --simulator rules --judge rule
 demo: setup
 	@set -e; for pack in taskpacks/*/; do \
 	  name=$$(basename $$pack); \
-	  $(BENCH) compile $$pack -o build/$$name --strict; \
+	  $(BENCH) compile $$pack -o build/$$name --strict --ablation; \
 	done
 	$(BENCH) graph taskpacks/pharmacist-week
 	rm -f bench.duckdb
