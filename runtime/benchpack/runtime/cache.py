@@ -334,11 +334,11 @@ class ResponseCache:
                               check_same_thread=False)
         file_id = _file_id(self._db)
         try:
+            if con.execute("PRAGMA application_id").fetchone()[0] != _APPLICATION_ID:
+                self._create(con, file_id)  # before anything changes another program's file
             con.execute("PRAGMA journal_mode=WAL")
             # in WAL mode a commit survives a killed process without an fsync (not power loss)
             con.execute("PRAGMA synchronous=NORMAL")
-            if con.execute("PRAGMA application_id").fetchone()[0] != _APPLICATION_ID:
-                self._create(con, file_id)
         except BaseException as exc:
             con.close()
             if isinstance(exc, sqlite3.Error) and _corrupt(exc):
