@@ -55,6 +55,11 @@ _DRAIN_LINGER_S = 0.1
 """How long an idle drain job waits for more entries before it ends. Ending completes its
 future, which wakes the event loop (an extra wake-up in the middle of a model call, each costing
 up to a millisecond of timer rounding); `asyncio.run` waits at most this long for it."""
+_DRAIN_TICK_S = 0.02
+"""The drain job looks for queued entries this often, on its own timer: waking it from the
+event loop (an `Event`) made it compete for the GIL with the loop in the loop's busiest moment,
+right after a response, and wrote one transaction per entry; a tick writes what gathered since
+the last one, in one transaction, usually while the loop waits for a model."""
 
 
 def canonical_json(obj: Any) -> str:
@@ -152,7 +157,6 @@ class ResponseCache:
         """key → entry of `put_soon` writes not yet committed (`get` serves them)."""
         self._queue: deque[tuple[str, str]] = deque()
         self._draining = False
-        self._more = threading.Event()
         self._lock = threading.Lock()
         self._local = threading.local()
         """`.state`: this thread's reading `_State`."""
@@ -248,7 +252,6 @@ class ResponseCache:
             start = not self._draining
             self._draining = True
         if not start:
-            self._more.set()
             return
         try:
             asyncio.get_running_loop().run_in_executor(None, self._drain)
@@ -256,24 +259,27 @@ class ResponseCache:
             self._drain(linger_s=0.0)
 
     def _drain(self, linger_s: float = _DRAIN_LINGER_S) -> None:
-        """Write queued entries, those queued at once in one transaction; when none is left,
-        wait up to `linger_s` for more before ending (one job for a run of calls)."""
+        """Write queued entries every `_DRAIN_TICK_S`, those gathered in one transaction; end
+        when none came for `linger_s` (one job for a run of calls; 0: write and end)."""
+        idle = 0.0
         while True:
-            while self._queue:
-                batch: list[tuple[str, str]] = []
-                with contextlib.suppress(IndexError):
-                    while len(batch) < _BATCH_MAX:
-                        batch.append(self._queue.popleft())
-                self._write(batch)
-            self._more.clear()
-            if self._queue:  # queued between the last pop and the clear
+            if linger_s > 0:
+                time.sleep(_DRAIN_TICK_S)
+            if self._queue:
+                idle = 0.0
+                while self._queue:
+                    batch: list[tuple[str, str]] = []
+                    with contextlib.suppress(IndexError):
+                        while len(batch) < _BATCH_MAX:
+                            batch.append(self._queue.popleft())
+                    self._write(batch)
                 continue
-            if linger_s > 0 and self._more.wait(linger_s):
-                continue
-            with self._lock:
-                if not self._queue:
-                    self._draining = False
-                    return
+            idle += _DRAIN_TICK_S
+            if idle >= linger_s:
+                with self._lock:
+                    if not self._queue:
+                        self._draining = False
+                        return
 
     def _write(self, entries: list[tuple[str, str]]) -> None:
         """Store `entries` in one transaction (once more on a new file when this one turns out
