@@ -1,22 +1,29 @@
-"""A content-addressed cache of LLM responses on disk.
+"""A content-addressed cache of LLM responses on disk, in one SQLite database.
 
 The key is the sha256 of the canonical JSON of everything that determines a response: model,
 messages, tools, sampling params, seed and repeat index (so repeats are independent samples, and
-re-running a finished repeat is served from disk). Entries live at `<dir>/<k[:2]>/<k[2:4]>/<k>.json`
-and are written atomically (temp file in the same directory, then `os.replace`), so concurrent
-writers and crashes never leave a half-written entry under a key. A corrupted or foreign entry
-is a miss; the next `put` replaces it. I/O failures never fail a run: `get` misses and `put`
-gives up (counted in `errors`).
+re-running a finished repeat is served from disk). Entries are rows of `<dir>/responses.sqlite3`
+(`key` primary key → `entry`, the canonical JSON of `{"format", "key", "value"}`); a row whose
+entry does not parse or names another format or key is a miss, and the next `put` replaces it.
+
+- Lookups are point queries on a connection kept open per thread (a thread never waits for
+  another's write); the database is in WAL mode with a busy timeout, so `bench run` processes can
+  share a cache directory (readers never block writers, writers queue).
+- Writes are SQLite transactions: a killed run loses at most the entries it had not committed,
+  never leaves half an entry. A file that is not a usable cache database (not SQLite, truncated,
+  corrupted, another program's) is moved aside with a warning and the cache starts empty.
+- I/O failures never fail a run: `get` misses and `put` gives up (counted in `errors`).
+- Other files in the directory (e.g. an older one-file-per-entry layout) are ignored.
 
 Values are plain JSON dicts chosen by the caller (`llm.LLMClient` stores the assistant message
 and token usage, never credentials).
 
-Writing an entry costs ~0.5 ms of kernel time and up to a few ms of wall time (a file created,
-often with its directory, and renamed), so the LLM client uses `put_soon`: one job on the event
-loop's default executor writes entries as they come (and waits briefly for more before it
-ends), `get` serves entries not yet on disk from memory, and `asyncio.run` waits for the job
-before it returns. Keys hash the canonical JSON of each message joined (`message_chunks`), so a
-caller holding an append-only history serialises each message once, not once per call.
+A commit still costs ~0.1 ms, so the LLM client uses `put_soon`: one job on the event loop's
+default executor writes entries as they come, all those queued in one transaction (and waits
+briefly for more before it ends), `get` serves entries not yet committed from memory, and
+`asyncio.run` waits for the job before it returns. Keys hash the canonical JSON of each message
+joined (`message_chunks`), so a caller holding an append-only history serialises each message
+once, not once per call.
 """
 
 from __future__ import annotations
@@ -26,12 +33,17 @@ import contextlib
 import hashlib
 import itertools
 import json
+import logging
 import os
+import sqlite3
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 CACHE_FORMAT = "benchpack-llm-cache/1"
 _KEY_HEAD = '{"format":"' + CACHE_FORMAT + '","messages":'
@@ -39,11 +51,15 @@ _KEY_HEAD = '{"format":"' + CACHE_FORMAT + '","messages":'
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                               default=str)
-_TMP_IDS = itertools.count()
 _DRAIN_LINGER_S = 0.1
 """How long an idle drain job waits for more entries before it ends. Ending completes its
 future, which wakes the event loop (an extra wake-up in the middle of a model call, each costing
 up to a millisecond of timer rounding); `asyncio.run` waits at most this long for it."""
+_DRAIN_TICK_S = 0.02
+"""The drain job looks for queued entries this often, on its own timer: waking it from the
+event loop (an `Event`) made it compete for the GIL with the loop in the loop's busiest moment,
+right after a response, and wrote one transaction per entry; a tick writes what gathered since
+the last one, in one transaction, usually while the loop waits for a model."""
 
 
 def canonical_json(obj: Any) -> str:
@@ -87,23 +103,69 @@ def _scalar_json(value: Any) -> str:
     return str(value) if type(value) is int else canonical_json(value)
 
 
+DB_NAME = "responses.sqlite3"
+_APPLICATION_ID = 0x62706C63
+"""`PRAGMA application_id` of a cache database ("bplc"): tells it from other SQLite files."""
+_SCHEMA = "CREATE TABLE responses (key TEXT PRIMARY KEY, entry TEXT NOT NULL)"
+_SELECT = "SELECT entry FROM responses WHERE key = ?"
+_UPSERT = "INSERT OR REPLACE INTO responses (key, entry) VALUES (?, ?)"
+_BUSY_TIMEOUT_S = 30.0
+"""How long a write waits for another process's (readers never wait in WAL mode)."""
+_BATCH_MAX = 512
+"""Entries per write transaction at most."""
+_CORRUPT = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+
+_FileId = tuple[int, int] | None
+_State = tuple[sqlite3.Connection, int, _FileId]
+"""A connection, the `ResponseCache._generation` it was opened in, and the file it opened."""
+
+
+class _Unusable(Exception):
+    """The database file is corrupted or is not a cache database."""
+
+    def __init__(self, reason: str, file_id: _FileId) -> None:
+        super().__init__(reason)
+        self.file_id = file_id
+
+
+def _corrupt(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in _CORRUPT
+
+
+def _file_id(path: str) -> _FileId:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 class ResponseCache:
-    """See the module docstring. `enabled = False` makes every `get` a miss and `put` a no-op."""
+    """See the module docstring. `enabled = False` makes every `get` a miss and `put` a no-op;
+    nothing is opened or created before the first `get` or `put` of an enabled cache."""
 
     def __init__(self, directory: str | Path, *, enabled: bool = True) -> None:
         self.directory = Path(directory)
+        self.db_path = self.directory / DB_NAME
         self.enabled = enabled
         self.hits = 0
         self.misses = 0
         self.errors = 0
-        self._root = str(self.directory)
+        self._db = str(self.db_path)
         self._pending: dict[str, str] = {}
-        """key → payload of `put_soon` writes not yet on disk (`get` serves them)."""
+        """key → entry of `put_soon` writes not yet committed (`get` serves them)."""
         self._queue: deque[tuple[str, str]] = deque()
         self._draining = False
-        self._more = threading.Event()
         self._lock = threading.Lock()
-        self._made: set[str] = set()
+        self._local = threading.local()
+        """`.state`: this thread's reading `_State`."""
+        self._writer: _State | None = None
+        self._write_lock = threading.Lock()
+        """Held by the one thread writing with `_writer` (the drain job, or a `put`)."""
+        self._generation = 0
+        """Bumped when the database file is replaced: older connections are reopened."""
+        self._warned = False
 
     @staticmethod
     def key(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
@@ -121,26 +183,20 @@ class ResponseCache:
             f'{canonical_json(params or {})},"repeat":{_scalar_json(repeat)},"seed":'
             f'{_scalar_json(seed)},"tools":{tools_json}}}')
 
-    def path(self, key: str) -> Path:
-        return self.directory / key[:2] / key[2:4] / f"{key}.json"
-
-    def _dir(self, key: str) -> str:
-        return os.path.join(self._root, key[:2], key[2:4])
+    # -------------------------------------------------------------- reading
 
     def get(self, key: str) -> dict[str, Any] | None:
         if not self.enabled:
             return None
+        entry: Any = self._pending.get(key)
         try:
-            pending = self._pending.get(key)
-            if pending is None:
-                with open(os.path.join(self._dir(key), key + ".json"), "rb") as fh:
-                    found = json.loads(fh.read())
-            else:
-                found = json.loads(pending)
-        except FileNotFoundError:
-            self.misses += 1
-            return None
-        except (OSError, ValueError):  # unreadable or corrupted: a miss
+            if entry is None:
+                entry = self._select(key)
+                if entry is None:
+                    self.misses += 1
+                    return None
+            found = json.loads(entry)
+        except (sqlite3.Error, OSError, ValueError, TypeError):  # unreadable or corrupted
             self.misses += 1
             self.errors += 1
             return None
@@ -152,7 +208,23 @@ class ResponseCache:
         value: dict[str, Any] = found["value"]
         return value
 
-    def _payload(self, key: str, value: dict[str, Any]) -> str | None:
+    def _select(self, key: str) -> Any:
+        state: _State | None = getattr(self._local, "state", None)
+        if state is None or state[1] != self._generation:
+            state = self._local.state = self._reopen(state)
+        con, generation, file_id = state
+        try:
+            # fetchall steps the statement to its end, so no read transaction stays open
+            rows = con.execute(_SELECT, (key,)).fetchall()
+        except sqlite3.Error as exc:
+            if _corrupt(exc):
+                self._replace(generation, file_id, str(exc))
+            raise
+        return rows[0][0] if rows else None
+
+    # -------------------------------------------------------------- writing
+
+    def _entry(self, key: str, value: dict[str, Any]) -> str | None:
         try:
             return canonical_json({"format": CACHE_FORMAT, "key": key, "value": value})
         except (TypeError, ValueError):
@@ -162,78 +234,168 @@ class ResponseCache:
     def put(self, key: str, value: dict[str, Any]) -> None:
         if not self.enabled:
             return
-        payload = self._payload(key, value)
-        if payload is not None:
-            self._write(key, payload)
+        entry = self._entry(key, value)
+        if entry is not None:
+            self._write([(key, entry)])
 
     def put_soon(self, key: str, value: dict[str, Any]) -> None:
         """`put` without blocking the running event loop (see the module docstring); the value
         is serialised now, so later changes to it are not stored."""
         if not self.enabled:
             return
-        payload = self._payload(key, value)
-        if payload is None:
+        entry = self._entry(key, value)
+        if entry is None:
             return
         with self._lock:
-            self._pending[key] = payload
-            self._queue.append((key, payload))
+            self._pending[key] = entry
+            self._queue.append((key, entry))
             start = not self._draining
             self._draining = True
         if not start:
-            self._more.set()
             return
         try:
             asyncio.get_running_loop().run_in_executor(None, self._drain)
-        except RuntimeError:  # the executor is shutting down: write here
+        except RuntimeError:  # no running loop, or its executor is shutting down: write here
             self._drain(linger_s=0.0)
 
     def _drain(self, linger_s: float = _DRAIN_LINGER_S) -> None:
-        """Write queued entries; when none is left, wait up to `linger_s` for more before
-        ending (one job for a run of calls, not a job per entry)."""
+        """Write queued entries every `_DRAIN_TICK_S`, those gathered in one transaction; end
+        when none came for `linger_s` (one job for a run of calls; 0: write and end)."""
+        idle = 0.0
         while True:
-            while self._queue:
-                key, payload = self._queue.popleft()
-                self._write(key, payload)
-            self._more.clear()
-            if self._queue:  # queued between the last pop and the clear
+            if linger_s > 0:
+                time.sleep(_DRAIN_TICK_S)
+            if self._queue:
+                idle = 0.0
+                while self._queue:
+                    batch: list[tuple[str, str]] = []
+                    with contextlib.suppress(IndexError):
+                        while len(batch) < _BATCH_MAX:
+                            batch.append(self._queue.popleft())
+                    self._write(batch)
                 continue
-            if linger_s > 0 and self._more.wait(linger_s):
-                continue
-            with self._lock:
-                if not self._queue:
-                    self._draining = False
-                    return
+            idle += _DRAIN_TICK_S
+            if idle >= linger_s:
+                with self._lock:
+                    if not self._queue:
+                        self._draining = False
+                        return
 
-    def _write(self, key: str, payload: str) -> None:
-        folder = self._dir(key)
-        tmp = os.path.join(folder, f".{key[:16]}.{os.getpid()}.{next(_TMP_IDS)}.tmp")
-        leftover = False  # a temp file that must not stay if it does not become the entry
+    def _write(self, entries: list[tuple[str, str]]) -> None:
+        """Store `entries` in one transaction (once more on a new file when this one turns out
+        to be corrupted)."""
         try:
-            if folder not in self._made:
-                os.makedirs(folder, exist_ok=True)
-                self._made.add(folder)
-            data = payload.encode("utf-8")
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-            try:
-                fd = os.open(tmp, flags, 0o600)
-            except FileNotFoundError:  # the directory was removed since: make it again
-                os.makedirs(folder, exist_ok=True)
-                fd = os.open(tmp, flags, 0o600)
-            leftover = True
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-            finally:
-                os.close(fd)
-            os.replace(tmp, os.path.join(folder, key + ".json"))
-            leftover = False
-        except OSError:
-            self.errors += 1
+            with self._write_lock:
+                for retry in (False, True):
+                    state = self._writer
+                    if state is None or state[1] != self._generation:
+                        state = self._writer = self._reopen(state)
+                    con, generation, file_id = state
+                    try:
+                        with con:  # commits, or rolls back on an exception
+                            con.execute("BEGIN IMMEDIATE")
+                            con.executemany(_UPSERT, entries)
+                        break
+                    except sqlite3.Error as exc:
+                        if retry or not _corrupt(exc):
+                            raise
+                        self._replace(generation, file_id, str(exc))
+        except (sqlite3.Error, OSError):
+            self.errors += len(entries)
         finally:
-            if leftover:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
             with self._lock:
-                if self._pending.get(key) is payload:
-                    del self._pending[key]
+                for key, entry in entries:
+                    if self._pending.get(key) is entry:
+                        del self._pending[key]
+
+    # -------------------------------------------------------------- the database
+
+    def _reopen(self, old: _State | None) -> _State:
+        """A connection replacing `old` (None, or opened before the file was replaced or the
+        cache closed); the database is created when missing."""
+        if old is not None:
+            with contextlib.suppress(sqlite3.Error):
+                old[0].close()
+        generation = self._generation
+        try:
+            try:
+                con, file_id = self._connect()
+            except _Unusable as exc:
+                self._replace(generation, exc.file_id, str(exc))
+                con, file_id = self._connect()
+        except (sqlite3.Error, OSError, _Unusable) as exc:
+            if not self._warned:
+                self._warned = True
+                log.warning("LLM response cache %s cannot be opened (%s); calls are not cached",
+                            self._db, exc)
+            raise sqlite3.OperationalError(str(exc)) from exc
+        return con, self._generation, file_id
+
+    def _connect(self) -> tuple[sqlite3.Connection, _FileId]:
+        """A new connection to the database, created when missing; `_Unusable` when the file
+        is not a cache database."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        # used by one thread at a time: each reading thread has its own, writers take turns
+        con = sqlite3.connect(self._db, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
+                              check_same_thread=False)
+        file_id = _file_id(self._db)
+        try:
+            if con.execute("PRAGMA application_id").fetchone()[0] != _APPLICATION_ID:
+                self._create(con, file_id)  # before anything changes another program's file
+            con.execute("PRAGMA journal_mode=WAL")
+            # in WAL mode a commit survives a killed process without an fsync (not power loss)
+            con.execute("PRAGMA synchronous=NORMAL")
+        except BaseException as exc:
+            con.close()
+            if isinstance(exc, sqlite3.Error) and _corrupt(exc):
+                raise _Unusable(str(exc), file_id) from exc
+            raise
+        return con, file_id
+
+    @staticmethod
+    def _create(con: sqlite3.Connection, file_id: _FileId) -> None:
+        with con:
+            con.execute("BEGIN IMMEDIATE")  # another process may be creating it too
+            if con.execute("PRAGMA application_id").fetchone()[0] == _APPLICATION_ID:
+                return
+            if con.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                raise _Unusable("another program's SQLite database", file_id)
+            con.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
+            con.execute(_SCHEMA)
+
+    def _replace(self, generation: int, file_id: _FileId, reason: str) -> None:
+        """Move the unusable database (with its WAL) aside so that the next connection starts
+        an empty one; once per file, however many threads or processes find it broken."""
+        with self._lock:
+            if generation != self._generation:
+                return  # another thread did it
+            self._generation += 1
+            if file_id is None or _file_id(self._db) != file_id:
+                return  # another process did it
+            self.errors += 1
+            stem = f"{self._db}.unusable-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+            aside = next(f"{stem}-{n}" for n in itertools.count()
+                         if not os.path.lexists(f"{stem}-{n}"))
+            try:
+                for suffix in ("", "-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.replace(self._db + suffix, aside + suffix)
+            except OSError as exc:
+                log.warning("LLM response cache %s is unusable (%s) and could not be moved "
+                            "aside (%s)", self._db, reason, exc)
+                return
+        log.warning("LLM response cache %s is unusable (%s): moved to %s, starting empty",
+                    self._db, reason, aside)
+
+    def close(self) -> None:
+        """Close the writing connection and this thread's reading one (other threads close
+        theirs on their next use or when they end); the cache reopens on the next call."""
+        with self._lock:
+            self._generation += 1
+        with self._write_lock:
+            states = [self._writer, getattr(self._local, "state", None)]
+            self._writer = self._local.state = None
+        for state in states:
+            if state is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    state[0].close()
