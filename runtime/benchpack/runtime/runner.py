@@ -427,12 +427,16 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
               wall: float, repeats: int = 1) -> RunSummary:
     con = store.con
     row = con.execute(
-        "SELECT avg(coalesce(proc_group, proc)) FILTER (WHERE ablation IS NULL), "
-        "avg(comp) FILTER (WHERE ablation IS NULL), avg(score), "
+        # headline figures over finished sessions only: an errored session's scores are
+        # unknown, not 0
+        "SELECT avg(coalesce(proc_group, proc)) FILTER (WHERE ablation IS NULL AND ok), "
+        "avg(comp) FILTER (WHERE ablation IS NULL AND ok), avg(score) FILTER (WHERE ok), "
         "coalesce(sum(judge_errors), 0), "
-        "count(*) FILTER (WHERE status='finished'), count(*) FILTER (WHERE status='error'), "
-        "count(*) FILTER (WHERE status='skipped'), avg(f1), avg(trigger_score) "
-        "FROM sessions WHERE run_id = ?", [run_id]).fetchone()
+        "count(*) FILTER (WHERE ok), count(*) FILTER (WHERE status='error'), "
+        "count(*) FILTER (WHERE status='skipped'), avg(f1) FILTER (WHERE ok), "
+        "avg(trigger_score) FILTER (WHERE ok) "
+        "FROM (SELECT *, status = 'finished' AS ok FROM sessions WHERE run_id = ?)",
+        [run_id]).fetchone()
     llm = con.execute(
         "SELECT count(*), coalesce(sum(prompt_tokens),0), coalesce(sum(completion_tokens),0), "
         "coalesce(sum(cost),0), count(*) FILTER (WHERE cache_hit) FROM llm_calls "

@@ -1,0 +1,23 @@
+"""The run summary's headline figures average finished sessions only: a session that ended in
+an error has unknown scores, which must not show up as PROC 0."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchpack.compiler import compile_pack
+from benchpack.runtime.runner import RunOptions, run_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_errored_sessions_leave_the_headline_empty(tmp_path: Path) -> None:
+    out = tmp_path / "plan"
+    assert compile_pack(ROOT / "taskpacks" / "pharmacist-week", out, use_cache=False).ok
+    summary = run_plan(RunOptions(
+        plan=out, agent=f"cmd:{tmp_path / 'no-such-harness'}", simulator="rules",
+        judge="rules", db=tmp_path / "bench.duckdb", progress=False,
+        cache_dir=tmp_path / "cache"))
+    assert summary.finished == 0 and summary.errors > 0
+    assert (summary.proc, summary.comp, summary.score, summary.f1, summary.trigger_score) == \
+        (None, None, None, None, None)
