@@ -21,3 +21,6 @@ def test_errored_sessions_leave_the_headline_empty(tmp_path: Path) -> None:
     assert summary.finished == 0 and summary.errors > 0
     assert (summary.proc, summary.comp, summary.score, summary.f1, summary.trigger_score) == \
         (None, None, None, None, None)
+    assert summary.first_error is not None
+    assert summary.first_error.startswith("inr-clinic-review: HarnessError: cannot start ") and "no-such-harness" in \
+        summary.first_error

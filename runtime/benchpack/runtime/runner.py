@@ -124,6 +124,8 @@ class RunSummary:
     pass_counts: list[tuple[int, int]] = field(default_factory=list)
     """Verified outcome, per task: (graded repeats n, passes c) — the inputs of pass@k and
     pass^k, which `benchpack.reports.stats` computes."""
+    first_error: str | None = None
+    """The error of the first errored session (by id), so a failed run says why."""
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -446,7 +448,11 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         "SELECT count(passed), count(*) FILTER (WHERE passed) FROM sessions WHERE run_id = ? "
         "AND protocol = 'verified_outcome' AND status = 'finished' GROUP BY session_id",
         [run_id]).fetchall()
+    first = con.execute(
+        "SELECT name, error FROM sessions WHERE run_id = ? AND status = 'error' "
+        "ORDER BY session_id, repeat LIMIT 1", [run_id]).fetchone()
     return RunSummary(
+        first_error=f"{first[0]}: {first[1]}" if first else None,
         run_id=run_id, db=store.path, sessions_total=total, sessions_run=stats["run"],
         sessions_skipped_resume=resumed, finished=int(row[4]), errors=int(row[5]),
         skipped_deps=int(row[6]), proc=row[0], comp=row[1], score=row[2], f1=row[7],
