@@ -265,6 +265,7 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         run_id = options.run_id
         if options.repeats is None:
             options.repeats = int(existing.get("repeats") or 1)
+        _inherit_roles(options, existing)
     else:
         run_id = options.run_id or new_run_id(plan, options.agent)
         if store.run_exists(run_id):
@@ -282,6 +283,11 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
 
     agent = make_agent(options.agent, options, llm)
     ctx = RunContext(options, plan, store, run_id, agent, default_protocols(), work_dir, llm)
+    if options.resume:
+        for role in ("simulator", "judge"):
+            if existing and existing.get(role) and existing[role] != ctx.roles.uri(role):
+                raise ValueError(f"run `{run_id}` was run with --{role} {existing[role]}; "
+                                 f"resume it with the same {role} (or start a new run)")
     config = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.__dict__.items()
               if k not in ("api_key_env", "llm_backend")}
     config["api_key_env"] = options.api_key_env  # the variable's name, never its value
@@ -423,6 +429,17 @@ def _skipped_rows(ctx: RunContext, s: PlanSession, repeat: int, because: list[st
         "turns": 0, "user_turns": 0, "assistant_turns": 0, "tool_calls": 0, "compactions": 0,
         "judge_errors": 0, "grader_errors": 0, "prompt_tokens": 0, "completion_tokens": 0,
         "cost": 0.0, "started_at": now, "finished_at": now, "duration_s": 0.0, "extra": None})
+
+
+def _inherit_roles(options: RunOptions, existing: dict[str, Any]) -> None:
+    """A resumed run keeps the simulator, judge and planner it was started with unless they are
+    given again, so its sessions are not judged by two judges."""
+    config = existing.get("config") or {}
+    if isinstance(config, str):
+        config = json.loads(config)
+    for role in ("simulator", "judge", "planner"):
+        if getattr(options, role) is None and config.get(role) is not None:
+            setattr(options, role, config[role])
 
 
 def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resumed: int,
