@@ -582,6 +582,8 @@ def _print_summary(s: Any) -> None:
             label += f" / pass@{k} / pass^{k}"
             value += f" / {_pct(rates['pass_at_k'])} / {_pct(rates['pass_hat_k'])}"
         t.add_row(label, f"{value}   ({len(s.pass_counts)} tasks × {k} repeats)")
+    if getattr(s, "first_error", None):
+        t.add_row("first error", s.first_error)
     t.add_row("judge errors", str(s.judge_errors))
     if getattr(s, "rejudge_of", None):
         t.add_row("re-judged", f"{s.rejudge_of} with {s.judge}: {s.judge_calls} judge calls "

@@ -124,6 +124,8 @@ class RunSummary:
     pass_counts: list[tuple[int, int]] = field(default_factory=list)
     """Verified outcome, per task: (graded repeats n, passes c) — the inputs of pass@k and
     pass^k, which `benchpack.reports.stats` computes."""
+    first_error: str | None = None
+    """The error of the first errored session (by id), so a failed run says why."""
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -263,6 +265,7 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         run_id = options.run_id
         if options.repeats is None:
             options.repeats = int(existing.get("repeats") or 1)
+        _inherit_roles(options, existing)
     else:
         run_id = options.run_id or new_run_id(plan, options.agent)
         if store.run_exists(run_id):
@@ -280,6 +283,11 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
 
     agent = make_agent(options.agent, options, llm)
     ctx = RunContext(options, plan, store, run_id, agent, default_protocols(), work_dir, llm)
+    if options.resume:
+        for role in ("simulator", "judge"):
+            if existing and existing.get(role) and existing[role] != ctx.roles.uri(role):
+                raise ValueError(f"run `{run_id}` was run with --{role} {existing[role]}; "
+                                 f"resume it with the same {role} (or start a new run)")
     config = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.__dict__.items()
               if k not in ("api_key_env", "llm_backend")}
     config["api_key_env"] = options.api_key_env  # the variable's name, never its value
@@ -423,16 +431,31 @@ def _skipped_rows(ctx: RunContext, s: PlanSession, repeat: int, because: list[st
         "cost": 0.0, "started_at": now, "finished_at": now, "duration_s": 0.0, "extra": None})
 
 
+def _inherit_roles(options: RunOptions, existing: dict[str, Any]) -> None:
+    """A resumed run keeps the simulator, judge and planner it was started with unless they are
+    given again, so its sessions are not judged by two judges."""
+    config = existing.get("config") or {}
+    if isinstance(config, str):
+        config = json.loads(config)
+    for role in ("simulator", "judge", "planner"):
+        if getattr(options, role) is None and config.get(role) is not None:
+            setattr(options, role, config[role])
+
+
 def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resumed: int,
               wall: float, repeats: int = 1) -> RunSummary:
     con = store.con
     row = con.execute(
-        "SELECT avg(coalesce(proc_group, proc)) FILTER (WHERE ablation IS NULL), "
-        "avg(comp) FILTER (WHERE ablation IS NULL), avg(score), "
+        # headline figures over finished sessions only: an errored session's scores are
+        # unknown, not 0
+        "SELECT avg(coalesce(proc_group, proc)) FILTER (WHERE ablation IS NULL AND ok), "
+        "avg(comp) FILTER (WHERE ablation IS NULL AND ok), avg(score) FILTER (WHERE ok), "
         "coalesce(sum(judge_errors), 0), "
-        "count(*) FILTER (WHERE status='finished'), count(*) FILTER (WHERE status='error'), "
-        "count(*) FILTER (WHERE status='skipped'), avg(f1), avg(trigger_score) "
-        "FROM sessions WHERE run_id = ?", [run_id]).fetchone()
+        "count(*) FILTER (WHERE ok), count(*) FILTER (WHERE status='error'), "
+        "count(*) FILTER (WHERE status='skipped'), avg(f1) FILTER (WHERE ok), "
+        "avg(trigger_score) FILTER (WHERE ok) "
+        "FROM (SELECT *, status = 'finished' AS ok FROM sessions WHERE run_id = ?)",
+        [run_id]).fetchone()
     llm = con.execute(
         "SELECT count(*), coalesce(sum(prompt_tokens),0), coalesce(sum(completion_tokens),0), "
         "coalesce(sum(cost),0), count(*) FILTER (WHERE cache_hit) FROM llm_calls "
@@ -442,7 +465,11 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         "SELECT count(passed), count(*) FILTER (WHERE passed) FROM sessions WHERE run_id = ? "
         "AND protocol = 'verified_outcome' AND status = 'finished' GROUP BY session_id",
         [run_id]).fetchall()
+    first = con.execute(
+        "SELECT name, error FROM sessions WHERE run_id = ? AND status = 'error' "
+        "ORDER BY session_id, repeat LIMIT 1", [run_id]).fetchone()
     return RunSummary(
+        first_error=f"{first[0]}: {first[1]}" if first else None,
         run_id=run_id, db=store.path, sessions_total=total, sessions_run=stats["run"],
         sessions_skipped_resume=resumed, finished=int(row[4]), errors=int(row[5]),
         skipped_deps=int(row[6]), proc=row[0], comp=row[1], score=row[2], f1=row[7],

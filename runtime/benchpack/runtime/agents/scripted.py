@@ -37,13 +37,27 @@ class ScriptError(ValueError):
     pass
 
 
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ScriptError(f"{path}: cannot read ({reason})") from None
+
+
 def _load(path: Path) -> Any:
-    text = path.read_text(encoding="utf-8")
+    text = _read(path)
     if path.suffix in (".yaml", ".yml"):
         import yaml
 
-        return yaml.safe_load(text)
-    return json.loads(text)
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ScriptError(f"{path}: not YAML ({exc})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ScriptError(f"{path}: not JSON ({exc})") from None
 
 
 class _TurnsSession:
@@ -109,23 +123,30 @@ class ReplayAgent:
         self.path = Path(path)
         self.name = f"replay:{self.path.name}"
         self.by_session: dict[tuple[str, int], dict[int, dict[str, Any]]] = {}
-        for n, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), start=1):
+        for n, line in enumerate(_read(self.path).splitlines(), start=1):
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
+                if not isinstance(row, dict) or row.get("role") != "assistant":
+                    continue
+                key = (str(row["session_id"]), int(row.get("repeat", 0)))
+                turn = self.by_session.setdefault(key, {}).setdefault(
+                    int(row["turn"]), {"say": "", "tool_calls": []})
+                calls = row.get("tool_calls") or []
+                if isinstance(calls, str):  # as the `messages` table stores it
+                    calls = json.loads(calls)
+                for tc in calls:
+                    args = tc.get("arguments", tc.get("args", {}))
+                    if isinstance(args, str):
+                        args = json.loads(args)
+                    turn["tool_calls"].append({"name": tc["name"], "args": args})
             except json.JSONDecodeError as exc:
                 raise ScriptError(f"{self.path}:{n}: not JSON ({exc.msg})") from None
-            if row.get("role") != "assistant":
-                continue
-            key = (str(row["session_id"]), int(row.get("repeat", 0)))
-            turn = self.by_session.setdefault(key, {}).setdefault(
-                int(row["turn"]), {"say": "", "tool_calls": []})
-            for tc in row.get("tool_calls") or []:
-                args = tc.get("arguments", tc.get("args", {}))
-                if isinstance(args, str):
-                    args = json.loads(args)
-                turn["tool_calls"].append({"name": tc["name"], "args": args})
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise ScriptError(f"{self.path}:{n}: not a transcript row ({type(exc).__name__}: "
+                                  f"{exc}); expected session_id, turn, role, content, "
+                                  "tool_calls") from None
             if row.get("content"):
                 turn["say"] = row["content"]
 

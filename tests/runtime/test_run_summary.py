@@ -1,0 +1,46 @@
+"""The run summary's headline figures average finished sessions only: a session that ended in
+an error has unknown scores, which must not show up as PROC 0."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchpack.compiler import compile_pack
+from benchpack.runtime.runner import RunOptions, run_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_errored_sessions_leave_the_headline_empty(tmp_path: Path) -> None:
+    out = tmp_path / "plan"
+    assert compile_pack(ROOT / "taskpacks" / "pharmacist-week", out, use_cache=False).ok
+    summary = run_plan(RunOptions(
+        plan=out, agent=f"cmd:{tmp_path / 'no-such-harness'}", simulator="rules",
+        judge="rules", db=tmp_path / "bench.duckdb", progress=False,
+        cache_dir=tmp_path / "cache"))
+    assert summary.finished == 0 and summary.errors > 0
+    assert (summary.proc, summary.comp, summary.score, summary.f1, summary.trigger_score) == \
+        (None, None, None, None, None)
+    assert summary.first_error is not None
+    assert summary.first_error.startswith("inr-clinic-review: HarnessError: cannot start ") and "no-such-harness" in \
+        summary.first_error
+
+
+def test_resume_keeps_the_runs_judge(tmp_path: Path) -> None:
+    """`--resume RUN_ID` without --judge continues with the judge the run started with (the
+    README's resume example gives only --agent); another judge is refused."""
+    import duckdb
+    import pytest
+
+    out = tmp_path / "plan"
+    assert compile_pack(ROOT / "taskpacks" / "pharmacist-week", out, use_cache=False).ok
+    db = tmp_path / "bench.duckdb"
+    opts = dict(plan=out, agent=f"cmd:{tmp_path / 'no-such-harness'}", db=db, progress=False,
+                cache_dir=tmp_path / "cache", run_id="r")
+    run_plan(RunOptions(**opts, judge="litellm:openai/judge-model"))  # type: ignore[arg-type]
+    run_plan(RunOptions(**opts, resume=True))  # type: ignore[arg-type]
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT judge FROM runs").fetchall() == [("litellm:openai/judge-model",)]
+    con.close()
+    with pytest.raises(ValueError, match="was run with --judge litellm:openai/judge-model"):
+        run_plan(RunOptions(**opts, resume=True, judge="rules"))  # type: ignore[arg-type]

@@ -1,0 +1,52 @@
+"""`scripted:` and `replay:` files: unreadable or malformed files are the user's mistake
+(a message naming the file, exit 1), and a transcript written from the `messages` table, whose
+`tool_calls` column is a JSON string, replays."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from benchpack.cli import cli
+from benchpack.runtime.agents.scripted import ReplayAgent, ScriptedAgent, ScriptError
+
+
+def test_missing_and_malformed_files_are_script_errors(tmp_path: Path) -> None:
+    with pytest.raises(ScriptError, match=r"nope\.yaml: cannot read"):
+        ScriptedAgent(tmp_path / "nope.yaml")
+    with pytest.raises(ScriptError, match=r"nope\.jsonl: cannot read"):
+        ReplayAgent(tmp_path / "nope.jsonl")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("sessions: [unclosed\n")
+    with pytest.raises(ScriptError, match=r"bad\.yaml: not YAML"):
+        ScriptedAgent(bad)
+    row = tmp_path / "row.jsonl"
+    row.write_text('{"role": "assistant", "content": "hi"}\n')
+    with pytest.raises(ScriptError, match=r"row\.jsonl:1: not a transcript row"):
+        ReplayAgent(row)
+
+
+def test_replay_reads_tool_calls_as_stored(tmp_path: Path) -> None:
+    stored = json.dumps([{"id": "c1", "name": "read_file", "arguments": {"path": "a.md"}}])
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"session_id": "s", "repeat": 0, "turn": 1, "role": "assistant",
+                                "content": "", "tool_calls": stored}) + "\n" +
+                    json.dumps({"session_id": "s", "repeat": 0, "turn": 1, "role": "assistant",
+                                "content": "Done.", "tool_calls": None}) + "\n")
+    agent = ReplayAgent(path)
+    assert agent.by_session == {("s", 0): {1: {
+        "say": "Done.", "tool_calls": [{"name": "read_file", "args": {"path": "a.md"}}]}}}
+
+
+def test_run_with_a_missing_script_exits_1(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["init", "p"]).exit_code == 0
+    assert runner.invoke(cli, ["compile", "p", "-o", "build"]).exit_code == 0
+    out = runner.invoke(cli, ["run", "build", "--agent", "scripted:missing.yaml", "--quiet"])
+    assert out.exit_code == 1, out.output
+    assert "missing.yaml: cannot read" in out.output
