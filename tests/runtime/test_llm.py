@@ -226,6 +226,18 @@ def test_non_retryable_errors_fail_at_once(fake_openai: FakeOpenAI, tmp_path: Pa
     assert rec.attempts == 1 and rec.error and message in rec.error
 
 
+def test_missing_api_key_fails_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # litellm reports a missing key as an InternalServerError (500), normally retryable
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    config = LLMConfig(backoff_base_s=0.01, backoff_max_s=0.05, timeout_s=5.0, max_retries=3)
+    client = LLMClient(config, cache=ResponseCache(tmp_path / "cache", enabled=False))
+    records: list[LLMCallRecord] = []
+    with pytest.raises(LLMError) as info:
+        asyncio.run(ask(client, records, model="openai/gpt-4o-mini"))
+    assert info.value.retryable is False and info.value.attempts == 1
+    assert "Missing credentials" in str(info.value)
+
+
 def test_timeout_is_retried_then_fails(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     fake_openai.hang(10).hang(10)
     records: list[LLMCallRecord] = []

@@ -17,7 +17,8 @@ resp.content, resp.tool_calls, resp.usage, resp.cache_hit, resp.raw_message
   transient failures: rate limits (429), timeouts, connection errors, 500/502/503/504/529, an
   unusable answer (a 200 whose body cannot be parsed) and
   litellm's RateLimitError/Timeout/APIConnectionError/InternalServerError/
-  ServiceUnavailableError/BadGatewayError. Authentication, bad requests, unknown models, context
+  ServiceUnavailableError/BadGatewayError. Authentication, missing API keys (which litellm
+  reports as a 500), bad requests, unknown models, context
   window and content-policy errors fail at once. `max_retries` retries at most, so
   `max_retries + 1` attempts. The provider client's own retries are disabled
   (`num_retries=0`, `max_retries=0`): attempts never multiply.
@@ -67,6 +68,9 @@ _FATAL_NAMES = frozenset({
     "UnsupportedParamsError", "BudgetExceededError", "InvalidRequestError",
     "PaymentRequiredError", "RejectedRequestError",
 })
+_FATAL_MESSAGES = ("Missing credentials", "api_key client option must be set")
+"""Missing API keys, which litellm reports as an InternalServerError (a 500): no retry fixes
+them."""
 
 
 # --------------------------------------------------------------------------- public types
@@ -288,6 +292,8 @@ def is_retryable(exc: BaseException) -> bool:
     """Transient failures worth another attempt; see the module docstring."""
     if isinstance(exc, LLMError):
         return exc.retryable
+    if any(m in str(exc) for m in _FATAL_MESSAGES):
+        return False
     for cls in type(exc).__mro__:
         if cls.__name__ in _FATAL_NAMES:
             return False
