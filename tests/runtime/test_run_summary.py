@@ -22,6 +22,11 @@ def test_errored_sessions_leave_the_headline_empty(tmp_path: Path) -> None:
     assert (summary.proc, summary.comp, summary.score, summary.f1, summary.trigger_score) == \
         (None, None, None, None, None)
     assert summary.first_error is not None
+    import duckdb
+    con = duckdb.connect(str(tmp_path / "bench.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*), count(proc), count(comp) FROM sessions "
+                       "WHERE status = 'error'").fetchone() == (summary.errors, 0, 0)
+    con.close()
     assert summary.first_error.startswith("inr-clinic-review: HarnessError: cannot start ") and "no-such-harness" in \
         summary.first_error
 

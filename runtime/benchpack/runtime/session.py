@@ -429,7 +429,8 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
                                if r.stop_reason != "script_end"),
         "tool_calls": sum(1 for r in ctx.toolbox.records if ctx.in_task(r.turn)),
         "compactions": sum(r.compactions for r in replies),
-        **{k: m.get(k) for k in METRIC_COLUMNS},
+        **{k: None if status == "error" and k in SCORE_COLUMNS else m.get(k)
+           for k in METRIC_COLUMNS},
         "comp": comp, "score": score, "passed": passed,
         "judge_errors": result.judge_errors + judge_errors, "grader_errors": grader_errors,
         "prompt_tokens": sum(c.prompt_tokens for c in llm_calls),
@@ -459,6 +460,10 @@ METRIC_COLUMNS = (
     "heartbeats",
 )
 """Protocol metrics stored in their own `sessions` columns; any other metric goes to `extra`."""
+SCORE_COLUMNS = frozenset({"proc", "proc_group", "recall", "precision", "f1",
+                           "trigger_pass_rate", "trigger_score"})
+"""Metric columns that are scores: NULL for a session that ended in an error (unknown, not 0);
+its counts (intents, statuses, triples, stages …) say how far it got."""
 
 def session_identity(run_id: str, agent: str, s: PlanSession, repeat: int) -> dict[str, Any]:
     """The `sessions` columns that describe which session this is (not how it went)."""
