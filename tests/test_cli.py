@@ -36,7 +36,7 @@ def test_init_then_validate_compile_graph(runner: CliRunner, tmp_path: Path) -> 
 
     first = runner.invoke(cli, ["compile", "mypack", "-o", "build", "--strict"])
     assert first.exit_code == 0
-    assert first.output == ("✓ build/plan.json: 2 sessions, 1 dependency groups, no problems\n")
+    assert first.output == ("✓ build/plan.json: 2 sessions, 1 dependency group, no problems\n")
     plan = json.loads((tmp_path / "build" / "plan.json").read_text())
     second = runner.invoke(cli, ["compile", "mypack", "-o", "build", "--strict"])
     assert "(unchanged, from cache)" in second.output

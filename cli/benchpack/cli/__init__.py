@@ -93,14 +93,17 @@ def _note_internal_error(result: CompileResult) -> None:
                    f"({result.internal_error}); please report it", err=True)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _summary(result: CompileResult, strict: bool) -> str:
     e, w = len(result.errors), len(result.warnings)
     parts = []
     if e:
-        parts.append(f"{e} error{'s' if e != 1 else ''}")
+        parts.append(_count(e, "error"))
     if w:
-        parts.append(f"{w} warning{'s' if w != 1 else ''}" + (" (errors under --strict)"
-                                                                 if strict else ""))
+        parts.append(_count(w, "warning") + (" (errors under --strict)" if strict else ""))
     return ", ".join(parts) if parts else "no problems"
 
 
@@ -204,8 +207,9 @@ def compile_cmd(pack: Path, out: Path, ablation: bool, no_cache: bool, strict: b
     plan = result.load_plan() or {}
     n = len(plan.get("sessions", {}))
     note = " (unchanged, from cache)" if result.cached else ""
-    click.echo(f"✓ {out / 'plan.json'}: {n} sessions, {len(plan.get('groups', []))} dependency "
-               f"groups, {_summary(result, strict)}{note}", err=True)
+    click.echo(f"✓ {out / 'plan.json'}: {_count(n, 'session')}, "
+               f"{_count(len(plan.get('groups', [])), 'dependency group')}, "
+               f"{_summary(result, strict)}{note}", err=True)
 
 
 @cli.command()
