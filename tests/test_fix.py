@@ -114,6 +114,13 @@ def test_unambiguous_suggestions_carry_a_fix() -> None:
     assert suggest_fix("hidden_intent", ["hidden_intents", "stages"], "rename_key") == (
         "did you mean `hidden_intents`?", Fix("rename_key", "hidden_intent", "hidden_intents"))
     assert suggest_fix("w304", ["W304", "W314"])[1] == Fix("replace_value", "w304", "W304")
+    # the same name but for separators wins over other close candidates
+    tools = ["todo__create", "todo__update", "todo__list"]
+    assert suggest_fix("todo_create", tools)[1] == Fix("replace_value", "todo_create",
+                                                       "todo__create")
+    assert suggest_fix("Todo-Create", tools)[1] == Fix("replace_value", "Todo-Create",
+                                                       "todo__create")
+    assert suggest_fix("todo_create", ["todo__create", "todo-create"])[1] is None
     # two candidates above the cutoff: a hint, no fix
     assert suggest_fix("triag", ["triage", "triage2"]) == ("did you mean `triage`?", None)
     # a prefix guess is a hint only

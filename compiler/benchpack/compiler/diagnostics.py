@@ -8,6 +8,7 @@ for the files that have something to report (clean packs never pay for position 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -204,14 +205,20 @@ class Diagnostics:
 SIMILARITY_CUTOFF = 0.6
 
 
+def _loose(word: str) -> str:
+    return re.sub(r"[\s_\-.]+", "", word.lower())
+
+
 def _closest(word: str, candidates: Iterable[str]) -> tuple[str | None, bool]:
     """(the closest candidate, whether it is the only one above the similarity cutoff)."""
     pool = [c for c in candidates if isinstance(c, str)]
     if not pool or not isinstance(word, str):
         return None, False
-    same_case = [c for c in pool if c.lower() == word.lower()]
-    if same_case:
-        return same_case[0], len(same_case) == 1
+    # the same word but for case or separators (`todo_create` -> `todo__create`)
+    for norm in (str.lower, _loose):
+        same = [c for c in pool if norm(c) == norm(word)]
+        if same:
+            return same[0], len(same) == 1
     close = difflib.get_close_matches(word, pool, n=2, cutoff=SIMILARITY_CUTOFF)
     if close:
         return close[0], len(close) == 1
