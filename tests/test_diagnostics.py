@@ -137,6 +137,9 @@ CASES: dict[str, tuple[dict[str, str | bytes], str]] = {
     "E103-wrong-type": (_base("depends_on: [triage]", "depends_on: triage"), "E103"),
     "E103-number-for-text": (_base("request: Draft the handover note.", "request: 42"), "E103"),
     "E103-key-type": (_base("vars: {team: Orion}", "vars: {team: Orion, 7: seven}"), "E103"),
+    # the rule's only source is invalid: one E103, no "needs a source" E211 on top of it
+    "E103-rule-source": (_base("rule: {tool: todo__create, where: {args.title: {contains: INR}}}",
+                               "rule: {reply: {regex: INR}}"), "E103"),
     "E104-literal": (_base("protocol: intent_tracking\n        depends_on", "protocol: intent-tracking\n        depends_on"), "E104"),
     "E104-pattern": (_base("- id: ana", "- id: Ana Lopez"), "E104"),
     "E104-range": ({"pack.yaml": BASE.replace("vars:", "defaults: {repeats: 0}\nvars:")}, "E104"),

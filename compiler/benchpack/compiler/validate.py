@@ -68,9 +68,12 @@ class Salvage:
 
     def hides(self, file: str, path: tuple[PathPart, ...], severity: str) -> bool:
         """Whether a later diagnostic is a consequence of a drop: it is about a dropped value,
-        or it is a lint of an object that lost part of itself."""
+        an error about the very object that lost a key (a rule whose only source was invalid
+        "needs a source"), or a lint of an object that lost part of itself."""
         for d in self.dropped.get(file, ()):
             if path[: len(d)] == d:
+                return True
+            if d and not isinstance(d[-1], int) and path == d[:-1]:
                 return True
             if severity == "warning":
                 owner = d[:-2] if isinstance(d[-1], int) else d[:-1]
