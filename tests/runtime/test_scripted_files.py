@@ -50,3 +50,23 @@ def test_run_with_a_missing_script_exits_1(tmp_path: Path,
     out = runner.invoke(cli, ["run", "build", "--agent", "scripted:missing.yaml", "--quiet"])
     assert out.exit_code == 1, out.output
     assert "missing.yaml: cannot read" in out.output
+
+
+def test_a_session_the_script_does_not_cover_is_an_error(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A misspelt session name must not let the session "finish" with empty replies."""
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["init", "p"]).exit_code == 0
+    assert runner.invoke(cli, ["compile", "p", "-o", "build"]).exit_code == 0
+    script = tmp_path / "agent.yaml"
+    script.write_text("sessions:\n  refill-triag:\n    - say: Done.\n")
+    out = runner.invoke(cli, ["run", "build", "--agent", f"scripted:{script}", "--quiet",
+                              "--db", "a.duckdb"])
+    assert "no turns for session `refill-triage`" in out.output, out.output
+    assert "Traceback" not in out.output
+    # with `default:` the unlisted sessions get its turns
+    script.write_text("sessions:\n  refill-triag:\n    - say: Done.\ndefault:\n  - say: OK.\n")
+    out = runner.invoke(cli, ["run", "build", "--agent", f"scripted:{script}", "--quiet",
+                              "--db", "b.duckdb"])
+    assert "no turns for session" not in out.output and "Traceback" not in out.output

@@ -126,7 +126,7 @@ def test_good_agent_passes_both_tasks_with_scripted_and_rules_judges(plan_dir: P
 
 
 def test_sloppy_agent_fails_with_the_hand_computed_score(plan_dir: Path, tmp_path: Path) -> None:
-    db, _ = run(plan_dir, tmp_path, {LUMORA: SLOPPY},
+    db, _ = run(plan_dir, tmp_path, {LUMORA: SLOPPY, WATCH: []},
                 judge=f"scripted:{judge_file(tmp_path, yes=False)}")
     s = session(db, LUMORA)
     # outcome: only lightsheet-untouched, morning-untouched, no-mail-petra hold = 3 / 24;
@@ -239,7 +239,8 @@ def test_a_question_is_answered_by_the_simulator(plan_dir: Path, tmp_path: Path,
 
 def test_an_agent_that_keeps_asking_hits_the_turn_budget(plan_dir: Path,
                                                           tmp_path: Path) -> None:
-    db, _ = run(plan_dir, tmp_path, {LUMORA: [{"say": "Which bookings do you mean?"}] * 6})
+    db, _ = run(plan_dir, tmp_path, {LUMORA: [{"say": "Which bookings do you mean?"}] * 6,
+                                     WATCH: []})
     s = session(db, LUMORA)
     assert (s["termination"], s["turns"], s["extra"]["questions"]) == ("turn_budget", 4, 3)
 

@@ -570,7 +570,7 @@ def _print_summary(s: Any) -> None:
     from rich.table import Table
 
     t = Table(title=f"run {s.run_id}", show_header=False, box=None)
-    t.add_row("sessions", f"{s.finished} finished, {s.errors} errors, {s.skipped_deps} skipped "
+    t.add_row("sessions", f"{s.finished} finished, {_count(s.errors, 'error')}, {s.skipped_deps} skipped "
               f"(dependency failed), {s.sessions_skipped_resume} already done")
     headline = [(label, value) for label, value in (
         ("PROC", s.proc), ("COMP", s.comp), ("triple F1", s.f1),

@@ -9,7 +9,8 @@ sessions:
       tool_calls:                      # executed for real, in order, before the reply
         - {name: read_file, args: {path: notes/refills.md}}
     - say: "Done."
-default:                               # optional: turns for sessions not listed
+default:                               # optional: turns for sessions not listed (without
+                                       # it, an unlisted session ends in an error)
   - say: "OK."
 ```
 
@@ -100,6 +101,7 @@ class ScriptedAgent:
         data = _load(self.path)
         if not isinstance(data, dict) or not isinstance(data.get("sessions", {}), dict):
             raise ScriptError(f"{self.path}: expected `sessions:` mapping session → turns")
+        self.data = data
         self.sessions: dict[str, list[dict[str, Any]]] = data.get("sessions") or {}
         self.default: list[dict[str, Any]] = data.get("default") or []
         for key, turns in [*self.sessions.items(), ("default", self.default)]:
@@ -112,7 +114,10 @@ class ScriptedAgent:
             turns = self.sessions.get(brief.name)
         if turns is None:
             base = brief.session_id.split("@")[0].split("~")[0]
-            turns = self.sessions.get(base, self.default)
+            turns = self.sessions.get(base, self.default if "default" in self.data else None)
+        if turns is None:
+            raise ScriptError(f"{self.path}: no turns for session `{brief.name}` "
+                              f"({brief.session_id}) and no `default:`")
         return _TurnsSession(brief, turns)
 
 
@@ -152,7 +157,10 @@ class ReplayAgent:
 
     async def open(self, brief: SessionBrief) -> _TurnsSession:
         turns = self.by_session.get((brief.session_id, brief.repeat)) or \
-            self.by_session.get((brief.session_id, 0)) or {}
+            self.by_session.get((brief.session_id, 0))
+        if turns is None:
+            raise ScriptError(f"{self.path}: no assistant turns for session `{brief.name}` "
+                              f"({brief.session_id})")
         return _TurnsSession(brief, [turns[k] for k in sorted(turns)])
 
 
