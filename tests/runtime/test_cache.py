@@ -5,6 +5,7 @@ request, repeats, secrets) is in `test_llm.py`."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
@@ -96,6 +97,35 @@ def test_an_entry_under_another_key_is_a_miss(tmp_path: Path) -> None:
     cache.put(k1, {"a": 1})
     raw_write(tmp_path, k2, rows(tmp_path)[k1])  # a copied row still names k1
     assert cache.get(k2) is None and cache.get(k1) == {"a": 1}
+
+
+def test_misses_are_answered_without_a_query(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A miss is a lookup in the set of stored keys; rows written by another connection are
+    seen once the set is topped up (at most every `_KNOWN_REFRESH_S`)."""
+    from benchpack.runtime import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "_KNOWN_REFRESH_S", 3600.0)
+    seed = ResponseCache(tmp_path)
+    seed.put("old", {"a": 1})
+    cache = ResponseCache(tmp_path)
+    queries: list[str] = []
+    real = ResponseCache._query
+    monkeypatch.setattr(ResponseCache, "_query",
+                        lambda self, sql, args: queries.append(sql) or real(self, sql, args))
+    assert cache.get("old") == {"a": 1}  # the key set is read, then the entry
+    assert cache.get("nope") is None and cache.get("nope2") is None
+    reads = len(queries)
+    assert reads == 3  # max(rowid), all keys, the entry: the misses made none
+    raw_write(tmp_path, "new", json.dumps({"format": CACHE_FORMAT, "key": "new",
+                                           "value": {"b": 2}}))
+    assert cache.get("new") is None and len(queries) == reads  # not yet looked for
+    monkeypatch.setattr(cache_module, "_KNOWN_REFRESH_S", 0.0)
+    assert cache.get("new") == {"b": 2}  # the newer rows, then the entry
+    assert queries[reads:] == [cache_module._KNOWN_AFTER, cache_module._SELECT]
+    monkeypatch.setattr(cache_module, "_KNOWN_REFRESH_S", 3600.0)
+    cache.put("mine", {"c": 3})
+    assert cache.get("mine") == {"c": 3}  # its own puts are known at once
 
 
 def test_disabled_cache_creates_nothing(tmp_path: Path) -> None:

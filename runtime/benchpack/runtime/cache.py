@@ -6,8 +6,10 @@ re-running a finished repeat is served from disk). Entries are rows of `<dir>/re
 (`key` primary key → `entry`, the canonical JSON of `{"format", "key", "value"}`); a row whose
 entry does not parse or names another format or key is a miss, and the next `put` replaces it.
 
-- Lookups are point queries on a connection kept open per thread (a thread never waits for
-  another's write); the database is in WAL mode with a busy timeout, so `bench run` processes can
+- A miss is answered from the set of keys in the database, read once and topped up with newer
+  rows at most once a second when a key is not in it (so another process's entries are seen
+  within a second); a hit is a point query on a connection kept open per thread (a thread
+  never waits for another's write); the database is in WAL mode with a busy timeout, so `bench run` processes can
   share a cache directory (readers never block writers, writers queue).
 - Writes are SQLite transactions: a killed run loses at most the entries it had not committed,
   never leaves half an entry. A file that is not a usable cache database (not SQLite, truncated,
@@ -108,6 +110,11 @@ _APPLICATION_ID = 0x62706C63
 """`PRAGMA application_id` of a cache database ("bplc"): tells it from other SQLite files."""
 _SCHEMA = "CREATE TABLE responses (key TEXT PRIMARY KEY, entry TEXT NOT NULL)"
 _SELECT = "SELECT entry FROM responses WHERE key = ?"
+_KNOWN_AFTER = "SELECT rowid, key FROM responses WHERE rowid > ? ORDER BY rowid"
+_TOP_ROWID = "SELECT max(rowid) FROM responses"
+_ALL_KEYS = "SELECT key FROM responses"  # a scan of the primary key's index (it covers it)
+_KNOWN_REFRESH_S = 1.0
+"""How often at most a miss looks for rows written since (by other processes)."""
 _UPSERT = "INSERT OR REPLACE INTO responses (key, entry) VALUES (?, ?)"
 _BUSY_TIMEOUT_S = 30.0
 """How long a write waits for another process's (readers never wait in WAL mode)."""
@@ -166,6 +173,12 @@ class ResponseCache:
         self._generation = 0
         """Bumped when the database file is replaced: older connections are reopened."""
         self._warned = False
+        self._known: set[int] = set()
+        """`hash` of every key in the database as of the last `_refresh_known` (and of keys put
+        since): a key not in it is a miss without a query."""
+        self._known_rowid = 0
+        self._known_at = -_KNOWN_REFRESH_S
+        self._known_generation = -1
 
     @staticmethod
     def key(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
@@ -191,6 +204,9 @@ class ResponseCache:
         entry: Any = self._pending.get(key)
         try:
             if entry is None:
+                if self._surely_absent(key):
+                    self.misses += 1
+                    return None
                 entry = self._select(key)
                 if entry is None:
                     self.misses += 1
@@ -208,19 +224,51 @@ class ResponseCache:
         value: dict[str, Any] = found["value"]
         return value
 
+    def _surely_absent(self, key: str) -> bool:
+        """Whether `key` is in no row, known without a query: a miss costs a set lookup, not a
+        query (which, releasing the GIL, makes the event loop wait to get it back — the cost
+        of a cold run's every call). The key set is read once, then topped up with newer rows
+        at most every `_KNOWN_REFRESH_S`, when a key is not in it: another process's entries
+        are seen within that long."""
+        if hash(key) in self._known:
+            return False
+        now = time.monotonic()
+        if now - self._known_at < _KNOWN_REFRESH_S and self._known_generation == self._generation:
+            return True
+        self._known_at = now
+        with self._lock:
+            if self._known_generation != self._generation:  # a new file: read it whole
+                self._known, self._known_rowid = set(), 0
+                self._known_generation = self._generation
+            after = self._known_rowid
+        if after == 0:  # all keys from the key index, which is far smaller than the table
+            top = self._query(_TOP_ROWID, ())[0][0] or 0
+            rows = [(top, k) for (k,) in self._query(_ALL_KEYS, ())]
+        else:  # newer rows: a seek in the table's rowid order
+            rows = self._query(_KNOWN_AFTER, (after,))
+        with self._lock:
+            self._known.update(hash(k) for _, k in rows)
+            if rows:
+                self._known_rowid = max(self._known_rowid, rows[-1][0])
+        return hash(key) not in self._known
+
     def _select(self, key: str) -> Any:
+        rows = self._query(_SELECT, (key,))
+        return rows[0][0] if rows else None
+
+    def _query(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
+        """`sql`'s rows on this thread's reading connection."""
         state: _State | None = getattr(self._local, "state", None)
         if state is None or state[1] != self._generation:
             state = self._local.state = self._reopen(state)
         con, generation, file_id = state
         try:
             # fetchall steps the statement to its end, so no read transaction stays open
-            rows = con.execute(_SELECT, (key,)).fetchall()
+            return con.execute(sql, args).fetchall()
         except sqlite3.Error as exc:
             if _corrupt(exc):
                 self._replace(generation, file_id, str(exc))
             raise
-        return rows[0][0] if rows else None
 
     # -------------------------------------------------------------- writing
 
@@ -237,6 +285,8 @@ class ResponseCache:
         entry = self._entry(key, value)
         if entry is not None:
             self._write([(key, entry)])
+            with self._lock:
+                self._known.add(hash(key))
 
     def put_soon(self, key: str, value: dict[str, Any]) -> None:
         """`put` without blocking the running event loop (see the module docstring); the value
@@ -249,6 +299,7 @@ class ResponseCache:
         with self._lock:
             self._pending[key] = entry
             self._queue.append((key, entry))
+            self._known.add(hash(key))
             start = not self._draining
             self._draining = True
         if not start:
