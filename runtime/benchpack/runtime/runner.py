@@ -308,11 +308,13 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
 
     selected = set(_select(plan, options.sessions))
     chains: list[tuple[str, int, list[PlanSession]]] = []
+    by_episode: dict[str, tuple[list[PlanSession], list[PlanSession]]] = {}
+    for s in plan.sessions.values():  # in plan (dependency) order
+        if s.id in selected:
+            members_, variants_ = by_episode.setdefault(s.episode, ([], []))
+            (members_ if s.variant.ablation is None else variants_).append(s)
     for ep in plan.episodes.values():
-        members = [s for s in plan.sessions.values() if s.episode == ep.id and
-                   s.variant.ablation is None and s.id in selected]
-        variants = [s for s in plan.sessions.values() if s.episode == ep.id and
-                    s.variant.ablation is not None and s.id in selected]
+        members, variants = by_episode.get(ep.id, ([], []))
         for r in range(repeats):
             if members:
                 chains.append((ep.id, r, members))
