@@ -419,10 +419,8 @@ def ratings_import(file: Path, run_id: str, fmt: str | None, rater_field: str | 
                    fields: tuple[str, ...], db: Path) -> None:
     """Import human ratings from FILE (CSV or JSONL): every row is checked first and every
     problem reported as file:line: message; a file with problems imports nothing."""
-    import duckdb
-
     from benchpack.reports.ratings import RatingsError, import_ratings
-    from benchpack.runtime.store import connect
+    from benchpack.runtime.store import StoreOpenError, connect
 
     mapping = {}
     for item in fields:
@@ -436,9 +434,8 @@ def ratings_import(file: Path, run_id: str, fmt: str | None, rater_field: str | 
         raise PackErrors(f"✗ {db}: no such store")
     try:
         con = connect(db)
-    except duckdb.IOException as exc:
-        raise PackErrors(f"✗ {db}: cannot open for writing ({exc}); is a `bench run` "
-                         "writing it?") from None
+    except StoreOpenError as exc:
+        raise PackErrors(f"✗ {exc}") from None
     try:
         result = import_ratings(con, file, run_id, fmt=fmt, fields=mapping)
     except RatingsError as exc:
