@@ -45,7 +45,8 @@ _LLM_CLIENT_OPTIONS = (
     click.option("--api-base", help="Base URL of an OpenAI-compatible server for litellm models."),
     click.option("--api-key-env", metavar="VAR",
                  help="Environment variable holding the API key (the key is never stored)."),
-    click.option("--timeout", type=float, default=120.0, show_default=True,
+    click.option("--timeout", type=click.FloatRange(0, min_open=True), default=120.0,
+                 show_default=True,
                  help="Per-request timeout for LLM calls, seconds."),
     click.option("--max-retries", type=click.IntRange(0, 20), default=4, show_default=True,
                  help="Retries of retryable provider errors (429, 5xx, timeouts)."),
@@ -72,7 +73,9 @@ def _client_settings(max_per_model: int, rpm: tuple[str, ...], api_base: str | N
         try:
             limits[model] = float(n)
         except ValueError:
-            raise click.UsageError(f"--rpm expects MODEL=N, got `{item}`") from None
+            limits[model] = 0.0
+        if not model or not limits[model] > 0:  # also rejects nan
+            raise click.UsageError(f"--rpm expects MODEL=N with N > 0, got `{item}`")
     return {"max_concurrent_per_model": max_per_model, "requests_per_minute": limits,
             "api_base": api_base, "api_key_env": api_key_env, "timeout_s": timeout,
             "max_retries": max_retries, "use_cache": not no_cache, "cache_dir": cache_dir}
@@ -541,7 +544,12 @@ def _finish(summary: Any, as_json: bool) -> None:
     else:
         _print_summary(summary)
     if summary.errors:
-        raise PackErrors("")
+        first = summary.first_errors
+        raise PackErrors(f"✗ {summary.errors} session{'s' if summary.errors != 1 else ''} "
+                         "errored" + (f"; first: {first[0]}" if first else "")
+                         + f" (all: bench query \"SELECT name, error FROM sessions WHERE "
+                         f"run_id = '{summary.run_id}' AND status = 'error'\" --db "
+                         f"{summary.db})")
 
 
 def _pass_rates(s: Any) -> dict[str, Any]:

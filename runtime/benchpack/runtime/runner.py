@@ -124,6 +124,8 @@ class RunSummary:
     pass_counts: list[tuple[int, int]] = field(default_factory=list)
     """Verified outcome, per task: (graded repeats n, passes c) — the inputs of pass@k and
     pass^k, which `benchpack.reports.stats` computes."""
+    first_errors: list[str] = field(default_factory=list)
+    """`<session>: <error>` for the first few distinct session errors (what to fix first)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -268,6 +270,13 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         if store.run_exists(run_id):
             raise ValueError(f"run `{run_id}` already exists in {options.db}; pass --resume "
                              "to continue it or choose another --run-id")
+    if options.dialogue_from:  # checked per session too; here so a typo stops the whole run
+        if options.trigger_mode == "live":
+            raise ValueError("--dialogue-from replays a fixed dialogue; use --trigger-mode "
+                             "offline or auto")
+        if store.run_exists(options.dialogue_from) is None:
+            raise ValueError(f"--dialogue-from: no run `{options.dialogue_from}` in "
+                             f"{options.db}")
     repeats = options.repeats or plan.defaults.repeats
     work_dir = Path(options.work_dir) if options.work_dir else Path(
         tempfile.mkdtemp(prefix="benchpack-"))
@@ -442,6 +451,9 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         "SELECT count(passed), count(*) FILTER (WHERE passed) FROM sessions WHERE run_id = ? "
         "AND protocol = 'verified_outcome' AND status = 'finished' GROUP BY session_id",
         [run_id]).fetchall()
+    first_errors = con.execute(
+        "SELECT arg_min(name, started_at), error FROM sessions WHERE run_id = ? AND "
+        "status = 'error' GROUP BY error ORDER BY min(started_at) LIMIT 3", [run_id]).fetchall()
     return RunSummary(
         run_id=run_id, db=store.path, sessions_total=total, sessions_run=stats["run"],
         sessions_skipped_resume=resumed, finished=int(row[4]), errors=int(row[5]),
@@ -449,7 +461,9 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         trigger_score=row[8],
         judge_errors=int(row[3]), prompt_tokens=int(llm[1]), completion_tokens=int(llm[2]),
         cost=float(llm[3]), llm_calls=int(llm[0]), cache_hits=int(llm[4]), wall_s=wall,
-        repeats=repeats, pass_counts=[(int(n), int(c)) for n, c in counts if n])
+        repeats=repeats, pass_counts=[(int(n), int(c)) for n, c in counts if n],
+        first_errors=[f"{name}: {str(error).strip().splitlines()[0][:200]}"
+                      for name, error in first_errors if error])
 
 
 def run_plan(options: RunOptions) -> RunSummary:
