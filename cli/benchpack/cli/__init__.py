@@ -395,8 +395,11 @@ def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | No
     except (StoreError, UnknownReport, ValueError) as exc:
         raise PackErrors(f"✗ {exc}") from None
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise PackErrors(f"✗ -o {out}: cannot write ({exc.strerror or exc})") from None
         click.echo(f"wrote {out}", err=True)
     else:
         click.echo(text, nl=False)
@@ -513,7 +516,7 @@ def export(db: Path, out: Path, fmt: str, no_views: bool, wait_s: float) -> None
 
     try:
         written = export_store(db, out, fmt, views=not no_views, wait_s=wait_s)
-    except StoreError as exc:
+    except (StoreError, ValueError) as exc:
         raise PackErrors(f"✗ {exc}") from None
     click.echo(f"wrote {len(written)} files to {out}", err=True)
 
@@ -524,11 +527,15 @@ def export(db: Path, out: Path, fmt: str, no_views: bool, wait_s: float) -> None
               help="Write the views into the store, for the DuckDB CLI and notebooks.")
 def views(db: Path, install: bool) -> None:
     """Describe the SQL views reports are built on (and optionally install them)."""
+    from benchpack.reports.access import StoreError
     from benchpack.reports.api import install_views_into
     from benchpack.reports.views import describe
 
     if install:
-        names = install_views_into(db)
+        try:
+            names = install_views_into(db)
+        except StoreError as exc:
+            raise PackErrors(f"✗ {exc}") from None
         click.echo(f"installed {len(names)} views into {db}", err=True)
     click.echo(describe())
 
