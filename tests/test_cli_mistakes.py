@@ -53,6 +53,8 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> World:
     root = tmp_path_factory.mktemp("mistakes")
     init_pack(root / "pack", "p")
     assert compile_pack(root / "pack", root / "build", use_cache=False).ok
+    init_pack(root / "other-pack", "q")
+    assert compile_pack(root / "other-pack", root / "other", use_cache=False).ok
     plan = json.loads((root / "build" / "plan.json").read_text())
     _write(root, {
         "agent.yaml": 'default:\n  - say: "OK."\n',
@@ -191,6 +193,14 @@ RUN: dict[str, Case] = {
     "resume unknown run": (lambda w: run(w, "--resume", "nope", db=w.db()), 1, ("no run `nope` in",)),
     "run id taken": (lambda w: run(w, "--run-id", "r1", db=w.db()), 1,
                      ("run `r1` already exists", "--resume")),
+    "resume a run of another pack": (lambda w: run(w, "--resume", "r1", plan=w / "other",
+                                                   db=w.db()), 1,
+                                     ("--resume r1: that run is of pack `p`, this plan of `q`",
+                                      "pass the plan it ran")),
+    "session glob matches nothing": (lambda w: run(w, "--session", "refill-*", "--session",
+                                                   "nope*"), 1,
+                                     ("--session nope* matches no session",
+                                      "handover, refill-triage")),
     "dialogue from missing run": (lambda w: run(w, "--dialogue-from", "nope"), 1,
                                   ("--dialogue-from: no run `nope`",)),
     "dialogue from with live mode": (lambda w: run(w, "--dialogue-from", "r1", "--trigger-mode",

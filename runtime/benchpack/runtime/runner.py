@@ -263,6 +263,10 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         if existing is None:
             raise ValueError(f"no run `{options.run_id}` in {options.db}")
         run_id = options.run_id
+        if existing.get("pack_name") != plan.pack.name:  # a recompiled plan of it is fine
+            raise ValueError(f"--resume {run_id}: that run is of pack `{existing.get('pack_name')}`"
+                             f", this plan of `{plan.pack.name}`; pass the plan it ran "
+                             f"({existing.get('plan_path')})")
         if options.repeats is None:
             options.repeats = int(existing.get("repeats") or 1)
     else:
@@ -277,6 +281,13 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         if store.run_exists(options.dialogue_from) is None:
             raise ValueError(f"--dialogue-from: no run `{options.dialogue_from}` in "
                              f"{options.db}")
+    selected = set(_select(plan, options.sessions))
+    unmatched = [p for p in options.sessions if not _select(plan, [p])]
+    if unmatched:
+        names = sorted({s.name for s in plan.sessions.values()})
+        shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
+        raise ValueError(f"--session {', '.join(unmatched)} matches no session of the plan "
+                         f"(its sessions: {shown}; ids and names take * globs)")
     repeats = options.repeats or plan.defaults.repeats
     work_dir = Path(options.work_dir) if options.work_dir else Path(
         tempfile.mkdtemp(prefix="benchpack-"))
@@ -307,7 +318,6 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
     store.upsert_run(row)
     finished = store.finished(run_id)
 
-    selected = set(_select(plan, options.sessions))
     chains: list[tuple[str, int, list[PlanSession]]] = []
     for ep in plan.episodes.values():
         members = [s for s in plan.sessions.values() if s.episode == ep.id and
