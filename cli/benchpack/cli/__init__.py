@@ -107,7 +107,23 @@ def _summary(result: CompileResult, strict: bool) -> str:
     return ", ".join(parts) if parts else "no problems"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Bench(click.Group):
+    """The `bench` group: a file-system error on a path (an output directory that cannot be
+    created, a file where a directory should be) is the user's to fix, in every command."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if exc.filename is None:  # not about a path: a bug (or a broken pipe, see `main`)
+                raise
+            why = ("exists and is not a directory" if isinstance(exc, FileExistsError)
+                   else exc.strerror or str(exc))
+            raise PackErrors(f"✗ {exc.filename}: {why} (check the path and its permissions)"
+                             ) from None
+
+
+@click.group(cls=_Bench, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="benchpack", prog_name="bench")
 def cli() -> None:
     """benchpack: compile task packs into session plans, run them against agents, report."""
