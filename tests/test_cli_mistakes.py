@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -77,6 +78,11 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> World:
         "text.duckdb": "not a database\n",
         "notcallable.py": "AGENT = 42\n",
         "raising.py": "raise RuntimeError('no config')\n",
+        # read the `start` line, answer with something else, wait to be closed
+        "garbage.py": "import sys\nsys.stdin.readline()\nprint('garbage', flush=True)\n"
+                      "sys.stdin.read()\n",
+        "nonprotocol.py": "import sys\nsys.stdin.readline()\nprint('{\"foo\": 1}', flush=True)"
+                          "\nsys.stdin.read()\n",
         "ratings/empty.csv": "",
         "ratings/columns.csv": "who,what\nann,PASS\n",
         "ratings/values.csv": "session,kind,item,rater,label\nrefill-triage,checklist,ITEM,ann,"
@@ -164,14 +170,19 @@ RUN: dict[str, Case] = {
                       ("`no-such-program-xyz`: not found on PATH",)),
     "cmd missing path": (lambda w: run(w, agent="cmd:./no-such-harness"), 1,
                          ("no such executable file",)),
+    # a harness that breaks the protocol errors its sessions, and the run says why
     "cmd exits at once": (lambda w: run(w, agent="cmd:true"), 1,
-                          ("1 session errored; first: refill-triage: HarnessError: the harness "
-                           "exited with code 0 before reading the `start` message",
+                          ("1 session errored; first: refill-triage: ",  # `start` or `user`:
+                           "the harness exited with code 0 before reading the",  # a race
                            "SELECT name, error FROM sessions")),
-    "cmd prints garbage": (lambda w: run(w, agent="cmd:echo garbage"), 1,
-                           ("1 session errored; first: refill-triage: HarnessError",)),
-    "cmd non-protocol JSON": (lambda w: run(w, agent='cmd:echo {"foo": 1}'), 1,
-                              ("1 session errored; first: refill-triage: HarnessError",)),
+    "cmd prints garbage": (lambda w: run(w, agent=f"cmd:{sys.executable} {w / 'garbage.py'}"),
+                           1, ("1 session errored; first: refill-triage: ",
+                               "the harness wrote a stdout line that is not JSON",
+                               "'garbage'")),
+    "cmd non-protocol JSON": (lambda w: run(w, agent=f"cmd:{sys.executable} "
+                                                     f"{w / 'nonprotocol.py'}"), 1,
+                              ("1 session errored; first: refill-triage: every stdout line "
+                               "must be a JSON object with a string `type`",)),
     "python missing module": (lambda w: run(w, agent="python:no_such_module_xyz:make"), 1,
                               ("cannot import `no_such_module_xyz`", "PYTHONPATH")),
     "python missing attribute": (lambda w: run(w, agent="python:json:nope"), 1,
@@ -313,6 +324,17 @@ READ: dict[str, Case] = {
 }
 
 
+OUTPUTS: dict[str, Case] = {
+    "compile -o unwritable": (lambda w: ["compile", w / "pack", "-o", "/proc/no/build"], 1,
+                              ("✗ /proc/no: No such file or directory", "permissions")),
+    "compile -o a file": (lambda w: ["compile", w / "pack", "-o", w / "agent.yaml"], 1,
+                          ("agent.yaml: exists and is not a directory",)),
+    "init unwritable": (lambda w: ["init", "/proc/no/pack"], 1, ("✗ /proc/no:",)),
+    "schema -o unwritable": (lambda w: ["schema", "-o", "/proc/no/schemas"], 1,
+                             ("✗ /proc/no:",)),
+}
+
+
 def _check(world: World, case: Case) -> None:
     build, code, needles = case
     args = build(world)
@@ -346,3 +368,8 @@ def test_foreign_and_missing_stores_are_left_untouched(world: World) -> None:
         assert CliRunner().invoke(cli, args).exit_code == 1
     assert foreign.read_bytes() == before
     assert not Path(world.out("none.duckdb")).exists()
+
+
+@pytest.mark.parametrize("name", sorted(OUTPUTS))
+def test_output_path_mistakes(world: World, name: str) -> None:
+    _check(world, OUTPUTS[name])
