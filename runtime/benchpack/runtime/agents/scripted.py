@@ -158,8 +158,8 @@ class ReplayAgent:
                                   "expected {session_id, repeat, turn, role, content, "
                                   "tool_calls}") from None
         if not self.by_session:
-            raise ScriptError(f"{self.path}: no assistant messages to replay (export a run's "
-                              "`messages` as JSONL)")
+            raise ScriptError(f"{self.path}: no assistant messages to replay (expected one "
+                              "JSON message per line with role `assistant`)")
 
     def _add(self, row: dict[str, Any]) -> None:
         key = (str(row["session_id"]), int(row.get("repeat") or 0))
