@@ -235,6 +235,9 @@ RUN: dict[str, Case] = {
     "rpm not a number": (lambda w: run(w, "--rpm", "gpt=lots"), 2, ("--rpm expects",)),
     "rpm without model": (lambda w: run(w, "--rpm", "5"), 2, ("--rpm expects",)),
     "timeout 0": (lambda w: run(w, "--timeout", "0"), 2, ("--timeout",)),
+    "api key variable unset": (lambda w: run(w, "--api-key-env", "BENCHPACK_NO_SUCH_KEY_VAR"), 2,
+                               ("--api-key-env BENCHPACK_NO_SUCH_KEY_VAR: that environment "
+                                "variable is not set",)),
 }
 
 READ: dict[str, Case] = {

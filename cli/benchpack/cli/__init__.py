@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 the pack (or run) has errors, 2 usage errors, 3 interna
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,9 @@ def _client_settings(max_per_model: int, rpm: tuple[str, ...], api_base: str | N
             limits[model] = 0.0
         if not model or not limits[model] > 0:  # also rejects nan
             raise click.UsageError(f"--rpm expects MODEL=N with N > 0, got `{item}`")
+    if api_key_env and not os.environ.get(api_key_env):  # else every call fails, after retries
+        raise click.UsageError(f"--api-key-env {api_key_env}: that environment variable is "
+                               "not set (or empty)")
     return {"max_concurrent_per_model": max_per_model, "requests_per_minute": limits,
             "api_base": api_base, "api_key_env": api_key_env, "timeout_s": timeout,
             "max_retries": max_retries, "use_cache": not no_cache, "cache_dir": cache_dir}
