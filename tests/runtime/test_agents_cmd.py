@@ -302,8 +302,14 @@ while (msg := receive()) and msg["type"] != "end":
 
 
 def test_a_missing_program_fails_to_open(tmp_path: Path) -> None:
-    agent = CmdAgent(str(tmp_path / "no-such-harness"))
-    with pytest.raises(HarnessError, match=r"cannot start .*no-such-harness"):
+    with pytest.raises(ValueError, match=r"no-such-harness`: no such executable file"):
+        CmdAgent(str(tmp_path / "no-such-harness"))
+    harness = tmp_path / "harness"
+    harness.write_text("#!/bin/sh\n")
+    harness.chmod(0o755)
+    agent = CmdAgent(str(harness))
+    harness.unlink()  # gone between `bench run` starting and the session
+    with pytest.raises(HarnessError, match=r"cannot start .*harness"):
         asyncio.run(agent.open(_brief()))
     with pytest.raises(ValueError, match="needs a command"):
         CmdAgent("  ")
@@ -446,7 +452,7 @@ def test_registry_unknown_scheme_and_malformed_uri() -> None:
         reg.create("just-a-name", _context())
     assert not isinstance(info.value, UnknownAgentScheme)
     assert reg.schemes() == ["cmd", "litellm", "python", "replay", "scripted"]
-    assert isinstance(reg.create("cmd:harness --flag", _context()), CmdAgent)
+    assert isinstance(reg.create(f"cmd:{sys.executable} --flag", _context()), CmdAgent)
 
 
 def test_registry_imports_built_ins_lazily(tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -15,17 +15,17 @@ from benchpack.runtime.agents.scripted import ReplayAgent, ScriptedAgent, Script
 
 
 def test_missing_and_malformed_files_are_script_errors(tmp_path: Path) -> None:
-    with pytest.raises(ScriptError, match=r"nope\.yaml: cannot read"):
+    with pytest.raises(ScriptError, match=r"nope\.yaml: no such script file"):
         ScriptedAgent(tmp_path / "nope.yaml")
-    with pytest.raises(ScriptError, match=r"nope\.jsonl: cannot read"):
+    with pytest.raises(ScriptError, match=r"nope\.jsonl: no such replay file"):
         ReplayAgent(tmp_path / "nope.jsonl")
     bad = tmp_path / "bad.yaml"
     bad.write_text("sessions: [unclosed\n")
-    with pytest.raises(ScriptError, match=r"bad\.yaml: not YAML"):
+    with pytest.raises(ScriptError, match=r"bad\.yaml:\d+:\d+: not valid YAML"):
         ScriptedAgent(bad)
     row = tmp_path / "row.jsonl"
     row.write_text('{"role": "assistant", "content": "hi"}\n')
-    with pytest.raises(ScriptError, match=r"row\.jsonl:1: not a transcript row"):
+    with pytest.raises(ScriptError, match=r"row\.jsonl:1: not a transcript message"):
         ReplayAgent(row)
 
 
@@ -49,7 +49,7 @@ def test_run_with_a_missing_script_exits_1(tmp_path: Path,
     assert runner.invoke(cli, ["compile", "p", "-o", "build"]).exit_code == 0
     out = runner.invoke(cli, ["run", "build", "--agent", "scripted:missing.yaml", "--quiet"])
     assert out.exit_code == 1, out.output
-    assert "missing.yaml: cannot read" in out.output
+    assert "missing.yaml: no such script file" in out.output
 
 
 def test_a_session_the_script_does_not_cover_is_an_error(tmp_path: Path,

@@ -453,17 +453,23 @@ def test_dialogue_from_rescores_a_live_run_and_a_rescore(live_plan: Path,
         assert _extra(tmp_path, run_id, KIT_P)["dialogue_source"] == f"run:{source}"
 
 
+def test_sessions_that_cannot_run_fail_clearly(live_plan: Path, tmp_path: Path) -> None:
+    summary = _run(live_plan, tmp_path, sessions=["*@P"], trigger_mode="offline")
+    assert summary.errors == 1
+    (status, error), = _query(tmp_path, "SELECT status, error FROM sessions")
+    assert status == "error" and "offline mode needs a fixed dialogue" in error
+    assert trigger_agents.CALLS == []
+
+
 @pytest.mark.parametrize(("options", "message"), [
-    ({"trigger_mode": "offline"}, "offline mode needs a fixed dialogue"),
     ({"dialogue_from": "nope"}, "no run `nope`"),
     ({"dialogue_from": "x", "trigger_mode": "live"}, "use --trigger-mode offline or auto"),
 ])
-def test_sessions_that_cannot_run_fail_clearly(live_plan: Path, tmp_path: Path,
-                                               options: dict[str, Any], message: str) -> None:
-    summary = _run(live_plan, tmp_path, sessions=["*@P"], **options)
-    assert summary.errors == 1
-    (status, error), = _query(tmp_path, "SELECT status, error FROM sessions")
-    assert status == "error" and message in error
+def test_bad_dialogue_options_stop_the_run_before_it_starts(
+        live_plan: Path, tmp_path: Path, options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        _run(live_plan, tmp_path, sessions=["*@P"], **options)
+    assert _query(tmp_path, "SELECT count(*) FROM sessions") == [(0,)]
     assert trigger_agents.CALLS == []
 
 

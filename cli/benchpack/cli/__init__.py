@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 the pack (or run) has errors, 2 usage errors, 3 interna
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,8 @@ _LLM_CLIENT_OPTIONS = (
     click.option("--api-base", help="Base URL of an OpenAI-compatible server for litellm models."),
     click.option("--api-key-env", metavar="VAR",
                  help="Environment variable holding the API key (the key is never stored)."),
-    click.option("--timeout", type=float, default=120.0, show_default=True,
+    click.option("--timeout", type=click.FloatRange(0, min_open=True), default=120.0,
+                 show_default=True,
                  help="Per-request timeout for LLM calls, seconds."),
     click.option("--max-retries", type=click.IntRange(0, 20), default=4, show_default=True,
                  help="Retries of retryable provider errors (429, 5xx, timeouts)."),
@@ -72,7 +74,12 @@ def _client_settings(max_per_model: int, rpm: tuple[str, ...], api_base: str | N
         try:
             limits[model] = float(n)
         except ValueError:
-            raise click.UsageError(f"--rpm expects MODEL=N, got `{item}`") from None
+            limits[model] = 0.0
+        if not model or not limits[model] > 0:  # also rejects nan
+            raise click.UsageError(f"--rpm expects MODEL=N with N > 0, got `{item}`")
+    if api_key_env and not os.environ.get(api_key_env):  # else every call fails, after retries
+        raise click.UsageError(f"--api-key-env {api_key_env}: that environment variable is "
+                               "not set (or empty)")
     return {"max_concurrent_per_model": max_per_model, "requests_per_minute": limits,
             "api_base": api_base, "api_key_env": api_key_env, "timeout_s": timeout,
             "max_retries": max_retries, "use_cache": not no_cache, "cache_dir": cache_dir}
@@ -107,7 +114,23 @@ def _summary(result: CompileResult, strict: bool) -> str:
     return ", ".join(parts) if parts else "no problems"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Bench(click.Group):
+    """The `bench` group: a file-system error on a path (an output directory that cannot be
+    created, a file where a directory should be) is the user's to fix, in every command."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if exc.filename is None:  # not about a path: a bug (or a broken pipe, see `main`)
+                raise
+            why = ("exists and is not a directory" if isinstance(exc, FileExistsError)
+                   else exc.strerror or str(exc))
+            raise PackErrors(f"✗ {exc.filename}: {why} (check the path and its permissions)"
+                             ) from None
+
+
+@click.group(cls=_Bench, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="benchpack", prog_name="bench")
 def cli() -> None:
     """benchpack: compile task packs into session plans, run them against agents, report."""
@@ -396,8 +419,11 @@ def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | No
     except (StoreError, UnknownReport, ValueError) as exc:
         raise PackErrors(f"✗ {exc}") from None
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise PackErrors(f"✗ -o {out}: cannot write ({exc.strerror or exc})") from None
         click.echo(f"wrote {out}", err=True)
     else:
         click.echo(text, nl=False)
@@ -423,10 +449,8 @@ def ratings_import(file: Path, run_id: str, fmt: str | None, rater_field: str | 
                    fields: tuple[str, ...], db: Path) -> None:
     """Import human ratings from FILE (CSV or JSONL): every row is checked first and every
     problem reported as file:line: message; a file with problems imports nothing."""
-    import duckdb
-
     from benchpack.reports.ratings import RatingsError, import_ratings
-    from benchpack.runtime.store import connect
+    from benchpack.runtime.store import StoreOpenError, connect
 
     mapping = {}
     for item in fields:
@@ -440,9 +464,8 @@ def ratings_import(file: Path, run_id: str, fmt: str | None, rater_field: str | 
         raise PackErrors(f"✗ {db}: no such store")
     try:
         con = connect(db)
-    except duckdb.IOException as exc:
-        raise PackErrors(f"✗ {db}: cannot open for writing ({exc}); is a `bench run` "
-                         "writing it?") from None
+    except StoreOpenError as exc:
+        raise PackErrors(f"✗ {exc}") from None
     try:
         result = import_ratings(con, file, run_id, fmt=fmt, fields=mapping)
     except RatingsError as exc:
@@ -517,7 +540,7 @@ def export(db: Path, out: Path, fmt: str, no_views: bool, wait_s: float) -> None
 
     try:
         written = export_store(db, out, fmt, views=not no_views, wait_s=wait_s)
-    except StoreError as exc:
+    except (StoreError, ValueError) as exc:
         raise PackErrors(f"✗ {exc}") from None
     click.echo(f"wrote {len(written)} files to {out}", err=True)
 
@@ -528,11 +551,15 @@ def export(db: Path, out: Path, fmt: str, no_views: bool, wait_s: float) -> None
               help="Write the views into the store, for the DuckDB CLI and notebooks.")
 def views(db: Path, install: bool) -> None:
     """Describe the SQL views reports are built on (and optionally install them)."""
+    from benchpack.reports.access import StoreError
     from benchpack.reports.api import install_views_into
     from benchpack.reports.views import describe
 
     if install:
-        names = install_views_into(db)
+        try:
+            names = install_views_into(db)
+        except StoreError as exc:
+            raise PackErrors(f"✗ {exc}") from None
         click.echo(f"installed {len(names)} views into {db}", err=True)
     click.echo(describe())
 
@@ -548,7 +575,12 @@ def _finish(summary: Any, as_json: bool) -> None:
     else:
         _print_summary(summary)
     if summary.errors:
-        raise PackErrors("")
+        first = summary.first_errors
+        raise PackErrors(f"✗ {summary.errors} session{'s' if summary.errors != 1 else ''} "
+                         "errored" + (f"; first: {first[0]}" if first else "")
+                         + f" (all: bench query \"SELECT name, error FROM sessions WHERE "
+                         f"run_id = '{summary.run_id}' AND status = 'error'\" --db "
+                         f"{summary.db})")
 
 
 def _pass_rates(s: Any) -> dict[str, Any]:
@@ -586,8 +618,8 @@ def _print_summary(s: Any) -> None:
             label += f" / pass@{k} / pass^{k}"
             value += f" / {_pct(rates['pass_at_k'])} / {_pct(rates['pass_hat_k'])}"
         t.add_row(label, f"{value}   ({len(s.pass_counts)} tasks × {k} repeats)")
-    if getattr(s, "first_error", None):
-        t.add_row("first error", s.first_error)
+    for i, error in enumerate(getattr(s, "first_errors", None) or []):
+        t.add_row("first errors" if i == 0 else "", error)
     t.add_row("judge errors", str(s.judge_errors))
     if getattr(s, "rejudge_of", None):
         t.add_row("re-judged", f"{s.rejudge_of} with {s.judge}: {s.judge_calls} judge calls "

@@ -30,14 +30,22 @@ def read_request_path(db: str | Path) -> Path:
     return Path(f"{db}{READ_REQUEST_SUFFIX}")
 
 
+def existing_store(db: str | Path) -> Path:
+    """`db` as a path, or a `StoreError` when there is no store file there."""
+    path = Path(db)
+    if path.is_dir():
+        raise StoreError(f"{path}: is a directory; --db takes the store's DuckDB file")
+    if not path.exists():
+        raise StoreError(f"{path}: no such store (run `bench run … --db {path}` first)")
+    return path
+
+
 @contextlib.contextmanager
 def open_store(db: str | Path, *, wait_s: float = 30.0) -> Iterator[Any]:
     """A read-only connection to `db` with the report views installed (TEMP views)."""
     import duckdb
 
-    path = Path(db)
-    if not path.exists():
-        raise StoreError(f"{path}: no such store (run `bench run … --db {path}` first)")
+    path = existing_store(db)
     request = read_request_path(path)
     deadline = time.monotonic() + wait_s
     con = None

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .access import StoreError, open_store, select_runs
+from .access import StoreError, existing_store, open_store, select_runs
 from .builtin import ReportContext
 from .model import ReportResult
 from .registry import ReportRegistry, default_reports
-from .views import VIEW_NAMES, install_views, store_schema
+from .views import VIEW_NAMES, StoreVersionError, install_views, store_schema
 
 TABLES = ("runs", "sessions", "turns", "messages", "tool_calls", "intent_status",
           "checklist_results", "llm_calls", "stage_events", "triples", "triple_support",
@@ -89,11 +89,15 @@ def run_query(db: str | Path, sql: str, *, wait_s: float = 30.0, limit: int | No
     """Run one SQL statement on a read-only connection with the report views installed."""
     import duckdb
 
+    if not sql.strip():
+        raise StoreError("the query is empty; pass one SQL statement, e.g. "
+                         "`bench query \"SELECT * FROM runs\"`")
     with open_store(db, wait_s=wait_s) as con:
         try:
             cur = con.execute(sql)
         except duckdb.Error as exc:
-            raise StoreError(f"query failed: {exc}") from None
+            hint = " (`bench query` only reads)" if "read-only mode" in str(exc) else ""
+            raise StoreError(f"query failed: {exc}{hint}") from None
         if cur.description is None:
             return QueryResult([], [])
         columns = [d[0] for d in cur.description]
@@ -104,10 +108,16 @@ def run_query(db: str | Path, sql: str, *, wait_s: float = 30.0, limit: int | No
 def export_store(db: str | Path, out: str | Path, fmt: str = "parquet", *,
                  views: bool = True, wait_s: float = 30.0) -> list[Path]:
     """Write every table (and view) of the store to `out/<name>.<fmt>`."""
+    import duckdb
+
     if fmt not in ("parquet", "csv"):
         raise ValueError("format must be parquet or csv")
     target = Path(out)
-    target.mkdir(parents=True, exist_ok=True)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"-o {target}: cannot create the directory "
+                         f"({exc.strerror or exc})") from None
     written = []
     with open_store(db, wait_s=wait_s) as con:
         present = {str(r[0]) for r in con.execute(
@@ -118,7 +128,11 @@ def export_store(db: str | Path, out: str | Path, fmt: str = "parquet", *,
             path = target / f"{name}.{fmt}"
             options = "(FORMAT parquet)" if fmt == "parquet" else "(FORMAT csv, HEADER true)"
             literal = str(path).replace("'", "''")
-            con.execute(f"COPY (SELECT * FROM {name}) TO '{literal}' {options}")
+            try:
+                con.execute(f"COPY (SELECT * FROM {name}) TO '{literal}' {options}")
+            except duckdb.Error as exc:
+                raise ValueError(f"-o {target}: cannot write {path.name} "
+                                 f"({str(exc).splitlines()[0]})") from None
             written.append(path)
     return written
 
@@ -127,9 +141,15 @@ def install_views_into(db: str | Path) -> list[str]:
     """Persist the report views into the store (for the DuckDB CLI and notebooks)."""
     import duckdb
 
-    con = duckdb.connect(str(db))
+    path = existing_store(db)
+    try:
+        con = duckdb.connect(str(path))
+    except duckdb.Error as exc:
+        raise StoreError(f"{path}: cannot open: {str(exc).splitlines()[0]}") from None
     try:
         store_schema(con)
         return install_views(con, temporary=False)
+    except StoreVersionError as exc:
+        raise StoreError(f"{path}: {exc}") from None
     finally:
         con.close()

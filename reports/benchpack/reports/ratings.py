@@ -142,7 +142,8 @@ def _load_run(con: Any, run_id: str) -> _Run:
     if row is None:
         known = [str(r[0]) for r in con.execute(
             "SELECT run_id FROM runs ORDER BY created_at DESC LIMIT 5").fetchall()]
-        raise ValueError(f"no run `{run_id}` in the store (latest: {', '.join(known)})")
+        raise ValueError(f"no run `{run_id}` in the store " + (
+            f"(latest: {', '.join(known)})" if known else "(it has no runs yet)"))
     config = json.loads(row[0]) if isinstance(row[0], str) else (row[0] or {})
     source = str(config.get("source_run") or run_id)
     run = _Run(source, set(), {}, {}, {}, {})
@@ -186,6 +187,8 @@ def _read(path: Path, fmt: str | None, fields: dict[str, str]
         return [], [Problem(name, 1, "no such file")]
     except UnicodeDecodeError as exc:
         return [], [Problem(name, 1, f"not UTF-8 text ({exc.reason} at byte {exc.start})")]
+    except OSError as exc:  # a directory, no permission
+        return [], [Problem(name, 1, f"cannot read the file ({exc.strerror or exc})")]
     suffix = path.suffix.lower()
     fmt = fmt or {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}.get(suffix)
     if fmt is None:

@@ -159,14 +159,8 @@ def rejudge(options: RejudgeOptions) -> RejudgeSummary:
 async def rejudge_async(options: RejudgeOptions) -> RejudgeSummary:
     if not Path(options.db).exists():
         raise ValueError(f"{options.db}: no such store")
-    import duckdb
-
     started = time.time()
-    try:
-        store = Store(options.db)
-    except duckdb.IOException as exc:  # DuckDB has one writer: another command holds the file
-        raise ValueError(f"{options.db}: cannot open for writing ({exc}); is a `bench run` "
-                         "writing it?") from None
+    store = Store(options.db)  # a StoreOpenError says why it cannot be opened for writing
     try:
         return await _rejudge(options, store, started)
     finally:

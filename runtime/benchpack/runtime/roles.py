@@ -15,13 +15,13 @@ judges from that, in its own module, so adding a protocol never touches this fil
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
 from benchpack.specs.plan import PlanSession
 
+from .agents.scripted import load_script
 from .judges.base import JudgeCall, Templates
 from .types import LLMCallRecord
 
@@ -54,14 +54,7 @@ class Script:
     What goes under a session is each protocol's business (documented with its judges)."""
 
     def __init__(self, path: Path) -> None:
-        text = path.read_text(encoding="utf-8")
-        data: Any
-        if path.suffix in (".yaml", ".yml"):
-            import yaml
-
-            data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
+        data = load_script(path)
         if not isinstance(data, dict) or not isinstance(data.get("sessions"), dict):
             raise ValueError(f"{path}: expected a mapping with `sessions:`")
         self.path = path
@@ -100,10 +93,18 @@ class Roles:
             "judge": flags.get("judge") or defaults.get("judge") or "rules",
             "planner": flags.get("planner") or defaults.get("planner") or sim,
         }
+        roles = cls(choices, templates, llm, seed)
         for role, uri in choices.items():
-            if uri.startswith("scripted:") and not Path(uri.split(":", 1)[1]).is_file():
-                raise ValueError(f"--{role} {uri}: no such file")
-        return cls(choices, templates, llm, seed)
+            mode, _, argument = uri.partition(":")
+            if mode in ("scripted", "litellm") and not argument:
+                thing = "file" if mode == "scripted" else "model"
+                raise ValueError(f"--{role} {uri}: name the {thing} after `{mode}:`")
+            if mode == "scripted":  # read now: a broken file stops the run before it starts
+                try:
+                    roles._scripts[argument] = Script(Path(argument))
+                except ValueError as exc:
+                    raise ValueError(f"--{role} {uri}: {exc}") from None
+        return roles
 
     def uri(self, role: Role) -> str:
         return self.choices[role]

@@ -124,8 +124,8 @@ class RunSummary:
     pass_counts: list[tuple[int, int]] = field(default_factory=list)
     """Verified outcome, per task: (graded repeats n, passes c) — the inputs of pass@k and
     pass^k, which `benchpack.reports.stats` computes."""
-    first_error: str | None = None
-    """The error of the first errored session (by id), so a failed run says why."""
+    first_errors: list[str] = field(default_factory=list)
+    """`<session>: <error>` for the first few distinct session errors (what to fix first)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -263,6 +263,10 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         if existing is None:
             raise ValueError(f"no run `{options.run_id}` in {options.db}")
         run_id = options.run_id
+        if existing.get("pack_name") != plan.pack.name:  # a recompiled plan of it is fine
+            raise ValueError(f"--resume {run_id}: that run is of pack `{existing.get('pack_name')}`"
+                             f", this plan of `{plan.pack.name}`; pass the plan it ran "
+                             f"({existing.get('plan_path')})")
         if options.repeats is None:
             options.repeats = int(existing.get("repeats") or 1)
         _inherit_roles(options, existing)
@@ -271,6 +275,20 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         if store.run_exists(run_id):
             raise ValueError(f"run `{run_id}` already exists in {options.db}; pass --resume "
                              "to continue it or choose another --run-id")
+    if options.dialogue_from:  # checked per session too; here so a typo stops the whole run
+        if options.trigger_mode == "live":
+            raise ValueError("--dialogue-from replays a fixed dialogue; use --trigger-mode "
+                             "offline or auto")
+        if store.run_exists(options.dialogue_from) is None:
+            raise ValueError(f"--dialogue-from: no run `{options.dialogue_from}` in "
+                             f"{options.db}")
+    selected = set(_select(plan, options.sessions))
+    unmatched = [p for p in options.sessions if not _select(plan, [p])]
+    if unmatched:
+        names = sorted({s.name for s in plan.sessions.values()})
+        shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
+        raise ValueError(f"--session {', '.join(unmatched)} matches no session of the plan "
+                         f"(its sessions: {shown}; ids and names take * globs)")
     repeats = options.repeats or plan.defaults.repeats
     work_dir = Path(options.work_dir) if options.work_dir else Path(
         tempfile.mkdtemp(prefix="benchpack-"))
@@ -306,7 +324,6 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
     store.upsert_run(row)
     finished = store.finished(run_id)
 
-    selected = set(_select(plan, options.sessions))
     chains: list[tuple[str, int, list[PlanSession]]] = []
     by_episode: dict[str, tuple[list[PlanSession], list[PlanSession]]] = {}
     for s in plan.sessions.values():  # in plan (dependency) order
@@ -467,18 +484,19 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         "SELECT count(passed), count(*) FILTER (WHERE passed) FROM sessions WHERE run_id = ? "
         "AND protocol = 'verified_outcome' AND status = 'finished' GROUP BY session_id",
         [run_id]).fetchall()
-    first = con.execute(
-        "SELECT name, error FROM sessions WHERE run_id = ? AND status = 'error' "
-        "ORDER BY session_id, repeat LIMIT 1", [run_id]).fetchone()
+    first_errors = con.execute(
+        "SELECT arg_min(name, started_at), error FROM sessions WHERE run_id = ? AND "
+        "status = 'error' GROUP BY error ORDER BY min(started_at) LIMIT 3", [run_id]).fetchall()
     return RunSummary(
-        first_error=f"{first[0]}: {first[1]}" if first else None,
         run_id=run_id, db=store.path, sessions_total=total, sessions_run=stats["run"],
         sessions_skipped_resume=resumed, finished=int(row[4]), errors=int(row[5]),
         skipped_deps=int(row[6]), proc=row[0], comp=row[1], score=row[2], f1=row[7],
         trigger_score=row[8],
         judge_errors=int(row[3]), prompt_tokens=int(llm[1]), completion_tokens=int(llm[2]),
         cost=float(llm[3]), llm_calls=int(llm[0]), cache_hits=int(llm[4]), wall_s=wall,
-        repeats=repeats, pass_counts=[(int(n), int(c)) for n, c in counts if n])
+        repeats=repeats, pass_counts=[(int(n), int(c)) for n, c in counts if n],
+        first_errors=[f"{name}: {str(error).strip().splitlines()[0][:200]}"
+                      for name, error in first_errors if error])
 
 
 def run_plan(options: RunOptions) -> RunSummary:

@@ -148,31 +148,68 @@ class SessionRows:
     """(episode, state) of the episode environment after this session, for resume."""
 
 
+class StoreOpenError(ValueError):
+    """The store file cannot be opened, or it is not a benchpack store (a user error: the CLI
+    reports it as one)."""
+
+
 def connect(path: str | Path, read_only: bool = False) -> Any:
+    """A connection to the store at `path`; for writing, with the schema created or migrated.
+    Refuses directories, non-DuckDB files and DuckDB databases of other programs."""
     import duckdb
 
-    con = duckdb.connect(str(path), read_only=read_only)
+    p = Path(path)
+    if p.is_dir():
+        raise StoreOpenError(f"{p}: is a directory; --db takes a DuckDB file, e.g. "
+                             f"{p / 'bench.duckdb'}")
+    try:
+        if not read_only:
+            p.parent.mkdir(parents=True, exist_ok=True)
+        con = duckdb.connect(str(p), read_only=read_only)
+    except OSError as exc:
+        raise StoreOpenError(f"{p}: cannot create the store ({exc.strerror or exc})") from None
+    except duckdb.Error as exc:
+        first = str(exc).splitlines()[0]
+        hint = ("is a `bench run` writing it?" if "lock" in first.lower()
+                else "is it a DuckDB file written by `bench run`?")
+        raise StoreOpenError(f"{p}: cannot open the store ({first}); {hint}") from None
     if not read_only:
-        con.execute("BEGIN TRANSACTION")  # one commit for the whole schema, not one per table
         try:
-            con.execute(DDL)
-            _migrate(con)
-            con.execute("COMMIT")
+            _check_ours(con, p)
+            con.execute("BEGIN TRANSACTION")  # one commit for the whole schema, not one per table
+            try:
+                con.execute(DDL)
+                _migrate(con, p)
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
         except BaseException:
-            con.execute("ROLLBACK")
+            con.close()
             raise
     return con
 
 
-def _migrate(con: Any) -> None:
+def _check_ours(con: Any, path: Path) -> None:
+    """Never add our tables to another program's database: a store has `meta`, or nothing."""
+    tables = sorted(str(r[0]) for r in con.execute(
+        "SELECT table_name FROM duckdb_tables() UNION SELECT view_name FROM duckdb_views() "
+        "WHERE NOT internal").fetchall())
+    if tables and "meta" not in tables:
+        shown = ", ".join(tables[:5]) + (", …" if len(tables) > 5 else "")
+        raise StoreOpenError(f"{path}: a DuckDB database of another program (tables: {shown}), "
+                             "not a benchpack store; pass another --db")
+
+
+def _migrate(con: Any, path: Path) -> None:
     row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     if row is None:
         con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
         return
     version = int(row[0])
     if version > SCHEMA_VERSION:
-        raise RuntimeError(f"store schema {version} is newer than this benchpack "
-                           f"({SCHEMA_VERSION}); upgrade benchpack")
+        raise StoreOpenError(f"{path}: store schema {version} is newer than this benchpack "
+                             f"({SCHEMA_VERSION}); upgrade benchpack")
     if version < 2:  # 2: tool_calls.tool_group, the device/interface group of the tool
         con.execute("ALTER TABLE tool_calls ADD COLUMN IF NOT EXISTS tool_group VARCHAR")
     if version < SCHEMA_VERSION:

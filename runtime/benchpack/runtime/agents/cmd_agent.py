@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import shlex
+import shutil
 import signal
 import time
 from collections import deque
@@ -87,6 +88,11 @@ class CmdAgent:
         self.close_grace_s = close_grace_s
         self.max_line_bytes = max_line_bytes
         self.env = dict(env) if env is not None else None
+        path = (self.env if self.env is not None else os.environ).get("PATH")
+        if shutil.which(self.argv[0], path=path) is None:  # fail before the run, not per session
+            where = "no such executable file" if os.sep in argv[0] else "not found on PATH"
+            raise ValueError(f"cmd:{command}: `{argv[0]}`: {where} (hint: give the program's "
+                             "path, e.g. cmd:./my_harness or cmd:python my_harness.py)")
 
     async def open(self, brief: SessionBrief) -> CmdSession:
         session = CmdSession(self, brief, brief.recorder)

@@ -54,11 +54,23 @@ class PythonAgent:
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            raise ValueError(f"cannot import `{module_name}`: {exc}") from None
+            hint = (" (hint: the module must be importable: install it, or run with "
+                    "PYTHONPATH=<its directory>)" if exc.name == module_name.split(".")[0]
+                    else "")
+            raise ValueError(f"python:{spec}: cannot import `{module_name}`: {exc}{hint}"
+                             ) from None
+        except Exception as exc:  # the user's module fails while importing
+            raise ValueError(f"python:{spec}: importing `{module_name}` failed: "
+                             f"{type(exc).__name__}: {exc}") from None
         try:
             self.target = getattr(module, attr)
         except AttributeError:
-            raise ValueError(f"`{module_name}` has no attribute `{attr}`") from None
+            raise ValueError(f"python:{spec}: `{module_name}` has no attribute `{attr}`"
+                             ) from None
+        if not callable(self.target):
+            raise ValueError(f"python:{spec}: `{attr}` is a {type(self.target).__name__}, not "
+                             "callable; name a factory (brief) -> agent or a function "
+                             "(brief, message, event) -> str")
         self.name = f"python:{spec}"
 
     async def open(self, brief: SessionBrief) -> _PySession:

@@ -38,27 +38,36 @@ class ScriptError(ValueError):
     pass
 
 
-def _read(path: Path) -> str:
+def read_text(path: Path, what: str) -> str:
+    """The text of a file the user named, or a `ScriptError` saying why it cannot be read."""
     try:
         return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ScriptError(f"{path}: cannot read ({reason})") from None
+    except FileNotFoundError:
+        raise ScriptError(f"{path}: no such {what}") from None
+    except UnicodeDecodeError as exc:
+        raise ScriptError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:  # a directory, no permission
+        raise ScriptError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
 
 
-def _load(path: Path) -> Any:
-    text = _read(path)
+def load_script(path: Path) -> Any:
+    """A YAML (.yaml/.yml) or JSON script file, or a `ScriptError` with its place."""
+    text = read_text(path, "script file")
     if path.suffix in (".yaml", ".yml"):
         import yaml
 
         try:
             return yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise ScriptError(f"{path}: not YAML ({exc})") from None
+            mark = getattr(exc, "problem_mark", None)
+            where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise ScriptError(f"{path}{where}: not valid YAML ({problem})") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ScriptError(f"{path}: not JSON ({exc})") from None
+        raise ScriptError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); "
+                          "a .yaml/.yml file is read as YAML") from None
 
 
 class _TurnsSession:
@@ -98,7 +107,7 @@ class ScriptedAgent:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.name = f"scripted:{self.path.name}"
-        data = _load(self.path)
+        data = load_script(self.path)
         if not isinstance(data, dict) or not isinstance(data.get("sessions", {}), dict):
             raise ScriptError(f"{self.path}: expected `sessions:` mapping session → turns")
         self.data = data
@@ -107,6 +116,13 @@ class ScriptedAgent:
         for key, turns in [*self.sessions.items(), ("default", self.default)]:
             if not isinstance(turns, list) or not all(isinstance(t, dict) for t in turns):
                 raise ScriptError(f"{self.path}: turns of `{key}` must be a list of mappings")
+            for n, t in enumerate(turns, start=1):
+                calls = t.get("tool_calls") or []
+                if not isinstance(calls, list) or not all(
+                        isinstance(c, dict) and isinstance(c.get("name"), str) and
+                        isinstance(c.get("args") or {}, dict) for c in calls):
+                    raise ScriptError(f"{self.path}: turn {n} of `{key}`: tool_calls must be a "
+                                      "list of {name: TOOL, args: {...}} mappings")
 
     async def open(self, brief: SessionBrief) -> _TurnsSession:
         turns = self.sessions.get(brief.session_id)
@@ -128,32 +144,42 @@ class ReplayAgent:
         self.path = Path(path)
         self.name = f"replay:{self.path.name}"
         self.by_session: dict[tuple[str, int], dict[int, dict[str, Any]]] = {}
-        for n, line in enumerate(_read(self.path).splitlines(), start=1):
+        for n, line in enumerate(read_text(self.path, "replay file").splitlines(), start=1):
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
-                if not isinstance(row, dict) or row.get("role") != "assistant":
-                    continue
-                key = (str(row["session_id"]), int(row.get("repeat", 0)))
-                turn = self.by_session.setdefault(key, {}).setdefault(
-                    int(row["turn"]), {"say": "", "tool_calls": []})
-                calls = row.get("tool_calls") or []
-                if isinstance(calls, str):  # as the `messages` table stores it
-                    calls = json.loads(calls)
-                for tc in calls:
-                    args = tc.get("arguments", tc.get("args", {}))
-                    if isinstance(args, str):
-                        args = json.loads(args)
-                    turn["tool_calls"].append({"name": tc["name"], "args": args})
             except json.JSONDecodeError as exc:
                 raise ScriptError(f"{self.path}:{n}: not JSON ({exc.msg})") from None
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise ScriptError(f"{self.path}:{n}: not a transcript row ({type(exc).__name__}: "
-                                  f"{exc}); expected session_id, turn, role, content, "
-                                  "tool_calls") from None
-            if row.get("content"):
-                turn["say"] = row["content"]
+            if not isinstance(row, dict):
+                raise ScriptError(f"{self.path}:{n}: expected one message object per line")
+            if row.get("role") != "assistant":
+                continue
+            try:
+                self._add(row)
+            except (AttributeError, KeyError, TypeError, ValueError) as exc:
+                what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+                raise ScriptError(f"{self.path}:{n}: not a transcript message ({what}); "
+                                  "expected {session_id, repeat, turn, role, content, "
+                                  "tool_calls}") from None
+        if not self.by_session:
+            raise ScriptError(f"{self.path}: no assistant messages to replay (expected one "
+                              "JSON message per line with role `assistant`)")
+
+    def _add(self, row: dict[str, Any]) -> None:
+        key = (str(row["session_id"]), int(row.get("repeat") or 0))
+        turn = self.by_session.setdefault(key, {}).setdefault(
+            int(row["turn"]), {"say": "", "tool_calls": []})
+        calls = row.get("tool_calls") or []
+        if isinstance(calls, str):  # as the `messages` table stores it
+            calls = json.loads(calls)
+        for tc in calls:
+            args = tc.get("arguments", tc.get("args", {}))
+            if isinstance(args, str):
+                args = json.loads(args)
+            turn["tool_calls"].append({"name": str(tc["name"]), "args": dict(args)})
+        if row.get("content"):
+            turn["say"] = row["content"]
 
     async def open(self, brief: SessionBrief) -> _TurnsSession:
         turns = self.by_session.get((brief.session_id, brief.repeat)) or \
