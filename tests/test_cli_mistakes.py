@@ -200,6 +200,8 @@ RUN: dict[str, Case] = {
                                 1, ("--simulator scripted:", "not valid YAML")),
     "judge model empty": (lambda w: run(w, "--judge", "litellm:"), 1,
                           ("--judge litellm:: name the model",)),
+    "judge unknown kind": (lambda w: run(w, "--judge", "foo:bar"), 1,
+                           ("--judge foo:bar: unknown kind `foo:`",)),
     # runs in the store
     "resume unknown run": (lambda w: run(w, "--resume", "nope", db=w.db()), 1, ("no run `nope` in",)),
     "run id taken": (lambda w: run(w, "--run-id", "r1", db=w.db()), 1,

@@ -96,6 +96,9 @@ class Roles:
         roles = cls(choices, templates, llm, seed)
         for role, uri in choices.items():
             mode, _, argument = uri.partition(":")
+            if argument and mode not in ("scripted", "litellm") and "/" not in mode:
+                raise ValueError(f"--{role} {uri}: unknown kind `{mode}:` (use rules, "
+                                 "scripted:<file> or litellm:<model>)")
             if mode in ("scripted", "litellm") and not argument:
                 thing = "file" if mode == "scripted" else "model"
                 raise ValueError(f"--{role} {uri}: name the {thing} after `{mode}:`")

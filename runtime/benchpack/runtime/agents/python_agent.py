@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 from ..types import AgentReply, Message, SessionBrief
@@ -51,11 +53,14 @@ class PythonAgent:
         module_name, _, attr = spec.rpartition(":")
         if not module_name or not attr:
             raise ValueError("use python:<module>:<callable>, e.g. python:my_agent:make_agent")
+        if "" not in sys.path and os.getcwd() not in sys.path:
+            # as `python -m` does: a module next to where `bench` runs is found
+            sys.path.insert(0, os.getcwd())
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            hint = (" (hint: the module must be importable: install it, or run with "
-                    "PYTHONPATH=<its directory>)" if exc.name == module_name.split(".")[0]
+            hint = (" (hint: the module must be importable from the current directory, an "
+                    "installed package, or PYTHONPATH=<its directory>)" if exc.name == module_name.split(".")[0]
                     else "")
             raise ValueError(f"python:{spec}: cannot import `{module_name}`: {exc}{hint}"
                              ) from None
