@@ -167,6 +167,28 @@ def test_put_soon_batches_serves_pending_and_asyncio_run_waits(tmp_path: Path) -
     assert ResponseCache(tmp_path).get("k7") == {"i": 7} and cache.errors == 0
 
 
+def test_finish_soon_ends_the_drain_job_without_lingering(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a run's last call, `asyncio.run` must not wait out the drain job's linger."""
+    import time
+
+    from benchpack.runtime import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "_DRAIN_LINGER_S", 60.0)
+    cache = ResponseCache(tmp_path)
+
+    async def run() -> None:
+        for i in range(5):
+            cache.put_soon(f"k{i}", {"i": i})
+            await asyncio.sleep(0.01)
+        cache.finish_soon()
+
+    t0 = time.monotonic()
+    asyncio.run(run())
+    assert time.monotonic() - t0 < 30  # it would linger 60 s
+    assert set(rows(tmp_path)) == {f"k{i}" for i in range(5)}
+
+
 def test_put_soon_without_a_running_loop_writes_at_once(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path)
     cache.put_soon("k", {"a": 1})

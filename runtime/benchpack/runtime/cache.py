@@ -164,6 +164,8 @@ class ResponseCache:
         """key → entry of `put_soon` writes not yet committed (`get` serves them)."""
         self._queue: deque[tuple[str, str]] = deque()
         self._draining = False
+        self._hurry = threading.Event()
+        """Set by `finish_soon`: the drain job writes what is queued and ends without lingering."""
         self._lock = threading.Lock()
         self._local = threading.local()
         """`.state`: this thread's reading `_State`."""
@@ -304,6 +306,7 @@ class ResponseCache:
             self._draining = True
         if not start:
             return
+        self._hurry.clear()
         try:
             asyncio.get_running_loop().run_in_executor(None, self._drain)
         except RuntimeError:  # no running loop, or its executor is shutting down: write here
@@ -315,7 +318,7 @@ class ResponseCache:
         idle = 0.0
         while True:
             if linger_s > 0:
-                time.sleep(_DRAIN_TICK_S)
+                self._hurry.wait(_DRAIN_TICK_S)
             if self._queue:
                 idle = 0.0
                 while self._queue:
@@ -326,11 +329,16 @@ class ResponseCache:
                     self._write(batch)
                 continue
             idle += _DRAIN_TICK_S
-            if idle >= linger_s:
+            if idle >= linger_s or self._hurry.is_set():
                 with self._lock:
                     if not self._queue:
                         self._draining = False
                         return
+
+    def finish_soon(self) -> None:
+        """The caller is done (a run's last call has returned): the drain job writes what is
+        queued and ends at once instead of lingering, so `asyncio.run` does not wait for it."""
+        self._hurry.set()
 
     def _write(self, entries: list[tuple[str, str]]) -> None:
         """Store `entries` in one transaction (once more on a new file when this one turns out

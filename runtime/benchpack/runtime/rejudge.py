@@ -251,6 +251,8 @@ async def _rejudge(options: RejudgeOptions, store: Store, started: float) -> Rej
 
     try:
         await asyncio.gather(*(one(r) for r in todo))
+        if clients and clients[0].cache is not None:
+            clients[0].cache.finish_soon()
         store.flush()
     finally:
         progress.stop()

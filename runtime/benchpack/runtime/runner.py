@@ -350,6 +350,8 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
 
     try:
         await asyncio.gather(*(chain(k, r, ss) for k, r, ss in chains))
+        if clients and clients[0].cache is not None:
+            clients[0].cache.finish_soon()  # no call follows: write the last entries now
         store.flush()
         await asyncio.sleep(0)  # let the last commits' progress reports run
     finally:
