@@ -373,6 +373,10 @@ def test_foreign_and_missing_stores_are_left_untouched(world: World) -> None:
         assert CliRunner().invoke(cli, args).exit_code == 1
     assert foreign.read_bytes() == before
     assert not Path(world.out("none.duckdb")).exists()
+    # a run stopped by a mistake before it began leaves no new store behind
+    fresh = world.out("fresh.duckdb")
+    assert CliRunner().invoke(cli, run(world, agent="foo:bar", db=fresh)).exit_code == 1
+    assert not Path(fresh).exists()
 
 
 @pytest.mark.parametrize("name", sorted(OUTPUTS))

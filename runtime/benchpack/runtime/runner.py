@@ -248,11 +248,23 @@ class Progress:
 async def run_plan_async(options: RunOptions) -> RunSummary:
     started = time.time()
     plan = load_plan(options.plan)
+    fresh = not Path(options.db).exists()
     store = Store(options.db)
+    wrote = False
     try:
-        return await _run(options, plan, store, started)
+        summary = await _run(options, plan, store, started)
+        wrote = True
+        return summary
     finally:
+        if fresh and not wrote:
+            try:
+                wrote = store.run_count() > 0
+            except Exception:  # keep the file: the original error is what matters
+                wrote = True
         store.close()
+        if fresh and not wrote:  # a mistake stopped the run before it began: leave no store
+            for suffix in ("", ".wal"):
+                Path(f"{options.db}{suffix}").unlink(missing_ok=True)
 
 
 async def _run(options: RunOptions, plan: Plan, store: Store, started: float) -> RunSummary:
@@ -309,7 +321,6 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
     config = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.__dict__.items()
               if k not in ("api_key_env", "llm_backend")}
     config["api_key_env"] = options.api_key_env  # the variable's name, never its value
-    from benchpack.specs import PLAN_VERSION  # noqa: F401  (plan validated by load_plan)
 
     row = {"run_id": run_id, "created_at": started, "updated_at": started,
            "plan_path": str(options.plan), "plan_hash": plan.pack.content_hash,

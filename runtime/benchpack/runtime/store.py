@@ -273,6 +273,11 @@ class Store:
             self.con.execute(f"INSERT OR REPLACE INTO runs VALUES ({', '.join('?' * len(cols))})",
                              values)
 
+    def run_count(self) -> int:
+        with self._lock:
+            row = self.con.execute("SELECT count(*) FROM runs").fetchone()
+            return int(row[0]) if row else 0
+
     def run_exists(self, run_id: str) -> dict[str, Any] | None:
         with self._lock:
             cur = self.con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id])
