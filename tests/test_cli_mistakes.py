@@ -293,6 +293,8 @@ READ: dict[str, Case] = {
     "query create": (lambda w: ["query", "CREATE TABLE t (a INT)", "--db", w.db()], 1,
                      ("`bench query` only reads",)),
     "query empty": (lambda w: ["query", "  ", "--db", w.db()], 1, ("the query is empty",)),
+    "query two statements": (lambda w: ["query", "SELECT 1; SELECT 2", "--db", w.db()], 1,
+                             ("the query has 2 statements",)),
     "query bad format": (lambda w: ["query", "SELECT 1", "--format", "xml", "--db", w.db()], 2,
                          ("--format",)),
     "export -o unwritable": (lambda w: ["export", "--db", w.db(), "-o", "/proc/no/exp"], 1,

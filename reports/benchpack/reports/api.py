@@ -92,6 +92,13 @@ def run_query(db: str | Path, sql: str, *, wait_s: float = 30.0, limit: int | No
     if not sql.strip():
         raise StoreError("the query is empty; pass one SQL statement, e.g. "
                          "`bench query \"SELECT * FROM runs\"`")
+    try:
+        statements = len(duckdb.extract_statements(sql))
+    except duckdb.Error as exc:
+        raise StoreError(f"query failed: {exc}") from None
+    if statements > 1:
+        raise StoreError(f"the query has {statements} statements; `bench query` runs one "
+                         "(its result is the table shown)")
     with open_store(db, wait_s=wait_s) as con:
         try:
             cur = con.execute(sql)
