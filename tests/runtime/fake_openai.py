@@ -247,6 +247,15 @@ class FakeOpenAI:
         return Handler
 
 
+def list_files_agent(body: dict[str, Any]) -> Any:
+    """An agent route: looks at the workspace once per user turn, then answers generically."""
+    if body["messages"][-1]["role"] == "user":
+        return {"role": "assistant", "content": None, "tool_calls": [{
+            "id": f"call_{len(body['messages'])}", "type": "function",
+            "function": {"name": "list_files", "arguments": json.dumps({"path": "."})}}]}
+    return "I reviewed your files and drafted a first pass. Anything else you need?"
+
+
 @pytest.fixture(name="fake_openai")
 def fake_openai_fixture() -> Iterator[FakeOpenAI]:
     """`fake_openai`: a running fake server, shut down after the test. Import

@@ -19,7 +19,7 @@ import duckdb
 import pytest
 import yaml
 from click.testing import CliRunner
-from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
+from fake_openai import FakeOpenAI, fake_openai_fixture, list_files_agent  # noqa: F401
 
 from benchpack.cli import cli
 from benchpack.compiler import compile_pack
@@ -234,14 +234,6 @@ def _prompt(body: dict[str, Any]) -> str:
     return str(body["messages"][-1]["content"])
 
 
-def agent(body: dict[str, Any]) -> Any:
-    if body["messages"][-1]["role"] == "user":
-        return {"role": "assistant", "content": None, "tool_calls": [{
-            "id": f"call_{len(body['messages'])}", "type": "function",
-            "function": {"name": "list_files", "arguments": json.dumps({"path": "."})}}]}
-    return "I reviewed your files and drafted a first pass. Anything else you need?"
-
-
 def judge_a(body: dict[str, Any]) -> str:
     """The original judge: every rubric item met, no intent completed, every trigger FAIL;
     it never answers a clarification check in JSON (judge errors: the user provides)."""
@@ -286,7 +278,7 @@ def simulator(body: dict[str, Any]) -> str:
 
 def test_llm_rejudge_calls_only_the_judge_and_repeats_for_free(fake_openai: FakeOpenAI,
                                                                tmp_path: Path) -> None:
-    fake_openai.route("agent-model", agent).route("judge-a", judge_a).route("judge-b", judge_b)
+    fake_openai.route("agent-model", list_files_agent).route("judge-a", judge_a).route("judge-b", judge_b)
     fake_openai.route("sim-model", simulator)
     db = tmp_path / "bench.duckdb"
     plans = {}

@@ -15,7 +15,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
+from fake_openai import FakeOpenAI, fake_openai_fixture, list_files_agent  # noqa: F401
 
 from benchpack.compiler import compile_pack
 from benchpack.runtime.runner import RunOptions, run_plan
@@ -26,15 +26,6 @@ IDS = re.compile(r"- id `([^`]+)`")
 
 def _prompt(body: dict[str, Any]) -> str:
     return str(body["messages"][-1]["content"]) if body.get("messages") else ""
-
-
-def agent(body: dict[str, Any]) -> Any:
-    """Looks at the workspace once per user turn, then answers with a generic question."""
-    if body["messages"][-1]["role"] == "user":
-        return {"role": "assistant", "content": None, "tool_calls": [{
-            "id": f"call_{len(body['messages'])}", "type": "function",
-            "function": {"name": "list_files", "arguments": json.dumps({"path": "."})}}]}
-    return "I reviewed your files and drafted a first pass. Anything else you need?"
 
 
 def judge(body: dict[str, Any]) -> str:
@@ -60,7 +51,7 @@ def plan_dir(tmp_path: Path) -> Path:
 
 def test_whole_episode_through_litellm_then_cache(fake_openai: FakeOpenAI, plan_dir: Path,
                                                    tmp_path: Path) -> None:
-    fake_openai.route("agent-model", agent).route("judge-model", judge) \
+    fake_openai.route("agent-model", list_files_agent).route("judge-model", judge) \
         .route("sim-model", simulator)
     db = tmp_path / "bench.duckdb"
     opts: dict[str, Any] = dict(
