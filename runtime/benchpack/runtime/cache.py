@@ -9,8 +9,9 @@ entry does not parse or names another format or key is a miss, and the next `put
 - A miss is answered from the set of keys in the database, read once and topped up with newer
   rows at most once a second when a key is not in it (so another process's entries are seen
   within a second); a hit is a point query on a connection kept open per thread (a thread
-  never waits for another's write); the database is in WAL mode with a busy timeout, so `bench run` processes can
-  share a cache directory (readers never block writers, writers queue).
+  never waits for another's write); the database is in WAL mode with a busy timeout, so
+  `bench run` processes can share a cache directory (readers never block writers, writers
+  queue).
 - Writes are SQLite transactions: a killed run loses at most the entries it had not committed,
   never leaves half an entry. A file that is not a usable cache database (not SQLite, truncated,
   corrupted, another program's) is moved aside with a warning and the cache starts empty.
@@ -176,8 +177,8 @@ class ResponseCache:
         """Bumped when the database file is replaced: older connections are reopened."""
         self._warned = False
         self._known: set[int] = set()
-        """`hash` of every key in the database as of the last `_refresh_known` (and of keys put
-        since): a key not in it is a miss without a query."""
+        """`hash` of every key in the database as of the last read in `_surely_absent` (and of
+        keys put since): a key not in it is a miss without a query."""
         self._known_rowid = 0
         self._known_at = -_KNOWN_REFRESH_S
         self._known_generation = -1
@@ -239,11 +240,12 @@ class ResponseCache:
             return True
         self._known_at = now
         with self._lock:
-            if self._known_generation != self._generation:  # a new file: read it whole
+            whole = self._known_generation != self._generation  # first read, or a new file
+            if whole:
                 self._known, self._known_rowid = set(), 0
                 self._known_generation = self._generation
             after = self._known_rowid
-        if after == 0:  # all keys from the key index, which is far smaller than the table
+        if whole:  # all keys from the key index, which is far smaller than the table
             top = self._query(_TOP_ROWID, ())[0][0] or 0
             rows = [(top, k) for (k,) in self._query(_ALL_KEYS, ())]
         else:  # newer rows: a seek in the table's rowid order

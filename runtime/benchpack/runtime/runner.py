@@ -250,19 +250,15 @@ async def run_plan_async(options: RunOptions) -> RunSummary:
     plan = load_plan(options.plan)
     fresh = not Path(options.db).exists()
     store = Store(options.db)
-    wrote = False
     try:
-        summary = await _run(options, plan, store, started)
-        wrote = True
-        return summary
+        return await _run(options, plan, store, started)
     finally:
-        if fresh and not wrote:
-            try:
-                wrote = store.run_count() > 0
-            except Exception:  # keep the file: the original error is what matters
-                wrote = True
+        try:  # a mistake stopped the run before its run row: leave no new store behind
+            unused = fresh and store.run_count() == 0
+        except Exception:  # keep the file: the original error is what matters
+            unused = False
         store.close()
-        if fresh and not wrote:  # a mistake stopped the run before it began: leave no store
+        if unused:
             for suffix in ("", ".wal"):
                 Path(f"{options.db}{suffix}").unlink(missing_ok=True)
 
