@@ -3,15 +3,36 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BENCH := $(VENV)/bin/bench
 
-.PHONY: setup demo test lint schema bench-compile
+.PHONY: setup demo test test-latest upgrade lint schema bench-compile
+
+LOCK := requirements/lock.txt
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# Installs exactly the versions in the committed lock (hashes checked), so the same commit installs
+# the same packages forever; the project itself goes in editable, without touching its dependencies.
+$(VENV)/.installed: pyproject.toml $(LOCK)
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q --require-hashes --no-deps -r $(LOCK)
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	$(PY) -m pip check
 	touch $@
+
+# Regenerate the lock from pyproject.toml's ranges (the newest versions they allow, for every
+# platform), then `make test` to see what changed. Upgrades are deliberate: commit the new lock.
+upgrade: setup
+	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 \
+	  --generate-hashes --no-header --upgrade -o $(LOCK)
+
+# The suite against the newest versions pyproject.toml allows, in a separate venv (.venv-latest),
+# without touching the lock: tells whether a release published since the lock breaks us.
+test-latest:
+	rm -rf .venv-latest
+	python3 -m venv .venv-latest
+	.venv-latest/bin/python -m pip install -q --upgrade pip
+	.venv-latest/bin/python -m pip install -q --upgrade -e '.[dev]'
+	.venv-latest/bin/python -m pip freeze --exclude-editable > .venv-latest/versions.txt
+	.venv-latest/bin/python -m pytest -q
 
 # The main job on embedded defaults (no API keys): compile every reference pack, run each with
 # its scripted demo agent and the deterministic rules simulator and judges (all four protocols),
