@@ -173,7 +173,7 @@ RUN: dict[str, Case] = {
     # a harness that breaks the protocol errors its sessions, and the run says why
     "cmd exits at once": (lambda w: run(w, agent="cmd:true"), 1,
                           ("1 session errored; first: refill-triage: ",  # `start` or `user`:
-                           "the harness exited with code 0 before reading the",  # a race
+                           "the harness exited with code 0 before ",  # reading or answering: a race
                            "SELECT name, error FROM sessions")),
     "cmd prints garbage": (lambda w: run(w, agent=f"cmd:{sys.executable} {w / 'garbage.py'}"),
                            1, ("1 session errored; first: refill-triage: ",

@@ -24,9 +24,11 @@ MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_DATA_BYTES = 64 * 1024 * 1024
 """Limit for other files a pack reads (fixtures, workspace sources, prompt templates)."""
 MAX_EXPANDED_NODES = 20_000_000
-MAX_DEPTH = 1000
-"""Deeper documents are refused before libyaml's recursive composer sees them: it overflows
-the C stack (a segfault, not an exception) somewhere past 20,000 levels."""
+MAX_DEPTH = 100
+"""Deeper documents are refused with our own located diagnostic before any parser limit applies:
+libyaml's recursive composer overflows the C stack past ~20,000 levels, PyYAML 6.0.4 refuses
+1,000 flow levels with a message of its own, and deep data overflows Python's recursion later
+(plan writing, JSON Schema validation). No pack needs 100 levels; data that does is not a pack's."""
 GLOB_CHARS = re.compile(r"[*?\[]")
 
 
@@ -353,14 +355,18 @@ def _explain(exc: yaml.MarkedYAMLError, text: str) -> tuple[str, str | None, Any
     return problem, None, mark
 
 
-def _too_deep(text: str) -> bool:
-    """Whether the document nests more than MAX_DEPTH collections. libyaml's event parser is
-    iterative, so this is safe at any depth. It runs only when deep nesting is possible: that
-    takes many flow brackets, or long lines (deep indentation, or `- - - …` on one line)."""
-    if (text.count("[") + text.count("{") <= MAX_DEPTH
-            and max(map(len, text.split("\n"))) <= MAX_DEPTH):
-        return False
-    depth = 0
+_STRUCTURE_PREFIX = re.compile(r"^[ \t?:-]*", re.M)
+
+
+def _too_deep(text: str) -> tuple[int, int] | None:
+    """Where (0-based line, column) the document first nests more than MAX_DEPTH collections, or
+    None. Runs the event parser only when deep nesting is possible: a block level takes at least
+    one column of indentation or `- `, a flow level an open bracket, so the longest structural
+    prefix of a line plus the number of brackets bounds the depth from above."""
+    prefix = max(map(len, _STRUCTURE_PREFIX.findall(text)), default=0)
+    if prefix + text.count("[") + text.count("{") + 1 <= MAX_DEPTH:
+        return None
+    depth, resume = 0, 0
     start = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
     end = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
     try:
@@ -368,19 +374,56 @@ def _too_deep(text: str) -> bool:
             if isinstance(event, start):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    return True
+                    return event.start_mark.line, event.start_mark.column
             elif isinstance(event, end):
                 depth -= 1
+            resume = event.end_mark.index
+    except yaml.MarkedYAMLError as exc:
+        # A parser with a nesting limit of its own (PyYAML ≥ 6.0.4 stops at 1,000 flow levels,
+        # scanning ahead of the events) stops before our count reaches the node: find it by
+        # counting the brackets after the last event.
+        if _is_depth_limit(exc):
+            return _bracket_depth(text, resume, depth)
+        return None  # the real parse reports it, with its position
     except yaml.YAMLError:
-        return False  # the real parse reports it, with its position
-    return False
+        return None
+    return None
+
+
+def _bracket_depth(text: str, index: int, depth: int) -> tuple[int, int]:
+    """Where flow brackets from `index` on (at `depth`) first exceed MAX_DEPTH (0-based)."""
+    quote = ""
+    for i in range(index, len(text)):
+        ch = text[i]
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = text.count("\n", 0, i)
+                return line, i - (text.rfind("\n", 0, i) + 1)
+        elif ch in "]}":
+            depth -= 1
+    return text.count("\n", 0, index), 0
+
+
+def _is_depth_limit(exc: yaml.YAMLError) -> bool:
+    words = f"{getattr(exc, 'problem', '')} {getattr(exc, 'context', '')} {exc}".lower()
+    return "nesting" in words or "depth" in words
+
+
+_DEPTH_HINT = ("flatten the structure: no pack needs more than 100 levels; keep deeply nested "
+               "data in a fixture file and refer to it")
 
 
 def parse_yaml(text: str, shown: str, diags: Diagnostics) -> tuple[bool, Any]:
     """Parse YAML text; (ok, data). Problems become diagnostics."""
-    if _too_deep(text):
+    deep = _too_deep(text)
+    if deep is not None:
         diags.error("E001", f"the document nests more than {MAX_DEPTH} levels deep", shown,
-                    hint="flatten the structure", line=1, col=1)
+                    hint=_DEPTH_HINT, line=deep[0] + 1, col=deep[1] + 1)
         return False, None
     loader = _FastLoader(text)
     loader.duplicates = []
@@ -388,6 +431,12 @@ def parse_yaml(text: str, shown: str, diags: Diagnostics) -> tuple[bool, Any]:
     try:
         data = loader.get_single_data()
     except yaml.MarkedYAMLError as exc:
+        if _is_depth_limit(exc):  # a parser limit we did not foresee: still our message
+            mark = exc.problem_mark or exc.context_mark
+            diags.error("E001", f"the document nests more than {MAX_DEPTH} levels deep", shown,
+                        hint=_DEPTH_HINT, line=mark.line + 1 if mark else 1,
+                        col=mark.column + 1 if mark else 1)
+            return False, None
         problem, hint, mark = _explain(exc, text)
         diags.error("E001", problem, shown, hint=hint,
                     line=mark.line + 1 if mark else 1, col=mark.column + 1 if mark else 1)
@@ -396,8 +445,8 @@ def parse_yaml(text: str, shown: str, diags: Diagnostics) -> tuple[bool, Any]:
         diags.error("E001", str(exc).strip() or "invalid YAML", shown, line=1, col=1)
         return False, None
     except RecursionError:
-        diags.error("E001", "document is nested too deeply", shown, hint="flatten the structure",
-                    line=1, col=1)
+        diags.error("E001", f"the document nests more than {MAX_DEPTH} levels deep", shown,
+                    hint=_DEPTH_HINT, line=1, col=1)
         return False, None
     except Exception as exc:  # a constructor we did not wrap; still the author's YAML
         diags.error("E001", f"cannot read a value: {exc}", shown, line=1, col=1,
@@ -413,10 +462,19 @@ def parse_yaml(text: str, shown: str, diags: Diagnostics) -> tuple[bool, Any]:
         return False, None
     # only aliases can make the expanded document larger than the text; skip the walk without them
     if "&" in text and "*" in text and _expanded_size(data) > MAX_EXPANDED_NODES:
+        line, col = _first_alias(text)
         diags.error("E011", "aliases expand this document beyond 20 million nodes", shown,
-                    hint="use fewer nested `*alias` references", line=1, col=1)
+                    hint="use fewer nested `*alias` references", line=line + 1, col=col + 1)
         return False, None
     return True, data
+
+
+def _first_alias(text: str) -> tuple[int, int]:
+    """Where the first `*alias` is (0-based): the expansion starts there."""
+    for event in yaml.parse(text, Loader=_FastLoader):
+        if isinstance(event, yaml.AliasEvent):
+            return event.start_mark.line, event.start_mark.column
+    return 0, 0
 
 
 def _expanded_size(data: Any) -> int:
