@@ -9,12 +9,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from benchpack.compiler import CompileResult, Diagnostic, compile_pack, graph_pack, init_pack
-from benchpack.compiler import validate_pack as _validate
+if TYPE_CHECKING:  # the compiler (pydantic models, networkx, jsonschema) loads only when used:
+    # `bench --help`, `bench query` and `bench report` start in a fraction of the time
+    from benchpack.compiler import CompileResult, Diagnostic
 
 
 class PackErrors(click.ClickException):
@@ -143,6 +144,8 @@ def cli() -> None:
 def init(directory: Path, name: str | None, force: bool) -> None:
     """Scaffold a commented starter pack in DIRECTORY."""
     try:
+        from benchpack.compiler import init_pack
+
         written = init_pack(directory, name, force=force)
     except FileExistsError as exc:
         raise click.UsageError(f"would overwrite {exc}; pass --force to replace") from None
@@ -164,7 +167,9 @@ def validate(pack: Path, strict: bool, fmt: str, fix: bool, dry_run: bool) -> No
     if fix or dry_run:
         _validate_fix(pack, strict, fmt, dry_run)
         return
-    result = _validate(pack, strict=strict)
+    from benchpack.compiler import validate_pack
+
+    result = validate_pack(pack, strict=strict)
     _print_diagnostics(result.diagnostics, fmt)
     _note_internal_error(result)
     failed = bool(result.errors) or (strict and result.warnings)
@@ -221,6 +226,8 @@ def _validate_fix(pack: Path, strict: bool, fmt: str, dry_run: bool) -> None:
 def compile_cmd(pack: Path, out: Path, ablation: bool, no_cache: bool, strict: bool,
                 fmt: str) -> None:
     """Compile PACK into OUT/plan.json."""
+    from benchpack.compiler import compile_pack
+
     result = compile_pack(pack, out, ablation=ablation, strict=strict, use_cache=not no_cache)
     _print_diagnostics(result.diagnostics, fmt)
     _note_internal_error(result)
@@ -242,6 +249,8 @@ def compile_cmd(pack: Path, out: Path, ablation: bool, no_cache: bool, strict: b
 @click.option("--ablation", is_flag=True, help="Include without-dependencies variants.")
 def graph(pack: Path, fmt: str, ablation: bool) -> None:
     """Show PACK's episodes, sessions and dependencies."""
+    from benchpack.compiler import graph_pack
+
     text, result = graph_pack(pack, fmt, ablation=ablation)
     if text is None:
         _print_diagnostics(result.diagnostics, "text")

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .views import install_views
+from .views import check_schema, install_views
 
 READ_REQUEST_SUFFIX = ".read-request"
 
@@ -41,8 +41,9 @@ def existing_store(db: str | Path) -> Path:
 
 
 @contextlib.contextmanager
-def open_store(db: str | Path, *, wait_s: float = 30.0) -> Iterator[Any]:
-    """A read-only connection to `db` with the report views installed (TEMP views)."""
+def open_store(db: str | Path, *, wait_s: float = 30.0, views: bool = True) -> Iterator[Any]:
+    """A read-only connection to `db` with the report views installed (TEMP views); with
+    `views=False` only the store's schema version is checked (a query that names no view)."""
     import duckdb
 
     path = existing_store(db)
@@ -73,7 +74,10 @@ def open_store(db: str | Path, *, wait_s: float = 30.0) -> Iterator[Any]:
                 request.unlink()
     try:
         try:
-            install_views(con)
+            if views:
+                install_views(con)
+            else:
+                check_schema(con)
         except Exception as exc:
             raise StoreError(f"{path}: {exc}") from None
         yield con

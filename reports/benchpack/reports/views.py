@@ -234,13 +234,17 @@ def store_schema(con: Any) -> int:
     return int(row[0])
 
 
-def install_views(con: Any, *, temporary: bool = True) -> list[str]:
-    """Create every view on `con` (TEMP views unless `temporary=False`) whose tables the
-    store has; the names of those created."""
+def check_schema(con: Any) -> None:
     version = store_schema(con)
     if version > STORE_SCHEMA:
         raise StoreVersionError(f"the store has schema {version}, newer than this benchpack "
                                 f"reads ({STORE_SCHEMA}); upgrade benchpack")
+
+
+def install_views(con: Any, *, temporary: bool = True) -> list[str]:
+    """Create every view on `con` (TEMP views unless `temporary=False`) whose tables the
+    store has; the names of those created."""
+    check_schema(con)
     kind = "TEMP VIEW" if temporary else "VIEW"
     tables = {str(r[0]) for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     created = []

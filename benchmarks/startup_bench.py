@@ -1,0 +1,80 @@
+"""Start-up benchmark: how long `bench` takes before it does anything, side by side in one run.
+
+Prints the median wall time of N fresh processes for each command, and its ratio to the floor
+every click + rich command-line tool pays (`python -c 'import click, rich'`), measured in the
+same run so a busy machine moves both:
+
+  bench --help            target ≤ 0.25 s and ≤ 3× the floor
+  bench query "SELECT 1"  target ≤ 0.25 s and ≤ 3× the floor (a small store; DuckDB's own import
+                          is most of it)
+  bench report --list     (no target; the report registry without statistics)
+  bench compile --help    (no target; must not load the compiler either)
+
+Usage: python benchmarks/startup_bench.py [--runs 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TARGET_S = 0.25
+TARGET_RATIO = 3.0
+
+
+def _median_wall(cmd: list[str], runs: int, env: dict[str, str]) -> float:
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                       check=True)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--runs", type=int, default=15)
+    args = ap.parse_args()
+    bench = shutil.which("bench", path=str(Path(sys.executable).parent)) or "bench"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "0"}
+    with tempfile.TemporaryDirectory() as tmp:
+        db = str(Path(tmp) / "s.duckdb")
+        # a real (empty) store, made the way `bench run` makes one
+        subprocess.run([sys.executable, "-c",
+                        "import sys; from benchpack.runtime.store import connect; "
+                        "connect(sys.argv[1]).close()", db], check=True, env=env)
+        floor_cmd = [sys.executable, "-c", "import click, rich"]
+        cases = [
+            ("bench --help", [bench, "--help"], True),
+            ('bench query "SELECT 1"', [bench, "query", "SELECT 1", "--db", db], True),
+            ("bench report --list", [bench, "report", "--list"], False),
+            ("bench compile --help", [bench, "compile", "--help"], False),
+        ]
+        for _, cmd, _ in cases:  # warm the page cache and bytecode before timing anything
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        floor = _median_wall(floor_cmd, args.runs, env)
+        print(f"median of {args.runs} runs; floor = python -c 'import click, rich': "
+              f"{floor * 1000:.0f} ms")
+        print(f"{'command':<26} {'wall':>8} {'÷ floor':>8}  target")
+        failed = False
+        for name, cmd, targeted in cases:
+            wall = _median_wall(cmd, args.runs, env)
+            ratio = wall / floor
+            ok = wall <= TARGET_S and ratio <= TARGET_RATIO
+            failed |= targeted and not ok
+            target = (f"≤ {TARGET_S:.2f} s, ≤ {TARGET_RATIO:.0f}×  {'met' if ok else 'NOT MET'}"
+                      if targeted else "–")
+            print(f"{name:<26} {wall * 1000:>6.0f} ms {ratio:>7.2f}×  {target}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""Start-up hygiene: commands that do not need the compiler, the runtime or the statistics do not
+import them (what each costs is measured by benchmarks/startup_bench.py, never timed here)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("networkx", "pydantic", "jsonschema", "jinja2", "litellm", "ruamel", "yaml",
+         "benchpack.compiler", "benchpack.runtime", "benchpack.specs")
+
+_PROBE = """
+import atexit, json, sys
+atexit.register(lambda: print("MODULES=" + json.dumps(sorted(sys.modules)), file=sys.__stderr__))
+sys.argv = ["bench", *json.loads(sys.argv[1])]
+from benchpack.cli import main
+main()
+"""
+
+
+def _modules(*args: str) -> set[str]:
+    res = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(list(args))],
+                         capture_output=True, text=True, timeout=120)
+    line = next(x for x in res.stderr.splitlines() if x.startswith("MODULES="))
+    return set(json.loads(line.removeprefix("MODULES=")))
+
+
+def _heavy(modules: set[str], extra: tuple[str, ...] = ()) -> list[str]:
+    return sorted(m for m in modules
+                  if any(m == h or m.startswith(h + ".") for h in (*HEAVY, *extra)))
+
+
+@pytest.mark.parametrize("args", [("--help",), ("compile", "--help"), ("run", "--help"),
+                                  ("report", "--help")])
+def test_help_imports_nothing_heavy(args: tuple[str, ...]) -> None:
+    assert _heavy(_modules(*args), ("duckdb", "rich")) == []
+
+
+def test_query_imports_only_duckdb_and_the_store_views(tmp_path: Path) -> None:
+    from benchpack.runtime.store import connect
+
+    db = tmp_path / "s.duckdb"
+    connect(db).close()
+    mods = _modules("query", "SELECT 1", "--db", str(db))
+    assert "duckdb" in mods
+    assert _heavy(mods, ("benchpack.reports.stats", "benchpack.reports.builtin")) == []
