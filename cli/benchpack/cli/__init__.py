@@ -608,8 +608,11 @@ def _print_summary(s: Any) -> None:
         ("PROC", s.proc), ("COMP", s.comp), ("triple F1", s.f1),
         ("trigger score", s.trigger_score), ("verified score", s.score)) if value is not None]
     if headline:
+        # the rules judge counts words: its figures must not pass for a judge's verdict
+        heuristic = "   (keyword heuristic: rules judge)" if getattr(s, "heuristic_judge", False) \
+            else ""
         t.add_row(" / ".join(label for label, _ in headline),
-                  " / ".join(_pct(value) for _, value in headline))
+                  " / ".join(_pct(value) for _, value in headline) + heuristic)
     rates = _pass_rates(s)
     if rates:  # verified-outcome sessions: task-level pass rates
         k = rates["pass_k"]

@@ -126,6 +126,8 @@ class RunSummary:
     pass^k, which `benchpack.reports.stats` computes."""
     first_errors: list[str] = field(default_factory=list)
     """`<session>: <error>` for the first few distinct session errors (what to fix first)."""
+    heuristic_judge: bool = False
+    """The judge was `rules`: the scores it decided are a keyword heuristic, to be labelled."""
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -496,7 +498,9 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
     first_errors = con.execute(
         "SELECT arg_min(name, started_at), error FROM sessions WHERE run_id = ? AND "
         "status = 'error' GROUP BY error ORDER BY min(started_at) LIMIT 3", [run_id]).fetchall()
+    judge = con.execute("SELECT judge FROM runs WHERE run_id = ?", [run_id]).fetchone()
     return RunSummary(
+        heuristic_judge=bool(judge and judge[0] == "rules"),
         run_id=run_id, db=store.path, sessions_total=total, sessions_run=stats["run"],
         sessions_skipped_resume=resumed, finished=int(row[4]), errors=int(row[5]),
         skipped_deps=int(row[6]), proc=row[0], comp=row[1], score=row[2], f1=row[7],
