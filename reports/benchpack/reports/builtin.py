@@ -12,6 +12,7 @@ one row per group (or per unit where a CI resamples them exactly).
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -250,6 +251,23 @@ def summary(ctx: ReportContext) -> ReportResult:
         ["PROC uses a dependency group's pooled figure on its final session (π-Bench); each "
          "column averages the sessions of the protocol that defines it."])
     res.tables.append(scores)
+    alone = ctx.rows("""SELECT run_id, name, repeat, coalesce(proc_group, proc), comp, score,
+        f1, trigger_score, missing_dependencies FROM alone_results
+        WHERE run_id IN $runs ORDER BY run_id, name, repeat""")
+    if alone:  # never averaged with the headline: shown one by one, labelled
+        t = Table("Run alone, without their dependencies (bench run --alone)",
+                  [Column("agent", "agent"), Column("session", "session"),
+                   Column("repeat", "repeat", "int"), Column("proc", "PROC", "pct"),
+                   Column("comp", "COMP", "pct"), Column("verified", "verified score", "pct"),
+                   Column("f1", "triple F1", "pct"), Column("trigger", "trigger score", "pct"),
+                   Column("missing", "missing dependencies")],
+                  notes=["These sessions ran without the sessions they depend on, so without "
+                         "their context: they are left out of every other table."])
+        for r in alone:
+            missing = json.loads(r[8]) if isinstance(r[8], str) else (r[8] or [])
+            t.rows.append([labels[r[0]], r[1], r[2], *[Estimate(v) for v in r[3:8]],
+                           ", ".join(str(d).rsplit(".", 1)[-1] for d in missing)])
+        res.tables.append(t)
     return res
 
 
