@@ -516,7 +516,8 @@ def query(sql: str, db: Path, fmt: str, limit: int | None, wait_s: float) -> Non
                               indent=2, ensure_ascii=False, default=str))
     elif fmt == "csv":
         buf = io.StringIO()
-        writer = csv.writer(buf)
+        # csv's default \r\n would follow a value into `$(bench query … | tail -1)`
+        writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(res.columns)
         writer.writerows(res.rows)
         click.echo(buf.getvalue(), nl=False)
