@@ -339,6 +339,9 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         return clients[0]
 
     agent = make_agent(options.agent, options, llm)
+    check = getattr(agent, "check_plan", None)
+    if check is not None:  # a script naming no plan session: one located error, nothing run
+        check([(s.id, s.name) for s in plan.sessions.values()])
     ctx = RunContext(options, plan, store, run_id, agent, default_protocols(), work_dir, llm)
     ctx.alone = missing
     if options.resume:
