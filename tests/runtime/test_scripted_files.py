@@ -60,13 +60,30 @@ def test_a_session_the_script_does_not_cover_is_an_error(tmp_path: Path,
     assert runner.invoke(cli, ["init", "p"]).exit_code == 0
     assert runner.invoke(cli, ["compile", "p", "-o", "build"]).exit_code == 0
     script = tmp_path / "agent.yaml"
-    script.write_text("sessions:\n  refill-triag:\n    - say: Done.\n")
+    script.write_text("sessions:\n  handover:\n    - say: Done.\n")
     out = runner.invoke(cli, ["run", "build", "--agent", f"scripted:{script}", "--quiet",
                               "--db", "a.duckdb"])
     assert "no turns for session `refill-triage`" in out.output, out.output
     assert "Traceback" not in out.output
-    # with `default:` the unlisted sessions get its turns
-    script.write_text("sessions:\n  refill-triag:\n    - say: Done.\ndefault:\n  - say: OK.\n")
+    # with `default:` the unlisted sessions get its turns (a misspelt key is refused before
+    # the run: test_script_sessions_are_checked_against_the_plan_before_a_run)
+    script.write_text("sessions:\n  handover:\n    - say: Done.\ndefault:\n  - say: OK.\n")
     out = runner.invoke(cli, ["run", "build", "--agent", f"scripted:{script}", "--quiet",
                               "--db", "b.duckdb"])
     assert "no turns for session" not in out.output and "Traceback" not in out.output
+
+
+def test_script_sessions_are_checked_against_the_plan_before_a_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["init", "p"]).exit_code == 0
+    assert runner.invoke(cli, ["compile", "p", "-o", "build"]).exit_code == 0
+    script = tmp_path / "agent.yaml"
+    script.write_text("sessions:\n  refill-triage:\n    - say: Done.\n"
+                      "  refill-triag:\n    - say: Done.\ndefault:\n  - say: OK.\n")
+    out = runner.invoke(cli, ["run", "build", "--agent", f"scripted:{script}", "--quiet",
+                              "--db", "c.duckdb"])
+    assert out.exit_code == 1, out.output
+    assert f"{script}:4:3: no session `refill-triag` in the plan" in out.output
+    assert "Traceback" not in out.output and not (tmp_path / "c.duckdb").exists()

@@ -12,6 +12,7 @@ one row per group (or per unit where a CI resamples them exactly).
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ two intervals agree to a fraction of a half-width (reports/README.md)."""
 
 AFFECTED_SESSIONS_SHOWN = 100
 """The judge-errors report lists at most this many sessions (a big store can have thousands)."""
+HEURISTIC = "keyword heuristic: rules judge"
+"""How a figure the `rules` judge decided is labelled wherever it is shown."""
 
 GROUPABLE = ("domain", "category", "difficulty", "persona", "style", "episode", "language",
              "protocol", "name")
@@ -52,6 +55,11 @@ class ReportContext:
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run `sql` with `$runs` bound to the selected run ids."""
         return list(self.con.execute(sql.replace("$runs", self._in()), list(params)).fetchall())
+
+    def rules_judged(self) -> set[str]:
+        """The selected runs whose judge was `rules` (a keyword heuristic, not a judge)."""
+        return {str(r[0]) for r in self.rows(
+            "SELECT run_id FROM runs WHERE run_id IN $runs AND judge = 'rules'")}
 
     def _in(self) -> str:
         return "(" + ", ".join("'" + r.replace("'", "''") + "'" for r in self.runs) + ")"
@@ -190,13 +198,19 @@ def _metric_table(ctx: ReportContext, title: str, protocol_filter: str,
     cols = ", ".join(expr for expr, _, _ in metrics)
     estimates = ctx.estimates(f"""SELECT run_id, {group}, session_id, repeat, {cols}
         FROM session_results WHERE {where}""", 2, len(metrics))
+    # scores the rules judge decided are word counts: say so, in the column when every run
+    # was judged so, else on those runs' rows
+    heuristic = ctx.rules_judged()
+    every = bool(heuristic) and heuristic >= set(ctx.runs)
     table = Table(title, [Column("agent", "agent"), Column("group", ctx.by or "group"),
                           Column("sessions", "sessions", "int")]
-                  + [Column(key, t, "pct") for _, key, t in metrics],
+                  + [Column(key, f"{t} ({HEURISTIC})" if every else t, "pct")
+                     for _, key, t in metrics],
                   notes=[ctx.ci_note(), *extra_notes])
     for run, grp, n in sessions:
         none = [Estimate(None)] * len(metrics)
-        table.rows.append([labels[run], grp, n, *estimates.get((run, grp), none)])
+        label = f"{labels[run]} ({HEURISTIC})" if run in heuristic and not every else labels[run]
+        table.rows.append([label, grp, n, *estimates.get((run, grp), none)])
     if ctx.by is None:
         table.columns.pop(1)
         for cells in table.rows:
@@ -237,6 +251,23 @@ def summary(ctx: ReportContext) -> ReportResult:
         ["PROC uses a dependency group's pooled figure on its final session (π-Bench); each "
          "column averages the sessions of the protocol that defines it."])
     res.tables.append(scores)
+    alone = ctx.rows("""SELECT run_id, name, repeat, coalesce(proc_group, proc), comp, score,
+        f1, trigger_score, missing_dependencies FROM alone_results
+        WHERE run_id IN $runs ORDER BY run_id, name, repeat""")
+    if alone:  # never averaged with the headline: shown one by one, labelled
+        t = Table("Run alone, without their dependencies (bench run --alone)",
+                  [Column("agent", "agent"), Column("session", "session"),
+                   Column("repeat", "repeat", "int"), Column("proc", "PROC", "pct"),
+                   Column("comp", "COMP", "pct"), Column("verified", "verified score", "pct"),
+                   Column("f1", "triple F1", "pct"), Column("trigger", "trigger score", "pct"),
+                   Column("missing", "missing dependencies")],
+                  notes=["These sessions ran without the sessions they depend on, so without "
+                         "their context: they are left out of every other table."])
+        for r in alone:
+            missing = json.loads(r[8]) if isinstance(r[8], str) else (r[8] or [])
+            t.rows.append([labels[r[0]], r[1], r[2], *[Estimate(v) for v in r[3:8]],
+                           ", ".join(str(d).rsplit(".", 1)[-1] for d in missing)])
+        res.tables.append(t)
     return res
 
 

@@ -322,7 +322,9 @@ def chart_spec(result: ReportResult, chart: Chart) -> dict[str, Any] | None:
     base: dict[str, Any] = {"title": chart.title, "x_label": chart.x_label,
                             "y_label": chart.y_label}
     if chart.kind == "scatter":
-        pct_titles = {c.title for t in result.tables for c in t.columns if c.kind == "pct"}
+        # a column labelled as the rules judge's heuristic ("COMP (keyword …)") is still COMP
+        pct_titles = {c.title.split(" (")[0] for t in result.tables for c in t.columns
+                      if c.kind == "pct"}
         x_pct = bool(d.get("x_pct", chart.x_label in pct_titles))
         y_pct = bool(d.get("y_pct", chart.y_label in pct_titles))
         datasets = []

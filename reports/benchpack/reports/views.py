@@ -14,7 +14,7 @@ which it is.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 STORE_SCHEMA = 2
@@ -31,15 +31,28 @@ class View:
     newer benchpack has written to lacks them, and the view is left out there."""
 
 
+FULL = "coalesce(json_extract_string(s.extra, '$.context'), '') <> 'alone'"
+"""A session that ran with its dependencies (not `bench run --alone` without them)."""
+
 VIEWS: tuple[View, ...] = (
     View("session_results", """One row per session attempt (session × repeat) that ran, with the
 run's pack, simulator and judge. `agent` is the evaluated model. Skipped sessions (a dependency
-failed) are left out; errored ones are kept with NULL scores.""", """
+failed) are left out; errored ones are kept with NULL scores. Sessions run with `bench run
+--alone` without the sessions they depend on are left out too (`alone_results` has them): they
+lacked their context and must not be averaged with full-context ones.""", """
 SELECT s.*, r.pack_name, r.pack_version, r.simulator AS simulator_model, r.judge AS judge_model,
        CASE WHEN s.assistant_turns > 0 THEN s.user_turns / s.assistant_turns END
            AS user_per_assistant_turn
 FROM sessions s JOIN runs r USING (run_id)
-WHERE s.status <> 'skipped'
+WHERE s.status <> 'skipped' AND {FULL}
+"""),
+    View("alone_results", """Sessions run with `bench run --session … --alone`: without the
+sessions they depend on (`missing_dependencies`), so without their context; reported apart.""",
+         """
+SELECT s.*, r.pack_name, r.judge AS judge_model,
+       json_extract(s.extra, '$.missing_dependencies') AS missing_dependencies
+FROM sessions s JOIN runs r USING (run_id)
+WHERE s.status <> 'skipped' AND NOT {FULL}
 """),
     View("intent_status_micro", """Terminal intent statuses pooled over every intent of a run
 (micro). Group-pooled copies (`pooled_from` set) are not counted twice; ablation variants are
@@ -47,7 +60,7 @@ left out.""", """
 SELECT i.run_id, s.agent, i.status, count(*) AS intents,
        count(*) / sum(count(*)) OVER (PARTITION BY i.run_id) AS share
 FROM intent_status i JOIN sessions s USING (run_id, session_id, repeat)
-WHERE i.pooled_from IS NULL AND s.status = 'finished' AND s.ablation IS NULL
+WHERE i.pooled_from IS NULL AND s.status = 'finished' AND s.ablation IS NULL AND {FULL}
 GROUP BY i.run_id, s.agent, i.status
 """),
     View("intent_status_macro", """Terminal intent statuses as per-session shares averaged over
@@ -59,7 +72,7 @@ WITH per AS (
            coalesce(inferred, 0) / intents AS inferred,
            coalesce(provided, 0) / intents AS provided,
            coalesce(unresolved, 0) / intents AS unresolved
-    FROM sessions WHERE status = 'finished' AND intents > 0 AND ablation IS NULL
+    FROM sessions s WHERE status = 'finished' AND intents > 0 AND ablation IS NULL AND {FULL}
 )
 SELECT run_id, agent, count(*) AS sessions, avg(completed) AS completed,
        avg(inferred) AS inferred, avg(provided) AS provided, avg(unresolved) AS unresolved
@@ -90,7 +103,7 @@ FROM session_results WHERE protocol = 'staged_disclosure'
 SELECT t.*, s.agent, s.name, s.persona, s.style, s.category, s.domain, s.difficulty,
        s.episode, s.base_session
 FROM triggers t JOIN sessions s USING (run_id, session_id, repeat)
-WHERE s.status = 'finished'
+WHERE s.status = 'finished' AND {FULL}
 """),
     View("trigger_by_type", """Trigger outcomes per type, pooled over triggers (micro, as
 ProactBench reports them): pass rate = PASS/N, partial rate = PARTIAL/N, weighted score =
@@ -215,6 +228,7 @@ WHERE error IS NOT NULL AND role <> 'agent'
 GROUP BY run_id, role, purpose, model
 """),
 )
+VIEWS = tuple(replace(v, sql=v.sql.replace("{FULL}", FULL)) for v in VIEWS)
 
 VIEW_NAMES = tuple(v.name for v in VIEWS)
 

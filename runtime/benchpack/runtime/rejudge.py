@@ -56,7 +56,7 @@ from .graders import CapHit
 from .graders.graph import ParsedGraph, Triple
 from .judges.base import JudgeError, Templates
 from .judges.intent import Intent, TurnEvidence, intent_judge
-from .judges.rubric import rubric_judge
+from .judges.rubric import agent_output, rubric_judge
 from .judges.staged import graph_judge
 from .judges.trigger import trigger_judge
 from .planfile import load_plan
@@ -77,6 +77,7 @@ from .session import (
     ChecklistOutcome,
     ItemResult,
     checklist_outcome,
+    initial_files,
     judge_rubric_items,
     judged_by_rubric,
     llm_call_values,
@@ -317,7 +318,7 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
     errors: list[str] = []
     judged = await asyncio.gather(
         _checklist(site, stored["checklist_results"], messages, records, in_task, files, state,
-                   extra),
+                   extra, end, initial_files(ctx.plan, s)),
         _triggers(ctx, site, row, stored["triggers"], messages),
         _graph(ctx, site, row, stored["triples"], extra),
         _intent_checks(site, stored, records, files, extra))
@@ -405,7 +406,8 @@ def _dialogue_end(row: dict[str, Any], extra: dict[str, Any],
 async def _checklist(site: _Site, stored: list[tuple[Any, ...]], messages: list[Message],
                      records: list[ToolRecord], in_task: list[ToolRecord],
                      files: dict[str, str], state: dict[str, dict[str, list[dict[str, Any]]]],
-                     extra: dict[str, Any]) -> ChecklistOutcome:
+                     extra: dict[str, Any], end: int | None, initial: dict[str, str]
+                     ) -> ChecklistOutcome:
     s = site.session
     kept = {str(r[0]): r for r in stored}
     results: dict[str, ItemResult] = {}
@@ -417,8 +419,10 @@ async def _checklist(site: _Site, stored: list[tuple[Any, ...]], messages: list[
             r = kept[item.id]
             results[item.id] = (r[3], str(r[6] or ""), r[7])
     if items:
+        own = agent_output([m for m in messages if end is None or m.turn <= end], in_task,
+                           files, initial)
         results.update(await judge_rubric_items(rubric_judge(site), items,
-                                                render_transcript(messages, records), s))
+                                                render_transcript(messages, records), s, own))
     caps = [CapHit(str(c.get("id") or ""), float(c["cap"]), str(c.get("reason") or ""),
                    str(c.get("detail") or ""))
             for c in (extra.get("verify") or {}).get("caps") or []]
@@ -483,8 +487,10 @@ async def _intent_checks(site: _Site, stored: dict[str, list[tuple[Any, ...]]],
               if (m := _CHECK_ERROR.match(str(e)))}
     judge = intent_judge(site)
     jobs = []
-    for turn, _user, reply, *_ in sorted(stored["turns"], key=lambda t: int(t[0])):
+    heard: list[str] = []
+    for turn, user, reply, *_ in sorted(stored["turns"], key=lambda t: int(t[0])):
         turn = int(turn)
+        heard = [*heard, str(user or "")]
         open_ = [i for i in intents if _open_at(decided.get(i.id), turn)]
         if not open_:
             break  # every intent was terminal: the original checked nothing from here on
@@ -494,7 +500,10 @@ async def _intent_checks(site: _Site, stored: dict[str, list[tuple[Any, ...]]],
                                        "error": r.error} for r in mine],
                           files=_turn_files(mine, files),
                           questions=[str(r.call.get("question", "")) for r in mine
-                                     if r.tool_name == "ask_user"])
+                                     if r.tool_name == "ask_user"],
+                          written={str(r.call.get("path")) for r in mine
+                                   if r.effect == "write" and not r.error},
+                          heard=heard)
         jobs.append(_check(judge.completed, ev, open_, "completion", "completed", decided,
                            (turn, "completion") in failed))
         asked = [i for i in open_ if decided.get(i.id) != ("completed", turn)]

@@ -82,6 +82,10 @@ class RunOptions(ClientOptions):
     allow_python: bool = False
     sessions: list[str] = field(default_factory=list)
     """Only run sessions whose id or name matches one of these globs."""
+    alone: bool = False
+    """Run the `sessions` selected without the sessions they depend on (which are otherwise
+    pulled in): those lacking context are marked `extra.context = "alone"` and kept out of the
+    headline figures."""
     work_dir: str | Path | None = None
     progress: bool = True
     trigger_mode: str = "auto"
@@ -126,6 +130,10 @@ class RunSummary:
     pass^k, which `benchpack.reports.stats` computes."""
     first_errors: list[str] = field(default_factory=list)
     """`<session>: <error>` for the first few distinct session errors (what to fix first)."""
+    alone: int = 0
+    """Finished sessions run with `--alone` without their dependencies (not in the figures)."""
+    heuristic_judge: bool = False
+    """The judge was `rules`: the scores it decided are a keyword heuristic, to be labelled."""
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -151,6 +159,8 @@ class RunContext:
             {"simulator": models.simulator, "judge": models.judge, "planner": models.planner},
             self.templates, llm, plan.defaults.seed)
         self.work_dir = work_dir
+        self.alone: dict[str, list[str]] = {}
+        """Sessions run with `--alone` → the sessions they depend on that did not run."""
         self.llm = llm
         """The run's one LLM client (created on first use: litellm is slow to import)."""
 
@@ -186,6 +196,19 @@ def new_run_id(plan: Plan, agent: str) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     tail = hashlib.sha256(f"{plan.pack.content_hash}{agent}{uuid.uuid4()}".encode()).hexdigest()
     return f"{plan.pack.name}-{stamp}-{tail[:6]}"
+
+
+def _with_dependencies(plan: Plan, ids: set[str]) -> set[str]:
+    """`ids` plus every session they depend on or take prior transcripts from, transitively:
+    a session run without them would be judged on a context it never had."""
+    out, todo = set(ids), list(ids)
+    while todo:
+        s = plan.sessions[todo.pop()]
+        for d in [*s.depends_on, *s.prior_sessions]:
+            if d in plan.sessions and d not in out:
+                out.add(d)
+                todo.append(d)
+    return out
 
 
 def _select(plan: Plan, patterns: list[str]) -> list[str]:
@@ -297,6 +320,14 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
         raise ValueError(f"--session {', '.join(unmatched)} matches no session of the plan "
                          f"(its sessions: {shown}; ids and names take * globs)")
+    missing: dict[str, list[str]] = {}
+    if options.sessions and not options.alone:
+        selected = _with_dependencies(plan, selected)
+    elif options.sessions:
+        for sid in selected:
+            lacking = sorted(_with_dependencies(plan, {sid}) - selected)
+            if lacking:
+                missing[sid] = lacking
     repeats = options.repeats or plan.defaults.repeats
     work_dir = Path(options.work_dir) if options.work_dir else Path(
         tempfile.mkdtemp(prefix="benchpack-"))
@@ -308,7 +339,11 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         return clients[0]
 
     agent = make_agent(options.agent, options, llm)
+    check = getattr(agent, "check_plan", None)
+    if check is not None:  # a script naming no plan session: one located error, nothing run
+        check([(s.id, s.name) for s in plan.sessions.values()])
     ctx = RunContext(options, plan, store, run_id, agent, default_protocols(), work_dir, llm)
+    ctx.alone = missing
     if options.resume:
         for role in ("simulator", "judge"):
             if existing and existing.get(role) and existing[role] != ctx.roles.uri(role):
@@ -424,6 +459,8 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
     brief.recorder = calls.append
     sctx = SessionContext(ctx, plan, s, repeat, ctx.agent, brief, toolbox, env, calls.append,
                           chain)
+    if s.id in ctx.alone:
+        sctx.extra.update(context="alone", missing_dependencies=ctx.alone[s.id])
     result: ProtocolResult
     error: str | None = None
     try:
@@ -479,10 +516,12 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         "SELECT avg(coalesce(proc_group, proc)) FILTER (WHERE ablation IS NULL AND ok), "
         "avg(comp) FILTER (WHERE ablation IS NULL AND ok), avg(score) FILTER (WHERE ok), "
         "coalesce(sum(judge_errors), 0), "
-        "count(*) FILTER (WHERE ok), count(*) FILTER (WHERE status='error'), "
+        "count(*) FILTER (WHERE status='finished'), count(*) FILTER (WHERE status='error'), "
         "count(*) FILTER (WHERE status='skipped'), avg(f1) FILTER (WHERE ok), "
         "avg(trigger_score) FILTER (WHERE ok) "
-        "FROM (SELECT *, status = 'finished' AS ok FROM sessions WHERE run_id = ?)",
+        # `--alone` sessions lacked their context: never averaged with full-context ones
+        "FROM (SELECT *, status = 'finished' AND coalesce(json_extract_string(extra, "
+        "'$.context'), '') <> 'alone' AS ok FROM sessions WHERE run_id = ?)",
         [run_id]).fetchone()
     llm = con.execute(
         "SELECT count(*), coalesce(sum(prompt_tokens),0), coalesce(sum(completion_tokens),0), "
@@ -496,7 +535,12 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
     first_errors = con.execute(
         "SELECT arg_min(name, started_at), error FROM sessions WHERE run_id = ? AND "
         "status = 'error' GROUP BY error ORDER BY min(started_at) LIMIT 3", [run_id]).fetchall()
+    judge = con.execute("SELECT judge FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    alone = con.execute(
+        "SELECT count(*) FROM sessions WHERE run_id = ? AND status = 'finished' AND "
+        "json_extract_string(extra, '$.context') = 'alone'", [run_id]).fetchone()
     return RunSummary(
+        heuristic_judge=bool(judge and judge[0] == "rules"), alone=int(alone[0] if alone else 0),
         run_id=run_id, db=store.path, sessions_total=total, sessions_run=stats["run"],
         sessions_skipped_resume=resumed, finished=int(row[4]), errors=int(row[5]),
         skipped_deps=int(row[6]), proc=row[0], comp=row[1], score=row[2], f1=row[7],

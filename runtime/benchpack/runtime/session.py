@@ -25,7 +25,13 @@ from .env import EpisodeEnvironment, ToolBox
 from .graders import CapHit, Trace, evaluate, fired_caps, run_python_grader, soft_score
 from .judges.base import JudgeError
 from .judges.intent import Intent, TurnEvidence
-from .judges.rubric import RubricItem, RubricJudge, render_evidence, rubric_judge
+from .judges.rubric import (
+    RubricItem,
+    RubricJudge,
+    agent_output,
+    render_evidence,
+    rubric_judge,
+)
 from .protocols.base import ProtocolResult
 from .store import SessionRows
 from .types import AgentAdapter, AgentReply, AgentSession, LLMCallRecord, Message, SessionBrief
@@ -210,7 +216,8 @@ class SessionContext:
         ev = TurnEvidence(turn=turn, text=reply.text,
                           tool_calls=[{"tool_name": r.tool_name, "call": r.call,
                                        "error": r.error} for r in records],
-                          files=files, questions=questions)
+                          files=files, questions=questions, written=written,
+                          heard=[m.content for m in self.messages if m.role == "user"])
         self.turn_rows.append((turn, message if message is not None else json.dumps(event),
                                reply.text, reply.steps, len(records), reply.stop_reason, started,
                                time.time() - started))
@@ -277,8 +284,10 @@ async def grade_checklist(ctx: SessionContext) -> tuple[list[tuple[Any, ...]], f
                            trace)
             results[item.id] = (1.0 if res.passed else 0.0, res.detail, None)
     if rubric_items:
+        own = agent_output([m for m in ctx.messages if ctx.in_task(m.turn)], records, files,
+                           initial_files(ctx.plan, s))
         results.update(await judge_rubric_items(rubric_judge(ctx), rubric_items,
-                                                render_history(ctx), s))
+                                                render_history(ctx), s, own))
     caps = None
     if s.verify is not None:
         verify = s.verify.model_dump(mode="json", by_alias=True, exclude_unset=True)
@@ -304,11 +313,12 @@ def rubric_item(item: PlanChecklistItem, records: Sequence[Any], files: dict[str
 
 
 async def judge_rubric_items(judge: RubricJudge, items: list[RubricItem], history: str,
-                             s: PlanSession) -> dict[str, ItemResult]:
-    """The judge's verdict on each rubric item; a failed judge call is an error on each."""
+                             s: PlanSession, own: str = "") -> dict[str, ItemResult]:
+    """The judge's verdict on each rubric item; a failed judge call is an error on each.
+    `own`: what the agent produced (`rubric.agent_output`), all the rules judge reads."""
     intents = [i.text for i in s.hidden_intents]
     try:
-        verdicts = await judge.grade(items, history, intents)
+        verdicts = await judge.grade(items, history, intents, own)
     except JudgeError as exc:
         return {it.id: (None, "", exc.message) for it in items}
     return {it.id: (v.score, v.detail, v.error) for it in items
@@ -350,6 +360,12 @@ def checklist_outcome(s: PlanSession, results: dict[str, ItemResult],
     verdict = soft_score(scored, verify, caps or [])
     return ChecklistOutcome(rows, comp, verdict.score, verdict.passed, judge_errors,
                             verdict.extra())
+
+
+def initial_files(plan: Plan, s: PlanSession) -> dict[str, str]:
+    """The text files the session's environment starts with (before any agent wrote)."""
+    return {f.path: f.content for f in plan.environments[s.environment].files
+            if f.encoding == "utf-8"}
 
 
 def render_history(ctx: SessionContext, limit: int = 60_000) -> str:
@@ -479,5 +495,5 @@ def session_identity(run_id: str, agent: str, s: PlanSession, repeat: int) -> di
 
 __all__ = ["METRIC_COLUMNS", "ChainMemory", "ChecklistOutcome", "Earlier", "ItemResult",
            "SessionContext", "build_rows", "checklist_outcome", "grade_checklist",
-           "judge_rubric_items", "judged_by_rubric", "llm_call_values", "render_history",
+           "initial_files", "judge_rubric_items", "judged_by_rubric", "llm_call_values", "render_history",
            "render_transcript", "rubric_item", "session_brief", "session_identity"]

@@ -136,6 +136,39 @@ class ScriptedAgent:
                               f"({brief.session_id}) and no `default:`")
         return _TurnsSession(brief, turns)
 
+    def check_plan(self, sessions: list[tuple[str, str]]) -> None:
+        """Refuse, before anything runs, a `sessions:` key naming no session of the plan
+        (`(id, name)` pairs): its turns would never play, and a typo would leave the session to
+        `default:`. The error is located at the key (`file:line:col`)."""
+        known = {k for pair in sessions for k in pair}
+        known |= {i.split("@")[0].split("~")[0] for i, _ in sessions}
+        for key in self.sessions:
+            if str(key) not in known:
+                names = sorted({n for _, n in sessions})
+                shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
+                raise ScriptError(f"{self.path}{_key_place(self.path, str(key))}: no session "
+                                  f"`{key}` in the plan (its sessions: {shown})")
+
+
+def _key_place(path: Path, key: str) -> str:
+    """`:line:col` of `key` under `sessions:` in a YAML script ("" when it cannot be told)."""
+    if path.suffix not in (".yaml", ".yml"):
+        return ""
+    import yaml
+
+    try:
+        root = yaml.compose(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return ""
+    if not isinstance(root, yaml.MappingNode):
+        return ""
+    for k, v in root.value:
+        if k.value == "sessions" and isinstance(v, yaml.MappingNode):
+            for sk, _ in v.value:
+                if sk.value == key:
+                    return f":{sk.start_mark.line + 1}:{sk.start_mark.column + 1}"
+    return ""
+
 
 class ReplayAgent:
     """`replay:<file>`: the assistant side of a recorded transcript."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -39,6 +40,21 @@ def coverage(needle: str, haystack: str) -> float:
     return len(want & tokens(haystack)) / len(want)
 
 
+_SENTENCE = re.compile(r"[^.!?。！？;；\n]+")
+_SPACE = re.compile(r"\s+")
+
+
+def strip_echo(text: str, heard: Iterable[str]) -> str:
+    """`text` without the sentences it repeats verbatim (case and spacing aside) from `heard`,
+    the user's messages: a keyword heuristic must not credit an agent with words it only
+    echoed back. Fragments under 4 characters ("OK") are left, they are not an echo."""
+    text = _SPACE.sub(" ", text)
+    parts = {_SPACE.sub(" ", p).strip() for h in heard for p in _SENTENCE.findall(h)}
+    for part in sorted((p for p in parts if len(p) >= 4), key=len, reverse=True):
+        text = re.sub(re.escape(part), " ", text, flags=re.IGNORECASE)
+    return text
+
+
 @dataclass
 class TurnEvidence:
     """What the judge may look at for one agent turn."""
@@ -49,12 +65,26 @@ class TurnEvidence:
     files: dict[str, str] = field(default_factory=dict)
     questions: list[str] = field(default_factory=list)
     """Questions asked through the `ask_user` tool."""
+    written: set[str] | None = None
+    """Which of `files` the agent wrote (None: all of them); the others it only read."""
+    heard: list[str] = field(default_factory=list)
+    """The user's messages so far, which an agent repeating them has not thereby done."""
 
     def blob(self) -> str:
         parts = [self.text, *self.questions]
         parts += [json.dumps(t.get("call"), ensure_ascii=False) for t in self.tool_calls]
         parts += list(self.files.values())
         return "\n".join(parts)
+
+    def own(self) -> str:
+        """What the agent itself said, did (successful tool calls) and wrote this turn, minus
+        what it echoed from the user: what a keyword heuristic may credit. Files it only read
+        and the user's words are not the agent's work."""
+        parts = [self.text, *self.questions]
+        parts += [json.dumps(t.get("call"), ensure_ascii=False) for t in self.tool_calls
+                  if not t.get("error")]
+        parts += [v for k, v in self.files.items() if self.written is None or k in self.written]
+        return strip_echo("\n".join(parts), self.heard)
 
 
 @dataclass
@@ -160,16 +190,19 @@ class LLMUserSimulator:
 
 class RulesIntentJudge(IntentJudge):
     """Completed: ≥ 60 % of the intent's content words appear in what the agent said, did or
-    wrote this turn. Targeted: a question sentence sharing ≥ half of the intent's content words
-    (so "anything else?" never counts)."""
+    wrote this turn (`TurnEvidence.own`: not files it only read, not the user's words echoed).
+    Targeted: a question sentence sharing ≥ half of the intent's content words (so "anything
+    else?" never counts), echoes of the user aside."""
 
     async def completed(self, ev: TurnEvidence, open_: list[Intent]) -> set[str]:
-        blob = ev.blob()
+        blob = ev.own()
         return {i.id for i in open_ if coverage(i.text, blob) >= 0.6}
 
     async def targeted(self, ev: TurnEvidence, open_: list[Intent]) -> set[str]:
-        questions = [q for q in re.split(r"(?<=[?])\s+|\n", ev.text) if q.strip().endswith("?")]
+        questions = [q for q in re.split(r"(?<=[?？])\s*|\n", ev.text)
+                     if q.strip().endswith(("?", "？"))]
         questions += ev.questions
+        questions = [strip_echo(q, ev.heard) for q in questions]
         out = set()
         for i in open_:
             if any(coverage(i.text, q) >= 0.5 for q in questions):
@@ -266,6 +299,7 @@ __all__ = [
     "Intent", "IntentJudge", "JudgeError", "LLMIntentJudge", "LLMUserSimulator", "ParseError",
     "RulesIntentJudge", "RulesUserSimulator", "ScriptedIntentJudge",
     "ScriptedUserSimulator", "TurnEvidence", "UserSimulator", "coverage", "intent_judge",
+    "strip_echo",
     "intent_roles",
     "tokens",
 ]

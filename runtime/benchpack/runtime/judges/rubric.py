@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from benchpack.specs.pack import PROMPT_NAMES
 
 from .base import JudgeCall, JudgeError, Templates, ask, parse_decisions, parse_reasons
-from .intent import coverage
+from .intent import coverage, strip_echo
 
 if TYPE_CHECKING:
     from ..roles import JudgeSite
@@ -33,7 +33,7 @@ class RubricVerdict:
 
 class RubricJudge(Protocol):
     async def grade(self, items: Sequence[RubricItem], history: str,
-                    intents: Sequence[str]) -> dict[str, RubricVerdict]:
+                    intents: Sequence[str], own: str = "") -> dict[str, RubricVerdict]:
         ...
 
 
@@ -48,7 +48,7 @@ class LLMRubricJudge:
         """More template variables (the task, its reference solution…)."""
 
     async def grade(self, items: Sequence[RubricItem], history: str,
-                    intents: Sequence[str]) -> dict[str, RubricVerdict]:
+                    intents: Sequence[str], own: str = "") -> dict[str, RubricVerdict]:
         groups: dict[str, list[RubricItem]] = {}
         for it in items:
             groups.setdefault(it.evidence, []).append(it)
@@ -78,16 +78,35 @@ class LLMRubricJudge:
 
 
 class RulesRubricJudge:
-    """Deterministic stand-in: an item is met when ≥ 60 % of its content words appear in the
-    session (assistant messages, tool arguments, written files) plus its selected evidence."""
+    """Deterministic keyword heuristic: an item is met when ≥ 60 % of its content words appear
+    in `own`, what the agent produced (`agent_output`). Not the transcript nor the selected
+    evidence: both hold the user's words, tool results and files the agent only read, and an
+    agent saying "Done." would be credited with them."""
 
     async def grade(self, items: Sequence[RubricItem], history: str,
-                    intents: Sequence[str]) -> dict[str, RubricVerdict]:
+                    intents: Sequence[str], own: str = "") -> dict[str, RubricVerdict]:
         out = {}
         for it in items:
-            c = coverage(it.text, history + "\n" + it.evidence)
-            out[it.id] = RubricVerdict(1.0 if c >= 0.6 else 0.0, f"rules: {c:.0%} of key words")
+            c = coverage(it.text, own)
+            out[it.id] = RubricVerdict(1.0 if c >= 0.6 else 0.0,
+                                       f"rules (keyword heuristic): {c:.0%} of key words in "
+                                       "what the agent said, did or wrote")
         return out
+
+
+def agent_output(messages: Sequence[Any], records: Sequence[Any], files: dict[str, str],
+                 initial: dict[str, str]) -> str:
+    """What the agent produced, for the rules judge: its messages, its successful tool calls'
+    arguments and the lines of final files that the environment did not start with, minus the
+    sentences it echoed from the user's messages."""
+    parts = [m.content for m in messages if m.role == "assistant" and m.content]
+    parts += [json.dumps(r.call, ensure_ascii=False, default=str) for r in records
+              if not r.error]
+    for path, text in files.items():
+        before = set(initial.get(path, "").splitlines())
+        parts += [line for line in text.splitlines() if line not in before]
+    heard = [m.content for m in messages if m.role == "user" and m.content]
+    return strip_echo("\n".join(parts), heard)
 
 
 class ScriptedRubricJudge:
@@ -95,7 +114,7 @@ class ScriptedRubricJudge:
         self.scores = scores
 
     async def grade(self, items: Sequence[RubricItem], history: str,
-                    intents: Sequence[str]) -> dict[str, RubricVerdict]:
+                    intents: Sequence[str], own: str = "") -> dict[str, RubricVerdict]:
         out = {}
         for it in items:
             if it.id in self.scores:

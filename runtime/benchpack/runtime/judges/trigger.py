@@ -24,7 +24,7 @@ from benchpack.specs.pack import STYLE_TRAITS
 from benchpack.specs.plan import PlanScenario, PlanStyle
 
 from .base import JudgeCall, JudgeError, ParseError, Templates, ask, extract_json, parse_tagged
-from .intent import coverage
+from .intent import coverage, strip_echo
 
 if TYPE_CHECKING:
     from ..roles import JudgeSite
@@ -710,7 +710,10 @@ class RulesTriggerJudge(TriggerJudge):
 
     async def judge(self, t: TriggerSpec, history: list[dict[str, str]], response: str
                     ) -> Verdict:
-        on_pass, on_partial = coverage(t.pass_, response), coverage(t.partial, response)
+        # words the response only echoes from the user are not the agent's answer
+        own = strip_echo(response, [str(m.get("content") or "") for m in history
+                                    if m.get("role") == "user"])
+        on_pass, on_partial = coverage(t.pass_, own), coverage(t.partial, own)
         if on_pass >= self.PASS_AT:
             label, criterion = "PASS", t.pass_
         elif max(on_pass, on_partial) >= self.PARTIAL_AT:
@@ -718,7 +721,9 @@ class RulesTriggerJudge(TriggerJudge):
         else:
             return Verdict("FAIL", f"rules: {on_pass:.0%} of the pass criterion's words", "",
                            None)
-        quote = best_sentence(criterion, response)
+        quote = best_sentence(criterion, own)
+        if not quote_found(quote, response):
+            quote = best_sentence(criterion, response)
         return Verdict(label, f"rules: {on_pass:.0%} of the pass criterion's words, "
                        f"{on_partial:.0%} of the partial one's", quote,
                        quote_found(quote, response) if quote else None)
