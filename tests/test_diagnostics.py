@@ -276,12 +276,12 @@ def test_main_exit_codes(in_tmp: Path, monkeypatch: pytest.MonkeyPatch,
 
 def test_main_maps_a_compiler_bug_to_exit_3(in_tmp: Path, monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    import benchpack.cli as cli_module
+    import benchpack.compiler as compiler_module
 
     def broken(*_: object, **__: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(cli_module, "_validate", broken)
+    monkeypatch.setattr(compiler_module, "validate_pack", broken)
     monkeypatch.setattr(sys, "argv", ["bench", "validate", "."])
     with pytest.raises(SystemExit) as exc:
         main()
