@@ -172,6 +172,12 @@ CASES: dict[str, list[tuple[tuple[tuple[str, str], ...], str, tuple[tuple[str, s
            "line: I read that the Grace Frame supports king size quilts."),),
          f"{SEARCH}.graph",
          (("line: It has to fit a queen size quilt.", "line: I read about the Grace Frame."),)),
+        # Chinese has no spaces between words: head and tail stated verbatim inside a sentence
+        ((("- [Grace Frame, costs, 189 dollars]", "- [格蕾丝绣架, 价格, 一百八十九美元]"),
+          ("line: I can spend about two hundred dollars.", "line: 听说格蕾丝绣架只要一百八十九美元。")),
+         f"{SEARCH}.graph",
+         (("- [Grace Frame, costs, 189 dollars]", "- [格蕾丝绣架, 价格, 一百八十九美元]"),
+          ("line: I can spend about two hundred dollars.", "line: 听说格蕾丝绣架不太贵。"))),
     ],
     "W305": [
         ((("- {turn: 4, user: The form needs a photo., discloses: [photo]}",

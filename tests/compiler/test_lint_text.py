@@ -26,6 +26,11 @@ def test_normalise_and_tokens() -> None:
     ("Flag the warfarin refill because INR is overdue",
      "the INR value for the warfarin refill is overdue so flag it", False),
     ("Flag the warfarin refill because INR is overdue", "warfarin refill list", False),
+    # Chinese, written without spaces: the same verdicts as the English rows above
+    ("先处理逾期的凝血检查", "请先处理逾期的凝血检查，今天就做", True),
+    ("先处理逾期的凝血检查", "先处理逾期的 凝血检查。", True),
+    ("简短", "简短", False),
+    ("先处理逾期的凝血检查", "先把续药队列过一遍", False),
 ])
 def test_leaks(secret: str, visible: str, expected: bool) -> None:
     assert leaks(secret, visible) is expected

@@ -13,8 +13,9 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
+from benchpack.specs.text import grams, width, words
+
 WINDOWS = {"emergent": (1, 3), "critical": (4, 7), "recovery": (8, 10)}
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP = frozenset(
     ["a", "an", "the", "and", "or", "of", "to", "in", "on", "for", "with", "by", "at", "from", "as", "is", "are", "be", "been", "was", "were", "it", "its", "this", "that", "these", "those", "your", "my", "our", "their", "his", "her", "i", "you", "we", "they", "me", "us", "them", "do", "does", "did", "not", "no", "so", "if", "then", "than", "into", "about", "over", "under", "up", "out", "all", "any", "each", "every", "some", "such", "can", "could", "should", "would", "will", "must", "may", "might", "also", "just", "only", "very", "more", "most", "other", "own", "same", "too"]
 )
@@ -30,12 +31,16 @@ _GRADER_NOTE = re.compile(r"^(substantially|similar|equivalent|wording|e\.g\.|fo
 
 
 def normalise(text: str) -> str:
-    return " ".join(_WORD.findall(text.lower()))
+    """Words, and each character of unsegmented scripts, joined by spaces (`specs.text`)."""
+    return " ".join(words(text))
+
+
+def _content(word: str) -> bool:
+    return word not in _STOP and (len(word) > 2 or word.isdigit() or not word.isascii())
 
 
 def content_tokens(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and (len(w) > 2 or w.isdigit()
-                                                                          or not w.isascii())}
+    return grams(text, _content)
 
 
 def leaks(secret: str, visible: str) -> bool:
@@ -44,7 +49,7 @@ def leaks(secret: str, visible: str) -> bool:
     if not s or not v:
         return False
     if s in v:
-        return len(s) >= 12
+        return width(s) >= 12
     toks = content_tokens(secret)
     if len(toks) < 3:
         return False
@@ -126,7 +131,7 @@ def lint_session(s: dict[str, Any], report: Report, earlier_text: Iterable[str],
         norm_lines = [normalise(x) for x in user_lines]
         for t in s["graph"]["triples"]:
             head, tail = normalise(t["head"]), normalise(t["tail"])
-            if len(tail) < 4 or len(head) < 3 or head == tail:
+            if width(tail) < 4 or width(head) < 3 or head == tail:
                 continue
             for line in norm_lines:
                 if f" {tail} " in f" {line} " and f" {head} " in f" {line} ":
