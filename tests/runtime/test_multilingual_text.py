@@ -3,7 +3,7 @@ tokeniser (`benchpack.specs.text`), the rules stage simulator and the match grap
 end on a Chinese staged-disclosure pack (`tests/fixtures/staged_zh`).
 
 Before the shared tokeniser, a Chinese sentence was one "word": no stage of the Chinese pack was
-ever judged met (five pushes, an empty graph) and 1 of the 20 reworded Chinese triples below was
+ever judged met (five pushes, an empty graph) and 5 of the 20 reworded Chinese triples below were
 matched, against 20 of the 20 English ones.
 """
 

@@ -28,6 +28,7 @@ from benchpack.specs import pack as P
 from .datafiles import DataError, first_error, read_rows, read_triples
 from .diagnostics import CODES, LINT_CODES, Diagnostics, Fix, PathPart, suggest_fix
 from .graph import build_dag, dependency_groups, find_cycles, stable_order
+from .literal import is_literal
 from .loader import (
     GLOB_CHARS,
     MAX_DATA_BYTES,
@@ -573,6 +574,9 @@ class Builder:
     # ------------------------------------------------------------------ rendering
 
     def render(self, text: str, ctx: dict[str, Any], loc: Loc, sub: Sequence[PathPart]) -> str:
+        src, path = loc
+        if src.literal or (src.literal_paths and is_literal(src.literal_paths, (*path, *sub))):
+            return text
         try:
             return render(text, ctx)
         except RenderError as exc:

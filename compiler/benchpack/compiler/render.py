@@ -32,6 +32,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 
 from .diagnostics import suggest
+from .literal import HINT as LITERAL_HINT
 from .loader import type_name
 
 MAX_OUTPUT_CHARS = 1_000_000
@@ -296,7 +297,7 @@ def _explain_undefined(source: str, context: dict[str, Any], error: str) -> tupl
         found = suggest(m.group(1), names)
         return (f"`{m.group(1)}` is undefined",
                 f"did you mean `{found}`?" if found else
-                "available names: " + ", ".join(f"`{n}`" for n in names))
+                "available names: " + ", ".join(f"`{n}`" for n in names) + "; " + LITERAL_HINT)
     m = re.search(r"has no attribute '(.+)'$", error)
     if m:
         attr = m.group(1)
@@ -317,7 +318,7 @@ def _explain_undefined(source: str, context: dict[str, Any], error: str) -> tupl
                     f"`{owner}` is empty")
             return f"`{owner}.{attr}` is undefined", hint
     return (f"template uses an undefined value: {error}",
-            "available names: " + ", ".join(f"`{n}`" for n in names))
+            "available names: " + ", ".join(f"`{n}`" for n in names) + "; " + LITERAL_HINT)
 
 
 def _dotted(node: nodes.Node) -> str | None:
@@ -361,7 +362,8 @@ def render(source: str, context: dict[str, Any]) -> str:
                 raise _too_large("template output")
     except TemplateSyntaxError as exc:
         raise RenderError("E208", f"template syntax error: {exc.message}",
-                          "close every `{{` with `}}` and every `{%` with `%}`") from None
+                          "close every `{{` with `}}` and every `{%` with `%}`; " + LITERAL_HINT
+                          ) from None
     except UndefinedError as exc:
         message, hint = _explain_undefined(source, context, exc.message or "")
         raise RenderError("E209", message, hint) from None
