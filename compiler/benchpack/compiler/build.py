@@ -761,6 +761,12 @@ class Builder:
         scenario, anchors = self.scenario(s, r)
         triggers = self.triggers(s, loc, r, anchors)
         dialogue = self.dialogue(s, loc, r, anchors)
+        for j, a in enumerate(s.request_discloses if s.protocol == "trigger_rubric" else []):
+            self.check_ref(a, anchors, "anchor", loc, ("request_discloses", j))
+        if s.request_discloses and s.request is None:
+            self.err("E212", "`request_discloses` names anchors of the opening request, but the "
+                     "session has no `request`", loc, ("request_discloses",),
+                     "add `request: …` or remove `request_discloses`", at_key=True)
         checklist = self.checklist(s, loc, r, tools, env)
         graph = self.graph(s, loc)
         verify = self.verify(s, loc, tools, env)
@@ -780,11 +786,14 @@ class Builder:
             "fingerprint": "",
             "_ignore": sorted(ignore),
         }
+        if s.request_discloses:  # left out when empty: older plans stay byte for byte
+            d.data["request_discloses"] = list(s.request_discloses)
 
     def protocol_material(self, s: P.Session, loc: Loc) -> None:
         owners = {
             "hidden_intents": "intent_tracking", "stages": "staged_disclosure",
             "scenario": "trigger_rubric", "triggers": "trigger_rubric", "graph": "staged_disclosure",
+            "request_discloses": "trigger_rubric",
             "verify": "verified_outcome",
         }
         for key, proto in owners.items():
