@@ -43,6 +43,13 @@ def test_leaks(secret: str, visible: str, expected: bool) -> None:
     ("The reply must name the patient. It should also state the dose.", True),
     ("The note is short. Substantially similar wording is fine.", False),
     ("Includes (1) the patient and (2) the dose", True),
+    # an alternative is one requirement met either way, not two
+    ("The reply must name the patient. Alternatively, it should state the dose.", False),
+    ("The reply must name the patient. Or else it should state the dose.", False),
+    ("The reply must name the patient; alternatively it may list the ward.", False),
+    ("回复必须写明患者姓名。此外还必须说明剂量。", True),
+    ("回复必须写明患者姓名。或者，回复应说明剂量。", False),
+    ("回复必须写明患者姓名；或应说明剂量。", False),
 ])
 def test_bundles(text: str, expected: bool) -> None:
     assert bundles(text) is expected
