@@ -243,6 +243,9 @@ class RenderError(Exception):
         self.hint = hint
 
 
+_UNKNOWN_NAME = re.compile(r"No (filter|test) named '([^']+)'")
+
+
 def needs_render(text: str) -> bool:
     return "{{" in text or "{%" in text or "{#" in text
 
@@ -361,6 +364,15 @@ def render(source: str, context: dict[str, Any]) -> str:
             if len(out) > MAX_OUTPUT_CHARS:
                 raise _too_large("template output")
     except TemplateSyntaxError as exc:
+        unknown = _UNKNOWN_NAME.match(exc.message or "")
+        if unknown:  # the braces are fine: the name after `|` (or `is`) is not Jinja's
+            kind, name = unknown.group(1).lower(), unknown.group(2)
+            known = sorted(ENV.filters if kind == "filter" else ENV.tests)
+            found = suggest(name, known)
+            raise RenderError("E208", f"no {kind} named `{name}`",
+                              f"did you mean `{found}`?" if found else
+                              f"Jinja's built-in {kind}s: " + ", ".join(f"`{k}`" for k in known)
+                              ) from None
         raise RenderError("E208", f"template syntax error: {exc.message}",
                           "close every `{{` with `}}` and every `{%` with `%}`; " + LITERAL_HINT
                           ) from None
