@@ -170,8 +170,14 @@ CASES: dict[str, list[tuple[tuple[tuple[str, str], ...], str, tuple[tuple[str, s
     "W304": [
         ((("line: It has to fit a queen size quilt.",
            "line: I read that the Grace Frame supports king size quilts."),),
-         f"{SEARCH}.graph",
+         f"{SEARCH}.stages[0].line",  # the line that gives the fact away, not the graph
          (("line: It has to fit a queen size quilt.", "line: I read about the Grace Frame."),)),
+        # Chinese has no spaces between words: head and tail stated verbatim inside a sentence
+        ((("- [Grace Frame, costs, 189 dollars]", "- [格蕾丝绣架, 价格, 一百八十九美元]"),
+          ("line: I can spend about two hundred dollars.", "line: 听说格蕾丝绣架只要一百八十九美元。")),
+         f"{SEARCH}.stages[1].line",
+         (("- [Grace Frame, costs, 189 dollars]", "- [格蕾丝绣架, 价格, 一百八十九美元]"),
+          ("line: I can spend about two hundred dollars.", "line: 听说格蕾丝绣架不太贵。"))),
     ],
     "W305": [
         ((("- {turn: 4, user: The form needs a photo., discloses: [photo]}",
@@ -229,6 +235,22 @@ CASES: dict[str, list[tuple[tuple[tuple[str, str], ...], str, tuple[tuple[str, s
         ((("{topic: {type: string, description: what to look up}}", "{topic: {type: string, desciption: what to look up}}"),),
          "$.tools[0].parameters.properties.topic.desciption",
          (("{topic: {type: string, description: what to look up}}", "{topic: {type: string, x-note: what to look up}}"),)),
+    ],
+    "W318": [
+        ((("verify: {pass_threshold: 0.5}",
+           "verify: {pass_threshold: 0.5, caps: [{when: {tool: mail__send}, reason: No mail}]}"),),
+         f"{INBOX}.verify.caps[0].when",
+         # a cap on some calls only (here: the wrong subject) leaves a correct agent a way
+         (("verify: {pass_threshold: 0.5}",
+           "verify: {pass_threshold: 0.5, caps: [{when: {tool: mail__send, where: "
+           "{args.subject: {contains: Press}}}, reason: No press mail}]}"),)),
+        ((("verify: {pass_threshold: 0.5}",
+           "verify: {pass_threshold: 0.5, caps: [{when: {tool: 'mail__*'}, reason: No mail}]}"),
+          ("rule: {tool: mail__send}", "rule: {all: [{tool: mail__send, count: {min: 1}}]}")),
+         f"{INBOX}.verify.caps[0].when",
+         (("rule: {tool: mail__send}", "rule: {tool: mail__send, exists: false}"),
+          ("verify: {pass_threshold: 0.5}",
+           "verify: {pass_threshold: 0.5, caps: [{when: {tool: 'mail__*'}, reason: No mail}]}"))),
     ],
     "W315": [
         ((("conflicts_with: E-1", "conflicts_with: E-9"),), "$.event_streams[0].events[1].conflicts_with",

@@ -26,6 +26,11 @@ def test_normalise_and_tokens() -> None:
     ("Flag the warfarin refill because INR is overdue",
      "the INR value for the warfarin refill is overdue so flag it", False),
     ("Flag the warfarin refill because INR is overdue", "warfarin refill list", False),
+    # Chinese, written without spaces: the same verdicts as the English rows above
+    ("先处理逾期的凝血检查", "请先处理逾期的凝血检查，今天就做", True),
+    ("先处理逾期的凝血检查", "先处理逾期的 凝血检查。", True),
+    ("简短", "简短", False),
+    ("先处理逾期的凝血检查", "先把续药队列过一遍", False),
 ])
 def test_leaks(secret: str, visible: str, expected: bool) -> None:
     assert leaks(secret, visible) is expected
@@ -38,6 +43,13 @@ def test_leaks(secret: str, visible: str, expected: bool) -> None:
     ("The reply must name the patient. It should also state the dose.", True),
     ("The note is short. Substantially similar wording is fine.", False),
     ("Includes (1) the patient and (2) the dose", True),
+    # an alternative is one requirement met either way, not two
+    ("The reply must name the patient. Alternatively, it should state the dose.", False),
+    ("The reply must name the patient. Or else it should state the dose.", False),
+    ("The reply must name the patient; alternatively it may list the ward.", False),
+    ("回复必须写明患者姓名。此外还必须说明剂量。", True),
+    ("回复必须写明患者姓名。或者，回复应说明剂量。", False),
+    ("回复必须写明患者姓名；或应说明剂量。", False),
 ])
 def test_bundles(text: str, expected: bool) -> None:
     assert bundles(text) is expected

@@ -560,3 +560,67 @@ def test_style_length_rule() -> None:
     assert 40 <= len(fit("Short ask.", chatty).split()) <= 100
     assert trait_directives(terse) == ["a neutral, cooperative register with no strong traits"]
     assert trait_directives(chatty)[-1] == "mention the dog" and len(trait_directives(chatty)) == 3
+
+
+# --------------------------------------------------------------------------- request_discloses
+
+OPENING = ("request: Help me write a short email asking parents to order team kits by Friday.",
+           "request: I work nights four days a week this month. Help me write a short email "
+           "asking parents to order team kits by Friday.\n        request_discloses: [shifts]")
+
+
+def _opening_pack(tmp_path: Path, *edits: tuple[str, str]) -> Path:
+    text = (FIXTURES / "live_pack" / "pack.yaml").read_text(encoding="utf-8")
+    for old, new in (OPENING, *edits):
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    (tmp_path / "pack").mkdir()
+    (tmp_path / "pack" / "pack.yaml").write_text(text, encoding="utf-8")
+    res = compile_pack(tmp_path / "pack", tmp_path / "plan", use_cache=False)
+    assert res.ok, [d.format() for d in res.diagnostics]
+    return tmp_path / "plan"
+
+
+def test_an_anchor_in_the_opening_request_is_no_planner_violation(tmp_path: Path) -> None:
+    subtask = "            - Move supplier calls away from his sleeping hours.\n"
+    triggers = ("        triggers:\n"
+                "          - type: emergent\n            turn: 1\n            anchors: [shifts]\n"
+                "            rubric: {pass: Plans around his night shifts, partial: Mentions "
+                "sleep, fail: Ignores the shifts}\n")
+    plan = _opening_pack(tmp_path, (subtask, subtask + triggers))
+    assert load_plan(plan).sessions[KIT_P].request_discloses == ["shifts"]
+    summary = _run(plan, tmp_path, run_id="o", trigger_mode="live", sessions=["*@P"])
+    assert summary.errors == 0
+    extra = _extra(tmp_path, "o", KIT_P)
+    assert "planner_violations" not in extra, extra["planner_violations"]
+    # the rules planner does not disclose the anchor a second time
+    assert all("shifts" not in t["disclose"] for t in extra["planner_turns"])
+
+
+def test_the_rules_planner_counts_the_opening_s_anchors(tmp_path: Path) -> None:
+    summary = _run(_opening_pack(tmp_path), tmp_path, run_id="o", trigger_mode="live",
+                   sessions=["*@P"])
+    assert summary.errors == 0
+    extra = _extra(tmp_path, "o", KIT_P)
+    assert "planner_violations" not in extra
+    # shifts came with the request: the next anchors follow one turn earlier than without it
+    assert [t["disclose"] for t in extra["planner_turns"]][:4] == [
+        [], ["supplier"], ["sizes"], []]
+    rows = _query(tmp_path, "SELECT turn, type, anchors FROM triggers WHERE run_id='o' "
+                            "ORDER BY turn")
+    assert rows[0] == (1, "emergent", '["shifts"]')
+
+
+@pytest.mark.parametrize(("edit", "code"), [
+    (("request_discloses: [shifts]", "request_discloses: [shift]"), "E202"),
+    (("protocol: trigger_rubric", "protocol: intent_tracking"), "E204"),
+    (("request: I work nights", "title: I work nights"), "E212"),
+])
+def test_request_discloses_is_checked(tmp_path: Path, edit: tuple[str, str], code: str) -> None:
+    text = (FIXTURES / "live_pack" / "pack.yaml").read_text(encoding="utf-8")
+    text = text.replace(*OPENING).replace(*edit)
+    (tmp_path / "pack.yaml").write_text(text, encoding="utf-8")
+    res = compile_pack(tmp_path, tmp_path / "plan", use_cache=False)
+    found = [(d.code, d.json_path) for d in res.diagnostics if d.severity == "error"]
+    assert (code, "$.episodes[0].sessions[0].request_discloses" + ("[0]" if code == "E202"
+                                                                   else "")) in found, found

@@ -28,6 +28,7 @@ from benchpack.specs import pack as P
 from .datafiles import DataError, first_error, read_rows, read_triples
 from .diagnostics import CODES, LINT_CODES, Diagnostics, Fix, PathPart, suggest_fix
 from .graph import build_dag, dependency_groups, find_cycles, stable_order
+from .literal import is_literal
 from .loader import (
     GLOB_CHARS,
     MAX_DATA_BYTES,
@@ -219,6 +220,11 @@ class Builder:
                      "ids must be unique across the pack")
             return
         table[key] = _Item(obj, src, path)
+
+    def lost_tool(self, name: str) -> bool:
+        """Whether tool `name` may be missing only because validation dropped it, its service
+        or its operation (`service__operation`): the drop is reported, the missing tool not."""
+        return name in self.broken or any(p in self.broken for p in name.split("__", 1))
 
     def check_ref(self, name: str, table: dict[str, Any], what: str, loc: Loc,
                   sub: Sequence[PathPart]) -> bool:
@@ -573,6 +579,9 @@ class Builder:
     # ------------------------------------------------------------------ rendering
 
     def render(self, text: str, ctx: dict[str, Any], loc: Loc, sub: Sequence[PathPart]) -> str:
+        src, path = loc
+        if src.literal or (src.literal_paths and is_literal(src.literal_paths, (*path, *sub))):
+            return text
         try:
             return render(text, ctx)
         except RenderError as exc:
@@ -757,6 +766,12 @@ class Builder:
         scenario, anchors = self.scenario(s, r)
         triggers = self.triggers(s, loc, r, anchors)
         dialogue = self.dialogue(s, loc, r, anchors)
+        for j, a in enumerate(s.request_discloses if s.protocol == "trigger_rubric" else []):
+            self.check_ref(a, anchors, "anchor", loc, ("request_discloses", j))
+        if s.request_discloses and s.request is None:
+            self.err("E212", "`request_discloses` names anchors of the opening request, but the "
+                     "session has no `request`", loc, ("request_discloses",),
+                     "add `request: …` or remove `request_discloses`", at_key=True)
         checklist = self.checklist(s, loc, r, tools, env)
         graph = self.graph(s, loc)
         verify = self.verify(s, loc, tools, env)
@@ -776,11 +791,14 @@ class Builder:
             "fingerprint": "",
             "_ignore": sorted(ignore),
         }
+        if s.request_discloses:  # left out when empty: older plans stay byte for byte
+            d.data["request_discloses"] = list(s.request_discloses)
 
     def protocol_material(self, s: P.Session, loc: Loc) -> None:
         owners = {
             "hidden_intents": "intent_tracking", "stages": "staged_disclosure",
             "scenario": "trigger_rubric", "triggers": "trigger_rubric", "graph": "staged_disclosure",
+            "request_discloses": "trigger_rubric",
             "verify": "verified_outcome",
         }
         for key, proto in owners.items():
@@ -909,14 +927,15 @@ class Builder:
         if len(preds) > 1:
             self.err("E211", f"a check states one predicate; found {', '.join(preds)}", loc, sub,
                      "split it with `all:`")
-        if a.tool is not None and not any(fnmatch.fnmatchcase(t, a.tool) for t in tools):
+        if a.tool is not None and not any(fnmatch.fnmatchcase(t, a.tool) for t in tools) \
+                and not self.lost_tool(a.tool):
             hint, fix = _tool_suggestion(a.tool, tools)
             self.err("E202", f"no tool `{a.tool}` in this session", loc, (*sub, "tool"), hint,
                      fix=fix)
         elif a.tool is not None and a.where:
             self.check_where_args(a.tool, a.where, tools, loc, sub)
         for i, t in enumerate(a.sequence or []):
-            if not any(fnmatch.fnmatchcase(x, t) for x in tools):
+            if not any(fnmatch.fnmatchcase(x, t) for x in tools) and not self.lost_tool(t):
                 hint, fix = _tool_suggestion(t, tools)
                 self.err("E202", f"no tool `{t}` in this session", loc, (*sub, "sequence", i),
                          hint, fix=fix)
@@ -930,7 +949,8 @@ class Builder:
                 try:
                     re.compile(pattern)
                 except re.error as exc:
-                    self.err("E205", f"invalid regular expression: {exc}", loc, (*sub, pkey))
+                    self.err("E205", f"invalid regular expression: {exc}", loc, (*sub, pkey),
+                             regex_hint(str(exc)))
         for path, m in (a.where or {}).items():
             if isinstance(m, P.Matcher):
                 ops = [k for k in m.model_fields_set]
@@ -942,7 +962,7 @@ class Builder:
                         re.compile(m.regex)
                     except re.error as exc:
                         self.err("E205", f"invalid regular expression: {exc}", loc,
-                                 (*sub, "where", path, "regex"))
+                                 (*sub, "where", path, "regex"), regex_hint(str(exc)))
         if a.query is not None:
             problem = jmespath_problem(a.query)
             if problem:
@@ -955,6 +975,8 @@ class Builder:
                          sub: tuple[PathPart, ...]) -> None:
         """`where: {args.<name>: …}` must name a parameter of the matched tool(s)."""
         matched = [t for t in tools if fnmatch.fnmatchcase(t, pattern)]
+        if not matched:
+            return  # the missing tool is the mistake (reported, or a consequence of a drop)
         params: set[str] = set()
         for t in matched:
             spec = self.plan_tools.get(t) or _BUILTIN_PARAMS.get(t)
@@ -1016,7 +1038,7 @@ class Builder:
                 source = self.read_text(c.python.split(":")[0], loc, (*sub, "python"))
             if c.evidence is not None:
                 for j, t in enumerate(c.evidence.tools):
-                    if not any(fnmatch.fnmatchcase(x, t) for x in tools):
+                    if not any(fnmatch.fnmatchcase(x, t) for x in tools) and not self.lost_tool(t):
                         hint, fix = _tool_suggestion(t, tools)
                         self.err("E202", f"no tool `{t}` in this session", loc,
                                  (*sub, "evidence", "tools", j), hint, fix=fix)
@@ -1082,8 +1104,8 @@ class Builder:
 
     def unused(self, drafts: list[_SessionDraft]) -> None:
         """W312: things defined but never used (often a typo in the place that should use them)."""
-        if any(self.salvaged.dropped.values()):
-            return  # what validation dropped may well have used them
+        if any(self.salvaged.dropped.values()) or any(f.data is None for f in self.loaded.files):
+            return  # what validation dropped, or a file that did not parse, may well use them
         used_personas = {it.obj.persona for it in self.episodes.values()}
         used_envs = {it.obj.environment for it in self.episodes.values()}
         used_services = {s for e in self.environments.values() for s in e.obj.services}
@@ -1264,6 +1286,27 @@ def _op_parameters(op: P.Operation, table: P.Table) -> dict[str, Any]:
     if required:
         out["required"] = required
     return out
+
+
+_REGEX_HINTS = (
+    (("character set", "missing ]"), "`[` starts a character class; for a literal bracket write "
+     "`\\[` (in YAML single quotes: 'a \\[b')"),
+    (("subpattern", "missing )", "unbalanced parenthesis"), "`(` starts a group; for a literal "
+     "parenthesis write `\\(`"),
+    (("nothing to repeat", "multiple repeat", "missing argument to repetition"),
+     "`*`, `+`, `?` and `{` repeat what precedes them; for the character itself write `\\*`, "
+     "`\\+`, `\\?`"),
+    (("bad escape", "trailing backslash"), "a backslash starts an escape; write `\\\\` for a "
+     "literal one"),
+)
+
+
+def regex_hint(problem: str) -> str | None:
+    """How to fix a common regex mistake, from the regex engine's message."""
+    for needles, hint in _REGEX_HINTS:
+        if any(n in problem for n in needles):
+            return hint
+    return None
 
 
 def check_prompts(pack: P.Pack, src: SourceFile, builder: Builder) -> dict[str, str]:

@@ -73,6 +73,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W315": ("warning", "unknown-conflict-ref"),
     "W316": ("warning", "anchor-not-disclosed"),
     "W317": ("warning", "too-few-anchors"),
+    "W318": ("warning", "required-and-capped"),
 }
 LINT_CODES = tuple(code for code, (severity, _) in CODES.items() if severity == "warning")
 """The codes a `lint: {ignore: […]}` list may name."""

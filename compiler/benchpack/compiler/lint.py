@@ -7,14 +7,16 @@ with a cheap token-overlap prefilter so large packs stay fast.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from rapidfuzz import fuzz
 
+from benchpack.specs.text import grams, width, words
+
 WINDOWS = {"emergent": (1, 3), "critical": (4, 7), "recovery": (8, 10)}
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP = frozenset(
     ["a", "an", "the", "and", "or", "of", "to", "in", "on", "for", "with", "by", "at", "from", "as", "is", "are", "be", "been", "was", "were", "it", "its", "this", "that", "these", "those", "your", "my", "our", "their", "his", "her", "i", "you", "we", "they", "me", "us", "them", "do", "does", "did", "not", "no", "so", "if", "then", "than", "into", "about", "over", "under", "up", "out", "all", "any", "each", "every", "some", "such", "can", "could", "should", "would", "will", "must", "may", "might", "also", "just", "only", "very", "more", "most", "other", "own", "same", "too"]
 )
@@ -24,18 +26,28 @@ _REQ_VERB = re.compile(
     r"delete[sd]?|remove[sd]?|update[sd]?|set[s]?|report[s]?|ask[s]?)\b",
     re.IGNORECASE,
 )
-_BUNDLE = re.compile(r"\b(and also|as well as|additionally|in addition|plus also)\b", re.IGNORECASE)
+_BUNDLE = re.compile(r"\b(and also|as well as|additionally|in addition|plus also)\b|此外|另外|并且|同时还",
+                     re.IGNORECASE)
+_REQ_VERB_ZH = re.compile(r"必须|应当|应该|需要|须|应|列出|说明|写明|提到|包含|包括|发送|创建|删除|更新")
+# A clause opening with one of these is an alternative to the one before: met either way, it is
+# one requirement, not a second one.
+_OR_CLAUSE = re.compile(r"^(alternatively|or|otherwise|failing that|either)\b|^(或者|或是|或|要么|否则)",
+                        re.IGNORECASE)
 _GRADER_NOTE = re.compile(r"^(substantially|similar|equivalent|wording|e\.g\.|for example|i\.e\.)",
                           re.IGNORECASE)
 
 
 def normalise(text: str) -> str:
-    return " ".join(_WORD.findall(text.lower()))
+    """Words, and each character of unsegmented scripts, joined by spaces (`specs.text`)."""
+    return " ".join(words(text))
+
+
+def _content(word: str) -> bool:
+    return word not in _STOP and (len(word) > 2 or word.isdigit() or not word.isascii())
 
 
 def content_tokens(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and (len(w) > 2 or w.isdigit()
-                                                                          or not w.isascii())}
+    return grams(text, _content)
 
 
 def leaks(secret: str, visible: str) -> bool:
@@ -44,7 +56,7 @@ def leaks(secret: str, visible: str) -> bool:
     if not s or not v:
         return False
     if s in v:
-        return len(s) >= 12
+        return width(s) >= 12
     toks = content_tokens(secret)
     if len(toks) < 3:
         return False
@@ -58,12 +70,39 @@ def bundles(text: str) -> bool:
     """Whether a checklist item packs several independent requirements."""
     if _BUNDLE.search(text):
         return True
-    parts = [p.strip() for p in re.split(r"(?<=[.;!?])\s+(?=[A-Z0-9])|;\s*", text) if p.strip()]
-    parts = [p for p in parts if not _GRADER_NOTE.match(p)]
-    with_verbs = [p for p in parts if _REQ_VERB.search(p)]
+    parts = [p.strip() for p in re.split(r"(?<=[.;!?])\s+(?=[A-Z0-9])|;\s*|(?<=[。；！？])", text)
+             if p.strip()]
+    parts = [p for p in parts if not _GRADER_NOTE.match(p) and not _OR_CLAUSE.match(p)]
+    with_verbs = [p for p in parts if _REQ_VERB.search(p) or _REQ_VERB_ZH.search(p)]
     if len(with_verbs) >= 2:
         return True
     return bool(re.search(r"(^|\s)(\(?[1-9][.)]|[a-d]\))\s.*\s(\(?[2-9][.)]|[b-e]\))\s", text))
+
+
+def required_tools(rule: Any) -> list[str]:
+    """Tools a rule can only pass by calling (a plain presence check, a count of at least one,
+    a sequence, or any of these under `all`)."""
+    if not isinstance(rule, dict):
+        return []
+    if "all" in rule:
+        return [t for r in rule["all"] or [] for t in required_tools(r)]
+    out = list(rule.get("sequence") or [])
+    tool = rule.get("tool")
+    if tool and not rule.get("query"):
+        count = rule.get("count")
+        if count is not None:
+            if max(count.get("min") or 0, count.get("equals") or 0) >= 1:
+                out.append(tool)
+        elif rule.get("exists") is not False:
+            out.append(tool)
+    return out
+
+
+def _banned_tool(when: dict[str, Any]) -> str | None:
+    """The tool pattern a cap condition punishes on any call, or None when it is narrower."""
+    if when.get("tool") and set(when) <= {"tool", "exists"} and when.get("exists", True):
+        return str(when["tool"])
+    return None
 
 
 Report = Callable[[str, str, tuple[Any, ...], str | None], None]
@@ -122,16 +161,18 @@ def lint_session(s: dict[str, Any], report: Report, earlier_text: Iterable[str],
 
     # W304: a ground-truth fact given away by the user
     if s["graph"]:
-        user_lines = [request] + [st["line"] for st in s["stages"]]
-        norm_lines = [normalise(x) for x in user_lines]
+        # where the author must reword: the stage line (or the request) that says the fact
+        user_lines: list[tuple[tuple[Any, ...], str]] = [(("request",), request)] + [
+            (("stages", i, "line"), st["line"]) for i, st in enumerate(s["stages"])]
+        norm_lines = [(where, normalise(x)) for where, x in user_lines]
         for t in s["graph"]["triples"]:
             head, tail = normalise(t["head"]), normalise(t["tail"])
-            if len(tail) < 4 or len(head) < 3 or head == tail:
+            if width(tail) < 4 or width(head) < 3 or head == tail:
                 continue
-            for line in norm_lines:
+            for where, line in norm_lines:
                 if f" {tail} " in f" {line} " and f" {head} " in f" {line} ":
                     report("W304", f"ground-truth fact ({t['head']} | {t['relation']} | "
-                           f"{t['tail']}) is stated by the user", ("graph",),
+                           f"{t['tail']}) is stated by the user", where,
                            "the user should ask for facts, not supply them; reword the line or "
                            "silence W304 for this session")
                     break
@@ -180,6 +221,21 @@ def lint_session(s: dict[str, Any], report: Report, earlier_text: Iterable[str],
         if c["grader"] == "rubric" and bundles(c["text"]):
             report("W307", f"checklist item `{c['id']}` seems to bundle several requirements",
                    ("checklist", i, "text"), "split it into one item per requirement")
+
+    # W318: a tool the checklist requires and a cap forbids outright: a correct agent fails
+    caps = (s.get("verify") or {}).get("caps") or []
+    for ci, cap in enumerate(caps):
+        banned = _banned_tool(cap.get("when") or {})
+        if banned is None:
+            continue
+        for c in s["checklist"]:
+            needed = [t for t in required_tools(c.get("rule")) if fnmatch.fnmatchcase(t, banned)]
+            if needed:
+                report("W318", f"checklist item `{c['id']}` requires a call of `{needed[0]}`, "
+                       f"which cap `{cap['id']}` punishes on any call: a correct agent always "
+                       "fails", ("verify", "caps", ci, "when"),
+                       "narrow the cap with `where:` to the harmful calls, or drop the item")
+                break
 
     # W309: persistent intents without supporting evidence
     earlier = [normalise(x) for x in earlier_text]

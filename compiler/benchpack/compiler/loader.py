@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from . import literal
 from .diagnostics import Diagnostics, Fix, PathPart, display_path, suggest_fix
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -123,6 +124,7 @@ _FastLoader.add_constructor("tag:yaml.org,2002:bool",
                                                "true or false"))
 for _tag in ("timestamp", "binary", "set", "omap", "pairs"):
     _FastLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", yaml.SafeLoader.construct_yaml_str)
+_FastLoader.add_constructor(literal.TAG, literal.construct)
 
 
 @dataclass
@@ -137,6 +139,10 @@ class SourceFile:
     data: Any = None
     kind: str = "fragment"
     """`pack` for the root file, `fragment` for included files."""
+    literal: bool = False
+    """Marked `# benchpack: literal`: no text in it is rendered (`literal.py`)."""
+    literal_paths: set[tuple[PathPart, ...]] = field(default_factory=set)
+    """Paths of values tagged `!literal`."""
     _node: Any = field(default=None, repr=False)
     _node_failed: bool = False
 
@@ -321,7 +327,8 @@ _HINTS: list[tuple[str, str]] = [
     ("plain value", "keys must be plain strings"),
     ("recursive", "an alias refers to its own anchor"),
     ("could not determine a constructor",
-     "YAML tags (`!!python/…`, `!!set`, `!custom`…) are not supported in packs; remove the tag"),
+     "YAML tags (`!!python/…`, `!!set`, `!custom`…) are not supported in packs, except "
+     "`!literal` (text never rendered as Jinja); remove the tag"),
     ("expected a scalar node",
      "YAML tags (`!!python/…`, `!!set`, `!custom`…) are not supported in packs; remove the tag"),
     ("tab character", "YAML indentation must use spaces, not tabs"),
@@ -562,6 +569,9 @@ def load_pack(target: Path, diags: Diagnostics) -> LoadedPack | None:
         ok, data = parse_yaml(text, shown_path, diags)
         if not ok:
             return
+        if literal.TAG in text:
+            data, src.literal_paths = literal.extract(data)
+        src.literal = literal.marked(text)
         if not isinstance(data, dict):
             diags.error("E009", f"the top level must be a mapping of keys, found {type_name(data)}",
                         shown_path, line=1, col=1)

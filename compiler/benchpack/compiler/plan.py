@@ -100,6 +100,8 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
     for sid in order:
         s = sessions[sid]
         own = {k: s[k] for k in _FINGERPRINT_KEYS}
+        if s.get("request_discloses"):  # only when set, so other fingerprints do not move
+            own["request_discloses"] = s["request_discloses"]
         own["persona_profile"] = b.plan_personas.get(s["persona"])
         own["environment"] = b.plan_envs.get(s["environment"])
         own["tool_specs"] = {t: b.plan_tools.get(t) for t in s["tools"]}

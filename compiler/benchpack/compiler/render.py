@@ -32,6 +32,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 
 from .diagnostics import suggest
+from .literal import HINT as LITERAL_HINT
 from .loader import type_name
 
 MAX_OUTPUT_CHARS = 1_000_000
@@ -242,6 +243,9 @@ class RenderError(Exception):
         self.hint = hint
 
 
+_UNKNOWN_NAME = re.compile(r"No (filter|test) named '([^']+)'")
+
+
 def needs_render(text: str) -> bool:
     return "{{" in text or "{%" in text or "{#" in text
 
@@ -296,7 +300,7 @@ def _explain_undefined(source: str, context: dict[str, Any], error: str) -> tupl
         found = suggest(m.group(1), names)
         return (f"`{m.group(1)}` is undefined",
                 f"did you mean `{found}`?" if found else
-                "available names: " + ", ".join(f"`{n}`" for n in names))
+                "available names: " + ", ".join(f"`{n}`" for n in names) + "; " + LITERAL_HINT)
     m = re.search(r"has no attribute '(.+)'$", error)
     if m:
         attr = m.group(1)
@@ -317,7 +321,7 @@ def _explain_undefined(source: str, context: dict[str, Any], error: str) -> tupl
                     f"`{owner}` is empty")
             return f"`{owner}.{attr}` is undefined", hint
     return (f"template uses an undefined value: {error}",
-            "available names: " + ", ".join(f"`{n}`" for n in names))
+            "available names: " + ", ".join(f"`{n}`" for n in names) + "; " + LITERAL_HINT)
 
 
 def _dotted(node: nodes.Node) -> str | None:
@@ -360,8 +364,18 @@ def render(source: str, context: dict[str, Any]) -> str:
             if len(out) > MAX_OUTPUT_CHARS:
                 raise _too_large("template output")
     except TemplateSyntaxError as exc:
+        unknown = _UNKNOWN_NAME.match(exc.message or "")
+        if unknown:  # the braces are fine: the name after `|` (or `is`) is not Jinja's
+            kind, name = unknown.group(1).lower(), unknown.group(2)
+            known = sorted(ENV.filters if kind == "filter" else ENV.tests)
+            found = suggest(name, known)
+            raise RenderError("E208", f"no {kind} named `{name}`",
+                              f"did you mean `{found}`?" if found else
+                              f"Jinja's built-in {kind}s: " + ", ".join(f"`{k}`" for k in known)
+                              ) from None
         raise RenderError("E208", f"template syntax error: {exc.message}",
-                          "close every `{{` with `}}` and every `{%` with `%}`") from None
+                          "close every `{{` with `}}` and every `{%` with `%}`; " + LITERAL_HINT
+                          ) from None
     except UndefinedError as exc:
         message, hint = _explain_undefined(source, context, exc.message or "")
         raise RenderError("E209", message, hint) from None

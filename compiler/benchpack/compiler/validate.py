@@ -192,6 +192,20 @@ def _has(parent: Any, key: Any) -> bool:
             and parent[key] is not _DROPPED)
 
 
+def _comma_hint(parent: Any, key: str) -> str | None:
+    """`{text: Done, thanks.}` reads as `text: Done` plus a key `thanks.` with no value: an
+    unquoted `, ` inside `{…}` ends the value. The hint shows the quoted text."""
+    if not isinstance(parent, dict) or key not in parent or parent[key] is not None:
+        return None
+    keys = list(parent)
+    at = keys.index(key)
+    if at == 0 or not isinstance(parent[keys[at - 1]], str):
+        return None
+    prev = keys[at - 1]
+    return (f"inside `{{…}}` an unquoted `, ` ends a value; quote the whole text: "
+            f"`{prev}: \"{parent[prev]}, {key}\"`")
+
+
 def report_validation_error(exc: ValidationError, model: type[BaseModel], data: Any,
                             shown: str, diags: Diagnostics,
                             prefix: tuple[PathPart, ...] = ()) -> None:
@@ -328,6 +342,8 @@ def _one(err: dict[str, Any], path: tuple[PathPart, ...], full: tuple[PathPart, 
                                 parent if isinstance(parent, dict) else ())
         if path and not isinstance(path[-1], str):
             fix = None  # `1:` or `true:` as a key: retyping it is more than a rename
+        if hint is None:
+            hint = _comma_hint(parent, key)
         if hint is None and allowed:
             hint = "allowed keys here: " + ", ".join(f"`{k}`" for k in sorted(allowed)[:14])
         diags.error("E101", f"unknown key `{key}` in {_owner(path[:-1], data)}", shown, full,
@@ -344,6 +360,12 @@ def _one(err: dict[str, Any], path: tuple[PathPart, ...], full: tuple[PathPart, 
             hint = "write a list: one `- item` per line, or `[a, b]`"
         elif kind in ("model_type", "dict_type") and isinstance(value, str):
             hint = "this needs nested `key: value` lines, indented under it"
+        elif kind in ("model_type", "dict_type") and path and path[-1] == "count" \
+                and isinstance(value, int) and not isinstance(value, bool):
+            hint = (f"a count is bounded by a mapping: `count: {{equals: {value}}}`, "
+                    f"`{{min: {value}}}` or `{{max: {value}}}`")
+        elif kind in ("model_type", "dict_type") and isinstance(value, int | float | bool):
+            hint = "this needs `key: value` pairs, as `{key: value}` or indented lines"
         elif value is None:
             hint = "the value is empty; fill it in or remove the key"
         diags.error("E103", f"{field} must be {_TYPE_WORDS[kind]}, found {type_name(value)}",

@@ -811,6 +811,9 @@ class Session(Spec):
     request: str | None = None
     """The initial request (Jinja). Required for user-message sessions; for environment
     signals, the text the agent receives (default: the payload as JSON)."""
+    request_discloses: list[str] = Field(default_factory=list)
+    """trigger_rubric: anchor ids the `request` itself discloses (as `discloses` on a dialogue
+    turn), so that live mode counts them as disclosed from turn 1."""
     carry_over: bool | None = None
     """Whether the agent sees earlier sessions of the episode (default: the episode's
     `memory`)."""

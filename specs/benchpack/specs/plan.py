@@ -278,6 +278,8 @@ class PlanSession(PlanModel):
     style: PlanStyle | None = None
     trigger: PlanTrigger
     request: str | None = None
+    request_discloses: list[str] = Field(default_factory=list)
+    """Anchor ids the request discloses (trigger_rubric); left out of the plan when empty."""
     depends_on: list[str]
     carry_over: bool
     """Whether the agent receives the episode's earlier sessions."""

@@ -23,14 +23,17 @@ when both are 0). Ground-truth triples whose judge batch failed are excluded fro
 counted as judge errors; precision (and so F1) is then unknown (None) because the failed batch
 might have cited more predicted triples; its lower bound is reported separately.
 
-Matching (`match_coverage`, the cheap deterministic grader): text is NFKC-normalised and
-case-folded, split on anything that is not a letter or digit (so punctuation, `_` and spacing do
-not matter), and each token is singularised by a simple rule (`-ies` → `-y`, a final `-s`
-dropped unless the word ends in `ss`, `us` or `is`; words of up to 3 letters kept). A predicted
-triple covers a ground-truth triple *directly* when head, relation and tail have equal token
-sequences, and by *subsumption* when every token of the ground-truth head, relation and tail
-appears in the predicted triple's head, relation and tail respectively (it says the same and
-more). Every predicted triple that covers a ground-truth triple supports it. Collective and
+Matching (`match_coverage`, the cheap deterministic grader) tokenises with the shared
+`benchpack.specs.text`: text is NFKC-normalised and case-folded, split on anything that is not a
+letter or digit (so punctuation, `_`, spacing and full-width forms do not matter), a run of
+Chinese, Japanese, Thai … (scripts without spaces between words) is cut into characters, and
+each word is singularised by a simple rule (`-ies` → `-y`, a final `-s` dropped unless the word
+ends in `ss`, `us` or `is`; words of up to 3 letters kept). A predicted triple covers a
+ground-truth triple *directly* when head, relation and tail have equal token sequences, and by
+*subsumption* when every token of the ground-truth head, relation and tail appears in the
+predicted triple's head, relation and tail respectively (it says the same and more); for the
+unsegmented scripts the tokens compared are character bigrams and single ideographs, so `上海`
+is not found in `海上` and `七点半` not in `八点半`. Every predicted triple that covers a ground-truth triple supports it. Collective and
 compositional coverage need judgement and are left to the LLM judge, so match-mode recall is a
 lower bound of the judge's.
 """
@@ -39,15 +42,15 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from benchpack.specs.text import grams, words
+
 KGStatus = Literal["ok", "repaired", "malformed", "empty"]
 COVERAGE_KINDS = ("direct", "subsumption", "collective", "compositional")
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)
-_SPLIT = re.compile(r"[\W_]+", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -209,26 +212,32 @@ def _singular(token: str) -> str:
 
 def norm_tokens(text: str) -> tuple[str, ...]:
     """Normalised tokens of `text` (see the module docstring)."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return tuple(_singular(t) for t in _SPLIT.split(folded) if t)
+    return tuple(_singular(t) for t in words(text))
 
 
 def _fields(t: Triple) -> tuple[tuple[str, ...], ...]:
     return (norm_tokens(t.head), norm_tokens(t.relation), norm_tokens(t.tail))
 
 
+def _gram_fields(t: Triple) -> tuple[frozenset[str], ...]:
+    # n-grams of unsegmented scripts are at most 2 characters: `_singular` leaves them alone
+    return tuple(frozenset(_singular(g) for g in grams(x)) for x in (t.head, t.relation, t.tail))
+
+
 def match_coverage(gt: Sequence[Triple], pred: Sequence[Triple]) -> list[Coverage]:
     """Deterministic coverage: direct (equal normalised text) or subsumption (token superset)."""
     pred_fields = [_fields(p) for p in pred]
+    pred_grams = [_gram_fields(p) for p in pred]
     out = []
     for g in gt:
-        gf = _fields(g)
+        gf, gg = _fields(g), _gram_fields(g)
         direct = [i for i, pf in enumerate(pred_fields) if pf == gf]
         if direct:
             out.append(Coverage(True, "direct", tuple(direct)))
             continue
-        wider = [i for i, pf in enumerate(pred_fields)
-                 if all((set(a) <= set(b)) if a else a == b for a, b in zip(gf, pf, strict=True))]
+        wider = [i for i, (pf, pg) in enumerate(zip(pred_fields, pred_grams, strict=True))
+                 if all((a <= b) if a else fa == fb
+                        for a, b, fa, fb in zip(gg, pg, gf, pf, strict=True))]
         out.append(Coverage(True, "subsumption", tuple(wider)) if wider else Coverage(False))
     return out
 

@@ -17,20 +17,26 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from benchpack.specs.text import grams
+
 from .base import JudgeCall, JudgeError, ParseError, Templates, ask, parse_decisions, parse_tagged
 
 if TYPE_CHECKING:
     from ..roles import JudgeSite
     from ..session import SessionContext
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP = frozenset(
     ["a", "an", "the", "and", "or", "of", "to", "in", "on", "for", "with", "by", "at", "from", "as", "is", "are", "be", "been", "was", "were", "it", "its", "this", "that", "these", "those", "your", "my", "our", "their", "his", "her", "i", "you", "we", "they", "me", "us", "them", "do", "does", "did", "not", "no", "so", "if", "then", "than", "into", "about", "over", "under", "up", "out", "all", "any", "each", "every", "some", "such", "can", "could", "should", "would", "will", "must", "may", "might", "also", "just", "only", "very", "more", "most", "other", "own", "same", "too", "please", "use", "using", "make", "include", "provide", "give", "state", "each", "per"]
 )
 
 
+def _content(word: str) -> bool:
+    return word not in _STOP and (len(word) > 2 or word.isdigit())
+
+
 def tokens(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and (len(w) > 2 or w.isdigit())}
+    """Content words, and character n-grams of unsegmented scripts (`benchpack.specs.text`)."""
+    return grams(text, _content)
 
 
 def coverage(needle: str, haystack: str) -> float:
@@ -199,7 +205,7 @@ class RulesIntentJudge(IntentJudge):
         return {i.id for i in open_ if coverage(i.text, blob) >= 0.6}
 
     async def targeted(self, ev: TurnEvidence, open_: list[Intent]) -> set[str]:
-        questions = [q for q in re.split(r"(?<=[?？])\s*|\n", ev.text)
+        questions = [q for q in re.split(r"(?<=[?])\s+|(?<=[？])\s*|\n", ev.text)
                      if q.strip().endswith(("?", "？"))]
         questions += ev.questions
         questions = [strip_echo(q, ev.heard) for q in questions]

@@ -31,7 +31,8 @@ new primary anchor per message. An LLM planner breaking a rule is retried once w
 shown; a decision still breaking one is made valid bluntly (surplus anchors not disclosed, the
 trigger dropped) and the violation recorded in `extra.planner_violations`. A planner that fails
 to answer twice is replaced by the rules planner for that turn (`extra.planner_errors`). Turn 1
-is the session's `request` when it has one. The user agent (persona, style length rule and trait
+is the session's `request` when it has one; the anchors it declares (`request_discloses`) count
+as disclosed from turn 1. The user agent (persona, style length rule and trait
 directives, the order; not the hidden goal) writes every other message; a message outside the
 style's word bounds is retried once, then kept and recorded in `extra.style_violations`. The
 agent sees only the conversation. `extra.planner_turns` keeps every order.
@@ -282,7 +283,8 @@ async def _live(ctx: SessionContext, roles: LiveRoles, extra: dict[str, Any]
     fixed_opening = bool(s.request) or event is not None
     first = opening or json.dumps(event, ensure_ascii=False, default=str)
     committed: list[TriggerSpec] = []
-    disclosed: list[str] = []
+    # what the fixed opening discloses counts from turn 1; the planner cannot change it
+    disclosed: list[str] = list(s.request_discloses) if s.request else []
     scored: list[Scored] = []
     violations: list[dict[str, Any]] = []
     style_violations: list[dict[str, Any]] = []

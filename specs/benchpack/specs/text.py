@@ -1,0 +1,98 @@
+"""Tokenisation shared by every deterministic text match: the compiler's lints and the runtime's
+rules simulators, rules judges and match graph grader. One module, so that what a lint says
+leaks and what a judge counts as mentioned are the same thing, in every language.
+
+Text is NFKC-normalised and case-folded (full-width `？`/`Ａ` become `?`/`a`). Scripts that put
+spaces between words (Latin, Greek, Cyrillic, Hangul …) are split into *words* at anything that
+is not a letter or digit. Scripts written without spaces between words (Han, kana, Thai, Lao,
+Khmer, Myanmar) have nothing to split at, and a whole sentence would be one "word" that never
+matches a reworded one. A run of them is cut into single characters instead (`words`), and for
+set comparisons (`grams`) into the overlapping character bigrams of the run plus each ideograph
+on its own: a Han character is a morpheme, so it counts by itself; a kana or Thai letter is a
+sound, so only bigrams count for it (the CJK bigram scheme of Lucene's `CJKBigramFilter`). A run
+continues across spaces (spacing between Chinese characters is an accident of typing, not a word
+boundary) but stops at punctuation.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+
+# Code points of scripts written without spaces between words. Katakana's middle dot (U+30FB)
+# is punctuation and stays out.
+_IDEOGRAPHS = ("\u2e80-\u2fdf\u3005-\u3007\u3021-\u3029\u3038-\u303b\u3400-\u4dbf"
+               "\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff")
+_PHONETIC = ("\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3031-\u3035\u3040-\u30fa\u30fc-\u30ff"
+             "\u3100-\u312f\u31a0-\u31bf\u31f0-\u31ff")
+_UNSEG = _IDEOGRAPHS + _PHONETIC
+_TOKEN = re.compile(rf"(?P<run>[{_UNSEG}](?:\s*[{_UNSEG}])*)|(?P<word>[^\W_{_UNSEG}]+)")
+_IDEOGRAPH = re.compile(rf"[{_IDEOGRAPHS}]")
+_SPACE = re.compile(r"\s+")
+
+STOP_IDEOGRAPHS = frozenset("的了是在和与及或也都就而之吗呢吧啊呀嗎們我你您他她它们这這那个個把被给給对對从從到为為以于於着著过過得地请請")
+"""Chinese function characters: never a content unigram (they still count inside bigrams), as
+`the`/`of`/`please` are never content words."""
+_STOP_SPLIT = re.compile("[" + "".join(sorted(STOP_IDEOGRAPHS)) + "]")
+
+
+def fold(text: str) -> str:
+    """NFKC-normalised, case-folded `text`."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _pieces(text: str) -> list[tuple[str, bool]]:
+    """(word or run, whether it is a run of an unsegmented script), in order."""
+    out = []
+    for m in _TOKEN.finditer(fold(text)):
+        if m.group("run") is not None:
+            out.append((_SPACE.sub("", m.group("run")), True))
+        else:
+            out.append((m.group("word"), False))
+    return out
+
+
+def words(text: str) -> list[str]:
+    """The token sequence of `text`: words, and one token per character of unsegmented runs."""
+    out: list[str] = []
+    for piece, run in _pieces(text):
+        if run:
+            out.extend(piece)
+        else:
+            out.append(piece)
+    return out
+
+
+def grams(text: str, keep: Callable[[str], bool] = lambda w: True,
+          stop_ideographs: bool = True) -> set[str]:
+    """The token set of `text` for overlap measures: the words `keep` accepts, and for each
+    unsegmented run its character bigrams and its ideographs; a one-character run counts as
+    itself. `STOP_IDEOGRAPHS` split runs and count for nothing, unless `stop_ideographs` is
+    false."""
+    out: set[str] = set()
+    for piece, run in _pieces(text):
+        if not run:
+            if keep(piece):
+                out.add(piece)
+            continue
+        # a function character ends a word as surely as a space does
+        parts = _STOP_SPLIT.split(piece) if stop_ideographs else [piece]
+        for part in filter(None, parts):
+            if len(part) == 1:
+                out.add(part)
+                continue
+            out.update(part[i:i + 2] for i in range(len(part) - 1))
+            out.update(c for c in part if _IDEOGRAPH.match(c))
+    return out
+
+
+def width(text: str) -> int:
+    """How much `text` says, in letters: the length of its words joined by single spaces, a
+    character of an unsegmented script counting two (two Chinese characters say about as much
+    as a four-letter word). For spaced scripts this is the length of the normalised text."""
+    pieces = _pieces(text)
+    return sum(len(p) * (2 if run else 1) for p, run in pieces) + max(len(pieces) - 1, 0)
+
+
+__all__ = ["STOP_IDEOGRAPHS", "fold", "grams", "width", "words"]
