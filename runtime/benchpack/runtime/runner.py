@@ -155,6 +155,14 @@ class RunContext:
         """The run's one LLM client (created on first use: litellm is slow to import)."""
 
 
+def redactor_for(options: ClientOptions) -> Any:
+    """What the store masks: every key in the environment, the `--api-key-env` one whatever
+    its name, and keys inside `--api-base`."""
+    from .redact import Redactor
+
+    return Redactor.from_environment(extra_names=[options.api_key_env], urls=[options.api_base])
+
+
 def make_llm_client(options: ClientOptions) -> Any:
     from .cache import ResponseCache
     from .llm import LLMClient, LLMConfig
@@ -249,7 +257,7 @@ async def run_plan_async(options: RunOptions) -> RunSummary:
     started = time.time()
     plan = load_plan(options.plan)
     fresh = not Path(options.db).exists()
-    store = Store(options.db)
+    store = Store(options.db, redactor_for(options))
     try:
         return await _run(options, plan, store, started)
     finally:
