@@ -318,6 +318,10 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
     agent = make_agent(options.agent, options, llm)
     ctx = RunContext(options, plan, store, run_id, agent, default_protocols(), work_dir, llm)
     if options.resume:
+        # one run, one agent: sessions of two agents under one name mix their figures
+        if existing and existing.get("agent") and existing["agent"] != options.agent:
+            raise ValueError(f"run `{run_id}` was run with --agent {existing['agent']}; "
+                             f"resume it with the same agent (or start a new run)")
         for role in ("simulator", "judge"):
             if existing and existing.get(role) and existing[role] != ctx.roles.uri(role):
                 raise ValueError(f"run `{run_id}` was run with --{role} {existing[role]}; "
