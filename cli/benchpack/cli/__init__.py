@@ -605,6 +605,12 @@ def _finish(summary: Any, as_json: bool) -> None:
         click.echo(json.dumps({**summary.as_dict(), **_pass_rates(summary)}, indent=2))
     else:
         _print_summary(summary)
+    refused = getattr(summary, "python_refused", 0)
+    if refused:  # the figures above are over fewer items than the pack has: never silently
+        click.echo(click.style(
+            f"! {_count(refused, 'python grader')} refused (pack Python runs only with "
+            "--allow-python): counted as grader errors, neither passed nor failed; COMP and "
+            "scores leave those items out", fg="yellow"), err=True)
     if summary.errors:
         first = summary.first_errors
         raise PackErrors(f"✗ {summary.errors} session{'s' if summary.errors != 1 else ''} "
@@ -652,6 +658,10 @@ def _print_summary(s: Any) -> None:
     for i, error in enumerate(getattr(s, "first_errors", None) or []):
         t.add_row("first errors" if i == 0 else "", error)
     t.add_row("judge errors", str(s.judge_errors))
+    if getattr(s, "grader_errors", 0):
+        refused = getattr(s, "python_refused", 0)
+        t.add_row("grader errors", str(s.grader_errors) + (
+            f" ({refused} python graders refused: pass --allow-python)" if refused else ""))
     if getattr(s, "rejudge_of", None):
         t.add_row("re-judged", f"{s.rejudge_of} with {s.judge}: {s.judge_calls} judge calls "
                   f"({s.judge_cache_hits} from cache)")

@@ -26,6 +26,7 @@ from typing import Any
 from benchpack.specs.plan import Plan, PlanSession
 
 from .env import EpisodeEnvironment, ToolBox
+from .graders.python import REFUSED as PYTHON_REFUSED
 from .judges.base import Templates
 from .planfile import load_plan
 from .protocols.base import ProtocolRegistry, ProtocolResult, default_protocols
@@ -126,6 +127,11 @@ class RunSummary:
     pass^k, which `benchpack.reports.stats` computes."""
     first_errors: list[str] = field(default_factory=list)
     """`<session>: <error>` for the first few distinct session errors (what to fix first)."""
+    grader_errors: int = 0
+    """Checklist items a rule or python grader could not grade (neither passed nor failed:
+    COMP and scores leave them out)."""
+    python_refused: int = 0
+    """Of those, python graders not run for want of `--allow-python`."""
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -505,6 +511,12 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         "SELECT count(passed), count(*) FILTER (WHERE passed) FROM sessions WHERE run_id = ? "
         "AND protocol = 'verified_outcome' AND status = 'finished' GROUP BY session_id",
         [run_id]).fetchall()
+    graders = con.execute(
+        "SELECT coalesce(sum(grader_errors), 0) FROM sessions WHERE run_id = ?",
+        [run_id]).fetchone()
+    refused = con.execute(
+        "SELECT count(*) FROM checklist_results WHERE run_id = ? AND error = ?",
+        [run_id, PYTHON_REFUSED]).fetchone()
     first_errors = con.execute(
         "SELECT arg_min(name, started_at), error FROM sessions WHERE run_id = ? AND "
         "status = 'error' GROUP BY error ORDER BY min(started_at) LIMIT 3", [run_id]).fetchall()
@@ -516,6 +528,8 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         judge_errors=int(row[3]), prompt_tokens=int(llm[1]), completion_tokens=int(llm[2]),
         cost=float(llm[3]), llm_calls=int(llm[0]), cache_hits=int(llm[4]), wall_s=wall,
         repeats=repeats, pass_counts=[(int(n), int(c)) for n, c in counts if n],
+        grader_errors=int(graders[0]) if graders else 0,
+        python_refused=int(refused[0]) if refused else 0,
         first_errors=[f"{name}: {str(error).strip().splitlines()[0][:200]}"
                       for name, error in first_errors if error])
 
