@@ -391,6 +391,9 @@ class LiteLLMBackend:
             kwargs["seed"] = req.seed
         kwargs.update(req.params)
         resp = await litellm.acompletion(**kwargs)
+        if not getattr(resp, "choices", None):  # a gateway or content filter answered 200
+            raise LLMError("unusable response: the provider answered with no choices (an "
+                           "empty `choices` list)", retryable=True)
         choice = resp.choices[0]
         msg = choice.message
         message: dict[str, Any] = {"role": "assistant", "content": getattr(msg, "content", None)}
