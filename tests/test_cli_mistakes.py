@@ -59,6 +59,7 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> World:
     plan = json.loads((root / "build" / "plan.json").read_text())
     _write(root, {
         "agent.yaml": 'default:\n  - say: "OK."\n',
+        "agent2.yaml": 'default:\n  - say: "Done."\n',
         "empty.yaml": "",
         "broken.yaml": "sessions: [\n",
         "broken.json": "{not json",
@@ -210,6 +211,10 @@ RUN: dict[str, Case] = {
                                                    db=w.db()), 1,
                                      ("--resume r1: that run is of pack `p`, this plan of `q`",
                                       "pass the plan it ran")),
+    "resume with another agent": (lambda w: run(w, "--resume", "r1", db=w.db(),
+                                                agent=f"scripted:{w / 'agent2.yaml'}"), 1,
+                                  ("run `r1` was run with --agent scripted:", "agent.yaml",
+                                   "resume it with the same agent")),
     "session glob matches nothing": (lambda w: run(w, "--session", "refill-*", "--session",
                                                    "nope*"), 1,
                                      ("--session nope* matches no session",
@@ -295,6 +300,23 @@ READ: dict[str, Case] = {
     "query empty": (lambda w: ["query", "  ", "--db", w.db()], 1, ("the query is empty",)),
     "query two statements": (lambda w: ["query", "SELECT 1; SELECT 2", "--db", w.db()], 1,
                              ("the query has 2 statements",)),
+    # queries read the store and nothing else: no file is read or written
+    **{f"query {name}": ((lambda w, sql=sql: ["query", sql(w), "--db", w.db()]), 1,
+                         ("query failed", needle))
+       for name, sql, needle in (
+           ("COPY TO", lambda w: f"COPY runs TO '{w.out('leak.csv')}'", "only the store"),
+           ("EXPORT DATABASE", lambda w: f"EXPORT DATABASE '{w.out('dump')}'",
+            "only the store"),
+           ("read_csv", lambda w: f"SELECT * FROM read_csv('{w / 'agent.yaml'}')",
+            "only the store"),
+           ("read_text", lambda w: f"SELECT * FROM read_text('{w / 'agent.yaml'}')",
+            "only the store"),
+           ("file as table", lambda w: f"SELECT * FROM '{w / 'agent.yaml'}'",
+            "does not exist"),
+           ("glob", lambda w: f"SELECT * FROM glob('{w / '*'}')", "only the store"),
+           ("ATTACH", lambda w: f"ATTACH '{w.out('other.duckdb')}' AS o", "only the store"),
+           ("re-enable access", lambda w: "SET enable_external_access = true",
+            "only the store"))},
     "query bad format": (lambda w: ["query", "SELECT 1", "--format", "xml", "--db", w.db()], 2,
                          ("--format",)),
     "export -o unwritable": (lambda w: ["export", "--db", w.db(), "-o", "/proc/no/exp"], 1,
@@ -363,6 +385,14 @@ def test_run_mistakes(world: World, name: str) -> None:
 @pytest.mark.parametrize("name", sorted(READ))
 def test_reader_mistakes(world: World, name: str) -> None:
     _check(world, READ[name])
+
+
+def test_queries_write_no_file(world: World) -> None:
+    for sql in (f"COPY runs TO '{world.out('leak.csv')}'",
+                f"EXPORT DATABASE '{world.out('dump')}'",
+                f"ATTACH '{world.out('other.duckdb')}' AS o"):
+        assert CliRunner().invoke(cli, ["query", sql, "--db", world.db()]).exit_code == 1
+    assert sorted(p.name for p in world.tmp.iterdir()) == ["bench.duckdb"]
 
 
 def test_foreign_and_missing_stores_are_left_untouched(world: World) -> None:

@@ -100,3 +100,47 @@ def test_output_is_cut_off_before_it_is_built() -> None:
     with pytest.raises(RenderError) as exc:
         render("{{ vars.b }}" * 1000, big)  # streamed: stops after the second copy
     assert exc.value.code == "E210" and "template output" in exc.value.message
+
+
+_S = {"vars": {"s": "x" * 1000, "l": ["ab"] * 10}}
+
+
+@pytest.mark.parametrize("template", [
+    "{% set l = [vars.s] * 999999 %}{{ l }}",
+    "{% set l = [vars.s] * 999999 %}{{ l | tojson }}",
+    "{% set l = [vars.s] * 999999 %}{{ l | pprint }}",
+    "{% set l = [vars.s] * 999999 %}{{ l | join(',') }}",
+    "{% set l = [vars.l] * 99999 %}{{ l | join(',') }}",
+    "{% set l = [vars.s] * 999 %}{{ (l | batch(1) | list) * 999 }}",
+    "{% set a = [vars.s] * 900 %}{% set b = [a, a, a, a, a, a, a, a, a, a] %}"
+    "{% set c = [b, b, b, b, b, b, b, b, b, b] %}{% set d = [c, c, c, c, c, c, c, c, c, c] %}"
+    "{{ d }}",
+    "{% set a = [vars.s] * 900 %}{% set b = [a, a, a, a, a, a, a, a, a, a] %}"
+    "{% set c = [b, b, b, b, b, b, b, b, b, b] %}{{ 'x' ~ c }}",
+    "{% set a = [vars.s] * 900 %}{% set b = [a, a, a, a, a, a, a, a, a, a] %}"
+    "{% set c = [b, b, b, b, b, b, b, b, b, b] %}{{ '%s' % (c,) }}{{ '{}'.format(c) }}",
+    "{% set a = [vars.s] * 900 %}{% set b = [a, a, a, a, a, a, a, a, a, a] %}"
+    "{% set c = [b, b, b, b, b, b, b, b, b, b] %}{{ c | string }}",
+    *(f"{{% set a = [vars.s] * 900 %}}{{% set b = [a, a, a, a, a, a, a, a, a, a] %}}"
+      f"{{% set c = [b, b, b, b, b, b, b, b, b, b] %}}{{{{ c | {f} | length }}}}"
+      for f in ("tojson", "pprint", "join(',')", "sum(start=[])")),
+])
+def test_structures_are_budgeted_in_memory_not_only_output(template: str) -> None:
+    """Lists are cheap (references); their text is not. Each payload is refused with E210 and
+    a hint before the text is built: memory stays far below what the text would need."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(RenderError) as exc:
+            render(template, _S)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert exc.value.code == "E210" and exc.value.hint, exc.value.message
+    assert peak < 200 * 2**20, peak
+
+
+def test_small_structures_still_print() -> None:
+    assert render("{{ vars.l[:2] }} {{ vars.l[:2] | tojson }} {{ [1, 2] * 2 }}", _S) == \
+        "['ab', 'ab'] [\"ab\", \"ab\"] [1, 2, 1, 2]"

@@ -258,7 +258,7 @@ receive()
 send({"type": "llm_call", "model": "m", "prompt_tokens": "many"})
 ''')
     _, [reply] = _drive(bad, _brief(), ["hi"])
-    assert "`llm_call.prompt_tokens` must be a non-negative integer" in reply.error
+    assert "`llm_call.prompt_tokens` must be an integer from 0 to" in reply.error
 
 
 @needs_proc
@@ -495,3 +495,23 @@ def test_registry_entry_points_load_lazily_and_report_broken_ones(
     script = tmp_path / "s.yaml"
     script.write_text("default: []\n", encoding="utf-8")
     assert isinstance(reg.create(f"scripted:{script}", _context()), ScriptedAgent)
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("prompt_tokens", 10**18), ("completion_tokens", 10**12), ("cost", 1e308),
+    ("cost", float("inf")), ("cost", float("nan")), ("latency_s", 1e12)])
+def test_harness_numbers_out_of_range_are_protocol_errors(field: str, value: float) -> None:
+    """Tokens of 1e18 or a cost of 1e308 would poison every sum in the store: refused."""
+    from benchpack.runtime.agents.cmd_agent import HarnessError, _llm_record
+
+    with pytest.raises(HarnessError, match=f"llm_call.{field}"):
+        _llm_record({"type": "llm_call", "model": "m", field: value}, 1)
+    ok = _llm_record({"type": "llm_call", "model": "m", "prompt_tokens": 120_000,
+                      "completion_tokens": 4_000, "cost": 1.25, "latency_s": 30}, 1)
+    assert (ok.prompt_tokens, ok.completion_tokens, ok.cost) == (120_000, 4_000, 1.25)
+
+
+def test_kept_log_lines_are_capped() -> None:
+    from benchpack.runtime.agents import cmd_agent
+
+    assert cmd_agent.LOG_LINE_CHARS * cmd_agent.LOG_LINES <= 4 * 2**20

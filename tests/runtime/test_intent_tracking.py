@@ -7,6 +7,7 @@ that waits for the user to restate everything.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import duckdb
@@ -85,3 +86,37 @@ def test_resume_of_a_finished_run_does_nothing(plan_dir: Path, tmp_path: Path) -
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT count(*) FROM sessions").fetchone() == (3,)
     con.close()
+
+
+def test_a_judge_that_never_decides_leaves_statuses_undecided(plan_dir: Path,
+                                                              tmp_path: Path) -> None:
+    """A malformed judge (every answer unparseable): PROC is NULL, and no intent is reported
+    `provided` — the judge never decided the agent missed it. `bench report status` counts the
+    undecided intents beside the distribution, which is over decided intents only (none)."""
+    from click.testing import CliRunner
+
+    from benchpack.cli import cli
+    from benchpack.runtime.llm import FakeBackend
+
+    db = tmp_path / "bad.duckdb"
+    backend = FakeBackend([lambda req: "I'd rather not say."] * 500)
+    summary = run_plan(RunOptions(
+        plan=plan_dir, agent=f"scripted:{CASE / 'kimi_agent.yaml'}", judge="litellm:fake/judge",
+        simulator="rules", db=db, run_id="bad", progress=False, cache_dir=tmp_path / "cache",
+        llm_backend=backend, max_retries=0))
+    assert summary.proc is None and summary.judge_errors > 0
+    con = duckdb.connect(str(db), read_only=True)
+    rows = con.execute("SELECT status, judge_error FROM intent_status WHERE run_id='bad' "
+                       "AND pooled_from IS NULL").fetchall()
+    counts = con.execute("SELECT sum(provided), sum(completed), sum(intents) FROM sessions "
+                         "WHERE run_id='bad'").fetchone()
+    con.close()
+    assert rows and all(st is None and err for st, err in rows), rows
+    assert counts is not None and counts[0] == 0 and counts[1] == 0 and counts[2] == len(rows)
+    res = CliRunner().invoke(cli, ["report", "status", "--db", str(db), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    micro, macro = json.loads(res.output)["tables"]
+    row = micro["rows"][0]
+    assert row["undecided"] == len(rows) and row["intents"] == 0
+    assert row["provided"] is None  # no decided intent: no distribution, not 100 % provided
+    assert macro["rows"][0]["provided"] is None and macro["rows"][0]["undecided"] == len(rows)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401  (the fixture)
+from fake_openai import FakeOpenAI, FakeReply, fake_openai_fixture  # noqa: F401  (the fixture)
 
 from benchpack.runtime.agents.litellm_agent import LiteLLMAgent
 from benchpack.runtime.cache import ResponseCache, sha256_json
@@ -206,6 +206,24 @@ def test_malformed_response_json_is_retried(fake_openai: FakeOpenAI, tmp_path: P
     records: list[LLMCallRecord] = []
     assert asyncio.run(ask(make_client(fake_openai, tmp_path), records)).content == "fine"
     assert records[0].attempts == 2
+
+
+def test_empty_choices_is_a_retryable_provider_error(fake_openai: FakeOpenAI,
+                                                     tmp_path: Path) -> None:
+    """A 200 whose `choices` is empty (content filters, overloaded gateways) is retried, and
+    when it persists the error says what happened (it was an IndexError, not retried)."""
+    empty = {"id": "x", "object": "chat.completion", "created": 0, "model": MODEL,
+             "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 0}}
+    fake_openai.push(FakeReply(body=empty)).text("fine")
+    records: list[LLMCallRecord] = []
+    client = make_client(fake_openai, tmp_path, max_retries=1)
+    assert asyncio.run(ask(client, records)).content == "fine"
+    assert records[0].attempts == 2
+    fake_openai.push(FakeReply(body=empty), FakeReply(body=empty))
+    with pytest.raises(LLMError) as info:
+        asyncio.run(ask(client, records, text="again"))
+    assert info.value.retryable and "no choices" in str(info.value), str(info.value)
+    assert "IndexError" not in str(info.value) and records[-1].attempts == 2
 
 
 @pytest.mark.parametrize(("status", "message", "code"), [

@@ -48,3 +48,39 @@ def test_resume_keeps_the_runs_judge(tmp_path: Path) -> None:
     con.close()
     with pytest.raises(ValueError, match="was run with --judge litellm:openai/judge-model"):
         run_plan(RunOptions(**opts, resume=True, judge="rules"))  # type: ignore[arg-type]
+
+
+def test_refused_python_graders_are_grader_errors_and_said(tmp_path: Path) -> None:
+    """Without --allow-python a python grader is refused: neither a pass nor a fail but a
+    grader error, counted in the summary, which says COMP leaves those items out and how to
+    grade them. Hand count: refill-triage has 2 rule/rubric items + 1 python item."""
+    import json
+
+    from click.testing import CliRunner
+
+    from benchpack.cli import cli
+    from benchpack.compiler import init_pack
+
+    init_pack(tmp_path / "pack", "p")
+    ep = next((tmp_path / "pack" / "episodes").glob("*.yaml"))
+    text = ep.read_text()
+    marker = "                args.title: {contains: warfarin}\n"
+    assert marker in text
+    ep.write_text(text.replace(marker, marker + "          - text: The queue file is intact.\n"
+                               "            python: graders.py:check\n", 1))
+    (tmp_path / "pack" / "episodes" / "graders.py").write_text("def check(history):\n    return 1\n")
+    res = compile_pack(tmp_path / "pack", tmp_path / "build", use_cache=False)
+    assert res.ok, [d.format() for d in res.diagnostics]
+    (tmp_path / "agent.yaml").write_text('default:\n  - say: "Done."\n')
+    out = CliRunner().invoke(cli, ["run", str(tmp_path / "build"), "--agent",
+                                   f"scripted:{tmp_path / 'agent.yaml'}", "--db",
+                                   str(tmp_path / "b.duckdb"), "--quiet", "--json",
+                                   "--cache-dir", str(tmp_path / "cache")])
+    summary = json.loads(out.stdout)
+    assert summary["grader_errors"] == 1 and summary["python_refused"] == 1, summary
+    assert "1 python grader refused" in out.stderr and "--allow-python" in out.stderr
+    text_out = CliRunner().invoke(cli, ["run", str(tmp_path / "build"), "--agent",
+                                        f"scripted:{tmp_path / 'agent.yaml'}", "--db",
+                                        str(tmp_path / "c.duckdb"), "--quiet",
+                                        "--cache-dir", str(tmp_path / "cache")])
+    assert "grader errors" in text_out.output and "--allow-python" in text_out.output

@@ -5,9 +5,11 @@ Exit codes: 0 success, 1 the pack (or run) has errors, 2 usage errors, 3 interna
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -115,9 +117,38 @@ def _summary(result: CompileResult, strict: bool) -> str:
     return ", ".join(parts) if parts else "no problems"
 
 
+def _option_values(args: list[str], name: str) -> list[str]:
+    found = [b for a, b in zip(args, args[1:], strict=False) if a == name]
+    return found + [a.split("=", 1)[1] for a in args if a.startswith(name + "=")]
+
+
+@contextlib.contextmanager
+def _redacted_console(args: list[str]) -> Iterator[None]:
+    """Everything printed, by click or rich, with every configured secret masked (a provider
+    error or an agent may echo a key into a message the CLI prints)."""
+    from benchpack.runtime.redact import RedactingStream, Redactor
+
+    redactor = Redactor.from_environment(extra_names=_option_values(args, "--api-key-env"),
+                                         urls=_option_values(args, "--api-base"))
+    if not redactor:
+        yield
+        return
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = (RedactingStream(s, redactor) for s in streams)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
 class _Bench(click.Group):
     """The `bench` group: a file-system error on a path (an output directory that cannot be
     created, a file where a directory should be) is the user's to fix, in every command."""
+
+    def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:
+        argv = list(args) if args is not None else sys.argv[1:]
+        with _redacted_console(argv):  # error messages are printed here, after `invoke`
+            return super().main(argv, *a, **kw)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -592,6 +623,12 @@ def _finish(summary: Any, as_json: bool) -> None:
         click.echo(json.dumps({**summary.as_dict(), **_pass_rates(summary)}, indent=2))
     else:
         _print_summary(summary)
+    refused = getattr(summary, "python_refused", 0)
+    if refused:  # the figures above are over fewer items than the pack has: never silently
+        click.echo(click.style(
+            f"! {_count(refused, 'python grader')} refused (pack Python runs only with "
+            "--allow-python): counted as grader errors, neither passed nor failed; COMP and "
+            "scores leave those items out", fg="yellow"), err=True)
     if summary.errors:
         first = summary.first_errors
         raise PackErrors(f"✗ {summary.errors} session{'s' if summary.errors != 1 else ''} "
@@ -645,6 +682,10 @@ def _print_summary(s: Any) -> None:
     for i, error in enumerate(getattr(s, "first_errors", None) or []):
         t.add_row("first errors" if i == 0 else "", error)
     t.add_row("judge errors", str(s.judge_errors))
+    if getattr(s, "grader_errors", 0):
+        refused = getattr(s, "python_refused", 0)
+        t.add_row("grader errors", str(s.grader_errors) + (
+            f" ({refused} python graders refused: pass --allow-python)" if refused else ""))
     if getattr(s, "rejudge_of", None):
         t.add_row("re-judged", f"{s.rejudge_of} with {s.judge}: {s.judge_calls} judge calls "
                   f"({s.judge_cache_hits} from cache)")
@@ -657,6 +698,11 @@ def _print_summary(s: Any) -> None:
 
 
 def main() -> None:
+    with _redacted_console(sys.argv[1:]):
+        _main()
+
+
+def _main() -> None:
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:

@@ -9,6 +9,8 @@ from a per-field iteration budget (the template's syntax tree is rewritten so th
 iterate through a counter), output is streamed and cut off at a size limit, and the operations
 that amplify text (`*`, `%`, `~`, `+`, `str.format`, padding, `replace`, `join` and the filters
 that pad or join) are refused when their result would exceed that limit, before it is built.
+Lists cost memory by their text, not their length (`[s] * n`, literals of literals): printed
+values and the filters that serialise or copy structures are measured first (`_text_size`).
 """
 
 from __future__ import annotations
@@ -55,6 +57,40 @@ def _too_large(what: str) -> SecurityError:
 def _check_size(size: int, what: str) -> None:
     if size > MAX_OUTPUT_CHARS:
         raise _too_large(what)
+
+
+def _text_size(value: Any, limit: int = MAX_OUTPUT_CHARS) -> int:
+    """About how long `str(value)` would be, found without building it, stopping once past
+    `limit`. Lists hold references, so `[s] * n` and literals of literals cost little memory
+    while their text grows with every level: printing, `~`, `%`, `format`, `tojson`,
+    `pprint`, `string` and `join` are measured with this before they build anything."""
+    total = 0
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            total += len(v) + 4  # quotes and a separator inside a container
+        elif isinstance(v, list | tuple | set | frozenset):
+            total += 2 + len(v)
+            if total > limit:
+                return total
+            stack.extend(v)
+        elif isinstance(v, dict):
+            total += 2 + 2 * len(v)
+            if total > limit:
+                return total
+            for k, x in v.items():
+                stack.append(k)
+                stack.append(x)
+        else:
+            total += 24  # numbers, None, objects: their repr is short
+        if total > limit:
+            return total
+    return total
+
+
+def _check_text(value: Any, what: str) -> None:
+    _check_size(_text_size(value), what)
 
 
 def _ints(values: Iterable[Any]) -> list[int]:
@@ -105,7 +141,7 @@ def _check_replace(text: str, old: str, new: str, count: int = -1) -> None:
 def _check_join(sep: str, items: list[Any]) -> None:
     total = len(sep) * max(0, len(items) - 1)
     for x in items:
-        total += len(x) if isinstance(x, str) else 20
+        total += len(x) if isinstance(x, str) else _text_size(x)
         _check_size(total, "join()")
 
 
@@ -129,11 +165,20 @@ class _Env(ImmutableSandboxedEnvironment):
                 args = (items, *args[1:])
         return super().call(context, obj, *args, **kwargs)
 
+    def finalize_value(self, value: Any) -> Any:
+        """Every printed `{{ value }}`: a structure's text is measured before it is built."""
+        if isinstance(value, list | tuple | dict | set | frozenset):
+            _check_text(value, "a printed value")
+        return value
+
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         if operator == "*":
             for seq, n in ((left, right), (right, left)):
-                if isinstance(seq, str | list | tuple) and isinstance(n, int):
+                if isinstance(seq, str) and isinstance(n, int):
                     _check_size(len(seq) * n, "repetition")
+                elif isinstance(seq, list | tuple) and isinstance(n, int):
+                    # the text of the repeated list, not its length: `[s] * n` is n copies of s
+                    _check_size(_text_size(seq) * max(n, 0), "repetition")
         elif operator == "+" and isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple):
             _check_size(len(left) + len(right), "concatenation")
         elif operator == "**" and isinstance(left, int) and isinstance(right, int) and (
@@ -141,6 +186,7 @@ class _Env(ImmutableSandboxedEnvironment):
             raise SecurityError("power too large in a pack template")
         elif operator == "%" and isinstance(left, str):
             _check_percent(left, right)
+            _check_size(len(left) + _text_size(right), "a %-format")
         return super().call_binop(context, operator, left, right)
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
@@ -155,6 +201,7 @@ class _Env(ImmutableSandboxedEnvironment):
                 _check_format(template, (), args[0])
             else:
                 _check_format(template, args, kwargs)
+            _check_size(len(template) + _text_size([args, kwargs]), "format()")
             return fmt(*args, **kwargs)
 
         return checked
@@ -169,6 +216,7 @@ def _range(*args: int) -> range:
 
 def _concat(*parts: Any) -> str:
     """`a ~ b`: checked string concatenation."""
+    _check_text(list(parts), "concatenation")
     out = [str(p) for p in parts]
     _check_size(sum(map(len, out)), "concatenation")
     return "".join(out)
@@ -190,7 +238,31 @@ class _LoopBudget:
 
 def _checked_filters(env: _Env) -> None:
     f = env.filters
-    base = {k: f[k] for k in ("center", "indent", "format", "replace", "join", "wordwrap")}
+    base = {k: f[k] for k in ("center", "indent", "format", "replace", "join", "wordwrap",
+                              "tojson", "pprint", "string", "batch", "slice", "sum", "list")}
+
+    def measured(name: str, what: Callable[[Any], int]) -> Callable[..., Any]:
+        """`name` with its input measured first: it builds text or copies as big as that."""
+        inner = base[name]
+        wrapped: Callable[..., Any]
+        if getattr(inner, "jinja_pass_arg", None) is not None:
+            def wrapped(first: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
+                _check_size(what(value), f"the {name} filter")
+                return inner(first, value, *args, **kwargs)
+            wrapped.jinja_pass_arg = inner.jinja_pass_arg  # type: ignore[attr-defined]
+        else:
+            def wrapped(value: Any, *args: Any, **kwargs: Any) -> Any:
+                _check_size(what(value), f"the {name} filter")
+                return inner(value, *args, **kwargs)
+        return wrapped
+
+    def count(value: Any) -> int:
+        # copies of a sequence: each item costs a list slot or a small list of its own
+        return 20 * len(value) if hasattr(value, "__len__") else 0
+
+    f.update({name: measured(name, _text_size) for name in ("tojson", "pprint", "string")})
+    f.update({name: measured(name, count) for name in ("batch", "slice", "list")})
+    f["sum"] = measured("sum", _text_size)  # sum(start=[]) concatenates lists
 
     def center(value: Any, width: int = 80) -> str:
         _check_size(width if isinstance(width, int) else 0, "center")
@@ -229,7 +301,8 @@ def _checked_filters(env: _Env) -> None:
               "join": join, "wordwrap": wordwrap})
 
 
-ENV = _Env(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+ENV = _Env(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
+           finalize=lambda value: ENV.finalize_value(value))
 ENV.globals.pop("lipsum", None)  # a text generator: no use in packs, easy to make huge
 ENV.globals["range"] = _range
 _checked_filters(ENV)
@@ -380,7 +453,10 @@ def render(source: str, context: dict[str, Any]) -> str:
         message, hint = _explain_undefined(source, context, exc.message or "")
         raise RenderError("E209", message, hint) from None
     except SecurityError as exc:
-        raise RenderError("E210", f"template not allowed: {exc}") from None
+        raise RenderError("E210", f"template not allowed: {exc}",
+                          "pack templates are budgeted (about 1 MB of text, "
+                          f"{MAX_LOOP_STEPS:,} loop steps); write big content into a file "
+                          "of the pack instead of generating it") from None
     except TemplateError as exc:
         raise RenderError("E208", f"template error: {exc}") from None
     except Exception as exc:  # arithmetic errors and the like inside expressions

@@ -108,15 +108,27 @@ def run_query(db: str | Path, sql: str, *, wait_s: float = 30.0, limit: int | No
     # creating the views costs more than most queries: only when the query names one
     words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql.lower()))
     with open_store(db, wait_s=wait_s, views=bool(words & set(VIEW_NAMES))) as con:
+        # a read-only store does not make the file system read-only: COPY … TO, EXPORT
+        # DATABASE, ATTACH, read_csv/read_text/glob and extensions reach any file the user
+        # can; locked, so the query cannot turn it back on
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
         try:
             cur = con.execute(sql)
+            if cur.description is None:
+                return QueryResult([], [])
+            columns = [d[0] for d in cur.description]
+            # converting values can fail too (e.g. a TIMESTAMPTZ without pytz installed)
+            rows = cur.fetchmany(limit) if limit else cur.fetchall()
         except duckdb.Error as exc:
-            hint = " (`bench query` only reads)" if "read-only mode" in str(exc) else ""
-            raise StoreError(f"query failed: {exc}{hint}") from None
-        if cur.description is None:
-            return QueryResult([], [])
-        columns = [d[0] for d in cur.description]
-        rows = cur.fetchmany(limit) if limit else cur.fetchall()
+            text = str(exc)
+            hint = (" (`bench query` only reads)" if "read-only mode" in text else
+                    " (`bench query` reads only the store: no other files, no extensions, no "
+                    "settings; for more, `bench export` and use DuckDB on the export)"
+                    if "disabled by configuration" in text or "has been locked" in text
+                    else "")
+            raise StoreError(f"query failed: {text.splitlines()[0] if hint else text}"
+                             f"{hint}") from None
         return QueryResult(columns, [tuple(r) for r in rows])
 
 

@@ -313,30 +313,36 @@ def status(ctx: ReportContext) -> ReportResult:
     order = ("completed", "inferred", "provided", "unresolved")
     micro = ctx.rows("SELECT run_id, status, intents, share FROM intent_status_micro "
                      "WHERE run_id IN $runs")
+    undecided_note = ("undecided: intents whose status the judge never decided (it failed); "
+                      "counted beside the distribution, not in it.")
     t = Table("Pooled over intents (micro)", [Column("agent", "agent"),
                                               Column("intents", "intents", "int")]
-              + [Column(s, s, "pct") for s in order],
-              notes=["Every intent weighs the same: sessions with many intents dominate."])
-    by_run: dict[str, dict[str, tuple[int, float]]] = defaultdict(dict)
+              + [Column(s, s, "pct") for s in order] + [Column("undecided", "undecided", "int")],
+              notes=["Every intent weighs the same: sessions with many intents dominate. "
+                     "`intents` counts decided intents.", undecided_note])
+    by_run: dict[str, dict[str | None, tuple[int, float | None]]] = defaultdict(dict)
     for run, st, n, share in micro:
-        by_run[run][st] = (int(n), float(share))
+        by_run[run][st] = (int(n), None if share is None else float(share))
     for run in ctx.runs:
         if run in by_run:
             d = by_run[run]
-            t.rows.append([labels[run], sum(n for n, _ in d.values())]
-                          + [d.get(s, (0, 0.0))[1] for s in order])
+            decided = sum(n for st, (n, _) in d.items() if st is not None)
+            t.rows.append([labels[run], decided]
+                          + [d.get(s, (0, 0.0))[1] if decided else None for s in order]
+                          + [d.get(None, (0, None))[0]])
     res.tables.append(t)
-    macro = ctx.rows("SELECT run_id, sessions, completed, inferred, provided, unresolved "
-                     "FROM intent_status_macro WHERE run_id IN $runs ORDER BY run_id")
+    macro = ctx.rows("SELECT run_id, sessions, completed, inferred, provided, unresolved, "
+                     "undecided FROM intent_status_macro WHERE run_id IN $runs ORDER BY run_id")
     t2 = Table("Averaged per session (macro)", [Column("agent", "agent"),
                                                 Column("sessions", "sessions", "int")]
-               + [Column(s, s, "pct") for s in order],
-               notes=["Every session weighs the same; this is the figure PROC averages."])
-    t2.rows = [[labels[r[0]], r[1], *r[2:]] for r in macro]
+               + [Column(s, s, "pct") for s in order] + [Column("undecided", "undecided", "int")],
+               notes=["Every session weighs the same; this is the figure PROC averages. "
+                      "Shares are over each session's decided intents.", undecided_note])
+    t2.rows = [[labels[r[0]], r[1], *r[2:6], int(r[6] or 0)] for r in macro]
     res.tables.append(t2)
     res.charts.append(Chart("status", "Terminal status distribution (micro)", "stacked_bar",
                             {"categories": list(order),
-                             "bars": {row[0]: dict(zip(order, row[2:], strict=True))
+                             "bars": {row[0]: dict(zip(order, row[2:6], strict=True))
                                       for row in t.rows}}, "", "share of intents"))
     return res
 

@@ -56,26 +56,34 @@ WHERE s.status <> 'skipped' AND NOT {FULL}
 """),
     View("intent_status_micro", """Terminal intent statuses pooled over every intent of a run
 (micro). Group-pooled copies (`pooled_from` set) are not counted twice; ablation variants are
-left out.""", """
+left out. A NULL status is undecided (the judge failed; `judge_error` says why): it has no
+share, and the shares of the others are over decided intents.""", """
 SELECT i.run_id, s.agent, i.status, count(*) AS intents,
-       count(*) / sum(count(*)) OVER (PARTITION BY i.run_id) AS share
+       CASE WHEN i.status IS NOT NULL THEN count(*) / sum(CASE WHEN i.status IS NOT NULL
+           THEN count(*) END) OVER (PARTITION BY i.run_id) END AS share
 FROM intent_status i JOIN sessions s USING (run_id, session_id, repeat)
 WHERE i.pooled_from IS NULL AND s.status = 'finished' AND s.ablation IS NULL AND {FULL}
 GROUP BY i.run_id, s.agent, i.status
 """),
     View("intent_status_macro", """Terminal intent statuses as per-session shares averaged over
 sessions (macro): every session weighs the same whatever its number of intents. Ablation
-variants are left out.""", """
-WITH per AS (
+variants are left out. Shares are over a session's decided intents; `undecided` counts the
+intents a failing judge left without a status, and a session with none decided has no
+shares.""", """
+WITH counted AS (
     SELECT run_id, session_id, repeat, agent, intents,
-           coalesce(completed, 0) / intents AS completed,
-           coalesce(inferred, 0) / intents AS inferred,
-           coalesce(provided, 0) / intents AS provided,
-           coalesce(unresolved, 0) / intents AS unresolved
+           coalesce(completed, 0) AS c, coalesce(inferred, 0) AS i,
+           coalesce(provided, 0) AS p, coalesce(unresolved, 0) AS u
     FROM sessions s WHERE status = 'finished' AND intents > 0 AND ablation IS NULL AND {FULL}
+), per AS (
+    SELECT *, c + i + p + u AS decided, intents - (c + i + p + u) AS undecided,
+           c / nullif(c + i + p + u, 0) AS completed, i / nullif(c + i + p + u, 0) AS inferred,
+           p / nullif(c + i + p + u, 0) AS provided, u / nullif(c + i + p + u, 0) AS unresolved
+    FROM counted
 )
-SELECT run_id, agent, count(*) AS sessions, avg(completed) AS completed,
-       avg(inferred) AS inferred, avg(provided) AS provided, avg(unresolved) AS unresolved
+SELECT run_id, agent, count(*) FILTER (WHERE decided > 0) AS sessions,
+       avg(completed) AS completed, avg(inferred) AS inferred, avg(provided) AS provided,
+       avg(unresolved) AS unresolved, sum(undecided) AS undecided
 FROM per GROUP BY run_id, agent
 """),
     View("dependency_ablation", """Each without-dependencies variant next to its full session,

@@ -24,7 +24,8 @@ resp.content, resp.tool_calls, resp.usage, resp.cache_hit, resp.raw_message
   (`num_retries=0`, `max_retries=0`): attempts never multiply.
 - **Exactly one `LLMCallRecord` per `complete` call**, success, failure or cancellation, passed
   to the caller's `recorder`. Records carry no secrets: `api_key` is only handed to the
-  backend, never stored, logged, cached or put in an error string.
+  backend, never stored, logged, cached or put in an error string; error strings are also
+  cleared of every key in the environment and in `api_base` (`redact.Redactor`).
 - **Failures** raise `LLMError(message, retryable)` after recording.
 - **Limits per model**: an `asyncio.Semaphore` (`max_concurrent_per_model`) and, when
   `requests_per_minute` names the model (or `"*"`), a token bucket. Both are held per attempt,
@@ -53,6 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .cache import ResponseCache, canonical_json, json_list, message_chunks, sha256_text
+from .redact import Redactor
 from .types import LLMCallRecord, LLMRole, LLMUsage, ToolCall
 
 Recorder = Callable[[LLMCallRecord], None]
@@ -389,6 +391,9 @@ class LiteLLMBackend:
             kwargs["seed"] = req.seed
         kwargs.update(req.params)
         resp = await litellm.acompletion(**kwargs)
+        if not getattr(resp, "choices", None):  # a gateway or content filter answered 200
+            raise LLMError("unusable response: the provider answered with no choices (an "
+                           "empty `choices` list)", retryable=True)
         choice = resp.choices[0]
         msg = choice.message
         message: dict[str, Any] = {"role": "assistant", "content": getattr(msg, "content", None)}
@@ -463,6 +468,9 @@ class LLMClient:
         self.cache_hits = 0
         self.failures = 0
         self._tools_memo: dict[int, tuple[list[dict[str, Any]], str, str]] = {}
+        # litellm reads keys from the environment itself: an error may echo any of them
+        self._redact = Redactor.from_environment(urls=[self.config.api_base],
+                                                 values=[self.config.api_key])
 
     # -------------------------------------------------------------- helpers
 
@@ -487,7 +495,7 @@ class LLMClient:
         key = self.config.api_key
         if key and len(key) >= 4:
             text = text.replace(key, "***")
-        return text
+        return self._redact(text)
 
     def _describe(self, exc: BaseException) -> str:
         text = str(exc) or repr(exc)

@@ -71,7 +71,14 @@ from .protocols.trigger_rubric import (
     trigger_spec,
 )
 from .roles import Roles
-from .runner import ClientOptions, Progress, RunSummary, make_llm_client, summarise
+from .runner import (
+    ClientOptions,
+    Progress,
+    RunSummary,
+    make_llm_client,
+    redactor_for,
+    summarise,
+)
 from .session import (
     METRIC_COLUMNS,
     ChecklistOutcome,
@@ -161,7 +168,7 @@ async def rejudge_async(options: RejudgeOptions) -> RejudgeSummary:
     if not Path(options.db).exists():
         raise ValueError(f"{options.db}: no such store")
     started = time.time()
-    store = Store(options.db)  # a StoreOpenError says why it cannot be opened for writing
+    store = Store(options.db, redactor_for(options))  # a StoreOpenError says why it cannot be opened for writing
     try:
         return await _rejudge(options, store, started)
     finally:

@@ -26,6 +26,7 @@ from typing import Any
 from benchpack.specs.plan import Plan, PlanSession
 
 from .env import EpisodeEnvironment, ToolBox
+from .graders.python import REFUSED as PYTHON_REFUSED
 from .judges.base import Templates
 from .planfile import load_plan
 from .protocols.base import ProtocolRegistry, ProtocolResult, default_protocols
@@ -134,6 +135,11 @@ class RunSummary:
     """Finished sessions run with `--alone` without their dependencies (not in the figures)."""
     heuristic_judge: bool = False
     """The judge was `rules`: the scores it decided are a keyword heuristic, to be labelled."""
+    grader_errors: int = 0
+    """Checklist items a rule or python grader could not grade (neither passed nor failed:
+    COMP and scores leave them out)."""
+    python_refused: int = 0
+    """Of those, python graders not run for want of `--allow-python`."""
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -163,6 +169,14 @@ class RunContext:
         """Sessions run with `--alone` → the sessions they depend on that did not run."""
         self.llm = llm
         """The run's one LLM client (created on first use: litellm is slow to import)."""
+
+
+def redactor_for(options: ClientOptions) -> Any:
+    """What the store masks: every key in the environment, the `--api-key-env` one whatever
+    its name, and keys inside `--api-base`."""
+    from .redact import Redactor
+
+    return Redactor.from_environment(extra_names=[options.api_key_env], urls=[options.api_base])
 
 
 def make_llm_client(options: ClientOptions) -> Any:
@@ -272,7 +286,7 @@ async def run_plan_async(options: RunOptions) -> RunSummary:
     started = time.time()
     plan = load_plan(options.plan)
     fresh = not Path(options.db).exists()
-    store = Store(options.db)
+    store = Store(options.db, redactor_for(options))
     try:
         return await _run(options, plan, store, started)
     finally:
@@ -345,6 +359,10 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
     ctx = RunContext(options, plan, store, run_id, agent, default_protocols(), work_dir, llm)
     ctx.alone = missing
     if options.resume:
+        # one run, one agent: sessions of two agents under one name mix their figures
+        if existing and existing.get("agent") and existing["agent"] != options.agent:
+            raise ValueError(f"run `{run_id}` was run with --agent {existing['agent']}; "
+                             f"resume it with the same agent (or start a new run)")
         for role in ("simulator", "judge"):
             if existing and existing.get(role) and existing[role] != ctx.roles.uri(role):
                 raise ValueError(f"run `{run_id}` was run with --{role} {existing[role]}; "
@@ -532,6 +550,12 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         "SELECT count(passed), count(*) FILTER (WHERE passed) FROM sessions WHERE run_id = ? "
         "AND protocol = 'verified_outcome' AND status = 'finished' GROUP BY session_id",
         [run_id]).fetchall()
+    graders = con.execute(
+        "SELECT coalesce(sum(grader_errors), 0) FROM sessions WHERE run_id = ?",
+        [run_id]).fetchone()
+    refused = con.execute(
+        "SELECT count(*) FROM checklist_results WHERE run_id = ? AND error = ?",
+        [run_id, PYTHON_REFUSED]).fetchone()
     first_errors = con.execute(
         "SELECT arg_min(name, started_at), error FROM sessions WHERE run_id = ? AND "
         "status = 'error' GROUP BY error ORDER BY min(started_at) LIMIT 3", [run_id]).fetchall()
@@ -548,6 +572,8 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         judge_errors=int(row[3]), prompt_tokens=int(llm[1]), completion_tokens=int(llm[2]),
         cost=float(llm[3]), llm_calls=int(llm[0]), cache_hits=int(llm[4]), wall_s=wall,
         repeats=repeats, pass_counts=[(int(n), int(c)) for n, c in counts if n],
+        grader_errors=int(graders[0]) if graders else 0,
+        python_refused=int(refused[0]) if refused else 0,
         first_errors=[f"{name}: {str(error).strip().splitlines()[0][:200]}"
                       for name, error in first_errors if error])
 

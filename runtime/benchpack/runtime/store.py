@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .redact import Redactor
+
 SCHEMA_VERSION = 2
 
 DDL = """
@@ -249,9 +251,12 @@ class Store:
     waiting for the reader's short read-only connection to close. A reader therefore waits at
     most about one commit; the run only pauses its writes, never loses them."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, redactor: Redactor | None = None) -> None:
         self.path = Path(path)
         self.con = connect(self.path)
+        self.redact = redactor if redactor is not None else Redactor.from_environment()
+        """Applied to every string written (see `redact`): an agent, a provider error or a
+        tool may echo a key, and whatever is stored ends in exports and reports."""
         self._request = Path(f"{self.path}{READ_REQUEST_SUFFIX}")
         self.yields = 0
         """How many times the writer stepped aside for a reader."""
@@ -269,7 +274,8 @@ class Store:
     def upsert_run(self, row: dict[str, Any]) -> None:
         with self._lock:
             cols = columns(self.con, "runs")
-            values = [(_json(row[c]) if c == "config" else row.get(c)) for c in cols]
+            values = self._clean([(_json(row[c]) if c == "config" else row.get(c))
+                                  for c in cols])
             self.con.execute(f"INSERT OR REPLACE INTO runs VALUES ({', '.join('?' * len(cols))})",
                              values)
 
@@ -399,21 +405,23 @@ class Store:
                 tables: dict[str, list[tuple[Any, ...]]] = {}
                 for rows in batch:
                     for table, data in rows.tables.items():
-                        tables.setdefault(table, []).extend(data)
+                        tables.setdefault(table, []).extend(
+                            map(self._clean, data) if self.redact else data)
                 for table, data in tables.items():
                     _insert(con, table, data)
                 # a snapshot is only ever written with its session's rows, so a session not
                 # yet `known` has none, and a known one's was deleted above: a plain INSERT
                 # does what INSERT OR REPLACE did, in one statement and in batch order
                 _insert(con, "snapshots", [
-                    (r.run_id, r.snapshot[0], r.repeat, r.session_id, _json(r.snapshot[1]))
+                    self._clean((r.run_id, r.snapshot[0], r.repeat, r.session_id,
+                                 _json(r.snapshot[1])))
                     for r in batch if r.snapshot is not None])
                 cols = columns(con, "sessions")
                 session_rows = []
                 for rows in batch:
                     sess = dict(rows.session)
                     sess["extra"] = _json(sess.get("extra"))
-                    session_rows.append(tuple(sess.get(c) for c in cols))
+                    session_rows.append(self._clean(tuple(sess.get(c) for c in cols)))
                 _insert(con, "sessions", session_rows)
                 con.execute("COMMIT")
                 for r in batch:
@@ -421,6 +429,12 @@ class Store:
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
+
+    def _clean(self, row: Sequence[Any]) -> tuple[Any, ...]:
+        if not self.redact:
+            return tuple(row)
+        r = self.redact
+        return tuple(r(v) if type(v) is str else v for v in row)
 
     def _yield_to_readers(self) -> None:
         """Close the connection while a reader's request file exists, then reopen (see the

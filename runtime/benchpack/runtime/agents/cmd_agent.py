@@ -54,6 +54,13 @@ ERROR_TAIL_CHARS = 2_000
 """How much of the stderr tail an error message quotes."""
 CLOSE_GRACE_S = 2.0
 LOG_LINES = 200
+LOG_LINE_CHARS = 4_000
+"""What is kept of each `log` line (a harness may write 16 MB lines: 200 of them were 2 GB)."""
+MAX_TOKENS_PER_CALL = 100_000_000
+MAX_COST_PER_CALL = 10_000.0
+MAX_LATENCY_S = 86_400.0
+"""Harness-reported figures beyond these are protocol errors: one 1e18 token count or a cost
+of 1e308 would swamp every sum in the store."""
 
 log = logging.getLogger(__name__)
 
@@ -335,7 +342,7 @@ class CmdSession:
     def _side_message(self, msg: dict[str, Any], turn: int) -> bool:
         """Handle `llm_call` and `log`, which may come at any time; False for other types."""
         if msg["type"] == "log":
-            line = str(msg.get("message", ""))
+            line = str(msg.get("message", ""))[:LOG_LINE_CHARS]
             self.logs.append(line)
             log.debug("%s: %s", self.agent.name, line)
             return True
@@ -448,24 +455,28 @@ def _llm_record(msg: dict[str, Any], turn: int) -> LLMCallRecord:
 
     def count(key: str) -> int:
         value = msg.get(key, 0)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise HarnessError(f"`llm_call.{key}` must be a non-negative integer")
+        if not isinstance(value, int) or isinstance(value, bool) or \
+                not 0 <= value <= MAX_TOKENS_PER_CALL:
+            raise HarnessError(f"`llm_call.{key}` must be an integer from 0 to "
+                               f"{MAX_TOKENS_PER_CALL:,}, got {value!r:.40}")
         return value
 
-    def number(key: str, default: float | None) -> float | None:
+    def number(key: str, default: float | None, most: float) -> float | None:
         value = msg.get(key, default)
         if value is None:
             return None
-        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
-            raise HarnessError(f"`llm_call.{key}` must be a non-negative number")
+        if not isinstance(value, int | float) or isinstance(value, bool) or \
+                not 0 <= value <= most:  # also refuses nan and inf
+            raise HarnessError(f"`llm_call.{key}` must be a number from 0 to {most:g}, "
+                               f"got {value!r:.40}")
         return float(value)
 
-    latency = number("latency_s", 0.0) or 0.0
+    latency = number("latency_s", 0.0, MAX_LATENCY_S) or 0.0
     error = msg.get("error")
     return LLMCallRecord(
         role="agent", model=str(msg.get("model") or "unknown"),
         prompt_hash=str(msg.get("prompt_hash") or ""), prompt_tokens=count("prompt_tokens"),
-        completion_tokens=count("completion_tokens"), cost=number("cost", None),
+        completion_tokens=count("completion_tokens"), cost=number("cost", None, MAX_COST_PER_CALL),
         latency_s=latency, cache_hit=bool(msg.get("cache_hit", False)),
         error=None if error is None else str(error), attempts=1,
         started_at=time.time() - latency, turn=turn, purpose="harness")

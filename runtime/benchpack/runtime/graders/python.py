@@ -16,6 +16,11 @@ from ..sandbox import run_function
 from .trace import Trace
 
 
+REFUSED = "python graders need --allow-python"
+"""The error of a python grader refused for want of `--allow-python` (the run summary counts
+these by this text)."""
+
+
 @dataclass
 class PythonResult:
     score: float | None
@@ -45,7 +50,7 @@ def _interpret(value: Any) -> PythonResult:
 async def run_python_grader(item: dict[str, Any], source: str, trace: Trace, *, allow: bool,
                             timeout_s: float = 10.0, memory_mb: int = 512) -> PythonResult:
     if not allow:
-        return PythonResult(None, None, "python graders need --allow-python")
+        return PythonResult(None, None, REFUSED)
     entry = str(item.get("python") or "")
     _, _, func = entry.rpartition(":")
     if not func or not source:

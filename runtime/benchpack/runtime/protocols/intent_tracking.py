@@ -7,7 +7,11 @@
 Generic questions never count. The session ends once every intent is terminal and the agent has
 answered once more, or when the turn budget runs out (`turn_budget`; intents still open stay
 `unresolved`). PROC = (|completed| + |inferred|) / |intents|. A judge error on a turn makes the
-session's PROC unknown (NULL, excluded from averages) instead of guessing.
+session's PROC unknown (NULL, excluded from averages) instead of guessing, and the status the
+judge could not decide on that turn is stored as NULL ("undecided") with the judge error as its
+reason: an intent the user volunteers after a failed check, or one still open after a failed
+last check, was never judged missed. The `sessions` counts leave undecided intents out
+(`intents` − the four counts = undecided).
 
 Dependency groups (π-Bench): the group's final session also reports `proc_group`, PROC over the
 pooled intents of every member, and stores the members' statuses again as `intent_status` rows
@@ -32,13 +36,15 @@ class IntentTracking:
     async def run(self, ctx: SessionContext) -> ProtocolResult:
         s = ctx.session
         intents = [Intent(i.id, i.text, i.reveal) for i in s.hidden_intents]
-        status: dict[str, tuple[str, int, str | None]] = {}
+        status: dict[str, tuple[str | None, int, str | None]] = {}
         judge, sim = intent_roles(ctx)
         errors: list[str] = []
         message, event = ctx.opening()
         max_turns = s.limits.max_turns or 12
         termination = "turn_budget"
+        failed: str | None = None  # the judge error of the latest judged turn
         for turn in range(1, max_turns + 1):
+            failed = None
             reply, ev = await ctx.agent_turn(turn, message, event)
             event = None
             if reply.stop_reason == "error":
@@ -53,6 +59,7 @@ class IntentTracking:
                     status[iid] = ("completed", turn, None)
             except JudgeError as exc:
                 errors.append(f"turn {turn}: {exc}")
+                failed = f"turn {turn}: {exc}"
             open_ = [i for i in intents if i.id not in status]
             if not open_:
                 termination = "all_resolved"  # this reply was the agent's final answer
@@ -61,6 +68,7 @@ class IntentTracking:
                 asked = await judge.targeted(ev, open_)
             except JudgeError as exc:
                 errors.append(f"turn {turn}: {exc}")
+                failed = failed or f"turn {turn}: {exc}"
                 asked = set()
             if asked:
                 reveal = [i for i in open_ if i.id in asked]
@@ -71,7 +79,9 @@ class IntentTracking:
                 break  # no user turn left to volunteer anything: open intents stay unresolved
             else:
                 pick = sim.choose(ev, open_, turn)
-                status[pick.id] = ("provided", turn, None)
+                # after a failed check nobody decided the agent missed it: undecided
+                status[pick.id] = ("provided", turn, None) if failed is None else \
+                    (None, turn, failed)
                 reveal = [pick]
                 mode = "provide"
             if turn == max_turns:
@@ -83,10 +93,12 @@ class IntentTracking:
                 message = ctx.fallback_user_message(mode, reveal)
         rows = []
         counts = {"completed": 0, "inferred": 0, "provided": 0, "unresolved": 0}
+        left = ("unresolved", 0, None) if failed is None else (None, 0, failed)
         for i, spec in zip(intents, s.hidden_intents, strict=True):
-            st, turn_no, _ = status.get(i.id, ("unresolved", 0, None))
-            counts[st] += 1
-            rows.append((i.id, i.text, spec.scope, st, turn_no or None, None, None))
+            st, turn_no, why = status.get(i.id, left)
+            if st is not None:
+                counts[st] += 1
+            rows.append((i.id, i.text, spec.scope, st, turn_no or None, why, None))
         n = len(intents)
         proc = None if errors or n == 0 else (counts["completed"] + counts["inferred"]) / n
         metrics: dict[str, Any] = {"intents": n, **counts, "proc": proc}
