@@ -24,6 +24,8 @@ from jsonschema.exceptions import SchemaError
 from pydantic import ValidationError
 
 from benchpack.specs import pack as P
+from benchpack.specs.regex import HINT as REGEX_HINT
+from benchpack.specs.regex import regex_problem
 
 from .datafiles import DataError, first_error, read_rows, read_triples
 from .diagnostics import CODES, LINT_CODES, Diagnostics, Fix, PathPart, suggest_fix
@@ -927,10 +929,10 @@ class Builder:
         for pkey in ("regex", "grounded"):
             pattern = getattr(a, pkey)
             if pattern is not None:
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    self.err("E205", f"invalid regular expression: {exc}", loc, (*sub, pkey))
+                problem = regex_problem(pattern)
+                if problem:
+                    self.err("E205", f"invalid regular expression: {problem}", loc,
+                             (*sub, pkey), REGEX_HINT)
         for path, m in (a.where or {}).items():
             if isinstance(m, P.Matcher):
                 ops = [k for k in m.model_fields_set]
@@ -938,11 +940,10 @@ class Builder:
                     self.err("E211", f"`where.{path}` needs exactly one operator", loc,
                              (*sub, "where", path), "equals, contains, regex, one_of, gt or lt")
                 if m.regex is not None:
-                    try:
-                        re.compile(m.regex)
-                    except re.error as exc:
-                        self.err("E205", f"invalid regular expression: {exc}", loc,
-                                 (*sub, "where", path, "regex"))
+                    problem = regex_problem(m.regex)
+                    if problem:
+                        self.err("E205", f"invalid regular expression: {problem}", loc,
+                                 (*sub, "where", path, "regex"), REGEX_HINT)
         if a.query is not None:
             problem = jmespath_problem(a.query)
             if problem:
