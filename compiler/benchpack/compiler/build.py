@@ -516,9 +516,11 @@ class Builder:
             pf = self.workspace_file(f, loc, ("files", i), {"vars": self.pack.vars})
             if pf:
                 files.append(pf)
+        self.check_time(env.clock, loc, ("clock",))
         hb = None
         if env.heartbeat:
             h = env.heartbeat
+            self.check_time(h.start, loc, ("heartbeat", "start"))
             hb = {"every_s": int(h.every[:-1]) * _DURATION[h.every[-1]], "start": iso(h.start),
                   "beats": h.beats, "message": h.message}
         self.plan_envs[name] = {
@@ -526,6 +528,17 @@ class Builder:
             "files": files, "tools": list(dict.fromkeys(tools)), "services": services,
             "event_streams": streams, "heartbeat": hb,
         }
+
+    def check_time(self, value: Any, loc: Loc, sub: Sequence[PathPart]) -> None:
+        """A time YAML left as text (`99999-99-99T99:99:99` is not a YAML timestamp) must still
+        be a real ISO 8601 date or date-time: the runtime computes with it."""
+        if not isinstance(value, str):
+            return
+        try:
+            datetime.fromisoformat(value.strip())
+        except ValueError:
+            self.err("E104", f"`{value}` is not a real date-time", loc, sub,
+                     "write ISO 8601, e.g. 2026-04-08T09:00:00 (optionally with Z or +02:00)")
 
     def persona(self, name: str, it: _Item) -> None:
         p: P.Persona = it.obj

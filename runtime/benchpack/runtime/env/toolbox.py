@@ -342,6 +342,8 @@ class ToolBox:
         except Exception as exc:  # a bug in a tool implementation: record it, keep going
             error = f"internal error in `{name}`: {type(exc).__name__}: {exc}"
             result = None
+        if error is not None:
+            error = _without_host_paths(error, self.env.workspace.root)
         record = ToolRecord(call_id=cid, tool_name=name, call=recorded, result=result,
                             error=error, started_at=started,
                             duration=time.perf_counter() - t0, turn=self.turn, step=self.step,
@@ -458,6 +460,13 @@ class ToolBox:
                                     "session": self.session.id, "turn": self.turn})
             return {"status": "sent", "id": msg_id}
         raise ToolError(f"unknown built-in tool `{name}`")
+
+
+def _without_host_paths(text: str, root: Any) -> str:
+    """The agent sees workspace-relative paths only: where the runner keeps the workspace (and
+    so the user's name or directory layout) is none of its business."""
+    r = str(root)
+    return text.replace(r + "/", "").replace(r, ".")
 
 
 _LOCKS_GUARD = threading.Lock()

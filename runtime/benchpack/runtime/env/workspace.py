@@ -21,6 +21,13 @@ expression matched against each visited path (pathlib's glob backtracks per `**`
 over a 40-level tree took 55 s), and grep patterns are RE2 (`benchpack.specs.regex`: linear
 time, so `(a+)+$` cannot stall a run; backreferences and lookaround are refused).
 
+Files are opened relative to a descriptor of the root, one component at a time, none of them
+followed if it is a link (`O_NOFOLLOW`): the path checks above and the open cannot be split by
+a process (a command-line agent, say) swapping a directory for a link out of the workspace —
+the open then fails instead of reading or writing outside. Only regular files are read or
+written (a FIFO would block the tool for good), and errors never show the host path of the
+root, only workspace-relative paths.
+
 Reads and writes are tracked for the intent-tracking judge (`take_io`). Files larger than
 `MAX_FILE_BYTES` can be neither read nor written by the agent.
 """
@@ -31,7 +38,9 @@ import base64
 import binascii
 import difflib
 import os
+import errno
 import shutil
+import stat
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
@@ -143,8 +152,9 @@ class Workspace:
         full = self.root if rel == "." else self.root / rel
         try:
             real = full.resolve()  # follows every existing link, linked parent dirs included
-        except (OSError, RuntimeError) as exc:  # symlink loops: RuntimeError before 3.13
-            raise ToolError(f"cannot resolve `{path}`: {exc}") from None
+        except (OSError, RuntimeError):  # symlink loops: RuntimeError before 3.13
+            # the exception text holds the host path of the root: never shown to the agent
+            raise ToolError(f"cannot resolve `{path}`: a loop of symbolic links") from None
         if not real.is_relative_to(self.root):
             raise ToolError(f"`{path}` points outside the workspace (through a symbolic link); "
                             "only files inside the workspace can be used")
@@ -222,19 +232,86 @@ class Workspace:
             " (use list_files or glob to see what exists)"
         return ToolError(f"no file `{rel}` in the workspace{hint}")
 
-    def _read_bytes(self, rel: str, real: Path) -> bytes:
-        if not real.exists():
-            raise self._missing(rel)
-        if real.is_dir():
-            raise ToolError(f"`{rel}` is a directory; use list_files to see what it holds")
+    def _open_beneath(self, rel: str, real: Path, flags: int, *, make_dirs: bool = False,
+                      mode: int = 0o644) -> int:
+        """A descriptor for `real` (a resolved path inside the root), opened component by
+        component from the root with no link followed; `make_dirs` creates missing parents."""
+        parts = real.relative_to(self.root).parts
+        if not parts:
+            raise ToolError(f"`{rel}` is the workspace root, not a file")
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            size = real.stat().st_size
-            if size > MAX_FILE_BYTES:
-                raise ToolError(f"`{rel}` is too large to read ({size} bytes; the limit is "
-                                f"{MAX_FILE_BYTES} bytes)")
-            return real.read_bytes()
+            for part in parts[:-1]:
+                try:
+                    nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                                  | os.O_CLOEXEC, dir_fd=fd)
+                except NotADirectoryError:
+                    # a link where the check saw a directory reports ENOTDIR, not ELOOP
+                    if stat.S_ISLNK(os.lstat(part, dir_fd=fd).st_mode):
+                        raise OSError(errno.ELOOP, "link in path") from None
+                    raise
+                except FileNotFoundError:
+                    if not make_dirs:
+                        raise
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                    nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                                  | os.O_CLOEXEC, dir_fd=fd)
+                os.close(fd)
+                fd = nxt
+            return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                           mode, dir_fd=fd)
+        except FileExistsError:
+            raise ToolError(f"cannot write `{rel}`: part of its parent path is a file, not a "
+                            "directory") from None
         except OSError as exc:
-            raise ToolError(f"cannot read `{rel}`: {exc.strerror or exc}") from None
+            if exc.errno in (errno.ELOOP, errno.EMLINK):
+                raise ToolError(f"`{rel}` changed while the tool ran (a symbolic link appeared "
+                                "in its path); only files inside the workspace can be used") \
+                    from None
+            if exc.errno == errno.ENOTDIR:
+                raise ToolError(f"cannot use `{rel}`: part of its parent path is a file, not a "
+                                "directory") from None
+            raise
+        finally:
+            os.close(fd)
+
+    def _read_real(self, rel: str, real: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+        """A regular file's bytes, opened safely; `ToolError` for anything else."""
+        try:
+            fd = self._open_beneath(rel, real, os.O_RDONLY)
+        except FileNotFoundError:
+            raise self._missing(rel) from None
+        except OSError as exc:
+            raise ToolError(f"cannot read `{rel}`: {exc.strerror or 'error'}") from None
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                raise ToolError(f"`{rel}` is a directory; use list_files to see what it holds")
+            if not stat.S_ISREG(st.st_mode):
+                raise ToolError(f"`{rel}` is not a regular file (a FIFO, socket or device) and "
+                                "cannot be read")
+            if st.st_size > limit:
+                raise ToolError(f"`{rel}` is too large to read ({st.st_size} bytes; the limit "
+                                f"is {limit} bytes)")
+            chunks, total = [], 0
+            while total <= limit:  # the file may be growing: stop one byte past the limit
+                chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+        except OSError as exc:
+            raise ToolError(f"cannot read `{rel}`: {exc.strerror or 'error'}") from None
+        finally:
+            os.close(fd)
+        if total > limit:
+            raise ToolError(f"`{rel}` is too large to read (over {limit} bytes)")
+        return b"".join(chunks)
+
+    def _read_bytes(self, rel: str, real: Path) -> bytes:
+        if not os.path.lexists(real):
+            raise self._missing(rel)
+        return self._read_real(rel, real)
 
     def _read_text(self, rel: str, real: Path) -> str:
         data = self._read_bytes(rel, real)
@@ -246,17 +323,27 @@ class Workspace:
 
     def _write_bytes(self, rel: str, real: Path, data: bytes) -> bool:
         """Write (creating parent directories); True when the file is new."""
-        if real.is_dir():
-            raise ToolError(f"`{rel}` is a directory; give a file path")
-        existed = real.exists()
+        existed = os.path.lexists(real)
         try:
-            real.parent.mkdir(parents=True, exist_ok=True)
-            real.write_bytes(data)
-        except (FileExistsError, NotADirectoryError):
-            raise ToolError(f"cannot write `{rel}`: part of its parent path is a file, not a "
-                            "directory") from None
+            fd = self._open_beneath(rel, real, os.O_WRONLY | os.O_CREAT, make_dirs=True)
+        except IsADirectoryError:
+            raise ToolError(f"`{rel}` is a directory; give a file path") from None
         except OSError as exc:
-            raise ToolError(f"cannot write `{rel}`: {exc.strerror or exc}") from None
+            if exc.errno == errno.ENXIO:  # a FIFO nobody reads
+                raise ToolError(f"`{rel}` is not a regular file (a FIFO, socket or device) "
+                                "and cannot be written") from None
+            raise ToolError(f"cannot write `{rel}`: {exc.strerror or 'error'}") from None
+        with os.fdopen(fd, "wb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise ToolError(f"`{rel}` is not a regular file (a FIFO, socket or device) and "
+                                "cannot be written")
+            try:
+                # truncate only now: O_TRUNC at open would empty a file we then refuse
+                os.ftruncate(fh.fileno(), 0)
+                fh.write(data)
+            except OSError as exc:
+                raise ToolError(f"cannot write `{rel}`: {exc.strerror or 'error'}") from None
         return not existed
 
     # ------------------------------------------------------------------ built-in tools
@@ -387,10 +474,8 @@ class Workspace:
             if name_glob and not _glob_match(frel, name_glob):
                 continue
             try:
-                if fp.stat().st_size > MAX_FILE_BYTES:
-                    continue
-                text = _decode(fp.read_bytes())
-            except OSError:
+                text = _decode(self._read_real(frel, fp.resolve()))
+            except (ToolError, OSError, RuntimeError, ValueError):
                 continue
             if text is None:
                 continue
@@ -445,8 +530,9 @@ class Workspace:
         out: dict[str, str] = {}
         for rel, p in self._walk(self.root):
             try:
-                data = p.read_bytes()
-            except OSError:
+                # graders see every file, however large (the agent's 2 MB limit is not theirs)
+                data = self._read_real(rel, p.resolve(), limit=1 << 40)
+            except (ToolError, OSError, RuntimeError, ValueError):
                 continue
             text = _decode(data)
             if text is None or (exact and text.startswith(BASE64_PREFIX)):
