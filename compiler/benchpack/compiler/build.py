@@ -24,6 +24,8 @@ from jsonschema.exceptions import SchemaError
 from pydantic import ValidationError
 
 from benchpack.specs import pack as P
+from benchpack.specs.regex import HINT as REGEX_HINT
+from benchpack.specs.regex import regex_problem
 
 from .datafiles import DataError, first_error, read_rows, read_triples
 from .diagnostics import CODES, LINT_CODES, Diagnostics, Fix, PathPart, suggest_fix
@@ -520,9 +522,11 @@ class Builder:
             pf = self.workspace_file(f, loc, ("files", i), {"vars": self.pack.vars})
             if pf:
                 files.append(pf)
+        self.check_time(env.clock, loc, ("clock",))
         hb = None
         if env.heartbeat:
             h = env.heartbeat
+            self.check_time(h.start, loc, ("heartbeat", "start"))
             hb = {"every_s": int(h.every[:-1]) * _DURATION[h.every[-1]], "start": iso(h.start),
                   "beats": h.beats, "message": h.message}
         self.plan_envs[name] = {
@@ -530,6 +534,17 @@ class Builder:
             "files": files, "tools": list(dict.fromkeys(tools)), "services": services,
             "event_streams": streams, "heartbeat": hb,
         }
+
+    def check_time(self, value: Any, loc: Loc, sub: Sequence[PathPart]) -> None:
+        """A time YAML left as text (`99999-99-99T99:99:99` is not a YAML timestamp) must still
+        be a real ISO 8601 date or date-time: the runtime computes with it."""
+        if not isinstance(value, str):
+            return
+        try:
+            datetime.fromisoformat(value.strip())
+        except ValueError:
+            self.err("E104", f"`{value}` is not a real date-time", loc, sub,
+                     "write ISO 8601, e.g. 2026-04-08T09:00:00 (optionally with Z or +02:00)")
 
     def persona(self, name: str, it: _Item) -> None:
         p: P.Persona = it.obj
@@ -946,11 +961,10 @@ class Builder:
         for pkey in ("regex", "grounded"):
             pattern = getattr(a, pkey)
             if pattern is not None:
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    self.err("E205", f"invalid regular expression: {exc}", loc, (*sub, pkey),
-                             regex_hint(str(exc)))
+                problem = regex_problem(pattern)
+                if problem:
+                    self.err("E205", f"invalid regular expression: {problem}", loc,
+                             (*sub, pkey), regex_hint(problem))
         for path, m in (a.where or {}).items():
             if isinstance(m, P.Matcher):
                 ops = [k for k in m.model_fields_set]
@@ -958,11 +972,10 @@ class Builder:
                     self.err("E211", f"`where.{path}` needs exactly one operator", loc,
                              (*sub, "where", path), "equals, contains, regex, one_of, gt or lt")
                 if m.regex is not None:
-                    try:
-                        re.compile(m.regex)
-                    except re.error as exc:
-                        self.err("E205", f"invalid regular expression: {exc}", loc,
-                                 (*sub, "where", path, "regex"), regex_hint(str(exc)))
+                    problem = regex_problem(m.regex)
+                    if problem:
+                        self.err("E205", f"invalid regular expression: {problem}", loc,
+                                 (*sub, "where", path, "regex"), regex_hint(problem))
         if a.query is not None:
             problem = jmespath_problem(a.query)
             if problem:
@@ -1293,20 +1306,22 @@ _REGEX_HINTS = (
      "`\\[` (in YAML single quotes: 'a \\[b')"),
     (("subpattern", "missing )", "unbalanced parenthesis"), "`(` starts a group; for a literal "
      "parenthesis write `\\(`"),
-    (("nothing to repeat", "multiple repeat", "missing argument to repetition"),
+    (("nothing to repeat", "multiple repeat", "missing argument to repetition",
+      "no argument for repetition", "bad repetition operator"),
      "`*`, `+`, `?` and `{` repeat what precedes them; for the character itself write `\\*`, "
      "`\\+`, `\\?`"),
-    (("bad escape", "trailing backslash"), "a backslash starts an escape; write `\\\\` for a "
-     "literal one"),
+    (("bad escape", "trailing backslash", "trailing \\"), "a backslash starts an escape; "
+     "write `\\\\` for a literal one"),
 )
 
 
-def regex_hint(problem: str) -> str | None:
-    """How to fix a common regex mistake, from the regex engine's message."""
+def regex_hint(problem: str) -> str:
+    """How to fix a common regex mistake, from the regex engine's message; else what RE2 (the
+    linear-time engine every pack regex runs on) cannot do."""
     for needles, hint in _REGEX_HINTS:
         if any(n in problem for n in needles):
             return hint
-    return None
+    return REGEX_HINT
 
 
 def check_prompts(pack: P.Pack, src: SourceFile, builder: Builder) -> dict[str, str]:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -284,7 +286,14 @@ def read_bytes(path: Path, shown: str, diags: Diagnostics, limit: int) -> bytes 
                         hint="split it with `include:` or move bulk data to a fixture file"
                         if limit == MAX_FILE_BYTES else "keep bulk data small")
             return None
-        with path.open("rb") as fh:  # read at most limit+1 bytes: the file may be growing
+        # O_NONBLOCK: a FIFO swapped in after the checks must not block the open; fstat on
+        # the open file refuses anything that is not a regular file
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:  # read at most limit+1 bytes: the file may be growing
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                diags.error("E012", "not a regular file (a FIFO, socket or device)", shown,
+                            line=1, col=1)
+                return None
             raw = fh.read(limit + 1)
         if len(raw) > limit:
             diags.error("E005", f"file is larger than {limit // 2**20} MiB", shown, line=1, col=1)
@@ -641,6 +650,10 @@ def expand_include(src: SourceFile, pattern: str, index: int, root: Path,
         diags.error("E012", f"`{pattern}` is a directory, not a YAML file", src.shown,
                     ("include", index),
                     hint=f"include the files in it with `{pattern.rstrip('/')}/*.yaml`")
+        return []
+    if not full.is_file():  # a FIFO would block the compiler for good; devices never end
+        diags.error("E012", f"`{pattern}` is not a regular file (a FIFO, socket or device)",
+                    src.shown, ("include", index), hint="include YAML files only")
         return []
     return [full]
 

@@ -453,7 +453,10 @@ def render(source: str, context: dict[str, Any]) -> str:
         message, hint = _explain_undefined(source, context, exc.message or "")
         raise RenderError("E209", message, hint) from None
     except SecurityError as exc:
+        unsafe = "unsafe" in str(exc)  # the sandbox refused Python internals, not a budget
         raise RenderError("E210", f"template not allowed: {exc}",
+                          "pack templates see only their variables, filters and tests, never "
+                          "Python internals; " + LITERAL_HINT if unsafe else
                           "pack templates are budgeted (about 1 MB of text, "
                           f"{MAX_LOOP_STEPS:,} loop steps); write big content into a file "
                           "of the pack instead of generating it") from None

@@ -7,6 +7,11 @@ plan's `parameters`), validates every call's arguments against the tool's JSON S
 successful or not, stamped with the caller-set `turn` and `step`. Tool errors come back as the
 record's `error`; `call` never raises for anything the agent did.
 
+Every call has a time limit (`tool_timeout_s`): file, corpus and stream tools run in a worker
+thread, so a slow one never blocks the event loop (other sessions keep going) and, when the
+limit passes, the agent gets the tool error "timed out after N s" while the session goes on.
+The walking tools also get the deadline, so the thread itself stops soon after.
+
 Python tools (`impl.kind == "python"`) need `allow_python`; they run in the sandbox of
 `benchpack.runtime.sandbox` from the source the plan embeds, receiving the arguments and a
 read-only context (`files`, `clock`, `state`). Tests may pass in-process implementations in
@@ -15,9 +20,11 @@ read-only context (`files`, `clock`, `state`). Tests may pass in-process impleme
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import inspect
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -45,6 +52,8 @@ from .streams import read_stream
 
 MAX_RENDER_CHARS = 20_000
 """How much of a tool result an LLM agent sees (`render_result`)."""
+TOOL_TIMEOUT_S = 30.0
+"""Default time limit of one tool call."""
 
 Effect = Literal["read", "write"]
 
@@ -252,8 +261,10 @@ class ToolBox:
 
     def __init__(self, plan: Plan, session: PlanSession, env: EpisodeEnvironment,
                  allow_python: bool = False,
-                 python_tools: Mapping[str, PythonTool] | None = None) -> None:
+                 python_tools: Mapping[str, PythonTool] | None = None,
+                 tool_timeout_s: float = TOOL_TIMEOUT_S) -> None:
         self.plan = plan
+        self.tool_timeout_s = tool_timeout_s
         self.session = session
         self.env = env
         self.allow_python = allow_python
@@ -319,13 +330,20 @@ class ToolBox:
                 problems = [f"the tool's parameter schema is invalid: {exc.message}"]
             if problems:
                 raise ToolError(f"invalid arguments for `{name}`: " + "; ".join(problems))
-            result = await self._dispatch(tool, copy_json(args))
+            try:
+                result = await asyncio.wait_for(self._dispatch(tool, copy_json(args)),
+                                                self.tool_timeout_s)
+            except TimeoutError:
+                raise ToolError(f"`{name}` timed out after {self.tool_timeout_s:g} s; ask for "
+                                "less (a narrower path, pattern or query)") from None
         except ToolError as exc:
             error = exc.message
             result = None
         except Exception as exc:  # a bug in a tool implementation: record it, keep going
             error = f"internal error in `{name}`: {type(exc).__name__}: {exc}"
             result = None
+        if error is not None:
+            error = _without_host_paths(error, self.env.workspace.root)
         record = ToolRecord(call_id=cid, tool_name=name, call=recorded, result=result,
                             error=error, started_at=started,
                             duration=time.perf_counter() - t0, turn=self.turn, step=self.step,
@@ -334,8 +352,24 @@ class ToolBox:
         return record
 
     async def _dispatch(self, tool: ToolDef, args: dict[str, Any]) -> Any:
+        impl = tool.impl
+        if tool.builtin is not None or isinstance(impl, CorpusImpl | StreamImpl):
+            deadline = time.monotonic() + self.tool_timeout_s
+            return await asyncio.to_thread(self._in_thread, tool, args, deadline)
+        if isinstance(impl, PythonImpl):
+            return await self._python(tool, impl, args)
+        return self._dispatch_sync(tool, args, None)
+
+    def _in_thread(self, tool: ToolDef, args: dict[str, Any], deadline: float) -> Any:
+        # one call at a time per workspace, as on the event loop before: a call that timed out
+        # finishes (it sees the deadline) before the next one touches the files
+        with _workspace_lock(self.env.workspace):
+            return self._dispatch_sync(tool, args, deadline)
+
+    def _dispatch_sync(self, tool: ToolDef, args: dict[str, Any], deadline: float | None
+                       ) -> Any:
         if tool.builtin is not None:
-            return self._builtin(tool.builtin, args)
+            return self._builtin(tool.builtin, args, deadline)
         impl = tool.impl
         if isinstance(impl, ServiceImpl):
             svc = self.env.services.get(impl.service)
@@ -361,8 +395,6 @@ class ToolBox:
                                limit=args.get("limit"))
         if isinstance(impl, StaticImpl):
             return copy_json(impl.result)
-        if isinstance(impl, PythonImpl):
-            return await self._python(tool, impl, args)
         raise ToolError(f"the tool `{tool.name}` has no implementation this runtime knows")
 
     async def _python(self, tool: ToolDef, impl: PythonImpl, args: dict[str, Any]) -> Any:
@@ -392,7 +424,7 @@ class ToolBox:
             raise ToolError(f"`{tool.name}` returned a result that is not JSON: {exc}") from None
         return out
 
-    def _builtin(self, name: str, args: dict[str, Any]) -> Any:
+    def _builtin(self, name: str, args: dict[str, Any], deadline: float | None = None) -> Any:
         ws = self.env.workspace
         if name == "read_file":
             return ws.read_file(args.get("path"), args.get("offset", 0), args.get("limit"))
@@ -402,11 +434,12 @@ class ToolBox:
             return ws.edit_file(args.get("path"), args.get("old"), args.get("new"),
                                 args.get("count", 1))
         if name == "list_files":
-            return ws.list_files(args.get("path", "."))
+            return ws.list_files(args.get("path", "."), deadline=deadline)
         if name == "glob":
-            return ws.glob(args.get("pattern"))
+            return ws.glob(args.get("pattern"), deadline=deadline)
         if name == "grep":
-            return ws.grep(args.get("pattern"), args.get("path", "."), args.get("glob"))
+            return ws.grep(args.get("pattern"), args.get("path", "."), args.get("glob"),
+                           deadline=deadline)
         if name == "ask_user":
             question = args.get("question")
             if not isinstance(question, str) or not question.strip():
@@ -427,6 +460,25 @@ class ToolBox:
                                     "session": self.session.id, "turn": self.turn})
             return {"status": "sent", "id": msg_id}
         raise ToolError(f"unknown built-in tool `{name}`")
+
+
+def _without_host_paths(text: str, root: Any) -> str:
+    """The agent sees workspace-relative paths only: where the runner keeps the workspace (and
+    so the user's name or directory layout) is none of its business."""
+    r = str(root)
+    return text.replace(r + "/", "").replace(r, ".")
+
+
+_LOCKS_GUARD = threading.Lock()
+
+
+def _workspace_lock(ws: Any) -> threading.Lock:
+    with _LOCKS_GUARD:
+        lock = getattr(ws, "_tool_lock", None)
+        if lock is None:
+            lock = threading.Lock()
+            ws._tool_lock = lock
+        return lock
 
 
 def as_tool_handle(box: ToolBox) -> ToolHandle:

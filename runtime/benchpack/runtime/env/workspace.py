@@ -15,6 +15,19 @@ The built-in file tools are methods here and return JSON-serialisable dicts:
 - `write_file`, `edit_file`, `list_files` (recursive list of files), `glob`, `grep` (regex,
   line by line, capped).
 
+Agents are strangers: every walk of the tree visits at most `MAX_WALK_ENTRIES` entries and
+`MAX_WALK_DEPTH` levels and stops at the caller's `deadline`; glob patterns become one RE2
+expression matched against each visited path (pathlib's glob backtracks per `**`: five of them
+over a 40-level tree took 55 s), and grep patterns are RE2 (`benchpack.specs.regex`: linear
+time, so `(a+)+$` cannot stall a run; backreferences and lookaround are refused).
+
+Files are opened relative to a descriptor of the root, one component at a time, none of them
+followed if it is a link (`O_NOFOLLOW`): the path checks above and the open cannot be split by
+a process (a command-line agent, say) swapping a directory for a link out of the workspace —
+the open then fails instead of reading or writing outside. Only regular files are read or
+written (a FIFO would block the tool for good), and errors never show the host path of the
+root, only workspace-relative paths.
+
 Reads and writes are tracked for the intent-tracking judge (`take_io`). Files larger than
 `MAX_FILE_BYTES` can be neither read nor written by the agent.
 """
@@ -24,15 +37,18 @@ from __future__ import annotations
 import base64
 import binascii
 import difflib
-import fnmatch
 import os
-import re
+import errno
 import shutil
+import stat
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from benchpack.specs.plan import PlanFile
+from benchpack.specs.regex import HINT as REGEX_HINT
+from benchpack.specs.regex import RegexError, compile_regex
 
 from .errors import ToolError
 
@@ -45,6 +61,10 @@ MAX_GREP_MATCHES = 200
 MAX_GREP_LINE = 300
 """Matching lines are cut to this many characters."""
 MAX_PATH_CHARS = 4096
+MAX_WALK_ENTRIES = 20_000
+"""Most directory entries one `list_files`, `glob` or `grep` call visits."""
+MAX_WALK_DEPTH = 64
+"""Deepest directory level a walk descends to."""
 BASE64_PREFIX = "base64:"
 """Marks a base64-encoded (binary) file in `snapshot()` and `files()`."""
 
@@ -132,8 +152,9 @@ class Workspace:
         full = self.root if rel == "." else self.root / rel
         try:
             real = full.resolve()  # follows every existing link, linked parent dirs included
-        except (OSError, RuntimeError) as exc:  # symlink loops: RuntimeError before 3.13
-            raise ToolError(f"cannot resolve `{path}`: {exc}") from None
+        except (OSError, RuntimeError):  # symlink loops: RuntimeError before 3.13
+            # the exception text holds the host path of the root: never shown to the agent
+            raise ToolError(f"cannot resolve `{path}`: a loop of symbolic links") from None
         if not real.is_relative_to(self.root):
             raise ToolError(f"`{path}` points outside the workspace (through a symbolic link); "
                             "only files inside the workspace can be used")
@@ -145,39 +166,64 @@ class Workspace:
         except (OSError, RuntimeError):
             return False
 
-    def _walk(self, start: Path) -> Iterator[tuple[str, Path]]:
+    def _walk(self, start: Path, deadline: float | None = None,
+              bound: _Bound | None = None) -> Iterator[tuple[str, Path]]:
         """Files under `start` (a real directory inside the root), sorted, as (relative posix
         path, path). Linked directories are not descended; linked files count only when their
         target is a file inside the root."""
-        stack: list[Iterator[os.DirEntry[str]]] = []
+        for rel, p, is_dir in self._entries(start, deadline, bound):
+            if not is_dir:
+                yield rel, p
+
+    def _entries(self, start: Path, deadline: float | None = None,
+                 bound: _Bound | None = None) -> Iterator[tuple[str, Path, bool]]:
+        """Files and directories under `start`, depth first in name order, as (relative posix
+        path, path, is a directory), within `bound` (which records a cut) and `deadline`."""
+        bound = bound if bound is not None else _Bound()
 
         def entries(d: Path) -> Iterator[os.DirEntry[str]]:
             try:
                 with os.scandir(d) as it:
-                    found = sorted(it, key=lambda e: e.name)
+                    found = []
+                    for e in it:
+                        found.append(e)
+                        if len(found) + bound.visited > MAX_WALK_ENTRIES:
+                            bound.cut = True
+                            break
             except OSError:
                 found = []
-            return iter(found)
+            return iter(sorted(found, key=lambda e: e.name))
 
-        stack.append(entries(start))
+        stack: list[Iterator[os.DirEntry[str]]] = [entries(start)]
         while stack:
             entry = next(stack[-1], None)
             if entry is None:
                 stack.pop()
                 continue
+            bound.visited += 1
+            if bound.visited > MAX_WALK_ENTRIES:
+                bound.cut = True
+                return
+            if deadline is not None and time.monotonic() > deadline:
+                raise ToolError("the call ran out of time while walking the workspace; ask for "
+                                "less (a narrower path or pattern)")
             p = Path(entry.path)
             try:
                 if entry.is_symlink():
                     if not self._inside(p) or not p.is_file():
                         continue
                 elif entry.is_dir(follow_symlinks=False):
-                    stack.append(entries(p))
+                    yield p.relative_to(self.root).as_posix(), p, True
+                    if len(stack) >= MAX_WALK_DEPTH:
+                        bound.cut = True
+                    else:
+                        stack.append(entries(p))
                     continue
                 elif not entry.is_file(follow_symlinks=False):
                     continue
             except OSError:
                 continue
-            yield p.relative_to(self.root).as_posix(), p
+            yield p.relative_to(self.root).as_posix(), p, False
 
     def _missing(self, rel: str) -> ToolError:
         paths = [r for (r, _), _ in zip(self._walk(self.root), range(5000), strict=False)]
@@ -186,19 +232,86 @@ class Workspace:
             " (use list_files or glob to see what exists)"
         return ToolError(f"no file `{rel}` in the workspace{hint}")
 
-    def _read_bytes(self, rel: str, real: Path) -> bytes:
-        if not real.exists():
-            raise self._missing(rel)
-        if real.is_dir():
-            raise ToolError(f"`{rel}` is a directory; use list_files to see what it holds")
+    def _open_beneath(self, rel: str, real: Path, flags: int, *, make_dirs: bool = False,
+                      mode: int = 0o644) -> int:
+        """A descriptor for `real` (a resolved path inside the root), opened component by
+        component from the root with no link followed; `make_dirs` creates missing parents."""
+        parts = real.relative_to(self.root).parts
+        if not parts:
+            raise ToolError(f"`{rel}` is the workspace root, not a file")
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            size = real.stat().st_size
-            if size > MAX_FILE_BYTES:
-                raise ToolError(f"`{rel}` is too large to read ({size} bytes; the limit is "
-                                f"{MAX_FILE_BYTES} bytes)")
-            return real.read_bytes()
+            for part in parts[:-1]:
+                try:
+                    nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                                  | os.O_CLOEXEC, dir_fd=fd)
+                except NotADirectoryError:
+                    # a link where the check saw a directory reports ENOTDIR, not ELOOP
+                    if stat.S_ISLNK(os.lstat(part, dir_fd=fd).st_mode):
+                        raise OSError(errno.ELOOP, "link in path") from None
+                    raise
+                except FileNotFoundError:
+                    if not make_dirs:
+                        raise
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                    nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                                  | os.O_CLOEXEC, dir_fd=fd)
+                os.close(fd)
+                fd = nxt
+            return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                           mode, dir_fd=fd)
+        except FileExistsError:
+            raise ToolError(f"cannot write `{rel}`: part of its parent path is a file, not a "
+                            "directory") from None
         except OSError as exc:
-            raise ToolError(f"cannot read `{rel}`: {exc.strerror or exc}") from None
+            if exc.errno in (errno.ELOOP, errno.EMLINK):
+                raise ToolError(f"`{rel}` changed while the tool ran (a symbolic link appeared "
+                                "in its path); only files inside the workspace can be used") \
+                    from None
+            if exc.errno == errno.ENOTDIR:
+                raise ToolError(f"cannot use `{rel}`: part of its parent path is a file, not a "
+                                "directory") from None
+            raise
+        finally:
+            os.close(fd)
+
+    def _read_real(self, rel: str, real: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+        """A regular file's bytes, opened safely; `ToolError` for anything else."""
+        try:
+            fd = self._open_beneath(rel, real, os.O_RDONLY)
+        except FileNotFoundError:
+            raise self._missing(rel) from None
+        except OSError as exc:
+            raise ToolError(f"cannot read `{rel}`: {exc.strerror or 'error'}") from None
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                raise ToolError(f"`{rel}` is a directory; use list_files to see what it holds")
+            if not stat.S_ISREG(st.st_mode):
+                raise ToolError(f"`{rel}` is not a regular file (a FIFO, socket or device) and "
+                                "cannot be read")
+            if st.st_size > limit:
+                raise ToolError(f"`{rel}` is too large to read ({st.st_size} bytes; the limit "
+                                f"is {limit} bytes)")
+            chunks, total = [], 0
+            while total <= limit:  # the file may be growing: stop one byte past the limit
+                chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+        except OSError as exc:
+            raise ToolError(f"cannot read `{rel}`: {exc.strerror or 'error'}") from None
+        finally:
+            os.close(fd)
+        if total > limit:
+            raise ToolError(f"`{rel}` is too large to read (over {limit} bytes)")
+        return b"".join(chunks)
+
+    def _read_bytes(self, rel: str, real: Path) -> bytes:
+        if not os.path.lexists(real):
+            raise self._missing(rel)
+        return self._read_real(rel, real)
 
     def _read_text(self, rel: str, real: Path) -> str:
         data = self._read_bytes(rel, real)
@@ -210,17 +323,27 @@ class Workspace:
 
     def _write_bytes(self, rel: str, real: Path, data: bytes) -> bool:
         """Write (creating parent directories); True when the file is new."""
-        if real.is_dir():
-            raise ToolError(f"`{rel}` is a directory; give a file path")
-        existed = real.exists()
+        existed = os.path.lexists(real)
         try:
-            real.parent.mkdir(parents=True, exist_ok=True)
-            real.write_bytes(data)
-        except (FileExistsError, NotADirectoryError):
-            raise ToolError(f"cannot write `{rel}`: part of its parent path is a file, not a "
-                            "directory") from None
+            fd = self._open_beneath(rel, real, os.O_WRONLY | os.O_CREAT, make_dirs=True)
+        except IsADirectoryError:
+            raise ToolError(f"`{rel}` is a directory; give a file path") from None
         except OSError as exc:
-            raise ToolError(f"cannot write `{rel}`: {exc.strerror or exc}") from None
+            if exc.errno == errno.ENXIO:  # a FIFO nobody reads
+                raise ToolError(f"`{rel}` is not a regular file (a FIFO, socket or device) "
+                                "and cannot be written") from None
+            raise ToolError(f"cannot write `{rel}`: {exc.strerror or 'error'}") from None
+        with os.fdopen(fd, "wb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise ToolError(f"`{rel}` is not a regular file (a FIFO, socket or device) and "
+                                "cannot be written")
+            try:
+                # truncate only now: O_TRUNC at open would empty a file we then refuse
+                os.ftruncate(fh.fileno(), 0)
+                fh.write(data)
+            except OSError as exc:
+                raise ToolError(f"cannot write `{rel}`: {exc.strerror or 'error'}") from None
         return not existed
 
     # ------------------------------------------------------------------ built-in tools
@@ -284,7 +407,7 @@ class Workspace:
         self._written.add(rel)
         return {"path": rel, "replaced": found}
 
-    def list_files(self, path: Any = ".") -> dict[str, Any]:
+    def list_files(self, path: Any = ".", *, deadline: float | None = None) -> dict[str, Any]:
         """Every file under `path` (recursive), relative to the workspace root."""
         rel, real = self.resolve("." if path is None else path, allow_root=True)
         if not real.exists():
@@ -292,57 +415,58 @@ class Workspace:
         if real.is_file():
             return {"path": rel, "files": [rel], "truncated": False}
         files: list[str] = []
+        bound = _Bound()
         truncated = False
-        for frel, _ in self._walk(real):
+        for frel, _ in self._walk(real, deadline, bound):
             if len(files) >= MAX_LISTED:
                 truncated = True
                 break
             files.append(frel)
-        return {"path": rel, "files": files, "truncated": truncated}
+        return {"path": rel, "files": files, "truncated": truncated or bound.cut}
 
-    def glob(self, pattern: Any) -> dict[str, Any]:
+    def glob(self, pattern: Any, *, deadline: float | None = None) -> dict[str, Any]:
         """Paths matching a glob pattern relative to the root (`**` matches any depth);
         directories end with `/`."""
         pat = _str_arg(pattern, "pattern")
         if not pat or "\x00" in pat:
             raise ToolError("give a glob pattern such as `**/*.md`")
+        if len(pat) > 1000:
+            raise ToolError("the glob pattern is too long (1000 characters at most)")
         if pat.startswith("/") or os.path.isabs(pat):
             raise ToolError(f"`{pat}` is absolute; patterns are relative to the workspace root")
         if ".." in PurePosixPath(pat).parts:
             raise ToolError(f"`{pat}` leaves the workspace; `..` is not allowed in patterns")
+        rx = _glob_regex(pat)
         out: list[str] = []
+        bound = _Bound()
         truncated = False
-        try:
-            for p in self.root.glob(pat):
-                if not self._inside(p):
-                    continue
-                rel = p.relative_to(self.root).as_posix()
-                if rel == ".":
-                    continue
-                if len(out) >= MAX_LISTED:
-                    truncated = True
-                    break
-                out.append(rel + "/" if p.is_dir() else rel)
-        except (ValueError, NotImplementedError, OSError) as exc:
-            raise ToolError(f"invalid glob pattern `{pat}`: {exc}") from None
-        return {"pattern": pat, "matches": sorted(out), "truncated": truncated}
+        for rel, _, is_dir in self._entries(self.root, deadline, bound):
+            if rx.search(rel) is None:
+                continue
+            if len(out) >= MAX_LISTED:
+                truncated = True
+                break
+            out.append(rel + "/" if is_dir else rel)
+        return {"pattern": pat, "matches": sorted(out), "truncated": truncated or bound.cut}
 
-    def grep(self, pattern: Any, path: Any = ".", glob: Any = None) -> dict[str, Any]:
-        """Lines matching a regular expression (Python syntax) in text files under `path`,
+    def grep(self, pattern: Any, path: Any = ".", glob: Any = None, *,
+             deadline: float | None = None) -> dict[str, Any]:
+        """Lines matching a regular expression (RE2 syntax) in text files under `path`,
         optionally only files whose path (or name, for a pattern without `/`) matches `glob`."""
         pat = _str_arg(pattern, "pattern")
         if len(pat) > 1000:
             raise ToolError("the pattern is too long (1000 characters at most)")
         try:
-            rx = re.compile(pat)
-        except re.error as exc:
-            raise ToolError(f"invalid regular expression `{pat}`: {exc}") from None
+            rx = compile_regex(pat)
+        except RegexError as exc:
+            raise ToolError(f"{exc} ({REGEX_HINT})") from None
         name_glob = None if glob is None else _str_arg(glob, "glob")
         rel, real = self.resolve("." if path is None else path, allow_root=True)
         if not real.exists():
             raise self._missing(rel)
+        bound = _Bound()
         candidates: Iterable[tuple[str, Path]] = [(rel, real)] if real.is_file() else \
-            self._walk(real)
+            self._walk(real, deadline, bound)
         matches: list[dict[str, Any]] = []
         truncated = False
         searched = 0
@@ -350,10 +474,8 @@ class Workspace:
             if name_glob and not _glob_match(frel, name_glob):
                 continue
             try:
-                if fp.stat().st_size > MAX_FILE_BYTES:
-                    continue
-                text = _decode(fp.read_bytes())
-            except OSError:
+                text = _decode(self._read_real(frel, fp.resolve()))
+            except (ToolError, OSError, RuntimeError, ValueError):
                 continue
             if text is None:
                 continue
@@ -370,7 +492,10 @@ class Workspace:
                 self._read.add(frel)
             if truncated:
                 break
-        return {"pattern": pat, "matches": matches, "truncated": truncated,
+            if deadline is not None and time.monotonic() > deadline:
+                raise ToolError("the call ran out of time; ask for less (a narrower path, "
+                                "glob or pattern)")
+        return {"pattern": pat, "matches": matches, "truncated": truncated or bound.cut,
                 "files_searched": searched}
 
     # ------------------------------------------------------------------ tracking and state
@@ -405,8 +530,9 @@ class Workspace:
         out: dict[str, str] = {}
         for rel, p in self._walk(self.root):
             try:
-                data = p.read_bytes()
-            except OSError:
+                # graders see every file, however large (the agent's 2 MB limit is not theirs)
+                data = self._read_real(rel, p.resolve(), limit=1 << 40)
+            except (ToolError, OSError, RuntimeError, ValueError):
                 continue
             text = _decode(data)
             if text is None or (exact and text.startswith(BASE64_PREFIX)):
@@ -456,17 +582,59 @@ def snapshot_files(snapshot: dict[str, str]) -> dict[str, str]:
     return out
 
 
+class _Bound:
+    """How much of the tree one call has visited, and whether a limit cut the walk short."""
+
+    def __init__(self) -> None:
+        self.visited = 0
+        self.cut = False
+
+
+_SPECIAL = set("\\.^$|?*+()[]{}")
+
+
+def _glob_segment(seg: str) -> str:
+    """RE2 for one path segment of a glob: `*`, `?`, `[abc]`, `[!abc]`, other characters
+    literal."""
+    out, i = [], 0
+    while i < len(seg):
+        c = seg[i]
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[" and (j := seg.find("]", i + 2)) != -1:
+            body = seg[i + 1:j]
+            neg = body[0] in "!^"
+            body = "".join("\\" + ch if ch in "\\[]^" else ch for ch in (body[1:] if neg else body))
+            out.append(f"[^/{body}]" if neg else f"[{body}]")
+            i = j
+        else:
+            out.append("\\" + c if c in _SPECIAL else c)
+        i += 1
+    return "".join(out)
+
+
+def _glob_regex(pattern: str) -> Any:
+    """One RE2 expression for a whole-path glob: `*`, `?`, `[…]` stay in one path segment,
+    `**` spans any number of them (none included). Linear to match, whatever the pattern."""
+    parts = [p for p in pattern.split("/") if p not in ("", ".")]
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            out.append(".*" if last else "(?:[^/]+/)*")
+        else:
+            out.append(_glob_segment(part) + ("" if last else "/"))
+    try:
+        return compile_regex("^" + "".join(out) + "$")
+    except RegexError as exc:
+        raise ToolError(f"invalid glob pattern `{pattern}`: {exc.reason}") from None
+
+
 def _glob_match(rel: str, pattern: str) -> bool:
     """`*.md` matches by file name; a pattern with `/` matches the whole relative path
     (`**/` also matches no directory at all)."""
     if "/" not in pattern:
-        return fnmatch.fnmatchcase(PurePosixPath(rel).name, pattern)
-    if fnmatch.fnmatchcase(rel, pattern):
-        return True
-    while pattern.startswith("**/"):
-        pattern = pattern[3:]
-        if fnmatch.fnmatchcase(rel, pattern) or ("/" not in pattern and
-                                                 fnmatch.fnmatchcase(PurePosixPath(rel).name,
-                                                                     pattern)):
-            return True
-    return False
+        return _glob_regex(pattern).search(PurePosixPath(rel).name) is not None
+    return _glob_regex(pattern).search(rel) is not None

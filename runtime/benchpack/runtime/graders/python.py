@@ -1,7 +1,7 @@
 """Opt-in Python graders (`python: file.py:function`), run only with `--allow-python`.
 
-Each grader runs in the sandbox of `benchpack.runtime.sandbox` (isolated interpreter, empty
-directory, CPU/memory/file limits, timeout). It receives the π-Bench-style tool history (and, if it takes a second
+Each grader runs in the bubblewrap sandbox of `benchpack.runtime.sandbox` (no network, no files
+beyond its own, CPU/memory/process/output limits, timeout). It receives the π-Bench-style tool history (and, if it takes a second
 parameter, `{"files", "state", "reply"}`) and returns 0/1, a bool, a float in [0, 1] or a dict
 of named 0/1 checks (averaged). Anything else — an exception, a timeout, a memory blow-up, a
 malformed return — is an error, never a silent 0.

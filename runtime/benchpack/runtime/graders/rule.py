@@ -8,6 +8,8 @@ not match.
 
 String equality in `where` literals is case-insensitive and ignores surrounding whitespace;
 `contains` and friends are case-insensitive; `regex` is case-sensitive (`(?i)` to change that).
+Pack patterns (`regex`, `grounded`, `where: {regex}`) run on RE2 (`benchpack.specs.regex`), in
+time linear in the text: a rule like `^(a+)+$` cannot stall a run, whatever the reply.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from benchpack.specs.regex import compile_regex
 
 from .trace import Trace
 
@@ -161,7 +165,7 @@ def _match(value: Any, m: Any) -> bool:
     if "contains" in m:
         tests.append(str(m["contains"]).lower() in _text(value).lower())
     if "regex" in m:
-        tests.append(re.search(str(m["regex"]), _text(value)) is not None)
+        tests.append(compile_regex(str(m["regex"])).search(_text(value)) is not None)
     if "one_of" in m:
         tests.append(any(_norm(value) == _norm(x) for x in m["one_of"] or []))
     if "gt" in m or "lt" in m:
@@ -240,7 +244,7 @@ def _predicate(rule: dict[str, Any], data: Any, coll: bool, label: str,
         return RuleResult(not found, f"{label} avoids them" if not found else
                           f"{label} contains {', '.join(repr(f) for f in found)}")
     if "regex" in rule and rule["regex"] is not None:
-        m = re.search(rule["regex"], text)
+        m = compile_regex(rule["regex"]).search(text)
         return RuleResult(m is not None, f"{label} matches /{rule['regex']}/" if m else
                           f"{label} does not match /{rule['regex']}/")
     if "json_schema" in rule and rule["json_schema"] is not None:
@@ -254,8 +258,10 @@ def _predicate(rule: dict[str, Any], data: Any, coll: bool, label: str,
     if "grounded" in rule and rule["grounded"] is not None:
         # whole matches (a pattern's groups must not split an id), looked up as whole tokens:
         # `EVT-31` is not grounded by a result that only holds `EVT-318`
-        found = sorted({m.group(0) for m in re.finditer(rule["grounded"], text) if m.group(0)})
+        found = sorted({m.group(0) for m in compile_regex(rule["grounded"]).finditer(text)
+                        if m.group(0)})
         seen = trace.read_results_text()
+        # `re` is safe here: the pattern is one escaped literal, which cannot backtrack
         ungrounded = [f for f in found
                       if re.search(rf"(?<!\w){re.escape(f)}(?!\w)", seen) is None]
         return RuleResult(not ungrounded, f"{len(found)} ids in {label}, all read first"
