@@ -5,8 +5,10 @@ Uncertainty, everywhere the same way: a figure is the mean over its units (macro
 the sample standard deviation of the per-repeat figures (only with ≥ 2 repeats); `[low, high]`
 is a CI over the right unit — sessions (all their repeats together) for PROC, COMP, P/R/F1
 and scores, triggers for trigger rates, tasks for pass@k: a seeded percentile bootstrap up to
-`BOOTSTRAP_EXACT_MAX` units, its normal approximation above. Unknown values (judge errors,
-errored sessions) are left out, never counted as 0. Aggregation happens in SQL; Python sees
+`BOOTSTRAP_EXACT_MAX` units, its normal approximation above. A session the agent errored in
+counts with the protocol's worst score (`session_results.scored`); unknown values (judge
+errors, sessions errored outside the agent) are left out, never counted as 0, and every table
+counts the errored sessions it leaves out (`excluded`). Aggregation happens in SQL; Python sees
 one row per group (or per unit where a CI resamples them exactly).
 """
 
@@ -162,6 +164,10 @@ class ReportContext:
 
 ReportFn = Callable[[ReportContext], ReportResult]
 
+EXCLUDED_NOTE = ("sessions = sessions counted (finished, and those the agent errored in, scored "
+                 "as failures: PROC 0, COMP 0, pass false, triggers FAIL); excluded = sessions "
+                 "that errored outside the agent (infrastructure, simulator, judge), left out.")
+
 
 @dataclass(frozen=True)
 class BuiltinReport:
@@ -179,24 +185,47 @@ def _group_expr(ctx: ReportContext) -> str:
     return f"coalesce(CAST({ctx.by} AS VARCHAR), '(none)')"
 
 
+def excluded_text(kinds: dict[str, int]) -> str:
+    """`{kind: sessions}` of errored sessions left out → "2 judge errors, 1 simulator error"."""
+    return ", ".join(f"{n} {kind} error{'' if n == 1 else 's'}"
+                     for kind, n in sorted(kinds.items()) if n)
+
+
+def _excluded(ctx: ReportContext, where: str, group: str = "'all'"
+              ) -> dict[tuple[str, str], str]:
+    """(run, group) → the errored sessions `where` leaves out of the figures, by kind."""
+    kinds: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+    for run, grp, kind, n in ctx.rows(f"""SELECT run_id, {group},
+            coalesce(error_kind, 'unclassified'), count(*) FROM session_results
+            WHERE {where} AND NOT scored GROUP BY ALL"""):
+        kinds[(run, grp)][kind] = n
+    return {key: excluded_text(v) for key, v in kinds.items()}
+
+
 def _metric_table(ctx: ReportContext, title: str, protocol_filter: str,
                   metrics: list[tuple[str, str, str]], extra_notes: list[str]) -> Table:
-    """One row per (agent, group): macro estimates of `metrics` = (column expr, key, title)."""
+    """One row per (agent, group): macro estimates of `metrics` = (column expr, key, title)
+    over the `scored` sessions, the errored ones left out counted in `excluded`."""
     labels = ctx.labels()
     group = _group_expr(ctx)
-    where = f"run_id IN $runs AND ablation IS NULL AND {protocol_filter}"
-    sessions = ctx.rows(f"""SELECT run_id, {group} AS grp, count(*) FROM session_results
-        WHERE {where} GROUP BY ALL ORDER BY run_id, grp""")
+    base = f"run_id IN $runs AND ablation IS NULL AND {protocol_filter}"
+    where = f"{base} AND scored"
+    excluded = _excluded(ctx, base, group)
+    sessions = ctx.rows(f"""SELECT run_id, grp, count(*) FILTER (WHERE scored) FROM
+        (SELECT *, {group} AS grp FROM session_results WHERE {base})
+        GROUP BY ALL ORDER BY run_id, grp""")
     cols = ", ".join(expr for expr, _, _ in metrics)
     estimates = ctx.estimates(f"""SELECT run_id, {group}, session_id, repeat, {cols}
         FROM session_results WHERE {where}""", 2, len(metrics))
     table = Table(title, [Column("agent", "agent"), Column("group", ctx.by or "group"),
                           Column("sessions", "sessions", "int")]
-                  + [Column(key, t, "pct") for _, key, t in metrics],
-                  notes=[ctx.ci_note(), *extra_notes])
+                  + [Column(key, t, "pct") for _, key, t in metrics]
+                  + [Column("excluded", "excluded")],
+                  notes=[ctx.ci_note(), *extra_notes, EXCLUDED_NOTE])
     for run, grp, n in sessions:
         none = [Estimate(None)] * len(metrics)
-        table.rows.append([labels[run], grp, n, *estimates.get((run, grp), none)])
+        table.rows.append([labels[run], grp, n, *estimates.get((run, grp), none),
+                           excluded.get((run, grp), "")])
     if ctx.by is None:
         table.columns.pop(1)
         for cells in table.rows:
@@ -215,6 +244,7 @@ def summary(ctx: ReportContext) -> ReportResult:
         SELECT r.run_id, r.pack_name, r.repeats, r.status,
                count(*) FILTER (WHERE s.status = 'finished'),
                count(*) FILTER (WHERE s.status = 'error'),
+               count(*) FILTER (WHERE s.status = 'error' AND s.error_kind = 'agent'),
                count(*) FILTER (WHERE s.status = 'skipped'),
                coalesce(sum(s.judge_errors), 0), coalesce(sum(s.prompt_tokens), 0),
                coalesce(sum(s.completion_tokens), 0), coalesce(sum(s.cost), 0)
@@ -223,14 +253,17 @@ def summary(ctx: ReportContext) -> ReportResult:
     t = Table("Runs", [Column("agent", "agent"), Column("run", "run"), Column("pack", "pack"),
                        Column("repeats", "repeats", "int"), Column("status", "status"),
                        Column("finished", "finished", "int"), Column("errors", "errors", "int"),
+                       Column("agent_errors", "of the agent", "int"),
                        Column("skipped", "skipped", "int"),
                        Column("judge_errors", "judge errors", "int"),
                        Column("tokens", "tokens in/out"), Column("cost", "cost", "money")])
+    t.notes.append("errors of the agent count in the scores as failures; the other errors are "
+                   "left out of them (`excluded` in each table).")
     for r in rows:
-        t.rows.append([labels[r[0]], r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
-                       f"{int(r[8]):,} / {int(r[9]):,}", r[10]])
+        t.rows.append([labels[r[0]], r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8],
+                       f"{int(r[9]):,} / {int(r[10]):,}", r[11]])
     res.tables.append(t)
-    scores = _metric_table(ctx, "Headline scores (macro over sessions)", "status = 'finished'", [
+    scores = _metric_table(ctx, "Headline scores (macro over sessions)", "TRUE", [
         ("coalesce(proc_group, proc)", "proc", "PROC"), ("comp", "comp", "COMP"),
         ("f1", "f1", "triple F1"), ("trigger_score", "trigger", "trigger score"),
         ("score", "verified", "verified score")],
@@ -246,21 +279,22 @@ def proc_comp(ctx: ReportContext) -> ReportResult:
                        f"{ctx.by or 'run'}; turns per session.", ctx.runs)
     res.tables.append(_metric_table(
         ctx, f"PROC / COMP by {ctx.by or 'run'}",
-        "protocol = 'intent_tracking' AND status = 'finished'",
+        "protocol = 'intent_tracking'",
         [("coalesce(proc_group, proc)", "proc", "PROC"), ("comp", "comp", "COMP")],
         ["PROC = (completed + inferred) / intents per session; COMP = mean of binary checklist "
          "scores. A group's final session counts its pooled PROC."]))
     turns = ctx.rows("""SELECT run_id, avg(turns), min(turns), max(turns) FROM session_results
-        WHERE run_id IN $runs AND protocol = 'intent_tracking' AND status = 'finished'
-        GROUP BY run_id ORDER BY run_id""")
+        WHERE run_id IN $runs AND protocol = 'intent_tracking' AND scored
+        AND ablation IS NULL GROUP BY run_id ORDER BY run_id""")
     labels = ctx.labels()
     t = Table("Turns per session", [Column("agent", "agent"), Column("mean", "mean", "float"),
-                                    Column("min", "min", "int"), Column("max", "max", "int")])
+                                    Column("min", "min", "int"), Column("max", "max", "int")],
+              notes=["Over the sessions PROC averages (ablation variants left out)."])
     t.rows = [[labels[r[0]], r[1], r[2], r[3]] for r in turns]
     res.tables.append(t)
     points = ctx.rows("""SELECT run_id, name, coalesce(proc_group, proc), comp, turns
         FROM session_results WHERE run_id IN $runs AND protocol = 'intent_tracking'
-        AND ablation IS NULL AND status = 'finished' AND proc IS NOT NULL
+        AND ablation IS NULL AND scored AND proc IS NOT NULL
         AND comp IS NOT NULL""")
     series: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for run, name, p, c, turns_ in points:
@@ -350,7 +384,7 @@ def graph(ctx: ReportContext) -> ReportResult:
                        f"Staged-disclosure sessions (VibeSearchBench), by {ctx.by}.", ctx.runs)
     res.tables.append(_metric_table(
         ctx, f"Triple P / R / F1 by {ctx.by}",
-        "protocol = 'staged_disclosure' AND status = 'finished'",
+        "protocol = 'staged_disclosure'",
         [("\"precision\"", "precision", "precision"), ("recall", "recall", "recall"),
          ("f1", "f1", "F1")],
         ["Recall = covered GT triples / GT; precision = predicted triples supporting ≥ 1 GT "
@@ -419,9 +453,13 @@ def triggers(ctx: ReportContext) -> ReportResult:
     t = Table("Pass rate and weighted score", [
         Column("agent", "agent"), Column("type", "type"), Column("n", "N", "int"),
         Column("pass_rate", "pass rate", "pct"), Column("partial_rate", "partial", "pct"),
-        Column("weighted", "weighted", "pct"), Column("judge_errors", "judge errors", "int")],
+        Column("weighted", "weighted", "pct"), Column("judge_errors", "judge errors", "int"),
+        Column("excluded", "excluded sessions")],
         notes=[ctx.ci_note().split("; ", 1)[1], "N counts judged triggers; weighted = "
-               "(PASS + 0.5·PARTIAL) / N. Judge errors are excluded."])
+               "(PASS + 0.5·PARTIAL) / N. Judge errors are excluded. A session the agent "
+               "errored in counts its triggers as FAIL; excluded sessions errored outside "
+               "the agent."])
+    excluded = _excluded(ctx, "run_id IN $runs AND protocol = 'trigger_rubric'")
     bars: dict[str, dict[str, Any]] = defaultdict(dict)
     weight = {"PASS": 1.0, "PARTIAL": 0.5}
     for run in ctx.runs:
@@ -437,7 +475,8 @@ def triggers(ctx: ReportContext) -> ReportResult:
                                  0.0: judged - n_pass - n_partial},
                                 None if labs is None else [weight.get(x, 0.0) for x in labs])
             t.rows.append([labels[run], typ, rates.n, pass_, rates.partial_rate, weighted,
-                           total - judged])
+                           total - judged,
+                           excluded.get((run, "all"), "") if typ == "overall" else ""])
             bars[labels[run]][typ] = {"value": pass_.value, "low": pass_.low,
                                       "high": pass_.high, "n": pass_.n}
     res.tables.append(t)
@@ -451,31 +490,44 @@ def pass_k(ctx: ReportContext) -> ReportResult:
     res = ReportResult("pass-k", "pass@k and pass^k",
                        "Verified-outcome tasks (Claw-Anything): unbiased pass@k and pass^k per "
                        "task from n repeats with c passes, averaged over tasks.", ctx.runs)
-    rows = ctx.rows("""SELECT run_id, task, n, c, mean_score FROM verified_tasks
-        WHERE run_id IN $runs AND n > 0 ORDER BY run_id, task""")
+    rows = ctx.rows("""SELECT t.run_id, t.task, t.n, t.c, t.mean_score, r.repeats
+        FROM verified_tasks t JOIN runs r USING (run_id)
+        WHERE t.run_id IN $runs AND t.n > 0 ORDER BY t.run_id, t.task""")
     by_run: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     for r in rows:
         by_run[r[0]].append(r)
     scores = ctx.estimates("""SELECT run_id, task, 0, mean_score FROM verified_tasks
         WHERE run_id IN $runs AND n > 0""", 1, 1)
+    excluded = _excluded(ctx, "run_id IN $runs AND protocol = 'verified_outcome'")
     t = Table("Per agent", [Column("agent", "agent"), Column("tasks", "tasks", "int"),
-                            Column("k", "k (runs per task)", "int"),
+                            Column("k", "k (= repeats)", "int"),
                             Column("score", "mean score", "pct"),
                             Column("pass1", "pass@1", "pct"), Column("passk", "pass@k", "pct"),
-                            Column("pass_hat_k", "pass^k", "pct")],
-              notes=["k = the fewest runs any task has; tasks with fewer runs than k are "
-                     "impossible by construction. CI over tasks."])
+                            Column("pass_hat_k", "pass^k", "pct"),
+                            Column("excluded", "excluded")],
+              notes=[f"pass@k, pass^k: {stats.PASS_K_DEFINITION}. CI over tasks (the N of "
+                     "each figure).", EXCLUDED_NOTE])
     for run, rs in by_run.items():
-        k = min(int(r[2]) for r in rs)
+        k = max(1, int(rs[0][5] or 1))
+        summary = stats.pass_k_summary([(int(r[2]), int(r[3])) for r in rs], k)
+        full = [r for r in rs if int(r[2]) >= k]
 
         def over(est: Callable[[int, int, int], float], kk: int,
-                 _rs: list[tuple[Any, ...]] = rs) -> Estimate:
+                 _rs: list[tuple[Any, ...]]) -> Estimate:
+            if not _rs:
+                return Estimate(None)
             ci = ctx.bootstrap([[est(int(r[2]), int(r[3]), kk)] for r in _rs], "mean")
             return Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units)
 
         score = scores.get((run,), [Estimate(None)])[0]
-        t.rows.append([labels[run], len(rs), k, score, over(stats.pass_at_k, 1),
-                       over(stats.pass_at_k, k), over(stats.pass_hat_k, k)])
+        t.rows.append([labels[run], summary.tasks, k, score, over(stats.pass_at_k, 1, rs),
+                       over(stats.pass_at_k, k, full), over(stats.pass_hat_k, k, full),
+                       excluded.get((run, "all"), "")])
+        if summary.tasks_k < summary.tasks:
+            short = summary.tasks - summary.tasks_k
+            t.notes.append(f"{labels[run]}: {short} task{'' if short == 1 else 's'} with fewer "
+                           f"than {k} graded repeats (errors outside the agent) left out of "
+                           f"pass@{k} and pass^{k}, which average {summary.tasks_k} tasks.")
     res.tables.append(t)
     return res
 

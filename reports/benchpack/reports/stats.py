@@ -805,6 +805,39 @@ def pass_hat_k_over_tasks(counts: Iterable[tuple[int, int]], k: int) -> float | 
     return _mean_over_tasks(counts, k, pass_hat_k)
 
 
+PASS_K_DEFINITION = ("unbiased per task, pass@k = 1 − C(n−c,k)/C(n,k), pass^k = C(c,k)/C(n,k), "
+                     "averaged over tasks; k = the run's repeats; pass@k and pass^k over the "
+                     "tasks with ≥ k graded runs (an agent's error is a graded fail)")
+"""The one definition `bench run` and `bench report pass-k` both state."""
+
+
+@dataclass(frozen=True, slots=True)
+class PassK:
+    """pass@1, pass@k and pass^k of one run under `PASS_K_DEFINITION`."""
+
+    k: int
+    tasks: int
+    """Tasks with at least one graded run: what pass@1 averages."""
+    tasks_k: int
+    """Tasks with at least ``k`` graded runs: what pass@k and pass^k average."""
+    pass_at_1: float | None
+    pass_at_k: float | None
+    pass_hat_k: float | None
+
+
+def pass_k_summary(counts: Iterable[tuple[int, int]], k: int) -> PassK:
+    """`PassK` of ``(n_runs, n_passed)`` per task with ``k`` = the run's repeats. A task with
+    fewer graded runs (only when errors outside the agent were excluded) cannot give an
+    unbiased pass@k: it is left out of pass@k and pass^k and counted (``tasks − tasks_k``),
+    never averaged with a smaller k."""
+    if k < 1:
+        raise ValueError(f"need k >= 1, got {k}")
+    graded = [(n, c) for n, c in counts if n > 0]
+    full = [(n, c) for n, c in graded if n >= k]
+    return PassK(k, len(graded), len(full), pass_at_k_over_tasks(graded, 1),
+                 pass_at_k_over_tasks(full, k), pass_hat_k_over_tasks(full, k))
+
+
 # --------------------------------------------------------------------------- ProactBench triggers
 
 

@@ -5,8 +5,10 @@ they always match this benchpack version and work on read-only connections; `ben
 --install` writes them into a store for other tools (DuckDB CLI, notebooks). They are versioned
 with the store schema (`STORE_SCHEMA`): a store written by a newer benchpack is refused.
 
-Conventions: rates are fractions in [0, 1]; a NULL score means "unknown" (a judge error or a
-session that errored) and is excluded from averages, never counted as 0. *micro* figures pool
+Conventions: rates are fractions in [0, 1]; a NULL score means "unknown" (a judge error, or a
+session that errored outside the agent: infrastructure, simulator, judge) and is excluded from
+averages, never counted as 0. A session the *agent* errored in (`error_kind = 'agent'`) is the
+agent's failure: it is stored with the protocol's worst score and counted (`scored`). *micro* figures pool
 the underlying items (intents, triggers) across sessions; *macro* figures average per-session
 figures — they differ whenever sessions have different numbers of items, and every view says
 which it is.
@@ -14,10 +16,11 @@ which it is.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
-STORE_SCHEMA = 2
+STORE_SCHEMA = 3
 """The store schema version these views read (the `meta.schema_version` the runtime writes)."""
 
 
@@ -34,32 +37,39 @@ class View:
 VIEWS: tuple[View, ...] = (
     View("session_results", """One row per session attempt (session × repeat) that ran, with the
 run's pack, simulator and judge. `agent` is the evaluated model. Skipped sessions (a dependency
-failed) are left out; errored ones are kept with NULL scores.""", """
+failed) are left out; errored ones are kept, with `error_kind` saying whose error it was.
+`scored` is true for finished sessions and those the agent errored in (stored with the
+protocol's worst score: PROC 0, COMP 0, pass false, triggers FAIL); every headline figure
+averages `scored` sessions, and the other errored ones (NULL scores) are counted beside it.""",
+         """
 SELECT s.*, r.pack_name, r.pack_version, r.simulator AS simulator_model, r.judge AS judge_model,
        CASE WHEN s.assistant_turns > 0 THEN s.user_turns / s.assistant_turns END
-           AS user_per_assistant_turn
+           AS user_per_assistant_turn,
+       s.status = 'finished' OR coalesce(s.error_kind = 'agent', false) AS scored
 FROM sessions s JOIN runs r USING (run_id)
 WHERE s.status <> 'skipped'
 """),
     View("intent_status_micro", """Terminal intent statuses pooled over every intent of a run
 (micro). Group-pooled copies (`pooled_from` set) are not counted twice; ablation variants are
-left out.""", """
-SELECT i.run_id, s.agent, i.status, count(*) AS intents,
+left out. Every intent of a session the agent errored in counts as unresolved.""", """
+SELECT i.run_id, s.agent, CASE WHEN s.status = 'error' THEN 'unresolved' ELSE i.status END
+           AS status, count(*) AS intents,
        count(*) / sum(count(*)) OVER (PARTITION BY i.run_id) AS share
-FROM intent_status i JOIN sessions s USING (run_id, session_id, repeat)
-WHERE i.pooled_from IS NULL AND s.status = 'finished' AND s.ablation IS NULL
-GROUP BY i.run_id, s.agent, i.status
+FROM intent_status i JOIN session_results s USING (run_id, session_id, repeat)
+WHERE i.pooled_from IS NULL AND s.scored AND s.ablation IS NULL
+GROUP BY i.run_id, s.agent, 3
 """),
     View("intent_status_macro", """Terminal intent statuses as per-session shares averaged over
 sessions (macro): every session weighs the same whatever its number of intents. Ablation
-variants are left out.""", """
+variants are left out; a session the agent errored in is all unresolved.""", """
 WITH per AS (
     SELECT run_id, session_id, repeat, agent, intents,
-           coalesce(completed, 0) / intents AS completed,
-           coalesce(inferred, 0) / intents AS inferred,
-           coalesce(provided, 0) / intents AS provided,
-           coalesce(unresolved, 0) / intents AS unresolved
-    FROM sessions WHERE status = 'finished' AND intents > 0 AND ablation IS NULL
+           CASE WHEN ok THEN coalesce(completed, 0) / intents ELSE 0 END AS completed,
+           CASE WHEN ok THEN coalesce(inferred, 0) / intents ELSE 0 END AS inferred,
+           CASE WHEN ok THEN coalesce(provided, 0) / intents ELSE 0 END AS provided,
+           CASE WHEN ok THEN coalesce(unresolved, 0) / intents ELSE 1 END AS unresolved
+    FROM (SELECT *, status = 'finished' AS ok FROM session_results)
+    WHERE scored AND intents > 0 AND ablation IS NULL
 )
 SELECT run_id, agent, count(*) AS sessions, avg(completed) AS completed,
        avg(inferred) AS inferred, avg(provided) AS provided, avg(unresolved) AS unresolved
@@ -75,7 +85,8 @@ SELECT v.run_id, v.repeat, v.agent, b.session_id AS session_id, v.session_id AS 
        coalesce(b.proc_group, b.proc) - v.proc AS proc_delta, b.comp - v.comp AS comp_delta
 FROM sessions v JOIN sessions b
   ON b.run_id = v.run_id AND b.repeat = v.repeat AND b.session_id = v.base_session
-WHERE v.ablation = 'without_dependencies' AND v.status = 'finished' AND b.status = 'finished'
+WHERE v.ablation = 'without_dependencies' AND (v.status = 'finished' OR v.error_kind = 'agent')
+  AND (b.status = 'finished' OR b.error_kind = 'agent')
 """),
     View("graph_results", """Knowledge-graph scores and interaction statistics of
 staged-disclosure sessions (per session; macro when averaged).""", """
@@ -86,11 +97,13 @@ SELECT run_id, session_id, repeat, agent, name, category, domain, difficulty, st
 FROM session_results WHERE protocol = 'staged_disclosure'
 """),
     View("trigger_results", """Every scored trigger point with its session's labels. `score` is
-1 / 0.5 / 0 for PASS / PARTIAL / FAIL and NULL on a judge error.""", """
+1 / 0.5 / 0 for PASS / PARTIAL / FAIL and NULL on a judge error or a SKIPPED trigger (beyond
+the end of the dialogue). The triggers of a session the agent errored in are FAIL, unjudged
+(`error_kind` = 'agent').""", """
 SELECT t.*, s.agent, s.name, s.persona, s.style, s.category, s.domain, s.difficulty,
-       s.episode, s.base_session
-FROM triggers t JOIN sessions s USING (run_id, session_id, repeat)
-WHERE s.status = 'finished'
+       s.episode, s.base_session, s.ablation, s.error_kind
+FROM triggers t JOIN session_results s USING (run_id, session_id, repeat)
+WHERE s.scored
 """),
     View("trigger_by_type", """Trigger outcomes per type, pooled over triggers (micro, as
 ProactBench reports them): pass rate = PASS/N, partial rate = PARTIAL/N, weighted score =
@@ -246,9 +259,20 @@ def install_views(con: Any, *, temporary: bool = True) -> list[str]:
     created = []
     for view in VIEWS:
         if all(t in tables for t in view.needs):
-            con.execute(f"CREATE OR REPLACE {kind} {view.name} AS {view.sql}")
+            sql = view.sql if version >= 3 else _without_error_kind(view.sql)
+            con.execute(f"CREATE OR REPLACE {kind} {view.name} AS {sql}")
             created.append(view.name)
     return created
+
+
+def _without_error_kind(sql: str) -> str:
+    """`sql` for a store from before `sessions.error_kind` (schema < 3), opened read-only and
+    so not migrated: its errors are unclassified (NULL), hence excluded and counted."""
+    def sub(m: re.Match[str]) -> str:
+        alias = (m.group(2) or " sessions").strip()
+        return (f"{m.group(1)} (SELECT *, CAST(NULL AS VARCHAR) AS error_kind FROM sessions) "
+                f"AS {alias}")
+    return re.sub(r"\b(FROM|JOIN) sessions\b( [a-z]\b)?", sub, sql)
 
 
 def describe() -> str:

@@ -26,7 +26,7 @@ from typing import Any
 from benchpack.specs.plan import Plan, PlanSession
 
 from .env import EpisodeEnvironment, ToolBox
-from .judges.base import Templates
+from .judges.base import JudgeError, Templates
 from .planfile import load_plan
 from .protocols.base import ProtocolRegistry, ProtocolResult, default_protocols
 from .roles import Roles
@@ -126,6 +126,11 @@ class RunSummary:
     pass^k, which `benchpack.reports.stats` computes."""
     first_errors: list[str] = field(default_factory=list)
     """`<session>: <error>` for the first few distinct session errors (what to fix first)."""
+    agent_errors: int = 0
+    """Errored sessions whose error was the agent's: scored as failures in the figures."""
+    excluded: dict[str, int] = field(default_factory=dict)
+    """Errored sessions left out of the figures, by error kind (infrastructure, simulator,
+    judge; `unclassified` for errors stored before error kinds)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -426,6 +431,7 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
                           chain)
     result: ProtocolResult
     error: str | None = None
+    kind: str | None = None
     try:
         interpreter = ctx.protocols.get(s.protocol)
         result = await interpreter.run(sctx)
@@ -434,6 +440,7 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
                      else ([], None, None, None, 0, 0))
     except Exception as exc:  # a protocol or grader bug: this session errors, the run goes on
         error = f"{type(exc).__name__}: {exc}"
+        kind = error_kind_of(exc)
         result = ProtocolResult(termination="error", error=error)
         checklist = ([], None, None, None, 0, 0)
     finally:
@@ -441,11 +448,28 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
     if result.termination == "error" and error is None:
         error = result.error or next((r.error for r in sctx.replies if r.error), "agent error")
     ok = result.termination != "error"
+    if not ok and kind is None:
+        kind = result.error_kind or ("agent" if any(r.stop_reason == "error"
+                                                    for r in sctx.replies) else "infrastructure")
     snapshot = env.snapshot() if ok else None
     rows = build_rows(sctx, result, checklist, calls, started, "finished" if ok else "error",
-                      error, snapshot)
+                      error, snapshot, error_kind=kind)
     chain.remember(s.id, sctx.messages, result)
     return rows, ok
+
+
+ERROR_KINDS = ("agent", "infrastructure", "simulator", "judge")
+"""Whose error ended a session. Only `agent` (the evaluated agent crashed or sent malformed
+output) is the agent's failure and scores the protocol's worst score; the others are excluded
+from the figures and counted beside them."""
+
+
+def error_kind_of(exc: BaseException) -> str:
+    """The kind of an exception that ended a session outside the agent's own turns (those come
+    back as errored replies): a judge or user-side role that gave up, else infrastructure."""
+    if isinstance(exc, JudgeError):
+        return "judge" if exc.role == "judge" else "simulator"
+    return "infrastructure"
 
 
 def _skipped_rows(ctx: RunContext, s: PlanSession, repeat: int, because: list[str]) -> SessionRows:
@@ -474,25 +498,31 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
               wall: float, repeats: int = 1) -> RunSummary:
     con = store.con
     row = con.execute(
-        # headline figures over finished sessions only: an errored session's scores are
-        # unknown, not 0
+        # headline figures over finished sessions and those the agent errored in (stored with
+        # the protocol's worst score); other errors are unknown, excluded and counted
         "SELECT avg(coalesce(proc_group, proc)) FILTER (WHERE ablation IS NULL AND ok), "
         "avg(comp) FILTER (WHERE ablation IS NULL AND ok), avg(score) FILTER (WHERE ok), "
         "coalesce(sum(judge_errors), 0), "
-        "count(*) FILTER (WHERE ok), count(*) FILTER (WHERE status='error'), "
+        "count(*) FILTER (WHERE status = 'finished'), count(*) FILTER (WHERE status='error'), "
         "count(*) FILTER (WHERE status='skipped'), avg(f1) FILTER (WHERE ok), "
         "avg(trigger_score) FILTER (WHERE ok) "
-        "FROM (SELECT *, status = 'finished' AS ok FROM sessions WHERE run_id = ?)",
-        [run_id]).fetchone()
+        "FROM (SELECT *, status = 'finished' OR error_kind = 'agent' AS ok FROM sessions "
+        "WHERE run_id = ?)", [run_id]).fetchone()
+    kinds = dict(con.execute(
+        "SELECT coalesce(error_kind, 'unclassified'), count(*) FROM sessions WHERE run_id = ? "
+        "AND status = 'error' GROUP BY ALL", [run_id]).fetchall())
     llm = con.execute(
         "SELECT count(*), coalesce(sum(prompt_tokens),0), coalesce(sum(completion_tokens),0), "
         "coalesce(sum(cost),0), count(*) FILTER (WHERE cache_hit) FROM llm_calls "
         "WHERE run_id = ?", [run_id]).fetchone()
     # verified outcome: per session, graded repeats and passes (a NULL `passed` is ungraded)
+    # tasks as the `verified_tasks` view folds them (style variants into their base), so
+    # this summary and `bench report pass-k` count the same (n, c)
     counts = con.execute(
         "SELECT count(passed), count(*) FILTER (WHERE passed) FROM sessions WHERE run_id = ? "
-        "AND protocol = 'verified_outcome' AND status = 'finished' GROUP BY session_id",
-        [run_id]).fetchall()
+        "AND protocol = 'verified_outcome' AND (status = 'finished' OR error_kind = 'agent') "
+        "GROUP BY coalesce(base_session, session_id) ORDER BY coalesce(base_session, "
+        "session_id)", [run_id]).fetchall()
     first_errors = con.execute(
         "SELECT arg_min(name, started_at), error FROM sessions WHERE run_id = ? AND "
         "status = 'error' GROUP BY error ORDER BY min(started_at) LIMIT 3", [run_id]).fetchall()
@@ -505,7 +535,9 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         cost=float(llm[3]), llm_calls=int(llm[0]), cache_hits=int(llm[4]), wall_s=wall,
         repeats=repeats, pass_counts=[(int(n), int(c)) for n, c in counts if n],
         first_errors=[f"{name}: {str(error).strip().splitlines()[0][:200]}"
-                      for name, error in first_errors if error])
+                      for name, error in first_errors if error],
+        agent_errors=int(kinds.pop("agent", 0)),
+        excluded={str(k): int(v) for k, v in sorted(kinds.items())})
 
 
 def run_plan(options: RunOptions) -> RunSummary:
