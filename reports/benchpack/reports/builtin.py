@@ -268,7 +268,15 @@ def summary(ctx: ReportContext) -> ReportResult:
         ("f1", "f1", "triple F1"), ("trigger_score", "trigger", "trigger score"),
         ("score", "verified", "verified score")],
         ["PROC uses a dependency group's pooled figure on its final session (π-Bench); each "
-         "column averages the sessions of the protocol that defines it."])
+         "column averages the sessions of the protocol that defines it, except the trigger "
+         "score: ProactBench's weighted score pooled over judged triggers (as `bench report "
+         "triggers`), CI over sessions."])
+    pooled = trigger_estimates(ctx, "ablation IS NULL")
+    col = [c.key for c in scores.columns].index("trigger")
+    by_label = {labels[run]: run for run in ctx.runs}
+    for cells in scores.rows:
+        f = pooled.get((by_label[cells[0]], "overall"))
+        cells[col] = f["weighted"] if f else Estimate(None)
     res.tables.append(scores)
     return res
 
@@ -432,50 +440,76 @@ def interaction(ctx: ReportContext) -> ReportResult:
     return res
 
 
+def trigger_estimates(ctx: ReportContext, where: str = "TRUE"
+                      ) -> dict[tuple[str, str], dict[str, Any]]:
+    """(run, type or 'overall') → counts and the pooled pass rate and weighted score over judged
+    triggers (ProactBench: SKIPPED and judge errors not in N), with CIs over **sessions**: a
+    dialogue's triggers and all its repeats share the agent, persona and judge, so they are
+    resampled together (cluster bootstrap); resampling triggers as independent items narrows
+    the interval with every repeat. One row per (session, type) reaches Python."""
+    judged = "label IN ('PASS', 'PARTIAL', 'FAIL')"
+    rows = ctx.rows(f"""SELECT run_id,
+               CASE WHEN grouping(type) = 1 THEN 'overall' ELSE type END AS typ, session_id,
+               count(*) FILTER (WHERE {judged}), count(*) FILTER (WHERE label = 'PASS'),
+               count(*) FILTER (WHERE label = 'PARTIAL'), count(*) FILTER (WHERE label IS NULL)
+        FROM trigger_results WHERE run_id IN $runs AND {where}
+        GROUP BY GROUPING SETS ((run_id, type, session_id), (run_id, session_id))
+        ORDER BY run_id, typ, session_id""")
+    units: dict[tuple[str, str], list[tuple[int, int, int, int]]] = defaultdict(list)
+    for run, typ, _, n, n_pass, n_partial, errors in rows:
+        units[(run, typ)].append((int(n), int(n_pass), int(n_partial), int(errors)))
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for key, us in units.items():
+        n = sum(u[0] for u in us)
+        n_pass, n_partial = sum(u[1] for u in us), sum(u[2] for u in us)
+        scored = [u for u in us if u[0]]
+
+        def ci(num: Callable[[tuple[int, int, int, int]], float],
+               _us: list[tuple[int, int, int, int]] = scored) -> Estimate:
+            if not _us:
+                return Estimate(None)
+            c = stats.bootstrap_ci([[(num(u), float(u[0]))] for u in _us], "ratio",
+                                   level=ctx.level, resamples=ctx.resamples, seed=ctx.seed,
+                                   exact_max=ctx.exact_max)
+            return Estimate(c.estimate, None, c.low, c.high, n)
+
+        out[key] = {"n": n, "pass": n_pass, "partial": n_partial, "fail": n - n_pass - n_partial,
+                    "judge_errors": sum(u[3] for u in us), "sessions": len(scored),
+                    "pass_rate": ci(lambda u: float(u[1])),
+                    "weighted": ci(lambda u: u[1] + 0.5 * u[2])}
+    return out
+
+
 def triggers(ctx: ReportContext) -> ReportResult:
     labels = ctx.labels()
     res = ReportResult("triggers", "Trigger points by type",
                        "ProactBench: pass rate and weighted score per trigger type, pooled over "
-                       "triggers, with bootstrap CIs over triggers.", ctx.runs)
-    # counts per type and overall; the labels themselves (in a canonical order) only where
-    # the CI resamples them exactly
-    rows = ctx.rows(f"""SELECT run_id,
-               CASE WHEN grouping(type) = 1 THEN 'overall' ELSE type END AS typ,
-               count(*), count(label), count(*) FILTER (WHERE label = 'PASS'),
-               count(*) FILTER (WHERE label = 'PARTIAL'), count(*) FILTER (WHERE label = 'FAIL'),
-               CASE WHEN count(label) <= {int(ctx.exact_max)} THEN
-                   list(label ORDER BY session_id, repeat, turn, trigger_id)
-                   FILTER (WHERE label IS NOT NULL) END
-        FROM trigger_results WHERE run_id IN $runs
-        GROUP BY GROUPING SETS ((run_id, type), (run_id))""")
-    found = {(r[0], r[1]): r[2:] for r in rows}
+                       "triggers, with bootstrap CIs over sessions.", ctx.runs)
+    found = trigger_estimates(ctx)
     order = ["emergent", "critical", "recovery", "overall"]
     t = Table("Pass rate and weighted score", [
         Column("agent", "agent"), Column("type", "type"), Column("n", "N", "int"),
         Column("pass_rate", "pass rate", "pct"), Column("partial_rate", "partial", "pct"),
         Column("weighted", "weighted", "pct"), Column("judge_errors", "judge errors", "int"),
         Column("excluded", "excluded sessions")],
-        notes=[ctx.ci_note().split("; ", 1)[1], "N counts judged triggers; weighted = "
-               "(PASS + 0.5·PARTIAL) / N. Judge errors are excluded. A session the agent "
-               "errored in counts its triggers as FAIL; excluded sessions errored outside "
-               "the agent."])
+        notes=[f"[ ] = {ctx.level:.0%} CI over sessions (a dialogue's triggers and repeats "
+               f"resampled together): percentile bootstrap ({ctx.resamples} resamples, seed "
+               f"{ctx.seed}) up to {ctx.exact_max} sessions, normal approximation above",
+               "N counts judged triggers; weighted = (PASS + 0.5·PARTIAL) / N, the trigger "
+               "score. Judge errors and SKIPPED triggers (beyond the end of the dialogue) are "
+               "not in N (ProactBench). A session the agent errored in counts its triggers as "
+               "FAIL; excluded sessions errored outside the agent."])
     excluded = _excluded(ctx, "run_id IN $runs AND protocol = 'trigger_rubric'")
     bars: dict[str, dict[str, Any]] = defaultdict(dict)
-    weight = {"PASS": 1.0, "PARTIAL": 0.5}
     for run in ctx.runs:
         for typ in order:
             if (run, typ) not in found:
                 continue
-            total, judged, n_pass, n_partial, n_fail, ordered = found[(run, typ)]
-            rates = stats.trigger_rates(n_pass, n_partial, n_fail)
-            labs: list[str] | None = ordered if judged else []
-            pass_ = ctx.rate({1.0: n_pass, 0.0: judged - n_pass},
-                             None if labs is None else [float(x == "PASS") for x in labs])
-            weighted = ctx.rate({1.0: n_pass, 0.5: n_partial,
-                                 0.0: judged - n_pass - n_partial},
-                                None if labs is None else [weight.get(x, 0.0) for x in labs])
-            t.rows.append([labels[run], typ, rates.n, pass_, rates.partial_rate, weighted,
-                           total - judged,
+            f = found[(run, typ)]
+            rates = stats.trigger_rates(f["pass"], f["partial"], f["fail"])
+            pass_ = f["pass_rate"]
+            t.rows.append([labels[run], typ, rates.n, pass_, rates.partial_rate, f["weighted"],
+                           f["judge_errors"],
                            excluded.get((run, "all"), "") if typ == "overall" else ""])
             bars[labels[run]][typ] = {"value": pass_.value, "low": pass_.low,
                                       "high": pass_.high, "n": pass_.n}

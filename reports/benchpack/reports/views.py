@@ -107,17 +107,22 @@ WHERE s.scored
 """),
     View("trigger_by_type", """Trigger outcomes per type, pooled over triggers (micro, as
 ProactBench reports them): pass rate = PASS/N, partial rate = PARTIAL/N, weighted score =
-(PASS + 0.5·PARTIAL)/N over judged triggers; judge errors are counted, not scored.""", """
+(PASS + 0.5·PARTIAL)/N over judged triggers; judge errors are counted, not scored; SKIPPED
+triggers (beyond the end of the dialogue) are counted in `skipped` and are not in N.""", """
 SELECT run_id, agent, type,
-       count(*) FILTER (WHERE label IS NOT NULL) AS n,
+       count(*) FILTER (WHERE label IN ('PASS', 'PARTIAL', 'FAIL')) AS n,
        count(*) FILTER (WHERE label = 'PASS') AS pass,
        count(*) FILTER (WHERE label = 'PARTIAL') AS partial,
        count(*) FILTER (WHERE label = 'FAIL') AS fail,
        count(*) FILTER (WHERE label IS NULL) AS judge_errors,
-       avg(CASE WHEN label IS NOT NULL THEN (label = 'PASS')::INTEGER END) AS pass_rate,
-       avg(CASE WHEN label IS NOT NULL THEN (label = 'PARTIAL')::INTEGER END) AS partial_rate,
-       avg(score) AS weighted_score
-FROM trigger_results GROUP BY run_id, agent, type
+       count(*) FILTER (WHERE label = 'SKIPPED') AS skipped,
+       avg((label = 'PASS')::INTEGER) FILTER (WHERE label IN ('PASS', 'PARTIAL', 'FAIL'))
+           AS pass_rate,
+       avg((label = 'PARTIAL')::INTEGER) FILTER (WHERE label IN ('PASS', 'PARTIAL', 'FAIL'))
+           AS partial_rate,
+       avg(score) FILTER (WHERE label IN ('PASS', 'PARTIAL', 'FAIL')) AS weighted_score
+FROM trigger_results
+GROUP BY run_id, agent, type
 """),
     View("verified_results", """Verified-outcome sessions: soft score and pass per repeat.""",
          """

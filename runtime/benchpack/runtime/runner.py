@@ -108,7 +108,8 @@ class RunSummary:
     proc: float | None
     """Headline figures, each the mean over the sessions of the protocol that defines it
     (ablation variants left out): PROC and COMP (intent tracking; COMP wherever there is a
-    checklist), verified-outcome score, triple F1, trigger weighted score."""
+    checklist), verified-outcome score, triple F1; and the trigger score, ProactBench's
+    weighted score pooled over judged triggers (`bench report triggers`)."""
     comp: float | None
     score: float | None
     f1: float | None
@@ -505,9 +506,12 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         "coalesce(sum(judge_errors), 0), "
         "count(*) FILTER (WHERE status = 'finished'), count(*) FILTER (WHERE status='error'), "
         "count(*) FILTER (WHERE status='skipped'), avg(f1) FILTER (WHERE ok), "
-        "avg(trigger_score) FILTER (WHERE ok) "
+        # ProactBench's trigger score: pooled over judged triggers, not a mean of sessions
+        "(SELECT avg(t.score) FROM triggers t JOIN sessions x USING (run_id, session_id, "
+        "repeat) WHERE t.run_id = ? AND t.label IN ('PASS', 'PARTIAL', 'FAIL') AND "
+        "x.ablation IS NULL AND (x.status = 'finished' OR x.error_kind = 'agent')) "
         "FROM (SELECT *, status = 'finished' OR error_kind = 'agent' AS ok FROM sessions "
-        "WHERE run_id = ?)", [run_id]).fetchone()
+        "WHERE run_id = ?)", [run_id, run_id]).fetchone()
     kinds = dict(con.execute(
         "SELECT coalesce(error_kind, 'unclassified'), count(*) FROM sessions WHERE run_id = ? "
         "AND status = 'error' GROUP BY ALL", [run_id]).fetchall())
