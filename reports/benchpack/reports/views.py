@@ -77,12 +77,15 @@ FROM per GROUP BY run_id, agent
 """),
     View("dependency_ablation", """Each without-dependencies variant next to its full session,
 same run and repeat: PROC and COMP with and without the prior sessions, and the deltas
-(with − without).""", """
+(with − without). Both PROCs are over the final session's own intents (the variant has no
+others); `proc_group_with` is the group's pooled PROC (π-Bench's figure for the final
+session, over every member's intents), shown for reference and not part of the delta.""", """
 SELECT v.run_id, v.repeat, v.agent, b.session_id AS session_id, v.session_id AS variant_id,
        b.name, b.episode, b.domain, b.category,
-       coalesce(b.proc_group, b.proc) AS proc_with, v.proc AS proc_without,
+       b.proc AS proc_with, v.proc AS proc_without,
        b.comp AS comp_with, v.comp AS comp_without,
-       coalesce(b.proc_group, b.proc) - v.proc AS proc_delta, b.comp - v.comp AS comp_delta
+       b.proc - v.proc AS proc_delta, b.comp - v.comp AS comp_delta,
+       b.proc_group AS proc_group_with
 FROM sessions v JOIN sessions b
   ON b.run_id = v.run_id AND b.repeat = v.repeat AND b.session_id = v.base_session
 WHERE v.ablation = 'without_dependencies' AND (v.status = 'finished' OR v.error_kind = 'agent')
