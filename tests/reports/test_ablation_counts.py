@@ -58,3 +58,51 @@ def test_ablation_delta_compares_the_final_sessions_own_intents(db: Path) -> Non
     cells = _row(db, "ablation")
     assert cells["proc_delta"].value == 0.0
     assert cells["proc_group_with"].value == pytest.approx(2 / 6)
+
+
+def test_counts_say_what_they_count_and_views_reproduce_the_headline(db: Path) -> None:
+    (res,) = build_reports(ReportOptions(db=db, names=["summary"], runs=["all"]))
+    runs = dict(zip([c.key for c in res.tables[0].columns], res.tables[0].rows[0], strict=True))
+    assert (runs["finished"], runs["variants"]) == (4, 1)
+    head = dict(zip([c.key for c in res.tables[1].columns], res.tables[1].rows[0], strict=True))
+    assert head["sessions"] == 3 and head["proc"].value == pytest.approx(4 / 9)
+    (view,) = run_query(db, "SELECT sessions, ablation_variants, excluded, proc, comp "
+                            "FROM headline").rows
+    assert view == pytest.approx((3, 1, 0, 4 / 9, 1.0))
+    # turns per session over the sessions PROC averages (before: 5.5, the variant's 10 in)
+    (res,) = build_reports(ReportOptions(db=db, names=["proc-comp"], runs=["all"]))
+    turns = dict(zip([c.key for c in res.tables[1].columns], res.tables[1].rows[0],
+                     strict=True))
+    assert turns["mean"] == 4.0
+
+
+def test_the_run_summary_counts_ablation_variants_apart(db: Path) -> None:
+    from benchpack.runtime.runner import summarise
+
+    store = Store(db)
+    try:
+        s = summarise(store, "run-p", 4, {"run": 4}, 0, 1.0)
+    finally:
+        store.close()
+    assert (s.finished, s.ablation_variants) == (4, 1)
+    assert s.proc == pytest.approx(4 / 9)
+
+
+def test_the_headline_view_reproduces_the_summary_report(tmp_path: Path) -> None:
+    """On the shared fixture (two runs, repeats, groups, variants, triggers with a judge
+    error): every headline figure of `bench report summary` is the `headline` view's."""
+    from store_fixture import build_store
+
+    db = build_store(tmp_path / "bench.duckdb")
+    (res,) = build_reports(ReportOptions(db=db, names=["summary"], runs=["all"]))
+    t = res.tables[1]
+    keys = [c.key for c in t.columns]
+    shown = {r[0]: dict(zip(keys, r, strict=True)) for r in t.rows}
+    view = run_query(db, "SELECT agent, sessions, proc, comp, f1, trigger_score, score "
+                         "FROM headline").rows
+    assert len(view) == len(shown) == 2
+    for agent, sessions, *figures in view:
+        row = shown[agent]
+        assert row["sessions"] == sessions
+        got = [row[k].value for k in ("proc", "comp", "f1", "trigger", "verified")]
+        assert got == pytest.approx(figures)

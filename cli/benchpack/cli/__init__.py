@@ -603,7 +603,11 @@ def _print_summary(s: Any) -> None:
     from rich.table import Table
 
     t = Table(title=f"run {s.run_id}", show_header=False, box=None)
-    t.add_row("sessions", f"{s.finished} finished, {_count(s.errors, 'error')}, {s.skipped_deps} skipped "
+    variants = getattr(s, "ablation_variants", 0)
+    finished = (f"{s.finished} finished ({s.finished - variants} sessions + "
+                f"{_count(variants, 'ablation variant')}, left out of the figures)"
+                if variants else f"{s.finished} finished")
+    t.add_row("sessions", f"{finished}, {_count(s.errors, 'error')}, {s.skipped_deps} skipped "
               f"(dependency failed), {s.sessions_skipped_resume} already done")
     if s.errors:  # whose errors: the agent's count as its failures, the rest are left out
         excluded = ", ".join(_count(n, f"{kind} error") for kind, n in s.excluded.items())

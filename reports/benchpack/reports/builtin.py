@@ -164,9 +164,10 @@ class ReportContext:
 
 ReportFn = Callable[[ReportContext], ReportResult]
 
-EXCLUDED_NOTE = ("sessions = sessions counted (finished, and those the agent errored in, scored "
-                 "as failures: PROC 0, COMP 0, pass false, triggers FAIL); excluded = sessions "
-                 "that errored outside the agent (infrastructure, simulator, judge), left out.")
+EXCLUDED_NOTE = ("sessions = session runs (each repeat once, ablation variants not included) in "
+                 "the figures: finished, and those the agent errored in, scored as failures "
+                 "(PROC 0, COMP 0, pass false, triggers FAIL); excluded = session runs that "
+                 "errored outside the agent (infrastructure, simulator, judge), left out.")
 
 
 @dataclass(frozen=True)
@@ -243,6 +244,7 @@ def summary(ctx: ReportContext) -> ReportResult:
     rows = ctx.rows("""
         SELECT r.run_id, r.pack_name, r.repeats, r.status,
                count(*) FILTER (WHERE s.status = 'finished'),
+               count(*) FILTER (WHERE s.status = 'finished' AND s.ablation IS NOT NULL),
                count(*) FILTER (WHERE s.status = 'error'),
                count(*) FILTER (WHERE s.status = 'error' AND s.error_kind = 'agent'),
                count(*) FILTER (WHERE s.status = 'skipped'),
@@ -252,16 +254,19 @@ def summary(ctx: ReportContext) -> ReportResult:
         WHERE r.run_id IN $runs GROUP BY ALL ORDER BY r.run_id""")
     t = Table("Runs", [Column("agent", "agent"), Column("run", "run"), Column("pack", "pack"),
                        Column("repeats", "repeats", "int"), Column("status", "status"),
-                       Column("finished", "finished", "int"), Column("errors", "errors", "int"),
+                       Column("finished", "finished", "int"),
+                       Column("variants", "of them ablation variants", "int"),
+                       Column("errors", "errors", "int"),
                        Column("agent_errors", "of the agent", "int"),
                        Column("skipped", "skipped", "int"),
                        Column("judge_errors", "judge errors", "int"),
                        Column("tokens", "tokens in/out"), Column("cost", "cost", "money")])
-    t.notes.append("errors of the agent count in the scores as failures; the other errors are "
-                   "left out of them (`excluded` in each table).")
+    t.notes.append("Counts are session runs (each repeat once). Errors of the agent count in "
+                   "the scores as failures; the other errors are left out of them (`excluded` "
+                   "in each table). Ablation variants are left out of the headline figures.")
     for r in rows:
-        t.rows.append([labels[r[0]], r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8],
-                       f"{int(r[9]):,} / {int(r[10]):,}", r[11]])
+        t.rows.append([labels[r[0]], r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
+                       f"{int(r[10]):,} / {int(r[11]):,}", r[12]])
     res.tables.append(t)
     scores = _metric_table(ctx, "Headline scores (macro over sessions)", "TRUE", [
         ("coalesce(proc_group, proc)", "proc", "PROC"), ("comp", "comp", "COMP"),
@@ -270,7 +275,8 @@ def summary(ctx: ReportContext) -> ReportResult:
         ["PROC uses a dependency group's pooled figure on its final session (π-Bench); each "
          "column averages the sessions of the protocol that defines it, except the trigger "
          "score: ProactBench's weighted score pooled over judged triggers (as `bench report "
-         "triggers`), CI over sessions."])
+         "triggers`), CI over sessions. `bench query \"SELECT * FROM headline\"` gives "
+         "these figures (reports/README.md)."])
     pooled = trigger_estimates(ctx, "ablation IS NULL")
     col = [c.key for c in scores.columns].index("trigger")
     by_label = {labels[run]: run for run in ctx.runs}

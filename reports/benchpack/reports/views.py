@@ -127,6 +127,42 @@ SELECT run_id, agent, type,
 FROM trigger_results
 GROUP BY run_id, agent, type
 """),
+    View("headline_sessions", """The figures of the headline table (`bench report summary`),
+one row per run and session (its repeats averaged; ablation variants left out): PROC as
+π-Bench reports it (a group's final session counts the group's pooled PROC, so it differs from
+`avg(proc)` over `sessions`), COMP, triple F1, verified score; `repeats` counts the repeats
+averaged (`scored` ones: finished or errored by the agent), `excluded` the others.""", """
+SELECT run_id, agent, session_id, any_value(protocol) AS protocol,
+       count(*) FILTER (WHERE scored) AS repeats,
+       count(*) FILTER (WHERE NOT scored) AS excluded,
+       avg(coalesce(proc_group, proc)) FILTER (WHERE scored) AS proc,
+       avg(comp) FILTER (WHERE scored) AS comp, avg(f1) FILTER (WHERE scored) AS f1,
+       avg(score) FILTER (WHERE scored) AS score
+FROM session_results WHERE ablation IS NULL
+GROUP BY run_id, agent, session_id
+"""),
+    View("headline", """Per run, the headline figures exactly as `bench report summary` shows them
+(macro: the mean over sessions of their repeats' mean, from `headline_sessions`) and the
+trigger score as ProactBench defines it (weighted score pooled over judged triggers, from
+`trigger_results`). `sessions` counts session runs (each repeat once) in the figures,
+`ablation_variants` the variants left out of them, `excluded` the errored runs left out.""",
+         """
+WITH s AS (
+    SELECT run_id, any_value(agent) AS agent, sum(repeats) AS sessions,
+           sum(excluded) AS excluded, avg(proc) AS proc, avg(comp) AS comp, avg(f1) AS f1,
+           avg(score) AS score
+    FROM headline_sessions GROUP BY run_id
+), v AS (
+    SELECT run_id, count(*) FILTER (WHERE scored) AS ablation_variants FROM session_results
+    WHERE ablation IS NOT NULL GROUP BY run_id
+), t AS (
+    SELECT run_id, avg(score) AS trigger_score, count(*) AS triggers FROM trigger_results
+    WHERE ablation IS NULL AND label IN ('PASS', 'PARTIAL', 'FAIL') GROUP BY run_id
+)
+SELECT s.run_id, s.agent, s.sessions, coalesce(v.ablation_variants, 0) AS ablation_variants,
+       s.excluded, s.proc, s.comp, s.f1, t.trigger_score, t.triggers, s.score
+FROM s LEFT JOIN v USING (run_id) LEFT JOIN t USING (run_id)
+"""),
     View("verified_results", """Verified-outcome sessions: soft score and pass per repeat.""",
          """
 SELECT run_id, session_id, repeat, agent, name, coalesce(base_session, session_id) AS task,

@@ -129,6 +129,8 @@ class RunSummary:
     """`<session>: <error>` for the first few distinct session errors (what to fix first)."""
     agent_errors: int = 0
     """Errored sessions whose error was the agent's: scored as failures in the figures."""
+    ablation_variants: int = 0
+    """Of the `finished` sessions, the ablation variants (left out of the headline figures)."""
     excluded: dict[str, int] = field(default_factory=dict)
     """Errored sessions left out of the figures, by error kind (infrastructure, simulator,
     judge; `unclassified` for errors stored before error kinds)."""
@@ -500,18 +502,23 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
     con = store.con
     row = con.execute(
         # headline figures over finished sessions and those the agent errored in (stored with
-        # the protocol's worst score); other errors are unknown, excluded and counted
-        "SELECT avg(coalesce(proc_group, proc)) FILTER (WHERE ablation IS NULL AND ok), "
-        "avg(comp) FILTER (WHERE ablation IS NULL AND ok), avg(score) FILTER (WHERE ok), "
-        "coalesce(sum(judge_errors), 0), "
+        # the protocol's worst score); other errors are unknown, excluded and counted. Each
+        # the mean over sessions of their repeats' mean, ablation variants left out: what
+        # `bench report summary` shows (its `headline` view)
+        "WITH per AS (SELECT session_id, avg(coalesce(proc_group, proc)) AS proc, "
+        "avg(comp) AS comp, avg(score) AS score, avg(f1) AS f1 FROM sessions WHERE "
+        "run_id = ? AND ablation IS NULL AND (status = 'finished' OR error_kind = 'agent') "
+        "GROUP BY session_id) "
+        "SELECT (SELECT avg(proc) FROM per), (SELECT avg(comp) FROM per), "
+        "(SELECT avg(score) FROM per), coalesce(sum(judge_errors), 0), "
         "count(*) FILTER (WHERE status = 'finished'), count(*) FILTER (WHERE status='error'), "
-        "count(*) FILTER (WHERE status='skipped'), avg(f1) FILTER (WHERE ok), "
+        "count(*) FILTER (WHERE status='skipped'), (SELECT avg(f1) FROM per), "
         # ProactBench's trigger score: pooled over judged triggers, not a mean of sessions
         "(SELECT avg(t.score) FROM triggers t JOIN sessions x USING (run_id, session_id, "
         "repeat) WHERE t.run_id = ? AND t.label IN ('PASS', 'PARTIAL', 'FAIL') AND "
         "x.ablation IS NULL AND (x.status = 'finished' OR x.error_kind = 'agent')) "
         "FROM (SELECT *, status = 'finished' OR error_kind = 'agent' AS ok FROM sessions "
-        "WHERE run_id = ?)", [run_id, run_id]).fetchone()
+        "WHERE run_id = ?)", [run_id, run_id, run_id]).fetchone()
     kinds = dict(con.execute(
         "SELECT coalesce(error_kind, 'unclassified'), count(*) FROM sessions WHERE run_id = ? "
         "AND status = 'error' GROUP BY ALL", [run_id]).fetchall())
@@ -541,6 +548,9 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         first_errors=[f"{name}: {str(error).strip().splitlines()[0][:200]}"
                       for name, error in first_errors if error],
         agent_errors=int(kinds.pop("agent", 0)),
+        ablation_variants=int(con.execute(
+            "SELECT count(*) FROM sessions WHERE run_id = ? AND status = 'finished' AND "
+            "ablation IS NOT NULL", [run_id]).fetchone()[0]),
         excluded={str(k): int(v) for k, v in sorted(kinds.items())})
 
 
