@@ -127,3 +127,48 @@ def test_repeating_every_dialogue_does_not_narrow_the_trigger_ci(tmp_path: Path)
         # resampling dialogues, the same seed draws the same dialogues: identical interval
         assert (thrice[figure].low, thrice[figure].high) == \
             pytest.approx((once[figure].low, once[figure].high))
+
+
+def _rejudged_store(path: Path, repeats: int) -> Path:
+    """Run `src` and its re-judging `rj` over 20 dialogues of 3 triggers each, every dialogue
+    judged the same way in each of `repeats` identical repeats."""
+    store = Store(path)
+    labels = ["FAIL", "PARTIAL", "PASS"]
+    try:
+        store.upsert_run({"run_id": "src", "agent": "m", "judge": "A", "repeats": repeats,
+                          "pack_name": "fx", "config": {}, "status": "finished"})
+        store.upsert_run({"run_id": "rj", "agent": "m", "judge": "B", "repeats": repeats,
+                          "pack_name": "fx", "config": {"rejudge_of": "src",
+                                                        "source_run": "src"},
+                          "status": "finished"})
+        batch = []
+        for d in range(20):
+            a = [labels[(d + k) % 3] for k in range(3)]
+            b = [lab if (d * 3 + k) % 4 else labels[(d + k + 1) % 3] for k, lab in enumerate(a)]
+            for run, labs in (("src", a), ("rj", b)):
+                for rep in range(repeats):
+                    rows = [(run, f"d{d:02}", rep, *r[3:])
+                            for r in _rows(f"d{d:02}", [("critical", x) for x in labs])]
+                    batch.append(SessionRows(run, f"d{d:02}", rep, {
+                        "run_id": run, "session_id": f"d{d:02}", "repeat": rep, "name": f"d{d}",
+                        "protocol": "trigger_rubric", "agent": "m", "status": "finished",
+                        "started_at": 0.0}, {"triggers": rows}))
+        store.write_batch(batch)
+    finally:
+        store.close()
+    return path
+
+
+def test_repeating_every_dialogue_does_not_narrow_the_kappa_ci(tmp_path: Path) -> None:
+    def kappa(repeats: int) -> Any:
+        db = _rejudged_store(tmp_path / f"r{repeats}.duckdb", repeats)
+        (res,) = build_reports(ReportOptions(db=db, names=["agreement"], runs=["rj"]))
+        t = res.tables[0]
+        keys = [c.key for c in t.columns]
+        row = next(dict(zip(keys, r, strict=True)) for r in t.rows if r[1] == "all")
+        return row["items"], row["kappa_quadratic"]
+
+    (n1, once), (n3, thrice) = kappa(1), kappa(3)
+    assert (n1, n3) == (60, 180)
+    assert thrice.value == pytest.approx(once.value)
+    assert (thrice.low, thrice.high) == pytest.approx((once.low, once.high))

@@ -4,7 +4,8 @@ uncertainty.
 Uncertainty, everywhere the same way: a figure is the mean over its units (macro); `± std` is
 the sample standard deviation of the per-repeat figures (only with ≥ 2 repeats); `[low, high]`
 is a CI over the right unit — sessions (all their repeats together) for PROC, COMP, P/R/F1
-and scores, triggers for trigger rates, tasks for pass@k: a seeded percentile bootstrap up to
+and scores, sessions too for trigger rates (a dialogue's triggers and repeats together, the
+rate pooled over triggers), tasks for pass@k: a seeded percentile bootstrap up to
 `BOOTSTRAP_EXACT_MAX` units, its normal approximation above. A session the agent errored in
 counts with the protocol's worst score (`session_results.scored`); unknown values (judge
 errors, sessions errored outside the agent) are left out, never counted as 0, and every table
@@ -81,9 +82,11 @@ class ReportContext:
         return labels
 
     def ci_note(self) -> str:
-        return (f"± = std over repeats; [ ] = {self.level:.0%} CI: percentile bootstrap "
-                f"({self.resamples} resamples, seed {self.seed}) up to {self.exact_max} units, "
-                "normal approximation above (plug-in SE, clipped to the units' range)")
+        return (f"± = sample std (ddof 1) of the per-repeat figures, not an uncertainty of "
+                f"the mean; [ ] = {self.level:.0%} CI over sessions (their repeats together): "
+                f"percentile bootstrap ({self.resamples} resamples, seed {self.seed}) up to "
+                f"{self.exact_max} units, normal approximation above (plug-in SE, clipped to "
+                "the units' range)")
 
     def bootstrap(self, units: Sequence[Sequence[float]], statistic: Literal["mean", "unit_mean"]
                   ) -> stats.BootstrapCI:

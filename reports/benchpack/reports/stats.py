@@ -193,10 +193,12 @@ def bootstrap_ci(
     - a callable: it receives the resampled list of units and returns the statistic (or
       ``None`` when undefined), e.g. Cohen's κ over resampled items.
 
-    Which unit to resample: **triggers** for ProactBench per-type pass rates and weighted
-    scores (one unit per trigger, ``[score]``); **sessions** for PROC / COMP (one unit per
-    session holding its repeats); **tasks** for pass@k / pass^k (one unit per task holding its
-    per-task estimate); **items** for judge agreement (κ, α) in audits.
+    Which unit to resample — the independent one: **sessions** for ProactBench per-type pass
+    rates and weighted scores (one unit per session holding ``(passes or weighted sum, judged
+    triggers)`` over all its repeats, ``"ratio"``) and for PROC / COMP (one unit per session
+    holding its repeats); **tasks** for pass@k / pass^k (one unit per task holding its
+    per-task estimate); **sessions** for judge agreement κ (`cluster_kappa_cis`), items only
+    where each session holds one item.
 
     The same seed gives the same interval; the built-in statistics and an equivalent callable
     draw the same resamples. An empty ``units`` gives all-``None``; a single unit gives a
@@ -551,6 +553,51 @@ def kappa_cis(
         return _bootstrap_counts(flat, partial(_kappas, k=k, weights=tuple(weights)),
                                  len(weights), level=level, resamples=resamples, seed=seed)
     return [_kappa_normal_ci(flat, k, w, level, seed) for w in weights]
+
+
+def cluster_kappa_cis(
+    clusters: Sequence[Sequence[int]],
+    k: int,
+    weights: Sequence[KappaWeights | None] = (None, "linear", "quadratic"),
+    *,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> list[BootstrapCI]:
+    """Cohen's κ per weighting with a percentile CI that resamples **clusters** (e.g. the
+    sessions the items come from), each a flattened k×k matrix of its items' counts: a
+    resample sums the drawn clusters' matrices. Items of one dialogue (its triggers, its
+    repeats) share the dialogue, so resampling them one by one narrows the interval with every
+    repeat; this one does not. The same resamples for every weighting. One cluster says
+    nothing about the variation between clusters: the interval is then undefined (None)."""
+    for w in weights:
+        _check_weights(w)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if any(len(c) != k * k for c in clusters):
+        raise ValueError(f"each cluster must be a flattened {k}×{k} matrix")
+    total = [sum(cells) for cells in zip(*clusters, strict=True)] if clusters else [0] * k * k
+    n_items = sum(total)
+    if not clusters or n_items == 0:
+        return [BootstrapCI(None, None, None, level, resamples, 0, seed) for _ in weights]
+    rng = random.Random(seed)
+    draws: list[list[float | None]] = [[] for _ in weights]
+    n = len(clusters)
+    if n < 2:
+        return [BootstrapCI(e, None, None, level, 0, n_items, seed)
+                for e in _kappas(total, k, tuple(weights))]
+    for _ in range(resamples):
+        cells = [sum(c) for c in zip(*rng.choices(clusters, k=n), strict=True)]
+        for out, value in zip(draws, _kappas(cells, k, tuple(weights)), strict=True):
+            out.append(value)
+    results = []
+    for out, estimate in zip(draws, _kappas(total, k, tuple(weights)), strict=True):
+        defined = sorted(d for d in out if d is not None)
+        results.append(BootstrapCI(
+            estimate, _quantile(defined, (1.0 - level) / 2.0) if defined else None,
+            _quantile(defined, (1.0 + level) / 2.0) if defined else None,
+            level, resamples, n_items, seed, undefined=len(out) - len(defined)))
+    return results
 
 
 def _kappa_normal_ci(flat: list[int], k: int, weights: KappaWeights | None, level: float,
