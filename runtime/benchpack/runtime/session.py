@@ -503,7 +503,7 @@ def session_identity(run_id: str, agent: str, s: PlanSession, repeat: int) -> di
     }
 
 
-__all__ = ["METRIC_COLUMNS", "worst_scores", "ChainMemory", "ChecklistOutcome", "Earlier", "ItemResult",
+__all__ = ["METRIC_COLUMNS", "ChainMemory", "ChecklistOutcome", "Earlier", "ItemResult",
            "SessionContext", "build_rows", "checklist_outcome", "grade_checklist",
            "judge_rubric_items", "judged_by_rubric", "llm_call_values", "render_history",
-           "render_transcript", "rubric_item", "session_brief", "session_identity"]
+           "render_transcript", "rubric_item", "session_brief", "session_identity", "worst_scores"]
