@@ -172,3 +172,35 @@ def test_repeating_every_dialogue_does_not_narrow_the_kappa_ci(tmp_path: Path) -
     assert (n1, n3) == (60, 180)
     assert thrice.value == pytest.approx(once.value)
     assert (thrice.low, thrice.high) == pytest.approx((once.low, once.high))
+
+
+def test_cluster_kappa_normal_approximation_matches_its_bootstrap() -> None:
+    """Above `exact_max` sessions κ's CI is the linearised normal approximation of the cluster
+    bootstrap: it agrees with it to a fraction of the half-width, and duplicating every
+    session's items leaves it exactly unchanged."""
+    import random
+
+    from benchpack.reports import stats
+
+    rng = random.Random(7)
+    clusters = []
+    for _ in range(200):
+        cells = [0] * 9
+        bias = rng.random()
+        for _ in range(rng.randint(1, 6)):
+            a = rng.choices(range(3), [0.3, 0.3, 0.4])[0]
+            b = a if rng.random() < 0.5 + 0.4 * bias else rng.randrange(3)
+            cells[a * 3 + b] += 1
+        clusters.append(cells)
+    exact = stats.cluster_kappa_cis(clusters, 3, ("quadratic",), seed=1)[0]
+    approx = stats.cluster_kappa_cis(clusters, 3, ("quadratic",), exact_max=50)[0]
+    assert approx.method == "normal" and approx.estimate == pytest.approx(exact.estimate)
+    half = (exact.high - exact.low) / 2
+    assert abs(approx.low - exact.low) < 0.2 * half and abs(approx.high - exact.high) < 0.2 * half
+    tripled = stats.cluster_kappa_cis([[3 * x for x in c] for c in clusters], 3,
+                                      ("quadratic",), exact_max=50)[0]
+    assert (tripled.low, tripled.high) == pytest.approx((approx.low, approx.high))
+    # resampling the items one by one instead is narrower on these clustered data
+    flat = [sum(c[i] for c in clusters) for i in range(9)]
+    items = stats.kappa_cis([flat[0:3], flat[3:6], flat[6:9]], ("quadratic",), seed=1)[0]
+    assert items.high - items.low < exact.high - exact.low

@@ -118,10 +118,10 @@ def kappa_estimates(matrix: list[list[int]], ctx: ReportContext,
     a session holds several items (triggers, repeats), sessions are resampled whole, up to the
     exact-bootstrap limit in sessions; otherwise items are (each its own session)."""
     k = len(matrix)
-    if clusters and len(clusters) < sum(map(sum, matrix)) and \
-            len(clusters) <= _exact_max(ctx):
+    if clusters and len(clusters) < sum(map(sum, matrix)):
         cis = stats.cluster_kappa_cis(clusters, k, WEIGHTS, level=ctx.level,
-                                      resamples=ctx.resamples, seed=ctx.seed)
+                                      resamples=ctx.resamples, seed=ctx.seed,
+                                      exact_max=ctx.exact_max)
     else:
         cis = stats.kappa_cis(matrix, WEIGHTS, level=ctx.level, resamples=ctx.resamples,
                               seed=ctx.seed, exact_max=_exact_max(ctx))
@@ -242,13 +242,12 @@ def _against_judges(ctx: ReportContext, res: ReportResult,
 
 
 def _ci_note(ctx: ReportContext) -> str:
-    return (f"[ ] = {ctx.level:.0%} CI: percentile bootstrap ({ctx.resamples} resamples, seed "
-            f"{ctx.seed}) over sessions (their items and repeats together) up to "
-            f"{_exact_max(ctx)} sessions; where every session holds one item, over items up "
-            f"to {_exact_max(ctx)} items, above it the normal approximation with the "
-            "large-sample SE of Fleiss, Cohen & Everitt (1969) — also used, over items, for "
-            f"more than {_exact_max(ctx)} sessions, where it is too narrow if sessions hold "
-            "several items. "
+    return (f"[ ] = {ctx.level:.0%} CI over sessions (their items and repeats together): "
+            f"percentile bootstrap ({ctx.resamples} resamples, seed {ctx.seed}) up to "
+            f"{ctx.exact_max} sessions, above it its normal approximation (linearised SE over "
+            f"session totals); where every session holds one item, over items: the bootstrap "
+            f"up to {_exact_max(ctx)} items, above it the normal approximation with the "
+            "large-sample SE of Fleiss, Cohen & Everitt (1969). "
             "Confusion rows are the first rater's labels, worst first (FAIL PARTIAL PASS or "
             "NO YES), columns the second's.")
 

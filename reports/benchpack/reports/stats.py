@@ -563,13 +563,19 @@ def cluster_kappa_cis(
     level: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
+    exact_max: int | None = None,
 ) -> list[BootstrapCI]:
     """Cohen's κ per weighting with a percentile CI that resamples **clusters** (e.g. the
     sessions the items come from), each a flattened k×k matrix of its items' counts: a
     resample sums the drawn clusters' matrices. Items of one dialogue (its triggers, its
     repeats) share the dialogue, so resampling them one by one narrows the interval with every
     repeat; this one does not. The same resamples for every weighting. One cluster says
-    nothing about the variation between clusters: the interval is then undefined (None)."""
+    nothing about the variation between clusters: the interval is then undefined (None).
+
+    ``exact_max``: above this many clusters, the normal approximation of that bootstrap
+    instead (``method="normal"``): κ ± z·SE with the linearised (delta-method) SE over cluster
+    totals, √(Σ_c (∇κ · (x_c − N_c p̂))²) / N — the bootstrap's own spread, ddof 0 — clipped to
+    [−1, 1]; resampling costs clusters × resamples × k² additions in pure Python."""
     for w in weights:
         _check_weights(w)
     if not 0.0 < level < 1.0:
@@ -586,6 +592,8 @@ def cluster_kappa_cis(
     if n < 2:
         return [BootstrapCI(e, None, None, level, 0, n_items, seed)
                 for e in _kappas(total, k, tuple(weights))]
+    if exact_max is not None and n > exact_max:
+        return [_cluster_kappa_normal_ci(clusters, total, k, w, level, seed) for w in weights]
     for _ in range(resamples):
         cells = [sum(c) for c in zip(*rng.choices(clusters, k=n), strict=True)]
         for out, value in zip(draws, _kappas(cells, k, tuple(weights)), strict=True):
@@ -598,6 +606,31 @@ def cluster_kappa_cis(
             _quantile(defined, (1.0 + level) / 2.0) if defined else None,
             level, resamples, n_items, seed, undefined=len(out) - len(defined)))
     return results
+
+
+def _cluster_kappa_normal_ci(clusters: Sequence[Sequence[int]], total: list[int], k: int,
+                             weights: KappaWeights | None, level: float,
+                             seed: int) -> BootstrapCI:
+    """`cluster_kappa_cis` above `exact_max` clusters: the linearised SE over cluster totals."""
+    n_items = sum(total)
+    p = [c / n_items for c in total]
+    kappa = _kappas(p, k, (weights,))[0]
+    if kappa is None:
+        return BootstrapCI(None, None, None, level, 0, n_items, seed, method="normal")
+    h = 1e-6
+    grad = []
+    for j in range(k * k):  # κ is smooth in the cell shares: central differences suffice
+        up, down = list(p), list(p)
+        up[j] += h
+        down[j] -= h
+        hi, lo = _kappas(up, k, (weights,))[0], _kappas(down, k, (weights,))[0]
+        grad.append(0.0 if hi is None or lo is None else (hi - lo) / (2 * h))
+    spread = math.fsum(
+        math.fsum(g * (x - sum(c) * q) for g, x, q in zip(grad, c, p, strict=True)) ** 2
+        for c in clusters)
+    half = statistics.NormalDist().inv_cdf((1.0 + level) / 2.0) * math.sqrt(spread) / n_items
+    return BootstrapCI(kappa, max(kappa - half, -1.0), min(kappa + half, 1.0), level, 0,
+                       n_items, seed, method="normal")
 
 
 def _kappa_normal_ci(flat: list[int], k: int, weights: KappaWeights | None, level: float,
