@@ -112,9 +112,9 @@ def test_judge_swap_reproduces_the_design_matrix(db: Path) -> None:
     kappas: list[Estimate] = [overall["kappa"], overall["kappa_linear"],
                               overall["kappa_quadratic"]]
     assert [round(k.value or 0, 2) for k in kappas] == [0.45, 0.52, 0.59]
-    for k in kappas:  # a bootstrap CI over the 45 items around each κ
-        assert k.n == 45 and k.low is not None and k.high is not None
-        assert k.low < (k.value or 0) < k.high and k.high - k.low < 0.6
+    for k in kappas:  # all 45 items come from one dialogue: the CI resamples dialogues
+        # (sessions), and one says nothing about the variation between them
+        assert k.n == 45 and k.low is None and k.high is None
     # per type: the items split in three, and the per-type tables add up
     per_type = [rows_of(pair)[("trigger", t)] for t in TYPES]
     assert sum(r["items"] for r in per_type) == 45

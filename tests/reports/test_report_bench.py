@@ -274,18 +274,20 @@ def test_sql_estimates_match_a_python_reference(db: Path, exact_max: int) -> Non
 
 
 def test_trigger_rates_from_counts_match_the_outcomes(db: Path) -> None:
+    """The trigger CI resamples sessions (their triggers and repeats together), exactly or by
+    its normal approximation, from per-session counts summed in SQL."""
     with open_store(db) as con:
         runs = select_runs(con, ["all"])
-        labels = con.execute("""SELECT label FROM trigger_results
-            WHERE run_id = ? AND label IS NOT NULL
-            ORDER BY session_id, repeat, turn, trigger_id""", [runs[0]]).fetchall()
-        outcomes = [1.0 if lab == "PASS" else 0.0 for (lab,) in labels]
+        per_session = con.execute("""SELECT count(*) FILTER (WHERE label = 'PASS'), count(*)
+            FROM trigger_results WHERE run_id = ? AND label IN ('PASS', 'PARTIAL', 'FAIL')
+            GROUP BY session_id ORDER BY session_id""", [runs[0]]).fetchall()
+        totals = [(float(p), float(n)) for p, n in per_session]
         for exact_max, expected in (
-                (10_000, stats.bootstrap_ci([[x] for x in outcomes], "mean")),
-                (0, stats.normal_ci([(x, 1.0) for x in outcomes]))):
+                (10_000, stats.bootstrap_ci([[t] for t in totals], "ratio")),
+                (0, stats.normal_ci(totals))):
             res = builtin.triggers(ReportContext(con, runs, exact_max=exact_max))
             row = next(r for r in res.tables[0].rows if r[1] == "overall")
-            assert row[2] == len(outcomes)
+            assert row[2] == sum(n for _, n in totals)
             assert (row[3].value, row[3].low, row[3].high) == pytest.approx(
                 (expected.estimate, expected.low, expected.high), abs=1e-12)
 

@@ -1,5 +1,6 @@
-"""The run summary's headline figures average finished sessions only: a session that ended in
-an error has unknown scores, which must not show up as PROC 0."""
+"""The run summary's headline figures: a session the agent errored in scores the protocol's
+worst score (PROC 0); errors outside the agent are unknown, excluded and counted
+(`test_error_kinds.py`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from benchpack.runtime.runner import RunOptions, run_plan
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_errored_sessions_leave_the_headline_empty(tmp_path: Path) -> None:
+def test_agent_errored_sessions_score_as_failures(tmp_path: Path) -> None:
     out = tmp_path / "plan"
     assert compile_pack(ROOT / "taskpacks" / "pharmacist-week", out, use_cache=False).ok
     summary = run_plan(RunOptions(
@@ -20,12 +21,13 @@ def test_errored_sessions_leave_the_headline_empty(tmp_path: Path) -> None:
         cache_dir=tmp_path / "cache"))
     assert summary.finished == 0 and summary.errors > 0
     assert (summary.proc, summary.comp, summary.score, summary.f1, summary.trigger_score) == \
-        (None, None, None, None, None)
+        (0.0, 0.0, None, None, None)
     assert summary.first_errors
     import duckdb
     con = duckdb.connect(str(tmp_path / "bench.duckdb"), read_only=True)
-    assert con.execute("SELECT count(*), count(proc), count(comp) FROM sessions "
-                       "WHERE status = 'error'").fetchone() == (summary.errors, 0, 0)
+    assert con.execute("SELECT count(*), count(proc), sum(proc), count(comp) FROM sessions "
+                       "WHERE status = 'error'").fetchone() == (summary.errors, summary.errors,
+                                                                 0.0, summary.errors)
     con.close()
     assert summary.first_errors[0].startswith("inr-clinic-review: "), summary.first_errors
 

@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 the pack (or run) has errors, 2 usage errors, 3 interna
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import sys
@@ -118,7 +119,7 @@ def _summary(result: CompileResult, strict: bool) -> str:
 
 
 def _option_values(args: list[str], name: str) -> list[str]:
-    found = [b for a, b in zip(args, args[1:], strict=False) if a == name]
+    found = [b for a, b in itertools.pairwise(args) if a == name]
     return found + [a.split("=", 1)[1] for a in args if a.startswith(name + "=")]
 
 
@@ -639,17 +640,18 @@ def _finish(summary: Any, as_json: bool) -> None:
 
 
 def _pass_rates(s: Any) -> dict[str, Any]:
-    """pass@1, pass@k and pass^k (k = the run's repeats) over verified-outcome tasks; pass@k and
-    pass^k average over the tasks with at least k graded repeats."""
-    from benchpack.reports.stats import pass_at_k_over_tasks, pass_hat_k_over_tasks
+    """pass@1, pass@k and pass^k over verified-outcome tasks, defined once
+    (`stats.PASS_K_DEFINITION`, as `bench report pass-k`): k = the run's repeats; pass@k and
+    pass^k over the tasks with at least k graded repeats, which `tasks_k` counts."""
+    from benchpack.reports.stats import PASS_K_DEFINITION, pass_k_summary
 
     if not s.pass_counts:
         return {}
-    k = s.repeats
-    full = [(n, c) for n, c in s.pass_counts if n >= k]
-    return {"pass_k": k, "pass_at_1": pass_at_k_over_tasks(s.pass_counts, 1),
-            "pass_at_k": pass_at_k_over_tasks(full, k) if k > 1 else None,
-            "pass_hat_k": pass_hat_k_over_tasks(full, k) if k > 1 else None}
+    r = pass_k_summary(s.pass_counts, s.repeats)
+    return {"pass_k": r.k, "pass_at_1": r.pass_at_1,
+            "pass_at_k": r.pass_at_k if r.k > 1 else None,
+            "pass_hat_k": r.pass_hat_k if r.k > 1 else None, "tasks": r.tasks,
+            "tasks_k": r.tasks_k, "pass_k_definition": PASS_K_DEFINITION}
 
 
 def _print_summary(s: Any) -> None:
@@ -657,8 +659,16 @@ def _print_summary(s: Any) -> None:
     from rich.table import Table
 
     t = Table(title=f"run {s.run_id}", show_header=False, box=None)
-    t.add_row("sessions", f"{s.finished} finished, {_count(s.errors, 'error')}, {s.skipped_deps} skipped "
+    variants = getattr(s, "ablation_variants", 0)
+    finished = (f"{s.finished} finished ({s.finished - variants} sessions + "
+                f"{_count(variants, 'ablation variant')}, left out of the figures)"
+                if variants else f"{s.finished} finished")
+    t.add_row("sessions", f"{finished}, {_count(s.errors, 'error')}, {s.skipped_deps} skipped "
               f"(dependency failed), {s.sessions_skipped_resume} already done")
+    if s.errors:  # whose errors: the agent's count as its failures, the rest are left out
+        excluded = ", ".join(_count(n, f"{kind} error") for kind, n in s.excluded.items())
+        t.add_row("errors", f"{s.agent_errors} of the agent (scored as failures)"
+                  + (f"; excluded from the figures: {excluded}" if excluded else ""))
     headline = [(label, value) for label, value in (
         ("PROC", s.proc), ("COMP", s.comp), ("triple F1", s.f1),
         ("trigger score", s.trigger_score), ("verified score", s.score)) if value is not None]
@@ -675,10 +685,13 @@ def _print_summary(s: Any) -> None:
     if rates:  # verified-outcome sessions: task-level pass rates
         k = rates["pass_k"]
         label, value = "pass@1", _pct(rates["pass_at_1"])
+        over = f"pass@1 over {_count(rates['tasks'], 'task')}"
         if k > 1:
             label += f" / pass@{k} / pass^{k}"
             value += f" / {_pct(rates['pass_at_k'])} / {_pct(rates['pass_hat_k'])}"
-        t.add_row(label, f"{value}   ({len(s.pass_counts)} tasks × {k} repeats)")
+            over += (f", pass@{k} and pass^{k} over the {rates['tasks_k']} with ≥ {k} graded "
+                     f"repeats (k = repeats; unbiased estimator)")
+        t.add_row(label, f"{value}   ({over})")
     for i, error in enumerate(getattr(s, "first_errors", None) or []):
         t.add_row("first errors" if i == 0 else "", error)
     t.add_row("judge errors", str(s.judge_errors))

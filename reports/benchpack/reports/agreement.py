@@ -111,11 +111,20 @@ def _exact_max(ctx: ReportContext) -> int:
     return max(ctx.exact_max, KAPPA_EXACT_MAX)
 
 
-def kappa_estimates(matrix: list[list[int]], ctx: ReportContext) -> list[Estimate]:
-    """Cohen's κ unweighted, linear and quadratic of a confusion matrix, each with a CI over
-    items (the bootstrap: the same resamples for all three)."""
-    cis = stats.kappa_cis(matrix, WEIGHTS, level=ctx.level, resamples=ctx.resamples,
-                          seed=ctx.seed, exact_max=_exact_max(ctx))
+def kappa_estimates(matrix: list[list[int]], ctx: ReportContext,
+                    clusters: list[list[int]] | None = None) -> list[Estimate]:
+    """Cohen's κ unweighted, linear and quadratic of a confusion matrix, each with a CI (the
+    same resamples for all three). `clusters`: the matrix split by session (flattened): where
+    a session holds several items (triggers, repeats), sessions are resampled whole, up to the
+    exact-bootstrap limit in sessions; otherwise items are (each its own session)."""
+    k = len(matrix)
+    if clusters and len(clusters) < sum(map(sum, matrix)):
+        cis = stats.cluster_kappa_cis(clusters, k, WEIGHTS, level=ctx.level,
+                                      resamples=ctx.resamples, seed=ctx.seed,
+                                      exact_max=ctx.exact_max)
+    else:
+        cis = stats.kappa_cis(matrix, WEIGHTS, level=ctx.level, resamples=ctx.resamples,
+                              seed=ctx.seed, exact_max=_exact_max(ctx))
     return [Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units) for ci in cis]
 
 
@@ -132,8 +141,15 @@ def agreement_cells(cube: Cube, scale: Sequence[str], ctx: ReportContext) -> lis
     agree = stats.agreement(matrix)
     within = agree.within_one if len(scale) > 2 else None
     items = sum(known.values())
+    index = {c: i for i, c in enumerate(scale)}
+    sessions: dict[Any, list[int]] = {}
+    for key, n in cube.items():  # ("cluster", session, row label, column label)
+        if key[0] == "cluster" and key[2] in index and key[3] in index:
+            cells = sessions.setdefault(key[1], [0] * len(scale) ** 2)
+            cells[index[key[2]] * len(scale) + index[key[3]]] += n
+    clusters = [sessions[s] for s in sorted(sessions, key=str)]
     return [items, sum(pairs.values()) - items, _matrix_text(matrix), agree.exact, within,
-            *kappa_estimates(matrix, ctx)]
+            *kappa_estimates(matrix, ctx, clusters)]
 
 
 def _alpha(cube: Cube, who: str, scale: Sequence[str]) -> float | None:
@@ -199,6 +215,10 @@ def _against_judges(ctx: ReportContext, res: ReportResult,
         rows = ctx.con.execute("SELECT kind, type, 'pair', label_a, label_b, count(*) "
                                "FROM judge_pairs WHERE run_a = ? AND run_b = ? GROUP BY ALL",
                                [a, b]).fetchall()
+        rows += ctx.con.execute("SELECT kind, type, 'cluster', session_id, label_a, label_b, "
+                                "count(*) FROM judge_pairs WHERE run_a = ? AND run_b = ? AND "
+                                "label_a IS NOT NULL AND label_b IS NOT NULL GROUP BY ALL",
+                                [a, b]).fetchall()
         t = Table(f"{_name(a, lineage)} vs {_name(b, lineage)} on the dialogues of "
                   f"{lineage[a].source_run}", [*_columns(a),
                                                Column("alpha", "α ordinal", "float")],
@@ -211,10 +231,10 @@ def _against_judges(ctx: ReportContext, res: ReportResult,
             cells = agreement_cells(cube, scale, ctx)
             # two judges, both known: each item is a unit of two ratings, so the coincidence
             # matrix is the confusion matrix plus its transpose
-            both = Counter({("judges", 2, k[1], k[2]): n for k, n in cube.items()
-                            if k[1] is not None and k[2] is not None})
-            both.update({("judges", 2, k[2], k[1]): n for k, n in cube.items()
-                         if k[1] is not None and k[2] is not None})
+            pair = [(k, n) for k, n in cube.items() if k[0] == "pair"
+                    and k[1] is not None and k[2] is not None]
+            both = Counter({("judges", 2, k[1], k[2]): n for k, n in pair})
+            both.update({("judges", 2, k[2], k[1]): n for k, n in pair})
             t.rows.append([kind, typ, *cells, _alpha(both, "judges", scale)])
         if not t.rows:
             t.notes.append("No judged items in common.")
@@ -222,9 +242,12 @@ def _against_judges(ctx: ReportContext, res: ReportResult,
 
 
 def _ci_note(ctx: ReportContext) -> str:
-    return (f"[ ] = {ctx.level:.0%} CI over items: percentile bootstrap ({ctx.resamples} "
-            f"resamples, seed {ctx.seed}) up to {_exact_max(ctx)} items, above it the normal "
-            "approximation with the large-sample SE of Fleiss, Cohen & Everitt (1969). "
+    return (f"[ ] = {ctx.level:.0%} CI over sessions (their items and repeats together): "
+            f"percentile bootstrap ({ctx.resamples} resamples, seed {ctx.seed}) up to "
+            f"{ctx.exact_max} sessions, above it its normal approximation (linearised SE over "
+            f"session totals); where every session holds one item, over items: the bootstrap "
+            f"up to {_exact_max(ctx)} items, above it the normal approximation with the "
+            "large-sample SE of Fleiss, Cohen & Everitt (1969). "
             "Confusion rows are the first rater's labels, worst first (FAIL PARTIAL PASS or "
             "NO YES), columns the second's.")
 
@@ -375,6 +398,13 @@ def _against_humans(ctx: ReportContext, res: ReportResult,
     if runs:
         sql = _HUMANS.replace("$runs", "(" + ", ".join("?" * len(runs)) + ")")
         rows = ctx.con.execute(sql, [*runs, ctx.min_raters]).fetchall()
+        marks = ", ".join("?" * len(runs))
+        for run, kind, typ, session, c, d, n in ctx.con.execute(
+                f"SELECT run_id, kind, type, session_id, human_label, judge_label, count(*) "
+                f"FROM human_pairs WHERE run_id IN ({marks}) AND raters >= ? AND human_label "
+                "IS NOT NULL AND judge_label IS NOT NULL GROUP BY ALL",
+                [*runs, ctx.min_raters]).fetchall():
+            by_run[str(run)].append((kind, typ, "cluster", session, c, d, n))
     else:
         rows = []
     for run, kind, typ, stat, c, d, m, n in rows:

@@ -4,9 +4,12 @@ uncertainty.
 Uncertainty, everywhere the same way: a figure is the mean over its units (macro); `± std` is
 the sample standard deviation of the per-repeat figures (only with ≥ 2 repeats); `[low, high]`
 is a CI over the right unit — sessions (all their repeats together) for PROC, COMP, P/R/F1
-and scores, triggers for trigger rates, tasks for pass@k: a seeded percentile bootstrap up to
-`BOOTSTRAP_EXACT_MAX` units, its normal approximation above. Unknown values (judge errors,
-errored sessions) are left out, never counted as 0. Aggregation happens in SQL; Python sees
+and scores, sessions too for trigger rates (a dialogue's triggers and repeats together, the
+rate pooled over triggers), tasks for pass@k: a seeded percentile bootstrap up to
+`BOOTSTRAP_EXACT_MAX` units, its normal approximation above. A session the agent errored in
+counts with the protocol's worst score (`session_results.scored`); unknown values (judge
+errors, sessions errored outside the agent) are left out, never counted as 0, and every table
+counts the errored sessions it leaves out (`excluded`). Aggregation happens in SQL; Python sees
 one row per group (or per unit where a CI resamples them exactly).
 """
 
@@ -87,9 +90,11 @@ class ReportContext:
         return labels
 
     def ci_note(self) -> str:
-        return (f"± = std over repeats; [ ] = {self.level:.0%} CI: percentile bootstrap "
-                f"({self.resamples} resamples, seed {self.seed}) up to {self.exact_max} units, "
-                "normal approximation above (plug-in SE, clipped to the units' range)")
+        return (f"± = sample std (ddof 1) of the per-repeat figures, not an uncertainty of "
+                f"the mean; [ ] = {self.level:.0%} CI over sessions (their repeats together): "
+                f"percentile bootstrap ({self.resamples} resamples, seed {self.seed}) up to "
+                f"{self.exact_max} units, normal approximation above (plug-in SE, clipped to "
+                "the units' range)")
 
     def bootstrap(self, units: Sequence[Sequence[float]], statistic: Literal["mean", "unit_mean"]
                   ) -> stats.BootstrapCI:
@@ -170,6 +175,11 @@ class ReportContext:
 
 ReportFn = Callable[[ReportContext], ReportResult]
 
+EXCLUDED_NOTE = ("sessions = session runs (each repeat once, ablation variants not included) in "
+                 "the figures: finished, and those the agent errored in, scored as failures "
+                 "(PROC 0, COMP 0, pass false, triggers FAIL); excluded = session runs that "
+                 "errored outside the agent (infrastructure, simulator, judge), left out.")
+
 
 @dataclass(frozen=True)
 class BuiltinReport:
@@ -187,14 +197,35 @@ def _group_expr(ctx: ReportContext) -> str:
     return f"coalesce(CAST({ctx.by} AS VARCHAR), '(none)')"
 
 
+def excluded_text(kinds: dict[str, int]) -> str:
+    """`{kind: sessions}` of errored sessions left out → "2 judge errors, 1 simulator error"."""
+    return ", ".join(f"{n} {kind} error{'' if n == 1 else 's'}"
+                     for kind, n in sorted(kinds.items()) if n)
+
+
+def _excluded(ctx: ReportContext, where: str, group: str = "'all'"
+              ) -> dict[tuple[str, str], str]:
+    """(run, group) → the errored sessions `where` leaves out of the figures, by kind."""
+    kinds: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+    for run, grp, kind, n in ctx.rows(f"""SELECT run_id, {group},
+            coalesce(error_kind, 'unclassified'), count(*) FROM session_results
+            WHERE {where} AND NOT scored GROUP BY ALL"""):
+        kinds[(run, grp)][kind] = n
+    return {key: excluded_text(v) for key, v in kinds.items()}
+
+
 def _metric_table(ctx: ReportContext, title: str, protocol_filter: str,
                   metrics: list[tuple[str, str, str]], extra_notes: list[str]) -> Table:
-    """One row per (agent, group): macro estimates of `metrics` = (column expr, key, title)."""
+    """One row per (agent, group): macro estimates of `metrics` = (column expr, key, title)
+    over the `scored` sessions, the errored ones left out counted in `excluded`."""
     labels = ctx.labels()
     group = _group_expr(ctx)
-    where = f"run_id IN $runs AND ablation IS NULL AND {protocol_filter}"
-    sessions = ctx.rows(f"""SELECT run_id, {group} AS grp, count(*) FROM session_results
-        WHERE {where} GROUP BY ALL ORDER BY run_id, grp""")
+    base = f"run_id IN $runs AND ablation IS NULL AND {protocol_filter}"
+    where = f"{base} AND scored"
+    excluded = _excluded(ctx, base, group)
+    sessions = ctx.rows(f"""SELECT run_id, grp, count(*) FILTER (WHERE scored) FROM
+        (SELECT *, {group} AS grp FROM session_results WHERE {base})
+        GROUP BY ALL ORDER BY run_id, grp""")
     cols = ", ".join(expr for expr, _, _ in metrics)
     estimates = ctx.estimates(f"""SELECT run_id, {group}, session_id, repeat, {cols}
         FROM session_results WHERE {where}""", 2, len(metrics))
@@ -205,12 +236,14 @@ def _metric_table(ctx: ReportContext, title: str, protocol_filter: str,
     table = Table(title, [Column("agent", "agent"), Column("group", ctx.by or "group"),
                           Column("sessions", "sessions", "int")]
                   + [Column(key, f"{t} ({HEURISTIC})" if every else t, "pct")
-                     for _, key, t in metrics],
-                  notes=[ctx.ci_note(), *extra_notes])
+                     for _, key, t in metrics]
+                  + [Column("excluded", "excluded")],
+                  notes=[ctx.ci_note(), *extra_notes, EXCLUDED_NOTE])
     for run, grp, n in sessions:
         none = [Estimate(None)] * len(metrics)
         label = f"{labels[run]} ({HEURISTIC})" if run in heuristic and not every else labels[run]
-        table.rows.append([label, grp, n, *estimates.get((run, grp), none)])
+        table.rows.append([label, grp, n, *estimates.get((run, grp), none),
+                           excluded.get((run, grp), "")])
     if ctx.by is None:
         table.columns.pop(1)
         for cells in table.rows:
@@ -228,7 +261,9 @@ def summary(ctx: ReportContext) -> ReportResult:
     rows = ctx.rows("""
         SELECT r.run_id, r.pack_name, r.repeats, r.status,
                count(*) FILTER (WHERE s.status = 'finished'),
+               count(*) FILTER (WHERE s.status = 'finished' AND s.ablation IS NOT NULL),
                count(*) FILTER (WHERE s.status = 'error'),
+               count(*) FILTER (WHERE s.status = 'error' AND s.error_kind = 'agent'),
                count(*) FILTER (WHERE s.status = 'skipped'),
                coalesce(sum(s.judge_errors), 0), coalesce(sum(s.prompt_tokens), 0),
                coalesce(sum(s.completion_tokens), 0), coalesce(sum(s.cost), 0)
@@ -236,20 +271,35 @@ def summary(ctx: ReportContext) -> ReportResult:
         WHERE r.run_id IN $runs GROUP BY ALL ORDER BY r.run_id""")
     t = Table("Runs", [Column("agent", "agent"), Column("run", "run"), Column("pack", "pack"),
                        Column("repeats", "repeats", "int"), Column("status", "status"),
-                       Column("finished", "finished", "int"), Column("errors", "errors", "int"),
+                       Column("finished", "finished", "int"),
+                       Column("variants", "of them ablation variants", "int"),
+                       Column("errors", "errors", "int"),
+                       Column("agent_errors", "of the agent", "int"),
                        Column("skipped", "skipped", "int"),
                        Column("judge_errors", "judge errors", "int"),
                        Column("tokens", "tokens in/out"), Column("cost", "cost", "money")])
+    t.notes.append("Counts are session runs (each repeat once). Errors of the agent count in "
+                   "the scores as failures; the other errors are left out of them (`excluded` "
+                   "in each table). Ablation variants are left out of the headline figures.")
     for r in rows:
-        t.rows.append([labels[r[0]], r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
-                       f"{int(r[8]):,} / {int(r[9]):,}", r[10]])
+        t.rows.append([labels[r[0]], r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
+                       f"{int(r[10]):,} / {int(r[11]):,}", r[12]])
     res.tables.append(t)
-    scores = _metric_table(ctx, "Headline scores (macro over sessions)", "status = 'finished'", [
+    scores = _metric_table(ctx, "Headline scores (macro over sessions)", "TRUE", [
         ("coalesce(proc_group, proc)", "proc", "PROC"), ("comp", "comp", "COMP"),
         ("f1", "f1", "triple F1"), ("trigger_score", "trigger", "trigger score"),
         ("score", "verified", "verified score")],
         ["PROC uses a dependency group's pooled figure on its final session (π-Bench); each "
-         "column averages the sessions of the protocol that defines it."])
+         "column averages the sessions of the protocol that defines it, except the trigger "
+         "score: ProactBench's weighted score pooled over judged triggers (as `bench report "
+         "triggers`), CI over sessions. `bench query \"SELECT * FROM headline\"` gives "
+         "these figures (reports/README.md)."])
+    pooled = trigger_estimates(ctx, "ablation IS NULL")
+    col = [c.key for c in scores.columns].index("trigger")
+    by_label = {labels[run]: run for run in ctx.runs}
+    for cells in scores.rows:
+        f = pooled.get((by_label[cells[0]], "overall"))
+        cells[col] = f["weighted"] if f else Estimate(None)
     res.tables.append(scores)
     alone = ctx.rows("""SELECT run_id, name, repeat, coalesce(proc_group, proc), comp, score,
         f1, trigger_score, missing_dependencies FROM alone_results
@@ -277,21 +327,22 @@ def proc_comp(ctx: ReportContext) -> ReportResult:
                        f"{ctx.by or 'run'}; turns per session.", ctx.runs)
     res.tables.append(_metric_table(
         ctx, f"PROC / COMP by {ctx.by or 'run'}",
-        "protocol = 'intent_tracking' AND status = 'finished'",
+        "protocol = 'intent_tracking'",
         [("coalesce(proc_group, proc)", "proc", "PROC"), ("comp", "comp", "COMP")],
         ["PROC = (completed + inferred) / intents per session; COMP = mean of binary checklist "
          "scores. A group's final session counts its pooled PROC."]))
     turns = ctx.rows("""SELECT run_id, avg(turns), min(turns), max(turns) FROM session_results
-        WHERE run_id IN $runs AND protocol = 'intent_tracking' AND status = 'finished'
-        GROUP BY run_id ORDER BY run_id""")
+        WHERE run_id IN $runs AND protocol = 'intent_tracking' AND scored
+        AND ablation IS NULL GROUP BY run_id ORDER BY run_id""")
     labels = ctx.labels()
     t = Table("Turns per session", [Column("agent", "agent"), Column("mean", "mean", "float"),
-                                    Column("min", "min", "int"), Column("max", "max", "int")])
+                                    Column("min", "min", "int"), Column("max", "max", "int")],
+              notes=["Over the sessions PROC averages (ablation variants left out)."])
     t.rows = [[labels[r[0]], r[1], r[2], r[3]] for r in turns]
     res.tables.append(t)
     points = ctx.rows("""SELECT run_id, name, coalesce(proc_group, proc), comp, turns
         FROM session_results WHERE run_id IN $runs AND protocol = 'intent_tracking'
-        AND ablation IS NULL AND status = 'finished' AND proc IS NOT NULL
+        AND ablation IS NULL AND scored AND proc IS NOT NULL
         AND comp IS NOT NULL""")
     series: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for run, name, p, c, turns_ in points:
@@ -363,17 +414,20 @@ def ablation(ctx: ReportContext) -> ReportResult:
     pairs = ctx.rows("""SELECT run_id, count(*) FROM dependency_ablation
         WHERE run_id IN $runs GROUP BY run_id ORDER BY run_id""")
     estimates = ctx.estimates("""SELECT run_id, session_id, repeat, proc_with, proc_without,
-        proc_delta, comp_with, comp_without, comp_delta FROM dependency_ablation
-        WHERE run_id IN $runs""", 1, 6)
+        proc_delta, comp_with, comp_without, comp_delta, proc_group_with
+        FROM dependency_ablation WHERE run_id IN $runs""", 1, 7)
     t = Table("With vs without prior sessions", [
         Column("agent", "agent"), Column("pairs", "pairs", "int"),
         Column("proc_with", "PROC with", "pct"), Column("proc_without", "PROC without", "pct"),
         Column("proc_delta", "Δ PROC", "pct"), Column("comp_with", "COMP with", "pct"),
-        Column("comp_without", "COMP without", "pct"), Column("comp_delta", "Δ COMP", "pct")],
+        Column("comp_without", "COMP without", "pct"), Column("comp_delta", "Δ COMP", "pct"),
+        Column("proc_group_with", "group PROC with (pooled)", "pct")],
         notes=[ctx.ci_note(), "Δ = with − without, per session pair, then averaged; a CI "
-               "that excludes 0 means the prior sessions matter beyond noise."])
+               "that excludes 0 means the prior sessions matter beyond noise. PROC with and "
+               "without are both over the final session's own intents; group PROC (pooled) "
+               "is π-Bench's figure over every member's intents, not part of Δ."])
     for run, n in pairs:
-        t.rows.append([labels[run], n, *estimates.get((run,), [Estimate(None)] * 6)])
+        t.rows.append([labels[run], n, *estimates.get((run,), [Estimate(None)] * 7)])
     if not t.rows:
         t.notes.append("No ablation variants in these runs: compile with `bench compile "
                        "--ablation` and run again.")
@@ -387,7 +441,7 @@ def graph(ctx: ReportContext) -> ReportResult:
                        f"Staged-disclosure sessions (VibeSearchBench), by {ctx.by}.", ctx.runs)
     res.tables.append(_metric_table(
         ctx, f"Triple P / R / F1 by {ctx.by}",
-        "protocol = 'staged_disclosure' AND status = 'finished'",
+        "protocol = 'staged_disclosure'",
         [("\"precision\"", "precision", "precision"), ("recall", "recall", "recall"),
          ("f1", "f1", "F1")],
         ["Recall = covered GT triples / GT; precision = predicted triples supporting ≥ 1 GT "
@@ -432,88 +486,6 @@ def interaction(ctx: ReportContext) -> ReportResult:
                       "*_budget: a budget ran out; error: the session failed."])
     t2.rows = [[labels[r[0]], *r[1:]] for r in ends]
     res.tables.append(t2)
-    return res
-
-
-def triggers(ctx: ReportContext) -> ReportResult:
-    labels = ctx.labels()
-    res = ReportResult("triggers", "Trigger points by type",
-                       "ProactBench: pass rate and weighted score per trigger type, pooled over "
-                       "triggers, with bootstrap CIs over triggers.", ctx.runs)
-    # counts per type and overall; the labels themselves (in a canonical order) only where
-    # the CI resamples them exactly
-    rows = ctx.rows(f"""SELECT run_id,
-               CASE WHEN grouping(type) = 1 THEN 'overall' ELSE type END AS typ,
-               count(*), count(label), count(*) FILTER (WHERE label = 'PASS'),
-               count(*) FILTER (WHERE label = 'PARTIAL'), count(*) FILTER (WHERE label = 'FAIL'),
-               CASE WHEN count(label) <= {int(ctx.exact_max)} THEN
-                   list(label ORDER BY session_id, repeat, turn, trigger_id)
-                   FILTER (WHERE label IS NOT NULL) END
-        FROM trigger_results WHERE run_id IN $runs
-        GROUP BY GROUPING SETS ((run_id, type), (run_id))""")
-    found = {(r[0], r[1]): r[2:] for r in rows}
-    order = ["emergent", "critical", "recovery", "overall"]
-    t = Table("Pass rate and weighted score", [
-        Column("agent", "agent"), Column("type", "type"), Column("n", "N", "int"),
-        Column("pass_rate", "pass rate", "pct"), Column("partial_rate", "partial", "pct"),
-        Column("weighted", "weighted", "pct"), Column("judge_errors", "judge errors", "int")],
-        notes=[ctx.ci_note().split("; ", 1)[1], "N counts judged triggers; weighted = "
-               "(PASS + 0.5·PARTIAL) / N. Judge errors are excluded."])
-    bars: dict[str, dict[str, Any]] = defaultdict(dict)
-    weight = {"PASS": 1.0, "PARTIAL": 0.5}
-    for run in ctx.runs:
-        for typ in order:
-            if (run, typ) not in found:
-                continue
-            total, judged, n_pass, n_partial, n_fail, ordered = found[(run, typ)]
-            rates = stats.trigger_rates(n_pass, n_partial, n_fail)
-            labs: list[str] | None = ordered if judged else []
-            pass_ = ctx.rate({1.0: n_pass, 0.0: judged - n_pass},
-                             None if labs is None else [float(x == "PASS") for x in labs])
-            weighted = ctx.rate({1.0: n_pass, 0.5: n_partial,
-                                 0.0: judged - n_pass - n_partial},
-                                None if labs is None else [weight.get(x, 0.0) for x in labs])
-            t.rows.append([labels[run], typ, rates.n, pass_, rates.partial_rate, weighted,
-                           total - judged])
-            bars[labels[run]][typ] = {"value": pass_.value, "low": pass_.low,
-                                      "high": pass_.high, "n": pass_.n}
-    res.tables.append(t)
-    res.charts.append(Chart("trigger-pass", "Pass rate by trigger type (95% CI)", "errorbar",
-                            {"categories": order, "series": dict(bars)}, "", "pass rate"))
-    return res
-
-
-def pass_k(ctx: ReportContext) -> ReportResult:
-    labels = ctx.labels()
-    res = ReportResult("pass-k", "pass@k and pass^k",
-                       "Verified-outcome tasks (Claw-Anything): unbiased pass@k and pass^k per "
-                       "task from n repeats with c passes, averaged over tasks.", ctx.runs)
-    rows = ctx.rows("""SELECT run_id, task, n, c, mean_score FROM verified_tasks
-        WHERE run_id IN $runs AND n > 0 ORDER BY run_id, task""")
-    by_run: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
-    for r in rows:
-        by_run[r[0]].append(r)
-    scores = ctx.estimates("""SELECT run_id, task, 0, mean_score FROM verified_tasks
-        WHERE run_id IN $runs AND n > 0""", 1, 1)
-    t = Table("Per agent", [Column("agent", "agent"), Column("tasks", "tasks", "int"),
-                            Column("k", "k (runs per task)", "int"),
-                            Column("score", "mean score", "pct"),
-                            Column("pass1", "pass@1", "pct"), Column("passk", "pass@k", "pct"),
-                            Column("pass_hat_k", "pass^k", "pct")],
-              notes=["k = the fewest runs any task has; tasks with fewer runs than k are "
-                     "impossible by construction. CI over tasks."])
-    for run, rs in by_run.items():
-        k = min(int(r[2]) for r in rs)
-
-        def over(est: Callable[[int, int, int], float], kk: int,
-                 _rs: list[tuple[Any, ...]] = rs) -> Estimate:
-            ci = ctx.bootstrap([[est(int(r[2]), int(r[3]), kk)] for r in _rs], "mean")
-            return Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units)
-
-        score = scores.get((run,), [Estimate(None)])[0]
-        t.rows.append([labels[run], len(rs), k, score, over(stats.pass_at_k, 1),
-                       over(stats.pass_at_k, k), over(stats.pass_hat_k, k)])
-    res.tables.append(t)
     return res
 
 
@@ -571,6 +543,9 @@ def judge_errors(ctx: ReportContext) -> ReportResult:
     res.tables.append(t2)
     return res
 
+
+# the trigger and verified-outcome reports build on the above (a module of their own for size)
+from .outcomes import pass_k, trigger_estimates, triggers  # noqa: E402
 
 BUILTIN: tuple[BuiltinReport, ...] = (
     BuiltinReport("summary", "Run summary", "headline scores, errors, tokens and cost per run",

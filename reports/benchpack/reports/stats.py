@@ -193,10 +193,12 @@ def bootstrap_ci(
     - a callable: it receives the resampled list of units and returns the statistic (or
       ``None`` when undefined), e.g. Cohen's κ over resampled items.
 
-    Which unit to resample: **triggers** for ProactBench per-type pass rates and weighted
-    scores (one unit per trigger, ``[score]``); **sessions** for PROC / COMP (one unit per
-    session holding its repeats); **tasks** for pass@k / pass^k (one unit per task holding its
-    per-task estimate); **items** for judge agreement (κ, α) in audits.
+    Which unit to resample — the independent one: **sessions** for ProactBench per-type pass
+    rates and weighted scores (one unit per session holding ``(passes or weighted sum, judged
+    triggers)`` over all its repeats, ``"ratio"``) and for PROC / COMP (one unit per session
+    holding its repeats); **tasks** for pass@k / pass^k (one unit per task holding its
+    per-task estimate); **sessions** for judge agreement κ (`cluster_kappa_cis`), items only
+    where each session holds one item.
 
     The same seed gives the same interval; the built-in statistics and an equivalent callable
     draw the same resamples. An empty ``units`` gives all-``None``; a single unit gives a
@@ -553,6 +555,84 @@ def kappa_cis(
     return [_kappa_normal_ci(flat, k, w, level, seed) for w in weights]
 
 
+def cluster_kappa_cis(
+    clusters: Sequence[Sequence[int]],
+    k: int,
+    weights: Sequence[KappaWeights | None] = (None, "linear", "quadratic"),
+    *,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+    exact_max: int | None = None,
+) -> list[BootstrapCI]:
+    """Cohen's κ per weighting with a percentile CI that resamples **clusters** (e.g. the
+    sessions the items come from), each a flattened k×k matrix of its items' counts: a
+    resample sums the drawn clusters' matrices. Items of one dialogue (its triggers, its
+    repeats) share the dialogue, so resampling them one by one narrows the interval with every
+    repeat; this one does not. The same resamples for every weighting. One cluster says
+    nothing about the variation between clusters: the interval is then undefined (None).
+
+    ``exact_max``: above this many clusters, the normal approximation of that bootstrap
+    instead (``method="normal"``): κ ± z·SE with the linearised (delta-method) SE over cluster
+    totals, √(Σ_c (∇κ · (x_c − N_c p̂))²) / N — the bootstrap's own spread, ddof 0 — clipped to
+    [−1, 1]; resampling costs clusters × resamples × k² additions in pure Python."""
+    for w in weights:
+        _check_weights(w)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if any(len(c) != k * k for c in clusters):
+        raise ValueError(f"each cluster must be a flattened {k}×{k} matrix")
+    total = [sum(cells) for cells in zip(*clusters, strict=True)] if clusters else [0] * k * k
+    n_items = sum(total)
+    if not clusters or n_items == 0:
+        return [BootstrapCI(None, None, None, level, resamples, 0, seed) for _ in weights]
+    rng = random.Random(seed)
+    draws: list[list[float | None]] = [[] for _ in weights]
+    n = len(clusters)
+    if n < 2:
+        return [BootstrapCI(e, None, None, level, 0, n_items, seed)
+                for e in _kappas(total, k, tuple(weights))]
+    if exact_max is not None and n > exact_max:
+        return [_cluster_kappa_normal_ci(clusters, total, k, w, level, seed) for w in weights]
+    for _ in range(resamples):
+        cells = [sum(c) for c in zip(*rng.choices(clusters, k=n), strict=True)]
+        for out, value in zip(draws, _kappas(cells, k, tuple(weights)), strict=True):
+            out.append(value)
+    results = []
+    for out, estimate in zip(draws, _kappas(total, k, tuple(weights)), strict=True):
+        defined = sorted(d for d in out if d is not None)
+        results.append(BootstrapCI(
+            estimate, _quantile(defined, (1.0 - level) / 2.0) if defined else None,
+            _quantile(defined, (1.0 + level) / 2.0) if defined else None,
+            level, resamples, n_items, seed, undefined=len(out) - len(defined)))
+    return results
+
+
+def _cluster_kappa_normal_ci(clusters: Sequence[Sequence[int]], total: list[int], k: int,
+                             weights: KappaWeights | None, level: float,
+                             seed: int) -> BootstrapCI:
+    """`cluster_kappa_cis` above `exact_max` clusters: the linearised SE over cluster totals."""
+    n_items = sum(total)
+    p = [c / n_items for c in total]
+    kappa = _kappas(p, k, (weights,))[0]
+    if kappa is None:
+        return BootstrapCI(None, None, None, level, 0, n_items, seed, method="normal")
+    h = 1e-6
+    grad = []
+    for j in range(k * k):  # κ is smooth in the cell shares: central differences suffice
+        up, down = list(p), list(p)
+        up[j] += h
+        down[j] -= h
+        hi, lo = _kappas(up, k, (weights,))[0], _kappas(down, k, (weights,))[0]
+        grad.append(0.0 if hi is None or lo is None else (hi - lo) / (2 * h))
+    spread = math.fsum(
+        math.fsum(g * (x - sum(c) * q) for g, x, q in zip(grad, c, p, strict=True)) ** 2
+        for c in clusters)
+    half = statistics.NormalDist().inv_cdf((1.0 + level) / 2.0) * math.sqrt(spread) / n_items
+    return BootstrapCI(kappa, max(kappa - half, -1.0), min(kappa + half, 1.0), level, 0,
+                       n_items, seed, method="normal")
+
+
 def _kappa_normal_ci(flat: list[int], k: int, weights: KappaWeights | None, level: float,
                      seed: int) -> BootstrapCI:
     """Weighted κ ± z·SE (Fleiss, Cohen & Everitt 1969, in agreement weights ``a = 1 − w``):
@@ -803,6 +883,39 @@ def pass_at_k_over_tasks(counts: Iterable[tuple[int, int]], k: int) -> float | N
 def pass_hat_k_over_tasks(counts: Iterable[tuple[int, int]], k: int) -> float | None:
     """Mean per-task pass^k over ``(n_runs, n_passed)`` tasks (every task weighs the same)."""
     return _mean_over_tasks(counts, k, pass_hat_k)
+
+
+PASS_K_DEFINITION = ("unbiased per task, pass@k = 1 − C(n−c,k)/C(n,k), pass^k = C(c,k)/C(n,k), "
+                     "averaged over tasks; k = the run's repeats; pass@k and pass^k over the "
+                     "tasks with ≥ k graded runs (an agent's error is a graded fail)")
+"""The one definition `bench run` and `bench report pass-k` both state."""
+
+
+@dataclass(frozen=True, slots=True)
+class PassK:
+    """pass@1, pass@k and pass^k of one run under `PASS_K_DEFINITION`."""
+
+    k: int
+    tasks: int
+    """Tasks with at least one graded run: what pass@1 averages."""
+    tasks_k: int
+    """Tasks with at least ``k`` graded runs: what pass@k and pass^k average."""
+    pass_at_1: float | None
+    pass_at_k: float | None
+    pass_hat_k: float | None
+
+
+def pass_k_summary(counts: Iterable[tuple[int, int]], k: int) -> PassK:
+    """`PassK` of ``(n_runs, n_passed)`` per task with ``k`` = the run's repeats. A task with
+    fewer graded runs (only when errors outside the agent were excluded) cannot give an
+    unbiased pass@k: it is left out of pass@k and pass^k and counted (``tasks − tasks_k``),
+    never averaged with a smaller k."""
+    if k < 1:
+        raise ValueError(f"need k >= 1, got {k}")
+    graded = [(n, c) for n, c in counts if n > 0]
+    full = [(n, c) for n, c in graded if n >= k]
+    return PassK(k, len(graded), len(full), pass_at_k_over_tasks(graded, 1),
+                 pass_at_k_over_tasks(full, k), pass_hat_k_over_tasks(full, k))
 
 
 # --------------------------------------------------------------------------- ProactBench triggers

@@ -5,8 +5,10 @@ they always match this benchpack version and work on read-only connections; `ben
 --install` writes them into a store for other tools (DuckDB CLI, notebooks). They are versioned
 with the store schema (`STORE_SCHEMA`): a store written by a newer benchpack is refused.
 
-Conventions: rates are fractions in [0, 1]; a NULL score means "unknown" (a judge error or a
-session that errored) and is excluded from averages, never counted as 0. *micro* figures pool
+Conventions: rates are fractions in [0, 1]; a NULL score means "unknown" (a judge error, or a
+session that errored outside the agent: infrastructure, simulator, judge) and is excluded from
+averages, never counted as 0. A session the *agent* errored in (`error_kind = 'agent'`) is the
+agent's failure: it is stored with the protocol's worst score and counted (`scored`). *micro* figures pool
 the underlying items (intents, triggers) across sessions; *macro* figures average per-session
 figures — they differ whenever sessions have different numbers of items, and every view says
 which it is.
@@ -14,10 +16,11 @@ which it is.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-STORE_SCHEMA = 2
+STORE_SCHEMA = 3
 """The store schema version these views read (the `meta.schema_version` the runtime writes)."""
 
 
@@ -37,12 +40,17 @@ FULL = "coalesce(json_extract_string(s.extra, '$.context'), '') <> 'alone'"
 VIEWS: tuple[View, ...] = (
     View("session_results", """One row per session attempt (session × repeat) that ran, with the
 run's pack, simulator and judge. `agent` is the evaluated model. Skipped sessions (a dependency
-failed) are left out; errored ones are kept with NULL scores. Sessions run with `bench run
---alone` without the sessions they depend on are left out too (`alone_results` has them): they
-lacked their context and must not be averaged with full-context ones.""", """
+failed) are left out; errored ones are kept, with `error_kind` saying whose error it was.
+`scored` is true for finished sessions and those the agent errored in (stored with the
+protocol's worst score: PROC 0, COMP 0, pass false, triggers FAIL); every headline figure
+averages `scored` sessions, and the other errored ones (NULL scores) are counted beside it.
+Sessions run with `bench run --alone` without the sessions they depend on are left out
+(`alone_results` has them): they lacked their context and must not be averaged with
+full-context ones.""", """
 SELECT s.*, r.pack_name, r.pack_version, r.simulator AS simulator_model, r.judge AS judge_model,
        CASE WHEN s.assistant_turns > 0 THEN s.user_turns / s.assistant_turns END
-           AS user_per_assistant_turn
+           AS user_per_assistant_turn,
+       s.status = 'finished' OR coalesce(s.error_kind = 'agent', false) AS scored
 FROM sessions s JOIN runs r USING (run_id)
 WHERE s.status <> 'skipped' AND {FULL}
 """),
@@ -56,29 +64,39 @@ WHERE s.status <> 'skipped' AND NOT {FULL}
 """),
     View("intent_status_micro", """Terminal intent statuses pooled over every intent of a run
 (micro). Group-pooled copies (`pooled_from` set) are not counted twice; ablation variants are
-left out. A NULL status is undecided (the judge failed; `judge_error` says why): it has no
-share, and the shares of the others are over decided intents.""", """
-SELECT i.run_id, s.agent, i.status, count(*) AS intents,
-       CASE WHEN i.status IS NOT NULL THEN count(*) / sum(CASE WHEN i.status IS NOT NULL
-           THEN count(*) END) OVER (PARTITION BY i.run_id) END AS share
-FROM intent_status i JOIN sessions s USING (run_id, session_id, repeat)
-WHERE i.pooled_from IS NULL AND s.status = 'finished' AND s.ablation IS NULL AND {FULL}
-GROUP BY i.run_id, s.agent, i.status
+left out. Every intent of a session the agent errored in counts as unresolved. A NULL status
+is undecided (the judge failed; `judge_error` says why): it has no share, and the shares of the
+others are over decided intents.""", """
+WITH counted AS (
+    SELECT i.run_id, s.agent,
+           CASE WHEN s.status = 'error' THEN 'unresolved' ELSE i.status END AS status
+    FROM intent_status i JOIN session_results s USING (run_id, session_id, repeat)
+    WHERE i.pooled_from IS NULL AND s.scored AND s.ablation IS NULL
+)
+SELECT run_id, agent, status, count(*) AS intents,
+       CASE WHEN status IS NOT NULL THEN count(*) / sum(CASE WHEN status IS NOT NULL
+           THEN count(*) END) OVER (PARTITION BY run_id) END AS share
+FROM counted
+GROUP BY run_id, agent, status
 """),
     View("intent_status_macro", """Terminal intent statuses as per-session shares averaged over
 sessions (macro): every session weighs the same whatever its number of intents. Ablation
-variants are left out. Shares are over a session's decided intents; `undecided` counts the
-intents a failing judge left without a status, and a session with none decided has no
-shares.""", """
+variants are left out; a session the agent errored in is all unresolved. Shares are over a
+session's decided intents; `undecided` counts the intents a failing judge left without a
+status, and a session with none decided has no shares.""", """
 WITH counted AS (
-    SELECT run_id, session_id, repeat, agent, intents,
+    SELECT run_id, session_id, repeat, agent, intents, status = 'finished' AS ok,
            coalesce(completed, 0) AS c, coalesce(inferred, 0) AS i,
            coalesce(provided, 0) AS p, coalesce(unresolved, 0) AS u
-    FROM sessions s WHERE status = 'finished' AND intents > 0 AND ablation IS NULL AND {FULL}
+    FROM session_results WHERE scored AND intents > 0 AND ablation IS NULL
 ), per AS (
-    SELECT *, c + i + p + u AS decided, intents - (c + i + p + u) AS undecided,
-           c / nullif(c + i + p + u, 0) AS completed, i / nullif(c + i + p + u, 0) AS inferred,
-           p / nullif(c + i + p + u, 0) AS provided, u / nullif(c + i + p + u, 0) AS unresolved
+    SELECT *,
+           CASE WHEN ok THEN c + i + p + u ELSE intents END AS decided,
+           CASE WHEN ok THEN intents - (c + i + p + u) ELSE 0 END AS undecided,
+           CASE WHEN ok THEN c / nullif(c + i + p + u, 0) ELSE 0 END AS completed,
+           CASE WHEN ok THEN i / nullif(c + i + p + u, 0) ELSE 0 END AS inferred,
+           CASE WHEN ok THEN p / nullif(c + i + p + u, 0) ELSE 0 END AS provided,
+           CASE WHEN ok THEN u / nullif(c + i + p + u, 0) ELSE 1 END AS unresolved
     FROM counted
 )
 SELECT run_id, agent, count(*) FILTER (WHERE decided > 0) AS sessions,
@@ -88,15 +106,19 @@ FROM per GROUP BY run_id, agent
 """),
     View("dependency_ablation", """Each without-dependencies variant next to its full session,
 same run and repeat: PROC and COMP with and without the prior sessions, and the deltas
-(with − without).""", """
+(with − without). Both PROCs are over the final session's own intents (the variant has no
+others); `proc_group_with` is the group's pooled PROC (π-Bench's figure for the final
+session, over every member's intents), shown for reference and not part of the delta.""", """
 SELECT v.run_id, v.repeat, v.agent, b.session_id AS session_id, v.session_id AS variant_id,
        b.name, b.episode, b.domain, b.category,
-       coalesce(b.proc_group, b.proc) AS proc_with, v.proc AS proc_without,
+       b.proc AS proc_with, v.proc AS proc_without,
        b.comp AS comp_with, v.comp AS comp_without,
-       coalesce(b.proc_group, b.proc) - v.proc AS proc_delta, b.comp - v.comp AS comp_delta
+       b.proc - v.proc AS proc_delta, b.comp - v.comp AS comp_delta,
+       b.proc_group AS proc_group_with
 FROM sessions v JOIN sessions b
   ON b.run_id = v.run_id AND b.repeat = v.repeat AND b.session_id = v.base_session
-WHERE v.ablation = 'without_dependencies' AND v.status = 'finished' AND b.status = 'finished'
+WHERE v.ablation = 'without_dependencies' AND (v.status = 'finished' OR v.error_kind = 'agent')
+  AND (b.status = 'finished' OR b.error_kind = 'agent')
 """),
     View("graph_results", """Knowledge-graph scores and interaction statistics of
 staged-disclosure sessions (per session; macro when averaged).""", """
@@ -107,25 +129,68 @@ SELECT run_id, session_id, repeat, agent, name, category, domain, difficulty, st
 FROM session_results WHERE protocol = 'staged_disclosure'
 """),
     View("trigger_results", """Every scored trigger point with its session's labels. `score` is
-1 / 0.5 / 0 for PASS / PARTIAL / FAIL and NULL on a judge error.""", """
+1 / 0.5 / 0 for PASS / PARTIAL / FAIL and NULL on a judge error or a SKIPPED trigger (beyond
+the end of the dialogue). The triggers of a session the agent errored in are FAIL, unjudged
+(`error_kind` = 'agent').""", """
 SELECT t.*, s.agent, s.name, s.persona, s.style, s.category, s.domain, s.difficulty,
-       s.episode, s.base_session
-FROM triggers t JOIN sessions s USING (run_id, session_id, repeat)
-WHERE s.status = 'finished' AND {FULL}
+       s.episode, s.base_session, s.ablation, s.error_kind
+FROM triggers t JOIN session_results s USING (run_id, session_id, repeat)
+WHERE s.scored
 """),
     View("trigger_by_type", """Trigger outcomes per type, pooled over triggers (micro, as
 ProactBench reports them): pass rate = PASS/N, partial rate = PARTIAL/N, weighted score =
-(PASS + 0.5·PARTIAL)/N over judged triggers; judge errors are counted, not scored.""", """
+(PASS + 0.5·PARTIAL)/N over judged triggers; judge errors are counted, not scored; SKIPPED
+triggers (beyond the end of the dialogue) are counted in `skipped` and are not in N.""", """
 SELECT run_id, agent, type,
-       count(*) FILTER (WHERE label IS NOT NULL) AS n,
+       count(*) FILTER (WHERE label IN ('PASS', 'PARTIAL', 'FAIL')) AS n,
        count(*) FILTER (WHERE label = 'PASS') AS pass,
        count(*) FILTER (WHERE label = 'PARTIAL') AS partial,
        count(*) FILTER (WHERE label = 'FAIL') AS fail,
        count(*) FILTER (WHERE label IS NULL) AS judge_errors,
-       avg(CASE WHEN label IS NOT NULL THEN (label = 'PASS')::INTEGER END) AS pass_rate,
-       avg(CASE WHEN label IS NOT NULL THEN (label = 'PARTIAL')::INTEGER END) AS partial_rate,
-       avg(score) AS weighted_score
-FROM trigger_results GROUP BY run_id, agent, type
+       count(*) FILTER (WHERE label = 'SKIPPED') AS skipped,
+       avg((label = 'PASS')::INTEGER) FILTER (WHERE label IN ('PASS', 'PARTIAL', 'FAIL'))
+           AS pass_rate,
+       avg((label = 'PARTIAL')::INTEGER) FILTER (WHERE label IN ('PASS', 'PARTIAL', 'FAIL'))
+           AS partial_rate,
+       avg(score) FILTER (WHERE label IN ('PASS', 'PARTIAL', 'FAIL')) AS weighted_score
+FROM trigger_results
+GROUP BY run_id, agent, type
+"""),
+    View("headline_sessions", """The figures of the headline table (`bench report summary`),
+one row per run and session (its repeats averaged; ablation variants left out): PROC as
+π-Bench reports it (a group's final session counts the group's pooled PROC, so it differs from
+`avg(proc)` over `sessions`), COMP, triple F1, verified score; `repeats` counts the repeats
+averaged (`scored` ones: finished or errored by the agent), `excluded` the others.""", """
+SELECT run_id, agent, session_id, any_value(protocol) AS protocol,
+       count(*) FILTER (WHERE scored) AS repeats,
+       count(*) FILTER (WHERE NOT scored) AS excluded,
+       avg(coalesce(proc_group, proc)) FILTER (WHERE scored) AS proc,
+       avg(comp) FILTER (WHERE scored) AS comp, avg(f1) FILTER (WHERE scored) AS f1,
+       avg(score) FILTER (WHERE scored) AS score
+FROM session_results WHERE ablation IS NULL
+GROUP BY run_id, agent, session_id
+"""),
+    View("headline", """Per run, the headline figures exactly as `bench report summary` shows them
+(macro: the mean over sessions of their repeats' mean, from `headline_sessions`) and the
+trigger score as ProactBench defines it (weighted score pooled over judged triggers, from
+`trigger_results`). `sessions` counts session runs (each repeat once) in the figures,
+`ablation_variants` the variants left out of them, `excluded` the errored runs left out.""",
+         """
+WITH s AS (
+    SELECT run_id, any_value(agent) AS agent, sum(repeats) AS sessions,
+           sum(excluded) AS excluded, avg(proc) AS proc, avg(comp) AS comp, avg(f1) AS f1,
+           avg(score) AS score
+    FROM headline_sessions GROUP BY run_id
+), v AS (
+    SELECT run_id, count(*) FILTER (WHERE scored) AS ablation_variants FROM session_results
+    WHERE ablation IS NOT NULL GROUP BY run_id
+), t AS (
+    SELECT run_id, avg(score) AS trigger_score, count(*) AS triggers FROM trigger_results
+    WHERE ablation IS NULL AND label IN ('PASS', 'PARTIAL', 'FAIL') GROUP BY run_id
+)
+SELECT s.run_id, s.agent, s.sessions, coalesce(v.ablation_variants, 0) AS ablation_variants,
+       s.excluded, s.proc, s.comp, s.f1, t.trigger_score, t.triggers, s.score
+FROM s LEFT JOIN v USING (run_id) LEFT JOIN t USING (run_id)
 """),
     View("verified_results", """Verified-outcome sessions: soft score and pass per repeat.""",
          """
@@ -256,25 +321,38 @@ def store_schema(con: Any) -> int:
     return int(row[0])
 
 
-def check_schema(con: Any) -> None:
+def check_schema(con: Any) -> int:
+    """The store's schema version; a store newer than this benchpack is refused."""
     version = store_schema(con)
     if version > STORE_SCHEMA:
         raise StoreVersionError(f"the store has schema {version}, newer than this benchpack "
                                 f"reads ({STORE_SCHEMA}); upgrade benchpack")
+    return version
 
 
 def install_views(con: Any, *, temporary: bool = True) -> list[str]:
     """Create every view on `con` (TEMP views unless `temporary=False`) whose tables the
     store has; the names of those created."""
-    check_schema(con)
+    version = check_schema(con)
     kind = "TEMP VIEW" if temporary else "VIEW"
     tables = {str(r[0]) for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     created = []
     for view in VIEWS:
         if all(t in tables for t in view.needs):
-            con.execute(f"CREATE OR REPLACE {kind} {view.name} AS {view.sql}")
+            sql = view.sql if version >= 3 else _without_error_kind(view.sql)
+            con.execute(f"CREATE OR REPLACE {kind} {view.name} AS {sql}")
             created.append(view.name)
     return created
+
+
+def _without_error_kind(sql: str) -> str:
+    """`sql` for a store from before `sessions.error_kind` (schema < 3), opened read-only and
+    so not migrated: its errors are unclassified (NULL), hence excluded and counted."""
+    def sub(m: re.Match[str]) -> str:
+        alias = (m.group(2) or " sessions").strip()
+        return (f"{m.group(1)} (SELECT *, CAST(NULL AS VARCHAR) AS error_kind FROM sessions) "
+                f"AS {alias}")
+    return re.sub(r"\b(FROM|JOIN) sessions\b( [a-z]\b)?", sub, sql)
 
 
 def describe() -> str:

@@ -290,6 +290,8 @@ async def _session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
         return await _judge_session(ctx, row)
     except Exception as exc:  # a bug or a broken judge script: this session errors, others go on
         sess = {**row, "run_id": ctx.new_id, "status": "error",
+                # not the agent's: its dialogue finished; left out of the figures, counted
+                "error_kind": "infrastructure",
                 "error": f"rejudge failed: {type(exc).__name__}: {exc}"}
         return SessionRows(ctx.new_id, sid, repeat, sess)
 

@@ -27,7 +27,7 @@ from benchpack.specs.plan import Plan, PlanSession
 
 from .env import EpisodeEnvironment, ToolBox
 from .graders.python import REFUSED as PYTHON_REFUSED
-from .judges.base import Templates
+from .judges.base import JudgeError, Templates
 from .planfile import load_plan
 from .protocols.base import ProtocolRegistry, ProtocolResult, default_protocols
 from .roles import Roles
@@ -113,7 +113,8 @@ class RunSummary:
     proc: float | None
     """Headline figures, each the mean over the sessions of the protocol that defines it
     (ablation variants left out): PROC and COMP (intent tracking; COMP wherever there is a
-    checklist), verified-outcome score, triple F1, trigger weighted score."""
+    checklist), verified-outcome score, triple F1; and the trigger score, ProactBench's
+    weighted score pooled over judged triggers (`bench report triggers`)."""
     comp: float | None
     score: float | None
     f1: float | None
@@ -140,6 +141,13 @@ class RunSummary:
     COMP and scores leave them out)."""
     python_refused: int = 0
     """Of those, python graders not run for want of `--allow-python`."""
+    agent_errors: int = 0
+    """Errored sessions whose error was the agent's: scored as failures in the figures."""
+    ablation_variants: int = 0
+    """Of the `finished` sessions, the ablation variants (left out of the headline figures)."""
+    excluded: dict[str, int] = field(default_factory=dict)
+    """Errored sessions left out of the figures, by error kind (infrastructure, simulator,
+    judge; `unclassified` for errors stored before error kinds)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -481,6 +489,7 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
         sctx.extra.update(context="alone", missing_dependencies=ctx.alone[s.id])
     result: ProtocolResult
     error: str | None = None
+    kind: str | None = None
     try:
         interpreter = ctx.protocols.get(s.protocol)
         result = await interpreter.run(sctx)
@@ -489,6 +498,7 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
                      else ([], None, None, None, 0, 0))
     except Exception as exc:  # a protocol or grader bug: this session errors, the run goes on
         error = f"{type(exc).__name__}: {exc}"
+        kind = error_kind_of(exc)
         result = ProtocolResult(termination="error", error=error)
         checklist = ([], None, None, None, 0, 0)
     finally:
@@ -496,11 +506,28 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
     if result.termination == "error" and error is None:
         error = result.error or next((r.error for r in sctx.replies if r.error), "agent error")
     ok = result.termination != "error"
+    if not ok and kind is None:
+        kind = result.error_kind or ("agent" if any(r.stop_reason == "error"
+                                                    for r in sctx.replies) else "infrastructure")
     snapshot = env.snapshot() if ok else None
     rows = build_rows(sctx, result, checklist, calls, started, "finished" if ok else "error",
-                      error, snapshot)
+                      error, snapshot, error_kind=kind)
     chain.remember(s.id, sctx.messages, result)
     return rows, ok
+
+
+ERROR_KINDS = ("agent", "infrastructure", "simulator", "judge")
+"""Whose error ended a session. Only `agent` (the evaluated agent crashed or sent malformed
+output) is the agent's failure and scores the protocol's worst score; the others are excluded
+from the figures and counted beside them."""
+
+
+def error_kind_of(exc: BaseException) -> str:
+    """The kind of an exception that ended a session outside the agent's own turns (those come
+    back as errored replies): a judge or user-side role that gave up, else infrastructure."""
+    if isinstance(exc, JudgeError):
+        return "judge" if exc.role == "judge" else "simulator"
+    return "infrastructure"
 
 
 def _skipped_rows(ctx: RunContext, s: PlanSession, repeat: int, because: list[str]) -> SessionRows:
@@ -525,31 +552,48 @@ def _inherit_roles(options: RunOptions, existing: dict[str, Any]) -> None:
             setattr(options, role, config[role])
 
 
+_FULL = "coalesce(json_extract_string(extra, '$.context'), '') <> 'alone'"
+"""Not a `--alone` session (run without the sessions it depends on)."""
+
+
 def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resumed: int,
               wall: float, repeats: int = 1) -> RunSummary:
     con = store.con
     row = con.execute(
-        # headline figures over finished sessions only: an errored session's scores are
-        # unknown, not 0
-        "SELECT avg(coalesce(proc_group, proc)) FILTER (WHERE ablation IS NULL AND ok), "
-        "avg(comp) FILTER (WHERE ablation IS NULL AND ok), avg(score) FILTER (WHERE ok), "
-        "coalesce(sum(judge_errors), 0), "
-        "count(*) FILTER (WHERE status='finished'), count(*) FILTER (WHERE status='error'), "
-        "count(*) FILTER (WHERE status='skipped'), avg(f1) FILTER (WHERE ok), "
-        "avg(trigger_score) FILTER (WHERE ok) "
-        # `--alone` sessions lacked their context: never averaged with full-context ones
-        "FROM (SELECT *, status = 'finished' AND coalesce(json_extract_string(extra, "
-        "'$.context'), '') <> 'alone' AS ok FROM sessions WHERE run_id = ?)",
-        [run_id]).fetchone()
+        # headline figures over finished sessions and those the agent errored in (stored with
+        # the protocol's worst score); other errors are unknown, excluded and counted. Each
+        # the mean over sessions of their repeats' mean, ablation variants left out: what
+        # `bench report summary` shows (its `headline` view). `--alone` sessions lacked their
+        # context: never averaged with full-context ones
+        "WITH per AS (SELECT session_id, avg(coalesce(proc_group, proc)) AS proc, "
+        "avg(comp) AS comp, avg(score) AS score, avg(f1) AS f1 FROM sessions WHERE "
+        "run_id = ? AND ablation IS NULL AND (status = 'finished' OR error_kind = 'agent') "
+        f"AND {_FULL} GROUP BY session_id) "
+        "SELECT (SELECT avg(proc) FROM per), (SELECT avg(comp) FROM per), "
+        "(SELECT avg(score) FROM per), coalesce(sum(judge_errors), 0), "
+        "count(*) FILTER (WHERE status = 'finished'), count(*) FILTER (WHERE status='error'), "
+        "count(*) FILTER (WHERE status='skipped'), (SELECT avg(f1) FROM per), "
+        # ProactBench's trigger score: pooled over judged triggers, not a mean of sessions
+        "(SELECT avg(t.score) FROM triggers t JOIN sessions x USING (run_id, session_id, "
+        "repeat) WHERE t.run_id = ? AND t.label IN ('PASS', 'PARTIAL', 'FAIL') AND "
+        "x.ablation IS NULL AND (x.status = 'finished' OR x.error_kind = 'agent') AND "
+        f"{_FULL.replace('extra', 'x.extra')}) "
+        "FROM sessions WHERE run_id = ?", [run_id, run_id, run_id]).fetchone()
+    kinds = dict(con.execute(
+        "SELECT coalesce(error_kind, 'unclassified'), count(*) FROM sessions WHERE run_id = ? "
+        "AND status = 'error' GROUP BY ALL", [run_id]).fetchall())
     llm = con.execute(
         "SELECT count(*), coalesce(sum(prompt_tokens),0), coalesce(sum(completion_tokens),0), "
         "coalesce(sum(cost),0), count(*) FILTER (WHERE cache_hit) FROM llm_calls "
         "WHERE run_id = ?", [run_id]).fetchone()
     # verified outcome: per session, graded repeats and passes (a NULL `passed` is ungraded)
+    # tasks as the `verified_tasks` view folds them (style variants into their base), so
+    # this summary and `bench report pass-k` count the same (n, c)
     counts = con.execute(
         "SELECT count(passed), count(*) FILTER (WHERE passed) FROM sessions WHERE run_id = ? "
-        "AND protocol = 'verified_outcome' AND status = 'finished' GROUP BY session_id",
-        [run_id]).fetchall()
+        "AND protocol = 'verified_outcome' AND (status = 'finished' OR error_kind = 'agent') "
+        f"AND {_FULL} GROUP BY coalesce(base_session, session_id) ORDER BY "
+        "coalesce(base_session, session_id)", [run_id]).fetchall()
     graders = con.execute(
         "SELECT coalesce(sum(grader_errors), 0) FROM sessions WHERE run_id = ?",
         [run_id]).fetchone()
@@ -575,7 +619,12 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         grader_errors=int(graders[0]) if graders else 0,
         python_refused=int(refused[0]) if refused else 0,
         first_errors=[f"{name}: {str(error).strip().splitlines()[0][:200]}"
-                      for name, error in first_errors if error])
+                      for name, error in first_errors if error],
+        agent_errors=int(kinds.pop("agent", 0)),
+        ablation_variants=int(con.execute(
+            "SELECT count(*) FROM sessions WHERE run_id = ? AND status = 'finished' AND "
+            "ablation IS NOT NULL", [run_id]).fetchone()[0]),
+        excluded={str(k): int(v) for k, v in sorted(kinds.items())})
 
 
 def run_plan(options: RunOptions) -> RunSummary:

@@ -410,7 +410,8 @@ def session_brief(plan: Plan, session: PlanSession, repeat: int, toolbox: ToolBo
 
 def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any, ...],
                llm_calls: list[LLMCallRecord], started: float, status: str,
-               error: str | None, snapshot: dict[str, Any] | None) -> SessionRows:
+               error: str | None, snapshot: dict[str, Any] | None,
+               error_kind: str | None = None) -> SessionRows:
     run_id = ctx.run.run_id
     s = ctx.session
     prefix = (run_id, s.id, ctx.repeat)
@@ -448,6 +449,8 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
         **{k: None if status == "error" and k in SCORE_COLUMNS else m.get(k)
            for k in METRIC_COLUMNS},
         "comp": comp, "score": score, "passed": passed,
+        **(worst_scores(ctx.plan, s, m) if error_kind == "agent" else {}),
+        "error_kind": error_kind,
         "judge_errors": result.judge_errors + judge_errors, "grader_errors": grader_errors,
         "prompt_tokens": sum(c.prompt_tokens for c in llm_calls),
         "completion_tokens": sum(c.completion_tokens for c in llm_calls),
@@ -481,6 +484,29 @@ SCORE_COLUMNS = frozenset({"proc", "proc_group", "recall", "precision", "f1",
 """Metric columns that are scores: NULL for a session that ended in an error (unknown, not 0);
 its counts (intents, statuses, triples, stages …) say how far it got."""
 
+def worst_scores(plan: Plan, s: PlanSession, metrics: dict[str, Any]) -> dict[str, Any]:
+    """The protocol's worst score on each figure the session defines: what a session gets
+    when the agent under test failed (crashed, malformed output). Leaving them unknown would
+    drop the session from every average, so an agent crashing on hard tasks would score
+    higher than one that tried. Errors outside the agent keep NULL (excluded, counted)."""
+    out: dict[str, Any] = {}
+    if s.checklist:
+        out["comp"] = 0.0
+    if s.protocol == "intent_tracking" and s.hidden_intents:
+        out["proc"] = 0.0
+        if any(g.final == s.id for g in plan.groups):
+            out["proc_group"] = 0.0
+    elif s.protocol == "staged_disclosure":
+        out.update(recall=0.0, precision=0.0, f1=0.0)
+    elif s.protocol == "verified_outcome":
+        out.update(score=0.0, passed=False)
+    elif s.protocol == "trigger_rubric":
+        # the protocol wrote its triggers as FAIL; the session figures follow from them
+        out.update(trigger_pass_rate=metrics.get("trigger_pass_rate"),
+                   trigger_score=metrics.get("trigger_score"))
+    return out
+
+
 def session_identity(run_id: str, agent: str, s: PlanSession, repeat: int) -> dict[str, Any]:
     """The `sessions` columns that describe which session this is (not how it went)."""
     meta = s.metadata
@@ -495,5 +521,6 @@ def session_identity(run_id: str, agent: str, s: PlanSession, repeat: int) -> di
 
 __all__ = ["METRIC_COLUMNS", "ChainMemory", "ChecklistOutcome", "Earlier", "ItemResult",
            "SessionContext", "build_rows", "checklist_outcome", "grade_checklist",
-           "initial_files", "judge_rubric_items", "judged_by_rubric", "llm_call_values", "render_history",
-           "render_transcript", "rubric_item", "session_brief", "session_identity"]
+           "initial_files", "judge_rubric_items", "judged_by_rubric", "llm_call_values",
+           "render_history", "render_transcript", "rubric_item", "session_brief",
+           "session_identity", "worst_scores"]

@@ -22,7 +22,7 @@ from typing import Any
 
 from .redact import Redactor
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -60,6 +60,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     prompt_tokens BIGINT, completion_tokens BIGINT, cost DOUBLE,
     started_at DOUBLE, finished_at DOUBLE, duration_s DOUBLE,
     extra JSON,
+    error_kind VARCHAR,
     PRIMARY KEY (run_id, session_id, repeat)
 );
 CREATE TABLE IF NOT EXISTS turns (
@@ -214,6 +215,8 @@ def _migrate(con: Any, path: Path) -> None:
                              f"({SCHEMA_VERSION}); upgrade benchpack")
     if version < 2:  # 2: tool_calls.tool_group, the device/interface group of the tool
         con.execute("ALTER TABLE tool_calls ADD COLUMN IF NOT EXISTS tool_group VARCHAR")
+    if version < 3:  # 3: sessions.error_kind; earlier errors stay unclassified (NULL)
+        con.execute("ALTER TABLE sessions ADD COLUMN IF NOT EXISTS error_kind VARCHAR")
     if version < SCHEMA_VERSION:
         con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                     [str(SCHEMA_VERSION)])

@@ -37,8 +37,8 @@ from __future__ import annotations
 import base64
 import binascii
 import difflib
-import os
 import errno
+import os
 import shutil
 import stat
 import time

@@ -32,10 +32,13 @@ class ParseError(ValueError):
 class JudgeError(Exception):
     """A judge (or simulator) failed to give a usable answer after its retry."""
 
-    def __init__(self, purpose: str, message: str) -> None:
+    def __init__(self, purpose: str, message: str, role: str = "judge") -> None:
         super().__init__(f"{purpose}: {message}")
         self.purpose = purpose
         self.message = message
+        self.role = role
+        """The role that failed (`judge`, `simulator`, `planner`): it decides the error kind
+        of a session this failure ends."""
 
 
 @lru_cache(maxsize=64)
@@ -159,7 +162,7 @@ async def ask(call: JudgeCall, prompt: str, parse: Callable[[str], T], *, purpos
                 repeat=call.repeat, purpose=purpose if attempt == 0 else f"{purpose}:retry",
                 turn=turn, recorder=call.recorder, params={"temperature": 0})
         except Exception as exc:  # provider failure after retries
-            raise JudgeError(purpose, f"model call failed: {exc}") from None
+            raise JudgeError(purpose, f"model call failed: {exc}", call.role) from None
         text = resp.content or ""
         try:
             return parse(text)
@@ -168,4 +171,4 @@ async def ask(call: JudgeCall, prompt: str, parse: Callable[[str], T], *, purpos
             messages = [*messages, {"role": "assistant", "content": text},
                         {"role": "user", "content": f"Your answer could not be used: {exc}. "
                          "Answer again, strictly in the required format."}]
-    raise JudgeError(purpose, f"malformed output twice: {last_error}")
+    raise JudgeError(purpose, f"malformed output twice: {last_error}", call.role)

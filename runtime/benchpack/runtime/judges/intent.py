@@ -302,10 +302,21 @@ def intent_roles(ctx: SessionContext) -> tuple[IntentJudge, UserSimulator]:
 
 
 __all__ = [
-    "Intent", "IntentJudge", "JudgeError", "LLMIntentJudge", "LLMUserSimulator", "ParseError",
-    "RulesIntentJudge", "RulesUserSimulator", "ScriptedIntentJudge",
-    "ScriptedUserSimulator", "TurnEvidence", "UserSimulator", "coverage", "intent_judge",
-    "strip_echo",
+    "Intent",
+    "IntentJudge",
+    "JudgeError",
+    "LLMIntentJudge",
+    "LLMUserSimulator",
+    "ParseError",
+    "RulesIntentJudge",
+    "RulesUserSimulator",
+    "ScriptedIntentJudge",
+    "ScriptedUserSimulator",
+    "TurnEvidence",
+    "UserSimulator",
+    "coverage",
+    "intent_judge",
     "intent_roles",
+    "strip_echo",
     "tokens",
 ]

@@ -27,6 +27,9 @@ class ProtocolResult:
     judge_errors: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    error_kind: str | None = None
+    """Whose error ended the session (`agent`, `infrastructure`, `simulator`, `judge`); when
+    None on an error, the runner infers it (an errored agent reply: `agent`)."""
 
 
 class ProtocolInterpreter(Protocol):

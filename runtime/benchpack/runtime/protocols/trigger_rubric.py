@@ -72,7 +72,7 @@ from ..judges.trigger import (
     live_roles,
     trigger_judge,
 )
-from ..types import Message
+from ..types import AgentReply, Message
 from .base import ProtocolResult
 
 if TYPE_CHECKING:
@@ -102,6 +102,8 @@ class Scored:
     history: list[dict[str, str]] | None = None
     response: str | None = None
     skipped: str | None = None
+    failed: str | None = None
+    """Why the agent failed this trigger without being judged (it errored before answering)."""
 
 
 class TriggerRubric:
@@ -141,7 +143,12 @@ class TriggerRubric:
             extra["dialogue_source"] = "live"
             run_mode = "live"
         if termination == "error":
-            return ProtocolResult(termination="error", extra=extra)
+            # the agent errored: every trigger it would have answered is its FAIL (skipped
+            # ones stay skipped), so the crash cannot lift the pooled score
+            rows, _, labels = await judge_triggers(trigger_judge(ctx), scored, run_mode)
+            extra["trigger_labels"] = labels
+            return ProtocolResult(termination="error", metrics=trigger_metrics(rows, run_mode),
+                                  tables={"triggers": rows}, extra=extra, error_kind="agent")
         rows, errors, labels = await judge_triggers(trigger_judge(ctx), scored, run_mode)
         metrics = trigger_metrics(rows, run_mode)
         extra["trigger_labels"] = labels
@@ -259,10 +266,16 @@ async def _offline(ctx: SessionContext, fixed: list[FixedTurn], refs: dict[int, 
                 ctx.messages.append(Message("assistant", f.assistant, f.turn, name=FIXED))
             continue
         history = offline_history(fixed, f.turn)
-        conversation = await ctx.open_agent(history)
+        try:
+            conversation = await ctx.open_agent(history)
+        except Exception as exc:  # the agent's harness did not start: its crash, as in a turn
+            ctx.replies.append(AgentReply(text="", stop_reason="error",
+                                          error=f"{type(exc).__name__}: {exc}"))
+            ctx.reply_turns.append(f.turn)
+            return _failed(triggers, len(fixed), f.turn), "error"
         reply, _ = await ctx.agent_turn(f.turn, f.user, None, agent=conversation)
         if reply.stop_reason == "error":
-            return [], "error"
+            return _failed(triggers, len(fixed), f.turn), "error"
         if f.assistant:
             replaced[f.turn] = f.assistant
         scored.append(Scored(t, [{"role": m.role, "content": m.content} for m in history]
@@ -319,7 +332,10 @@ async def _live(ctx: SessionContext, roles: LiveRoles, extra: dict[str, Any]
                       "trigger": trigger.id if trigger else None})
         reply, _ = await ctx.agent_turn(turn, message, turn_event)
         if reply.stop_reason == "error":
-            return [], "error"
+            # a planner's triggers after this turn were never committed: only authored
+            # ones (and those committed so far) are known
+            later = [t for k, t in sorted((authored or {}).items()) if k > turn]
+            return _failed(committed + later, max_turns, turn), "error"
         if trigger is not None:
             scored.append(Scored(trigger, live_history(ctx.messages, turn), reply.text))
     if authored is not None:
@@ -332,6 +348,15 @@ async def _live(ctx: SessionContext, roles: LiveRoles, extra: dict[str, Any]
         if value:
             extra[key] = value
     return scored, "completed"
+
+
+def _failed(triggers: list[TriggerSpec], last_turn: int, turn: int) -> list[Scored]:
+    """The trigger points of a dialogue the agent errored in at `turn`: FAIL up to
+    `last_turn` (the dialogue's end), SKIPPED beyond it, as a finished session has them."""
+    why = f"the agent errored at turn {turn}: scored FAIL, not judged"
+    return sorted((Scored(t, skipped=f"turn {t.turn} is beyond the dialogue's {last_turn} "
+                          "turns") if t.turn > last_turn else Scored(t, failed=why)
+                   for t in triggers), key=lambda x: x.trigger.turn)
 
 
 async def _plan(roles: LiveRoles, state: PlannerState, violations: list[dict[str, Any]],
@@ -376,6 +401,8 @@ async def judge_triggers(judge: TriggerJudge, scored: list[Scored], mode: str
     """Judge every trigger point concurrently: `triggers` rows (without the run/session/repeat
     prefix), the judge errors, and label counts by type."""
     async def one(x: Scored) -> Verdict:
+        if x.failed is not None:
+            return Verdict("FAIL", x.failed)
         if x.skipped is not None or x.history is None or x.response is None:
             return Verdict("SKIPPED", x.skipped or "")
         return await judge.judge(x.trigger, x.history, x.response)
