@@ -296,7 +296,9 @@ def summary(ctx: ReportContext) -> ReportResult:
          "these figures (reports/README.md)."])
     pooled = trigger_estimates(ctx, "ablation IS NULL")
     col = [c.key for c in scores.columns].index("trigger")
-    by_label = {labels[run]: run for run in ctx.runs}
+    # rows are labelled by agent, with the rules judge's heuristic mark on some of them
+    by_label = {label: run for run in ctx.runs
+                for label in (labels[run], f"{labels[run]} ({HEURISTIC})")}
     for cells in scores.rows:
         f = pooled.get((by_label[cells[0]], "overall"))
         cells[col] = f["weighted"] if f else Estimate(None)

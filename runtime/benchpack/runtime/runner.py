@@ -577,7 +577,7 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         "(SELECT avg(t.score) FROM triggers t JOIN sessions x USING (run_id, session_id, "
         "repeat) WHERE t.run_id = ? AND t.label IN ('PASS', 'PARTIAL', 'FAIL') AND "
         "x.ablation IS NULL AND (x.status = 'finished' OR x.error_kind = 'agent') AND "
-        f"{_FULL.replace('extra', 'x.extra')}) "
+        f"{_FULL.replace('(extra', '(x.extra')}) "
         "FROM sessions WHERE run_id = ?", [run_id, run_id, run_id]).fetchone()
     kinds = dict(con.execute(
         "SELECT coalesce(error_kind, 'unclassified'), count(*) FROM sessions WHERE run_id = ? "
