@@ -229,14 +229,14 @@ def _metric_table(ctx: ReportContext, title: str, protocol_filter: str,
     cols = ", ".join(expr for expr, _, _ in metrics)
     estimates = ctx.estimates(f"""SELECT run_id, {group}, session_id, repeat, {cols}
         FROM session_results WHERE {where}""", 2, len(metrics))
-    # scores the rules judge decided are word counts: say so, in the column when every run
-    # was judged so, else on those runs' rows
+    # scores the rules judge decided are word counts: say so, in the title when every run
+    # was judged so (once, not on every column), else on those runs' rows
     heuristic = ctx.rules_judged()
     every = bool(heuristic) and heuristic >= set(ctx.runs)
-    table = Table(title, [Column("agent", "agent"), Column("group", ctx.by or "group"),
-                          Column("sessions", "sessions", "int")]
-                  + [Column(key, f"{t} ({HEURISTIC})" if every else t, "pct")
-                     for _, key, t in metrics]
+    table = Table(f"{title} ({HEURISTIC})" if every else title,
+                  [Column("agent", "agent"), Column("group", ctx.by or "group"),
+                   Column("sessions", "sessions", "int")]
+                  + [Column(key, t, "pct") for _, key, t in metrics]
                   + [Column("excluded", "excluded")],
                   notes=[ctx.ci_note(), *extra_notes, EXCLUDED_NOTE])
     for run, grp, n in sessions:
