@@ -39,3 +39,20 @@ def test_specs_import_nothing_else_of_benchpack() -> None:
 def test_reports_never_import_compiler_or_runtime() -> None:
     assert not any(m.startswith(("benchpack.compiler", "benchpack.runtime"))
                    for m in _imports("reports"))
+
+
+def test_every_protocol_is_a_module_in_every_stage() -> None:
+    """A protocol is a row through the stages: the same module name in specs, compiler and
+    runtime, each registered (adding one in a stage only would fail here)."""
+    from benchpack.compiler.protocols import PROTOCOL_COMPILERS
+    from benchpack.runtime.protocols.base import default_protocols
+    from benchpack.specs.protocols import PROTOCOLS, SESSION_FIELDS
+
+    names = set(PROTOCOLS)
+    assert set(PROTOCOL_COMPILERS) == names
+    assert set(default_protocols().names()) == names
+    for name in names:
+        for stage in ("specs", "compiler", "runtime"):
+            assert (ROOT / stage / "benchpack" / stage / "protocols" / f"{name}.py").is_file()
+    owned = [k for keys in SESSION_FIELDS.values() for k in keys]
+    assert len(owned) == len(set(owned)), "a session key belongs to one protocol"

@@ -13,6 +13,7 @@ from benchpack.specs import PLAN_SCHEMA_ID, PLAN_VERSION
 from .build import Builder, _SessionDraft, check_prompts
 from .diagnostics import PathPart
 from .lint import lint_session
+from .protocols import PROTOCOL_COMPILERS
 
 # What changes outcomes. Titles, descriptions, tags, source files and ids stay out.
 _FINGERPRINT_KEYS = (
@@ -73,7 +74,9 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
             earlier.extend(f["content"] for f in x["files"] if f["encoding"] == "utf-8")
         ws = list(env_text.get(s["environment"], [])) + [
             f["content"] for f in s["files"] if f["encoding"] == "utf-8"]
-        _check_evidence(b, d, s, sessions, by_id, ep_order[d.episode], position)
+        for c in PROTOCOL_COMPILERS.values():
+            if c.plan_check is not None:
+                c.plan_check(b, d, s, sessions, by_id, ep_order[d.episode], position)
         ignore = set(s.pop("_ignore"))
 
         def report(code: str, msg: str, sub: tuple[PathPart, ...], hint: str | None,
@@ -162,25 +165,6 @@ def _map_sub(d: _SessionDraft, sub: tuple[PathPart, ...]) -> tuple[PathPart, ...
         if sub[1] < len(compiled):
             return ("triggers", compiled[sub[1]], *sub[2:])
     return sub
-
-
-def _check_evidence(b: Builder, d: _SessionDraft, s: dict[str, Any],
-                    sessions: dict[str, dict[str, Any]], by_id: dict[str, _SessionDraft],
-                    episode_order: list[str], position: dict[str, int]) -> None:
-    if not any(it["evidence"] for it in s["hidden_intents"]):
-        return
-    earlier_names = {by_id[o].model.id for o in episode_order[: position[d.sid]]}
-    files = {f["path"] for f in b.plan_envs[s["environment"]]["files"]} | {
-        f["path"] for o in episode_order[: position[d.sid] + 1] for f in sessions[o]["files"]}
-    for i, it in enumerate(s["hidden_intents"]):
-        for j, ev in enumerate(it["evidence"]):
-            if ev in earlier_names or ev in files:
-                continue
-            later = {by_id[o].model.id for o in episode_order}
-            hint = ("evidence must come from a session that runs earlier" if ev in later
-                    else "name an earlier session id or a workspace file path")
-            b.err("E202", f"evidence `{ev}` is neither an earlier session nor a workspace file",
-                  (d.src, d.path), ("hidden_intents", i, "evidence", j), hint)
 
 
 def write_plan(plan: dict[str, Any], out: Path) -> bytes:

@@ -1,0 +1,106 @@
+"""`bench`: thin commands over the library. Exceptions map to exit codes in one place (`main`).
+
+Exit codes: 0 success, 1 the pack (or run) has errors, 2 usage errors, 3 internal errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import click
+
+from .pack import compile_cmd, graph, init, schema, validate
+from .params import PackErrors
+from .run import rejudge, run
+from .store import export, query, ratings, report, views
+
+
+def _option_values(args: list[str], name: str) -> list[str]:
+    found = [b for a, b in itertools.pairwise(args) if a == name]
+    return found + [a.split("=", 1)[1] for a in args if a.startswith(name + "=")]
+
+
+@contextlib.contextmanager
+def _redacted_console(args: list[str]) -> Iterator[None]:
+    """Everything printed, by click or rich, with every configured secret masked (a provider
+    error or an agent may echo a key into a message the CLI prints)."""
+    from benchpack.runtime.redact import RedactingStream, Redactor
+
+    redactor = Redactor.from_environment(extra_names=_option_values(args, "--api-key-env"),
+                                         urls=_option_values(args, "--api-base"))
+    if not redactor:
+        yield
+        return
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = (RedactingStream(s, redactor) for s in streams)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+class _Bench(click.Group):
+    """The `bench` group: a file-system error on a path (an output directory that cannot be
+    created, a file where a directory should be) is the user's to fix, in every command."""
+
+    def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:
+        argv = list(args) if args is not None else sys.argv[1:]
+        with _redacted_console(argv):  # error messages are printed here, after `invoke`
+            return super().main(argv, *a, **kw)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if exc.filename is None:  # not about a path: a bug (or a broken pipe, see `main`)
+                raise
+            why = ("exists and is not a directory" if isinstance(exc, FileExistsError)
+                   else exc.strerror or str(exc))
+            raise PackErrors(f"✗ {exc.filename}: {why} (check the path and its permissions)"
+                             ) from None
+
+
+@click.group(cls=_Bench, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="benchpack", prog_name="bench")
+def cli() -> None:
+    """benchpack: compile task packs into session plans, run them against agents, report."""
+
+
+for _command in (init, validate, compile_cmd, graph, schema, run, rejudge, report, ratings, query,
+                 export, views):
+    cli.add_command(_command)
+
+
+def main() -> None:
+    with _redacted_console(sys.argv[1:]):
+        _main()
+
+
+def _main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # a bug in benchpack, not in the pack: say so plainly
+        click.echo(f"internal error: {type(exc).__name__}: {exc}\n"
+                   "this is a benchpack bug; please report it with the pack that triggers it",
+                   err=True)
+        sys.exit(3)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,215 @@
+"""Run commands: `bench run` and `bench rejudge`, and the run summary they print."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .params import (
+    PackErrors,
+    _client_settings,
+    _count,
+    db_option,
+    graph_grader_option,
+    json_option,
+    llm_client_options,
+    quiet_option,
+)
+
+
+@click.command()
+@click.argument("plan", type=click.Path(path_type=Path), default=Path("build"))
+@click.option("--agent", required=True, metavar="URI",
+              help="litellm:<model> | cmd:<command> | python:<module>:<callable> | "
+                   "scripted:<file> | replay:<file>")
+@click.option("--simulator", metavar="URI",
+              help="User simulator: rules | scripted:<file> | litellm:<model> "
+                   "[default: the pack's defaults.models, else rules]")
+@click.option("--judge", metavar="URI",
+              help="Judges: rules | scripted:<file> | litellm:<model> "
+                   "[default: the pack's defaults.models, else rules]")
+@click.option("--planner", metavar="URI",
+              help="Trigger-rubric planner (live mode) [default: the pack's, else --simulator]")
+@click.option("--trigger-mode", type=click.Choice(["auto", "live", "offline"]), default="auto",
+              show_default=True,
+              help="Trigger rubrics: live planner+user agent, or offline re-scoring of a fixed "
+                   "dialogue (auto: offline when one is available).")
+@click.option("--dialogue-from", metavar="RUN_ID",
+              help="Offline trigger rubrics: replay the dialogues of this earlier run.")
+@graph_grader_option
+@click.option("--db", type=click.Path(path_type=Path), default=Path("bench.duckdb"),
+              show_default=True, help="DuckDB file to store the run in.")
+@click.option("--run-id", help="Name the run (default: <pack>-<time>-<hash>).")
+@click.option("--resume", "resume_id", metavar="RUN_ID",
+              help="Continue RUN_ID: skip finished (session, fingerprint, repeat) triples.")
+@click.option("--repeats", type=click.IntRange(1, 100), help="Repeats per session (pass@k).")
+@click.option("--max-concurrency", type=click.IntRange(1, 1024), default=4, show_default=True,
+              help="Episode chains run at once.")
+@llm_client_options
+@click.option("--session", "sessions", multiple=True, metavar="GLOB",
+              help="Only run matching sessions (id or name; repeatable), and the sessions "
+                   "they depend on.")
+@click.option("--alone", is_flag=True,
+              help="With --session: run the matching sessions without their dependencies "
+                   "(marked `alone` in the store and reported apart).")
+@click.option("--allow-python", is_flag=True, help="Allow python graders and tools from the pack.")
+@quiet_option
+@json_option
+def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planner: str | None,
+        trigger_mode: str, dialogue_from: str | None, graph_grader: str, db: Path,
+        run_id: str | None, resume_id: str | None, repeats: int | None, max_concurrency: int,
+        sessions: tuple[str, ...], alone: bool, allow_python: bool, quiet: bool,
+        as_json: bool, **client: Any) -> None:
+    """Run a compiled PLAN (directory with plan.json) against an agent."""
+    from benchpack.runtime import PlanError
+    from benchpack.runtime.runner import RunOptions, run_plan
+
+    options = RunOptions(
+        plan=plan, agent=agent, simulator=simulator, judge=judge, planner=planner,
+        trigger_mode=trigger_mode, dialogue_from=dialogue_from, graph_grader=graph_grader, db=db,
+        run_id=resume_id or run_id, resume=resume_id is not None, repeats=repeats,
+        max_concurrency=max_concurrency, sessions=list(sessions), alone=alone,
+        allow_python=allow_python,
+        progress=not quiet and not as_json, **_client_settings(**client))
+    if alone and not sessions:
+        raise PackErrors("✗ --alone: it runs the --session matches without their "
+                         "dependencies (name the sessions with --session)")
+    try:
+        summary = run_plan(options)
+    except (PlanError, ValueError) as exc:
+        raise PackErrors(f"✗ {exc}") from None
+    _finish(summary, as_json)
+
+
+@click.command()
+@click.argument("run_id")
+@click.option("--judge", required=True, metavar="URI",
+              help="The new judge: rules | scripted:<file> | litellm:<model>")
+@click.option("--as", "new_run_id", metavar="NEW_RUN_ID",
+              help="Id of the new run (default: RUN_ID+rejudge-<judge>); rerunning the same "
+                   "rejudge continues it.")
+@click.option("--plan", type=click.Path(path_type=Path),
+              help="The compiled plan (default: the plan path RUN_ID recorded).")
+@db_option
+@graph_grader_option
+@click.option("--max-concurrency", type=click.IntRange(1, 1024), default=4, show_default=True,
+              help="Sessions judged at once.")
+@llm_client_options
+@quiet_option
+@json_option
+def rejudge(run_id: str, judge: str, new_run_id: str | None, plan: Path | None, db: Path,
+            graph_grader: str, max_concurrency: int, quiet: bool, as_json: bool,
+            **client: Any) -> None:
+    """Re-judge the finished sessions of RUN_ID with another judge, as a new run (no agent or
+    simulator calls; identical judge prompts come from the response cache)."""
+    from benchpack.runtime import PlanError
+    from benchpack.runtime.rejudge import RejudgeOptions
+    from benchpack.runtime.rejudge import rejudge as rejudge_run
+
+    options = RejudgeOptions(run_id=run_id, judge=judge, new_run_id=new_run_id, plan=plan, db=db,
+                             graph_grader=graph_grader, max_concurrency=max_concurrency,
+                             progress=not quiet and not as_json, **_client_settings(**client))
+    try:
+        summary = rejudge_run(options)
+    except (PlanError, ValueError) as exc:
+        raise PackErrors(f"✗ {exc}") from None
+    _finish(summary, as_json)
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}"
+
+
+def _finish(summary: Any, as_json: bool) -> None:
+    """Print a run's (or rejudge's) summary; exit 1 when sessions errored."""
+    if as_json:
+        click.echo(json.dumps({**summary.as_dict(), **_pass_rates(summary)}, indent=2))
+    else:
+        _print_summary(summary)
+    refused = getattr(summary, "python_refused", 0)
+    if refused:  # the figures above are over fewer items than the pack has: never silently
+        click.echo(click.style(
+            f"! {_count(refused, 'python grader')} refused (pack Python runs only with "
+            "--allow-python): counted as grader errors, neither passed nor failed; COMP and "
+            "scores leave those items out", fg="yellow"), err=True)
+    if summary.errors:
+        first = summary.first_errors
+        raise PackErrors(f"✗ {summary.errors} session{'s' if summary.errors != 1 else ''} "
+                         "errored" + (f"; first: {first[0]}" if first else "")
+                         + f" (all: bench query \"SELECT name, error FROM sessions WHERE "
+                         f"run_id = '{summary.run_id}' AND status = 'error'\" --db "
+                         f"{summary.db})")
+
+
+def _pass_rates(s: Any) -> dict[str, Any]:
+    """pass@1, pass@k and pass^k over verified-outcome tasks, defined once
+    (`stats.PASS_K_DEFINITION`, as `bench report pass-k`): k = the run's repeats; pass@k and
+    pass^k over the tasks with at least k graded repeats, which `tasks_k` counts."""
+    from benchpack.reports.stats import PASS_K_DEFINITION, pass_k_summary
+
+    if not s.pass_counts:
+        return {}
+    r = pass_k_summary(s.pass_counts, s.repeats)
+    return {"pass_k": r.k, "pass_at_1": r.pass_at_1,
+            "pass_at_k": r.pass_at_k if r.k > 1 else None,
+            "pass_hat_k": r.pass_hat_k if r.k > 1 else None, "tasks": r.tasks,
+            "tasks_k": r.tasks_k, "pass_k_definition": PASS_K_DEFINITION}
+
+
+def _print_summary(s: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"run {s.run_id}", show_header=False, box=None)
+    variants = getattr(s, "ablation_variants", 0)
+    finished = (f"{s.finished} finished ({s.finished - variants} sessions + "
+                f"{_count(variants, 'ablation variant')}, left out of the figures)"
+                if variants else f"{s.finished} finished")
+    t.add_row("sessions", f"{finished}, {_count(s.errors, 'error')}, {s.skipped_deps} skipped "
+              f"(dependency failed), {s.sessions_skipped_resume} already done")
+    if s.errors:  # whose errors: the agent's count as its failures, the rest are left out
+        excluded = ", ".join(_count(n, f"{kind} error") for kind, n in s.excluded.items())
+        t.add_row("errors", f"{s.agent_errors} of the agent (scored as failures)"
+                  + (f"; excluded from the figures: {excluded}" if excluded else ""))
+    headline = [(label, value) for label, value in (
+        ("PROC", s.proc), ("COMP", s.comp), ("triple F1", s.f1),
+        ("trigger score", s.trigger_score), ("verified score", s.score)) if value is not None]
+    if headline:
+        # the rules judge counts words: its figures must not pass for a judge's verdict
+        heuristic = "   (keyword heuristic: rules judge)" if getattr(s, "heuristic_judge", False) \
+            else ""
+        t.add_row(" / ".join(label for label, _ in headline),
+                  " / ".join(_pct(value) for _, value in headline) + heuristic)
+    if getattr(s, "alone", 0):
+        t.add_row("alone", f"{s.alone} session(s) ran without their dependencies (--alone): "
+                  "not in the figures above")
+    rates = _pass_rates(s)
+    if rates:  # verified-outcome sessions: task-level pass rates
+        k = rates["pass_k"]
+        label, value = "pass@1", _pct(rates["pass_at_1"])
+        over = f"pass@1 over {_count(rates['tasks'], 'task')}"
+        if k > 1:
+            label += f" / pass@{k} / pass^{k}"
+            value += f" / {_pct(rates['pass_at_k'])} / {_pct(rates['pass_hat_k'])}"
+            over += (f", pass@{k} and pass^{k} over the {rates['tasks_k']} with ≥ {k} graded "
+                     f"repeats (k = repeats; unbiased estimator)")
+        t.add_row(label, f"{value}   ({over})")
+    for i, error in enumerate(getattr(s, "first_errors", None) or []):
+        t.add_row("first errors" if i == 0 else "", error)
+    t.add_row("judge errors", str(s.judge_errors))
+    if getattr(s, "grader_errors", 0):
+        refused = getattr(s, "python_refused", 0)
+        t.add_row("grader errors", str(s.grader_errors) + (
+            f" ({refused} python graders refused: pass --allow-python)" if refused else ""))
+    if getattr(s, "rejudge_of", None):
+        t.add_row("re-judged", f"{s.rejudge_of} with {s.judge}: {s.judge_calls} judge calls "
+                  f"({s.judge_cache_hits} from cache)")
+    t.add_row("LLM calls", f"{s.llm_calls} ({s.cache_hits} from cache)")
+    t.add_row("tokens", f"{s.prompt_tokens:,} in / {s.completion_tokens:,} out")
+    t.add_row("cost", f"${s.cost:.4f}")
+    t.add_row("wall time", f"{s.wall_s:.1f} s")
+    t.add_row("store", f"{s.db}")
+    Console(stderr=True).print(t)

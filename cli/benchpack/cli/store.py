@@ -1,0 +1,206 @@
+"""Store commands: `bench report`, `ratings import`, `query`, `export`, `views` (DuckDB and
+the reports load only inside a command)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from .params import PackErrors, db_option, wait_option
+
+
+@click.command()
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+@db_option
+@click.option("--run", "runs", multiple=True, metavar="RUN_ID",
+              help="Runs to cover (ids or globs, repeatable; `all`). Default: the latest run.")
+@click.option("--by", help="Group by a session label: domain, category, difficulty, persona, "
+                           "style, episode, language, protocol, name.")
+@click.option("--format", "fmt", type=click.Choice(["table", "md", "html", "json"]),
+              default="table", show_default=True)
+@click.option("-o", "--out", type=click.Path(path_type=Path),
+              help="Write to this file instead of standard output.")
+@click.option("--level", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+              help="Confidence level of bootstrap intervals.")
+@click.option("--resamples", type=click.IntRange(100, 100_000), default=2000,
+              show_default=True, help="Bootstrap resamples.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--exact-bootstrap", "exact_max", type=click.IntRange(0), metavar="N",
+              help="Exact percentile bootstrap up to N units per figure (default 50; κ in "
+                   "`agreement`: 500 items); the normal approximation above, which agrees "
+                   "closely at that many units (each table says which it used).")
+@click.option("--humans", is_flag=True,
+              help="agreement: each run's judge against the human consensus of imported "
+                   "ratings (default: judge against judge).")
+@click.option("--min-raters", type=click.IntRange(1), default=1, show_default=True,
+              help="agreement --humans: ratings an item needs.")
+@click.option("--list", "list_", is_flag=True, help="List the available reports.")
+@wait_option
+def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | None, fmt: str,
+           out: Path | None, level: float, resamples: int, seed: int, exact_max: int | None,
+           humans: bool, min_raters: int, list_: bool, wait_s: float) -> None:
+    """Print reports over a run store (default: `summary`; with --format html, all of them)."""
+    from benchpack.reports.access import StoreError
+    from benchpack.reports.api import ReportOptions, render_report
+    from benchpack.reports.registry import UnknownReport, default_reports
+
+    registry = default_reports()
+    if list_:
+        for r in registry.items():
+            click.echo(f"{r.name:14} {r.description}")
+        return
+    chosen = names or (tuple(registry.names()) if fmt == "html" else ("summary",))
+    options = ReportOptions(db=db, names=chosen, runs=runs, by=by, level=level,
+                            resamples=resamples, seed=seed, wait_s=wait_s, exact_max=exact_max,
+                            humans=humans, min_raters=min_raters)
+    try:
+        text = render_report(options, fmt)
+    except (StoreError, UnknownReport, ValueError) as exc:
+        raise PackErrors(f"✗ {exc}") from None
+    if out is not None:
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise PackErrors(f"✗ -o {out}: cannot write ({exc.strerror or exc})") from None
+        click.echo(f"wrote {out}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+@click.group()
+def ratings() -> None:
+    """Human ratings of judged items, for `bench report agreement --humans`."""
+
+
+@ratings.command(name="import")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--run", "run_id", required=True, metavar="RUN_ID",
+              help="The run whose judged items were rated (a rejudge stands for its source).")
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]),
+              help="File format [default: from the extension].")
+@click.option("--rater-field", metavar="COLUMN", help="The column naming the rater.")
+@click.option("--field", "fields", multiple=True, metavar="NAME=COLUMN",
+              help="Read field NAME (session, repeat, kind, item, rater, label, rationale, "
+                   "confidence) from COLUMN (repeatable).")
+@db_option
+def ratings_import(file: Path, run_id: str, fmt: str | None, rater_field: str | None,
+                   fields: tuple[str, ...], db: Path) -> None:
+    """Import human ratings from FILE (CSV or JSONL): every row is checked first and every
+    problem reported as file:line: message; a file with problems imports nothing."""
+    from benchpack.reports.ratings import RatingsError, import_ratings
+    from benchpack.runtime.store import StoreOpenError, connect
+
+    mapping = {}
+    for item in fields:
+        name, sep, column = item.partition("=")
+        if not sep or not name or not column:
+            raise click.UsageError(f"--field expects NAME=COLUMN, got `{item}`")
+        mapping[name.strip()] = column.strip()
+    if rater_field:
+        mapping["rater"] = rater_field
+    if not db.exists():
+        raise PackErrors(f"✗ {db}: no such store")
+    try:
+        con = connect(db)
+    except StoreOpenError as exc:
+        raise PackErrors(f"✗ {exc}") from None
+    try:
+        result = import_ratings(con, file, run_id, fmt=fmt, fields=mapping)
+    except RatingsError as exc:
+        for problem in exc.problems:
+            click.echo(click.style(problem.format(), fg="red"), err=True)
+        n = len(exc.problems)
+        raise PackErrors(f"✗ {file}: {n} problem{'s' if n != 1 else ''}; nothing "
+                         "imported") from None
+    except ValueError as exc:
+        raise PackErrors(f"✗ {exc}") from None
+    finally:
+        con.close()
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(result.by_kind.items()))
+    click.echo(f"✓ {file}: {result.imported} ratings ({kinds}) by {result.raters} rater(s) "
+               f"for run {result.run_id}" + (f", {result.replaced} replaced"
+                                             if result.replaced else ""), err=True)
+
+
+@click.command()
+@click.argument("sql")
+@db_option
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
+              show_default=True)
+@click.option("--limit", type=click.IntRange(1), help="At most this many rows.")
+@wait_option
+def query(sql: str, db: Path, fmt: str, limit: int | None, wait_s: float) -> None:
+    """Run read-only SQL over the store; the report views (`bench views`) are available."""
+    import csv
+    import io
+
+    from benchpack.reports.access import StoreError
+    from benchpack.reports.api import run_query
+
+    try:
+        res = run_query(db, sql, wait_s=wait_s, limit=limit)
+    except StoreError as exc:
+        raise PackErrors(f"✗ {exc}") from None
+    if fmt == "json":
+        click.echo(json.dumps([dict(zip(res.columns, r, strict=True)) for r in res.rows],
+                              indent=2, ensure_ascii=False, default=str))
+    elif fmt == "csv":
+        buf = io.StringIO()
+        # csv's default \r\n would follow a value into `$(bench query … | tail -1)`
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(res.columns)
+        writer.writerows(res.rows)
+        click.echo(buf.getvalue(), nl=False)
+    else:
+        import shutil
+
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(*res.columns, show_lines=False)
+        for r in res.rows:
+            table.add_row(*["NULL" if v is None else str(v) for v in r])
+        Console(width=max(100, shutil.get_terminal_size((140, 40)).columns)).print(table)
+        click.echo(f"({len(res.rows)} row{'s' if len(res.rows) != 1 else ''})", err=True)
+
+
+@click.command()
+@db_option
+@click.option("-o", "--out", type=click.Path(path_type=Path), default=Path("export"),
+              show_default=True, help="Directory to write the files into.")
+@click.option("--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet",
+              show_default=True)
+@click.option("--no-views", is_flag=True, help="Tables only.")
+@wait_option
+def export(db: Path, out: Path, fmt: str, no_views: bool, wait_s: float) -> None:
+    """Export every table (and report view) of the store as Parquet or CSV files."""
+    from benchpack.reports.access import StoreError
+    from benchpack.reports.api import export_store
+
+    try:
+        written = export_store(db, out, fmt, views=not no_views, wait_s=wait_s)
+    except (StoreError, ValueError) as exc:
+        raise PackErrors(f"✗ {exc}") from None
+    click.echo(f"wrote {len(written)} files to {out}", err=True)
+
+
+@click.command()
+@db_option
+@click.option("--install", is_flag=True,
+              help="Write the views into the store, for the DuckDB CLI and notebooks.")
+def views(db: Path, install: bool) -> None:
+    """Describe the SQL views reports are built on (and optionally install them)."""
+    from benchpack.reports.access import StoreError
+    from benchpack.reports.api import install_views_into
+    from benchpack.reports.views import describe
+
+    if install:
+        try:
+            names = install_views_into(db)
+        except StoreError as exc:
+            raise PackErrors(f"✗ {exc}") from None
+        click.echo(f"installed {len(names)} views into {db}", err=True)
+    click.echo(describe())

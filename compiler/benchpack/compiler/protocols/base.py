@@ -1,0 +1,40 @@
+"""The interface of a protocol's compile step (one module per protocol, registered in
+`protocols/__init__.py`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from benchpack.specs import pack as P
+
+    from ..build import Builder
+    from ..core import Loc, _SessionDraft
+
+Material = Callable[["Builder", "P.Session", "Loc", Any, list[str], dict[str, Any]],
+                    dict[str, Any]]
+"""(builder, session, its location, the session's render function, its tools, its environment)
+→ the plan keys this protocol contributes to the compiled session."""
+Opening = Callable[["Builder", "P.Session", "Loc", Any, "str | None"], "str | None"]
+"""(builder, session, location, render, the rendered `request`) → the opening request."""
+PlanCheck = Callable[["Builder", "_SessionDraft", dict[str, Any], dict[str, dict[str, Any]],
+                      dict[str, "_SessionDraft"], list[str], dict[str, int]], None]
+"""Checks that need the episode order (builder, draft, compiled session, all compiled sessions,
+drafts by id, the episode's session order, each session's position in it)."""
+
+
+@dataclass(frozen=True)
+class ProtocolCompiler:
+    name: str
+    """The protocol name, as in `benchpack.specs.protocols`."""
+    default_limits: dict[str, Any]
+    """Budgets when neither the session nor the pack defaults set them."""
+    material: Material
+    """Called for every session whatever its protocol (foreign keys are E204 already, but their
+    own mistakes are still reported); returns this protocol's plan keys."""
+    opening: Opening | None = None
+    """Only for sessions of this protocol: derive or check the opening request."""
+    plan_check: PlanCheck | None = None
+    """Called for every session once the order is known."""
