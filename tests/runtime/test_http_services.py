@@ -341,6 +341,27 @@ def test_a_missing_program_and_a_cwd_outside_the_pack_are_clear(pack: Path,
         run(pack, tmp_path / "run", lambda svc: asyncio.sleep(0), cwd="../..")
 
 
+def test_a_pack_only_root_can_read_is_refused_before_starting(pack: Path, tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only a runner started as root drops the service to `nobody`")
+    os.chmod(pack, 0o700)
+    with pytest.raises(ServiceStartError, match=r"not readable by other users.*chmod o\+rx"):
+        run(pack, tmp_path / "run", lambda svc: asyncio.sleep(0))
+
+
+def test_a_long_work_directory_gets_a_short_socket_that_is_removed(pack: Path,
+                                                                   tmp_path: Path) -> None:
+    work = tmp_path / ("w" * 120)
+    seen: dict[str, Any] = {}
+
+    async def body(svc: ServiceProcess) -> Any:
+        seen["socket"] = svc.socket_path
+        return await call_http(svc, impl(path="/counter"), {})
+
+    assert run(pack, work, body)["response"]["body"] == {"count": 0}
+    assert len(str(seen["socket"])) < 100 and not seen["socket"].parent.exists()
+
+
 # --------------------------------------------------------------------------- isolation
 
 
@@ -366,7 +387,7 @@ def test_stop_leaves_no_process_and_the_log_is_kept(pack: Path, tmp_path: Path) 
     seen: dict[str, Any] = {}
 
     async def main() -> None:
-        svc = ServiceProcess("crm", spec(), pack_dir=pack, work_dir=tmp_path / "run")
+        svc = ServiceProcess("crm", spec(port=18123), pack_dir=pack, work_dir=tmp_path / "run")
         await svc.start()
         seen["pids"] = service_pids(svc)
         await svc.stop()
@@ -377,7 +398,7 @@ def test_stop_leaves_no_process_and_the_log_is_kept(pack: Path, tmp_path: Path) 
     assert len(seen["pids"]) >= 4  # bwrap, its init, the supervisor, the service
     assert gone(seen["pids"]) == []
     log = Path(seen["log"]).read_text()
-    assert "crm service booting" in log and "PORT=" in log
+    assert "crm service booting" in log and "PORT=18123" in log
     assert json.loads((tmp_path / "run" / "services" / "pids.json").read_text()) == []
 
 

@@ -182,7 +182,7 @@ class ServiceProcess:
         self.work_dir = Path(work_dir)
         self.registry = PidRegistry(self.work_dir / "services" / "pids.json")
         self.sandbox = sandbox or Sandbox(timeout_s=float(spec.cpu_s), memory_mb=spec.memory_mb,
-                                          max_processes=64, max_open_files=256)
+                                          max_processes=256, max_open_files=256)
         self.instance: Path | None = None
         self.log_path: Path | None = None
         self.socket_path: Path | None = None
@@ -223,6 +223,13 @@ class ServiceProcess:
         if not full.is_dir():
             raise ServiceStartError(f"service `{self.name}`: its cwd `{self.spec.cwd}` is not a "
                                     f"directory of the pack ({full})")
+        if os.geteuid() == 0 and (self.pack_dir.stat().st_mode & 0o005) != 0o005:
+            # as root the sandbox runs the service as `nobody`, who could not even list /pack:
+            # say so now instead of a puzzling "permission denied" in the service's log
+            raise ServiceStartError(f"service `{self.name}`: the pack directory {self.pack_dir} "
+                                    f"is not readable by other users, and the sandbox runs the "
+                                    f"service as `nobody` when bench runs as root (chmod o+rx "
+                                    f"it, or run bench as an ordinary user)")
         return str(Path(PACK_MOUNT) / rel)
 
     def _command(self) -> list[str]:
@@ -261,7 +268,7 @@ class ServiceProcess:
         killed = self.registry.reap()
         cwd = self._cwd_inside()
         files, work, sock_dir = self._prepare()
-        assert self.log_path is not None and self.socket_path is not None
+        assert self.log_path and self.socket_path and self.instance
         if killed:
             with open(self.log_path, "a", encoding="utf-8") as log:
                 log.write(f"[benchpack] killed leftovers of a dead runner: {', '.join(killed)}\n")

@@ -11,6 +11,8 @@ Usage: `python -I service_supervisor.py CONFIG.json` with `command`, `cwd`, `env
 (null = any free one), `socket` and `grace_s`.
 """
 
+from __future__ import annotations
+
 import asyncio
 import contextlib
 import json
@@ -18,21 +20,23 @@ import os
 import signal
 import socket
 import sys
+from typing import Any
 
 
-def note(text):
+def note(text: str) -> None:
     sys.stderr.write(f"[benchpack] {text}\n")
     sys.stderr.flush()
 
 
-def free_port():
+def free_port() -> int:
     # the sandbox has its own network namespace: nothing else can take the port meanwhile
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
-async def pipe(reader, writer):
+async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
         while True:
             chunk = await reader.read(65536)
@@ -46,7 +50,8 @@ async def pipe(reader, writer):
         pass
 
 
-async def relay(port, client_reader, client_writer):
+async def relay(port: int, client_reader: asyncio.StreamReader,
+                client_writer: asyncio.StreamWriter) -> None:
     try:
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
     except OSError:
@@ -60,7 +65,7 @@ async def relay(port, client_reader, client_writer):
             w.close()
 
 
-async def stop_requested():
+async def stop_requested() -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -70,12 +75,12 @@ async def stop_requested():
             return
 
 
-def signal_group(pid, sig):
+def signal_group(pid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
 
 
-async def main(config):
+async def main(config: dict[str, Any]) -> int:
     port = config["port"] or free_port()
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": "/tmp",
            "PYTHONUNBUFFERED": "1", **config["env"], "PORT": str(port)}
@@ -100,7 +105,7 @@ async def main(config):
     signal_group(proc.pid, signal.SIGTERM)
     try:
         await asyncio.wait_for(asyncio.shield(exited), config["grace_s"])
-    except asyncio.TimeoutError:
+    except TimeoutError:
         note(f"the service ignored SIGTERM for {config['grace_s']} s: killed")
     # its own children too, even if the service itself ended on SIGTERM
     signal_group(proc.pid, signal.SIGKILL)
