@@ -233,7 +233,7 @@ def test_start_call_count_reset_and_state(pack: Path, tmp_path: Path) -> None:
         got = [await call_http(svc, inc, {"by": 2}), await call_http(svc, inc, {"by": 3})]
         echo = await call_http(svc, impl(method="GET", path="/echo/{name}",
                                          query={"q": "{q}", "flag": "{flag}", "ids": "{ids}"}),
-                               {"name": "a b/c", "q": "café & co", "flag": True, "ids": [1, 2]})
+                               {"name": "a b/c", "q": "咖啡 café & co", "flag": True, "ids": [1, 2]})
         snap = await svc.snapshot()
         await svc.reset()
         after_reset = await call_http(svc, impl(path="/counter"), {})
@@ -252,7 +252,7 @@ def test_start_call_count_reset_and_state(pack: Path, tmp_path: Path) -> None:
     assert got[0]["response"]["truncated"] is False
     e = echo["response"]["body"]
     assert e["path"] == "/echo/a%20b%2Fc"  # one segment: the slash cannot climb out
-    assert e["query"] == {"q": ["café & co"], "flag": ["true"], "ids": ["1", "2"]}
+    assert e["query"] == {"q": ["咖啡 café & co"], "flag": ["true"], "ids": ["1", "2"]}
     assert e["env"] == "hola" and e["method"] == "GET"
     assert snap == {"count": 5}
     assert after_reset["response"]["body"] == {"count": 0}
@@ -511,3 +511,26 @@ def test_the_pid_registry_kills_leftovers_of_a_dead_runner(pack: Path, tmp_path:
         for p in (left, other):
             p.kill()
             p.wait()
+
+
+def test_reaping_a_real_sandbox_of_a_dead_runner_kills_all_of_it(pack: Path,
+                                                                  tmp_path: Path) -> None:
+    owner = subprocess.Popen([sys.executable, "-c", "pass"])
+    owner.wait()
+
+    async def main() -> tuple[list[int], list[str], list[int]]:
+        svc = ServiceProcess("crm", spec(), pack_dir=pack, work_dir=tmp_path / "run")
+        await svc.start()
+        try:
+            tree = service_pids(svc)
+            entries = json.loads(svc.registry.path.read_text())
+            for e in entries:  # as if a runner that is gone now had started it
+                e["owner"], e["owner_start"] = owner.pid, 1
+            svc.registry.path.write_text(json.dumps(entries))
+            killed = svc.registry.reap()
+            return tree, killed, gone(tree)
+        finally:
+            await svc.stop()
+
+    tree, killed, alive = asyncio.run(main())
+    assert len(tree) >= 4 and killed == ["crm"] and alive == []
