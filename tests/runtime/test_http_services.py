@@ -454,6 +454,12 @@ def test_sigkill_of_the_runner_leaves_no_service_process(pack: Path, tmp_path: P
         proc.kill()
         proc.wait()
         assert gone(tree) == [] and gone(probes()) == []
+        registry = PidRegistry(tmp_path / "run" / "services" / "pids.json")
+        entries = json.loads(registry.path.read_text())
+        assert [e["service"] for e in entries] == ["crm"]
+        assert registry.reap() == []  # --die-with-parent already did it: nothing to kill
+        assert json.loads(registry.path.read_text()) == []
+        assert all(not Path(e["socket_dir"]).exists() for e in entries if e["socket_dir"])
     finally:
         if keeper:
             os.kill(keeper, signal.SIGKILL)
@@ -519,15 +525,20 @@ def test_reaping_a_real_sandbox_of_a_dead_runner_kills_all_of_it(pack: Path,
     owner.wait()
 
     async def main() -> tuple[list[int], list[str], list[int]]:
-        svc = ServiceProcess("crm", spec(), pack_dir=pack, work_dir=tmp_path / "run")
+        # a long work directory: the socket lives in a temporary directory the reaper removes
+        svc = ServiceProcess("crm", spec(), pack_dir=pack, work_dir=tmp_path / ("w" * 120))
         await svc.start()
         try:
+            assert svc.socket_path is not None
+            sock_dir = svc.socket_path.parent
+            assert sock_dir.exists() and not sock_dir.is_relative_to(tmp_path)
             tree = service_pids(svc)
             entries = json.loads(svc.registry.path.read_text())
             for e in entries:  # as if a runner that is gone now had started it
                 e["owner"], e["owner_start"] = owner.pid, 1
             svc.registry.path.write_text(json.dumps(entries))
             killed = svc.registry.reap()
+            assert not sock_dir.exists()
             return tree, killed, gone(tree)
         finally:
             await svc.stop()

@@ -19,7 +19,8 @@ Nothing outlives the runner:
 Layout of one instance: `<work_dir>/services/<name>-XXXX/` holds `files/` (read-only in the
 sandbox at `/sandbox`), `work/` (the service's writable `/work`), `service.log`, and the socket
 directory (bound at `/svc`) unless that path is too long for a Unix socket, then a short one in
-the system temp directory.
+the system temp directory (removed by `stop`, or by the next start's `reap` after a dead
+runner).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ SUPERVISOR = Path(__file__).with_name("service_supervisor.py")
 PACK_MOUNT = "/pack"
 SOCKET_MOUNT = "/svc"
 SOCKET_NAME = "http.sock"
+SOCKET_TEMP_PREFIX = "bp-svc-"
 MAX_SOCKET_PATH = 100
 """sun_path holds 108 bytes; keep a margin."""
 LOG_TAIL_LINES = 12
@@ -80,7 +82,15 @@ def process_start_time(pid: int) -> int | None:
 
 
 def _alive(pid: int | None, start: int | None) -> bool:
-    return pid is not None and start is not None and process_start_time(pid) == start
+    """`pid` is still the process that started at `start`, and not a zombie (a dead process
+    nobody reaped yet: nothing left to kill)."""
+    if pid is None or start is None or process_start_time(pid) != start:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2:].split()[:1] != ["Z"]
 
 
 @dataclass
@@ -108,9 +118,11 @@ class PidRegistry:
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
-    def add(self, service: str, instance: Path, proc: SandboxProcess) -> None:
+    def add(self, service: str, instance: Path, proc: SandboxProcess,
+            socket_dir: Path | None = None) -> None:
         me = os.getpid()
         entry = {"service": service, "instance": str(instance),
+                 "socket_dir": str(socket_dir) if socket_dir else None,
                  "owner": me, "owner_start": process_start_time(me),
                  "pid": proc.pid, "pid_start": process_start_time(proc.pid),
                  "child": proc.child_pid,
@@ -143,6 +155,10 @@ class PidRegistry:
                             hit = True
                 if hit:
                     killed.append(str(e.get("service")))
+                # a temporary socket directory outside the work directory would pile up in /tmp
+                sock = e.get("socket_dir")
+                if isinstance(sock, str) and Path(sock).name.startswith(SOCKET_TEMP_PREFIX):
+                    shutil.rmtree(sock, ignore_errors=True)
             entries[:] = keep
         return killed
 
@@ -248,7 +264,7 @@ class ServiceProcess:
         self.log_path = self.instance / "service.log"
         sock_dir = self.instance / "sock"
         if len(str(sock_dir / SOCKET_NAME)) > MAX_SOCKET_PATH:
-            sock_dir = Path(tempfile.mkdtemp(prefix="bp-svc-"))
+            sock_dir = Path(tempfile.mkdtemp(prefix=SOCKET_TEMP_PREFIX))
             self._socket_dir_is_temp = True
         else:
             sock_dir.mkdir()
@@ -287,7 +303,8 @@ class ServiceProcess:
         except SandboxUnavailable as exc:
             self._cleanup_files()
             raise ServiceStartError(f"service `{self.name}` cannot run: {exc}") from None
-        self.registry.add(self.name, self.instance, self._proc)
+        self.registry.add(self.name, self.instance, self._proc,
+                          sock_dir if self._socket_dir_is_temp else None)
         self._client = httpx.AsyncClient(
             transport=httpx.AsyncHTTPTransport(uds=str(self.socket_path)),
             base_url="http://localhost")
