@@ -21,7 +21,8 @@ fails with an error saying how to install it — never a run without isolation. 
 - stdout and stderr read up to `max_output` bytes each, then the sandbox is killed.
 
 `run_command` runs any argv (a shell command, a tool process) this way; `run_function` calls one
-function of a module with JSON arguments, for python graders and tools.
+function of a module with JSON arguments, for python graders and tools; `start_process` starts a
+long-lived one (an HTTP service) and returns a handle (`SandboxProcess`) the caller stops.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -270,3 +272,65 @@ async def run_function(source: str, func: str, args: list[Any], *, what: str,
         return SandboxResult(json.loads(text.rsplit(SENTINEL, 1)[1].strip()), None)
     except json.JSONDecodeError:
         return SandboxResult(None, f"{what} returned something that is not JSON")
+
+
+@dataclass
+class SandboxProcess:
+    """A long-lived sandboxed process started by `start_process`.
+
+    `pid` is the host-side `bwrap` (leader of its own process group); `child_pid` is the host pid
+    of the sandbox's first process inside its pid namespace: killing it takes every process of
+    the sandbox down with it, whatever they did (`setsid`, double forks)."""
+
+    popen: subprocess.Popen[bytes]
+    pid: int
+    child_pid: int | None
+
+    def kill(self) -> None:
+        """SIGKILL the sandbox now (idempotent; safe from signal handlers and `atexit`)."""
+        if self.popen.poll() is None:  # once reaped, both pids may belong to someone else
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                if self.child_pid is not None:
+                    os.kill(self.child_pid, signal.SIGKILL)
+                os.killpg(self.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=5.0)
+        if self.popen.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.popen.stdin.close()
+
+
+def start_process(command: list[str], *, sandbox: Sandbox, work: Path, files: Path,
+                  log: Path) -> SandboxProcess:
+    """Start `command` in the sandbox and return at once (no waiting for it to finish).
+
+    stdout and stderr go to `log` (appended); stdin is a pipe the caller may use as a control
+    channel. For a long-lived process `sandbox.timeout_s` is only its CPU-seconds limit: the
+    caller decides when it ends (`SandboxProcess.kill`, or by closing stdin if the command
+    listens to it). Call this from a long-lived thread (the event loop's): `--die-with-parent`
+    is tied to the *thread* that started bwrap, so starting it from a pool thread would kill it
+    when that thread retires. Raises `SandboxUnavailable` when there is no bwrap."""
+    bwrap = find_bwrap()
+    (files / "limits.py").write_text(LIMITS, encoding="utf-8")
+    if os.geteuid() == 0:  # the code runs as `nobody`: its work directory must be its own
+        for p in [work, *work.rglob("*")]:
+            os.chown(p, NOBODY, NOBODY, follow_symlinks=False)
+    argv = sandbox.argv(bwrap, command, work, files)
+    info_r, info_w = os.pipe()
+    try:
+        with open(log, "ab") as out:
+            popen = subprocess.Popen([argv[0], "--info-fd", str(info_w), *argv[1:]], env={},
+                                     stdin=subprocess.PIPE, stdout=out, stderr=out,
+                                     pass_fds=(info_w,), start_new_session=True)
+    finally:
+        os.close(info_w)
+    try:
+        # bwrap writes the child's host pid as soon as it cloned it, then closes the pipe (also
+        # when it fails before: then there is no child to know about)
+        raw = b""
+        with os.fdopen(info_r, "rb") as info:
+            raw = info.read(65536)
+        child = json.loads(raw.decode("utf-8")).get("child-pid") if raw.strip() else None
+    except (OSError, ValueError):
+        child = None
+    return SandboxProcess(popen, popen.pid, child if isinstance(child, int) else None)
