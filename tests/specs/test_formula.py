@@ -51,8 +51,10 @@ def test_an_unscored_component_makes_the_formula_unknown_never_zero() -> None:
     out = f.run({"safety": 1, "completion": 0.5, "robustness": None})
     assert out.value is None and "robustness" in out.reason
     assert f.evaluate({"safety": 1, "completion": float("nan"), "robustness": 1}) is None
-    # strict arithmetic: even a failed gate does not invent a score for the unknown part
-    assert f.evaluate({"safety": 0, "completion": None, "robustness": 1}) is None
+    # a failed gate decides the product: 0 · (any finite score) = 0, nothing is invented
+    assert f.evaluate({"safety": 0, "completion": None, "robustness": 1}) == 0
+    assert f.evaluate({"safety": None, "completion": 0, "robustness": 0}) == 0
+    assert f.evaluate({"safety": None, "completion": 0.5, "robustness": 1}) is None
     # a value the caller forgot is unknown, not 0
     assert f.run({"safety": 1, "completion": 1}).value is None
 
@@ -95,7 +97,10 @@ def test_unknowns_stay_unknown_except_where_the_result_is_decided_without_them()
     assert ok("a and b").evaluate({"a": 1, "b": None}) is None
     assert ok("a or b").evaluate({"a": None, "b": 1}) == 1
     assert ok("a or b").evaluate({"a": None, "b": 0}) is None
-    for text in ("min(a, b)", "max(a, b)", "a * b", "a - b", "a < b", "abs(b)", "not b"):
+    assert ok("a * b").evaluate({"a": 0, "b": None}) == 0
+    assert ok("a * b").evaluate({"a": 0.5, "b": None}) is None
+    for text in ("min(a, b)", "max(a, b)", "a + b", "a - b", "a / b", "a < b", "abs(b)",
+                 "not b"):
         assert ok(text).evaluate({"a": 0, "b": None}) is None, text
 
 

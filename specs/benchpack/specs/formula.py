@@ -16,7 +16,8 @@ The language:
 Unknown values: a component that could not be scored (None, NaN) makes every number computed
 from it unknown, and the formula's value None — never 0, which would be a made-up score. Only
 where the result is decided without the unknown does it stay known: `if` evaluates the branch
-its condition picks, `0 and x` is 0 and `1 or x` is 1 whatever `x` is. Division by zero and a
+its condition picks, `0 and x` is 0, `1 or x` is 1 and `0 * x` is 0 whatever `x` is (a score is
+a finite number), so a failed safety gate still zeroes a product. Division by zero and a
 result that is not a finite number are unknown too, with the reason in `Outcome.reason`.
 
 `parse` returns a `Formula` or a `Problem` with the 1-based line and column of the mistake in
@@ -328,8 +329,22 @@ def _eval(node: ast.expr, values: Mapping[str, object]) -> float:
             raise _Unknown(f"no value for `{node.id}`")
         return _num(values[node.id], node.id)
     if isinstance(node, ast.BinOp):
-        a, b = _eval(node.left, values), _eval(node.right, values)
         op = type(node.op)
+        if op is ast.Mult:
+            # scores are finite, so a known 0 factor decides the product: a failed safety
+            # gate zeroes `safety * completion` even when completion could not be scored
+            sides = []
+            for sub in (node.left, node.right):
+                try:
+                    sides.append(_eval(sub, values))
+                except _Unknown as exc:
+                    sides.append(exc)
+            known = [x for x in sides if not isinstance(x, _Unknown)]
+            if len(known) < 2:
+                if 0.0 in known:
+                    return 0.0
+                raise next(x for x in sides if isinstance(x, _Unknown))
+        a, b = _eval(node.left, values), _eval(node.right, values)
         if op is ast.Add:
             return a + b
         if op is ast.Sub:
