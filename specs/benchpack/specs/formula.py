@@ -33,6 +33,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 MAX_CHARS = 2000
 """Longest formula text: a score formula is a line or two, not a program."""
@@ -141,7 +142,9 @@ def parse(text: str, known: Iterable[str] | None = None) -> Formula | Problem:
 def _spell_if(text: str) -> tuple[str, list[int]]:
     """`text` with `if(` spelt `_if(`, and the offsets in the new text where a `_` was
     inserted."""
-    parts, shifts, last = [], [], 0
+    parts: list[str] = []
+    shifts: list[int] = []
+    last = 0
     for m in _IF_CALL.finditer(text):
         parts.append(text[last:m.start()])
         shifts.append(m.start() + len(shifts))
@@ -262,8 +265,8 @@ def _refuse(node: ast.AST, src: str, shifts: list[int]) -> Problem | None:
     if isinstance(node, ast.BoolOp):
         return None
     if isinstance(node, ast.Compare):
-        for op in node.ops:
-            if type(op) not in _CMP:
+        for cmp in node.ops:
+            if type(cmp) not in _CMP:
                 return _at(node, src, shifts, "only < <= > >= == != compare numbers",
                            "`in` and `is` have nothing to compare in a formula")
         return None
@@ -323,7 +326,7 @@ def _truth(x: float) -> bool:
 
 def _eval(node: ast.expr, values: Mapping[str, object]) -> float:
     if isinstance(node, ast.Constant):
-        return float(node.value)
+        return float(cast(float, node.value))
     if isinstance(node, ast.Name):
         if node.id not in values:
             raise _Unknown(f"no value for `{node.id}`")
@@ -333,17 +336,17 @@ def _eval(node: ast.expr, values: Mapping[str, object]) -> float:
         if op is ast.Mult:
             # scores are finite, so a known 0 factor decides the product: a failed safety
             # gate zeroes `safety * completion` even when completion could not be scored
-            sides = []
+            factors: list[float] = []
+            missing: list[_Unknown] = []
             for sub in (node.left, node.right):
                 try:
-                    sides.append(_eval(sub, values))
+                    factors.append(_eval(sub, values))
                 except _Unknown as exc:
-                    sides.append(exc)
-            known = [x for x in sides if not isinstance(x, _Unknown)]
-            if len(known) < 2:
-                if 0.0 in known:
+                    missing.append(exc)
+            if missing:
+                if 0.0 in factors:
                     return 0.0
-                raise next(x for x in sides if isinstance(x, _Unknown))
+                raise missing[0]
         a, b = _eval(node.left, values), _eval(node.right, values)
         if op is ast.Add:
             return a + b
@@ -377,13 +380,13 @@ def _eval(node: ast.expr, values: Mapping[str, object]) -> float:
     if isinstance(node, ast.Compare):
         left = _eval(node.left, values)
         ok = True
-        for op, right_node in zip(node.ops, node.comparators):
+        for cmp, right_node in zip(node.ops, node.comparators, strict=True):
             right = _eval(right_node, values)
-            ok = ok and _compare(type(op), left, right)
+            ok = ok and _compare(type(cmp), left, right)
             left = right
         return 1.0 if ok else 0.0
     if isinstance(node, ast.Call):
-        name = node.func.id  # type: ignore[attr-defined]  (checked at parse time)
+        name = cast(ast.Name, node.func).id  # parse() let only named calls in
         if name == _IF:
             cond = _truth(_eval(node.args[0], values))
             return _eval(node.args[1] if cond else node.args[2], values)

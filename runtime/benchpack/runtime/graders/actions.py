@@ -56,7 +56,7 @@ def _exact(want: Any, got: Any) -> bool:
             all(_exact(want[k], got[k]) for k in want)
     if isinstance(want, list):
         return isinstance(got, list) and len(want) == len(got) and \
-            all(_exact(a, b) for a, b in zip(want, got))
+            all(_exact(a, b) for a, b in zip(want, got, strict=False))
     if isinstance(want, (int, float)) and isinstance(got, (int, float)):
         return float(want) == float(got)
     return type(want) is type(got) and want == got
@@ -68,7 +68,7 @@ def _normal(want: Any, got: Any) -> bool:
             all(_normal(want[k], got[k]) for k in want)
     if isinstance(want, list):
         return isinstance(got, list) and len(want) == len(got) and \
-            all(_normal(a, b) for a, b in zip(want, got))
+            all(_normal(a, b) for a, b in zip(want, got, strict=False))
     if isinstance(want, bool) or isinstance(got, bool):
         return _exact(want, got)
     a, b = _number(want), _number(got)
@@ -104,16 +104,20 @@ def _why_not(action: dict[str, Any], calls: Sequence[tuple[int, Any]]) -> str:
             + (f" (last differs in {', '.join(diff[:5])})" if diff else ""))
 
 
+def _fit(action: dict[str, Any]) -> Callable[[Any], bool]:
+    def fits(record: Any) -> bool:
+        return bool(record.tool_name == action["tool"] and args_match(
+            action.get("args") or {}, record.call, action.get("match") or "exact"))
+    return fits
+
+
 def match_actions(actions: Sequence[dict[str, Any]], records: Sequence[Any],
                   ordered: bool = False) -> list[ActionResult]:
     """Per gold action (dicts shaped like `GoldAction`), whether the agent made it and with
     which call. `records` are the session's tool records (`ToolRecord`: `tool_name`, `call`,
     `error`)."""
     calls = [(i, r) for i, r in enumerate(records) if r.error is None]
-    fits: list[Callable[[Any], bool]] = [
-        (lambda r, a=a: r.tool_name == a["tool"] and
-         args_match(a.get("args") or {}, r.call, a.get("match") or "exact"))
-        for a in actions]
+    fits = [_fit(a) for a in actions]
     chosen: dict[int, int] = {}  # action index → call index
     if ordered:
         pos = 0

@@ -157,37 +157,40 @@ def grade_item(item: Mapping[str, Any], index: int, trace: Trace,
     """Score one item (a `ScoreItem` as a dict). Judged items take the judge's raw answer from
     `judged[id] = (raw answer, rationale, error)`; an item missing there is unscored."""
     iid = str(item.get("id") or f"s{index + 1}")
-    base = {"id": iid, "dimension": str(item.get("dimension") or "score"),
-            "weight": float(item.get("weight", 1.0)), "gate": bool(item.get("gate")),
-            "cap": item.get("cap"), "pass_at": float(item.get("pass_at", 1.0))}
+    cap = item.get("cap")
+
+    def made(score: float | None, detail: str, error: str | None = None,
+             rationale: str = "") -> ItemScore:
+        return ItemScore(iid, str(item.get("dimension") or "score"),
+                         float(item.get("weight", 1.0)), score, detail, rationale, error,
+                         bool(item.get("gate")), None if cap is None else float(cap),
+                         float(item.get("pass_at", 1.0)))
+
     try:
         if item.get("rule") is not None:
             res = evaluate(item["rule"], trace)
             if res.detail.startswith("invalid rule"):
-                return ItemScore(**base, score=None, detail=res.detail, error=res.detail)
-            return ItemScore(**base, score=1.0 if res.passed else 0.0, detail=res.detail)
-        if item.get("same") is not None or item.get("compare") is not None:
-            spec = item.get("same") or item.get("compare")
-            res = join(spec, trace.tool_records)
-            if res.error:  # a bad path, not a verdict on the agent
-                return ItemScore(**base, score=None, detail=res.detail, error=res.detail)
-            return ItemScore(**base, score=1.0 if res.passed else 0.0, detail=res.detail)
+                return made(None, res.detail, res.detail)
+            return made(1.0 if res.passed else 0.0, res.detail)
+        spec = item.get("same") or item.get("compare")
+        if spec is not None:
+            joined = join(spec, trace.tool_records)
+            if joined.error:  # a bad path, not a verdict on the agent
+                return made(None, joined.detail, joined.error)
+            return made(1.0 if joined.passed else 0.0, joined.detail)
         where = str(item.get("in") or item.get("in_") or "output")
         if item.get("keywords") is not None:
-            s, d = keyword_score(item["keywords"], agent_text(where, trace))
-            return ItemScore(**base, score=s, detail=d)
+            return made(*keyword_score(item["keywords"], agent_text(where, trace)))
         if item.get("credits") is not None:
-            s, d = credit_score(item["credits"], agent_text(where, trace))
-            return ItemScore(**base, score=s, detail=d)
+            return made(*credit_score(item["credits"], agent_text(where, trace)))
     except Exception as exc:  # odd data never takes the run down; it leaves the item unscored
         msg = f"{type(exc).__name__}: {exc}"
-        return ItemScore(**base, score=None, detail=msg, error=msg)
+        return made(None, msg, msg)
     raw, rationale, error = (judged or {}).get(iid, (None, "", "the judge gave no answer"))
     if error:
-        return ItemScore(**base, score=None, rationale=rationale, error=error, detail=error)
-    s, why = normalise_judged(raw, item.get("scale"))
-    return ItemScore(**base, score=s, rationale=rationale, error=why,
-                     detail=why or f"judge: {raw}")
+        return made(None, error, error, rationale)
+    score, why = normalise_judged(raw, item.get("scale"))
+    return made(score, why or f"judge: {raw}", why, rationale)
 
 
 # --------------------------------------------------------------------------- combination
@@ -224,7 +227,7 @@ def _wmean(items: Sequence[ItemScore]) -> tuple[float | None, str]:
     if unscored:
         return None, f"unscored: {', '.join(unscored)}"
     total = sum(it.weight for it in items)
-    return sum(it.weight * it.score for it in items) / total, ""  # type: ignore[operator]
+    return sum(it.weight * (it.score or 0.0) for it in items) / total, ""
 
 
 def combine(items: Sequence[ItemScore], builtins: Mapping[str, float | None] | None = None,

@@ -15,7 +15,6 @@ from typing import Any
 from ..sandbox import run_function
 from .trace import Trace
 
-
 REFUSED = "python graders need --allow-python"
 """The error of a python grader refused for want of `--allow-python` (the run summary counts
 these by this text)."""

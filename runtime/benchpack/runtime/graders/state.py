@@ -118,13 +118,20 @@ def _bound(v: Any) -> Any:
     return v if len(s) <= MAX_VALUE_CHARS else _clip(v)
 
 
-def _key_field(rows: list[Any], hint: str | None) -> str | None:
+def _key_field(sides: tuple[list[Any], list[Any]], hint: str | None) -> str | None:
+    """The field that names a row: the table's declared key, else `id`, `key` or the one
+    `…_id`/`…id` field every row has, when it is distinct within each side."""
     if hint is not None:
         return hint
-    for name in ("id", "key"):
-        vals = [r.get(name) for r in rows if isinstance(r, dict)]
-        if len(vals) == len(rows) and None not in vals and len(set(map(_dumps, vals))) == len(vals):
-            return name
+    rows = [r for side in sides for r in side]
+    if not rows or not all(isinstance(r, dict) for r in rows):
+        return None
+    common = set.intersection(*(set(r) for r in rows))
+    ids = sorted(f for f in common if f.lower().endswith("id") and f not in ("id",))
+    for name in ["id", "key", *ids]:
+        if name in common and all(
+                len({_dumps(r[name]) for r in side}) == len(side) for side in sides):
+            return str(name)
     return None
 
 
@@ -146,7 +153,7 @@ def diff(expected: Mapping[str, Any], got: Mapping[str, Any],
         et, gt = e.get(svc) or {}, g.get(svc) or {}
         for table in sorted(set(et) | set(gt)):
             erows, grows = list(et.get(table) or []), list(gt.get(table) or [])
-            name = _key_field(erows + grows, (keys or {}).get(f"{svc}.{table}"))
+            name = _key_field((erows, grows), (keys or {}).get(f"{svc}.{table}"))
             if name is None:
                 _diff_sets(svc, table, erows, grows, add)
                 continue
@@ -180,7 +187,7 @@ def _fields(a: Any, b: Any, path: str) -> list[tuple[str, Any, Any]]:
         return out
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         out = []
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
             out += _fields(x, y, f"{path}.{i}" if path else str(i))
         return out
     return [] if _dumps(a) == _dumps(b) else [(path or "(row)", a, b)]
@@ -214,7 +221,7 @@ async def replay_gold(actions: Sequence[Mapping[str, Any]], initial_state: Mappi
                       call: ToolCall) -> State:
     """The state after the gold actions (`{tool, args}`), run in order by `call` on a deep copy
     of `initial_state` (never changed)."""
-    state: State = copy.deepcopy(dict(initial_state))  # type: ignore[arg-type]
+    state: State = copy.deepcopy(dict(initial_state))
     for i, action in enumerate(actions):
         try:
             await call(state, str(action["tool"]), dict(action.get("args") or {}))
