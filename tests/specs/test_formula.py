@@ -243,3 +243,9 @@ def test_token_soup_never_escapes(tokens: list[str]) -> None:
         assert all(not n.startswith("_") for n in f.names)
         out = f.run({n: 1 for n in f.names})
         assert out.value is None or math.isfinite(out.value)
+
+
+def test_python_syntax_warnings_do_not_leak(recwarn: pytest.WarningsRecorder) -> None:
+    parse("0if(a, b, c)")
+    parse("1and a")
+    assert not [w for w in recwarn if issubclass(w.category, SyntaxWarning)]

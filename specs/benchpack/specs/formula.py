@@ -31,6 +31,7 @@ import ast
 import difflib
 import math
 import re
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import cast
@@ -113,7 +114,10 @@ def parse(text: str, known: Iterable[str] | None = None) -> Formula | Problem:
     try:
         # one line (a newline becomes a space, keeping offsets) lets a formula span lines as
         # YAML block scalars do, without parentheses that would blame a wrong bracket
-        tree = ast.parse(src.replace("\r", " ").replace("\n", " "), mode="eval")
+        with warnings.catch_warnings():
+            # `0if` and the like warn on stderr; the author gets a Problem or nothing
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(src.replace("\r", " ").replace("\n", " "), mode="eval")
     except SyntaxError as exc:
         msg = (exc.msg or "invalid syntax").replace("'_if'", "'if'")
         line, col = _position(text, shifts, (exc.offset or 1) - 1)
