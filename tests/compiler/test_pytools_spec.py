@@ -224,7 +224,7 @@ def test_every_unsupported_thing_is_located_and_all_are_reported() -> None:
         (13, 7, "tool function `e`: parameter `x` is positional-only (before `/`); agents "
                 "pass arguments by name"),
         (16, 1, "tool function `f` has no docstring; the agent needs a description"),
-        (19, 22, "tool function `g`, parameter `kind`: `Literal` values must be strings, "
+        (19, 21, "tool function `g`, parameter `kind`: `Literal` values must be strings, "
                  "numbers, booleans or None"),
         (22, 18, "tool function `h`, parameter `other`: only one parameter may receive the "
                  "`State`"),
