@@ -171,7 +171,7 @@ def test_state_changes_land_in_the_service_state() -> None:
 def test_tool_error_reaches_the_agent_and_a_failed_call_changes_nothing() -> None:
     async def t(w: PyToolWorker, state: ServiceState) -> None:
         before = state.snapshot()
-        with pytest.raises(ToolError, match="^Non-pending order cannot be cancelled$"):
+        with pytest.raises(ToolError, match=r"^Non-pending order cannot be cancelled$"):
             await w.call("cancel_pending_order", {"order_id": "#W0000002",
                                                   "reason": "no longer needed"})
         with pytest.raises(ToolError, match="no row of `orders` with order_id '#W9'"):

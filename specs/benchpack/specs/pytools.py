@@ -108,8 +108,8 @@ def _args(node: ast.AST) -> list[ast.AST]:
 
 
 def _is_none(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None or \
-        isinstance(node, ast.Name) and node.id == "NoneType"
+    return (isinstance(node, ast.Constant) and node.value is None) or \
+        (isinstance(node, ast.Name) and node.id == "NoneType")
 
 
 def _any_of(options: list[dict[str, Any]]) -> dict[str, Any]:
@@ -302,7 +302,7 @@ def _function_tool(fn: ast.FunctionDef | ast.AsyncFunctionDef,
         except _Unsupported as exc:
             bad(exc.node, exc.message, exc.hint)
             continue
-        if p.arg in documented and documented[p.arg]:
+        if documented.get(p.arg):
             schema = {**schema, "description": documented[p.arg]}
         if p.arg in defaults:
             ok, value = _literal_default(defaults[p.arg])
