@@ -121,8 +121,8 @@ def test_read_file_errors(ws: Workspace) -> None:
     with pytest.raises(ToolError, match="directory"):
         ws.read_file("notes")
     (ws.root / "blob.bin").write_bytes(b"\xff\xfe\x00\x01")
-    with pytest.raises(ToolError, match="binary"):
-        ws.read_file("blob.bin")
+    # binary files are described, not refused (tests/runtime/test_binary_files.py)
+    assert ws.read_file("blob.bin")["kind"] == "binary"
     (ws.root / "big.txt").write_bytes(b"x" * (MAX_FILE_BYTES + 1))
     with pytest.raises(ToolError, match="too large"):
         ws.read_file("big.txt")

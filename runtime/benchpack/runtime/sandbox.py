@@ -22,7 +22,9 @@ fails with an error saying how to install it — never a run without isolation. 
 
 `run_command` runs any argv (a shell command, a tool process) this way; `run_function` calls one
 function of a module with JSON arguments, for python graders and tools; `start_process` starts a
-long-lived one (an HTTP service) and returns a handle (`SandboxProcess`) the caller stops.
+long-lived one (an HTTP service) and returns a handle (`SandboxProcess`) the caller stops;
+`spawn` starts a sandboxed asyncio subprocess (the python tool worker, `run_command`) that the
+caller ends with `kill_process`.
 """
 
 from __future__ import annotations
@@ -187,18 +189,37 @@ async def _read_capped(stream: asyncio.StreamReader, cap: int, over: asyncio.Eve
         buf += chunk[:max(0, cap - len(buf))]
 
 
-async def run_command(command: list[str], *, sandbox: Sandbox, work: Path, files: Path,
-                      what: str) -> CommandResult:
-    """Run `command` (its argv inside the sandbox; `/sandbox` holds `files`, read-only, and
-    `/work` is `work`, read-write). Raises `SandboxUnavailable` when there is no bwrap."""
+async def spawn(command: list[str], *, sandbox: Sandbox, work: Path, files: Path,
+                        stdin: bool = True, limit: int = 1 << 16) -> asyncio.subprocess.Process:
+    """Start `command` in the sandbox and hand back the process (bwrap, leading its own process
+    group), stdout and stderr piped, stdin piped when `stdin`; `limit` is the longest line its
+    stdout reader accepts. For long-lived sandboxed processes (the python tool worker); the
+    caller must `kill_process` it on every exit path. Raises `SandboxUnavailable`."""
     bwrap = find_bwrap()
     (files / "limits.py").write_text(LIMITS, encoding="utf-8")
     if os.geteuid() == 0:  # the code runs as `nobody`: its work directory must be its own
         for p in [work, *work.rglob("*")]:
             os.chown(p, NOBODY, NOBODY, follow_symlinks=False)
-    proc = await asyncio.create_subprocess_exec(
-        *sandbox.argv(bwrap, command, work, files), env={}, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
+    return await asyncio.create_subprocess_exec(
+        *sandbox.argv(bwrap, command, work, files), env={},
+        stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
+        limit=limit)
+
+
+def kill_process(proc: asyncio.subprocess.Process) -> None:
+    """Kill a sandbox started by `spawn`: bwrap's group; its child dies with it
+    (--die-with-parent), and with the namespace's first process every process inside."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+async def run_command(command: list[str], *, sandbox: Sandbox, work: Path, files: Path,
+                      what: str) -> CommandResult:
+    """Run `command` (its argv inside the sandbox; `/sandbox` holds `files`, read-only, and
+    `/work` is `work`, read-write). Raises `SandboxUnavailable` when there is no bwrap."""
+    proc = await spawn(command, sandbox=sandbox, work=work, files=files, stdin=False)
     over = asyncio.Event()
     assert proc.stdout is not None and proc.stderr is not None
     reads = asyncio.gather(_read_capped(proc.stdout, sandbox.max_output, over),

@@ -131,6 +131,73 @@ class ServiceState:
             self._counters[table] = max(self._max_number(table),
                                         (counters or {}).get(table, 0))
 
+    # ------------------------------------------------------------------ row writes (python tools)
+
+    def _find_exact(self, table: str, key: Any) -> int | None:
+        """Where the row with exactly this key is: python tools compare keys as Python does
+        (`3` is not `"3"`), the same way their worker's replica of the table does."""
+        field = self.tables[table].key
+        for i, row in enumerate(self._rows[table]):
+            if field in row and row[field] == key and type(row[field]) is type(key):
+                return i
+        return None
+
+    def validate_row(self, table: str, row: Any) -> list[str]:
+        """Why `row` cannot be stored in `table` (no such table, not an object, no key,
+        against the row schema); empty when it can."""
+        if table not in self._rows:
+            return [f"service `{self.name}` has no table `{table}`"]
+        if not isinstance(row, dict):
+            return [f"a row of `{table}` must be an object, got {type(row).__name__}"]
+        key = self.tables[table].key
+        if row.get(key) is None:
+            return [f"the row has no `{key}`, the key of `{table}`"]
+        validator = self._validators.get(table)
+        return _schema_errors(validator, row) if validator is not None else []
+
+    def put_row(self, table: str, row: dict[str, Any]) -> None:
+        """Insert `row`, or replace the row with the same key in place (a python tool's
+        `State.put`); the caller has checked it with `validate_row`."""
+        key = row[self.tables[table].key]
+        i = self._find_exact(table, key)
+        if i is None:
+            self._rows[table].append(copy_json(row))
+        else:
+            self._rows[table][i] = copy_json(row)
+        number = self._number_of(table, key)
+        if number is not None:
+            self._counters[table] = max(self._counters.get(table, 0), number)
+
+    def delete_row(self, table: str, key: Any) -> bool:
+        """Remove the row with exactly this key (a python tool's `State.delete`); False when
+        there is none."""
+        i = self._find_exact(table, key)
+        if i is None:
+            return False
+        self._rows[table].pop(i)
+        return True
+
+    def key_info(self) -> dict[str, dict[str, Any]]:
+        """Per table: the key field, the prefix of generated keys (None: integer keys), the
+        zero-padding width and the counter — what a python tool worker needs for `next_id` to
+        give the key a declarative `create` would."""
+        out = {}
+        for table, t in self.tables.items():
+            prefix = self._prefix(table)
+            key_schema = ((t.row_schema or {}).get("properties") or {}).get(t.key) or {}
+            int_keys = prefix is None or (not prefix and key_schema.get("type") == "integer")
+            width = 0
+            if prefix is not None:
+                digits = [str(r.get(t.key))[len(prefix):] for r in self._rows[table]
+                          if isinstance(r.get(t.key), str) and str(r.get(t.key)).startswith(prefix)
+                          and str(r.get(t.key))[len(prefix):].isdigit()]
+                if any(len(d) > 1 and d.startswith("0") for d in digits):
+                    width = max(len(d) for d in digits)
+            out[table] = {"key": t.key, "prefix": "" if int_keys else (prefix or ""),
+                          "int_keys": int_keys, "width": width,
+                          "counter": self._counters.get(table, 0)}
+        return out
+
     # ------------------------------------------------------------------ keys
 
     def _prefix(self, table: str) -> str | None:

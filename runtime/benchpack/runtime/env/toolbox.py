@@ -64,7 +64,9 @@ BUILTIN_SPECS: dict[str, dict[str, Any]] = {
     "read_file": {
         "description": "Read a text file from the workspace. Returns its text (plain, without "
                        "line numbers) with start_line, end_line and total_lines. Use offset "
-                       "and limit to read part of a long file.",
+                       "and limit to read part of a long file. For a zip it returns the "
+                       "listing, for a PDF its text, for other binary files the media type, "
+                       "size and (if small) base64.",
         "parameters": {
             "type": "object",
             "properties": {

@@ -11,7 +11,8 @@ The built-in file tools are methods here and return JSON-serialisable dicts:
 - `read_file(path, offset=0, limit=None)` returns the file's text **plain** (no line-number
   prefixes, so `edit_file` can be given exact text copied from it) with `start_line`,
   `end_line` (1-based, inclusive) and `total_lines`. `offset` is the number of lines to skip,
-  `limit` the number of lines to return.
+  `limit` the number of lines to return. A binary file gives what `binary.describe_binary`
+  makes of it (a zip's listing, a PDF's text, or base64 with its media type).
 - `write_file`, `edit_file`, `list_files` (recursive list of files), `glob`, `grep` (regex,
   line by line, capped).
 
@@ -50,6 +51,7 @@ from benchpack.specs.plan import PlanFile
 from benchpack.specs.regex import HINT as REGEX_HINT
 from benchpack.specs.regex import RegexError, compile_regex
 
+from .binary import describe_binary, sniff
 from .errors import ToolError
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
@@ -355,7 +357,11 @@ class Workspace:
         offset = _int_arg(offset if offset is not None else 0, "offset", 0)
         if limit is not None:
             limit = _int_arg(limit, "limit", 1)
-        text = self._read_text(rel, real)
+        data = self._read_bytes(rel, real)
+        text = _decode(data) if sniff(data) is None else None
+        if text is None:  # a zip's listing, a PDF's text, or base64 (`binary`)
+            self._read.add(rel)
+            return {"path": rel, **describe_binary(data, rel)}
         lines = text.splitlines(keepends=True)
         total = len(lines)
         if offset and offset >= total:
