@@ -65,6 +65,8 @@ def _compile(b: WorldBuilder, key: str, it: _Item) -> None:
     # functions the module defines, even broken ones: `include: [a_broken_one]` is not a typo
     defined = _public_functions(source)
     for field in ("include", "read_only"):
+        if defined is None:
+            break  # the module does not parse (E217): its names are unknown, not missing
         for i, fn in enumerate(getattr(ts, field) or []):
             if fn not in defined:
                 hint, fix = suggest_fix(fn, sorted(defined))
@@ -103,11 +105,11 @@ def _compile(b: WorldBuilder, key: str, it: _Item) -> None:
     b.toolset_tools[key] = names
 
 
-def _public_functions(source: str) -> set[str]:
+def _public_functions(source: str) -> set[str] | None:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()
+        return None
     return {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
             and not n.name.startswith("_")}
 
