@@ -91,6 +91,25 @@ def _session(extra: str) -> dict[str, str | bytes]:
     return {"pack.yaml": BASE + extra}
 
 
+_TOOLSET_ENV = ("    services: [todo]\n    toolsets: [tools/shop.py]\n"
+                "toolsets:\n  - {module: tools/shop.py, service: todo, include: [find, lookup]}\n")
+_BAD_TYPES = '''\
+from benchpack_tools import State
+
+
+def find(db: State, when: object, *rest: str) -> list:
+    """Find tasks.
+
+    Args:
+        since: Not a parameter.
+    """
+    return db.rows("tasks")
+
+
+def shout(text) -> str:
+    return text.upper()
+'''
+
 BOMB = "name: demo\n" + "".join(
     f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10) if i else '1, 1, 1, 1, 1, 1, 1, 1, 1, 1'}]\n"
     for i in range(9)
@@ -180,6 +199,10 @@ CASES: dict[str, tuple[dict[str, str | bytes], str]] = {
           - {turn: 1, user: Hello, discloses: [deadline]}
           - {turn: 3, user: Also a photo}
 """), "E216"),
+    "E217-tool-module-syntax": ({**_base("    services: [todo]\n", _TOOLSET_ENV),
+                                 "tools/shop.py": "def find(db, x: str:\n    pass\n"}, "E217"),
+    "E217-tool-module-types": ({**_base("    services: [todo]\n", _TOOLSET_ENV),
+                                "tools/shop.py": _BAD_TYPES}, "E217"),
 }
 
 

@@ -302,7 +302,8 @@ def test_specs_offer_exactly_the_session_tools(plan: Plan, box: ToolBox) -> None
     assert by_name["read_file"]["parameters"] == BUILTIN_SPECS["read_file"]["parameters"]
     assert by_name["todo__create"]["parameters"]["required"] == ["title"]
     assert set(BUILTIN_SPECS) == {"read_file", "write_file", "edit_file", "list_files", "glob",
-                                  "grep", "ask_user", "send_message"}
+                                  "grep", "ask_user", "send_message", "shell"}
+    assert "shell" not in names  # opt-in (`builtin_tools: [shell]`), never a default
     # specs are copies: an adapter editing them changes nothing
     by_name["read_file"]["parameters"]["properties"].clear()
     assert BUILTIN_SPECS["read_file"]["parameters"]["properties"]

@@ -258,11 +258,19 @@ class Builder(CheckBuilder):
         used_personas = {it.obj.persona for it in self.episodes.values()}
         used_envs = {it.obj.environment for it in self.episodes.values()}
         used_services = {s for e in self.environments.values() for s in e.obj.services}
+        used_services |= {it.obj.service for it in self.toolsets.values()}
         used_streams = {s for e in self.environments.values() for s in e.obj.event_streams}
         used_tools = {t for e in self.environments.values() for t in e.obj.tools}
         used_tools |= {t for d in drafts for t in d.model.tools}
         used_corpora = {it.obj.impl.corpus for it in self.tools.values()
                         if isinstance(it.obj.impl, P.CorpusImpl)}
+        used_toolsets = {t for e in self.environments.values() for t in e.obj.toolsets}
+        used_toolsets |= {it.obj.module for k, it in self.toolsets.items()
+                          if it.obj.module in used_toolsets}
+        for name, it in self.toolsets.items():
+            if name not in used_toolsets and it.obj.module not in used_toolsets:
+                self.lint("W312", f"toolset `{name}` is defined but never used",
+                          (it.src, it.path))
         for table, used, what in (
             (self.personas, used_personas, "persona"), (self.environments, used_envs, "environment"),
             (self.services, used_services, "service"), (self.streams, used_streams, "event stream"),

@@ -104,6 +104,11 @@ class BuilderCore:
         self.plan_streams: dict[str, dict[str, Any]] = {}
         self.plan_corpora: dict[str, dict[str, Any]] = {}
         self.read_tools: set[str] = set()
+        # python toolsets (toolsets.py)
+        self.toolsets: dict[str, _Item] = {}
+        self.plan_toolsets: dict[str, dict[str, Any]] = {}
+        self.toolset_tools: dict[str, list[str]] = {}
+        """Toolset → the plan tools it contributed."""
         self._pack_paths: dict[str, str] = {}
         self.pack_ignore = self.lint_settings(self.pack.lint, (self.pack_src, ()))
         self.session_ignore: set[str] = set()
@@ -236,6 +241,8 @@ class BuilderCore:
                 self.collect(self.environments, x.id, x, src, ("environments", i), "environment")
             for i, x in enumerate(model.episodes):
                 self.collect(self.episodes, x.id, x, src, ("episodes", i), "episode")
+        from .toolsets import collect_toolsets  # noqa: PLC0415 (toolsets imports core)
+        collect_toolsets(self)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ rendering
 

@@ -56,6 +56,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E214": ("error", "tool-name-clash"),
     "E215": ("error", "invalid-style"),
     "E216": ("error", "invalid-dialogue"),
+    "E217": ("error", "bad-tool-module"),
     # lints (warnings; errors under --strict)
     "W301": ("warning", "leak-intent"),
     "W302": ("warning", "leak-stage"),
@@ -74,6 +75,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W316": ("warning", "anchor-not-disclosed"),
     "W317": ("warning", "too-few-anchors"),
     "W318": ("warning", "required-and-capped"),
+    "W319": ("warning", "tool-module"),
 }
 LINT_CODES = tuple(code for code, (severity, _) in CODES.items() if severity == "warning")
 """The codes a `lint: {ignore: […]}` list may name."""

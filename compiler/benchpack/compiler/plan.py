@@ -151,7 +151,16 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
                     "final": g.final} for g in groups],
         "parent_map": parent_map,
         "child_map": child_map,
+        **_toolsets(b, [b.plan_envs[e] for e in used_envs]),
     }
+
+
+def _toolsets(b: Builder, envs: list[dict[str, Any]]) -> dict[str, Any]:
+    """`toolsets` of the plan: the ones an environment offers, and only when there are some
+    (plans without toolsets stay byte for byte)."""
+    used = sorted({t for e in envs for t in e.get("toolsets", ())})
+    return {"toolsets": {t: b.plan_toolsets[t] for t in used if t in b.plan_toolsets}} \
+        if used else {}
 
 
 def _map_sub(d: _SessionDraft, sub: tuple[PathPart, ...]) -> tuple[PathPart, ...]:
@@ -176,7 +185,7 @@ def write_plan(plan: dict[str, Any], out: Path) -> bytes:
         value = plan[key]
         sep = "," if i < len(keys) - 1 else ""
         if key in ("sessions", "personas", "environments", "tools", "services", "episodes",
-                   "parent_map", "child_map") and isinstance(value, dict) and value:
+                   "parent_map", "child_map", "toolsets") and isinstance(value, dict) and value:
             parts.append(f"{json.dumps(key)}: {{\n")
             items = list(value.items())
             for j, (k, v) in enumerate(items):

@@ -19,6 +19,7 @@ from benchpack.specs import pack as P
 from .core import DEFAULT_ENV, BuilderCore, Loc, _Item, iso
 from .datafiles import DataError, first_error, read_rows
 from .diagnostics import PathPart, suggest_fix
+from .toolsets import compile_toolsets, environment_toolsets
 from .validate import node_at
 
 _DURATION = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -103,6 +104,7 @@ class WorldBuilder(BuilderCore):
             if source is not None:
                 tool["python_source"] = source
             self.add_tool(name, tool, f"the tool in {it.src.shown}", loc, ("name",))
+        compile_toolsets(self)
         for name, it in self.environments.items():
             self.environment(name, it)
         if DEFAULT_ENV not in self.plan_envs:
@@ -275,6 +277,7 @@ class WorldBuilder(BuilderCore):
                 streams.append(s)
                 if f"{s}__read" in self.plan_tools:
                     tools.append(f"{s}__read")
+        toolsets = environment_toolsets(self, env, loc, tools, services)
         files = []
         seen: set[str] = set()
         for i, f in enumerate(env.files):
@@ -297,6 +300,8 @@ class WorldBuilder(BuilderCore):
             "files": files, "tools": list(dict.fromkeys(tools)), "services": services,
             "event_streams": streams, "heartbeat": hb,
         }
+        if toolsets:  # only when used, so plans without toolsets stay byte for byte
+            self.plan_envs[name]["toolsets"] = toolsets
 
     def check_time(self, value: Any, loc: Loc, sub: Sequence[PathPart]) -> None:
         """A time YAML left as text (`99999-99-99T99:99:99` is not a YAML timestamp) must still

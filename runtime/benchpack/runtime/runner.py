@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from benchpack.specs.plan import Plan, PlanSession
+from benchpack.specs.toolsets import PyToolImpl
 
 from .env import EpisodeEnvironment, ToolBox
 from .graders.python import REFUSED as PYTHON_REFUSED
@@ -350,6 +351,7 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
             lacking = sorted(_with_dependencies(plan, {sid}) - selected)
             if lacking:
                 missing[sid] = lacking
+    _check_allow_python(plan, selected, options.allow_python)
     repeats = options.repeats or plan.defaults.repeats
     work_dir = Path(options.work_dir) if options.work_dir else Path(
         tempfile.mkdtemp(prefix="benchpack-"))
@@ -442,34 +444,40 @@ async def run_chain(ctx: RunContext, key: str, repeat: int, sessions: list[PlanS
     chain = ChainMemory(ctx.store, ctx.run_id, repeat)
     failed: set[str] = set()
     last_done: str | None = None
-    for s in sessions:
-        done = (s.id, s.fingerprint, repeat) in finished
-        if done:
-            last_done = s.id
-            env = None  # restored lazily from the snapshot when a later session needs it
-            continue
-        if any(d in failed for d in s.depends_on):
-            failed.add(s.id)
-            stats["skipped"] += 1
-            ctx.store.submit(_skipped_rows(ctx, s, repeat, [d for d in s.depends_on
-                                                             if d in failed]),
-                             progress.committed(s.name, error=True))
-            continue
-        if env is None:
-            env = EpisodeEnvironment.create(plan, s.environment, env_root)
-            if last_done is not None:
-                snap = ctx.store.snapshot(ctx.run_id, episode_id, repeat, last_done)
-                if snap is not None:
-                    env.restore(snap)
-        rows, ok = await run_one(ctx, s, repeat, env, chain)
-        stats["run"] += 1
-        if ok:
-            stats["finished"] += 1
-            last_done = s.id
-        else:
-            stats["errors"] += 1
-            failed.add(s.id)
-        ctx.store.submit(rows, progress.committed(s.name, error=not ok))
+    try:
+        for s in sessions:
+            done = (s.id, s.fingerprint, repeat) in finished
+            if done:
+                last_done = s.id
+                if env is not None:
+                    await env.aclose()
+                env = None  # restored lazily from the snapshot when a later session needs it
+                continue
+            if any(d in failed for d in s.depends_on):
+                failed.add(s.id)
+                stats["skipped"] += 1
+                ctx.store.submit(_skipped_rows(ctx, s, repeat, [d for d in s.depends_on
+                                                                 if d in failed]),
+                                 progress.committed(s.name, error=True))
+                continue
+            if env is None:
+                env = EpisodeEnvironment.create(plan, s.environment, env_root)
+                if last_done is not None:
+                    snap = ctx.store.snapshot(ctx.run_id, episode_id, repeat, last_done)
+                    if snap is not None:
+                        env.restore(snap)
+            rows, ok = await run_one(ctx, s, repeat, env, chain)
+            stats["run"] += 1
+            if ok:
+                stats["finished"] += 1
+                last_done = s.id
+            else:
+                stats["errors"] += 1
+                failed.add(s.id)
+            ctx.store.submit(rows, progress.committed(s.name, error=not ok))
+    finally:  # every exit path, a cancelled run included: no toolset worker is left behind
+        if env is not None:
+            await env.aclose()
 
 
 async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvironment,
@@ -514,6 +522,21 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
                       error, snapshot, error_kind=kind)
     chain.remember(s.id, sctx.messages, result)
     return rows, ok
+
+
+def _check_allow_python(plan: Plan, selected: set[str], allow_python: bool) -> None:
+    """Python toolsets and the shell run code: without --allow-python every call would fail,
+    so the run stops before it starts, naming what needs it."""
+    if allow_python:
+        return
+    needs = sorted({t for sid in selected for t in plan.sessions[sid].tools
+                    if t == "shell" and t not in plan.tools
+                    or isinstance(getattr(plan.tools.get(t), "impl", None), PyToolImpl)})
+    if needs:
+        shown = ", ".join(f"`{t}`" for t in needs[:5]) + (", …" if len(needs) > 5 else "")
+        raise ValueError(f"this plan's sessions offer tools that run code ({shown}: python "
+                         "toolsets or the shell); pass --allow-python to run them in the "
+                         "sandbox")
 
 
 ERROR_KINDS = ("agent", "infrastructure", "simulator", "judge")

@@ -27,7 +27,9 @@ BuiltinToolName = Literal[
     "grep",
     "ask_user",
     "send_message",
+    "shell",
 ]
+"""`shell` is opt-in: never among the defaults (`BUILTIN_TOOLS`), and it needs --allow-python."""
 BUILTIN_TOOLS: tuple[str, ...] = (
     "read_file",
     "write_file",
@@ -303,3 +305,7 @@ class Environment(Spec):
     """Event streams available to the agent."""
     heartbeat: Heartbeat | None = None
     """Heartbeat schedule for proactive sessions."""
+    # --- python toolsets (issue 12, section 1)
+    toolsets: list[str] = Field(default_factory=list)
+    """Python toolsets offered, by `name` (default: the `module` path as written); their
+    functions become tools and their service's state is part of the environment."""

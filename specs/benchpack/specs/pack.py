@@ -68,6 +68,7 @@ from .protocols.intent_tracking import HiddenIntent
 from .protocols.staged_disclosure import GroundTruthGraph, GroundTruthTriple, Stage, StageTrigger
 from .protocols.trigger_rubric import Anchor, DialogueTurn, Rubric, Scenario, TriggerPoint
 from .protocols.verified_outcome import ScoreCap, Verify
+from .toolsets import Toolset
 
 # Built from the registry so a new protocol is named in one place; same schema as spelling
 # the Literal out.
@@ -276,6 +277,8 @@ class _Content(Spec):
     """Environments episodes run in."""
     episodes: list[Episode] = Field(default_factory=list)
     """Episodes."""
+    toolsets: list[Toolset] = Field(default_factory=list)
+    """Python modules whose public functions are tools with state (need --allow-python)."""
 
 
 class Fragment(_Content):
@@ -376,6 +379,7 @@ __all__ = [
     "Tool",
     "ToolImpl",
     "ToolName",
+    "Toolset",
     "TriggerPoint",
     "Verify",
     "WorkspaceFile",

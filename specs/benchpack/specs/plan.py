@@ -24,6 +24,7 @@ from .pack import (
     Rubric,
     ToolImpl,
 )
+from .toolsets import PlanToolset, PyToolImpl
 
 PLAN_SCHEMA_ID = "https://benchpack.dev/schemas/plan/v1"
 PLAN_VERSION = 1
@@ -94,7 +95,8 @@ class PlanTool(PlanModel):
     name: str
     description: str
     parameters: dict[str, Any]
-    impl: ToolImpl
+    impl: ToolImpl | PyToolImpl
+    """`python_tool` (a function of a toolset) exists only in plans."""
     group: str | None = None
     effect: Literal["read", "write"]
     python_source: str | None = None
@@ -165,6 +167,8 @@ class PlanEnvironment(PlanModel):
     services: list[str]
     event_streams: list[str]
     heartbeat: PlanHeartbeat | None = None
+    toolsets: list[str] = Field(default_factory=list)
+    """Python toolsets offered (keys of `Plan.toolsets`); left out of the plan when empty."""
 
 
 class PlanEpisode(PlanModel):
@@ -333,3 +337,5 @@ class Plan(PlanModel):
     groups: list[PlanGroup]
     parent_map: dict[str, list[str]]
     child_map: dict[str, list[str]]
+    toolsets: dict[str, PlanToolset] = Field(default_factory=dict)
+    """Python toolsets by name: module source and hash; left out of the plan when empty."""

@@ -7,9 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from benchpack.specs.plan import Plan, PlanEnvironment, PlanFile
+from benchpack.specs.toolsets import PyToolImpl
 
 from .copying import copy_json
 from .corpus import CorpusIndex
+from .errors import ToolError
+from .pytools import PyToolWorker, ToolBinding
 from .services import ServiceState
 from .workspace import Workspace
 
@@ -31,6 +34,9 @@ class EpisodeEnvironment:
         self.asked: list[str] = []
         """Questions asked with the `ask_user` built-in, in order."""
         self._corpora: dict[str, CorpusIndex] = {}
+        self._workers: dict[str, PyToolWorker] = {}
+        """Python toolsets: one sandboxed worker each, started at the toolset's first call,
+        working on (a replica of) `services`, which stay the source of truth."""
 
     @classmethod
     def create(cls, plan: Plan, environment_id: str, root: Path) -> EpisodeEnvironment:
@@ -59,6 +65,38 @@ class EpisodeEnvironment:
             index = self._corpora[name] = CorpusIndex(self.plan.corpora[name])
         return index
 
+    # ------------------------------------------------------------------ python toolsets
+
+    def pytool_worker(self, toolset: str, allow_python: bool) -> PyToolWorker:
+        """The worker of a plan toolset in this environment (created on first use; its
+        process starts at its first call)."""
+        worker = self._workers.get(toolset)
+        if worker is not None:
+            worker.allow_python = allow_python
+            return worker
+        ts = self.plan.toolsets.get(toolset)
+        if ts is None:
+            raise ToolError(f"the python toolset `{toolset}` is not in this plan; recompile "
+                            "the pack")
+        state = None
+        if ts.service is not None:
+            state = self.services.get(ts.service)
+            if state is None:
+                raise ToolError(f"the python toolset `{toolset}` needs the service "
+                                f"`{ts.service}`, which this environment does not have")
+        tools = {name: ToolBinding(t.impl.function, t.impl.state_param, t.parameters)
+                 for name, t in self.plan.tools.items()
+                 if isinstance(t.impl, PyToolImpl) and t.impl.toolset == toolset}
+        worker = self._workers[toolset] = PyToolWorker(
+            ts.source, tools, state, filename=ts.file, allow_python=allow_python)
+        return worker
+
+    async def aclose(self) -> None:
+        """Stop every toolset worker and wait until they are reaped (the episode is over)."""
+        workers, self._workers = list(self._workers.values()), {}
+        for worker in workers:
+            await worker.aclose()
+
     def snapshot(self) -> dict[str, Any]:
         """Workspace files, service rows (and key counters), outbox and questions; JSON-
         serialisable, for resuming an episode after a crash."""
@@ -82,3 +120,5 @@ class EpisodeEnvironment:
                 svc.restore(tables, counters.get(name))
         self.outbox = copy_json(list(snapshot.get("outbox") or []))
         self.asked = [str(q) for q in snapshot.get("asked") or []]
+        for worker in self._workers.values():  # their replicas predate the restored state
+            worker.reset()

@@ -428,11 +428,19 @@ class PyToolWorker:
             assert self._proc is not None and self._proc.stdin is not None
             request = {"function": binding.function, "args": args, "state": binding.state_param}
             try:
-                self._proc.stdin.write((json.dumps(request, ensure_ascii=False) + "\n").encode())
-                await self._proc.stdin.drain()
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the worker died: _answer reports how
-            answer = await self._answer(self.call_timeout_s, f"running `{name}`")
+                try:
+                    self._proc.stdin.write((json.dumps(request, ensure_ascii=False)
+                                            + "\n").encode())
+                    await self._proc.stdin.drain()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the worker died: _answer reports how
+                answer = await self._answer(self.call_timeout_s, f"running `{name}`")
+            except asyncio.CancelledError:
+                # cancelled mid-call (the caller's own time limit): the worker's late answer
+                # would become the next call's, and its replica may hold changes the runner
+                # never applied, so it goes; the next call starts from the runner's state
+                self.close()
+                raise
         if "error" in answer:
             raise ToolError(str(answer["error"]))
         self._apply(name, answer.get("changes") or [])

@@ -42,12 +42,14 @@ from benchpack.specs.pack import (
     StreamImpl,
 )
 from benchpack.specs.plan import Plan, PlanSession
+from benchpack.specs.toolsets import PyToolImpl
 
 from ..sandbox import run_function
 from ..types import ToolHandle, ToolRecord
 from .copying import copy_json
 from .environment import EpisodeEnvironment
 from .errors import ToolError
+from .shell import SHELL_SPEC, SHELL_TIMEOUT_S, run_shell
 from .streams import read_stream
 
 MAX_RENDER_CHARS = 20_000
@@ -173,9 +175,12 @@ BUILTIN_SPECS: dict[str, dict[str, Any]] = {
     },
 }
 
+BUILTIN_SPECS["shell"] = SHELL_SPEC  # opt-in (`builtin_tools: [shell]`), --allow-python
+
 BUILTIN_EFFECTS: dict[str, Effect] = {
     "read_file": "read", "list_files": "read", "glob": "read", "grep": "read",
     "write_file": "write", "edit_file": "write", "ask_user": "write", "send_message": "write",
+    "shell": "write",
 }
 
 _validators: dict[str, Draft202012Validator] = {}
@@ -355,12 +360,33 @@ class ToolBox:
 
     async def _dispatch(self, tool: ToolDef, args: dict[str, Any]) -> Any:
         impl = tool.impl
+        # --- python toolsets and the shell (issue 12, parts 1 and 6)
+        if isinstance(impl, PyToolImpl):
+            worker = self.env.pytool_worker(impl.toolset, self.allow_python)
+            return await worker.call(tool.name, args)
+        if tool.builtin == "shell":
+            return await self._shell(args)
+        # ---
         if tool.builtin is not None or isinstance(impl, CorpusImpl | StreamImpl):
             deadline = time.monotonic() + self.tool_timeout_s
             return await asyncio.to_thread(self._in_thread, tool, args, deadline)
         if isinstance(impl, PythonImpl):
             return await self._python(tool, impl, args)
         return self._dispatch_sync(tool, args, None)
+
+    async def _shell(self, args: dict[str, Any]) -> Any:
+        # the file tools' workspace lock, taken without blocking the event loop (polled, so
+        # a cancelled call never leaves it taken)
+        lock = _workspace_lock(self.env.workspace)
+        while not lock.acquire(blocking=False):
+            await asyncio.sleep(0.02)
+        try:
+            # under the toolbox's own limit, so the command's output so far is reported
+            limit = max(1.0, min(SHELL_TIMEOUT_S, self.tool_timeout_s - 1.0))
+            return await run_shell(self.env.workspace, args.get("command"),
+                                   allow_python=self.allow_python, timeout_s=limit)
+        finally:
+            lock.release()
 
     def _in_thread(self, tool: ToolDef, args: dict[str, Any], deadline: float) -> Any:
         # one call at a time per workspace, as on the event loop before: a call that timed out
