@@ -147,3 +147,32 @@ def test_text_files_are_unchanged(ws: Workspace) -> None:
                                         "start_line": 1, "end_line": 2, "total_lines": 2}
     put(ws, "PK.txt", b"PK\x03\x04 is how a zip starts, but this is not one")
     assert ws.read_file("PK.txt")["content"].startswith("PK")
+
+
+def _real_pdf(text: str) -> bytes:
+    """A one-page PDF showing `text` in Helvetica, built by hand (offsets computed)."""
+    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
+               b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+               b"/Resources << /Font << /F1 5 0 R >> >> >>",
+               b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    out, offsets = b"%PDF-1.4\n", []
+    for i, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % i + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1, xref)
+    return out
+
+
+def test_a_real_pdf_gives_its_text_through_the_locked_pypdf(ws: Workspace) -> None:
+    data = _real_pdf("Quarterly VaR backtest: 3 exceptions")
+    put(ws, "report.pdf", data)
+    out = ws.read_file("report.pdf")
+    assert out["kind"] == "pdf" and out["pages"] == 1
+    assert "Quarterly VaR backtest: 3 exceptions" in out["content"]

@@ -4,9 +4,9 @@ bytes as base64 with their media type.
 - zip (by its signature): the entries from the central directory — name, size, compressed
   size — never decompressed (a zip bomb lists as quickly as any zip), at most
   `MAX_ZIP_ENTRIES` of them;
-- PDF (`%PDF-`): the text of its pages when `pypdf` is installed (it is not in the lock: the
-  fallback is what the design asks for when no well-kept library is there), cut at
-  `MAX_PDF_CHARS`; otherwise, or when the PDF cannot be parsed, base64 as below with a note;
+- PDF (`%PDF-`): the text of its pages through `pypdf` (in the lock; pure Python), cut at
+  `MAX_PDF_CHARS`; when pypdf is missing (an install without it) or the PDF cannot be parsed,
+  base64 as below with a note;
 - anything else: `media_type` (from the file's signature, else its name, else
   `application/octet-stream`), `size`, and `base64` when it is at most `MAX_BASE64_BYTES`
   (a note says why not otherwise).
@@ -90,7 +90,7 @@ def _zip(data: bytes) -> dict[str, Any]:
 
 def _pdf(data: bytes, name: str) -> dict[str, Any]:
     try:
-        import pypdf  # type: ignore[import-not-found]  # optional, see the module docstring
+        import pypdf  # a required dependency, imported only when a PDF is read
     except ImportError:
         return _raw(data, name, "no PDF text extraction library (pypdf) is installed; the "
                                 "file is given as base64")
