@@ -56,6 +56,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E214": ("error", "tool-name-clash"),
     "E215": ("error", "invalid-style"),
     "E216": ("error", "invalid-dialogue"),
+    "E225": ("error", "invalid-formula"),  # issue 12: verified_outcome `score.formula`
+    "E226": ("error", "invalid-score"),  # issue 12: verified_outcome `score:` block
     # lints (warnings; errors under --strict)
     "W301": ("warning", "leak-intent"),
     "W302": ("warning", "leak-stage"),
