@@ -206,3 +206,32 @@ def test_rules_judge_fallback_on_a_scale_by_hand(plan_dir: Path, tmp_path: Path)
     assert detail["rationale"].startswith("rules (keyword heuristic): 67%")
     assert values(db)["dim:robustness"] == pytest.approx((6 / 9 + 1) / 2)
     assert values(db)["final"] == 1.0  # max(0.8 + 0.2·0.8333, 1)
+
+
+def per_dimension(db: Path) -> dict[str, dict[str, Any]]:
+    res = CliRunner().invoke(cli, ["report", "pass-k", "--db", str(db), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    [table] = [t for t in json.loads(res.output)["tables"] if t["title"] == "Per dimension"]
+    return {r["component"]: r for r in table["rows"]}
+
+
+def test_report_per_dimension_table_and_view(plan_dir: Path, tmp_path: Path) -> None:
+    db = run(plan_dir, tmp_path, [{"tool_calls": [CREATE, UPDATE], "say": GOOD_SAY}],
+             {"score": {"clarity": 8}})
+    rows = per_dimension(db)
+    assert rows["robustness"]["mean"]["value"] == pytest.approx((7 / 9 + 1) / 2)
+    assert rows["final"]["mean"]["value"] == 1.0 and rows["final"]["kind"] == "final"
+    assert {r["unknown"] for r in rows.values()} == {0}
+
+
+def test_report_counts_unknown_components_not_zero(plan_dir: Path, tmp_path: Path) -> None:
+    db = run(plan_dir, tmp_path, [{"tool_calls": [CREATE, UPDATE], "say": GOOD_SAY}],
+             {"score": {}})
+    rows = per_dimension(db)
+    assert rows["robustness"]["mean"]["value"] is None and rows["robustness"]["unknown"] == 1
+    assert rows["final"]["unknown"] == 1 and rows["completion"]["mean"]["value"] == 1.0
+    res = CliRunner().invoke(cli, ["query", "--db", str(db), "--format", "json",
+                                   "SELECT component FROM score_results WHERE value IS NULL "
+                                   "ORDER BY component"])
+    assert res.exit_code == 0, res.output
+    assert [r["component"] for r in json.loads(res.output)] == ["clarity", "final", "robustness"]
