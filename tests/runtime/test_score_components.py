@@ -201,7 +201,7 @@ def test_rules_judge_fallback_on_a_scale_by_hand(plan_dir: Path, tmp_path: Path)
     # content words of `clarity`: handover, note, states, rebooked, slot, clearly; the agent's
     # messages and call arguments hold 4 of 6 → 1 + 4/6·9 = 7 on [1, 10] → (7 − 1)/9
     db = run(plan_dir, tmp_path, [{"tool_calls": [CREATE, UPDATE], "say": GOOD_SAY}], "rules")
-    kind, value, detail = components(db)["clarity"]
+    _, value, detail = components(db)["clarity"]
     assert value == pytest.approx(6 / 9) and detail["detail"] == "judge: 7.0"
     assert detail["rationale"].startswith("rules (keyword heuristic): 67%")
     assert values(db)["dim:robustness"] == pytest.approx((6 / 9 + 1) / 2)
@@ -235,3 +235,48 @@ def test_report_counts_unknown_components_not_zero(plan_dir: Path, tmp_path: Pat
                                    "ORDER BY component"])
     assert res.exit_code == 0, res.output
     assert [r["component"] for r in json.loads(res.output)] == ["clarity", "final", "robustness"]
+
+
+class _Reply:
+    def __init__(self, content: str) -> None:
+        self.content = content
+
+
+class _Client:
+    """A judge model: answers from a list, records the prompts."""
+
+    def __init__(self, answers: list[str]) -> None:
+        self.answers = answers
+        self.prompts: list[str] = []
+
+    async def complete(self, **kw: Any) -> _Reply:
+        self.prompts.append(kw["messages"][-1]["content"])
+        return _Reply(self.answers.pop(0))
+
+
+def test_llm_score_judge_scaled_answers_template_and_errors() -> None:
+    import asyncio
+
+    from benchpack.runtime.judges.base import JudgeCall, Templates
+    from benchpack.runtime.judges.score import LLMScoreJudge, ScoreQuestion
+
+    qs = [ScoreQuestion("clarity", "The note is clear", (1.0, 10.0), "<tool>x</tool>"),
+          ScoreQuestion("polite", "礼貌地回复", None, "<tool>x</tool>")]
+    client = _Client(['{"scores": [{"id": "clarity", "score": 7, "reason": "mostly clear"}]}'])
+    call = JudgeCall(client=client, model="m", recorder=lambda r: None)
+    judge = LLMScoreJudge(call, Templates(), {"task": {"title": "t", "request": "r",
+                                                       "trigger": "user_message",
+                                                       "payload": None},
+                                              "intents": [], "reference_solution": None})
+    got = asyncio.run(judge.answer(qs, "USER: r", ""))
+    assert got["clarity"] == (7, "mostly clear", None)
+    assert got["polite"] == (None, "", "the judge gave no answer")  # an error, not NO
+    prompt = client.prompts[0]
+    assert "id `clarity` (score from 1 to 10)" in prompt and "id `polite` (YES or NO)" in prompt
+    assert "<tool>x</tool>" in prompt
+    # malformed twice: every item of the call is a judge error
+    client = _Client(["no json", "still none"])
+    call = JudgeCall(client=client, model="m", recorder=lambda r: None)
+    judge.call = call
+    got = asyncio.run(judge.answer(qs, "USER: r", ""))
+    assert all(v[0] is None and v[2] and "malformed" in v[2] for v in got.values())

@@ -177,63 +177,6 @@ class SourceFile:
                 break
         return best
 
-    def locate_in_scalar(self, path: tuple[PathPart, ...], line: int,
-                         col: int) -> tuple[int, int] | None:
-        """1-based (line, column) in the file of the 1-based (line, column) `line:col` inside
-        the string value at `path` (a score formula's mistake), or None when `path` is not a
-        string. Plain, quoted and block scalars: the value's characters are walked against the
-        file's, a folded line break or an indentation run standing for what the value holds."""
-        node = self._composed()
-        for part in path:
-            if isinstance(node, yaml.SequenceNode) and isinstance(part, int) \
-                    and 0 <= part < len(node.value):
-                node = node.value[part]
-            elif isinstance(node, yaml.MappingNode) and (pair := _find_key(node, part)):
-                node = pair[1]
-            else:
-                return None
-        if not isinstance(node, yaml.ScalarNode) or not isinstance(node.value, str):
-            return None
-        value: str = node.value
-        lines = value.split("\n")
-        offset = sum(len(x) + 1 for x in lines[:max(line - 1, 0)]) + col - 1
-        text = self.text
-        starts = [0]
-        for ln in text.split("\n")[:-1]:
-            starts.append(starts[-1] + len(ln) + 1)
-        i = starts[node.start_mark.line] + node.start_mark.column
-        end = len(text)
-        block = node.style in ("|", ">")
-        if block:
-            i = text.find("\n", i) + 1  # content starts on the line after the indicator
-        elif node.style in ("'", '"'):
-            i += 1
-
-        first = text[i:].lstrip("\r\n")
-        width = len(first) - len(first.lstrip(" ")) if block else 0
-
-        def indent(i: int) -> int:
-            # a block scalar's lines carry the block's indentation in the file, not in the value
-            n = 0
-            while n < width and i < end and text[i] == " ":
-                i, n = i + 1, n + 1
-            return i
-
-        i = indent(i)
-        for ch in value[:offset]:
-            if i >= end:
-                break
-            if text[i] == ch:
-                i += 1
-            elif ch in " \n" and text[i] in " \t\r\n":  # a folded line break
-                while i < end and text[i] in " \t\r\n":
-                    i += 1
-            else:
-                i += 1  # an escape or a doubled quote in the file: one step, close enough
-            i = indent(i) if i > 0 and text[i - 1] == "\n" else i
-        ln = max(k for k, s in enumerate(starts) if s <= i)
-        return ln + 1, i - starts[ln] + 1
-
     def _composed(self) -> Any:
         """The file's YAML node tree (libyaml marks), built on first use."""
         if self._node is None and not self._node_failed:

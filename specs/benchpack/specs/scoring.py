@@ -15,9 +15,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .formula import Formula, parse
 from .base import ID_PATTERN, Spec
 from .checklist import Assertion
+from .formula import Formula, parse
 
 Id = Annotated[str, Field(pattern=ID_PATTERN)]
 COMPONENT_PATTERN = r"^[^\W\d]\w{0,63}$"

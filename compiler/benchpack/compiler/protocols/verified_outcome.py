@@ -8,16 +8,20 @@ import fnmatch
 import re
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from benchpack.specs import pack as P
 from benchpack.specs.formula import Problem, parse
 from benchpack.specs.scoring import COMPONENT_PATTERN, REWARD_COMPONENTS, Score
 
+from ..loader import _find_key
 from .base import ProtocolCompiler
 
 if TYPE_CHECKING:
     from ..build import Builder
     from ..core import Loc
     from ..diagnostics import PathPart
+    from ..loader import SourceFile
 
 
 def verify(b: Builder, s: P.Session, loc: Loc, tools: list[str], env: dict[str, Any]) -> dict[str, Any] | None:
@@ -166,7 +170,7 @@ def _formula_err(b: Builder, message: str, hint: str | None, line: int, col: int
     """E225 at the mistake itself: the formula string's YAML position plus the problem's
     line and column within the formula."""
     src, path = loc
-    pos = src.locate_in_scalar((*path, *sub), line, col)
+    pos = locate_in_scalar(src, (*path, *sub), line, col)
     if pos is None:
         b.err("E225", f"score formula: {message} (formula line {line}, column {col})", loc,
               sub, hint or None)
@@ -175,6 +179,67 @@ def _formula_err(b: Builder, message: str, hint: str | None, line: int, col: int
     if not b.salvaged.hides(src.shown, full, "error"):
         b.diags.error("E225", f"score formula: {message}", src.shown, full, hint or None,
                       line=pos[0], col=pos[1])
+
+
+# --------------------------------------------------------------------------- positions
+
+
+def locate_in_scalar(src: SourceFile, path: tuple[PathPart, ...], line: int,
+                     col: int) -> tuple[int, int] | None:
+    """1-based (line, column) in the file of the 1-based (line, column) `line:col` inside
+    the string value at `path` (a score formula's mistake), or None when `path` is not a
+    string. Plain, quoted and block scalars: the value's characters are walked against the
+    file's, a folded line break or an indentation run standing for what the value holds."""
+    node = src._composed()  # the loader's node tree with marks, composed once per file
+    for part in path:
+        if isinstance(node, yaml.SequenceNode) and isinstance(part, int) \
+                and 0 <= part < len(node.value):
+            node = node.value[part]
+        elif isinstance(node, yaml.MappingNode) and (pair := _find_key(node, part)):
+            node = pair[1]
+        else:
+            return None
+    if not isinstance(node, yaml.ScalarNode) or not isinstance(node.value, str):
+        return None
+    value: str = node.value
+    lines = value.split("\n")
+    offset = sum(len(x) + 1 for x in lines[:max(line - 1, 0)]) + col - 1
+    text = src.text
+    starts = [0]
+    for row in text.split("\n")[:-1]:
+        starts.append(starts[-1] + len(row) + 1)
+    i = starts[node.start_mark.line] + node.start_mark.column
+    end = len(text)
+    block = node.style in ("|", ">")
+    if block:
+        i = text.find("\n", i) + 1  # content starts on the line after the indicator
+    elif node.style in ("'", '"'):
+        i += 1
+
+    first = text[i:].lstrip("\r\n")
+    width = len(first) - len(first.lstrip(" ")) if block else 0
+
+    def indent(i: int) -> int:
+        # a block scalar's lines carry the block's indentation in the file, not in the value
+        n = 0
+        while n < width and i < end and text[i] == " ":
+            i, n = i + 1, n + 1
+        return i
+
+    i = indent(i)
+    for ch in value[:offset]:
+        if i >= end:
+            break
+        if text[i] == ch:
+            i += 1
+        elif ch in " \n" and text[i] in " \t\r\n":  # a folded line break
+            while i < end and text[i] in " \t\r\n":
+                i += 1
+        else:
+            i += 1  # an escape or a doubled quote in the file: one step, close enough
+        i = indent(i) if i > 0 and text[i - 1] == "\n" else i
+    at = max(k for k, start in enumerate(starts) if start <= i)
+    return at + 1, i - starts[at] + 1
 
 
 def material(b: Builder, s: P.Session, loc: Loc, r: Any, tools: list[str],

@@ -64,7 +64,7 @@ class LLMScoreJudge:
                 "verified_outcome.score_judge", **self.context, history=history,
                 evidence=evidence,
                 criteria=[{"id": q.id, "text": q.text,
-                           "scale": list(q.scale) if q.scale else None} for q in group])
+                           "scale": [f"{x:g}" for x in q.scale] if q.scale else None} for q in group])
             ids = [q.id for q in group]
 
             def parse(text: str, _ids: list[str] = ids) -> dict[str, tuple[Any, str]]:
@@ -120,12 +120,14 @@ def score_judge(ctx: JudgeSite) -> ScoreJudge:
     s = ctx.session
     task = {"title": s.title, "request": s.request, "trigger": s.trigger.kind,
             "payload": s.trigger.payload}
-    judge: ScoreJudge = roles.build(
-        ctx, "judge", rules=RulesScoreJudge, scripted=ScriptedScoreJudge,
-        llm=lambda call: LLMScoreJudge(call, roles.templates,
-                                       {"task": task, "intents": [],
-                                        "reference_solution": s.reference_solution}))
-    return judge
+    mode = roles.mode("judge")
+    if mode == "rules":
+        return RulesScoreJudge()
+    if mode == "scripted":
+        return ScriptedScoreJudge(roles.script(ctx, "judge"))
+    return LLMScoreJudge(roles.call(ctx, "judge"), roles.templates,
+                         {"task": task, "intents": [],
+                          "reference_solution": s.reference_solution})
 
 
 __all__ = ["LLMScoreJudge", "RulesScoreJudge", "ScoreJudge", "ScoreQuestion",
