@@ -81,6 +81,18 @@ TRIGGER_SESSION = """\
             rubric: {pass: Mentions the deadline, partial: Vague, fail: Ignores it}
 """
 
+SCORE_SESSION = """\
+      - id: close
+        protocol: verified_outcome
+        request: Close the INR follow-up.
+        score:
+          items:
+            - {id: done, dimension: completion, rule: {tool: todo__create, exists: true}}
+            - {id: tone, dimension: robustness, text: The summary is clear, scale: [1, 10]}
+            - {id: safe, dimension: safety, gate: true, rule: {not: {tool: todo__create, count: {min: 3}}}}
+          formula: safety * max(0.8 * completion + 0.2 * robustness, completion)
+"""
+
 
 def _base(old: str, new: str) -> dict[str, str | bytes]:
     assert old in BASE, old
@@ -203,6 +215,18 @@ CASES: dict[str, tuple[dict[str, str | bytes], str]] = {
                                  "tools/shop.py": "def find(db, x: str:\n    pass\n"}, "E217"),
     "E217-tool-module-types": ({**_base("    services: [todo]\n", _TOOLSET_ENV),
                                 "tools/shop.py": _BAD_TYPES}, "E217"),
+    "E225-formula-unknown": (_session(SCORE_SESSION.replace("0.2 * robustness", "0.2 * robustnes")), "E225"),
+    "E225-formula-block": (_session(SCORE_SESSION.replace(
+        "formula: safety * max(0.8 * completion + 0.2 * robustness, completion)",
+        "formula: |\n            safety *\n              max(0.8 * completion ** 2, completion)")), "E225"),
+    "E225-formula-quoted": (_session(SCORE_SESSION.replace(
+        "formula: safety * max(0.8 * completion + 0.2 * robustness, completion)",
+        "formula: \"safety * (state + completion)\"")), "E225"),
+    "E226-reward-needs-gold": (_session(SCORE_SESSION.replace(
+        "formula: safety * max(0.8 * completion + 0.2 * robustness, completion)",
+        "reward: [actions, communicate]")), "E226"),
+    "E226-verify-and-score": (_session(SCORE_SESSION.replace(
+        "        score:\n", "        verify: {pass_threshold: 0.5}\n        score:\n")), "E226"),
 }
 
 

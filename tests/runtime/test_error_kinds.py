@@ -107,7 +107,7 @@ def test_a_schema_2_store_migrates(tmp_path: Path) -> None:
     _schema_2_store(db)
     con = connect(db)
     try:
-        assert con.execute("SELECT value FROM meta").fetchone() == ("3",)
+        assert con.execute("SELECT value FROM meta").fetchone() == ("4",)
         assert con.execute("SELECT session_id, error_kind FROM sessions ORDER BY 1").fetchall() \
             == [("a", None), ("b", None)]
     finally:

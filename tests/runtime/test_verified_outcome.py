@@ -552,5 +552,5 @@ def test_store_migrates_tool_calls_to_carry_the_group(tmp_path: Path) -> None:
     con = connect(db)
     cols = [r[0] for r in con.execute("DESCRIBE tool_calls").fetchall()]
     assert cols[-1] == "tool_group"
-    assert con.execute("SELECT value FROM meta").fetchone() == ("3",)
+    assert con.execute("SELECT value FROM meta").fetchone() == ("4",)
     con.close()

@@ -249,3 +249,15 @@ def test_python_syntax_warnings_do_not_leak(recwarn: pytest.WarningsRecorder) ->
     parse("0if(a, b, c)")
     parse("1and a")
     assert not [w for w in recwarn if issubclass(w.category, SyntaxWarning)]
+
+
+def test_known_names_do_not_include_the_functions() -> None:
+    # regression: with `known`, the names of called functions (max, min, clamp…) were
+    # refused as unknown components, so Claw's own formula did not compile
+    f = parse("safety * max(0.8 * completion + 0.2 * robustness, completion)",
+              known=["safety", "completion", "robustness"])
+    assert isinstance(f, Formula), f
+    g = parse("if(a > 0.5, clamp(a, 0, 1), min(a, abs(b)))", known=["a", "b"])
+    assert isinstance(g, Formula), g
+    bad = parse("max(completon, 1)", known=["completion"])
+    assert isinstance(bad, Problem) and "`completon`" in bad.message and bad.col == 5

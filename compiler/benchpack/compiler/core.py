@@ -241,7 +241,7 @@ class BuilderCore:
                 self.collect(self.environments, x.id, x, src, ("environments", i), "environment")
             for i, x in enumerate(model.episodes):
                 self.collect(self.episodes, x.id, x, src, ("episodes", i), "episode")
-        from .toolsets import collect_toolsets  # noqa: PLC0415 (toolsets imports core)
+        from .toolsets import collect_toolsets
         collect_toolsets(self)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ rendering

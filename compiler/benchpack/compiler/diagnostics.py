@@ -57,6 +57,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E215": ("error", "invalid-style"),
     "E216": ("error", "invalid-dialogue"),
     "E217": ("error", "bad-tool-module"),
+    "E225": ("error", "invalid-formula"),  # issue 12: verified_outcome `score.formula`
+    "E226": ("error", "invalid-score"),  # issue 12: verified_outcome `score:` block
     # lints (warnings; errors under --strict)
     "W301": ("warning", "leak-intent"),
     "W302": ("warning", "leak-stage"),

@@ -136,7 +136,41 @@ def pass_k(ctx: ReportContext) -> ReportResult:
                            f"than {k} graded repeats (errors outside the agent) left out of "
                            f"pass@{k} and pass^{k}, which average {summary.tasks_k} tasks.")
     res.tables.append(t)
+    dims = dimension_table(ctx, labels)
+    if dims is not None:
+        res.tables.append(dims)
     return res
 
 
-__all__ = ["pass_k", "trigger_estimates", "triggers"]
+def dimension_table(ctx: ReportContext, labels: dict[str, str]) -> Table | None:
+    """Per agent and score component (`score:` blocks): the mean over tasks of each task's
+    mean over its repeats, with unknown values (judge errors) left out and counted."""
+    if not ctx.rows("SELECT 1 FROM duckdb_views() WHERE view_name = 'score_results'"):
+        return None  # a store older than schema 4 has no score_components
+    rows = ctx.rows("""WITH per_task AS (
+                SELECT run_id, task, component, kind, avg(value) AS v, count(value) AS known,
+                       count(*) - count(value) AS unknown
+                FROM score_results WHERE run_id IN $runs AND kind IN ('dimension', 'builtin',
+                                                                        'final')
+                GROUP BY run_id, task, component, kind)
+            SELECT run_id, component, kind, avg(v), count(v), sum(known), sum(unknown)
+            FROM per_task GROUP BY run_id, component, kind
+            ORDER BY run_id, kind = 'final', kind, component""")
+    if not rows:
+        return None
+    t = Table("Per dimension", [Column("agent", "agent"), Column("component", "component"),
+                                Column("kind", "kind"), Column("mean", "mean", "pct"),
+                                Column("tasks", "tasks", "int"),
+                                Column("scored", "scored runs", "int"),
+                                Column("unknown", "unknown", "int")],
+              notes=["Named components of `score:` blocks: the mean over tasks of each task's "
+                     "mean over repeats. Unknown values (judge errors, answers off the scale) "
+                     "are left out of the mean and counted in `unknown`, never scored 0. "
+                     "Items with rationales: bench query \"SELECT * FROM score_results\"."])
+    for run, comp, kind, mean, tasks, known, unknown in rows:
+        t.rows.append([labels[run], comp, kind, Estimate(mean), int(tasks), int(known or 0),
+                       int(unknown or 0)])
+    return t
+
+
+__all__ = ["dimension_table", "pass_k", "trigger_estimates", "triggers"]

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-STORE_SCHEMA = 3
+STORE_SCHEMA = 4
 """The store schema version these views read (the `meta.schema_version` the runtime writes)."""
 
 
@@ -205,6 +205,20 @@ SELECT run_id, agent, task, count(passed) AS n, count(*) FILTER (WHERE passed) A
        avg(score) AS mean_score
 FROM verified_results GROUP BY run_id, agent, task
 """),
+    # --- issue 12: named score components of verified_outcome `score:` blocks
+    View("score_results", """Every named score component of every scored verified-outcome
+session with a `score:` block (store schema 4; the table is `score_components`): `kind` is
+`dimension` (weighted mean of its items), `item` (one graded item, 0–1), `builtin`
+(`communicate`, `assertions`: 1 when every check holds) or `final` (the formula's value after
+gates and caps). `value` NULL means unknown (a judge error, an answer off the scale), never 0;
+`detail` (JSON) holds the judge's rationale, weights, gates and caps.""", """
+SELECT c.run_id, c.session_id, c.repeat, s.agent, s.name,
+       coalesce(s.base_session, s.session_id) AS task, s.category, s.domain, s.difficulty,
+       c.name AS component, c.kind, c.value, c.detail, s.passed
+FROM score_components c JOIN session_results s USING (run_id, session_id, repeat)
+WHERE s.scored
+""", needs=("score_components",)),
+    # --- end issue 12
     View("llm_usage", """LLM calls by run, role (agent / simulator / planner / judge) and
 model: calls, cache hits, errors, tokens, cost and latency (cache hits excluded from latency).""",
          """

@@ -120,6 +120,8 @@ class SessionContext:
         out of checklist grading and of the interaction statistics."""
         self.extra: dict[str, Any] = {}
         """What grading adds to `sessions.extra` (e.g. the verified-outcome caps that fired)."""
+        self.score_rows: list[tuple[Any, ...]] = []
+        """`score_components` rows of a `score:` block (`grade_score`)."""
         self._agent: AgentSession | None = None
         self._opened: list[AgentSession] = []
 
@@ -295,8 +297,42 @@ async def grade_checklist(ctx: SessionContext) -> tuple[list[tuple[Any, ...]], f
     outcome = checklist_outcome(s, results, caps)
     if outcome.verify is not None:
         ctx.extra["verify"] = outcome.verify
-    return (outcome.rows, outcome.comp, outcome.score, outcome.passed, outcome.judge_errors,
-            grader_errors)
+    score, passed, judge_errors = outcome.score, outcome.passed, outcome.judge_errors
+    if s.score is not None:  # issue 12: a `score:` block decides the score and the pass
+        score, passed, errors = await grade_score(ctx, trace, records, files, state)
+        judge_errors += errors
+        ctx.extra.pop("verify", None)  # the checklist's soft score did not decide
+    return (outcome.rows, outcome.comp, score, passed, judge_errors, grader_errors)
+
+
+async def grade_score(ctx: SessionContext, trace: Trace, records: Sequence[Any],
+                      files: dict[str, str], state: dict[str, dict[str, list[dict[str, Any]]]]
+                      ) -> tuple[float | None, bool | None, int]:
+    """Grade the session's `score:` block (`graders.verify.score_card`): judged items and
+    assertions go to the score judge, the rest are deterministic. Sets `ctx.score_rows` (the
+    `score_components` rows) and `sessions.extra.score`; returns (final score, pass, judge
+    errors). A judge error leaves its item unscored (and what depends on it unknown), never 0."""
+    from .graders.evidence import render as render_fields
+    from .graders.verify import score_card, score_questions, score_rows
+    from .judges.score import ScoreQuestion, score_judge
+
+    assert ctx.session.score is not None
+    score = ctx.session.score.model_dump(mode="json", by_alias=True, exclude_none=True)
+    questions = [ScoreQuestion(qid, text, scale,
+                               render_fields(sel, records) if sel else "")
+                 for qid, text, scale, sel in score_questions(score)]
+    judged = {}
+    if questions:
+        own = agent_output([m for m in ctx.messages if ctx.in_task(m.turn)], records, files,
+                           initial_files(ctx.plan, ctx.session))
+        judged = await score_judge(ctx).answer(questions, render_history(ctx), own)
+    card, detail = score_card(score, trace, judged)
+    ctx.score_rows = score_rows(card, detail, score)
+    ctx.extra["score"] = {k: v for k, v in card.extra().items() if k != "items"}
+    errors = sum(1 for q in questions if judged.get(q.id, (None, "", "x"))[2])
+    errors += sum(1 for it in card.items if it.id in judged and it.error
+                  and not judged[it.id][2])  # answered, but off the scale
+    return card.final, card.passed, errors
 
 
 def judged_by_rubric(item: PlanChecklistItem) -> bool:
@@ -431,6 +467,8 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
         for seq, r in enumerate(ctx.toolbox.records)]
     tables["checklist_results"] = [(*prefix, *r) for r in rows]
     tables["llm_calls"] = [(*prefix, seq, *llm_call_values(c)) for seq, c in enumerate(llm_calls)]
+    if ctx.score_rows:
+        tables["score_components"] = [(*prefix, *r) for r in ctx.score_rows]
     for name, data in result.tables.items():
         tables.setdefault(name, []).extend((*prefix, *r) for r in data)
     m = result.metrics

@@ -22,7 +22,7 @@ from typing import Any
 
 from .redact import Redactor
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -119,6 +119,10 @@ CREATE TABLE IF NOT EXISTS intent_checks (
     run_id VARCHAR, session_id VARCHAR, repeat INTEGER, turn INTEGER, intent_id VARCHAR,
     kind VARCHAR, original BOOLEAN, decision BOOLEAN, judge_error VARCHAR
 );
+CREATE TABLE IF NOT EXISTS score_components (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, name VARCHAR, kind VARCHAR,
+    value DOUBLE, detail JSON
+);
 CREATE TABLE IF NOT EXISTS human_ratings (
     run_id VARCHAR, session_id VARCHAR, repeat INTEGER, kind VARCHAR, item_id VARCHAR,
     rater VARCHAR, label VARCHAR, score DOUBLE, rationale VARCHAR, confidence DOUBLE,
@@ -129,7 +133,7 @@ CREATE TABLE IF NOT EXISTS human_ratings (
 # child tables keyed by (run_id, session_id, repeat), replaced when a session is rerun
 SESSION_TABLES = ("turns", "messages", "tool_calls", "intent_status", "checklist_results",
                   "llm_calls", "stage_events", "triples", "triple_support", "triggers",
-                  "intent_checks")
+                  "intent_checks", "score_components")
 
 
 def _json(value: Any) -> str | None:
@@ -217,6 +221,8 @@ def _migrate(con: Any, path: Path) -> None:
         con.execute("ALTER TABLE tool_calls ADD COLUMN IF NOT EXISTS tool_group VARCHAR")
     if version < 3:  # 3: sessions.error_kind; earlier errors stay unclassified (NULL)
         con.execute("ALTER TABLE sessions ADD COLUMN IF NOT EXISTS error_kind VARCHAR")
+    # 4: score_components (named components of `score:` blocks); the DDL above creates it,
+    # older sessions simply have no rows
     if version < SCHEMA_VERSION:
         con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                     [str(SCHEMA_VERSION)])

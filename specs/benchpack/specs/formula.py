@@ -132,7 +132,8 @@ def parse(text: str, known: Iterable[str] | None = None) -> Formula | Problem:
     if known is not None:
         known = set(known)
         for node in ast.walk(body):
-            if isinstance(node, ast.Name) and node.id != _IF and node.id not in known:
+            # `found` holds the component names only, not the functions called
+            if isinstance(node, ast.Name) and node.id in names and node.id not in known:
                 near = difflib.get_close_matches(node.id, sorted(known), n=1, cutoff=0.6)
                 hint = (f"did you mean `{near[0]}`?" if near else
                         "known: " + (", ".join(sorted(known)) or "none"))

@@ -68,6 +68,7 @@ from .protocols.intent_tracking import HiddenIntent
 from .protocols.staged_disclosure import GroundTruthGraph, GroundTruthTriple, Stage, StageTrigger
 from .protocols.trigger_rubric import Anchor, DialogueTurn, Rubric, Scenario, TriggerPoint
 from .protocols.verified_outcome import ScoreCap, Verify
+from .scoring import Score
 from .toolsets import Toolset
 
 # Built from the registry so a new protocol is named in one place; same schema as spelling
@@ -87,6 +88,7 @@ PromptName = Literal[
     "checklist.rubric_judge",
     "verified_outcome.rubric_judge",
     "heartbeat.wake",
+    "verified_outcome.score_judge",
 ]
 PROMPT_NAMES: tuple[str, ...] = PromptName.__args__  # type: ignore[attr-defined]
 
@@ -235,6 +237,12 @@ class Session(Spec):
     """A path that solves the task, for judges and authors."""
     lint: LintSettings | None = None
     """Lint settings for this session."""
+    # --- issue 12: scoring of verified_outcome sessions (graded items, gates, caps, formula)
+    score: Score | None = None
+    """verified_outcome: graded items (judged on a scale, partial credit, keywords, joins
+    across tool records), safety gates, caps, named dimensions and a score formula; replaces
+    the checklist soft score of `verify` as the session's score and pass."""
+    # --- end issue 12 scoring
 
 
 class Episode(Spec):
@@ -363,6 +371,7 @@ __all__ = [
     "PythonImpl",
     "Rubric",
     "Scenario",
+    "Score",
     "ScoreCap",
     "Service",
     "ServiceImpl",

@@ -24,6 +24,7 @@ from .pack import (
     Rubric,
     ToolImpl,
 )
+from .scoring import Score
 from .toolsets import PlanToolset, PyToolImpl
 
 PLAN_SCHEMA_ID = "https://benchpack.dev/schemas/plan/v1"
@@ -303,6 +304,9 @@ class PlanSession(PlanModel):
     checklist: list[PlanChecklistItem]
     graph: PlanGraph | None = None
     verify: PlanVerify | None = None
+    score: Score | None = None
+    """verified_outcome `score:` block with item ids filled in and texts rendered; written only
+    when the session has one (older plans stay byte for byte)."""
     reference_solution: str | None = None
     fingerprint: str
     """sha256 of what changes outcomes, chained with the fingerprints of its dependencies."""

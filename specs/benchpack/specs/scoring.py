@@ -3,8 +3,8 @@ state checks, communicated information, NL assertions, graded rubric items with 
 safety gates and caps, evidence selected by field, joins across tool records, and a score
 formula over named components.
 
-These models are not yet part of `Pack`: the `instructed_user` and `verified_outcome` sessions
-take them as `gold:` and `score:` (see the issue-12 design, sections 4 and 5). The runtime side
+`verified_outcome` sessions take `Score` as `score:` (`Session.score`); `instructed_user`
+sessions take `gold:` and `score:` (see the issue-12 design, sections 4 and 5). The runtime side
 is `benchpack.runtime.graders.{state,actions,communicate,graded,evidence}`; the formula language
 is `benchpack.specs.formula`.
 """
@@ -15,8 +15,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from .base import ID_PATTERN, Spec
+from .checklist import Assertion
 from .formula import Formula, parse
-from .pack import ID_PATTERN, Assertion, Spec
 
 Id = Annotated[str, Field(pattern=ID_PATTERN)]
 COMPONENT_PATTERN = r"^[^\W\d]\w{0,63}$"

@@ -93,3 +93,98 @@ def soft_score(items: Sequence[tuple[float, str, float | None]], verify: dict[st
     score = uncapped if cap is None else min(uncapped, cap)
     return Verdict(score, score >= threshold, outcome, process, uncapped, list(cap_hits),
                    unscored)
+
+
+# --------------------------------------------------------------------------- score: blocks
+
+
+ASSERTION_PREFIX = "assertion"
+"""Judge ids of `score.assertions` entries: `assertion1`, `assertion2`…"""
+
+
+def score_questions(score: dict[str, Any]) -> list[tuple[str, str, tuple[float, float] | None,
+                                                        list[dict[str, Any]] | None]]:
+    """What a judge must answer for a plan `score` block: (id, text, scale, evidence
+    selectors) of every judged item and every NL assertion."""
+    out: list[tuple[str, str, tuple[float, float] | None, list[dict[str, Any]] | None]] = []
+    for i, a in enumerate(score.get("assertions") or [], start=1):
+        out.append((f"{ASSERTION_PREFIX}{i}", a, None, None))
+    for it in score.get("items") or []:
+        if not any(it.get(k) is not None for k in ("rule", "keywords", "credits", "same",
+                                                   "compare")):
+            scale = it.get("scale")
+            out.append((str(it["id"]), str(it.get("text") or ""),
+                        (float(scale[0]), float(scale[1])) if scale else None,
+                        it.get("evidence")))
+    return out
+
+
+def score_card(score: dict[str, Any], trace: Trace,
+               judged: dict[str, tuple[Any, str, str | None]]) -> tuple[Any, dict[str, Any]]:
+    """The `ScoreCard` of a plan `score` block and the detail of each built-in component.
+    `judged[id] = (raw answer, rationale, error)` for the ids of `score_questions`."""
+    from benchpack.specs.formula import Formula, parse
+
+    from .communicate import check
+    from .graded import combine, grade_item, normalise_judged
+
+    builtins: dict[str, float | None] = {}
+    detail: dict[str, Any] = {}
+    if score.get("communicate"):
+        res = check(score["communicate"], trace.messages)
+        builtins["communicate"] = 1.0 if all(r.passed for r in res) else 0.0
+        detail["communicate"] = [{"text": r.text, "passed": r.passed, "message": r.message}
+                                 for r in res]
+    if score.get("assertions"):
+        rows = []
+        for i, text in enumerate(score["assertions"], start=1):
+            raw, why, err = judged.get(f"{ASSERTION_PREFIX}{i}",
+                                       (None, "", "the judge gave no answer"))
+            value, problem = (None, err) if err else normalise_judged(raw, None)
+            rows.append({"id": f"{ASSERTION_PREFIX}{i}", "text": text, "score": value,
+                         "rationale": why, "error": problem})
+        values = [r["score"] for r in rows]
+        # all must hold: a NO decides it, an unjudged one leaves it unknown (never a NO)
+        builtins["assertions"] = 0.0 if 0.0 in values else None if None in values else 1.0
+        detail["assertions"] = rows
+    items = [grade_item(it, i, trace, judged) for i, it in enumerate(score.get("items") or [])]
+    formula = parse(score["formula"]) if score.get("formula") else None
+    card = combine(items, builtins, formula if isinstance(formula, Formula) else None,
+                   score.get("reward"), float(score.get("pass_threshold", 1.0)))
+    if score.get("formula") and not isinstance(formula, Formula):  # the compiler refuses it
+        card.final, card.passed, card.reason = None, None, f"formula: {formula}"
+    return card, detail
+
+
+def score_rows(card: Any, detail: dict[str, Any], score: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """`score_components` rows (name, kind, value, detail JSON) without the (run_id,
+    session_id, repeat) prefix: built-ins, dimensions, items, and `final`."""
+    import json
+
+    def js(v: Any) -> str:
+        return json.dumps(v, ensure_ascii=False, default=str, sort_keys=True)
+
+    rows: list[tuple[Any, ...]] = []
+    for name in ("communicate", "assertions"):
+        if name in card.components:
+            rows.append((name, "builtin", card.components[name], js({"checks": detail[name]})))
+    dims: dict[str, list[Any]] = {}
+    for it in card.items:
+        dims.setdefault(it.dimension, []).append(it)
+    for name, group in dims.items():
+        rows.append((name, "dimension", card.components.get(name),
+                     js({"items": [it.id for it in group],
+                         "weights": [it.weight for it in group],
+                         "unscored": [it.id for it in group if it.score is None]})))
+    for it in card.items:
+        rows.append((it.id, "item", it.score,
+                     js({"dimension": it.dimension, "weight": it.weight, "detail": it.detail,
+                         "rationale": it.rationale, "error": it.error, "gate": it.gate,
+                         "cap": it.cap, "passed": it.passed})))
+    rows.append(("final", "final", card.final,
+                 js({"uncapped": card.uncapped, "passed": card.passed, "gates": card.gates,
+                     "caps": [{"id": i, "cap": c} for i, c in card.caps],
+                     "reason": card.reason, "formula": score.get("formula"),
+                     "reward": score.get("reward"),
+                     "pass_threshold": score.get("pass_threshold", 1.0)})))
+    return rows

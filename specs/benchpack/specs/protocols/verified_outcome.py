@@ -1,4 +1,6 @@
-"""verified_outcome: how a session is scored from its checklist (threshold, weights, caps)."""
+"""verified_outcome: how a session is scored: from its checklist (`verify`: threshold, weights,
+caps) or by a `score` block (`benchpack.specs.scoring.Score`: graded items, gates, caps,
+dimensions, formula)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from ..base import Id, Spec
 from ..checklist import Assertion
 
 NAME = "verified_outcome"
-SESSION_FIELDS: tuple[str, ...] = ("verify",)
+SESSION_FIELDS: tuple[str, ...] = ("verify", "score")
 """Session keys that belong to this protocol (another protocol's session giving one is E204)."""
 
 
