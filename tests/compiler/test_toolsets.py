@@ -120,3 +120,15 @@ def test_unused_toolset_is_w312(pack: Path) -> None:
     out = _errors(pack)
     assert any("warning W312 toolset `tools/shop.py` is defined but never used" in d
                for d in out), out
+
+
+def test_w319_a_documented_parameter_that_does_not_exist(pack: Path) -> None:
+    """The module's warnings are lints located in the .py file (W319); the near miss (the
+    documented name matches a parameter) is silent."""
+    _edit(pack, "        order_id: The order id, such as '#W1'.",
+          "        order_id: The order id, such as '#W1'.\n        orderid: A typo.", "tools/shop.py")
+    found = [d for d in validate_pack(pack).diagnostics if d.code == "W319"]
+    assert len(found) == 1 and found[0].file.endswith("tools/shop.py")
+    assert found[0].line == 8 and "orderid" in found[0].message  # at its function
+    _edit(pack, "        orderid: A typo.\n", "", "tools/shop.py")
+    assert [d for d in validate_pack(pack).diagnostics if d.code == "W319"] == []
