@@ -1,16 +1,52 @@
-"""The built-in reports of trigger points (ProactBench) and verified outcomes (pass@k): pooled
-rates with CIs over sessions, and pass@k / pass^k under their one definition. Part of
-`builtin` (which lists them), kept apart for size."""
+"""Trigger rubric (ProactBench) in the reports stage: scored trigger points, outcomes per type,
+and the triggers report (pooled rates with CIs over sessions). The summary report's trigger
+score is `trigger_estimates`.
+
+The statistics and the shared table helpers (`builtin`) are imported inside the reports:
+`bench query` installs these views without loading them."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import stats
-from .builtin import EXCLUDED_NOTE, ReportContext, _excluded
-from .model import Chart, Column, Estimate, ReportResult, Table
+from ..model import BuiltinReport, Chart, Column, Estimate, ReportResult, Table, View
+from .base import ProtocolReports
+
+if TYPE_CHECKING:
+    from ..builtin import ReportContext
+
+VIEWS: tuple[View, ...] = (
+    View("trigger_results", """Every scored trigger point with its session's labels. `score` is
+1 / 0.5 / 0 for PASS / PARTIAL / FAIL and NULL on a judge error or a SKIPPED trigger (beyond
+the end of the dialogue). The triggers of a session the agent errored in are FAIL, unjudged
+(`error_kind` = 'agent').""", """
+SELECT t.*, s.agent, s.name, s.persona, s.style, s.category, s.domain, s.difficulty,
+       s.episode, s.base_session, s.ablation, s.error_kind
+FROM triggers t JOIN session_results s USING (run_id, session_id, repeat)
+WHERE s.scored
+"""),
+    View("trigger_by_type", """Trigger outcomes per type, pooled over triggers (micro, as
+ProactBench reports them): pass rate = PASS/N, partial rate = PARTIAL/N, weighted score =
+(PASS + 0.5·PARTIAL)/N over judged triggers; judge errors are counted, not scored; SKIPPED
+triggers (beyond the end of the dialogue) are counted in `skipped` and are not in N.""", """
+SELECT run_id, agent, type,
+       count(*) FILTER (WHERE label IN ('PASS', 'PARTIAL', 'FAIL')) AS n,
+       count(*) FILTER (WHERE label = 'PASS') AS pass,
+       count(*) FILTER (WHERE label = 'PARTIAL') AS partial,
+       count(*) FILTER (WHERE label = 'FAIL') AS fail,
+       count(*) FILTER (WHERE label IS NULL) AS judge_errors,
+       count(*) FILTER (WHERE label = 'SKIPPED') AS skipped,
+       avg((label = 'PASS')::INTEGER) FILTER (WHERE label IN ('PASS', 'PARTIAL', 'FAIL'))
+           AS pass_rate,
+       avg((label = 'PARTIAL')::INTEGER) FILTER (WHERE label IN ('PASS', 'PARTIAL', 'FAIL'))
+           AS partial_rate,
+       avg(score) FILTER (WHERE label IN ('PASS', 'PARTIAL', 'FAIL')) AS weighted_score
+FROM trigger_results
+GROUP BY run_id, agent, type
+"""),
+)
 
 
 def trigger_estimates(ctx: ReportContext, where: str = "TRUE"
@@ -20,6 +56,8 @@ def trigger_estimates(ctx: ReportContext, where: str = "TRUE"
     dialogue's triggers and all its repeats share the agent, persona and judge, so they are
     resampled together (cluster bootstrap); resampling triggers as independent items narrows
     the interval with every repeat. One row per (session, type) reaches Python."""
+    from .. import stats
+
     judged = "label IN ('PASS', 'PARTIAL', 'FAIL')"
     rows = ctx.rows(f"""SELECT run_id,
                CASE WHEN grouping(type) = 1 THEN 'overall' ELSE type END AS typ, session_id,
@@ -54,6 +92,9 @@ def trigger_estimates(ctx: ReportContext, where: str = "TRUE"
 
 
 def triggers(ctx: ReportContext) -> ReportResult:
+    from .. import stats
+    from ..builtin import _excluded
+
     labels = ctx.labels()
     res = ReportResult("triggers", "Trigger points by type",
                        "ProactBench: pass rate and weighted score per trigger type, pooled over "
@@ -92,51 +133,7 @@ def triggers(ctx: ReportContext) -> ReportResult:
     return res
 
 
-def pass_k(ctx: ReportContext) -> ReportResult:
-    labels = ctx.labels()
-    res = ReportResult("pass-k", "pass@k and pass^k",
-                       "Verified-outcome tasks (Claw-Anything): unbiased pass@k and pass^k per "
-                       "task from n repeats with c passes, averaged over tasks.", ctx.runs)
-    rows = ctx.rows("""SELECT t.run_id, t.task, t.n, t.c, t.mean_score, r.repeats
-        FROM verified_tasks t JOIN runs r USING (run_id)
-        WHERE t.run_id IN $runs AND t.n > 0 ORDER BY t.run_id, t.task""")
-    by_run: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
-    for r in rows:
-        by_run[r[0]].append(r)
-    scores = ctx.estimates("""SELECT run_id, task, 0, mean_score FROM verified_tasks
-        WHERE run_id IN $runs AND n > 0""", 1, 1)
-    excluded = _excluded(ctx, "run_id IN $runs AND protocol = 'verified_outcome'")
-    t = Table("Per agent", [Column("agent", "agent"), Column("tasks", "tasks", "int"),
-                            Column("k", "k (= repeats)", "int"),
-                            Column("score", "mean score", "pct"),
-                            Column("pass1", "pass@1", "pct"), Column("passk", "pass@k", "pct"),
-                            Column("pass_hat_k", "pass^k", "pct"),
-                            Column("excluded", "excluded")],
-              notes=[f"pass@k, pass^k: {stats.PASS_K_DEFINITION}. CI over tasks (the N of "
-                     "each figure).", EXCLUDED_NOTE])
-    for run, rs in by_run.items():
-        k = max(1, int(rs[0][5] or 1))
-        summary = stats.pass_k_summary([(int(r[2]), int(r[3])) for r in rs], k)
-        full = [r for r in rs if int(r[2]) >= k]
-
-        def over(est: Callable[[int, int, int], float], kk: int,
-                 _rs: list[tuple[Any, ...]]) -> Estimate:
-            if not _rs:
-                return Estimate(None)
-            ci = ctx.bootstrap([[est(int(r[2]), int(r[3]), kk)] for r in _rs], "mean")
-            return Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units)
-
-        score = scores.get((run,), [Estimate(None)])[0]
-        t.rows.append([labels[run], summary.tasks, k, score, over(stats.pass_at_k, 1, rs),
-                       over(stats.pass_at_k, k, full), over(stats.pass_hat_k, k, full),
-                       excluded.get((run, "all"), "")])
-        if summary.tasks_k < summary.tasks:
-            short = summary.tasks - summary.tasks_k
-            t.notes.append(f"{labels[run]}: {short} task{'' if short == 1 else 's'} with fewer "
-                           f"than {k} graded repeats (errors outside the agent) left out of "
-                           f"pass@{k} and pass^{k}, which average {summary.tasks_k} tasks.")
-    res.tables.append(t)
-    return res
-
-
-__all__ = ["pass_k", "trigger_estimates", "triggers"]
+PROTOCOL = ProtocolReports("trigger_rubric", VIEWS, (
+    BuiltinReport("triggers", "Trigger points", "pass rate and weighted score per type with "
+                  "CIs", triggers),
+))
