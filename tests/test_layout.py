@@ -42,17 +42,20 @@ def test_reports_never_import_compiler_or_runtime() -> None:
 
 
 def test_every_protocol_is_a_module_in_every_stage() -> None:
-    """A protocol is a row through the stages: the same module name in specs, compiler and
-    runtime, each registered (adding one in a stage only would fail here)."""
+    """A protocol is a row through the stages: the same module name in specs, compiler,
+    runtime and reports, each registered (adding one in a stage only would fail here)."""
     from benchpack.compiler.protocols import PROTOCOL_COMPILERS
+    from benchpack.reports.protocols import PROTOCOL_REPORTS
     from benchpack.runtime.protocols.base import default_protocols
     from benchpack.specs.protocols import PROTOCOLS, SESSION_FIELDS
 
     names = set(PROTOCOLS)
     assert set(PROTOCOL_COMPILERS) == names
     assert set(default_protocols().names()) == names
+    assert set(PROTOCOL_REPORTS) == names
     for name in names:
-        for stage in ("specs", "compiler", "runtime"):
+        for stage in ("specs", "compiler", "runtime", "reports"):
             assert (ROOT / stage / "benchpack" / stage / "protocols" / f"{name}.py").is_file()
+        assert PROTOCOL_REPORTS[name].name == name
     owned = [k for keys in SESSION_FIELDS.values() for k in keys]
     assert len(owned) == len(set(owned)), "a session key belongs to one protocol"

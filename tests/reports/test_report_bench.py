@@ -24,6 +24,7 @@ from benchpack.reports.access import open_store, select_runs
 from benchpack.reports.api import ReportOptions, build_reports
 from benchpack.reports.builtin import ReportContext
 from benchpack.reports.model import Estimate
+from benchpack.reports.protocols import trigger_rubric
 from benchpack.reports.ratings import import_ratings
 from benchpack.reports.registry import default_reports
 from benchpack.reports.render import render
@@ -285,7 +286,7 @@ def test_trigger_rates_from_counts_match_the_outcomes(db: Path) -> None:
         for exact_max, expected in (
                 (10_000, stats.bootstrap_ci([[t] for t in totals], "ratio")),
                 (0, stats.normal_ci(totals))):
-            res = builtin.triggers(ReportContext(con, runs, exact_max=exact_max))
+            res = trigger_rubric.triggers(ReportContext(con, runs, exact_max=exact_max))
             row = next(r for r in res.tables[0].rows if r[1] == "overall")
             assert row[2] == sum(n for _, n in totals)
             assert (row[3].value, row[3].low, row[3].high) == pytest.approx(

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import stats
-from .builtin import BuiltinReport, ReportContext
-from .model import Column, Estimate, ReportResult, Table
+from .builtin import ReportContext
+from .model import BuiltinReport, Column, Estimate, ReportResult, Table
 from .ratings import SCALES
 
 KINDS = ("trigger", "checklist", "triple", "intent_completion", "intent_clarification")

@@ -11,6 +11,9 @@ counts with the protocol's worst score (`session_results.scored`); unknown value
 errors, sessions errored outside the agent) are left out, never counted as 0, and every table
 counts the errored sessions it leaves out (`excluded`). Aggregation happens in SQL; Python sees
 one row per group (or per unit where a CI resamples them exactly).
+
+Here: the context and the helpers every report shares, and the generic reports (summary,
+interaction, cost, judge-errors); each protocol's reports are in `protocols/<name>.py`.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import stats
-from .model import Chart, Column, Estimate, ReportResult, Table
+from .model import BuiltinReport, Column, Estimate, ReportResult, Table
 
 BOOTSTRAP_EXACT_MAX = 50
 """Units up to which a CI is the exact percentile bootstrap; above, its normal approximation
@@ -181,14 +184,6 @@ EXCLUDED_NOTE = ("sessions = session runs (each repeat once, ablation variants n
                  "errored outside the agent (infrastructure, simulator, judge), left out.")
 
 
-@dataclass(frozen=True)
-class BuiltinReport:
-    name: str
-    title: str
-    description: str
-    build: ReportFn
-
-
 def _group_expr(ctx: ReportContext) -> str:
     if ctx.by is None:
         return "'all'"
@@ -294,6 +289,10 @@ def summary(ctx: ReportContext) -> ReportResult:
          "score: ProactBench's weighted score pooled over judged triggers (as `bench report "
          "triggers`), CI over sessions. `bench query \"SELECT * FROM headline\"` gives "
          "these figures (reports/README.md)."])
+    # the trigger score as `bench report triggers` pools it (imported here: that module builds
+    # on this one)
+    from .protocols.trigger_rubric import trigger_estimates
+
     pooled = trigger_estimates(ctx, "ablation IS NULL")
     col = [c.key for c in scores.columns].index("trigger")
     # rows are labelled by agent, with the rules judge's heuristic mark on some of them
@@ -320,141 +319,6 @@ def summary(ctx: ReportContext) -> ReportResult:
             t.rows.append([labels[r[0]], r[1], r[2], *[Estimate(v) for v in r[3:8]],
                            ", ".join(str(d).rsplit(".", 1)[-1] for d in missing)])
         res.tables.append(t)
-    return res
-
-
-def proc_comp(ctx: ReportContext) -> ReportResult:
-    res = ReportResult("proc-comp", "Proactivity and completion",
-                       "PROC and COMP (π-Bench), macro over intent-tracking sessions, by "
-                       f"{ctx.by or 'run'}; turns per session.", ctx.runs)
-    res.tables.append(_metric_table(
-        ctx, f"PROC / COMP by {ctx.by or 'run'}",
-        "protocol = 'intent_tracking'",
-        [("coalesce(proc_group, proc)", "proc", "PROC"), ("comp", "comp", "COMP")],
-        ["PROC = (completed + inferred) / intents per session; COMP = mean of binary checklist "
-         "scores. A group's final session counts its pooled PROC."]))
-    turns = ctx.rows("""SELECT run_id, avg(turns), min(turns), max(turns) FROM session_results
-        WHERE run_id IN $runs AND protocol = 'intent_tracking' AND scored
-        AND ablation IS NULL GROUP BY run_id ORDER BY run_id""")
-    labels = ctx.labels()
-    t = Table("Turns per session", [Column("agent", "agent"), Column("mean", "mean", "float"),
-                                    Column("min", "min", "int"), Column("max", "max", "int")],
-              notes=["Over the sessions PROC averages (ablation variants left out)."])
-    t.rows = [[labels[r[0]], r[1], r[2], r[3]] for r in turns]
-    res.tables.append(t)
-    points = ctx.rows("""SELECT run_id, name, coalesce(proc_group, proc), comp, turns
-        FROM session_results WHERE run_id IN $runs AND protocol = 'intent_tracking'
-        AND ablation IS NULL AND scored AND proc IS NOT NULL
-        AND comp IS NOT NULL""")
-    series: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for run, name, p, c, turns_ in points:
-        series[labels[run]].append({"x": p, "y": c, "label": name, "turns": turns_})
-    res.charts.append(Chart("proc-comp", "PROC vs COMP per session", "scatter",
-                            {"series": dict(series), "diagonal": True}, "PROC", "COMP"))
-    res.charts.append(Chart("turns-proc", "Turns vs PROC per session", "scatter",
-                            {"series": {k: [{"x": p["turns"], "y": p["x"], "label": p["label"]}
-                                            for p in v] for k, v in series.items()}},
-                            "turns", "PROC"))
-    return res
-
-
-def status(ctx: ReportContext) -> ReportResult:
-    labels = ctx.labels()
-    res = ReportResult("status", "Terminal intent statuses",
-                       "How each hidden intent ended, pooled (micro) and per session (macro).",
-                       ctx.runs)
-    order = ("completed", "inferred", "provided", "unresolved")
-    micro = ctx.rows("SELECT run_id, status, intents, share FROM intent_status_micro "
-                     "WHERE run_id IN $runs")
-    undecided_note = ("undecided: intents whose status the judge never decided (it failed); "
-                      "counted beside the distribution, not in it.")
-    t = Table("Pooled over intents (micro)", [Column("agent", "agent"),
-                                              Column("intents", "intents", "int")]
-              + [Column(s, s, "pct") for s in order] + [Column("undecided", "undecided", "int")],
-              notes=["Every intent weighs the same: sessions with many intents dominate. "
-                     "`intents` counts decided intents.", undecided_note])
-    by_run: dict[str, dict[str | None, tuple[int, float | None]]] = defaultdict(dict)
-    for run, st, n, share in micro:
-        by_run[run][st] = (int(n), None if share is None else float(share))
-    for run in ctx.runs:
-        if run in by_run:
-            d = by_run[run]
-            decided = sum(n for st, (n, _) in d.items() if st is not None)
-            t.rows.append([labels[run], decided]
-                          + [d.get(s, (0, 0.0))[1] if decided else None for s in order]
-                          + [d.get(None, (0, None))[0]])
-    res.tables.append(t)
-    macro = ctx.rows("SELECT run_id, sessions, completed, inferred, provided, unresolved, "
-                     "undecided FROM intent_status_macro WHERE run_id IN $runs ORDER BY run_id")
-    t2 = Table("Averaged per session (macro)", [Column("agent", "agent"),
-                                                Column("sessions", "sessions", "int")]
-               + [Column(s, s, "pct") for s in order] + [Column("undecided", "undecided", "int")],
-               notes=["Every session weighs the same; this is the figure PROC averages. "
-                      "Shares are over each session's decided intents.", undecided_note])
-    t2.rows = [[labels[r[0]], r[1], *r[2:6], int(r[6] or 0)] for r in macro]
-    res.tables.append(t2)
-    res.charts.append(Chart("status", "Terminal status distribution (micro)", "stacked_bar",
-                            {"categories": list(order),
-                             "bars": {row[0]: dict(zip(order, row[2:6], strict=True))
-                                      for row in t.rows}}, "", "share of intents"))
-    return res
-
-
-def category(ctx: ReportContext) -> ReportResult:
-    ctx.by = ctx.by or "category"
-    res = proc_comp(ctx)
-    res.name, res.title = "category", f"Proactivity and completion by {ctx.by}"
-    res.charts.clear()
-    return res
-
-
-def ablation(ctx: ReportContext) -> ReportResult:
-    labels = ctx.labels()
-    res = ReportResult("ablation", "Dependency ablation",
-                       "Final sessions of dependency groups with and without their prior "
-                       "sessions (compile with --ablation).", ctx.runs)
-    pairs = ctx.rows("""SELECT run_id, count(*) FROM dependency_ablation
-        WHERE run_id IN $runs GROUP BY run_id ORDER BY run_id""")
-    estimates = ctx.estimates("""SELECT run_id, session_id, repeat, proc_with, proc_without,
-        proc_delta, comp_with, comp_without, comp_delta, proc_group_with
-        FROM dependency_ablation WHERE run_id IN $runs""", 1, 7)
-    t = Table("With vs without prior sessions", [
-        Column("agent", "agent"), Column("pairs", "pairs", "int"),
-        Column("proc_with", "PROC with", "pct"), Column("proc_without", "PROC without", "pct"),
-        Column("proc_delta", "Δ PROC", "pct"), Column("comp_with", "COMP with", "pct"),
-        Column("comp_without", "COMP without", "pct"), Column("comp_delta", "Δ COMP", "pct"),
-        Column("proc_group_with", "group PROC with (pooled)", "pct")],
-        notes=[ctx.ci_note(), "Δ = with − without, per session pair, then averaged; a CI "
-               "that excludes 0 means the prior sessions matter beyond noise. PROC with and "
-               "without are both over the final session's own intents; group PROC (pooled) "
-               "is π-Bench's figure over every member's intents, not part of Δ."])
-    for run, n in pairs:
-        t.rows.append([labels[run], n, *estimates.get((run,), [Estimate(None)] * 7)])
-    if not t.rows:
-        t.notes.append("No ablation variants in these runs: compile with `bench compile "
-                       "--ablation` and run again.")
-    res.tables.append(t)
-    return res
-
-
-def graph(ctx: ReportContext) -> ReportResult:
-    ctx.by = ctx.by or "category"
-    res = ReportResult("graph", "Knowledge-graph precision, recall and F1",
-                       f"Staged-disclosure sessions (VibeSearchBench), by {ctx.by}.", ctx.runs)
-    res.tables.append(_metric_table(
-        ctx, f"Triple P / R / F1 by {ctx.by}",
-        "protocol = 'staged_disclosure'",
-        [("\"precision\"", "precision", "precision"), ("recall", "recall", "recall"),
-         ("f1", "f1", "F1")],
-        ["Recall = covered GT triples / GT; precision = predicted triples supporting ≥ 1 GT "
-         "triple / predicted. A malformed graph scores 0 (see kg status below)."]))
-    labels = ctx.labels()
-    rows = ctx.rows("""SELECT run_id, kg_status, count(*) FROM graph_results
-        WHERE run_id IN $runs GROUP BY ALL ORDER BY ALL""")
-    t = Table("Extracted graph status", [Column("agent", "agent"), Column("kg_status", "status"),
-                                         Column("sessions", "sessions", "int")])
-    t.rows = [[labels[r[0]], r[1] or "(none)", r[2]] for r in rows]
-    res.tables.append(t)
     return res
 
 
@@ -546,28 +410,13 @@ def judge_errors(ctx: ReportContext) -> ReportResult:
     return res
 
 
-# the trigger and verified-outcome reports build on the above (a module of their own for size)
-from .outcomes import pass_k, trigger_estimates, triggers  # noqa: E402
-
 BUILTIN: tuple[BuiltinReport, ...] = (
     BuiltinReport("summary", "Run summary", "headline scores, errors, tokens and cost per run",
                   summary),
-    BuiltinReport("proc-comp", "PROC / COMP", "π-Bench PROC and COMP by --by (default: run), "
-                  "turns, PROC-vs-COMP scatter", proc_comp),
-    BuiltinReport("status", "Intent statuses", "terminal status distribution, micro vs macro",
-                  status),
-    BuiltinReport("category", "By category", "PROC / COMP by task category (or --by)",
-                  category),
-    BuiltinReport("ablation", "Dependency ablation", "PROC / COMP with vs without prior "
-                  "sessions", ablation),
-    BuiltinReport("graph", "Knowledge graphs", "triple P / R / F1 by category (or --by)",
-                  graph),
     BuiltinReport("interaction", "Interaction", "turns, ratio, tool calls, compactions, "
                   "terminations", interaction),
-    BuiltinReport("triggers", "Trigger points", "pass rate and weighted score per type with "
-                  "CIs", triggers),
-    BuiltinReport("pass-k", "pass@k", "verified outcomes: pass@1, pass@k, pass^k", pass_k),
     BuiltinReport("cost", "Cost", "tokens, cost and latency by role and model", cost),
     BuiltinReport("judge-errors", "Judge errors", "failed judgements and affected sessions",
                   judge_errors),
 )
+"""The reports of no one protocol (each protocol's are in `protocols.PROTOCOL_REPORTS`)."""

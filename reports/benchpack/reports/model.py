@@ -1,10 +1,16 @@
 """What a report produces: titled tables of typed cells (and charts for HTML), independent of
-how they are rendered (terminal, Markdown, JSON, HTML)."""
+how they are rendered (terminal, Markdown, JSON, HTML); and the records that declare views and
+reports (`View`, `BuiltinReport`), here so the protocol modules declaring them stay light to
+import (`bench query` installs the views without the statistics)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .builtin import ReportContext
 
 Kind = Literal["text", "int", "float", "pct", "money", "seconds"]
 
@@ -80,3 +86,21 @@ class ReportResult:
                 "tables": [{"title": t.title, "notes": t.notes,
                             "columns": [asdict(c) for c in t.columns], "rows": t.as_dicts()}
                            for t in self.tables]}
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    doc: str
+    sql: str
+    needs: tuple[str, ...] = ()
+    """Tables added after the first store schema (`CREATE TABLE IF NOT EXISTS`): a store no
+    newer benchpack has written to lacks them, and the view is left out there."""
+
+
+@dataclass(frozen=True)
+class BuiltinReport:
+    name: str
+    title: str
+    description: str
+    build: Callable[[ReportContext], ReportResult]

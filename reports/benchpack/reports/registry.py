@@ -1,5 +1,7 @@
-"""Report name → report. Built-ins are registered here; third parties add theirs through the
-`benchpack.reports` entry-point group (loaded lazily, on the first name that is not built in).
+"""Report name → report. Built-ins are registered here (the generic ones from `builtin` and
+`agreement`, each protocol's from `protocols.PROTOCOL_REPORTS`); third parties add theirs
+through the `benchpack.reports` entry-point group (loaded lazily, on the first name that is not
+built in).
 A plug-in is any object with `name`, `title`, `description` and `build(ctx) -> ReportResult`.
 """
 
@@ -67,10 +69,22 @@ class ReportRegistry:
                                     f"{type(exc).__name__}: {exc}") from exc
 
 
+REPORT_ORDER: tuple[str, ...] = (
+    "summary", "proc-comp", "status", "category", "ablation", "graph", "interaction", "triggers",
+    "pass-k", "cost", "judge-errors", "agreement")
+"""The order `bench report --list` and the HTML page show the built-in reports in, kept from
+before the protocols had modules; reports not listed here (a new protocol's) follow, in
+registry order."""
+
+
 def default_reports() -> ReportRegistry:
+    from . import protocols
     from .agreement import AGREEMENT
 
+    rank = {name: i for i, name in enumerate(REPORT_ORDER)}
+    found = (*BUILTIN, *(r for p in protocols.PROTOCOL_REPORTS.values() for r in p.reports),
+             AGREEMENT)
     reg = ReportRegistry()
-    for report in (*BUILTIN, AGREEMENT):
+    for report in sorted(found, key=lambda r: rank.get(r.name, len(rank))):  # stable
         reg.register(report)
     return reg

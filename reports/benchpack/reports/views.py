@@ -12,32 +12,28 @@ agent's failure: it is stored with the protocol's worst score and counted (`scor
 the underlying items (intents, triggers) across sessions; *macro* figures average per-session
 figures — they differ whenever sessions have different numbers of items, and every view says
 which it is.
+
+The views of one protocol are declared in its module (`protocols/<name>.py`, registered in
+`protocols.PROTOCOL_REPORTS`); the generic ones here.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
+
+from .model import View
+from .protocols import PROTOCOL_REPORTS, ProtocolReports
 
 STORE_SCHEMA = 4
 """The store schema version these views read (the `meta.schema_version` the runtime writes)."""
 
 
-@dataclass(frozen=True)
-class View:
-    name: str
-    doc: str
-    sql: str
-    needs: tuple[str, ...] = ()
-    """Tables added after the first store schema (`CREATE TABLE IF NOT EXISTS`): a store no
-    newer benchpack has written to lacks them, and the view is left out there."""
-
-
 FULL = "coalesce(json_extract_string(s.extra, '$.context'), '') <> 'alone'"
 """A session that ran with its dependencies (not `bench run --alone` without them)."""
 
-VIEWS: tuple[View, ...] = (
+GENERIC_VIEWS: tuple[View, ...] = (
     View("session_results", """One row per session attempt (session × repeat) that ran, with the
 run's pack, simulator and judge. `agent` is the evaluated model. Skipped sessions (a dependency
 failed) are left out; errored ones are kept, with `error_kind` saying whose error it was.
@@ -61,100 +57,6 @@ SELECT s.*, r.pack_name, r.judge AS judge_model,
        json_extract(s.extra, '$.missing_dependencies') AS missing_dependencies
 FROM sessions s JOIN runs r USING (run_id)
 WHERE s.status <> 'skipped' AND NOT {FULL}
-"""),
-    View("intent_status_micro", """Terminal intent statuses pooled over every intent of a run
-(micro). Group-pooled copies (`pooled_from` set) are not counted twice; ablation variants are
-left out. Every intent of a session the agent errored in counts as unresolved. A NULL status
-is undecided (the judge failed; `judge_error` says why): it has no share, and the shares of the
-others are over decided intents.""", """
-WITH counted AS (
-    SELECT i.run_id, s.agent,
-           CASE WHEN s.status = 'error' THEN 'unresolved' ELSE i.status END AS status
-    FROM intent_status i JOIN session_results s USING (run_id, session_id, repeat)
-    WHERE i.pooled_from IS NULL AND s.scored AND s.ablation IS NULL
-)
-SELECT run_id, agent, status, count(*) AS intents,
-       CASE WHEN status IS NOT NULL THEN count(*) / sum(CASE WHEN status IS NOT NULL
-           THEN count(*) END) OVER (PARTITION BY run_id) END AS share
-FROM counted
-GROUP BY run_id, agent, status
-"""),
-    View("intent_status_macro", """Terminal intent statuses as per-session shares averaged over
-sessions (macro): every session weighs the same whatever its number of intents. Ablation
-variants are left out; a session the agent errored in is all unresolved. Shares are over a
-session's decided intents; `undecided` counts the intents a failing judge left without a
-status, and a session with none decided has no shares.""", """
-WITH counted AS (
-    SELECT run_id, session_id, repeat, agent, intents, status = 'finished' AS ok,
-           coalesce(completed, 0) AS c, coalesce(inferred, 0) AS i,
-           coalesce(provided, 0) AS p, coalesce(unresolved, 0) AS u
-    FROM session_results WHERE scored AND intents > 0 AND ablation IS NULL
-), per AS (
-    SELECT *,
-           CASE WHEN ok THEN c + i + p + u ELSE intents END AS decided,
-           CASE WHEN ok THEN intents - (c + i + p + u) ELSE 0 END AS undecided,
-           CASE WHEN ok THEN c / nullif(c + i + p + u, 0) ELSE 0 END AS completed,
-           CASE WHEN ok THEN i / nullif(c + i + p + u, 0) ELSE 0 END AS inferred,
-           CASE WHEN ok THEN p / nullif(c + i + p + u, 0) ELSE 0 END AS provided,
-           CASE WHEN ok THEN u / nullif(c + i + p + u, 0) ELSE 1 END AS unresolved
-    FROM counted
-)
-SELECT run_id, agent, count(*) FILTER (WHERE decided > 0) AS sessions,
-       avg(completed) AS completed, avg(inferred) AS inferred, avg(provided) AS provided,
-       avg(unresolved) AS unresolved, sum(undecided) AS undecided
-FROM per GROUP BY run_id, agent
-"""),
-    View("dependency_ablation", """Each without-dependencies variant next to its full session,
-same run and repeat: PROC and COMP with and without the prior sessions, and the deltas
-(with − without). Both PROCs are over the final session's own intents (the variant has no
-others); `proc_group_with` is the group's pooled PROC (π-Bench's figure for the final
-session, over every member's intents), shown for reference and not part of the delta.""", """
-SELECT v.run_id, v.repeat, v.agent, b.session_id AS session_id, v.session_id AS variant_id,
-       b.name, b.episode, b.domain, b.category,
-       b.proc AS proc_with, v.proc AS proc_without,
-       b.comp AS comp_with, v.comp AS comp_without,
-       b.proc - v.proc AS proc_delta, b.comp - v.comp AS comp_delta,
-       b.proc_group AS proc_group_with
-FROM sessions v JOIN sessions b
-  ON b.run_id = v.run_id AND b.repeat = v.repeat AND b.session_id = v.base_session
-WHERE v.ablation = 'without_dependencies' AND (v.status = 'finished' OR v.error_kind = 'agent')
-  AND (b.status = 'finished' OR b.error_kind = 'agent')
-"""),
-    View("graph_results", """Knowledge-graph scores and interaction statistics of
-staged-disclosure sessions (per session; macro when averaged).""", """
-SELECT run_id, session_id, repeat, agent, name, category, domain, difficulty, style,
-       recall, "precision", f1, triples_gt, triples_predicted, kg_status,
-       stages, stages_disclosed, termination, turns, user_turns, assistant_turns,
-       user_per_assistant_turn, tool_calls, compactions
-FROM session_results WHERE protocol = 'staged_disclosure'
-"""),
-    View("trigger_results", """Every scored trigger point with its session's labels. `score` is
-1 / 0.5 / 0 for PASS / PARTIAL / FAIL and NULL on a judge error or a SKIPPED trigger (beyond
-the end of the dialogue). The triggers of a session the agent errored in are FAIL, unjudged
-(`error_kind` = 'agent').""", """
-SELECT t.*, s.agent, s.name, s.persona, s.style, s.category, s.domain, s.difficulty,
-       s.episode, s.base_session, s.ablation, s.error_kind
-FROM triggers t JOIN session_results s USING (run_id, session_id, repeat)
-WHERE s.scored
-"""),
-    View("trigger_by_type", """Trigger outcomes per type, pooled over triggers (micro, as
-ProactBench reports them): pass rate = PASS/N, partial rate = PARTIAL/N, weighted score =
-(PASS + 0.5·PARTIAL)/N over judged triggers; judge errors are counted, not scored; SKIPPED
-triggers (beyond the end of the dialogue) are counted in `skipped` and are not in N.""", """
-SELECT run_id, agent, type,
-       count(*) FILTER (WHERE label IN ('PASS', 'PARTIAL', 'FAIL')) AS n,
-       count(*) FILTER (WHERE label = 'PASS') AS pass,
-       count(*) FILTER (WHERE label = 'PARTIAL') AS partial,
-       count(*) FILTER (WHERE label = 'FAIL') AS fail,
-       count(*) FILTER (WHERE label IS NULL) AS judge_errors,
-       count(*) FILTER (WHERE label = 'SKIPPED') AS skipped,
-       avg((label = 'PASS')::INTEGER) FILTER (WHERE label IN ('PASS', 'PARTIAL', 'FAIL'))
-           AS pass_rate,
-       avg((label = 'PARTIAL')::INTEGER) FILTER (WHERE label IN ('PASS', 'PARTIAL', 'FAIL'))
-           AS partial_rate,
-       avg(score) FILTER (WHERE label IN ('PASS', 'PARTIAL', 'FAIL')) AS weighted_score
-FROM trigger_results
-GROUP BY run_id, agent, type
 """),
     View("headline_sessions", """The figures of the headline table (`bench report summary`),
 one row per run and session (its repeats averaged; ablation variants left out): PROC as
@@ -192,33 +94,6 @@ SELECT s.run_id, s.agent, s.sessions, coalesce(v.ablation_variants, 0) AS ablati
        s.excluded, s.proc, s.comp, s.f1, t.trigger_score, t.triggers, s.score
 FROM s LEFT JOIN v USING (run_id) LEFT JOIN t USING (run_id)
 """),
-    View("verified_results", """Verified-outcome sessions: soft score and pass per repeat.""",
-         """
-SELECT run_id, session_id, repeat, agent, name, coalesce(base_session, session_id) AS task,
-       category, domain, difficulty, score, passed, comp, heartbeats, termination, tool_calls,
-       prompt_tokens, completion_tokens, cost
-FROM session_results WHERE protocol = 'verified_outcome'
-"""),
-    View("verified_tasks", """Per task (session, style/ablation variants folded into their base):
-n runs with a known outcome and c passes — the inputs of pass@k and pass^k.""", """
-SELECT run_id, agent, task, count(passed) AS n, count(*) FILTER (WHERE passed) AS c,
-       avg(score) AS mean_score
-FROM verified_results GROUP BY run_id, agent, task
-"""),
-    # --- issue 12: named score components of verified_outcome `score:` blocks
-    View("score_results", """Every named score component of every scored verified-outcome
-session with a `score:` block (store schema 4; the table is `score_components`): `kind` is
-`dimension` (weighted mean of its items), `item` (one graded item, 0–1), `builtin`
-(`communicate`, `assertions`: 1 when every check holds) or `final` (the formula's value after
-gates and caps). `value` NULL means unknown (a judge error, an answer off the scale), never 0;
-`detail` (JSON) holds the judge's rationale, weights, gates and caps.""", """
-SELECT c.run_id, c.session_id, c.repeat, s.agent, s.name,
-       coalesce(s.base_session, s.session_id) AS task, s.category, s.domain, s.difficulty,
-       c.name AS component, c.kind, c.value, c.detail, s.passed
-FROM score_components c JOIN session_results s USING (run_id, session_id, repeat)
-WHERE s.scored
-""", needs=("score_components",)),
-    # --- end issue 12
     View("llm_usage", """LLM calls by run, role (agent / simulator / planner / judge) and
 model: calls, cache hits, errors, tokens, cost and latency (cache hits excluded from latency).""",
          """
@@ -315,7 +190,28 @@ WHERE error IS NOT NULL AND role <> 'agent'
 GROUP BY run_id, role, purpose, model
 """),
 )
-VIEWS = tuple(replace(v, sql=v.sql.replace("{FULL}", FULL)) for v in VIEWS)
+"""The views of no one protocol (sessions, the headline over all of them, LLM calls, judge
+audits); each protocol's are in `protocols/<name>.py`."""
+
+VIEW_ORDER: tuple[str, ...] = (
+    "session_results", "alone_results", "intent_status_micro", "intent_status_macro",
+    "dependency_ablation", "graph_results", "trigger_results", "trigger_by_type",
+    "headline_sessions", "headline", "verified_results", "verified_tasks", "llm_usage",
+    "run_lineage", "judge_labels", "judge_pairs", "human_consensus", "human_pairs", "judge_errors")
+"""The order `bench views` lists the views in and `install_views` creates them (each after the
+views it reads), kept from before the protocols had modules; views not listed here (a new
+protocol's) follow, in registry order."""
+
+
+def assemble(protocols: dict[str, ProtocolReports]) -> tuple[View, ...]:
+    """The generic views and those of `protocols`, in `VIEW_ORDER`, placeholders filled in."""
+    rank = {name: i for i, name in enumerate(VIEW_ORDER)}
+    found = (*GENERIC_VIEWS, *(v for p in protocols.values() for v in p.views))
+    ordered = sorted(found, key=lambda v: rank.get(v.name, len(rank)))  # stable: rest in order
+    return tuple(replace(v, sql=v.sql.replace("{FULL}", FULL)) for v in ordered)
+
+
+VIEWS: tuple[View, ...] = assemble(PROTOCOL_REPORTS)
 
 VIEW_NAMES = tuple(v.name for v in VIEWS)
 

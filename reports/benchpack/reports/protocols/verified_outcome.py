@@ -1,0 +1,134 @@
+"""Verified outcome (Claw-Anything) in the reports stage: per-repeat results, per-task counts, and
+the pass-k report (pass@k / pass^k under their one definition, `stats.PASS_K_DEFINITION`).
+
+The statistics and the shared table helpers (`builtin`) are imported inside the reports:
+`bench query` installs these views without loading them."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..model import BuiltinReport, Column, Estimate, ReportResult, Table, View
+from .base import ProtocolReports
+
+if TYPE_CHECKING:
+    from ..builtin import ReportContext
+
+VIEWS: tuple[View, ...] = (
+    View("verified_results", """Verified-outcome sessions: soft score and pass per repeat.""",
+         """
+SELECT run_id, session_id, repeat, agent, name, coalesce(base_session, session_id) AS task,
+       category, domain, difficulty, score, passed, comp, heartbeats, termination, tool_calls,
+       prompt_tokens, completion_tokens, cost
+FROM session_results WHERE protocol = 'verified_outcome'
+"""),
+    View("verified_tasks", """Per task (session, style/ablation variants folded into their base):
+n runs with a known outcome and c passes — the inputs of pass@k and pass^k.""", """
+SELECT run_id, agent, task, count(passed) AS n, count(*) FILTER (WHERE passed) AS c,
+       avg(score) AS mean_score
+FROM verified_results GROUP BY run_id, agent, task
+"""),
+    View("score_results", """Every named score component of every scored verified-outcome
+session with a `score:` block (store schema 4; the table is `score_components`): `kind` is
+`dimension` (weighted mean of its items), `item` (one graded item, 0–1), `builtin`
+(`communicate`, `assertions`: 1 when every check holds) or `final` (the formula's value after
+gates and caps). `value` NULL means unknown (a judge error, an answer off the scale), never 0;
+`detail` (JSON) holds the judge's rationale, weights, gates and caps.""", """
+SELECT c.run_id, c.session_id, c.repeat, s.agent, s.name,
+       coalesce(s.base_session, s.session_id) AS task, s.category, s.domain, s.difficulty,
+       c.name AS component, c.kind, c.value, c.detail, s.passed
+FROM score_components c JOIN session_results s USING (run_id, session_id, repeat)
+WHERE s.scored
+""", needs=("score_components",)),
+)
+
+
+def pass_k(ctx: ReportContext) -> ReportResult:
+    from .. import stats
+    from ..builtin import EXCLUDED_NOTE, _excluded
+
+    labels = ctx.labels()
+    res = ReportResult("pass-k", "pass@k and pass^k",
+                       "Verified-outcome tasks (Claw-Anything): unbiased pass@k and pass^k per "
+                       "task from n repeats with c passes, averaged over tasks.", ctx.runs)
+    rows = ctx.rows("""SELECT t.run_id, t.task, t.n, t.c, t.mean_score, r.repeats
+        FROM verified_tasks t JOIN runs r USING (run_id)
+        WHERE t.run_id IN $runs AND t.n > 0 ORDER BY t.run_id, t.task""")
+    by_run: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+    for r in rows:
+        by_run[r[0]].append(r)
+    scores = ctx.estimates("""SELECT run_id, task, 0, mean_score FROM verified_tasks
+        WHERE run_id IN $runs AND n > 0""", 1, 1)
+    excluded = _excluded(ctx, "run_id IN $runs AND protocol = 'verified_outcome'")
+    t = Table("Per agent", [Column("agent", "agent"), Column("tasks", "tasks", "int"),
+                            Column("k", "k (= repeats)", "int"),
+                            Column("score", "mean score", "pct"),
+                            Column("pass1", "pass@1", "pct"), Column("passk", "pass@k", "pct"),
+                            Column("pass_hat_k", "pass^k", "pct"),
+                            Column("excluded", "excluded")],
+              notes=[f"pass@k, pass^k: {stats.PASS_K_DEFINITION}. CI over tasks (the N of "
+                     "each figure).", EXCLUDED_NOTE])
+    for run, rs in by_run.items():
+        k = max(1, int(rs[0][5] or 1))
+        summary = stats.pass_k_summary([(int(r[2]), int(r[3])) for r in rs], k)
+        full = [r for r in rs if int(r[2]) >= k]
+
+        def over(est: Callable[[int, int, int], float], kk: int,
+                 _rs: list[tuple[Any, ...]]) -> Estimate:
+            if not _rs:
+                return Estimate(None)
+            ci = ctx.bootstrap([[est(int(r[2]), int(r[3]), kk)] for r in _rs], "mean")
+            return Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units)
+
+        score = scores.get((run,), [Estimate(None)])[0]
+        t.rows.append([labels[run], summary.tasks, k, score, over(stats.pass_at_k, 1, rs),
+                       over(stats.pass_at_k, k, full), over(stats.pass_hat_k, k, full),
+                       excluded.get((run, "all"), "")])
+        if summary.tasks_k < summary.tasks:
+            short = summary.tasks - summary.tasks_k
+            t.notes.append(f"{labels[run]}: {short} task{'' if short == 1 else 's'} with fewer "
+                           f"than {k} graded repeats (errors outside the agent) left out of "
+                           f"pass@{k} and pass^{k}, which average {summary.tasks_k} tasks.")
+    res.tables.append(t)
+    dims = dimension_table(ctx, labels)
+    if dims is not None:
+        res.tables.append(dims)
+    return res
+
+
+def dimension_table(ctx: ReportContext, labels: dict[str, str]) -> Table | None:
+    """Per agent and score component (`score:` blocks): the mean over tasks of each task's
+    mean over its repeats, with unknown values (judge errors) left out and counted."""
+    if not ctx.rows("SELECT 1 FROM duckdb_views() WHERE view_name = 'score_results'"):
+        return None  # a store older than schema 4 has no score_components
+    rows = ctx.rows("""WITH per_task AS (
+                SELECT run_id, task, component, kind, avg(value) AS v, count(value) AS known,
+                       count(*) - count(value) AS unknown
+                FROM score_results WHERE run_id IN $runs AND kind IN ('dimension', 'builtin',
+                                                                        'final')
+                GROUP BY run_id, task, component, kind)
+            SELECT run_id, component, kind, avg(v), count(v), sum(known), sum(unknown)
+            FROM per_task GROUP BY run_id, component, kind
+            ORDER BY run_id, kind = 'final', kind, component""")
+    if not rows:
+        return None
+    t = Table("Per dimension", [Column("agent", "agent"), Column("component", "component"),
+                                Column("kind", "kind"), Column("mean", "mean", "pct"),
+                                Column("tasks", "tasks", "int"),
+                                Column("scored", "scored runs", "int"),
+                                Column("unknown", "unknown", "int")],
+              notes=["Named components of `score:` blocks: the mean over tasks of each task's "
+                     "mean over repeats. Unknown values (judge errors, answers off the scale) "
+                     "are left out of the mean and counted in `unknown`, never scored 0. "
+                     "Items with rationales: bench query \"SELECT * FROM score_results\"."])
+    for run, comp, kind, mean, tasks, known, unknown in rows:
+        t.rows.append([labels[run], comp, kind, Estimate(mean), int(tasks), int(known or 0),
+                       int(unknown or 0)])
+    return t
+
+
+PROTOCOL = ProtocolReports("verified_outcome", VIEWS, (
+    BuiltinReport("pass-k", "pass@k", "verified outcomes: pass@1, pass@k, pass^k", pass_k),
+))
