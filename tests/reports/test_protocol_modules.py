@@ -18,7 +18,8 @@ HISTORIC_VIEWS = (
     "dependency_ablation", "graph_results", "trigger_results", "trigger_by_type",
     "headline_sessions", "headline", "verified_results", "verified_tasks", "llm_usage",
     "run_lineage", "judge_labels", "judge_pairs", "human_consensus", "human_pairs",
-    "judge_errors")
+    "judge_errors",
+    "score_results")  # added after the split (issue 12): new views go after the historic ones
 HISTORIC_REPORTS = ("summary", "proc-comp", "status", "category", "ablation", "graph",
                     "interaction", "triggers", "pass-k", "cost", "judge-errors", "agreement")
 
@@ -26,7 +27,7 @@ OWNED_VIEWS = {
     "intent_tracking": {"intent_status_micro", "intent_status_macro", "dependency_ablation"},
     "staged_disclosure": {"graph_results"},
     "trigger_rubric": {"trigger_results", "trigger_by_type"},
-    "verified_outcome": {"verified_results", "verified_tasks"},
+    "verified_outcome": {"verified_results", "verified_tasks", "score_results"},
 }
 OWNED_REPORTS = {
     "intent_tracking": {"proc-comp", "status", "category", "ablation"},
