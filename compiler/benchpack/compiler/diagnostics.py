@@ -56,6 +56,10 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E214": ("error", "tool-name-clash"),
     "E215": ("error", "invalid-style"),
     "E216": ("error", "invalid-dialogue"),
+    # HTTP services and tools (issue 12, section 2; numbered apart from the block above so
+    # parallel additions to it do not collide)
+    "E230": ("error", "invalid-process-service"),
+    "E231": ("error", "invalid-http-tool"),
     # lints (warnings; errors under --strict)
     "W301": ("warning", "leak-intent"),
     "W302": ("warning", "leak-stage"),

@@ -108,6 +108,9 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
         own["persona_profile"] = b.plan_personas.get(s["persona"])
         own["environment"] = b.plan_envs.get(s["environment"])
         own["tool_specs"] = {t: b.plan_tools.get(t) for t in s["tools"]}
+        procs = _process_services(b, own["environment"])
+        if procs:  # only when used, so other fingerprints do not move
+            own["process_services"] = procs
         own["prompts"] = prompts
         own["models"] = b.pack.defaults.models.model_dump()
         own["seed"] = b.pack.defaults.seed
@@ -152,6 +155,19 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
         "parent_map": parent_map,
         "child_map": child_map,
     }
+
+
+def _process_services(b: Builder, env: dict[str, Any] | None) -> dict[str, Any]:
+    """The HTTP services an environment runs, as they change outcomes: their settings and a
+    hash of their files, without where the pack lies on disk."""
+    out: dict[str, Any] = {}
+    for name in (env or {}).get("services", []):
+        proc = (b.plan_services.get(name) or {}).get("process")
+        if proc:
+            own = {k: v for k, v in proc.items() if k not in ("cwd", "pack_dir")}
+            own["cwd"] = str(Path(proc["cwd"]).relative_to(proc["pack_dir"]))
+            out[name] = own
+    return out
 
 
 def _map_sub(d: _SessionDraft, sub: tuple[PathPart, ...]) -> tuple[PathPart, ...]:

@@ -68,6 +68,7 @@ from .protocols.intent_tracking import HiddenIntent
 from .protocols.staged_disclosure import GroundTruthGraph, GroundTruthTriple, Stage, StageTrigger
 from .protocols.trigger_rubric import Anchor, DialogueTurn, Rubric, Scenario, TriggerPoint
 from .protocols.verified_outcome import ScoreCap, Verify
+from .services import HttpImpl, ProcessService
 
 # Built from the registry so a new protocol is named in one place; same schema as spelling
 # the Literal out.
@@ -342,6 +343,7 @@ __all__ = [
     "GroundTruthGraph",
     "GroundTruthTriple",
     "Heartbeat",
+    "HttpImpl",
     "HiddenIntent",
     "Id",
     "Limits",
@@ -356,6 +358,7 @@ __all__ = [
     "PersonaProfile",
     "PromptFile",
     "PromptName",
+    "ProcessService",
     "Protocol",
     "PythonImpl",
     "Rubric",
