@@ -203,3 +203,60 @@ def test_a_service_that_does_not_start_names_itself_and_its_log(tmp_path: Path) 
     assert "crm: cannot open the customer index (CRM_CRASH set)" in first[3]
     assert summary.first_errors[0].startswith("find: ServiceStartError: service `crm`")
     assert _wait_gone(marker) == []
+
+
+def _bench(tmp: Path, *args: str, pause: str = "0") -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(tmp), "AGENT_PAUSE": pause}
+    return subprocess.Popen([sys.executable, "-m", "benchpack.cli", *args], cwd=tmp, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _outcome(db: Path, run_id: str) -> tuple[list[Any], list[Any]]:
+    sessions = _query(db, "SELECT name, repeat, status, score, passed, comp, tool_calls FROM "
+                          "sessions WHERE run_id = ? ORDER BY name, repeat", run_id)
+    calls = _query(db, "SELECT s.name, t.repeat, t.seq, t.tool_name, t.result, t.error FROM "
+                       "tool_calls t JOIN sessions s USING (run_id, session_id, repeat) WHERE "
+                       "run_id = ? ORDER BY s.name, t.repeat, t.seq", run_id)
+    return sessions, calls
+
+
+@pytest.mark.parametrize("state", [True, False], ids=["state-endpoints", "replay"])
+def test_sigkill_mid_run_leaves_no_service_and_resume_is_exact(tmp_path: Path,
+                                                               state: bool) -> None:
+    pack, marker = _pack(tmp_path, state=state)
+    plan = _compile(pack, tmp_path / "plan")
+    (tmp_path / "slow_agent.py").write_text(SLOW_AGENT)
+    common = ["run", str(plan), "--agent", "python:slow_agent:agent", "--judge", "rules",
+              "--repeats", "2", "--max-concurrency", "1", "--allow-python", "--quiet",
+              "--cache-dir", str(tmp_path / "cache")]
+    ref = _bench(tmp_path, *common, "--db", str(tmp_path / "ref.duckdb"), "--run-id", "r")
+    assert ref.wait(timeout=120) == 0, ref.stderr.read() if ref.stderr else ""
+    expected = _outcome(tmp_path / "ref.duckdb", "r")
+    assert len(expected[0]) == 6 and all(r[2] == "finished" for r in expected[0])
+    (tmp_path / "progress.txt").unlink()
+
+    db = tmp_path / "killed.duckdb"
+    proc = _bench(tmp_path, *common, "--db", str(db), "--run-id", "k", pause="30")
+    progress = tmp_path / "progress.txt"
+    deadline = time.monotonic() + 60
+    while "Ben" not in (progress.read_text() if progress.exists() else ""):
+        assert proc.poll() is None and time.monotonic() < deadline, "the run ended early"
+        time.sleep(0.05)
+    assert _leftovers(marker), "the service should be running mid-session"
+    time.sleep(0.3)  # the first session's commit
+    os.kill(proc.pid, signal.SIGKILL)  # bench run only: its sandboxes must follow by themselves
+    proc.wait()
+    assert _wait_gone(marker) == [], "a service outlived the killed runner"
+    before = _query(db, "SELECT name, repeat, started_at FROM sessions WHERE status = "
+                        "'finished' ORDER BY name")
+    assert [r[:2] for r in before] == [("find", 0)]
+
+    resumed = _bench(tmp_path, *common, "--db", str(db), "--run-id", "k", "--resume", "k")
+    assert resumed.wait(timeout=120) == 0, resumed.stderr.read() if resumed.stderr else ""
+    got = _outcome(db, "k")
+    assert got == expected  # every (session, repeat) once, same scores, same service answers
+    after = _query(db, "SELECT started_at FROM sessions WHERE name = 'find' AND repeat = 0")
+    # with state endpoints the finished session is kept and the CRM's notes restored; without,
+    # the episode re-ran from its start (and replaced the session's rows)
+    assert (after[0][0] == before[0][2]) is state
+    assert _wait_gone(marker) == []
