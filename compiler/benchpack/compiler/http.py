@@ -113,11 +113,11 @@ def check_http_tool(b: WorldBuilder, t: P.Tool, loc: Loc) -> None:
     """Check an HTTP tool against its service and its own parameters."""
     impl = t.impl
     assert isinstance(impl, P.HttpImpl)
-    if b.check_ref(impl.service, b.services, "service", loc, ("impl", "service")):
-        if b.services[impl.service].obj.process is None:
-            b.err("E231", f"tool `{t.name}`: service `{impl.service}` has no `process`", loc,
-                  ("impl", "service"), "HTTP tools call a service declared with `process:`; "
-                  "a declarative service's tools are its `operations`")
+    if b.check_ref(impl.service, b.services, "service", loc, ("impl", "service")) \
+            and b.services[impl.service].obj.process is None:
+        b.err("E231", f"tool `{t.name}`: service `{impl.service}` has no `process`", loc,
+              ("impl", "service"), "HTTP tools call a service declared with `process:`; "
+              "a declarative service's tools are its `operations`")
     props = t.parameters.get("properties") if isinstance(t.parameters, dict) else None
     names = set(props) if isinstance(props, dict) else set()
     for sub, template in (("path", impl.path), ("query", impl.query), ("body", impl.body)):
