@@ -227,6 +227,18 @@ CASES: dict[str, tuple[dict[str, str | bytes], str]] = {
         "reward: [actions, communicate]")), "E226"),
     "E226-verify-and-score": (_session(SCORE_SESSION.replace(
         "        score:\n", "        verify: {pass_threshold: 0.5}\n        score:\n")), "E226"),
+    # HTTP services and tools (issue 12, section 2)
+    "E230-process-service": ({"pack.yaml": BASE.replace(
+        "services:\n", "services:\n  - name: crm\n    process: {command: [python, crm.py], "
+        "cwd: ..}\n", 1) + "include: [more.yaml]\n",
+        "more.yaml": "services:\n  - name: both\n    process: {command: [python, svc/x.py], port: 80, env: {PORT: '80'}}\n"
+                     "    tables: {t: {rows: []}}\n  - {name: bare}\n"}, "E230"),
+    "E231-http-tool": (_base("environments:", """tools:
+  - name: todo__fetch
+    description: Fetch a task.
+    parameters: {type: object, properties: {id: {type: string}}}
+    impl: {kind: http, service: todo, path: "/tasks/{task_id}", query: {q: "{text}"}}
+environments:"""), "E231"),
 }
 
 

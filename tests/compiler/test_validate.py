@@ -44,7 +44,7 @@ def test_union_of_types_is_one_message() -> None:
 def test_unknown_kind_of_a_tagged_union() -> None:
     _, errors, _ = check("name: p\ntools: [{name: t, description: d, impl: {kind: servce}}]\n")
     assert errors == ["2:48: error E104 unknown kind `servce` for `impl`; expected one of "
-                      "'builtin', 'service', 'corpus', 'stream', 'static', 'python' "
+                      "'builtin', 'service', 'corpus', 'stream', 'static', 'python', 'http' "
                       "[at $.tools[0].impl.kind] (hint: did you mean `service`?) [fixable]"]
     _, errors, _ = check("name: p\ntools: [{name: t, description: d, impl: {}}]\n")
     assert errors == ["2:35: error E102 `impl` is missing `kind` [at $.tools[0].impl] "

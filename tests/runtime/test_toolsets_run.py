@@ -19,7 +19,7 @@ import duckdb
 import pytest
 
 from benchpack.compiler import compile_pack
-from benchpack.runtime.env import ServiceState, ToolError
+from benchpack.runtime.env import ServiceState
 from benchpack.runtime.env.pytools import PyToolWorker, bindings
 from benchpack.runtime.runner import RunOptions, run_plan
 from benchpack.runtime.sandbox import find_bwrap

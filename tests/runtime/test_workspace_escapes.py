@@ -38,7 +38,7 @@ def _bounded(fn: Any, seconds: float = 3.0) -> Any:
     def run() -> None:
         try:
             box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the test thread
+        except BaseException as exc:
             box["error"] = exc
     t = threading.Thread(target=run, daemon=True)
     t.start()
@@ -154,7 +154,13 @@ def test_tool_errors_never_show_the_host_path(ws: Workspace) -> None:
 
 def test_toolbox_scrubs_the_host_path_from_internal_errors(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from benchpack.runtime.env.toolbox import BUILTIN_EFFECTS, BUILTIN_SPECS, ToolBox, ToolDef, validator
+    from benchpack.runtime.env.toolbox import (
+        BUILTIN_EFFECTS,
+        BUILTIN_SPECS,
+        ToolBox,
+        ToolDef,
+        validator,
+    )
     ws = Workspace(tmp_path / "ws")
 
     def broken(self: Workspace, *a: Any, **kw: Any) -> Any:

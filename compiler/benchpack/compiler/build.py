@@ -16,6 +16,7 @@ from .checks import CheckBuilder, jmespath_problem, regex_hint
 from .core import DEFAULT_ENV, BuilderCore, Built, CompileOptions, Loc, _Item, _SessionDraft, iso
 from .diagnostics import PathPart, suggest_fix
 from .graph import build_dag, dependency_groups, find_cycles, stable_order
+from .http import http_services_of
 from .loader import SourceFile
 from .protocols import PROTOCOL_COMPILERS, SESSION_FIELD_OWNERS, SESSION_KEY_ORDER
 from .render import check_syntax
@@ -193,6 +194,13 @@ class Builder(CheckBuilder):
         for i, t in enumerate(s.tools):
             if self.check_ref(t, self.tools, "tool", loc, ("tools", i)) and t not in tools:
                 tools.append(t)
+                # HTTP tools: the episode's environment runs the services, one per episode
+                for svc in http_services_of(self, [t]):
+                    if svc not in env["services"]:
+                        self.err("E231", f"tool `{t}` calls service `{svc}`, which environment "
+                                 f"`{env['id']}` does not run", loc, ("tools", i),
+                                 f"add `{svc}` to the environment's `services` (or its tool to "
+                                 "the environment's `tools`)")
         files = []
         for i, f in enumerate(s.files):
             pf = self.workspace_file(f, loc, ("files", i), ctx)
@@ -271,6 +279,8 @@ class Builder(CheckBuilder):
             if name not in used_toolsets and it.obj.module not in used_toolsets:
                 self.lint("W312", f"toolset `{name}` is defined but never used",
                           (it.src, it.path))
+        used_services |= {it.obj.impl.service for it in self.tools.values()  # HTTP tools'
+                          if isinstance(it.obj.impl, P.HttpImpl) and it.obj.name in used_tools}
         for table, used, what in (
             (self.personas, used_personas, "persona"), (self.environments, used_envs, "environment"),
             (self.services, used_services, "service"), (self.streams, used_streams, "event stream"),

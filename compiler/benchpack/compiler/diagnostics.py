@@ -59,6 +59,10 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E217": ("error", "bad-tool-module"),
     "E225": ("error", "invalid-formula"),  # issue 12: verified_outcome `score.formula`
     "E226": ("error", "invalid-score"),  # issue 12: verified_outcome `score:` block
+    # HTTP services and tools (issue 12, section 2; numbered apart from the block above so
+    # parallel additions to it do not collide)
+    "E230": ("error", "invalid-process-service"),
+    "E231": ("error", "invalid-http-tool"),
     # lints (warnings; errors under --strict)
     "W301": ("warning", "leak-intent"),
     "W302": ("warning", "leak-stage"),

@@ -110,6 +110,9 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
         own["persona_profile"] = b.plan_personas.get(s["persona"])
         own["environment"] = b.plan_envs.get(s["environment"])
         own["tool_specs"] = {t: b.plan_tools.get(t) for t in s["tools"]}
+        procs = _process_services(b, own["environment"])
+        if procs:  # only when used, so other fingerprints do not move
+            own["process_services"] = procs
         own["prompts"] = prompts
         own["models"] = b.pack.defaults.models.model_dump()
         own["seed"] = b.pack.defaults.seed
@@ -163,6 +166,17 @@ def _toolsets(b: Builder, envs: list[dict[str, Any]]) -> dict[str, Any]:
     used = sorted({t for e in envs for t in e.get("toolsets", ())})
     return {"toolsets": {t: b.plan_toolsets[t] for t in used if t in b.plan_toolsets}} \
         if used else {}
+def _process_services(b: Builder, env: dict[str, Any] | None) -> dict[str, Any]:
+    """The HTTP services an environment runs, as they change outcomes: their settings and a
+    hash of their files, without where the pack lies on disk."""
+    out: dict[str, Any] = {}
+    for name in (env or {}).get("services", []):
+        proc = (b.plan_services.get(name) or {}).get("process")
+        if proc:
+            own = {k: v for k, v in proc.items() if k not in ("cwd", "pack_dir")}
+            own["cwd"] = str(Path(proc["cwd"]).relative_to(proc["pack_dir"]))
+            out[name] = own
+    return out
 
 
 def _map_sub(d: _SessionDraft, sub: tuple[PathPart, ...]) -> tuple[PathPart, ...]:

@@ -19,6 +19,7 @@ from benchpack.specs import pack as P
 from .core import DEFAULT_ENV, BuilderCore, Loc, _Item, iso
 from .datafiles import DataError, first_error, read_rows
 from .diagnostics import PathPart, suggest_fix
+from .http import check_http_tool, http_services_of, process_service
 from .toolsets import compile_toolsets, environment_toolsets
 from .validate import node_at
 
@@ -91,6 +92,8 @@ class WorldBuilder(BuilderCore):
                 self.check_ref(impl.corpus, self.corpora, "corpus", loc, ("impl", "corpus"))
             elif isinstance(impl, P.StreamImpl):
                 self.check_ref(impl.stream, self.streams, "event stream", loc, ("impl", "stream"))
+            elif isinstance(impl, P.HttpImpl):
+                check_http_tool(self, t, loc)
             source = None
             if isinstance(impl, P.PythonImpl):
                 # embedded so the runtime never reads pack files; it runs only with
@@ -119,6 +122,18 @@ class WorldBuilder(BuilderCore):
     def service(self, name: str, it: _Item) -> None:
         s: P.Service = it.obj
         loc = (it.src, it.path)
+        # ---- HTTP services (issue 12, section 2): a process instead of tables
+        if s.process is not None:
+            process = process_service(self, name, it)
+            if process is not None:
+                self.plan_services[name] = {"name": name, "description": s.description,
+                                            "tables": {}, "operations": [], "group": s.group,
+                                            "process": process}
+            return
+        if not s.tables:
+            self.err("E230", f"service `{name}` has neither `tables` nor `process`", loc, (),
+                     "give `tables:` (a declarative service) or `process:` (an HTTP service)",
+                     at_key=True)
         tables: dict[str, Any] = {}
         for tname, table in s.tables.items():
             rows = [dict(r) for r in table.rows]
@@ -271,6 +286,8 @@ class WorldBuilder(BuilderCore):
             if self.check_ref(s, self.services, "service", loc, ("services", i)):
                 services.append(s)
                 tools.extend(t for t, o in self.tool_origin.items() if o == f"service `{s}`")
+        # an HTTP tool brings the process service it calls into the environment
+        services.extend(s for s in http_services_of(self, tools) if s not in services)
         streams = []
         for i, s in enumerate(env.event_streams):
             if self.check_ref(s, self.streams, "event stream", loc, ("event_streams", i)):

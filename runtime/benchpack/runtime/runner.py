@@ -27,6 +27,7 @@ from benchpack.specs.plan import Plan, PlanSession
 from benchpack.specs.toolsets import PyToolImpl
 
 from .env import EpisodeEnvironment, ToolBox
+from .env.service_pool import ServicePool, needs_replay, process_services
 from .graders.python import REFUSED as PYTHON_REFUSED
 from .judges.base import JudgeError, Templates
 from .planfile import load_plan
@@ -178,6 +179,8 @@ class RunContext:
         """Sessions run with `--alone` → the sessions they depend on that did not run."""
         self.llm = llm
         """The run's one LLM client (created on first use: litellm is slow to import)."""
+        self.services = ServicePool(plan, work_dir)
+        """The run's HTTP service instances (issue 12, section 2)."""
 
 
 def redactor_for(options: ClientOptions) -> Any:
@@ -352,6 +355,7 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
             if lacking:
                 missing[sid] = lacking
     _check_allow_python(plan, selected, options.allow_python)
+    _check_process_services(plan, selected, options.allow_python)
     repeats = options.repeats or plan.defaults.repeats
     work_dir = Path(options.work_dir) if options.work_dir else Path(
         tempfile.mkdtemp(prefix="benchpack-"))
@@ -407,6 +411,13 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
                 chains.append((ep.id, r, members))
             for v in variants:  # ablation variants run alone in a fresh environment
                 chains.append((f"{ep.id}~{v.name}", r, [v]))
+    for _, r, ss in chains:
+        if needs_replay(plan, ss[0].environment) and any(
+                (s.id, s.fingerprint, r) not in finished for s in ss):
+            # a service without `state` endpoints cannot be put back as it was after the last
+            # finished session: the episode re-runs from its start (reruns replace their rows)
+            ids = {s.id for s in ss}
+            finished = {k for k in finished if not (k[2] == r and k[0] in ids)}
     total = sum(len(c[2]) for c in chains)
     todo = sum(1 for _, r, ss in chains for s in ss if (s.id, s.fingerprint, r) not in finished)
     progress = Progress(todo, options.progress)
@@ -426,7 +437,13 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         await asyncio.sleep(0)  # let the last commits' progress reports run
     finally:
         progress.stop()
-        shutil.rmtree(work_dir, ignore_errors=True) if not options.work_dir else None
+        try:  # HTTP services stop on every way out (Ctrl-C and errors included)
+            await ctx.services.close()
+        except BaseException:
+            ctx.services.kill_all()
+            raise
+        finally:
+            shutil.rmtree(work_dir, ignore_errors=True) if not options.work_dir else None
     row["updated_at"] = time.time()
     row["status"] = "finished" if stats["errors"] == 0 and stats["skipped"] == 0 else "partial"
     store.upsert_run(row)
@@ -437,47 +454,59 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
 async def run_chain(ctx: RunContext, key: str, repeat: int, sessions: list[PlanSession],
                     finished: set[tuple[str, str, int]], progress: Progress,
                     stats: dict[str, int]) -> None:
-    plan = ctx.plan
     episode_id = sessions[0].episode
-    env: EpisodeEnvironment | None = None
     env_root = ctx.work_dir / f"{key.replace('/', '_')}-r{repeat}"
     chain = ChainMemory(ctx.store, ctx.run_id, repeat)
     failed: set[str] = set()
     last_done: str | None = None
+    envs: list[EpisodeEnvironment] = []
     try:
-        for s in sessions:
-            done = (s.id, s.fingerprint, repeat) in finished
-            if done:
-                last_done = s.id
-                if env is not None:
-                    await env.aclose()
-                env = None  # restored lazily from the snapshot when a later session needs it
-                continue
-            if any(d in failed for d in s.depends_on):
-                failed.add(s.id)
-                stats["skipped"] += 1
-                ctx.store.submit(_skipped_rows(ctx, s, repeat, [d for d in s.depends_on
-                                                                 if d in failed]),
-                                 progress.committed(s.name, error=True))
-                continue
-            if env is None:
-                env = EpisodeEnvironment.create(plan, s.environment, env_root)
-                if last_done is not None:
-                    snap = ctx.store.snapshot(ctx.run_id, episode_id, repeat, last_done)
-                    if snap is not None:
-                        env.restore(snap)
-            rows, ok = await run_one(ctx, s, repeat, env, chain)
-            stats["run"] += 1
-            if ok:
-                stats["finished"] += 1
-                last_done = s.id
-            else:
-                stats["errors"] += 1
-                failed.add(s.id)
-            ctx.store.submit(rows, progress.committed(s.name, error=not ok))
-    finally:  # every exit path, a cancelled run included: no toolset worker is left behind
-        if env is not None:
-            await env.aclose()
+        await _run_sessions(ctx, sessions, repeat, episode_id, env_root, chain, finished,
+                            failed, last_done, progress, stats, envs)
+    finally:  # every exit path, a cancelled run included: the chain's HTTP services go back
+        # to the pool (reset before their next use) and no toolset worker is left behind
+        for e in envs:
+            e.release_processes()
+            await e.aclose()
+
+
+async def _run_sessions(ctx: RunContext, sessions: list[PlanSession], repeat: int,
+                        episode_id: str, env_root: Path, chain: ChainMemory,
+                        finished: set[tuple[str, str, int]], failed: set[str],
+                        last_done: str | None, progress: Progress,
+                        stats: dict[str, int], envs: list[EpisodeEnvironment]) -> None:
+    plan = ctx.plan
+    env: EpisodeEnvironment | None = None
+    for s in sessions:
+        done = (s.id, s.fingerprint, repeat) in finished
+        if done:
+            last_done = s.id
+            env = None  # restored lazily from the snapshot when a later session needs it
+            continue
+        if any(d in failed for d in s.depends_on):
+            failed.add(s.id)
+            stats["skipped"] += 1
+            ctx.store.submit(_skipped_rows(ctx, s, repeat, [d for d in s.depends_on
+                                                             if d in failed]),
+                             progress.committed(s.name, error=True))
+            continue
+        if env is None:
+            env = EpisodeEnvironment.create(plan, s.environment, env_root)
+            env.process_pool = ctx.services
+            envs.append(env)
+            if last_done is not None:
+                snap = ctx.store.snapshot(ctx.run_id, episode_id, repeat, last_done)
+                if snap is not None:
+                    env.restore(snap)
+        rows, ok = await run_one(ctx, s, repeat, env, chain)
+        stats["run"] += 1
+        if ok:
+            stats["finished"] += 1
+            last_done = s.id
+        else:
+            stats["errors"] += 1
+            failed.add(s.id)
+        ctx.store.submit(rows, progress.committed(s.name, error=not ok))
 
 
 async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvironment,
@@ -499,6 +528,7 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
     error: str | None = None
     kind: str | None = None
     try:
+        await env.ensure_processes()  # HTTP services: a start failure names the service
         interpreter = ctx.protocols.get(s.protocol)
         result = await interpreter.run(sctx)
         # a session that errored is rerun on resume: grading it would only spend judge calls
@@ -518,6 +548,13 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
         kind = result.error_kind or ("agent" if any(r.stop_reason == "error"
                                                     for r in sctx.replies) else "infrastructure")
     snapshot = env.snapshot() if ok else None
+    if snapshot is not None and env.processes:
+        try:
+            snapshot["processes"] = await env.snapshot_processes()
+        except Exception as exc:  # without its state the session cannot be resumed after
+            ok, snapshot, kind = False, None, "infrastructure"
+            error = f"{type(exc).__name__}: {exc}"
+            result = ProtocolResult(termination="error", error=error)
     rows = build_rows(sctx, result, checklist, calls, started, "finished" if ok else "error",
                       error, snapshot, error_kind=kind)
     chain.remember(s.id, sctx.messages, result)
@@ -530,13 +567,28 @@ def _check_allow_python(plan: Plan, selected: set[str], allow_python: bool) -> N
     if allow_python:
         return
     needs = sorted({t for sid in selected for t in plan.sessions[sid].tools
-                    if t == "shell" and t not in plan.tools
+                    if (t == "shell" and t not in plan.tools)
                     or isinstance(getattr(plan.tools.get(t), "impl", None), PyToolImpl)})
     if needs:
         shown = ", ".join(f"`{t}`" for t in needs[:5]) + (", …" if len(needs) > 5 else "")
         raise ValueError(f"this plan's sessions offer tools that run code ({shown}: python "
                          "toolsets or the shell); pass --allow-python to run them in the "
                          "sandbox")
+
+
+def _check_process_services(plan: Plan, selected: set[str], allow_python: bool) -> None:
+    """HTTP services are pack code: refuse, before anything runs, to run them without
+    `--allow-python` (naming them)."""
+    if allow_python:
+        return
+    envs = {plan.sessions[sid].environment for sid in selected}
+    names = sorted({n for e in envs for n in process_services(plan, e)})
+    if names:
+        which = ", ".join(f"`{n}`" for n in names)
+        many = len(names) > 1
+        raise ValueError(f"HTTP service{'s' if many else ''} {which}: {'they run' if many else 'it runs'} "
+                         "the pack's own code (a process, in the sandbox), which needs "
+                         f"--allow-python (pass it to run {'them' if many else 'it'})")
 
 
 ERROR_KINDS = ("agent", "infrastructure", "simulator", "judge")

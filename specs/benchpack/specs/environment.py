@@ -18,6 +18,9 @@ from .base import (
     ToolName,
 )
 
+# HTTP services and tools (issue 12, section 2): their models live in services.py
+from .services import HttpImpl, ProcessService
+
 BuiltinToolName = Literal[
     "read_file",
     "write_file",
@@ -101,7 +104,7 @@ class PythonImpl(Spec):
 
 
 ToolImpl = Annotated[
-    BuiltinImpl | ServiceImpl | CorpusImpl | StreamImpl | StaticImpl | PythonImpl,
+    BuiltinImpl | ServiceImpl | CorpusImpl | StreamImpl | StaticImpl | PythonImpl | HttpImpl,
     Field(discriminator="kind"),
 ]
 
@@ -167,18 +170,23 @@ class Operation(Spec):
 
 
 class Service(Spec):
-    """A simulated stateful service (to-do list, mailbox, CRM…) over fixture tables."""
+    """A stateful service: simulated over fixture tables (to-do list, mailbox, CRM…), or a
+    process of the pack serving HTTP (`process:`, whose tools are `impl: {kind: http}`)."""
 
     name: ToolName
     """Service name; prefixes its tools."""
     description: str | None = None
     """What the service is, for the agent and for reports."""
-    tables: dict[str, Table]
-    """Tables by name."""
+    tables: dict[str, Table] = Field(default_factory=dict)
+    """Tables by name (a declarative service; not with `process`)."""
     operations: list[Operation] = Field(default_factory=list)
     """Operations, each exposed as a tool."""
     group: str | None = None
     """Device or interface group its tools belong to."""
+    # ---- HTTP services (issue 12, section 2)
+    process: ProcessService | None = None
+    """A process serving HTTP instead of tables (needs `bench run --allow-python`); its tools
+    are pack tools with `impl: {kind: http, service: <name>}`."""
 
 
 class Event(Spec):

@@ -69,6 +69,7 @@ from .protocols.staged_disclosure import GroundTruthGraph, GroundTruthTriple, St
 from .protocols.trigger_rubric import Anchor, DialogueTurn, Rubric, Scenario, TriggerPoint
 from .protocols.verified_outcome import ScoreCap, Verify
 from .scoring import Score
+from .services import HttpImpl, ProcessService
 from .toolsets import Toolset
 
 # Built from the registry so a new protocol is named in one place; same schema as spelling
@@ -354,6 +355,7 @@ __all__ = [
     "GroundTruthTriple",
     "Heartbeat",
     "HiddenIntent",
+    "HttpImpl",
     "Id",
     "Limits",
     "LintSettings",
@@ -365,6 +367,7 @@ __all__ = [
     "Pack",
     "Persona",
     "PersonaProfile",
+    "ProcessService",
     "PromptFile",
     "PromptName",
     "Protocol",

@@ -25,6 +25,7 @@ from .pack import (
     ToolImpl,
 )
 from .scoring import Score
+from .services import ProcessService
 from .toolsets import PlanToolset, PyToolImpl
 
 PLAN_SCHEMA_ID = "https://benchpack.dev/schemas/plan/v1"
@@ -111,12 +112,24 @@ class PlanTable(PlanModel):
     rows: list[dict[str, Any]]
 
 
+class PlanProcess(ProcessService):
+    """A process service as compiled: `cwd` is absolute (inside `pack_dir`)."""
+
+    pack_dir: str
+    """The pack's root directory, mounted read-only at `/pack` in the service's sandbox."""
+    source_sha256: str
+    """sha256 over the files under `cwd` (paths and bytes) when compiled: part of the
+    fingerprints of the sessions that use the service."""
+
+
 class PlanService(PlanModel):
     name: str
     description: str | None = None
     tables: dict[str, PlanTable]
     operations: list[Operation]
     group: str | None = None
+    process: PlanProcess | None = None
+    """HTTP services: the process to run (left out of the plan for declarative services)."""
 
 
 class PlanEvent(PlanModel):

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .pack import Spec
+from .base import Spec
 
 HttpMethod = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
 HTTP_PATH_PATTERN = r"^/[^\s#]*$"

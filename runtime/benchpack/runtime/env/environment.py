@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchpack.specs.plan import Plan, PlanEnvironment, PlanFile
 from benchpack.specs.toolsets import PyToolImpl
@@ -13,8 +13,12 @@ from .copying import copy_json
 from .corpus import CorpusIndex
 from .errors import ToolError
 from .pytools import PyToolWorker, ToolBinding
+from .service_pool import ServicePool, process_services, state_of
 from .services import ServiceState
 from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from .processes import ServiceProcess
 
 SNAPSHOT_VERSION = 1
 
@@ -37,6 +41,11 @@ class EpisodeEnvironment:
         self._workers: dict[str, PyToolWorker] = {}
         """Python toolsets: one sandboxed worker each, started at the toolset's first call,
         working on (a replica of) `services`, which stay the source of truth."""
+        # ---- HTTP services (issue 12, section 2): process instances borrowed from the run's
+        # pool for this episode chain; the runner sets `process_pool`
+        self.process_pool: ServicePool | None = None
+        self.processes: dict[str, ServiceProcess] = {}
+        self._process_state: dict[str, Any] = {}
 
     @classmethod
     def create(cls, plan: Plan, environment_id: str, root: Path) -> EpisodeEnvironment:
@@ -122,3 +131,33 @@ class EpisodeEnvironment:
         self.asked = [str(q) for q in snapshot.get("asked") or []]
         for worker in self._workers.values():  # their replicas predate the restored state
             worker.reset()
+        self._process_state = state_of(snapshot)  # put back by `ensure_processes`
+
+    # ---- HTTP services (issue 12, section 2)
+
+    async def ensure_processes(self) -> None:
+        """Have every process service of the environment running (borrowed from the pool, in
+        its initial state, or the restored one after `restore`)."""
+        names = [n for n in process_services(self.plan, self.environment.id)
+                 if n not in self.processes]
+        if not names:
+            return
+        if self.process_pool is None:
+            raise RuntimeError("this environment runs HTTP services but has no service pool")
+        for name in names:
+            proc = await self.process_pool.acquire(self.environment.id, name)
+            self.processes[name] = proc
+            if name in self._process_state:
+                await proc.restore(self._process_state.pop(name))
+
+    async def snapshot_processes(self) -> dict[str, Any]:
+        """Each process service's state (`state.get`), None for one without state endpoints
+        (a resumed episode then re-runs from its start)."""
+        return {name: await proc.snapshot() for name, proc in sorted(self.processes.items())}
+
+    def release_processes(self) -> None:
+        """Give the services back to the pool (the next repeat gets them reset)."""
+        procs, self.processes = self.processes, {}
+        if self.process_pool is not None:
+            for name, proc in procs.items():
+                self.process_pool.release(self.environment.id, name, proc)

@@ -42,6 +42,7 @@ from benchpack.specs.pack import (
     StreamImpl,
 )
 from benchpack.specs.plan import Plan, PlanSession
+from benchpack.specs.services import HttpImpl
 from benchpack.specs.toolsets import PyToolImpl
 
 from ..sandbox import run_function
@@ -337,15 +338,19 @@ class ToolBox:
                 problems = [f"the tool's parameter schema is invalid: {exc.message}"]
             if problems:
                 raise ToolError(f"invalid arguments for `{name}`: " + "; ".join(problems))
+            limit = self.tool_timeout_s
+            if isinstance(tool.impl, HttpImpl):  # the request has its own, pack-set limit
+                limit = max(limit, tool.impl.timeout_s + 1.0)
             try:
-                result = await asyncio.wait_for(self._dispatch(tool, copy_json(args)),
-                                                self.tool_timeout_s)
+                result = await asyncio.wait_for(self._dispatch(tool, copy_json(args)), limit)
             except TimeoutError:
                 raise ToolError(f"`{name}` timed out after {self.tool_timeout_s:g} s; ask for "
                                 "less (a narrower path, pattern or query)") from None
         except ToolError as exc:
             error = exc.message
-            result = None
+            # an HTTP tool's failed request keeps its request and response (status, body)
+            record_of = getattr(exc, "record", None)
+            result = record_of() if callable(record_of) else None
         except Exception as exc:  # a bug in a tool implementation: record it, keep going
             error = f"internal error in `{name}`: {type(exc).__name__}: {exc}"
             result = None
@@ -372,6 +377,8 @@ class ToolBox:
             return await asyncio.to_thread(self._in_thread, tool, args, deadline)
         if isinstance(impl, PythonImpl):
             return await self._python(tool, impl, args)
+        if isinstance(impl, HttpImpl):
+            return await self._http(tool, impl, args)
         return self._dispatch_sync(tool, args, None)
 
     async def _shell(self, args: dict[str, Any]) -> Any:
@@ -451,6 +458,18 @@ class ToolBox:
         except (TypeError, ValueError) as exc:
             raise ToolError(f"`{tool.name}` returned a result that is not JSON: {exc}") from None
         return out
+
+    async def _http(self, tool: ToolDef, impl: HttpImpl, args: dict[str, Any]) -> Any:
+        """HTTP tools (issue 12, section 2): one request to the episode's service instance."""
+        from .http_tools import call_http
+
+        if not self.allow_python:
+            raise ToolError(f"`{tool.name}` calls the HTTP service `{impl.service}`, pack code "
+                            "that runs only with --allow-python")
+        service = self.env.processes.get(impl.service)
+        if service is None:
+            raise ToolError(f"the service `{impl.service}` is not running in this environment")
+        return await call_http(service, impl, args)
 
     def _builtin(self, name: str, args: dict[str, Any], deadline: float | None = None) -> Any:
         ws = self.env.workspace
