@@ -40,6 +40,9 @@ DEMO = PACK / "demo" / "agent.yaml"
 LUMORA, WATCH = "lumora-reschedule", "report-deadline-watch"
 RUBRIC = {LUMORA: ["aiko-slot-free", "ben-slot-free", "reply-stale-reminder"],
           WATCH: ["prep-block-free", "leave-collision", "export-pointer"]}
+# an agent that says nothing at either of the watch session's two beats (a script must spell out
+# every turn it plays: running out is an error, not a silent empty reply)
+SILENT = [{"say": ""}] * 2
 SLOPPY = [{"tool_calls": [{"name": "activity__read", "args": {}}],
            "say": "The Lumora visit seems to have moved to Thursday."}]
 
@@ -126,7 +129,7 @@ def test_good_agent_passes_both_tasks_with_scripted_and_rules_judges(plan_dir: P
 
 
 def test_sloppy_agent_fails_with_the_hand_computed_score(plan_dir: Path, tmp_path: Path) -> None:
-    db, _ = run(plan_dir, tmp_path, {LUMORA: SLOPPY, WATCH: []},
+    db, _ = run(plan_dir, tmp_path, {LUMORA: SLOPPY, WATCH: SILENT},
                 judge=f"scripted:{judge_file(tmp_path, yes=False)}")
     s = session(db, LUMORA)
     # outcome: only lightsheet-untouched, morning-untouched, no-mail-petra hold = 3 / 24;
@@ -240,7 +243,7 @@ def test_a_question_is_answered_by_the_simulator(plan_dir: Path, tmp_path: Path,
 def test_an_agent_that_keeps_asking_hits_the_turn_budget(plan_dir: Path,
                                                           tmp_path: Path) -> None:
     db, _ = run(plan_dir, tmp_path, {LUMORA: [{"say": "Which bookings do you mean?"}] * 6,
-                                     WATCH: []})
+                                     WATCH: SILENT})
     s = session(db, LUMORA)
     assert (s["termination"], s["turns"], s["extra"]["questions"]) == ("turn_budget", 4, 3)
 
