@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,10 @@ def _summary(result: CompileResult, strict: bool) -> str:
 class _Bench(click.Group):
     """The `bench` group: a file-system error on a path (an output directory that cannot be
     created, a file where a directory should be) is the user's to fix, in every command."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["benchpack.argv"] = list(args)  # as typed: `bench run` repeats it on Ctrl-C
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -317,7 +322,7 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
         as_json: bool, **client: Any) -> None:
     """Run a compiled PLAN (directory with plan.json) against an agent."""
     from benchpack.runtime import PlanError
-    from benchpack.runtime.runner import RunOptions, run_plan
+    from benchpack.runtime.runner import RunInterrupted, RunOptions, run_plan
 
     options = RunOptions(
         plan=plan, agent=agent, simulator=simulator, judge=judge, planner=planner,
@@ -333,7 +338,29 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
         summary = run_plan(options)
     except (PlanError, ValueError) as exc:
         raise PackErrors(f"✗ {exc}") from None
+    except RunInterrupted as exc:
+        click.echo(f"✗ {exc}; it is marked `interrupted` in {exc.db} (continue it with the "
+                   "command below)", err=True)
+        click.echo(_resume_command(exc.run_id), err=True)
+        sys.exit(130)
     _finish(summary, as_json)
+
+
+def _resume_command(run_id: str) -> str:
+    """The `bench run` command as the user typed it, continuing `run_id` (`--run-id` and
+    `--resume` replaced by `--resume run_id`)."""
+    args = click.get_current_context().meta.get("benchpack.argv") or ["run"]
+    args = args[args.index("run") + 1:] if "run" in args else []
+    kept: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in ("--run-id", "--resume"):
+            skip = True
+        elif not a.startswith(("--run-id=", "--resume=")):
+            kept.append(a)
+    return shlex.join(["bench", "run", *kept, "--resume", run_id])
 
 
 db_option = click.option("--db", type=click.Path(path_type=Path), default=Path("bench.duckdb"),
