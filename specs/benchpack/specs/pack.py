@@ -660,8 +660,11 @@ class Assertion(Spec):
     field for `state`."""
     query: str | None = None
     """JMESPath expression applied to the selected data (records, rows, parsed JSON file)."""
-    successful: bool | None = None
-    """Tool records: keep only calls that returned without error (true) or with one (false)."""
+    successful: bool | Literal["any"] = True
+    """`tool` and `sequence`: which calls count. `true` (the default): only calls that returned
+    without error, since a failed call did not do the thing; `false`: only failed calls (the
+    agent tried); `any`: every call, failed or not. A cap's `when` counts every call unless it
+    says otherwise (a forbidden call that failed was still attempted)."""
     # predicates
     exists: bool | None = None
     """Something was selected (or, with `false`, nothing was)."""
@@ -751,7 +754,8 @@ class ScoreCap(Spec):
     id: Id | None = None
     """Identifier (default `cap1`…)."""
     when: Assertion
-    """The condition, e.g. a forbidden tool was called."""
+    """The condition, e.g. a forbidden tool was called. Here a call counts even when it failed
+    (trying is the harm), unless the check says `successful: true`."""
     cap: float = Field(default=0.0, ge=0, le=1)
     """Maximum score when the condition holds."""
     reason: str
