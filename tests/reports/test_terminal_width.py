@@ -28,7 +28,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
                                      "  - say: Thanks, noted.\n", encoding="utf-8")
     out = runner.invoke(cli, ["run", str(root / "build"), "--agent",
                               f"scripted:{root / 'agent.yaml'}", "--db", str(root / "bench.duckdb"),
-                              "--run-id", "a-rather-long-run-name-2026"], env={"COLUMNS": "80"})
+                              "--run-id", "a-rather-long-run-name-2026", "--quiet"],
+                        env={"COLUMNS": "80"})  # quiet: no progress bar, still the summary
     assert out.exit_code == 0, out.output
     return root / "bench.duckdb", out.output
 
