@@ -58,7 +58,9 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> World:
     assert compile_pack(root / "other-pack", root / "other", use_cache=False).ok
     plan = json.loads((root / "build" / "plan.json").read_text())
     _write(root, {
-        "agent.yaml": 'default:\n  - say: "OK."\n',
+        # the starter pack's sessions have two hidden intents each: the rules simulator
+        # volunteers one a turn, so a plain agent needs three turns
+        "agent.yaml": 'default:\n  - say: "OK."\n  - say: Noted.\n  - say: Thanks, noted.\n',
         "agent2.yaml": 'default:\n  - say: "Done."\n',
         "empty.yaml": "",
         "broken.yaml": "sessions: [\n",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import duckdb
 import pytest
 from click.testing import CliRunner
 
@@ -87,3 +88,30 @@ def test_script_sessions_are_checked_against_the_plan_before_a_run(
     assert out.exit_code == 1, out.output
     assert f"{script}:4:3: no session `refill-triag` in the plan" in out.output
     assert "Traceback" not in out.output and not (tmp_path / "c.duckdb").exists()
+
+
+def test_a_script_out_of_turns_in_a_session_it_covers_is_an_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # one turn for a session the rules simulator keeps talking in (its hidden intents are not
+    # met by "Done."): the second user turn used to get an empty reply, silently scored
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["init", "p"]).exit_code == 0
+    assert runner.invoke(cli, ["compile", "p", "-o", "build"]).exit_code == 0
+    script = tmp_path / "agent.yaml"
+    script.write_text("sessions:\n  refill-triage:\n    - say: Done.\ndefault:\n  - say: OK.\n")
+    out = runner.invoke(cli, ["run", "build", "--agent", f"scripted:{script}", "--quiet",
+                              "--db", "a.duckdb", "--run-id", "r"])
+    assert out.exit_code == 1 and "Traceback" not in out.output, out.output
+    assert (f"{script}: no turn 2 for session `refill-triage` (the script has 1; add the "
+            "turns the agent should say)") in out.output.replace("\n", " "), out.output
+    con = duckdb.connect("a.duckdb", read_only=True)
+    rows = dict(con.execute("SELECT name, status FROM sessions").fetchall())
+    con.close()
+    assert rows["refill-triage"] == "error", rows
+    # `default:` running out is the same mistake, named by the session it played
+    script.write_text("default:\n  - say: OK.\n")
+    out = runner.invoke(cli, ["run", "build", "--agent", f"scripted:{script}", "--quiet",
+                              "--db", "b.duckdb"])
+    assert out.exit_code == 1, out.output
+    assert "no turn 2 for session `refill-triage` (`default:` has 1;" in out.output, out.output

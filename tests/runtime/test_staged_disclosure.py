@@ -282,10 +282,10 @@ def plan_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _run(plan: Path, tmp_path: Path, agent: Path = CASE / "agent.yaml", **kw: Any
-         ) -> duckdb.DuckDBPyConnection:
+def _run(plan: Path, tmp_path: Path, agent: Path = CASE / "agent.yaml", adapter: str = "scripted",
+         **kw: Any) -> duckdb.DuckDBPyConnection:
     db = tmp_path / "bench.duckdb"
-    summary = run_plan(RunOptions(plan=plan, agent=f"scripted:{agent}", db=db, run_id="r",
+    summary = run_plan(RunOptions(plan=plan, agent=f"{adapter}:{agent}", db=db, run_id="r",
                                   progress=False, cache_dir=tmp_path / "cache", **kw))
     assert summary.errors == 0 and summary.finished == 1
     return duckdb.connect(str(db), read_only=True)
@@ -426,15 +426,37 @@ def test_scripted_simulator_and_judge(plan_dir: Path, tmp_path: Path) -> None:
 
 
 def test_agent_ending_the_dialogue_and_an_empty_graph(plan_dir: Path, tmp_path: Path) -> None:
-    agent = tmp_path / "short.yaml"
-    agent.write_text("sessions:\n  find-cafe:\n    - say: Verrin has cafés.\n", encoding="utf-8")
-    con = _run(plan_dir, tmp_path, agent=agent, simulator="rules", judge="rules")
+    # a replayed transcript that ends: the recorded agent said nothing more
+    agent = tmp_path / "short.jsonl"
+    agent.write_text(json.dumps({"session_id": SID, "repeat": 0, "turn": 1, "role": "assistant",
+                                 "content": "Verrin has cafés.", "tool_calls": None}) + "\n",
+                     encoding="utf-8")
+    con = _run(plan_dir, tmp_path, agent=agent, adapter="replay", simulator="rules",
+               judge="rules")
     s = _session(con)
     assert s["termination"] == "agent_answer" and s["kg_status"] == "empty"
     assert (s["recall"], s["precision"], s["f1"], s["triples_predicted"]) == (0.0, 0.0, 0.0, 0)
     assert (s["turns"], s["user_turns"], s["assistant_turns"]) == (2, 2, 1)
     assert [r[3:8] for r in _rows(con, EVENTS)] == [(2, *STAGE["st2"], "disclosed")]
     con.close()
+
+
+def test_a_script_out_of_turns_errors_instead_of_an_empty_graph(plan_dir: Path,
+                                                                tmp_path: Path) -> None:
+    # an authored script lacking the turns the dialogue and the graph request need used to
+    # end the dialogue and answer the graph request with "": F1 0 scored as the agent's
+    agent = tmp_path / "short.yaml"
+    agent.write_text("sessions:\n  find-cafe:\n    - say: Verrin has cafés.\n", encoding="utf-8")
+    db = tmp_path / "bench.duckdb"
+    summary = run_plan(RunOptions(plan=plan_dir, agent=f"scripted:{agent}", db=db, run_id="r",
+                                  progress=False, cache_dir=tmp_path / "cache",
+                                  simulator="rules", judge="rules"))
+    assert (summary.errors, summary.finished) == (1, 0)
+    con = duckdb.connect(str(db), read_only=True)
+    s = _session(con)
+    con.close()
+    assert s["status"] == "error" and s["f1"] is None, s
+    assert f"{agent}: no turn 2 for session `find-cafe` (the script has 1;" in s["error"]
 
 
 def test_round_budget_and_malformed_graph(plan_dir: Path, tmp_path: Path) -> None:

@@ -40,6 +40,9 @@ DEMO = PACK / "demo" / "agent.yaml"
 LUMORA, WATCH = "lumora-reschedule", "report-deadline-watch"
 RUBRIC = {LUMORA: ["aiko-slot-free", "ben-slot-free", "reply-stale-reminder"],
           WATCH: ["prep-block-free", "leave-collision", "export-pointer"]}
+# an agent that says nothing at either of the watch session's two beats (a script must spell out
+# every turn it plays: running out is an error, not a silent empty reply)
+SILENT = [{"say": ""}] * 2
 SLOPPY = [{"tool_calls": [{"name": "activity__read", "args": {}}],
            "say": "The Lumora visit seems to have moved to Thursday."}]
 
@@ -126,7 +129,7 @@ def test_good_agent_passes_both_tasks_with_scripted_and_rules_judges(plan_dir: P
 
 
 def test_sloppy_agent_fails_with_the_hand_computed_score(plan_dir: Path, tmp_path: Path) -> None:
-    db, _ = run(plan_dir, tmp_path, {LUMORA: SLOPPY, WATCH: []},
+    db, _ = run(plan_dir, tmp_path, {LUMORA: SLOPPY, WATCH: SILENT},
                 judge=f"scripted:{judge_file(tmp_path, yes=False)}")
     s = session(db, LUMORA)
     # outcome: only lightsheet-untouched, morning-untouched, no-mail-petra hold = 3 / 24;
@@ -240,7 +243,7 @@ def test_a_question_is_answered_by_the_simulator(plan_dir: Path, tmp_path: Path,
 def test_an_agent_that_keeps_asking_hits_the_turn_budget(plan_dir: Path,
                                                           tmp_path: Path) -> None:
     db, _ = run(plan_dir, tmp_path, {LUMORA: [{"say": "Which bookings do you mean?"}] * 6,
-                                     WATCH: []})
+                                     WATCH: SILENT})
     s = session(db, LUMORA)
     assert (s["termination"], s["turns"], s["extra"]["questions"]) == ("turn_budget", 4, 3)
 
@@ -427,13 +430,34 @@ def test_rules_must_call_with_arguments_counts_order_and_forbidden_tools() -> No
                          "where": {"args.to": {"contains": "ben", "regex": "^aiko@x$"}}}, t).passed
     assert evaluate({"tool": "mail__send",
                      "where": {"args.to": {"contains": "ben", "regex": "^aiko"}}}, t).passed
-    assert evaluate({"sequence": ["log__read", "cal__update", "mail__send"]}, t).passed
+    assert evaluate({"sequence": ["log__read", "cal__update", "mail__send"],
+                     "successful": "any"}, t).passed
     assert not evaluate({"sequence": ["mail__send", "log__read"]}, t).passed
-    # a failed update takes no part in an order of successful calls
+    # a failed update takes no part in an order of successful calls (the default)
     assert not evaluate({"sequence": ["log__read", "cal__update"], "successful": True},
                         t).passed
+    assert not evaluate({"sequence": ["log__read", "cal__update"]}, t).passed
     assert evaluate({"not": {"tool": "cal__delete"}}, t).passed
     assert not evaluate({"tool": "mail__*", "exists": False}, t).passed
+
+
+def test_a_failed_call_did_not_do_the_thing_unless_the_rule_says_so() -> None:
+    # the update of EVT-318 failed: by default it did not happen; `successful: false` asks for
+    # the failed calls only, `successful: any` for every call
+    t = trace([rec("cal__update", {"id": "EVT-318"}, error="no such row", effect="write"),
+               rec("cal__update", {"id": "EVT-320"}, {"ok": True}, effect="write")])
+    moved = {"tool": "cal__update", "where": {"args.id": "EVT-318"}}
+    assert not evaluate(moved, t).passed
+    assert not evaluate({**moved, "successful": True}, t).passed
+    assert evaluate({**moved, "successful": False}, t).passed
+    assert evaluate({**moved, "successful": "any"}, t).passed
+    assert evaluate({"tool": "cal__update", "count": {"equals": 1}}, t).passed
+    assert evaluate({"tool": "cal__update", "successful": "any", "count": {"equals": 2}},
+                    t).passed
+    assert evaluate({"tool": "cal__update", "successful": False, "count": {"equals": 1}},
+                    t).passed
+    assert not evaluate({"sequence": ["cal__update", "cal__update"]}, t).passed
+    assert evaluate({"sequence": ["cal__update", "cal__update"], "successful": "any"}, t).passed
 
 
 def test_grounding_takes_whole_ids_from_read_results_only() -> None:
@@ -472,6 +496,12 @@ def test_soft_score_weights_excludes_unscored_items_and_applies_caps() -> None:
                        {"id": "c2", "when": {"tool": "mail__delete"}, "cap": 0.2,
                         "reason": "x"}], t)
     assert [(h.id, h.detail) for h in hits] == [("c1", "1 calls of cal__delete")]
+    # a cap counts attempts (nested checks too) unless it asks for successful calls
+    nested = {"id": "c3", "when": {"not": {"not": {"tool": "cal__delete"}}}, "cap": 0.0,
+              "reason": "x"}
+    done = {"id": "c4", "when": {"tool": "cal__delete", "successful": True}, "cap": 0.0,
+            "reason": "x"}
+    assert [h.id for h in fired_caps([nested, done], t)] == ["c3"]
 
 
 # --------------------------------------------------------------------------- groups, webhooks

@@ -47,6 +47,10 @@ class _Bench(click.Group):
     """The `bench` group: a file-system error on a path (an output directory that cannot be
     created, a file where a directory should be) is the user's to fix, in every command."""
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["benchpack.argv"] = list(args)  # as typed: `bench run` repeats it on Ctrl-C
+        return super().parse_args(ctx, args)
+
     def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:
         argv = list(args) if args is not None else sys.argv[1:]
         with _redacted_console(argv):  # error messages are printed here, after `invoke`

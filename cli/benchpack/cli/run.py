@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +67,7 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
         as_json: bool, **client: Any) -> None:
     """Run a compiled PLAN (directory with plan.json) against an agent."""
     from benchpack.runtime import PlanError
-    from benchpack.runtime.runner import RunOptions, run_plan
+    from benchpack.runtime.runner import RunInterrupted, RunOptions, run_plan
 
     options = RunOptions(
         plan=plan, agent=agent, simulator=simulator, judge=judge, planner=planner,
@@ -81,7 +83,29 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
         summary = run_plan(options)
     except (PlanError, ValueError) as exc:
         raise PackErrors(f"✗ {exc}") from None
+    except RunInterrupted as exc:
+        click.echo(f"✗ {exc}; it is marked `interrupted` in {exc.db} (continue it with the "
+                   "command below)", err=True)
+        click.echo(_resume_command(exc.run_id), err=True)
+        sys.exit(130)
     _finish(summary, as_json)
+
+
+def _resume_command(run_id: str) -> str:
+    """The `bench run` command as the user typed it, continuing `run_id` (`--run-id` and
+    `--resume` replaced by `--resume run_id`)."""
+    args = click.get_current_context().meta.get("benchpack.argv") or ["run"]
+    args = args[args.index("run") + 1:] if "run" in args else []
+    kept: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in ("--run-id", "--resume"):
+            skip = True
+        elif not a.startswith(("--run-id=", "--resume=")):
+            kept.append(a)
+    return shlex.join(["bench", "run", *kept, "--resume", run_id])
 
 
 @click.command()
@@ -164,6 +188,8 @@ def _print_summary(s: Any) -> None:
     from rich.table import Table
 
     t = Table(title=f"run {s.run_id}", show_header=False, box=None)
+    t.add_column(no_wrap=True)  # the labels: values wrap, a label never breaks
+    t.add_column(overflow="fold")
     variants = getattr(s, "ablation_variants", 0)
     finished = (f"{s.finished} finished ({s.finished - variants} sessions + "
                 f"{_count(variants, 'ablation variant')}, left out of the figures)"

@@ -155,16 +155,22 @@ def query(sql: str, db: Path, fmt: str, limit: int | None, wait_s: float) -> Non
         writer.writerows(res.rows)
         click.echo(buf.getvalue(), nl=False)
     else:
-        import shutil
-
         from rich.console import Console
-        from rich.table import Table
 
-        table = Table(*res.columns, show_lines=False)
-        for r in res.rows:
-            table.add_row(*["NULL" if v is None else str(v) for v in r])
-        Console(width=max(100, shutil.get_terminal_size((140, 40)).columns)).print(table)
+        from benchpack.reports.render import fitted_table, terminal_width
+
+        width = terminal_width()
+        numeric = [bool(res.rows) and all(isinstance(r[i], int | float) and
+                                          not isinstance(r[i], bool) for r in res.rows
+                                          if r[i] is not None) for i in range(len(res.columns))]
+        cells = [["NULL" if v is None else str(v) for v in r] for r in res.rows]
+        table, dropped = fitted_table(list(res.columns), numeric, cells, width)
+        Console(width=width, markup=False, highlight=False).print(table)
         click.echo(f"({len(res.rows)} row{'s' if len(res.rows) != 1 else ''})", err=True)
+        if dropped:
+            Console(width=width, stderr=True, markup=False, highlight=False).print(
+                f"not shown at {width} columns: {', '.join(dropped)} (a wider terminal, fewer "
+                "columns in the SELECT, or --format csv)")
 
 
 @click.command()

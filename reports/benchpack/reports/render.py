@@ -80,14 +80,11 @@ def to_json(result: ReportResult) -> str:
 
 
 def to_terminal(result: ReportResult, width: int | None = None) -> str:
-    import shutil
-
     from rich.console import Console
-    from rich.table import Table as RichTable
     from rich.text import Text
 
     buf = io.StringIO()
-    width = width or max(100, shutil.get_terminal_size((140, 40)).columns)
+    width = width or terminal_width()
     # store text (error messages, names) is data, never console markup: `[/x]` in a judge's
     # error would otherwise raise MarkupError; and with no colours, highlighting is wasted work
     console = Console(file=buf, width=width, force_terminal=False, color_system=None,
@@ -95,17 +92,19 @@ def to_terminal(result: ReportResult, width: int | None = None) -> str:
     console.print(Text.assemble((result.title, "bold"), f" — {result.description}"))
     console.print(f"runs: {', '.join(result.runs)}")
     for table in result.tables:
-        rt = RichTable(title=table.title, title_justify="left", show_lines=False)
-        for c in table.columns:
-            rt.add_column(c.title, justify="left" if c.kind == "text" else "right",
-                          overflow="fold")
-        for row in table.rows:
-            rt.add_row(*[Text(cell_text(v, c)) for v, c in zip(row, table.columns, strict=True)])
+        cells = [[cell_text(v, c) for v, c in zip(row, table.columns, strict=True)]
+                 for row in table.rows]
+        rt, dropped = fitted_table([c.title for c in table.columns],
+                                   [c.kind != "text" for c in table.columns], cells, width,
+                                   table.title)
         if not table.rows:
             console.print(f"\n{table.title}: (no data)")
         else:
             console.print()
             console.print(rt)
+        if dropped and table.rows:
+            console.print(f"  not shown at {width} columns: {', '.join(dropped)} (a wider "
+                          "terminal, or --format md)", style="dim")
         for note in [*table.notes, *_pct_note(table)]:
             console.print(f"  {note}", style="dim")
     return buf.getvalue()
@@ -123,3 +122,92 @@ def render(result: ReportResult, fmt: str) -> str:
 
         return render_page([result])
     raise ValueError(f"unknown format `{fmt}` (table, md, json, html)")
+
+
+# Header words shortened, in this order, when a table does not fit the terminal; a word never
+# breaks mid-word ("repeat s"), and columns that still do not fit are left out and named.
+PHRASES = {"(keyword heuristic: rules judge)": "(rules heuristic)"}
+ABBREVIATIONS = {"repeats": "reps", "finished": "done", "skipped": "skip", "errors": "err",
+                 "sessions": "sess", "tokens": "tok", "in/out": "i/o", "completed": "compl",
+                 "inferred": "infer", "provided": "prov", "unresolved": "unres",
+                 "intents": "int"}
+_MIN_TEXT = 10
+"""Text cells fold below their full length, but not below this (or their longest line)."""
+
+
+def abbreviate(title: str) -> str:
+    for long, short in PHRASES.items():
+        title = title.replace(long, short)
+    return " ".join(ABBREVIATIONS.get(w, w) for w in title.split())
+
+
+def fit_columns(titles: list[str], numeric: list[bool], rows: list[list[str]], width: int
+                ) -> tuple[list[str], list[int], list[int], bool]:
+    """Headers, content widths and kept column indexes of a rich table `width` wide, and
+    whether it must be drawn compact (no box, one space between columns).
+
+    Each header gets at least its longest word, so rich wraps it between words only; a number
+    never folds (a figure with a CI wraps between its parts); text folds down to `_MIN_TEXT`. When the minimums exceed the terminal the
+    headers are abbreviated (`ABBREVIATIONS`), then the box goes, then columns are dropped
+    from the right (never the first); the caller names the dropped ones."""
+    def longest(text: str, words: bool) -> int:
+        parts = text.split() if words else text.splitlines()
+        return max((len(p) for p in parts), default=0)
+
+    data = [max((longest(r[i], False) for r in rows), default=0) for i in range(len(titles))]
+    # a figure wraps between its parts (`87.2 ± 0.0 [80.0, 94.4]`), never inside a number
+    figure = [max((longest(r[i], True) for r in rows), default=0) for i in range(len(titles))]
+
+    def minimum(i: int, title: str) -> int:
+        cells = figure[i] if numeric[i] else min(data[i], _MIN_TEXT)
+        return max(longest(title, True), cells, 1)
+
+    def space(keep: list[int], compact: bool) -> int:  # what borders and padding leave
+        return width - (len(keep) - 1 if compact else 3 * len(keep) + 1)
+
+    heads, keep, compact = list(titles), list(range(len(titles))), False
+    for step in ("abbreviate", "compact"):
+        if sum(minimum(i, heads[i]) for i in keep) <= space(keep, compact):
+            break
+        if step == "abbreviate":
+            heads = [abbreviate(t) for t in titles]
+        else:
+            compact = True
+    while len(keep) > 1 and sum(minimum(i, heads[i]) for i in keep) > space(keep, compact):
+        keep.pop()
+    mins = [minimum(i, heads[i]) for i in keep]
+    wants = [max(len(heads[i]), data[i], m) for i, m in zip(keep, mins, strict=True)]
+    spare = max(0, space(keep, compact) - sum(mins))
+    slack = [w - m for w, m in zip(wants, mins, strict=True)]
+    total = sum(slack)
+    widths = [m + (s if total <= spare else s * spare // total)
+              for m, s in zip(mins, slack, strict=True)]
+    return [heads[i] for i in keep], widths, keep, compact
+
+
+def fitted_table(titles: list[str], numeric: list[bool], rows: list[list[str]], width: int,
+                 title: str | None = None) -> tuple[Any, list[str]]:
+    """A rich table of `rows` (cell text) that fits `width`, and the titles of the columns it
+    had to leave out."""
+    from rich import box
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    heads, widths, keep, compact = fit_columns(titles, numeric, rows, width)
+    rt = (RichTable(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+                    padding=(0, 0)) if compact else
+          RichTable(title=title, title_justify="left", show_lines=False))
+    for i, head, w in zip(keep, heads, widths, strict=True):
+        rt.add_column(head, justify="right" if numeric[i] else "left", width=w,
+                      overflow="fold")
+    for row in rows:
+        rt.add_row(*[Text(row[i]) for i in keep])
+    dropped = [titles[i] for i in range(len(titles)) if i not in keep]
+    return rt, dropped
+
+
+def terminal_width() -> int:
+    """The terminal's columns (`COLUMNS` when set); 140 when output is not a terminal."""
+    import shutil
+
+    return max(40, shutil.get_terminal_size((140, 40)).columns)

@@ -155,6 +155,16 @@ class RunSummary:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
 
 
+class RunInterrupted(Exception):
+    """Ctrl-C (SIGINT) stopped a run. The sessions committed before it stay in the store and
+    the run is marked `interrupted`; `--resume run_id` runs the rest (the sessions cut short
+    left no rows, so nothing is stored twice)."""
+
+    def __init__(self, run_id: str, db: Path, done: int, total: int) -> None:
+        super().__init__(f"run {run_id} interrupted: {done} of {total} sessions done")
+        self.run_id, self.db, self.done, self.total = run_id, db, done, total
+
+
 class RunContext:
     """Everything shared by the sessions of one run. Built once; no process-wide singletons."""
 
@@ -435,6 +445,16 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
             clients[0].cache.finish_soon()  # no call follows: write the last entries now
         store.flush()
         await asyncio.sleep(0)  # let the last commits' progress reports run
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        # Ctrl-C: asyncio.run cancels us once the sessions in flight are cancelled. Keep what
+        # committed and say so in the store, or every report would show the run `running`.
+        store.flush()
+        row["updated_at"] = time.time()
+        row["status"] = "interrupted"
+        store.upsert_run(row)
+        now = store.finished(run_id)
+        done = sum(1 for _, r, ss in chains for s in ss if (s.id, s.fingerprint, r) in now)
+        raise RunInterrupted(run_id, Path(options.db), done, total) from None
     finally:
         progress.stop()
         try:  # HTTP services stop on every way out (Ctrl-C and errors included)

@@ -63,8 +63,11 @@ class Assertion(Spec):
     field for `state`."""
     query: str | None = None
     """JMESPath expression applied to the selected data (records, rows, parsed JSON file)."""
-    successful: bool | None = None
-    """Tool records: keep only calls that returned without error (true) or with one (false)."""
+    successful: bool | Literal["any"] = True
+    """`tool` and `sequence`: which calls count. `true` (the default): only calls that returned
+    without error, since a failed call did not do the thing; `false`: only failed calls (the
+    agent tried); `any`: every call, failed or not. A cap's `when` counts every call unless it
+    says otherwise (a forbidden call that failed was still attempted)."""
     # predicates
     exists: bool | None = None
     """Something was selected (or, with `false`, nothing was)."""

@@ -14,9 +14,14 @@ default:                               # optional: turns for sessions not listed
   - say: "OK."
 ```
 
+A session needing more turns than its list holds (a user who keeps talking, a staged-disclosure
+graph request) ends in an error naming the session and the turn: an empty reply would be scored
+as the agent's answer. An agent that says nothing is written as `- say: ""` turns.
+
 `replay:<file>` reads a JSONL transcript exported from a previous run (one message per line:
 `{"session_id", "repeat", "turn", "role", "content", "tool_calls"}`) and replays the assistant
-side turn by turn, re-executing its tool calls so the environment state is rebuilt.
+side turn by turn, re-executing its tool calls so the environment state is rebuilt. A transcript
+that ends stops the agent (`script_end`): the recorded agent said nothing more.
 
 Tool calls go through the same `ToolHandle` as any agent, so rule graders see real records.
 """
@@ -71,15 +76,24 @@ def load_script(path: Path) -> Any:
 
 
 class _TurnsSession:
-    def __init__(self, brief: SessionBrief, turns: list[dict[str, Any]]) -> None:
+    def __init__(self, brief: SessionBrief, turns: list[dict[str, Any]],
+                 script: str | None = None, source: str = "the script") -> None:
         self.brief = brief
         self.turns = turns
+        # a script's author wrote its turns for this session, so a turn it lacks is a mistake in
+        # the script (an empty reply would be scored as the agent's answer); a replayed
+        # transcript simply ends (`script_end`): the recorded agent said nothing more
+        self.script, self.source = script, source
         # a conversation resumed from a fixed dialogue (offline replay) continues the script at
         # the dialogue's next turn: entry k answers user turn k + 1
         self.index = sum(1 for m in brief.history if m.role == "user")
 
     async def turn(self, message: str | None, event: dict[str, Any] | None) -> AgentReply:
         if self.index >= len(self.turns):
+            if self.script is not None:
+                raise ScriptError(f"{self.script}: no turn {self.index + 1} for session "
+                                  f"`{self.brief.name}` ({self.source} has {len(self.turns)}; "
+                                  "add the turns the agent should say)")
             return AgentReply(text="", stop_reason="script_end")
         spec = self.turns[self.index]
         self.index += 1
@@ -125,16 +139,19 @@ class ScriptedAgent:
                                       "list of {name: TOOL, args: {...}} mappings")
 
     async def open(self, brief: SessionBrief) -> _TurnsSession:
+        source = "the script"
         turns = self.sessions.get(brief.session_id)
         if turns is None:
             turns = self.sessions.get(brief.name)
         if turns is None:
             base = brief.session_id.split("@")[0].split("~")[0]
-            turns = self.sessions.get(base, self.default if "default" in self.data else None)
+            turns = self.sessions.get(base)
+        if turns is None and "default" in self.data:
+            turns, source = self.default, "`default:`"
         if turns is None:
             raise ScriptError(f"{self.path}: no turns for session `{brief.name}` "
                               f"({brief.session_id}) and no `default:`")
-        return _TurnsSession(brief, turns)
+        return _TurnsSession(brief, turns, script=str(self.path), source=source)
 
     def check_plan(self, sessions: list[tuple[str, str]]) -> None:
         """Refuse, before anything runs, a `sessions:` key naming no session of the plan

@@ -3,7 +3,8 @@
 Spec: `benchpack.specs.pack.Assertion` (its docstrings). One source (tool records, a call
 sequence, service state, a workspace file, messages, the final reply), optional narrowing
 (`where`, `successful`, `query` in JMESPath), one predicate (default `exists: true`), or the
-combinators `all` / `any` / `not`. Odd data never raises: a path that does not exist simply does
+combinators `all` / `any` / `not`. Tool calls that failed count only when a rule says
+`successful: false` or `any`. Odd data never raises: a path that does not exist simply does
 not match.
 
 String equality in `where` literals is case-insensitive and ignores surrounding whitespace;
@@ -58,7 +59,7 @@ def _eval(rule: dict[str, Any], trace: Trace) -> RuleResult:
         sub = _eval(rule["not"], trace)
         return RuleResult(not sub.passed, f"not ({sub.detail})")
     if "sequence" in rule:
-        return _sequence(rule["sequence"], trace, rule.get("successful"))
+        return _sequence(rule["sequence"], trace, _successful(rule))
     label, data, is_collection = _select(rule, trace)
     if rule.get("query"):
         import jmespath
@@ -81,8 +82,8 @@ def _select(rule: dict[str, Any], trace: Trace) -> tuple[str, Any, bool]:
         pattern = rule["tool"]
         recs = [_record_view(r) for r in trace.tool_records
                 if fnmatch.fnmatchcase(r.tool_name, pattern)]
-        if rule.get("successful") is not None:
-            want = bool(rule["successful"])
+        want = _successful(rule)
+        if want is not None:
             recs = [r for r in recs if (r["error"] is None) == want]
         label = f"calls of {pattern}"
         if rule.get("where"):
@@ -118,9 +119,16 @@ def _select(rule: dict[str, Any], trace: Trace) -> tuple[str, Any, bool]:
     raise ValueError("no source")
 
 
-def _sequence(names: list[str], trace: Trace, successful: bool | None = None) -> RuleResult:
+def _successful(rule: dict[str, Any]) -> bool | None:
+    """Which tool calls a rule counts: successful ones unless it says otherwise (a call that
+    failed did not do the thing); `false` only failed calls, `any` (None here) every call."""
+    value = rule.get("successful", True)
+    return None if value is None or value == "any" else bool(value)
+
+
+def _sequence(names: list[str], trace: Trace, successful: bool | None = True) -> RuleResult:
     """The tools were called in this order, other calls in between allowed (a subsequence);
-    with `successful`, only calls that succeeded (or failed) take part."""
+    only calls that succeeded take part, or failed ones (`False`), or all (`None`)."""
     i = 0
     for r in trace.tool_records:
         if successful is not None and (r.error is None) != successful:

@@ -56,10 +56,22 @@ def fired_caps(caps: Sequence[dict[str, Any]], trace: Trace) -> list[CapHit]:
     An attempted call of a forbidden tool counts, even when the call itself failed."""
     out = []
     for cap in caps:
-        res = evaluate(cap["when"], trace)
+        res = evaluate(_attempts(cap["when"]), trace)
         if res.passed:
             out.append(CapHit(str(cap.get("id") or ""), float(cap["cap"]),
                               str(cap.get("reason") or ""), res.detail))
+    return out
+
+
+def _attempts(rule: Any) -> Any:
+    """`rule` with `successful: any` wherever a tool or sequence check does not say: checklist
+    rules count only calls that succeeded, but a cap is about what the agent tried."""
+    if not isinstance(rule, dict):
+        return rule
+    out = {k: ([_attempts(r) for r in v] if k in ("all", "any") and isinstance(v, list)
+               else _attempts(v) if k == "not" else v) for k, v in rule.items()}
+    if "tool" in out or "sequence" in out:
+        out.setdefault("successful", "any")
     return out
 
 

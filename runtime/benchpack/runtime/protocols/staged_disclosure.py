@@ -20,8 +20,8 @@ Termination (`sessions.termination`):
 - `done` — every stage was disclosed and the simulator judged them all addressed;
 - `agent_answer` — the agent ended the dialogue: every stage was disclosed and the agent
   answered without asking anything, but not to the simulator's satisfaction (the user has
-  nothing left to reveal), or the agent adapter has no turn left (`script_end` of a scripted or
-  replayed trajectory);
+  nothing left to reveal), or the agent adapter has no turn left (`script_end` of a replayed
+  trajectory; a `scripted:` file out of turns is an error instead);
 - `round_budget` — `limits.max_turns` agent turns happened first;
 - `error` — the agent failed (no graph is requested; the session is rerun on resume).
 

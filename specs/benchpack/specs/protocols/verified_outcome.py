@@ -20,7 +20,8 @@ class ScoreCap(Spec):
     id: Id | None = None
     """Identifier (default `cap1`…)."""
     when: Assertion
-    """The condition, e.g. a forbidden tool was called."""
+    """The condition, e.g. a forbidden tool was called. Here a call counts even when it failed
+    (trying is the harm), unless the check says `successful: true`."""
     cap: float = Field(default=0.0, ge=0, le=1)
     """Maximum score when the condition holds."""
     reason: str
