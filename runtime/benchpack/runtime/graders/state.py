@@ -1,0 +1,271 @@
+"""The state check (τ²-bench's DB check): replay the gold actions on a fresh copy of the initial
+state, then compare with the session's final state.
+
+States are `service → table → rows` (what `Trace.state` and service snapshots hold). They compare
+by a stable hash of their canonical JSON: keys sorted, integral floats written as integers (a
+tool that stores `2.0` and one that stores `2` leave the same state), rows of a table sorted
+(tables are keyed sets, their order means nothing). When the hashes differ, `diff` says how, row
+by row and field by field, bounded in size so a wrecked database cannot flood the store.
+
+`replay_gold` is independent of tool kinds: the caller passes `call(state, tool, args)`, which
+runs the real tool implementation (declarative, python or HTTP) on the working copy `state` and
+leaves its changes there.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+State = dict[str, dict[str, list[dict[str, Any]]]]
+ToolCall = Callable[[State, str, dict[str, Any]], Awaitable[Any]]
+
+MAX_DIFFS = 50
+"""Differences kept in a diff; the rest are counted."""
+MAX_VALUE_CHARS = 200
+
+
+def _canon(v: Any) -> Any:
+    if isinstance(v, bool) or v is None or isinstance(v, (str, int)):
+        return v
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return repr(v)  # JSON has no NaN; the text keeps states with one comparable
+        return int(v) if v.is_integer() and abs(v) < 2 ** 53 else v
+    if isinstance(v, Mapping):
+        return {str(k): _canon(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_canon(x) for x in v]
+    return str(v)
+
+
+def _dumps(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical(state: Mapping[str, Any]) -> str:
+    """The canonical JSON text of a state (rows of each table sorted by their own JSON)."""
+    out: dict[str, Any] = {}
+    for svc, tables in _canon(state).items():
+        if isinstance(tables, dict):
+            out[svc] = {t: sorted(rows, key=_dumps) if isinstance(rows, list) else rows
+                        for t, rows in tables.items()}
+        else:
+            out[svc] = tables
+    return _dumps(out)
+
+
+def state_hash(state: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON, hex."""
+    return hashlib.sha256(canonical(state).encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------- diff
+
+
+@dataclass
+class Change:
+    service: str
+    table: str
+    key: str
+    """The row's key value (or its position when the table has no key)."""
+    kind: str
+    """`changed`, `added` (only in the session's state) or `removed` (only in the gold's)."""
+    path: str = ""
+    """Dotted path of the changed field (`address.zip`, `items.2`)."""
+    expected: Any = None
+    got: Any = None
+
+    def text(self) -> str:
+        where = f"{self.service}.{self.table}[{self.key}]"
+        if self.kind == "changed":
+            return f"{where}.{self.path}: expected {_clip(self.expected)}, got {_clip(self.got)}"
+        row = self.got if self.kind == "added" else self.expected
+        return f"{where}: {self.kind} row {_clip(row)}"
+
+
+@dataclass
+class StateDiff:
+    changes: list[Change] = field(default_factory=list)
+    more: int = 0
+    """Differences found beyond `MAX_DIFFS`."""
+
+    def text(self) -> str:
+        lines = [c.text() for c in self.changes]
+        if self.more:
+            lines.append(f"… and {self.more} more differences")
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"changes": [{"service": c.service, "table": c.table, "key": c.key,
+                             "kind": c.kind, "path": c.path, "expected": _bound(c.expected),
+                             "got": _bound(c.got)} for c in self.changes],
+                "more": self.more}
+
+
+def _clip(v: Any) -> str:
+    s = json.dumps(v, ensure_ascii=False, default=str, sort_keys=True)
+    return s if len(s) <= MAX_VALUE_CHARS else s[:MAX_VALUE_CHARS - 1] + "…"
+
+
+def _bound(v: Any) -> Any:
+    s = json.dumps(v, ensure_ascii=False, default=str)
+    return v if len(s) <= MAX_VALUE_CHARS else _clip(v)
+
+
+def _key_field(sides: tuple[list[Any], list[Any]], hint: str | None) -> str | None:
+    """The field that names a row: the table's declared key, else `id`, `key` or the one
+    `…_id`/`…id` field every row has, when it is distinct within each side."""
+    if hint is not None:
+        return hint
+    rows = [r for side in sides for r in side]
+    if not rows or not all(isinstance(r, dict) for r in rows):
+        return None
+    common = set.intersection(*(set(r) for r in rows))
+    ids = sorted(f for f in common if f.lower().endswith("id") and f not in ("id",))
+    for name in ["id", "key", *ids]:
+        if name in common and all(
+                len({_dumps(r[name]) for r in side}) == len(side) for side in sides):
+            return str(name)
+    return None
+
+
+def diff(expected: Mapping[str, Any], got: Mapping[str, Any],
+         keys: Mapping[str, str] | None = None) -> StateDiff:
+    """How `got` (the session's final state) differs from `expected` (the gold replay's).
+    `keys` maps `service.table` to its key field; otherwise `id` (or `key`) is used when every
+    row has a distinct one, else whole rows are compared as a set."""
+    out = StateDiff()
+
+    def add(c: Change) -> None:
+        if len(out.changes) < MAX_DIFFS:
+            out.changes.append(c)
+        else:
+            out.more += 1
+
+    e, g = _canon(expected), _canon(got)
+    for svc in sorted(set(e) | set(g)):
+        et, gt = e.get(svc) or {}, g.get(svc) or {}
+        for table in sorted(set(et) | set(gt)):
+            erows, grows = list(et.get(table) or []), list(gt.get(table) or [])
+            name = _key_field((erows, grows), (keys or {}).get(f"{svc}.{table}"))
+            if name is None:
+                _diff_sets(svc, table, erows, grows, add)
+                continue
+            emap = {_key_text(r, name): r for r in erows}
+            gmap = {_key_text(r, name): r for r in grows}
+            for k in sorted(set(emap) | set(gmap)):
+                if k not in gmap:
+                    add(Change(svc, table, k, "removed", expected=emap[k]))
+                elif k not in emap:
+                    add(Change(svc, table, k, "added", got=gmap[k]))
+                else:
+                    for path, a, b in _fields(emap[k], gmap[k], ""):
+                        add(Change(svc, table, k, "changed", path, a, b))
+    return out
+
+
+_ABSENT = "(absent)"
+
+
+def _key_text(row: Any, name: str) -> str:
+    v = row.get(name) if isinstance(row, dict) else None
+    return v if isinstance(v, str) else _dumps(v)
+
+
+def _fields(a: Any, b: Any, path: str) -> list[tuple[str, Any, Any]]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b)):
+            sub = f"{path}.{k}" if path else k
+            out += _fields(a.get(k, _ABSENT), b.get(k, _ABSENT), sub)
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        out = []
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
+            out += _fields(x, y, f"{path}.{i}" if path else str(i))
+        return out
+    return [] if _dumps(a) == _dumps(b) else [(path or "(row)", a, b)]
+
+
+def _diff_sets(svc: str, table: str, erows: list[Any], grows: list[Any],
+               add: Callable[[Change], None]) -> None:
+    from collections import Counter
+
+    ec, gc = Counter(map(_dumps, erows)), Counter(map(_dumps, grows))
+    for text in sorted((ec - gc).elements()):
+        add(Change(svc, table, "?", "removed", expected=json.loads(text)))
+    for text in sorted((gc - ec).elements()):
+        add(Change(svc, table, "?", "added", got=json.loads(text)))
+
+
+# --------------------------------------------------------------------------- replay
+
+
+class GoldReplayError(Exception):
+    """A gold action failed on replay: the gold is wrong (or the tools changed), so the state
+    check cannot be scored — it is unknown, never a failure of the agent."""
+
+    def __init__(self, index: int, tool: str, message: str) -> None:
+        super().__init__(f"gold action {index + 1} ({tool}) failed on replay: {message}")
+        self.index = index
+        self.tool = tool
+
+
+async def replay_gold(actions: Sequence[Mapping[str, Any]], initial_state: Mapping[str, Any],
+                      call: ToolCall) -> State:
+    """The state after the gold actions (`{tool, args}`), run in order by `call` on a deep copy
+    of `initial_state` (never changed)."""
+    state: State = copy.deepcopy(dict(initial_state))
+    for i, action in enumerate(actions):
+        try:
+            await call(state, str(action["tool"]), dict(action.get("args") or {}))
+        except Exception as exc:  # any failure of a gold call is the gold's problem
+            raise GoldReplayError(i, str(action.get("tool")),
+                                  f"{type(exc).__name__}: {exc}") from exc
+    return state
+
+
+@dataclass
+class StateCheck:
+    passed: bool | None
+    """Equal (True), different (False), unknown (None: the gold could not be replayed)."""
+    expected_hash: str | None
+    got_hash: str
+    diff: StateDiff
+    error: str | None = None
+
+    def extra(self) -> dict[str, Any]:
+        return {"passed": self.passed, "expected_hash": self.expected_hash,
+                "got_hash": self.got_hash, "diff": self.diff.as_dict(), "error": self.error}
+
+
+async def check_state(actions: Sequence[Mapping[str, Any]], initial_state: Mapping[str, Any],
+                      final_state: Mapping[str, Any], call: ToolCall,
+                      keys: Mapping[str, str] | None = None) -> StateCheck:
+    """Replay, hash both, and diff when they differ."""
+    got = state_hash(final_state)
+    try:
+        expected = await replay_gold(actions, initial_state, call)
+    except GoldReplayError as exc:
+        return StateCheck(None, None, got, StateDiff(), str(exc))
+    want = state_hash(expected)
+    if want == got:
+        return StateCheck(True, want, got, StateDiff())
+    found = diff(expected, final_state, keys)
+    if not found.changes:
+        # the rows agree; what differs is the layout (a table or service on one side only)
+        found.changes.append(Change("", "", "", "changed", "(tables)",
+                                    sorted(f"{s}.{t}" for s, ts in expected.items() for t in ts),
+                                    sorted(f"{s}.{t}" for s, ts in final_state.items()
+                                           for t in ts)))
+    return StateCheck(False, want, got, found)
+
+
+__all__ = ["Change", "GoldReplayError", "StateCheck", "StateDiff", "canonical", "check_state",
+           "diff", "replay_gold", "state_hash"]
