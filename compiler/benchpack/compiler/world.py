@@ -19,6 +19,7 @@ from benchpack.specs import pack as P
 from .core import DEFAULT_ENV, BuilderCore, Loc, _Item, iso
 from .datafiles import DataError, first_error, read_rows
 from .diagnostics import PathPart, suggest_fix
+from .render import RenderError, render
 from .validate import node_at
 
 _DURATION = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -297,6 +298,32 @@ class WorldBuilder(BuilderCore):
             "files": files, "tools": list(dict.fromkeys(tools)), "services": services,
             "event_streams": streams, "heartbeat": hb,
         }
+        policy = self.policy(env, loc)
+        if policy is not None:  # only when given: other plans and fingerprints stay as they were
+            self.plan_envs[name]["policy"] = policy
+
+    def policy(self, env: P.Environment, loc: Loc) -> str | None:
+        p = env.policy
+        if p is None:
+            return None
+        ctx = {"vars": self.pack.vars, "environment": {"id": env.id}}
+        if isinstance(p, P.PolicyFile):
+            text = self.read_text(p.file, loc, ("policy", "file"))
+            if text is None:
+                return None
+            if p.literal:
+                return text
+            try:
+                return render(text, ctx)
+            except RenderError as exc:
+                self.err(exc.code, f"{p.file}: {exc.message}", loc, ("policy", "file"),
+                         exc.hint)
+                return text
+        text = self.render(p, ctx, loc, ("policy",))
+        if not text.strip():
+            self.err("E104", "`policy` is empty", loc, ("policy",),
+                     "write the agent's policy, or leave `policy` out for the default prompt")
+        return text
 
     def check_time(self, value: Any, loc: Loc, sub: Sequence[PathPart]) -> None:
         """A time YAML left as text (`99999-99-99T99:99:99` is not a YAML timestamp) must still

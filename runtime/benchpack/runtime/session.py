@@ -241,7 +241,12 @@ class SessionContext:
 
 
 def _system_prompt(plan: Plan, session: PlanSession) -> str:
-    clock = plan.environments[session.environment].clock
+    env = plan.environments[session.environment]
+    clock = env.clock
+    if env.policy is not None:
+        # the environment's policy replaces the generic prompt; the simulated clock is still
+        # the agent's only way to know "today"
+        return env.policy.rstrip() + (f"\n\nThe current time is {clock}." if clock else "")
     return SYSTEM_PROMPT.format(clock=f"The current time is {clock}.\n" if clock else "")
 
 

@@ -165,6 +165,8 @@ class PlanEnvironment(PlanModel):
     services: list[str]
     event_streams: list[str]
     heartbeat: PlanHeartbeat | None = None
+    policy: str | None = None
+    """The rendered policy: the agent's system prompt (left out of the plan when unset)."""
 
 
 class PlanEpisode(PlanModel):
