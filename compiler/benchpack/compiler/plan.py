@@ -105,6 +105,9 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
         own = {k: s[k] for k in _FINGERPRINT_KEYS}
         if s.get("request_discloses"):  # only when set, so other fingerprints do not move
             own["request_discloses"] = s["request_discloses"]
+        for key in ("user", "gold", "score"):  # instructed_user; likewise only when set
+            if key in s:
+                own[key] = s[key]
         own["persona_profile"] = b.plan_personas.get(s["persona"])
         own["environment"] = b.plan_envs.get(s["environment"])
         own["tool_specs"] = {t: b.plan_tools.get(t) for t in s["tools"]}

@@ -65,6 +65,7 @@ from .persona import (
     normalise_style,
 )
 from .protocols import PROTOCOLS, SESSION_FIELDS
+from .protocols.instructed_user import Gold, Instruction, Score, UserScenario
 from .protocols.intent_tracking import HiddenIntent
 from .protocols.staged_disclosure import GroundTruthGraph, GroundTruthTriple, Stage, StageTrigger
 from .protocols.trigger_rubric import Anchor, DialogueTurn, Rubric, Scenario, TriggerPoint
@@ -87,6 +88,7 @@ PromptName = Literal[
     "checklist.rubric_judge",
     "verified_outcome.rubric_judge",
     "heartbeat.wake",
+    "instructed_user.user_turn",
 ]
 PROMPT_NAMES: tuple[str, ...] = PromptName.__args__  # type: ignore[attr-defined]
 
@@ -235,6 +237,13 @@ class Session(Spec):
     """A path that solves the task, for judges and authors."""
     lint: LintSettings | None = None
     """Lint settings for this session."""
+    user: UserScenario | None = None
+    """instructed_user: the scenario the user simulator follows."""
+    gold: Gold | None = None
+    """instructed_user: what a correct agent does (replayed for the state check)."""
+    score: Score | None = None
+    """instructed_user: how the session is scored (`reward: [state, actions, communicate,
+    assertions]`, τ²-style all-or-nothing)."""
 
 
 class Episode(Spec):
@@ -343,7 +352,9 @@ __all__ = [
     "GroundTruthGraph",
     "GroundTruthTriple",
     "Heartbeat",
+    "Gold",
     "HiddenIntent",
+    "Instruction",
     "Id",
     "Limits",
     "LintSettings",
@@ -362,6 +373,7 @@ __all__ = [
     "PythonImpl",
     "Rubric",
     "Scenario",
+    "Score",
     "ScoreCap",
     "Service",
     "ServiceImpl",
@@ -376,6 +388,7 @@ __all__ = [
     "Table",
     "Timestamp",
     "Tool",
+    "UserScenario",
     "ToolImpl",
     "ToolName",
     "TriggerPoint",

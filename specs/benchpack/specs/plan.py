@@ -262,6 +262,23 @@ class PlanVariant(PlanModel):
     """Plan id of the session this variant derives from."""
 
 
+class PlanInstruction(PlanModel):
+    text: str
+    """What the user says (structured instructions) or the instruction itself (plain text,
+    followed by the LLM simulator only)."""
+    if_: list[str] | None = Field(default=None, alias="if")
+    after_turn: int | None = None
+    stop: Literal["done", "transfer", "out_of_scope"] | None = None
+
+
+class PlanUser(PlanModel):
+    reason: str
+    known: list[str]
+    unknown: list[str]
+    instructions: list[PlanInstruction]
+    language: str | None = None
+
+
 class PlanSession(PlanModel):
     id: str
     """Stable readable id: `session.<pack>.<episode>.<session>[@<style>][~nodeps]`."""
@@ -301,6 +318,12 @@ class PlanSession(PlanModel):
     checklist: list[PlanChecklistItem]
     graph: PlanGraph | None = None
     verify: PlanVerify | None = None
+    user: PlanUser | None = None
+    """instructed_user: the rendered scenario (left out of the plan for other protocols)."""
+    gold: dict[str, Any] | None = None
+    """instructed_user: `{actions: [{id, tool, args, match, info}], ordered}`."""
+    score: dict[str, Any] | None = None
+    """instructed_user: `{reward: [components], communicate, assertions, pass_threshold}`."""
     reference_solution: str | None = None
     fingerprint: str
     """sha256 of what changes outcomes, chained with the fingerprints of its dependencies."""

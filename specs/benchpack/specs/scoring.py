@@ -16,7 +16,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from .formula import Formula, parse
-from .pack import ID_PATTERN, Assertion, Spec
+from .base import ID_PATTERN, Spec
+from .checklist import Assertion
 
 Id = Annotated[str, Field(pattern=ID_PATTERN)]
 COMPONENT_PATTERN = r"^[^\W\d]\w{0,63}$"

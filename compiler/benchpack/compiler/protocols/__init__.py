@@ -8,12 +8,19 @@ from __future__ import annotations
 
 from benchpack.specs.protocols import SESSION_FIELDS
 
-from . import intent_tracking, staged_disclosure, trigger_rubric, verified_outcome
+from . import (
+    instructed_user,
+    intent_tracking,
+    staged_disclosure,
+    trigger_rubric,
+    verified_outcome,
+)
 from .base import ProtocolCompiler
 
 PROTOCOL_COMPILERS: dict[str, ProtocolCompiler] = {
     c.name: c for c in (intent_tracking.COMPILER, staged_disclosure.COMPILER,
-                        trigger_rubric.COMPILER, verified_outcome.COMPILER)
+                        trigger_rubric.COMPILER, verified_outcome.COMPILER,
+                        instructed_user.COMPILER)
 }
 
 SESSION_FIELD_OWNERS: dict[str, str] = {
