@@ -196,3 +196,28 @@ def test_gold_mistakes_are_located(tmp_path: Path) -> None:
     assert any("E202" in t and "orders__update_ordr" in t and "orders__update_order" in t
                and f"pack.yaml:{row['orders__update_ordr']}:" in t for t in lines), lines
     assert yaml.safe_load(text)  # the fixture stays plain YAML
+
+
+def test_reward_feeds_pass_k_and_the_instructed_results_view(plan_dir: Path,
+                                                             tmp_path: Path) -> None:
+    from benchpack.reports.views import install_views
+
+    db = tmp_path / "b.duckdb"
+    summary = run_plan(RunOptions(
+        plan=plan_dir, agent=f"scripted:{PACK / 'wrong_arg_agent.yaml'}", simulator="rules",
+        db=db, progress=False, run_id="r", repeats=2, cache_dir=tmp_path / "c"))
+    # three tasks, two repeats each: cancel fails (wrong argument), address fails (nothing
+    # done), refund passes (nothing to change) → n = 2 and c = 0, 0, 2
+    assert sorted(summary.pass_counts) == [(2, 0), (2, 0), (2, 2)]
+    con = duckdb.connect(str(db), read_only=True)
+    install_views(con)
+    assert sorted(con.execute("SELECT task, n, c FROM verified_tasks").fetchall()) == [
+        ("session.orders-desk.support.address", 2, 0),
+        ("session.orders-desk.support.cancel", 2, 0),
+        ("session.orders-desk.support.refund", 2, 2)]
+    rows = con.execute("SELECT name, stop_signal, reward, passed, state, actions, communicate, "
+                       "assertions, state_diff FROM instructed_results WHERE repeat = 0 "
+                       "ORDER BY name").fetchall()
+    assert rows[1] == ("cancel", "done", 0.0, False, 0.0, 0.0, 1.0, None,
+                       'orders.orders[W100].status: expected "cancelled", got "canceled"')
+    assert rows[2][:5] == ("refund", "done", 1.0, True, 1.0)

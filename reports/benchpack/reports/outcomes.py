@@ -105,7 +105,8 @@ def pass_k(ctx: ReportContext) -> ReportResult:
         by_run[r[0]].append(r)
     scores = ctx.estimates("""SELECT run_id, task, 0, mean_score FROM verified_tasks
         WHERE run_id IN $runs AND n > 0""", 1, 1)
-    excluded = _excluded(ctx, "run_id IN $runs AND protocol = 'verified_outcome'")
+    excluded = _excluded(ctx, "run_id IN $runs AND protocol IN ('verified_outcome', "
+                                  "'instructed_user')")
     t = Table("Per agent", [Column("agent", "agent"), Column("tasks", "tasks", "int"),
                             Column("k", "k (= repeats)", "int"),
                             Column("score", "mean score", "pct"),

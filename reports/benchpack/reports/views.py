@@ -192,13 +192,32 @@ SELECT s.run_id, s.agent, s.sessions, coalesce(v.ablation_variants, 0) AS ablati
        s.excluded, s.proc, s.comp, s.f1, t.trigger_score, t.triggers, s.score
 FROM s LEFT JOIN v USING (run_id) LEFT JOIN t USING (run_id)
 """),
-    View("verified_results", """Verified-outcome sessions: soft score and pass per repeat.""",
+    View("verified_results", """Pass/fail sessions (verified outcome, and instructed users whose
+`score` is the τ² reward): score and pass per repeat.""",
          """
 SELECT run_id, session_id, repeat, agent, name, coalesce(base_session, session_id) AS task,
        category, domain, difficulty, score, passed, comp, heartbeats, termination, tool_calls,
        prompt_tokens, completion_tokens, cost
-FROM session_results WHERE protocol = 'verified_outcome'
+FROM session_results WHERE protocol IN ('verified_outcome', 'instructed_user')
 """),
+    # ---- instructed_user (issue 12 part 4); moves to reports/protocols/instructed_user.py
+    # once the per-protocol reports layout lands
+    View("instructed_results", """Instructed-user sessions: the stop signal that ended the
+dialogue (`done`, `transfer`, `out_of_scope`; NULL at the turn budget), the τ² reward and each
+component (1/0; NULL when not in the session's reward or undecided), and pass.""", """
+SELECT run_id, session_id, repeat, agent, name, coalesce(base_session, session_id) AS task,
+       termination, json_extract_string(extra, '$.stop_signal') AS stop_signal,
+       score AS reward, passed,
+       TRY_CAST(json_extract(extra, '$.reward.components.state') AS DOUBLE) AS state,
+       TRY_CAST(json_extract(extra, '$.reward.components.actions') AS DOUBLE) AS actions,
+       TRY_CAST(json_extract(extra, '$.reward.components.communicate') AS DOUBLE)
+           AS communicate,
+       TRY_CAST(json_extract(extra, '$.reward.components.assertions') AS DOUBLE) AS assertions,
+       json_extract_string(extra, '$.reward.state.diff_text') AS state_diff,
+       user_turns, turns, tool_calls, status, error_kind
+FROM session_results WHERE protocol = 'instructed_user'
+"""),
+    # ---- end instructed_user
     View("verified_tasks", """Per task (session, style/ablation variants folded into their base):
 n runs with a known outcome and c passes — the inputs of pass@k and pass^k.""", """
 SELECT run_id, agent, task, count(passed) AS n, count(*) FILTER (WHERE passed) AS c,
