@@ -19,7 +19,7 @@ HISTORIC_VIEWS = (
     "headline_sessions", "headline", "verified_results", "verified_tasks", "llm_usage",
     "run_lineage", "judge_labels", "judge_pairs", "human_consensus", "human_pairs",
     "judge_errors",
-    "score_results")  # added after the split (issue 12): new views go after the historic ones
+    "score_results", "instructed_results")  # added after the split (issue 12): new views go after the historic ones
 HISTORIC_REPORTS = ("summary", "proc-comp", "status", "category", "ablation", "graph",
                     "interaction", "triggers", "pass-k", "cost", "judge-errors", "agreement")
 
@@ -28,12 +28,14 @@ OWNED_VIEWS = {
     "staged_disclosure": {"graph_results"},
     "trigger_rubric": {"trigger_results", "trigger_by_type"},
     "verified_outcome": {"verified_results", "verified_tasks", "score_results"},
+    "instructed_user": {"instructed_results"},
 }
 OWNED_REPORTS = {
     "intent_tracking": {"proc-comp", "status", "category", "ablation"},
     "staged_disclosure": {"graph"},
     "trigger_rubric": {"triggers"},
-    "verified_outcome": {"pass-k"},
+    "verified_outcome": {"pass-k"},  # pass@k also counts instructed-user rewards
+    "instructed_user": set(),
 }
 
 
@@ -66,9 +68,9 @@ def test_a_new_protocol_is_a_module_and_a_registry_entry(monkeypatch: pytest.Mon
     """Nothing else to edit: its views follow the existing ones (after the views they may
     read), its reports follow the existing ones."""
     extra = ProtocolReports(
-        "instructed_user",
+        "a_future_protocol",
         views=(View("instruction_results", "doc", "SELECT * FROM session_results "
-                    "WHERE protocol = 'instructed_user'"),),
+                    "WHERE protocol = 'a_future_protocol'"),),
         reports=(BuiltinReport("instructions", "Instructions", "d", lambda ctx: None),))  # type: ignore[arg-type, return-value]
     registry = {**PROTOCOL_REPORTS, extra.name: extra}
     assembled = views.assemble(registry)

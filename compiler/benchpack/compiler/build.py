@@ -252,12 +252,13 @@ class Builder(CheckBuilder):
             d.data["request_discloses"] = list(s.request_discloses)
 
     def protocol_material(self, s: P.Session, loc: Loc) -> None:
-        for key, proto in SESSION_FIELD_OWNERS.items():
+        for key, protos in SESSION_FIELD_OWNERS.items():
             value = getattr(s, key)
-            if value and s.protocol != proto:
-                self.err("E204", f"`{key}` belongs to the {proto} protocol, but this session is "
-                         f"{s.protocol}", loc, (key,), f"remove it or set `protocol: {proto}`",
-                         at_key=True)
+            if value and s.protocol not in protos:
+                names = " or ".join(protos)
+                self.err("E204", f"`{key}` belongs to the {names} protocol, but this session is "
+                         f"{s.protocol}", loc, (key,),
+                         f"remove it or set `protocol: {protos[0]}`", at_key=True)
 
     def unused(self, drafts: list[_SessionDraft]) -> None:
         """W312: things defined but never used (often a typo in the place that should use them)."""

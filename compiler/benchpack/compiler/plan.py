@@ -107,6 +107,9 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
             own["request_discloses"] = s["request_discloses"]
         if s.get("score"):  # verified_outcome `score:`; likewise only when set
             own["score"] = s["score"]
+        for key in ("user", "gold", "reward"):  # instructed_user; likewise only when set
+            if key in s:
+                own[key] = s[key]
         own["persona_profile"] = b.plan_personas.get(s["persona"])
         own["environment"] = b.plan_envs.get(s["environment"])
         own["tool_specs"] = {t: b.plan_tools.get(t) for t in s["tools"]}

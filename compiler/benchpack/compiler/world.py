@@ -20,6 +20,7 @@ from .core import DEFAULT_ENV, BuilderCore, Loc, _Item, iso
 from .datafiles import DataError, first_error, read_rows
 from .diagnostics import PathPart, suggest_fix
 from .http import check_http_tool, http_services_of, process_service
+from .render import RenderError, render
 from .toolsets import compile_toolsets, environment_toolsets
 from .validate import node_at
 
@@ -319,6 +320,32 @@ class WorldBuilder(BuilderCore):
         }
         if toolsets:  # only when used, so plans without toolsets stay byte for byte
             self.plan_envs[name]["toolsets"] = toolsets
+        policy = self.policy(env, loc)
+        if policy is not None:  # only when given: other plans and fingerprints stay as they were
+            self.plan_envs[name]["policy"] = policy
+
+    def policy(self, env: P.Environment, loc: Loc) -> str | None:
+        p = env.policy
+        if p is None:
+            return None
+        ctx = {"vars": self.pack.vars, "environment": {"id": env.id}}
+        if isinstance(p, P.PolicyFile):
+            text = self.read_text(p.file, loc, ("policy", "file"))
+            if text is None:
+                return None
+            if p.literal:
+                return text
+            try:
+                return render(text, ctx)
+            except RenderError as exc:
+                self.err(exc.code, f"{p.file}: {exc.message}", loc, ("policy", "file"),
+                         exc.hint)
+                return text
+        text = self.render(p, ctx, loc, ("policy",))
+        if not text.strip():
+            self.err("E104", "`policy` is empty", loc, ("policy",),
+                     "write the agent's policy, or leave `policy` out for the default prompt")
+        return text
 
     def check_time(self, value: Any, loc: Loc, sub: Sequence[PathPart]) -> None:
         """A time YAML left as text (`99999-99-99T99:99:99` is not a YAML timestamp) must still

@@ -686,7 +686,8 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
     # this summary and `bench report pass-k` count the same (n, c)
     counts = con.execute(
         "SELECT count(passed), count(*) FILTER (WHERE passed) FROM sessions WHERE run_id = ? "
-        "AND protocol = 'verified_outcome' AND (status = 'finished' OR error_kind = 'agent') "
+        "AND protocol IN ('verified_outcome', 'instructed_user') AND (status = 'finished' OR "
+        "error_kind = 'agent') "
         f"AND {_FULL} GROUP BY coalesce(base_session, session_id) ORDER BY "
         "coalesce(base_session, session_id)", [run_id]).fetchall()
     graders = con.execute(

@@ -243,7 +243,12 @@ class SessionContext:
 
 
 def _system_prompt(plan: Plan, session: PlanSession) -> str:
-    clock = plan.environments[session.environment].clock
+    env = plan.environments[session.environment]
+    clock = env.clock
+    if env.policy is not None:
+        # the environment's policy replaces the generic prompt; the simulated clock is still
+        # the agent's only way to know "today"
+        return env.policy.rstrip() + (f"\n\nThe current time is {clock}." if clock else "")
     return SYSTEM_PROMPT.format(clock=f"The current time is {clock}.\n" if clock else "")
 
 
@@ -452,6 +457,9 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
     s = ctx.session
     prefix = (run_id, s.id, ctx.repeat)
     rows, comp, score, passed, judge_errors, grader_errors = checklist
+    m = result.metrics
+    if "score" in m or "passed" in m:  # a protocol that scores itself (instructed_user)
+        score, passed = m.get("score"), m.get("passed")
     tables: dict[str, list[tuple[Any, ...]]] = {}
     tables["turns"] = [(*prefix, *t) for t in ctx.turn_rows]
     tables["messages"] = [
@@ -471,7 +479,6 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
         tables["score_components"] = [(*prefix, *r) for r in ctx.score_rows]
     for name, data in result.tables.items():
         tables.setdefault(name, []).extend((*prefix, *r) for r in data)
-    m = result.metrics
     finished = time.time()
     replies = ctx.task_replies()
     user_turns = sum(1 for x in ctx.messages if x.role == "user" and x.name != "environment"
@@ -497,7 +504,8 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
         "extra": {**result.extra, **ctx.extra,
                   **({"dialogue_end": ctx.dialogue_end} if ctx.dialogue_end is not None
                      else {}),
-                  **{k: v for k, v in m.items() if k not in METRIC_COLUMNS}} or None,
+                  **{k: v for k, v in m.items()
+                     if k not in METRIC_COLUMNS and k not in ("score", "passed")}} or None,
     }
     return SessionRows(run_id=run_id, session_id=s.id, repeat=ctx.repeat, session=sess,
                        tables=tables, snapshot=(s.episode, snapshot) if snapshot is not None
@@ -536,7 +544,7 @@ def worst_scores(plan: Plan, s: PlanSession, metrics: dict[str, Any]) -> dict[st
             out["proc_group"] = 0.0
     elif s.protocol == "staged_disclosure":
         out.update(recall=0.0, precision=0.0, f1=0.0)
-    elif s.protocol == "verified_outcome":
+    elif s.protocol in ("verified_outcome", "instructed_user"):
         out.update(score=0.0, passed=False)
     elif s.protocol == "trigger_rubric":
         # the protocol wrote its triggers as FAIL; the session figures follow from them

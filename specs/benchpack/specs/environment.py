@@ -292,6 +292,16 @@ class Corpus(Spec):
     """Documents from a JSONL file (fields id, title, url, text)."""
 
 
+class PolicyFile(Spec):
+    """A policy kept in its own file (Markdown or plain text)."""
+
+    file: str
+    """Path of the policy, relative to the YAML file that names it."""
+    literal: bool = False
+    """Take the file verbatim instead of rendering it as Jinja (imported policies often
+    contain `{{`)."""
+
+
 class Environment(Spec):
     """The world an episode runs in: workspace, tools, services, event streams, clock."""
 
@@ -317,3 +327,7 @@ class Environment(Spec):
     toolsets: list[str] = Field(default_factory=list)
     """Python toolsets offered, by `name` (default: the `module` path as written); their
     functions become tools and their service's state is part of the environment."""
+    policy: str | PolicyFile | None = None
+    """The agent's system prompt / domain policy (τ²-bench's `policy.md`), inline (Jinja; tag
+    it `!literal` to keep braces) or `{file: policy.md}`. Every agent adapter shows it as the
+    system prompt, instead of benchpack's generic assistant prompt."""

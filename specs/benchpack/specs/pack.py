@@ -44,6 +44,7 @@ from .environment import (
     EventStream,
     Heartbeat,
     Operation,
+    PolicyFile,
     PythonImpl,
     Service,
     ServiceImpl,
@@ -64,6 +65,7 @@ from .persona import (
     normalise_style,
 )
 from .protocols import PROTOCOLS, SESSION_FIELDS
+from .protocols.instructed_user import Gold, Instruction, UserScenario
 from .protocols.intent_tracking import HiddenIntent
 from .protocols.staged_disclosure import GroundTruthGraph, GroundTruthTriple, Stage, StageTrigger
 from .protocols.trigger_rubric import Anchor, DialogueTurn, Rubric, Scenario, TriggerPoint
@@ -90,6 +92,7 @@ PromptName = Literal[
     "verified_outcome.rubric_judge",
     "heartbeat.wake",
     "verified_outcome.score_judge",
+    "instructed_user.user_turn",
 ]
 PROMPT_NAMES: tuple[str, ...] = PromptName.__args__  # type: ignore[attr-defined]
 
@@ -238,12 +241,17 @@ class Session(Spec):
     """A path that solves the task, for judges and authors."""
     lint: LintSettings | None = None
     """Lint settings for this session."""
-    # --- issue 12: scoring of verified_outcome sessions (graded items, gates, caps, formula)
+    # --- issue 12: instructed users (τ²-bench) and richer scoring
+    user: UserScenario | None = None
+    """instructed_user: the scenario the user simulator follows."""
+    gold: Gold | None = None
+    """instructed_user: what a correct agent does (replayed for the state check)."""
     score: Score | None = None
-    """verified_outcome: graded items (judged on a scale, partial credit, keywords, joins
-    across tool records), safety gates, caps, named dimensions and a score formula; replaces
-    the checklist soft score of `verify` as the session's score and pass."""
-    # --- end issue 12 scoring
+    """How the session is scored. verified_outcome: graded items (judged on a scale, partial
+    credit, keywords, joins across tool records), safety gates, caps, named dimensions and a
+    score formula, replacing the checklist soft score of `verify`. instructed_user: τ²'s reward,
+    the product of `reward: [state, actions, communicate, assertions]` (all or nothing)."""
+    # --- end issue 12
 
 
 class Episode(Spec):
@@ -351,12 +359,14 @@ __all__ = [
     "EventStream",
     "Evidence",
     "Fragment",
+    "Gold",
     "GroundTruthGraph",
     "GroundTruthTriple",
     "Heartbeat",
     "HiddenIntent",
     "HttpImpl",
     "Id",
+    "Instruction",
     "Limits",
     "LintSettings",
     "MatchValue",
@@ -367,6 +377,7 @@ __all__ = [
     "Pack",
     "Persona",
     "PersonaProfile",
+    "PolicyFile",
     "ProcessService",
     "PromptFile",
     "PromptName",
@@ -393,6 +404,7 @@ __all__ = [
     "ToolName",
     "Toolset",
     "TriggerPoint",
+    "UserScenario",
     "Verify",
     "WorkspaceFile",
     "normalise_style",

@@ -183,6 +183,8 @@ class PlanEnvironment(PlanModel):
     heartbeat: PlanHeartbeat | None = None
     toolsets: list[str] = Field(default_factory=list)
     """Python toolsets offered (keys of `Plan.toolsets`); left out of the plan when empty."""
+    policy: str | None = None
+    """The rendered policy: the agent's system prompt (left out of the plan when unset)."""
 
 
 class PlanEpisode(PlanModel):
@@ -278,6 +280,23 @@ class PlanVariant(PlanModel):
     """Plan id of the session this variant derives from."""
 
 
+class PlanInstruction(PlanModel):
+    text: str
+    """What the user says (structured instructions) or the instruction itself (plain text,
+    followed by the LLM simulator only)."""
+    if_: list[str] | None = Field(default=None, alias="if")
+    after_turn: int | None = None
+    stop: Literal["done", "transfer", "out_of_scope"] | None = None
+
+
+class PlanUser(PlanModel):
+    reason: str
+    known: list[str]
+    unknown: list[str]
+    instructions: list[PlanInstruction]
+    language: str | None = None
+
+
 class PlanSession(PlanModel):
     id: str
     """Stable readable id: `session.<pack>.<episode>.<session>[@<style>][~nodeps]`."""
@@ -320,6 +339,13 @@ class PlanSession(PlanModel):
     score: Score | None = None
     """verified_outcome `score:` block with item ids filled in and texts rendered; written only
     when the session has one (older plans stay byte for byte)."""
+    user: PlanUser | None = None
+    """instructed_user: the rendered scenario (left out of the plan for other protocols)."""
+    gold: dict[str, Any] | None = None
+    """instructed_user: `{actions: [{id, tool, args, match, info}], ordered}`."""
+    reward: dict[str, Any] | None = None
+    """instructed_user: its compiled `score:` — `{reward: [components], communicate,
+    assertions, pass_threshold}` (the pack's `score:` of a verified_outcome session is `score`)."""
     reference_solution: str | None = None
     fingerprint: str
     """sha256 of what changes outcomes, chained with the fingerprints of its dependencies."""

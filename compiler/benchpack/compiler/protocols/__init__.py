@@ -8,17 +8,26 @@ from __future__ import annotations
 
 from benchpack.specs.protocols import SESSION_FIELDS
 
-from . import intent_tracking, staged_disclosure, trigger_rubric, verified_outcome
+from . import (
+    instructed_user,
+    intent_tracking,
+    staged_disclosure,
+    trigger_rubric,
+    verified_outcome,
+)
 from .base import ProtocolCompiler
 
 PROTOCOL_COMPILERS: dict[str, ProtocolCompiler] = {
     c.name: c for c in (intent_tracking.COMPILER, staged_disclosure.COMPILER,
-                        trigger_rubric.COMPILER, verified_outcome.COMPILER)
+                        trigger_rubric.COMPILER, verified_outcome.COMPILER,
+                        instructed_user.COMPILER)
 }
 
-SESSION_FIELD_OWNERS: dict[str, str] = {
-    key: name for name, keys in SESSION_FIELDS.items() for key in keys}
-"""Session key → the protocol it belongs to."""
+SESSION_FIELD_OWNERS: dict[str, tuple[str, ...]] = {
+    key: tuple(name for name, keys in SESSION_FIELDS.items() if key in keys)
+    for key in dict.fromkeys(k for keys in SESSION_FIELDS.values() for k in keys)}
+"""Session key → the protocols it belongs to (`score:` serves verified_outcome and
+instructed_user alike)."""
 
 SESSION_KEY_ORDER: tuple[str, ...] = (
     "hidden_intents", "stages", "scenario", "triggers", "dialogue", "checklist", "graph", "verify")

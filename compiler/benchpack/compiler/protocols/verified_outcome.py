@@ -245,7 +245,8 @@ def locate_in_scalar(src: SourceFile, path: tuple[PathPart, ...], line: int,
 def material(b: Builder, s: P.Session, loc: Loc, r: Any, tools: list[str],
              env: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"verify": verify(b, s, loc, tools, env)}
-    compiled = score(b, s, loc, r, tools, env)
+    # `score:` also serves instructed_user sessions, whose compile step checks it its own way
+    compiled = None if s.protocol == "instructed_user" else score(b, s, loc, r, tools, env)
     if compiled is not None:  # only when used: plans without it stay byte for byte
         out["score"] = compiled
     return out

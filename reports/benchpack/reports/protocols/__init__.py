@@ -7,12 +7,19 @@ views and its built-in reports); `views.VIEWS` and `registry.default_reports()` 
 
 from __future__ import annotations
 
-from . import intent_tracking, staged_disclosure, trigger_rubric, verified_outcome
+from . import (
+    instructed_user,
+    intent_tracking,
+    staged_disclosure,
+    trigger_rubric,
+    verified_outcome,
+)
 from .base import ProtocolReports
 
 PROTOCOL_REPORTS: dict[str, ProtocolReports] = {
     p.name: p for p in (intent_tracking.PROTOCOL, staged_disclosure.PROTOCOL,
-                        trigger_rubric.PROTOCOL, verified_outcome.PROTOCOL)
+                        trigger_rubric.PROTOCOL, verified_outcome.PROTOCOL,
+                        instructed_user.PROTOCOL)
 }
 
 __all__ = ["PROTOCOL_REPORTS", "ProtocolReports"]

@@ -17,12 +17,13 @@ if TYPE_CHECKING:
     from ..builtin import ReportContext
 
 VIEWS: tuple[View, ...] = (
-    View("verified_results", """Verified-outcome sessions: soft score and pass per repeat.""",
+    View("verified_results", """Pass/fail sessions (verified outcome, and instructed users whose
+`score` is the τ² reward): score and pass per repeat.""",
          """
 SELECT run_id, session_id, repeat, agent, name, coalesce(base_session, session_id) AS task,
        category, domain, difficulty, score, passed, comp, heartbeats, termination, tool_calls,
        prompt_tokens, completion_tokens, cost
-FROM session_results WHERE protocol = 'verified_outcome'
+FROM session_results WHERE protocol IN ('verified_outcome', 'instructed_user')
 """),
     View("verified_tasks", """Per task (session, style/ablation variants folded into their base):
 n runs with a known outcome and c passes — the inputs of pass@k and pass^k.""", """
@@ -61,7 +62,8 @@ def pass_k(ctx: ReportContext) -> ReportResult:
         by_run[r[0]].append(r)
     scores = ctx.estimates("""SELECT run_id, task, 0, mean_score FROM verified_tasks
         WHERE run_id IN $runs AND n > 0""", 1, 1)
-    excluded = _excluded(ctx, "run_id IN $runs AND protocol = 'verified_outcome'")
+    excluded = _excluded(ctx, "run_id IN $runs AND protocol IN ('verified_outcome', "
+                                  "'instructed_user')")
     t = Table("Per agent", [Column("agent", "agent"), Column("tasks", "tasks", "int"),
                             Column("k", "k (= repeats)", "int"),
                             Column("score", "mean score", "pct"),

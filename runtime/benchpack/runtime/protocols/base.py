@@ -74,12 +74,14 @@ class ProtocolRegistry:
 
 
 def default_protocols() -> ProtocolRegistry:
+    from .instructed_user import InstructedUser
     from .intent_tracking import IntentTracking
     from .staged_disclosure import StagedDisclosure
     from .trigger_rubric import TriggerRubric
     from .verified_outcome import VerifiedOutcome
 
     reg = ProtocolRegistry()
-    for interpreter in (IntentTracking(), StagedDisclosure(), TriggerRubric(), VerifiedOutcome()):
+    for interpreter in (IntentTracking(), StagedDisclosure(), TriggerRubric(), VerifiedOutcome(),
+                        InstructedUser()):
         reg.register(interpreter)
     return reg

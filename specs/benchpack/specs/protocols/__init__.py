@@ -11,10 +11,16 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import intent_tracking, staged_disclosure, trigger_rubric, verified_outcome
+from . import (
+    instructed_user,
+    intent_tracking,
+    staged_disclosure,
+    trigger_rubric,
+    verified_outcome,
+)
 
 _MODULES: tuple[ModuleType, ...] = (intent_tracking, staged_disclosure, trigger_rubric,
-                                    verified_outcome)
+                                    verified_outcome, instructed_user)
 
 PROTOCOLS: tuple[str, ...] = tuple(m.NAME for m in _MODULES)
 """Protocol names, in the order the JSON Schema lists them."""

@@ -1,0 +1,138 @@
+"""instructed_user: the user scenario (rendered), gold actions (their tools must be offered to
+the session and their arguments must validate against the tool's parameters) and the score
+block (τ²-style reward components). Sessions of this protocol open with the scenario's reason
+when they give no `request`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from benchpack.specs import pack as P
+
+from ..diagnostics import suggest_fix
+from .base import ProtocolCompiler
+
+if TYPE_CHECKING:
+    from ..build import Builder
+    from ..core import Loc
+
+NAME = "instructed_user"
+
+
+def user(s: P.Session, r: Any) -> dict[str, Any] | None:
+    u = s.user
+    if u is None:
+        return None
+    instructions = []
+    for i, x in enumerate(u.instructions):
+        if isinstance(x, str):
+            instructions.append({"text": r(x, "user", "instructions", i)})
+        else:
+            instructions.append({"text": r(x.say, "user", "instructions", i, "say"),
+                                 "if": list(x.if_) if x.if_ is not None else None,
+                                 "after_turn": x.after_turn, "stop": x.stop})
+    return {"reason": r(u.reason, "user", "reason"),
+            "known": [r(k, "user", "known", i) for i, k in enumerate(u.known)],
+            "unknown": [r(k, "user", "unknown", i) for i, k in enumerate(u.unknown)],
+            "instructions": instructions,
+            "language": u.language or (s.metadata.language if s.metadata else None)}
+
+
+def gold(b: Builder, s: P.Session, loc: Loc, tools: list[str]) -> dict[str, Any] | None:
+    g = s.gold
+    if g is None:
+        return None
+    actions = []
+    seen: set[str] = set()
+    for i, a in enumerate(g.actions):
+        aid = a.id or f"a{i + 1}"
+        if aid in seen:
+            b.err("E201", f"gold action id `{aid}` is used twice", loc, ("gold", "actions", i, "id"))
+        seen.add(aid)
+        at = ("gold", "actions", i)
+        if a.tool not in tools:
+            if not b.lost_tool(a.tool):
+                hint, fix = suggest_fix(a.tool, tools)
+                b.err("E202", f"gold action uses the tool `{a.tool}`, which this session does "
+                      "not offer", loc, (*at, "tool"),
+                      hint or "add it to the environment's tools or services", fix=fix)
+        else:
+            spec = b.plan_tools.get(a.tool)
+            schema = spec.get("parameters") if spec else None
+            if isinstance(schema, dict) and a.match != "subset":
+                try:
+                    errors = sorted(Draft202012Validator(schema).iter_errors(a.args),
+                                    key=lambda e: list(e.absolute_path))
+                except SchemaError:
+                    errors = []  # the tool's own schema error is reported where it is defined
+                for e in errors[:3]:
+                    sub = (*at, "args", *[str(p) for p in e.absolute_path][:1])
+                    b.err("E211", f"gold action `{aid}` ({a.tool}): {e.message}", loc, sub,
+                          "the arguments must be valid for the tool's `parameters`, as an "
+                          "agent's call would have to be")
+        actions.append({"id": aid, "tool": a.tool, "args": a.args, "match": a.match,
+                        "info": a.info})
+    return {"actions": actions, "ordered": g.ordered}
+
+
+def score(b: Builder, s: P.Session, loc: Loc, r: Any, has_gold: bool) -> dict[str, Any] | None:
+    if s.protocol != NAME:  # `score:` of another protocol (verified_outcome) is checked there
+        return None
+    sc = s.score or P.Score()
+    if sc.items or sc.formula is not None:
+        key = "items" if sc.items else "formula"
+        b.err("E204", f"`score.{key}` is not supported by the instructed_user protocol yet",
+              loc, ("score", key), "use `reward: [state, actions, communicate, assertions]`")
+    reward = list(sc.reward) if sc.reward is not None else (
+        (["state"] if has_gold else []) + (["communicate"] if sc.communicate else [])
+        + (["assertions"] if sc.assertions else []))
+    if s.protocol == NAME and ("state" in reward or "actions" in reward) and not has_gold:
+        comp = "state" if "state" in reward else "actions"
+        b.err("E211", f"the reward uses `{comp}`, which needs gold actions", loc,
+              ("score", "reward"), "add `gold: {actions: [...]}` (an empty list means: "
+              "nothing may change)")
+    if s.protocol == NAME and "communicate" in reward and not sc.communicate:
+        b.err("E211", "the reward uses `communicate`, but `score.communicate` is empty", loc,
+              ("score", "reward"), "list what the agent must tell the user")
+    if s.protocol == NAME and "assertions" in reward and not sc.assertions:
+        b.err("E211", "the reward uses `assertions`, but `score.assertions` is empty", loc,
+              ("score", "reward"), "list the assertions the judge checks")
+    return {"reward": reward, "communicate": list(sc.communicate),
+            "assertions": [r(a, "score", "assertions", i) for i, a in enumerate(sc.assertions)],
+            "pass_threshold": sc.pass_threshold}
+
+
+def material(b: Builder, s: P.Session, loc: Loc, r: Any, tools: list[str],
+             env: dict[str, Any]) -> dict[str, Any]:
+    if s.protocol == NAME and s.user is None:
+        b.err("E211", f"instructed_user session `{s.id}` has no `user:` scenario", loc, ("user",),
+              "add `user: {reason: …, known: […], unknown: […], instructions: […]}`",
+              at_key=True)
+    out: dict[str, Any] = {}
+    u = user(s, r)
+    g = gold(b, s, loc, tools)
+    sc = score(b, s, loc, r, g is not None)
+    # only when given: the plans of other protocols stay byte for byte
+    # the compiled `score:` is the plan's `reward` (a verified_outcome `score:` is `score`)
+    for key, value in (("user", u), ("gold", g), ("reward", sc)):
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def opening(b: Builder, s: P.Session, loc: Loc, r: Any, request: str | None) -> str | None:
+    # the simulator opens with the reason; `request` (when given) overrides the first message
+    if request is not None or s.user is None:
+        return request
+    return str(r(s.user.reason, "user", "reason"))
+
+
+COMPILER = ProtocolCompiler(
+    name=NAME,
+    default_limits={"max_turns": 30, "max_steps_per_turn": 30, "turn_timeout_s": 600.0},
+    material=material,
+    opening=opening,
+)
