@@ -12,6 +12,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+import yaml
 
 from benchpack.compiler import compile_pack
 from benchpack.runtime.runner import RunOptions, run_plan
@@ -100,8 +101,15 @@ def test_a_judge_that_never_decides_leaves_statuses_undecided(plan_dir: Path,
 
     db = tmp_path / "bad.duckdb"
     backend = FakeBackend([lambda req: "I'd rather not say."] * 500)
+    # the failed case's turns, then plain replies: with no intent ever decided the user keeps
+    # volunteering, and a script that ran out of turns would be the agent's error
+    script = yaml.safe_load((CASE / "kimi_agent.yaml").read_text(encoding="utf-8"))
+    for turns in script["sessions"].values():
+        turns.extend({"say": "Noted."} for _ in range(20))
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(yaml.safe_dump(script, allow_unicode=True), encoding="utf-8")
     summary = run_plan(RunOptions(
-        plan=plan_dir, agent=f"scripted:{CASE / 'kimi_agent.yaml'}", judge="litellm:fake/judge",
+        plan=plan_dir, agent=f"scripted:{agent}", judge="litellm:fake/judge",
         simulator="rules", db=db, run_id="bad", progress=False, cache_dir=tmp_path / "cache",
         llm_backend=backend, max_retries=0))
     assert summary.proc is None and summary.judge_errors > 0

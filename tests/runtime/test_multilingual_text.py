@@ -214,7 +214,7 @@ def test_chinese_staged_disclosure_end_to_end(plan_dir: Path, tmp_path: Path) ->
 
 def test_chinese_agent_saying_only_done_meets_no_stage(plan_dir: Path, tmp_path: Path) -> None:
     agent = tmp_path / "done.yaml"
-    agent.write_text("sessions:\n  find-cafe:\n" + "    - say: 好的，完成了。\n" * 8,
+    agent.write_text("sessions:\n  find-cafe:\n" + "    - say: 好的，完成了。\n" * 30,
                      encoding="utf-8")
     con = _run(plan_dir, tmp_path, agent)
     assert _one(con, "SELECT stages_disclosed, recall FROM sessions") == (0, 0.0)

@@ -73,7 +73,7 @@ def test_refused_python_graders_are_grader_errors_and_said(tmp_path: Path) -> No
     (tmp_path / "pack" / "episodes" / "graders.py").write_text("def check(history):\n    return 1\n")
     res = compile_pack(tmp_path / "pack", tmp_path / "build", use_cache=False)
     assert res.ok, [d.format() for d in res.diagnostics]
-    (tmp_path / "agent.yaml").write_text('default:\n  - say: "Done."\n')
+    (tmp_path / "agent.yaml").write_text('default:\n' + '  - say: "Done."\n' * 8)
     out = CliRunner().invoke(cli, ["run", str(tmp_path / "build"), "--agent",
                                    f"scripted:{tmp_path / 'agent.yaml'}", "--db",
                                    str(tmp_path / "b.duckdb"), "--quiet", "--json",

@@ -455,7 +455,8 @@ def test_a_script_out_of_turns_errors_instead_of_an_empty_graph(plan_dir: Path,
     con = duckdb.connect(str(db), read_only=True)
     s = _session(con)
     con.close()
-    assert s["status"] == "error" and s["f1"] is None, s
+    # the agent's own error: scored as its failure (F1 0), not left out
+    assert s["status"] == "error" and s["error_kind"] == "agent" and s["f1"] == 0.0, s
     assert f"{agent}: no turn 2 for session `find-cafe` (the script has 1;" in s["error"]
 
 
