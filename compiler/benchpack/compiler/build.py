@@ -402,7 +402,7 @@ class Builder:
             return read_rows(rel, text)
         except DataError as exc:
             self.err("E013", f"`{rel}`: {exc}", loc, sub,
-                     "a JSON list of objects, JSON Lines, or CSV with a header line")
+                     exc.hint or "a JSON list of objects, JSON Lines, or CSV with a header line")
             return []
 
     def file_items(self, rel: str, model: type[P.Event] | type[P.Document], loc: Loc,
@@ -1084,7 +1084,7 @@ class Builder:
             return read_triples(rel, text)
         except DataError as exc:
             self.err("E013", f"`{rel}`: {exc}", loc, ("graph", "file"),
-                     "a JSON list of {head, relation, tail} objects, or TSV lines")
+                     exc.hint or "a JSON list of {head, relation, tail} objects, or TSV lines")
             return []
 
     def verify(self, s: P.Session, loc: Loc, tools: list[str], env: dict[str, Any]) -> dict[str, Any] | None:
