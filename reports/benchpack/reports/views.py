@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-STORE_SCHEMA = 2
+STORE_SCHEMA = 3
 """The store schema version these views read (the `meta.schema_version` the runtime writes)."""
 
 

@@ -11,6 +11,7 @@ Schema changes bump `SCHEMA_VERSION` and add a migration in `_migrate`.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import queue
 import re
@@ -23,7 +24,7 @@ from typing import Any
 
 from .redact import Redactor
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -115,6 +116,7 @@ CREATE TABLE IF NOT EXISTS snapshots (
     run_id VARCHAR, episode VARCHAR, repeat INTEGER, session_id VARCHAR, state JSON,
     PRIMARY KEY (run_id, episode, repeat, session_id)
 );
+CREATE TABLE IF NOT EXISTS blobs (hash VARCHAR, data VARCHAR);
 CREATE TABLE IF NOT EXISTS intent_checks (
     run_id VARCHAR, session_id VARCHAR, repeat INTEGER, turn INTEGER, intent_id VARCHAR,
     kind VARCHAR, original BOOLEAN, decision BOOLEAN, judge_error VARCHAR
@@ -310,9 +312,92 @@ def _migrate(con: Any, path: Path) -> None:
                              f"({SCHEMA_VERSION}); upgrade benchpack")
     if version < 2:  # 2: tool_calls.tool_group, the device/interface group of the tool
         con.execute("ALTER TABLE tool_calls ADD COLUMN IF NOT EXISTS tool_group VARCHAR")
+    # 3: `blobs` (created by the DDL) holds large snapshot parts once, snapshots refer to them;
+    # older snapshots stay whole and are read as they are. The bump keeps an older benchpack
+    # from restoring a reference as a file's content.
     if version < SCHEMA_VERSION:
         con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                     [str(SCHEMA_VERSION)])
+
+
+BLOB_MIN_CHARS = 4096
+"""Snapshot parts at least this long (a workspace file's content, a service table's rows as
+JSON, the outbox as JSON) are stored once in `blobs`, keyed by sha256: an episode's fixtures are
+the same after every session and in every repeat, and were stored once per session × repeat."""
+
+BLOB_REF = "$blob"
+
+
+def _blob_ref(data: str, found: dict[str, str]) -> dict[str, str]:
+    digest = hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
+    found[digest] = data
+    return {BLOB_REF: digest}
+
+
+def split_state(state: dict[str, Any], clean: Callable[[str], str]) -> tuple[str, dict[str, str]]:
+    """The snapshot as stored (large parts replaced by `{"$blob": sha256}`) and those parts by
+    hash. The parts replaced are strings (files) or lists (rows, outbox), never dicts, so a
+    reference cannot be mistaken for content. `clean` (redaction) runs on each part before it
+    is hashed, as it ran on the whole state before."""
+    found: dict[str, str] = {}
+    out = dict(state)
+    files = state.get("files")
+    if isinstance(files, dict):
+        out["files"] = {path: _blob_ref(clean(content), found)
+                        if isinstance(content, str) and len(content) >= BLOB_MIN_CHARS
+                        else content for path, content in files.items()}
+    services = state.get("services")
+    if isinstance(services, dict):
+        out["services"] = {}
+        for name, tables in services.items():
+            if not isinstance(tables, dict):
+                out["services"][name] = tables
+                continue
+            kept: dict[str, Any] = {}
+            for table, rows in tables.items():
+                text = _json(rows) if isinstance(rows, list) else None
+                kept[table] = (_blob_ref(clean(text), found)
+                               if text is not None and len(text) >= BLOB_MIN_CHARS else rows)
+            out["services"][name] = kept
+    outbox = state.get("outbox")
+    if isinstance(outbox, list):
+        text = _json(outbox) or "[]"
+        if len(text) >= BLOB_MIN_CHARS:
+            out["outbox"] = _blob_ref(clean(text), found)
+    return clean(_json(out) or "null"), found
+
+
+def join_state(state: Any, fetch: Callable[[list[str]], dict[str, str]]) -> Any:
+    """A stored snapshot with its blob references resolved (a snapshot without any, as older
+    stores hold, comes back as it is)."""
+    if not isinstance(state, dict):
+        return state
+
+    def is_ref(v: Any) -> bool:
+        return isinstance(v, dict) and len(v) == 1 and isinstance(v.get(BLOB_REF), str)
+
+    files = state.get("files") if isinstance(state.get("files"), dict) else {}
+    services = state.get("services") if isinstance(state.get("services"), dict) else {}
+    refs = [v[BLOB_REF] for v in files.values() if is_ref(v)]
+    refs += [v[BLOB_REF] for t in services.values() if isinstance(t, dict)
+             for v in t.values() if is_ref(v)]
+    if is_ref(state.get("outbox")):
+        refs.append(state["outbox"][BLOB_REF])
+    if not refs:
+        return state
+    data = fetch(sorted(set(refs)))
+    missing = sorted(set(refs) - set(data))
+    if missing:
+        raise LookupError(f"a snapshot refers to {len(missing)} missing blob(s), "
+                          f"{missing[0][:12]}…")
+    out = dict(state)
+    out["files"] = {p: data[v[BLOB_REF]] if is_ref(v) else v for p, v in files.items()}
+    out["services"] = {n: {t: json.loads(data[v[BLOB_REF]]) if is_ref(v) else v
+                           for t, v in tables.items()} if isinstance(tables, dict) else tables
+                       for n, tables in services.items()}
+    if is_ref(state.get("outbox")):
+        out["outbox"] = json.loads(data[state["outbox"][BLOB_REF]])
+    return out
 
 
 _COLUMNS: dict[str, list[tuple[str, str]]] = {}
@@ -361,6 +446,8 @@ class Store:
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._lock = threading.Lock()
+        self._blobs: set[str] | None = None
+        """Hashes already in `blobs` (read at the first snapshot written)."""
         self._recorded: dict[str, set[tuple[str, str, int]]] = {}
         """(run, session, repeat) keys with rows already in the store: only those need their old
         rows deleted before a rerun (a DELETE scans whole tables, so new sessions skip it)."""
@@ -414,7 +501,21 @@ class Store:
             row = self.con.execute(
                 "SELECT state FROM snapshots WHERE run_id=? AND episode=? AND repeat=? "
                 "AND session_id=?", [run_id, episode, repeat, session_id]).fetchone()
-        return json.loads(row[0]) if row else None
+            if row is None:
+                return None
+            try:
+                return join_state(json.loads(row[0]), self._fetch_blobs)
+            except LookupError as exc:
+                raise damaged(self.path, str(exc)) from None
+
+    def _fetch_blobs(self, hashes: list[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for start in range(0, len(hashes), 256):
+            part = hashes[start:start + 256]
+            found.update(self.con.execute(
+                f"SELECT hash, data FROM blobs WHERE hash IN ({', '.join('?' * len(part))})",
+                part).fetchall())
+        return found
 
     def transcript(self, run_id: str, session_id: str, repeat: int) -> list[tuple[Any, ...]]:
         with self._lock:
@@ -520,10 +621,19 @@ class Store:
                 # a snapshot is only ever written with its session's rows, so a session not
                 # yet `known` has none, and a known one's was deleted above: a plain INSERT
                 # does what INSERT OR REPLACE did, in one statement and in batch order
-                _insert(con, "snapshots", [
-                    self._clean((r.run_id, r.snapshot[0], r.repeat, r.session_id,
-                                 _json(r.snapshot[1])))
-                    for r in batch if r.snapshot is not None])
+                if self._blobs is None:
+                    self._blobs = {str(r[0]) for r in con.execute(
+                        "SELECT DISTINCT hash FROM blobs").fetchall()}
+                clean = self.redact if self.redact else (lambda text: text)
+                snapshots, new_blobs = [], {}
+                for r in batch:
+                    if r.snapshot is None:
+                        continue
+                    stored, parts = split_state(r.snapshot[1], clean)
+                    new_blobs.update((h, d) for h, d in parts.items() if h not in self._blobs)
+                    snapshots.append((r.run_id, r.snapshot[0], r.repeat, r.session_id, stored))
+                _insert(con, "blobs", list(new_blobs.items()))
+                _insert(con, "snapshots", snapshots)
                 cols = columns(con, "sessions")
                 session_rows = []
                 for rows in batch:
@@ -532,6 +642,7 @@ class Store:
                     session_rows.append(self._clean(tuple(sess.get(c) for c in cols)))
                 _insert(con, "sessions", session_rows)
                 con.execute("COMMIT")
+                self._blobs.update(new_blobs)
                 for r in batch:
                     self._known(r.run_id).add((r.run_id, r.session_id, r.repeat))
             except BaseException:
