@@ -18,7 +18,6 @@ from click.testing import CliRunner
 
 from benchpack.cli import cli
 from benchpack.compiler import compile_pack
-
 from conftest import TASKPACKS
 
 PACK = TASKPACKS / "pharmacist-week"

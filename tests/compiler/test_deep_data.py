@@ -9,12 +9,11 @@ import shutil
 from pathlib import Path
 
 from click.testing import CliRunner
+from test_build import HEAD, SERVICE, session
 
 from benchpack.cli import cli
 from benchpack.compiler import compile_pack, validate_pack
 from benchpack.compiler.loader import MAX_DEPTH
-
-from test_build import HEAD, SERVICE, session
 
 HINT = "flatten the structure"
 

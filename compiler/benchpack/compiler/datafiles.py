@@ -61,6 +61,7 @@ def _too_deep(data: Any) -> bool:
     stack: list[tuple[Any, int]] = [(data, 1)]
     while stack:
         value, depth = stack.pop()
+        children: Any
         if isinstance(value, dict):
             children = value.values()
         elif isinstance(value, list):

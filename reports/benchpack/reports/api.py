@@ -9,8 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .access import (StoreError, check_complete, damage_reason, damaged, existing_store,
-                     open_store, select_runs)
+from .access import (
+    StoreError,
+    check_complete,
+    damage_reason,
+    damaged,
+    existing_store,
+    open_store,
+    select_runs,
+)
 from .views import VIEW_NAMES, StoreVersionError, install_views, store_schema
 
 if TYPE_CHECKING:  # the reports and their statistics load only for `bench report`, so that

@@ -11,10 +11,8 @@ Schema changes bump `SCHEMA_VERSION` and add a migration in `_migrate`.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import queue
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -23,6 +21,21 @@ from pathlib import Path
 from typing import Any
 
 from .redact import Redactor
+from .snapblobs import BLOB_MIN_CHARS, BLOB_REF, join_state, split_state
+from .storecheck import (
+    DAMAGED_HINT,
+    StoreDamagedError,
+    StoreOpenError,
+    _is_lock,
+    check_complete,
+    damage_reason,
+    damaged,
+    verify_blocks,
+)
+
+__all__ = ["BLOB_MIN_CHARS", "BLOB_REF", "DAMAGED_HINT", "SessionRows", "Store",
+           "StoreDamagedError", "StoreOpenError", "check_complete", "connect",
+           "damage_reason", "damaged", "join_state", "split_state", "verify_blocks"]
 
 SCHEMA_VERSION = 3
 
@@ -153,95 +166,6 @@ class SessionRows:
     """(episode, state) of the episode environment after this session, for resume."""
 
 
-class StoreOpenError(ValueError):
-    """The store file cannot be opened, or it is not a benchpack store (a user error: the CLI
-    reports it as one)."""
-
-
-class StoreDamagedError(StoreOpenError):
-    """The store file is cut short or corrupted; nothing more is read from or written to it."""
-
-
-DAMAGED_HINT = "restore it from a copy, or start a new store with --db"
-_DAMAGE_WORDS = ("corrupt", "checksum", "could not read enough bytes", "serializ",
-                 "invalidated", "internal error", "fatal error")
-_HEADER_BYTES = 3 * 4096
-"""DuckDB's main header and its two database headers, before the first block."""
-
-
-def damage_reason(exc: BaseException | None) -> str | None:
-    """DuckDB's words for a damaged file (or a damaged file's internal assertion), from `exc` or
-    the exception it was raised from; None for any other error (a lock, a bad query…).
-    `benchpack.reports.access` keeps a copy (reports never import the runtime; a test checks
-    both agree)."""
-    import duckdb
-
-    seen = 0
-    while exc is not None and seen < 5:
-        if isinstance(exc, duckdb.Error):
-            text = str(exc).strip()
-            first = text.splitlines()[0] if text else type(exc).__name__
-            if isinstance(exc, duckdb.InternalException | duckdb.SerializationException |
-                          duckdb.FatalException) or any(w in first.lower()
-                                                         for w in _DAMAGE_WORDS):
-                return first
-        exc, seen = exc.__cause__ or exc.__context__, seen + 1
-    return None
-
-
-def damaged(path: str | Path, why: str) -> StoreDamagedError:
-    return StoreDamagedError(f"{path}: the store is damaged ({why}) (hint: {DAMAGED_HINT})")
-
-
-def check_complete(con: Any, path: str | Path) -> None:
-    """A file cut short at a block boundary still opens, and answers every query that reads no
-    lost block — with rows missing. DuckDB writes whole blocks: refuse a file that ends inside
-    one, or before a block holding table data. (Free blocks at the end may be cut off by DuckDB
-    itself: the catalog's block count alone would refuse sound stores.)"""
-    row = con.execute("PRAGMA database_size").fetchone()
-    block_size, blocks = int(row[2]), int(row[3])
-    size = Path(path).stat().st_size
-    if blocks == 0 or size >= _HEADER_BYTES + block_size * blocks:
-        return
-    if size < _HEADER_BYTES or (size - _HEADER_BYTES) % block_size:
-        raise damaged(path, f"the file ends inside a block, at byte {size:,}: it was cut short")
-    last = -1
-    try:  # a lost block of row-group pointers is met here
-        for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
-            found = con.execute("SELECT max(block_id) FROM pragma_storage_info(?)",
-                                [str(table)]).fetchone()[0]
-            last = max(last, -1 if found is None else int(found))
-    except Exception as exc:
-        why = damage_reason(exc)
-        if why is None:
-            raise
-        raise damaged(path, why) from None
-    need = _HEADER_BYTES + block_size * (last + 1)
-    if size < need:
-        raise damaged(path, f"the file has {size:,} bytes, its table data needs {need:,}: "
-                            "it was cut short")
-
-
-def verify_blocks(con: Any, path: str | Path) -> None:
-    """Read every row of every table, so that DuckDB checks every data block's checksum
-    (~0.15 s per 200 MB): before `--resume` adds to a store whose rows it would keep."""
-    tables = [str(r[0]) for r in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE NOT internal").fetchall()]
-    try:
-        for table in tables:
-            con.execute(f'SELECT sum(hash(COLUMNS(*))) FROM "{table}"').fetchall()
-    except Exception as exc:
-        why = damage_reason(exc)
-        if why is None:
-            raise
-        raise damaged(path, why) from None
-
-
-def _is_lock(text: str) -> bool:
-    """DuckDB's lock conflict; not "block" (as in a corrupt block's message)."""
-    return re.search(r"\block\b", text.lower()) is not None
-
-
 def connect(path: str | Path, read_only: bool = False) -> Any:
     """A connection to the store at `path`; for writing, with the schema created or migrated.
     Refuses directories, non-DuckDB files and DuckDB databases of other programs."""
@@ -318,86 +242,6 @@ def _migrate(con: Any, path: Path) -> None:
     if version < SCHEMA_VERSION:
         con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                     [str(SCHEMA_VERSION)])
-
-
-BLOB_MIN_CHARS = 4096
-"""Snapshot parts at least this long (a workspace file's content, a service table's rows as
-JSON, the outbox as JSON) are stored once in `blobs`, keyed by sha256: an episode's fixtures are
-the same after every session and in every repeat, and were stored once per session × repeat."""
-
-BLOB_REF = "$blob"
-
-
-def _blob_ref(data: str, found: dict[str, str]) -> dict[str, str]:
-    digest = hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
-    found[digest] = data
-    return {BLOB_REF: digest}
-
-
-def split_state(state: dict[str, Any], clean: Callable[[str], str]) -> tuple[str, dict[str, str]]:
-    """The snapshot as stored (large parts replaced by `{"$blob": sha256}`) and those parts by
-    hash. The parts replaced are strings (files) or lists (rows, outbox), never dicts, so a
-    reference cannot be mistaken for content. `clean` (redaction) runs on each part before it
-    is hashed, as it ran on the whole state before."""
-    found: dict[str, str] = {}
-    out = dict(state)
-    files = state.get("files")
-    if isinstance(files, dict):
-        out["files"] = {path: _blob_ref(clean(content), found)
-                        if isinstance(content, str) and len(content) >= BLOB_MIN_CHARS
-                        else content for path, content in files.items()}
-    services = state.get("services")
-    if isinstance(services, dict):
-        out["services"] = {}
-        for name, tables in services.items():
-            if not isinstance(tables, dict):
-                out["services"][name] = tables
-                continue
-            kept: dict[str, Any] = {}
-            for table, rows in tables.items():
-                text = _json(rows) if isinstance(rows, list) else None
-                kept[table] = (_blob_ref(clean(text), found)
-                               if text is not None and len(text) >= BLOB_MIN_CHARS else rows)
-            out["services"][name] = kept
-    outbox = state.get("outbox")
-    if isinstance(outbox, list):
-        text = _json(outbox) or "[]"
-        if len(text) >= BLOB_MIN_CHARS:
-            out["outbox"] = _blob_ref(clean(text), found)
-    return clean(_json(out) or "null"), found
-
-
-def join_state(state: Any, fetch: Callable[[list[str]], dict[str, str]]) -> Any:
-    """A stored snapshot with its blob references resolved (a snapshot without any, as older
-    stores hold, comes back as it is)."""
-    if not isinstance(state, dict):
-        return state
-
-    def is_ref(v: Any) -> bool:
-        return isinstance(v, dict) and len(v) == 1 and isinstance(v.get(BLOB_REF), str)
-
-    files = state.get("files") if isinstance(state.get("files"), dict) else {}
-    services = state.get("services") if isinstance(state.get("services"), dict) else {}
-    refs = [v[BLOB_REF] for v in files.values() if is_ref(v)]
-    refs += [v[BLOB_REF] for t in services.values() if isinstance(t, dict)
-             for v in t.values() if is_ref(v)]
-    if is_ref(state.get("outbox")):
-        refs.append(state["outbox"][BLOB_REF])
-    if not refs:
-        return state
-    data = fetch(sorted(set(refs)))
-    missing = sorted(set(refs) - set(data))
-    if missing:
-        raise LookupError(f"a snapshot refers to {len(missing)} missing blob(s), "
-                          f"{missing[0][:12]}…")
-    out = dict(state)
-    out["files"] = {p: data[v[BLOB_REF]] if is_ref(v) else v for p, v in files.items()}
-    out["services"] = {n: {t: json.loads(data[v[BLOB_REF]]) if is_ref(v) else v
-                           for t, v in tables.items()} if isinstance(tables, dict) else tables
-                       for n, tables in services.items()}
-    if is_ref(state.get("outbox")):
-        out["outbox"] = json.loads(data[state["outbox"][BLOB_REF]])
-    return out
 
 
 _COLUMNS: dict[str, list[tuple[str, str]]] = {}
@@ -504,7 +348,8 @@ class Store:
             if row is None:
                 return None
             try:
-                return join_state(json.loads(row[0]), self._fetch_blobs)
+                state: dict[str, Any] = join_state(json.loads(row[0]), self._fetch_blobs)
+                return state
             except LookupError as exc:
                 raise damaged(self.path, str(exc)) from None
 
@@ -625,7 +470,8 @@ class Store:
                     self._blobs = {str(r[0]) for r in con.execute(
                         "SELECT DISTINCT hash FROM blobs").fetchall()}
                 clean = self.redact if self.redact else (lambda text: text)
-                snapshots, new_blobs = [], {}
+                snapshots: list[tuple[Any, ...]] = []
+                new_blobs: dict[str, str] = {}
                 for r in batch:
                     if r.snapshot is None:
                         continue
