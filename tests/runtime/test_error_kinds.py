@@ -101,13 +101,13 @@ def test_a_schema_2_store_reads_with_unclassified_errors(tmp_path: Path) -> None
 
 
 def test_a_schema_2_store_migrates(tmp_path: Path) -> None:
-    from benchpack.runtime.store import connect
+    from benchpack.runtime.store import SCHEMA_VERSION, connect
 
     db = tmp_path / "old.duckdb"
     _schema_2_store(db)
     con = connect(db)
     try:
-        assert con.execute("SELECT value FROM meta").fetchone() == ("4",)
+        assert con.execute("SELECT value FROM meta").fetchone() == (str(SCHEMA_VERSION),)
         assert con.execute("SELECT session_id, error_kind FROM sessions ORDER BY 1").fetchall() \
             == [("a", None), ("b", None)]
     finally:

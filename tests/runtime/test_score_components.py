@@ -25,7 +25,7 @@ from click.testing import CliRunner
 
 from benchpack.cli import cli
 from benchpack.compiler import compile_pack
-from benchpack.runtime.store import connect
+from benchpack.runtime.store import SCHEMA_VERSION, connect
 
 ROOT = Path(__file__).resolve().parents[2]
 PACK = ROOT / "tests" / "fixtures" / "claw_score"
@@ -192,7 +192,7 @@ def test_store_migrates_3_to_4_with_score_components(tmp_path: Path) -> None:
     try:
         cols = [r[0] for r in con.execute("DESCRIBE score_components").fetchall()]
         assert cols == ["run_id", "session_id", "repeat", "name", "kind", "value", "detail"]
-        assert con.execute("SELECT value FROM meta").fetchone() == ("4",)
+        assert con.execute("SELECT value FROM meta").fetchone() == (str(SCHEMA_VERSION),)
     finally:
         con.close()
 

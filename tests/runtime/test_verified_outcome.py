@@ -31,7 +31,7 @@ from benchpack.runtime.graders import (
 )
 from benchpack.runtime.protocols.verified_outcome import NEUTRAL_REPLY
 from benchpack.runtime.runner import RunOptions, RunSummary, run_plan
-from benchpack.runtime.store import connect
+from benchpack.runtime.store import SCHEMA_VERSION, connect
 from benchpack.runtime.types import Message, SessionBrief, ToolRecord
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -582,5 +582,5 @@ def test_store_migrates_tool_calls_to_carry_the_group(tmp_path: Path) -> None:
     con = connect(db)
     cols = [r[0] for r in con.execute("DESCRIBE tool_calls").fetchall()]
     assert cols[-1] == "tool_group"
-    assert con.execute("SELECT value FROM meta").fetchone() == ("4",)
+    assert con.execute("SELECT value FROM meta").fetchone() == (str(SCHEMA_VERSION),)
     con.close()

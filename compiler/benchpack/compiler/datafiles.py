@@ -9,15 +9,25 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from typing import Any
 
 from pydantic import ValidationError
 
-from .loader import type_name
+from .loader import MAX_DEPTH, type_name
 
 
 class DataError(ValueError):
     """What is wrong with a data file, phrased for its author."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+        """Replaces the caller's generic hint (what the file should look like)."""
+
+
+DEPTH_HINT = (f"flatten the structure: no pack needs more than {MAX_DEPTH} levels; store a "
+              "deep value as a JSON string")
 
 
 def _no_constant(name: str) -> Any:
@@ -25,17 +35,62 @@ def _no_constant(name: str) -> Any:
 
 
 def parse_json(text: str) -> Any:
-    """Strict JSON (no NaN or Infinity, which would make the plan invalid JSON)."""
+    """Strict JSON (no NaN or Infinity, which would make the plan invalid JSON), nested at most
+    `MAX_DEPTH` levels like a YAML document: every later stage (the plan, the runtime's copies
+    of service rows, the store) walks values recursively."""
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        data = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise DataError(f"line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except RecursionError:
-        raise DataError("nested too deeply") from None
+        data = None  # deeper than Python's own limit: located below
     except DataError:
         raise
     except ValueError as exc:  # integers longer than Python converts
         raise DataError(str(exc).split(";")[0]) from None
+    if data is None or _too_deep(data):
+        line, col = _deep_position(text)
+        raise DataError(f"line {line} column {col}: nested more than {MAX_DEPTH} levels deep",
+                        DEPTH_HINT)
+    return data
+
+
+def _too_deep(data: Any) -> bool:
+    """Whether `data` nests more than MAX_DEPTH lists and objects (iteratively: no recursion
+    limit applies, and the walk stops at the first too-deep value)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children: Any
+        if isinstance(value, dict):
+            children = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            return True
+        stack.extend((v, depth + 1) for v in children if isinstance(v, dict | list))
+    return False
+
+
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _deep_position(text: str) -> tuple[int, int]:
+    """1-based line and column of the bracket opening level MAX_DEPTH + 1 (strings skipped);
+    only called once a file is known to be too deep."""
+    depth = 0
+    for m in _JSON_TOKENS.finditer(text):
+        ch = m.group()
+        if ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                i = m.start()
+                return text.count("\n", 0, i) + 1, i - (text.rfind("\n", 0, i) + 1) + 1
+        elif ch in "]}":
+            depth -= 1
+    return 1, 1
 
 
 def read_rows(name: str, text: str) -> list[dict[str, Any]]:
@@ -51,7 +106,8 @@ def read_rows(name: str, text: str) -> list[dict[str, Any]]:
                 try:
                     rows.append(parse_json(line))
                 except DataError as exc:
-                    raise DataError(f"line {i}: {str(exc).removeprefix('line 1 ')}") from None
+                    raise DataError(f"line {i}: {str(exc).removeprefix('line 1 ')}",
+                                    exc.hint) from None
         where = "line"
     else:
         rows = parse_json(text)

@@ -185,7 +185,7 @@ class WorldBuilder(BuilderCore):
             return read_rows(rel, text)
         except DataError as exc:
             self.err("E013", f"`{rel}`: {exc}", loc, sub,
-                     "a JSON list of objects, JSON Lines, or CSV with a header line")
+                     exc.hint or "a JSON list of objects, JSON Lines, or CSV with a header line")
             return []
 
     def file_items(self, rel: str, model: type[P.Event] | type[P.Document], loc: Loc,

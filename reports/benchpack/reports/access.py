@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,79 @@ READ_REQUEST_SUFFIX = ".read-request"
 
 class StoreError(Exception):
     """The store cannot be read (missing, locked for too long, not a benchpack store)."""
+
+
+DAMAGED_HINT = "restore it from a copy, or start a new store with --db"
+_DAMAGE_WORDS = ("corrupt", "checksum", "could not read enough bytes", "serializ",
+                 "invalidated", "internal error", "fatal error")
+_HEADER_BYTES = 3 * 4096
+"""DuckDB's main header and its two database headers, before the first block."""
+
+
+def damage_reason(exc: BaseException | None) -> str | None:
+    """DuckDB's words for a damaged file, from `exc` or the exception it came from; None for
+    any other error. A copy of `benchpack.runtime.store.damage_reason` (reports never import the
+    runtime; a test checks both agree)."""
+    import duckdb
+
+    seen = 0
+    while exc is not None and seen < 5:
+        if isinstance(exc, duckdb.Error):
+            text = str(exc).strip()
+            first = text.splitlines()[0] if text else type(exc).__name__
+            if isinstance(exc, duckdb.InternalException | duckdb.SerializationException |
+                          duckdb.FatalException) or any(w in first.lower()
+                                                         for w in _DAMAGE_WORDS):
+                return first
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
+
+
+def damaged(path: str | Path, why: str) -> StoreError:
+    return StoreError(f"{path}: the store is damaged ({why}) (hint: {DAMAGED_HINT})")
+
+
+def check_complete(con: Any, path: str | Path) -> None:
+    """A file cut short at a block boundary still opens, and answers every query that reads no
+    lost block — with rows missing. DuckDB writes whole blocks: refuse a file that ends inside
+    one, or before a block holding table data. (Free blocks at the end may be cut off by DuckDB
+    itself: the catalog's block count alone would refuse sound stores.)"""
+    row = con.execute("PRAGMA database_size").fetchone()
+    block_size, blocks = int(row[2]), int(row[3])
+    size = Path(path).stat().st_size
+    if blocks == 0 or size >= _HEADER_BYTES + block_size * blocks:
+        return
+    if size < _HEADER_BYTES or (size - _HEADER_BYTES) % block_size:
+        raise damaged(path, f"the file ends inside a block, at byte {size:,}: it was cut short")
+    last = -1
+    try:  # a lost block of row-group pointers is met here
+        for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
+            found = con.execute("SELECT max(block_id) FROM pragma_storage_info(?)",
+                                [str(table)]).fetchone()[0]
+            last = max(last, -1 if found is None else int(found))
+    except Exception as exc:
+        why = damage_reason(exc)
+        if why is None:
+            raise
+        raise damaged(path, why) from None
+    need = _HEADER_BYTES + block_size * (last + 1)
+    if size < need:
+        raise damaged(path, f"the file has {size:,} bytes, its table data needs {need:,}: "
+                            "it was cut short")
+
+
+def verify_blocks(con: Any, path: str | Path) -> None:
+    """Read every row of every table, so DuckDB checks every data block's checksum (~0.15 s
+    per 200 MB): a report must not leave out rows it could not read."""
+    tables = [str(r[0]) for r in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE NOT internal").fetchall()]
+    for table in tables:
+        con.execute(f'SELECT sum(hash(COLUMNS(*))) FROM "{table}"').fetchall()
+
+
+def _is_lock(text: str) -> bool:
+    """DuckDB's lock conflict; not "block" (as in a corrupt block's message)."""
+    return re.search(r"\block\b", text.lower()) is not None
 
 
 def read_request_path(db: str | Path) -> Path:
@@ -41,9 +115,12 @@ def existing_store(db: str | Path) -> Path:
 
 
 @contextlib.contextmanager
-def open_store(db: str | Path, *, wait_s: float = 30.0, views: bool = True) -> Iterator[Any]:
+def open_store(db: str | Path, *, wait_s: float = 30.0, views: bool = True,
+               verify: bool = False) -> Iterator[Any]:
     """A read-only connection to `db` with the report views installed (TEMP views); with
-    `views=False` only the store's schema version is checked (a query that names no view)."""
+    `views=False` only the store's schema version is checked (a query that names no view).
+    A damaged file (cut short, or a checksum failing on any read made in the `with` block, or
+    on any data block with `verify`) raises `damaged`."""
     import duckdb
 
     path = existing_store(db)
@@ -56,8 +133,11 @@ def open_store(db: str | Path, *, wait_s: float = 30.0, views: bool = True) -> I
         while con is None:
             try:
                 con = duckdb.connect(str(path), read_only=True)
-            except duckdb.IOException as exc:
-                if "lock" not in str(exc).lower():
+            except duckdb.Error as exc:
+                why = damage_reason(exc)
+                if why is not None:
+                    raise damaged(path, why) from None
+                if not isinstance(exc, duckdb.IOException) or not _is_lock(str(exc)):
                     raise StoreError(f"{path}: cannot open: {exc}") from None
                 if time.monotonic() > deadline:
                     raise StoreError(
@@ -74,13 +154,25 @@ def open_store(db: str | Path, *, wait_s: float = 30.0, views: bool = True) -> I
                 request.unlink()
     try:
         try:
+            check_complete(con, path)
+            if verify:
+                verify_blocks(con, path)
             if views:
                 install_views(con)
             else:
                 check_schema(con)
+        except StoreError:
+            raise
         except Exception as exc:
-            raise StoreError(f"{path}: {exc}") from None
-        yield con
+            why = damage_reason(exc)
+            raise (damaged(path, why) if why else StoreError(f"{path}: {exc}")) from None
+        try:
+            yield con
+        except Exception as exc:  # a read in the caller's block met a damaged block
+            why = damage_reason(exc)
+            if why is None:
+                raise
+            raise damaged(path, why) from None
     finally:
         con.close()
 

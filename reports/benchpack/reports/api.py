@@ -9,7 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .access import StoreError, existing_store, open_store, select_runs
+from .access import (
+    StoreError,
+    check_complete,
+    damage_reason,
+    damaged,
+    existing_store,
+    open_store,
+    select_runs,
+)
 from .views import VIEW_NAMES, StoreVersionError, install_views, store_schema
 
 if TYPE_CHECKING:  # the reports and their statistics load only for `bench report`, so that
@@ -19,7 +27,7 @@ if TYPE_CHECKING:  # the reports and their statistics load only for `bench repor
 
 TABLES = ("runs", "sessions", "turns", "messages", "tool_calls", "intent_status",
           "checklist_results", "llm_calls", "stage_events", "triples", "triple_support",
-          "triggers", "snapshots", "intent_checks", "human_ratings")
+          "triggers", "snapshots", "blobs", "intent_checks", "human_ratings")
 
 
 @dataclass
@@ -43,7 +51,7 @@ class ReportOptions:
 
 def build_reports(options: ReportOptions, registry: ReportRegistry | None = None
                   ) -> list[ReportResult]:
-    with open_store(options.db, wait_s=options.wait_s) as con:
+    with open_store(options.db, wait_s=options.wait_s, verify=True) as con:
         return _build(con, select_runs(con, list(options.runs)), options, registry)
 
 
@@ -74,7 +82,7 @@ def render_report(options: ReportOptions, fmt: str = "table") -> str:
     if fmt == "html":
         from .html import render_page
 
-        with open_store(options.db, wait_s=options.wait_s) as con:
+        with open_store(options.db, wait_s=options.wait_s, verify=True) as con:
             return render_page(_build(con, select_runs(con, list(options.runs)), options),
                                con)
     results = build_reports(options)
@@ -121,6 +129,8 @@ def run_query(db: str | Path, sql: str, *, wait_s: float = 30.0, limit: int | No
             # converting values can fail too (e.g. a TIMESTAMPTZ without pytz installed)
             rows = cur.fetchmany(limit) if limit else cur.fetchall()
         except duckdb.Error as exc:
+            if damage_reason(exc):  # `open_store` says so, in its words
+                raise
             text = str(exc)
             hint = (" (`bench query` only reads)" if "read-only mode" in text else
                     " (`bench query` reads only the store: no other files, no extensions, no "
@@ -158,6 +168,8 @@ def export_store(db: str | Path, out: str | Path, fmt: str = "parquet", *,
             try:
                 con.execute(f"COPY (SELECT * FROM {name}) TO '{literal}' {options}")
             except duckdb.Error as exc:
+                if damage_reason(exc):  # not the output's fault: `open_store` says so
+                    raise
                 raise ValueError(f"-o {target}: cannot write {path.name} "
                                  f"({str(exc).splitlines()[0]})") from None
             written.append(path)
@@ -172,11 +184,20 @@ def install_views_into(db: str | Path) -> list[str]:
     try:
         con = duckdb.connect(str(path))
     except duckdb.Error as exc:
+        why = damage_reason(exc)
+        if why is not None:
+            raise damaged(path, why) from None
         raise StoreError(f"{path}: cannot open: {str(exc).splitlines()[0]}") from None
     try:
+        check_complete(con, path)
         store_schema(con)
         return install_views(con, temporary=False)
     except StoreVersionError as exc:
         raise StoreError(f"{path}: {exc}") from None
+    except duckdb.Error as exc:
+        why = damage_reason(exc)
+        if why is None:
+            raise
+        raise damaged(path, why) from None
     finally:
         con.close()

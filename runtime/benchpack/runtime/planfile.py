@@ -18,6 +18,39 @@ class PlanError(Exception):
     """The plan cannot be used: missing, not JSON, wrong version, or not matching the schema."""
 
 
+PLAN_MAX_DEPTH = 128
+"""The compiler refuses pack data nested more than 100 levels; the plan wraps it in a few levels
+of its own (`$.services.<name>.tables.<table>.rows[i]`). The runtime copies, redacts and stores
+values recursively: a deeper value would end a run in a RecursionError."""
+
+
+def _too_deep(data: Any) -> bool:
+    """Whether `data` nests more than PLAN_MAX_DEPTH lists and objects; iterative, so the check
+    itself has no recursion limit."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value
+        if depth > PLAN_MAX_DEPTH:
+            return True
+        stack.extend((v, depth + 1) for v in children if isinstance(v, dict | list))
+    return False
+
+
+def _deep_path(data: Any) -> str:
+    """The JSON path of the first value nested too deep (called once `_too_deep` found one:
+    the paths cost more than the check)."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        if len(path) >= PLAN_MAX_DEPTH:
+            shown = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in path[:12])
+            return "$" + shown + ("…" if len(path) > 12 else "")
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        stack.extend((v, (*path, k)) for k, v in items if isinstance(v, dict | list))
+    return "$"
+
+
 @lru_cache(maxsize=1)
 def _validator() -> Draft202012Validator:
     return Draft202012Validator(json_schemas()["plan.schema.json"])
@@ -37,6 +70,11 @@ def load_plan(path: str | Path) -> Plan:
         raise PlanError(f"{p}: not a readable JSON plan ({exc})") from None
     if not isinstance(data, dict):
         raise PlanError(f"{p}: not a plan")
+    if _too_deep(data):
+        raise PlanError(f"{p}: the plan nests more than {PLAN_MAX_DEPTH} levels deep at "
+                        f"{_deep_path(data)} "
+                        "(hint: recompile the pack with this benchpack, which refuses data "
+                        "nested more than 100 levels; flatten that value)")
     version = data.get("plan_version")
     if version != PLAN_VERSION:
         raise PlanError(f"{p}: plan version {version!r} is not supported (expected {PLAN_VERSION}); "

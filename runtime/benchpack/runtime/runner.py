@@ -41,7 +41,7 @@ from .session import (
     session_brief,
     session_identity,
 )
-from .store import SessionRows, Store
+from .store import SessionRows, Store, StoreDamagedError, damage_reason, damaged
 from .types import AgentAdapter, LLMCallRecord
 
 RUNS_VERSION = 1
@@ -310,13 +310,26 @@ async def run_plan_async(options: RunOptions) -> RunSummary:
     fresh = not Path(options.db).exists()
     store = Store(options.db, redactor_for(options))
     try:
+        if options.resume:  # the run keeps the store's rows: they must all be readable
+            store.verify()
         return await _run(options, plan, store, started)
+    except Exception as exc:  # a block found damaged mid-run (an index, a row group)
+        why = damage_reason(exc)
+        if why is None or isinstance(exc, StoreDamagedError):
+            raise
+        raise damaged(options.db, why) from None
     finally:
         try:  # a mistake stopped the run before its run row: leave no new store behind
             unused = fresh and store.run_count() == 0
         except Exception:  # keep the file: the original error is what matters
             unused = False
-        store.close()
+        try:
+            store.close()
+        except Exception as exc:  # the last checkpoint met a damaged block
+            why = damage_reason(exc)
+            if why is None:
+                raise
+            raise damaged(options.db, why) from None
         if unused:
             for suffix in ("", ".wal"):
                 Path(f"{options.db}{suffix}").unlink(missing_ok=True)

@@ -21,8 +21,23 @@ from pathlib import Path
 from typing import Any
 
 from .redact import Redactor
+from .snapblobs import BLOB_MIN_CHARS, BLOB_REF, join_state, split_state
+from .storecheck import (
+    DAMAGED_HINT,
+    StoreDamagedError,
+    StoreOpenError,
+    _is_lock,
+    check_complete,
+    damage_reason,
+    damaged,
+    verify_blocks,
+)
 
-SCHEMA_VERSION = 4
+__all__ = ["BLOB_MIN_CHARS", "BLOB_REF", "DAMAGED_HINT", "SessionRows", "Store",
+           "StoreDamagedError", "StoreOpenError", "check_complete", "connect",
+           "damage_reason", "damaged", "join_state", "split_state", "verify_blocks"]
+
+SCHEMA_VERSION = 5
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -115,6 +130,7 @@ CREATE TABLE IF NOT EXISTS snapshots (
     run_id VARCHAR, episode VARCHAR, repeat INTEGER, session_id VARCHAR, state JSON,
     PRIMARY KEY (run_id, episode, repeat, session_id)
 );
+CREATE TABLE IF NOT EXISTS blobs (hash VARCHAR, data VARCHAR);
 CREATE TABLE IF NOT EXISTS intent_checks (
     run_id VARCHAR, session_id VARCHAR, repeat INTEGER, turn INTEGER, intent_id VARCHAR,
     kind VARCHAR, original BOOLEAN, decision BOOLEAN, judge_error VARCHAR
@@ -155,11 +171,6 @@ class SessionRows:
     """(episode, state) of the episode environment after this session, for resume."""
 
 
-class StoreOpenError(ValueError):
-    """The store file cannot be opened, or it is not a benchpack store (a user error: the CLI
-    reports it as one)."""
-
-
 def connect(path: str | Path, read_only: bool = False) -> Any:
     """A connection to the store at `path`; for writing, with the schema created or migrated.
     Refuses directories, non-DuckDB files and DuckDB databases of other programs."""
@@ -176,10 +187,18 @@ def connect(path: str | Path, read_only: bool = False) -> Any:
     except OSError as exc:
         raise StoreOpenError(f"{p}: cannot create the store ({exc.strerror or exc})") from None
     except duckdb.Error as exc:
+        why = damage_reason(exc)
+        if why is not None:
+            raise damaged(p, why) from None
         first = str(exc).splitlines()[0]
-        hint = ("is a `bench run` writing it?" if "lock" in first.lower()
+        hint = ("is a `bench run` writing it?" if _is_lock(first)
                 else "is it a DuckDB file written by `bench run`?")
         raise StoreOpenError(f"{p}: cannot open the store ({first}); {hint}") from None
+    try:  # before anything is written: DDL on a cut file would build on the lost blocks
+        check_complete(con, p)
+    except BaseException:
+        con.close()
+        raise
     if not read_only:
         try:
             _check_ours(con, p)
@@ -191,8 +210,11 @@ def connect(path: str | Path, read_only: bool = False) -> Any:
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
-        except BaseException:
+        except BaseException as exc:
             con.close()
+            why = damage_reason(exc)
+            if why is not None and not isinstance(exc, StoreOpenError):
+                raise damaged(p, why) from None
             raise
     return con
 
@@ -223,6 +245,9 @@ def _migrate(con: Any, path: Path) -> None:
         con.execute("ALTER TABLE sessions ADD COLUMN IF NOT EXISTS error_kind VARCHAR")
     # 4: score_components (named components of `score:` blocks); the DDL above creates it,
     # older sessions simply have no rows
+    # 5: `blobs` (created by the DDL) holds large snapshot parts once, snapshots refer to them;
+    # older snapshots stay whole and are read as they are. The bump keeps an older benchpack
+    # from restoring a reference as a file's content.
     if version < SCHEMA_VERSION:
         con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                     [str(SCHEMA_VERSION)])
@@ -274,11 +299,25 @@ class Store:
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._lock = threading.Lock()
+        self._blobs: set[str] | None = None
+        """Hashes already in `blobs` (read at the first snapshot written)."""
         self._recorded: dict[str, set[tuple[str, str, int]]] = {}
         """(run, session, repeat) keys with rows already in the store: only those need their old
         rows deleted before a rerun (a DELETE scans whole tables, so new sessions skip it)."""
 
     # ------------------------------------------------------------------ run bookkeeping
+
+    def verify(self) -> None:
+        """Every data block read and checked (see `verify_blocks`)."""
+        with self._lock:
+            verify_blocks(self.con, self.path)
+
+    def writer_error(self) -> Exception:
+        """The writer thread's failure, as the user error it is when the file is damaged."""
+        why = damage_reason(self._error)
+        if why is not None:
+            return damaged(self.path, why)
+        return RuntimeError(f"store writer failed: {self._error}")
 
     def upsert_run(self, row: dict[str, Any]) -> None:
         with self._lock:
@@ -315,7 +354,22 @@ class Store:
             row = self.con.execute(
                 "SELECT state FROM snapshots WHERE run_id=? AND episode=? AND repeat=? "
                 "AND session_id=?", [run_id, episode, repeat, session_id]).fetchone()
-        return json.loads(row[0]) if row else None
+            if row is None:
+                return None
+            try:
+                state: dict[str, Any] = join_state(json.loads(row[0]), self._fetch_blobs)
+                return state
+            except LookupError as exc:
+                raise damaged(self.path, str(exc)) from None
+
+    def _fetch_blobs(self, hashes: list[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for start in range(0, len(hashes), 256):
+            part = hashes[start:start + 256]
+            found.update(self.con.execute(
+                f"SELECT hash, data FROM blobs WHERE hash IN ({', '.join('?' * len(part))})",
+                part).fetchall())
+        return found
 
     def transcript(self, run_id: str, session_id: str, repeat: int) -> list[tuple[Any, ...]]:
         with self._lock:
@@ -363,14 +417,14 @@ class Store:
         """Queue a finished session for the writer. `on_commit` runs on the writer thread once
         the session's transaction has committed (never if it fails): report it done then."""
         if self._error is not None:
-            raise RuntimeError(f"store writer failed: {self._error}") from self._error
+            raise self.writer_error() from self._error
         self._queue.put((rows, on_commit))
 
     def flush(self) -> None:
         """Wait until every submitted session is committed."""
         self._queue.join()
         if self._error is not None:
-            raise RuntimeError(f"store writer failed: {self._error}") from self._error
+            raise self.writer_error() from self._error
 
     def close(self) -> None:
         if self._thread is not None:
@@ -421,10 +475,20 @@ class Store:
                 # a snapshot is only ever written with its session's rows, so a session not
                 # yet `known` has none, and a known one's was deleted above: a plain INSERT
                 # does what INSERT OR REPLACE did, in one statement and in batch order
-                _insert(con, "snapshots", [
-                    self._clean((r.run_id, r.snapshot[0], r.repeat, r.session_id,
-                                 _json(r.snapshot[1])))
-                    for r in batch if r.snapshot is not None])
+                if self._blobs is None:
+                    self._blobs = {str(r[0]) for r in con.execute(
+                        "SELECT DISTINCT hash FROM blobs").fetchall()}
+                clean = self.redact if self.redact else (lambda text: text)
+                snapshots: list[tuple[Any, ...]] = []
+                new_blobs: dict[str, str] = {}
+                for r in batch:
+                    if r.snapshot is None:
+                        continue
+                    stored, parts = split_state(r.snapshot[1], clean)
+                    new_blobs.update((h, d) for h, d in parts.items() if h not in self._blobs)
+                    snapshots.append((r.run_id, r.snapshot[0], r.repeat, r.session_id, stored))
+                _insert(con, "blobs", list(new_blobs.items()))
+                _insert(con, "snapshots", snapshots)
                 cols = columns(con, "sessions")
                 session_rows = []
                 for rows in batch:
@@ -433,6 +497,7 @@ class Store:
                     session_rows.append(self._clean(tuple(sess.get(c) for c in cols)))
                 _insert(con, "sessions", session_rows)
                 con.execute("COMMIT")
+                self._blobs.update(new_blobs)
                 for r in batch:
                     self._known(r.run_id).add((r.run_id, r.session_id, r.repeat))
             except BaseException:
@@ -467,7 +532,7 @@ class Store:
                     self.con = duckdb.connect(str(self.path))
                     return
                 except duckdb.IOException as exc:
-                    if "lock" not in str(exc).lower():
+                    if not _is_lock(str(exc)):
                         raise
                     time.sleep(delay)  # the reader's read-only connection is still open
                     delay = min(0.25, delay * 2)

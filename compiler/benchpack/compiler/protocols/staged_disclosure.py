@@ -80,7 +80,7 @@ def triples_file(b: Builder, rel: str, text: str, loc: Loc) -> list[dict[str, An
         return read_triples(rel, text)
     except DataError as exc:
         b.err("E013", f"`{rel}`: {exc}", loc, ("graph", "file"),
-              "a JSON list of {head, relation, tail} objects, or TSV lines")
+              exc.hint or "a JSON list of {head, relation, tail} objects, or TSV lines")
         return []
 
 

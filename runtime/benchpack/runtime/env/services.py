@@ -212,12 +212,16 @@ class ServiceState:
 
     def _max_number(self, table: str) -> int:
         key = self.tables[table].key
-        numbers = [self._number_of(table, r.get(key)) for r in self._rows[table]]
+        prefix = self._prefix(table)  # once: it scans every row (per row it was quadratic)
+        numbers = [self._number_of(table, r.get(key), prefix) for r in self._rows[table]]
         return max((n for n in numbers if n is not None), default=0)
 
-    def _number_of(self, table: str, key: Any) -> int | None:
+    _UNSET: Any = object()
+
+    def _number_of(self, table: str, key: Any, prefix: Any = _UNSET) -> int | None:
         """The counter value a key stands for (None if it is not a generated-style key)."""
-        prefix = self._prefix(table)
+        if prefix is ServiceState._UNSET:
+            prefix = self._prefix(table)
         if prefix is None:
             return key if isinstance(key, int) and not isinstance(key, bool) else None
         if isinstance(key, str) and key.startswith(prefix) and key[len(prefix):].isdigit():
