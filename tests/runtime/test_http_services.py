@@ -343,7 +343,7 @@ def test_a_missing_program_and_a_cwd_outside_the_pack_are_clear(pack: Path,
 
 def test_a_pack_only_root_can_read_is_refused_before_starting(pack: Path, tmp_path: Path) -> None:
     if os.geteuid() != 0:
-        pytest.skip("only a runner started as root drops the service to `nobody`")
+        pytest.skip("only a runner started as root drops the service to an unprivileged user")
     os.chmod(pack, 0o700)
     with pytest.raises(ServiceStartError, match=r"not readable by other users.*chmod o\+rx"):
         run(pack, tmp_path / "run", lambda svc: asyncio.sleep(0))

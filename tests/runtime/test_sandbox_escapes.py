@@ -4,6 +4,7 @@ and, where it breaks the grader, recorded as a grader error with a clear reason.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import time
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from benchpack.runtime import sandbox as sandbox_module
 from benchpack.runtime.graders import Trace, run_python_grader
-from benchpack.runtime.sandbox import Sandbox, run_function
+from benchpack.runtime.sandbox import Sandbox, run_command, run_function
 
 TOKEN = "benchpack-escape-probe-7f3a"
 
@@ -190,3 +191,26 @@ def test_the_sandbox_can_run_a_shell_command_too(tmp_path: Path) -> None:
     assert res.error is None and res.stdout.startswith(b"hi\n"), res
     assert (work / "note.txt").read_text() == "hi\n"
     assert (b"home" not in res.stdout and b"etc\n" in res.stdout) or b"home" not in res.stdout
+
+
+def test_concurrent_sandboxes_do_not_share_one_process_budget(tmp_path: Path) -> None:
+    """As root, each sandbox runs as a uid of its own: RLIMIT_NPROC counts a user's processes
+    machine-wide, so three sandboxes of 12 processes each under one shared user (36 > 32)
+    starved each other ("Cannot fork") when they all ran as `nobody`."""
+    if os.geteuid() != 0:
+        pytest.skip("the process limit is applied through a uid only when bench runs as root")
+
+    async def one(i: int) -> Any:
+        work, files = tmp_path / f"w{i}", tmp_path / f"f{i}"
+        work.mkdir()
+        files.mkdir()
+        return await run_command(
+            ["/bin/sh", "-c", "for i in $(seq 12); do sleep 2 & done; wait; echo ok"],
+            sandbox=Sandbox(timeout_s=20, max_processes=32), work=work, files=files,
+            what="probe")
+
+    async def main() -> list[Any]:
+        return await asyncio.gather(*(one(i) for i in range(3)))
+
+    results = asyncio.run(main())
+    assert all(r.stdout == b"ok\n" and not r.stderr for r in results), results

@@ -17,7 +17,9 @@ fails with an error saying how to install it — never a run without isolation. 
   command (no `preexec_fn`, which CPython documents as unsafe in a threaded process): address
   space, CPU seconds, file size, open files, no core dumps, and a process count. A process count
   (`RLIMIT_NPROC`) is not enforced for uid 0, so a runner started as root has the wrapper drop
-  to `nobody` (65534) before the `exec`; the work directory is handed to that user;
+  to an unprivileged uid of the sandbox's own (`next_uid`: the limit counts a user's processes
+  machine-wide, so sandboxes sharing `nobody` would share one budget — a threaded service, or a
+  parallel run, would starve a grader) before the `exec`; the work directory is handed to it;
 - stdout and stderr read up to `max_output` bytes each, then the sandbox is killed.
 
 `run_command` runs any argv (a shell command, a tool process) this way; `run_function` calls one
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -57,8 +60,8 @@ resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 if drop and os.getuid() == 0:
     os.setgroups([])
-    os.setgid(65534)
-    os.setuid(65534)
+    os.setgid(drop)
+    os.setuid(drop)
 resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
 os.execv(sys.argv[7], sys.argv[7:])
 '''
@@ -77,6 +80,16 @@ out = fn(*args[:n])
 sys.stdout.write("\n" + SENTINEL + json.dumps(out) + "\n")
 sys.stdout.flush()
 '''
+
+
+_UID_BASE = 1_000_000_000
+_uids = itertools.count()
+
+
+def next_uid() -> int:
+    """An unprivileged uid no other live sandbox uses, for a root runner's sandboxes: unique per
+    runner process (its pid) and per sandbox (a counter); no account is needed for it."""
+    return _UID_BASE + (os.getpid() % 1000) * 1_000_000 + next(_uids) % 1_000_000
 
 
 class SandboxUnavailable(RuntimeError):
@@ -128,8 +141,11 @@ class Sandbox:
     """(host path, path inside) bound read-only, e.g. the pack directory."""
     rw_binds: list[tuple[str, str]] = field(default_factory=list)
     """(host path, path inside) bound read-write, e.g. an episode workspace."""
+    uid: int | None = None
+    """The uid the code runs as when the runner is root (None: `next_uid()` per call)."""
 
-    def argv(self, bwrap: str, command: list[str], work: Path, files: Path) -> list[str]:
+    def argv(self, bwrap: str, command: list[str], work: Path, files: Path,
+             uid: int = NOBODY) -> list[str]:
         root = os.geteuid() == 0
         _, prefix = _python()
         out = [bwrap, "--die-with-parent", "--new-session", "--clearenv",
@@ -163,7 +179,7 @@ class Sandbox:
         out += ["--chdir", "/work", "--", exe, "-I", "-S", "/sandbox/limits.py",
                 str(self.memory_mb * 2**20), str(max(1, int(self.timeout_s) + 1)),
                 str(self.max_file_mb * 2**20), str(self.max_open_files),
-                str(self.max_processes), "1" if root else "0", *command]
+                str(self.max_processes), str(uid) if root else "0", *command]
         return out
 
 
@@ -197,11 +213,12 @@ async def spawn(command: list[str], *, sandbox: Sandbox, work: Path, files: Path
     caller must `kill_process` it on every exit path. Raises `SandboxUnavailable`."""
     bwrap = find_bwrap()
     (files / "limits.py").write_text(LIMITS, encoding="utf-8")
-    if os.geteuid() == 0:  # the code runs as `nobody`: its work directory must be its own
+    uid = sandbox.uid if sandbox.uid is not None else next_uid()
+    if os.geteuid() == 0:  # the code runs as `uid`: its work directory must be its own
         for p in [work, *work.rglob("*")]:
-            os.chown(p, NOBODY, NOBODY, follow_symlinks=False)
+            os.chown(p, uid, uid, follow_symlinks=False)
     return await asyncio.create_subprocess_exec(
-        *sandbox.argv(bwrap, command, work, files), env={},
+        *sandbox.argv(bwrap, command, work, files, uid), env={},
         stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
         limit=limit)
@@ -333,10 +350,11 @@ def start_process(command: list[str], *, sandbox: Sandbox, work: Path, files: Pa
     when that thread retires. Raises `SandboxUnavailable` when there is no bwrap."""
     bwrap = find_bwrap()
     (files / "limits.py").write_text(LIMITS, encoding="utf-8")
-    if os.geteuid() == 0:  # the code runs as `nobody`: its work directory must be its own
+    uid = sandbox.uid if sandbox.uid is not None else next_uid()
+    if os.geteuid() == 0:  # the code runs as `uid`: its work directory must be its own
         for p in [work, *work.rglob("*")]:
-            os.chown(p, NOBODY, NOBODY, follow_symlinks=False)
-    argv = sandbox.argv(bwrap, command, work, files)
+            os.chown(p, uid, uid, follow_symlinks=False)
+    argv = sandbox.argv(bwrap, command, work, files, uid)
     info_r, info_w = os.pipe()
     try:
         with open(log, "ab") as out:

@@ -43,7 +43,14 @@ import httpx
 
 from benchpack.specs.services import HttpEndpoint, ProcessService
 
-from ..sandbox import NOBODY, Sandbox, SandboxProcess, SandboxUnavailable, _python, start_process
+from ..sandbox import (
+    Sandbox,
+    SandboxProcess,
+    SandboxUnavailable,
+    _python,
+    next_uid,
+    start_process,
+)
 
 SUPERVISOR = Path(__file__).with_name("service_supervisor.py")
 PACK_MOUNT = "/pack"
@@ -240,11 +247,12 @@ class ServiceProcess:
             raise ServiceStartError(f"service `{self.name}`: its cwd `{self.spec.cwd}` is not a "
                                     f"directory of the pack ({full})")
         if os.geteuid() == 0 and (self.pack_dir.stat().st_mode & 0o005) != 0o005:
-            # as root the sandbox runs the service as `nobody`, who could not even list /pack:
+            # as root the sandbox runs the service as an unprivileged user of its own, who could
+            # not even list /pack:
             # say so now instead of a puzzling "permission denied" in the service's log
             raise ServiceStartError(f"service `{self.name}`: the pack directory {self.pack_dir} "
                                     f"is not readable by other users, and the sandbox runs the "
-                                    f"service as `nobody` when bench runs as root (chmod o+rx "
+                                    f"service as an unprivileged user when bench runs as root (chmod o+rx "
                                     f"it, or run bench as an ordinary user)")
         return str(Path(PACK_MOUNT) / rel)
 
@@ -268,8 +276,9 @@ class ServiceProcess:
             self._socket_dir_is_temp = True
         else:
             sock_dir.mkdir()
-        if os.geteuid() == 0:  # the supervisor runs as `nobody` and creates the socket here
-            os.chown(sock_dir, NOBODY, NOBODY)
+        self._uid = next_uid()  # the sandbox's own user: its process budget is its own
+        if os.geteuid() == 0:  # the supervisor runs as that user and creates the socket here
+            os.chown(sock_dir, self._uid, self._uid)
         os.chmod(self.instance, 0o755)
         self.socket_path = sock_dir / SOCKET_NAME
         return files, work, sock_dir
@@ -294,7 +303,7 @@ class ServiceProcess:
                   "socket": f"{SOCKET_MOUNT}/{SOCKET_NAME}", "grace_s": self.spec.stop_grace_s}
         (files / "config.json").write_text(json.dumps(config), encoding="utf-8")
         box = dataclasses.replace(
-            self.sandbox, ro_binds=[*self.sandbox.ro_binds, (str(self.pack_dir), PACK_MOUNT)],
+            self.sandbox, uid=self._uid, ro_binds=[*self.sandbox.ro_binds, (str(self.pack_dir), PACK_MOUNT)],
             rw_binds=[*self.sandbox.rw_binds, (str(sock_dir), SOCKET_MOUNT)])
         try:
             self._proc = start_process(
