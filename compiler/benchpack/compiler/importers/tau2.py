@@ -169,6 +169,10 @@ class _Task:
                 pass  # nothing to check: τ² scores it 1, and so does leaving it out
             elif comp not in reward:
                 reward.append(comp)
+        for comp, have in (("assertions", assertions), ("communicate", communicate)):
+            if have and comp not in reward:
+                src = "nl_assertions" if comp == "assertions" else "communicate_info"
+                self.lossy.append(f"{src} are not in the reward basis: kept out of the score")
         if crit.get("env_assertions"):
             self.lossy.append(f"{len(crit['env_assertions'])} env assertion(s) dropped")
         if not reward:
