@@ -250,8 +250,7 @@ def _gold_turn(t: _Task) -> list[dict[str, Any]]:
         "actions", [])]
     # the rules judge finds an assertion in what the agent said: stating each one lets the gold
     # agent check the environment end to end (it is a check of the pack, not an agent)
-    said = ["Done."] + list(s["score"].get("communicate", [])) + list(
-        s["score"].get("assertions", []))
+    said = ["Done.", *s["score"].get("communicate", []), *s["score"].get("assertions", [])]
     turn: dict[str, Any] = {"say": " ".join(said)}
     if calls:
         turn = {"tool_calls": calls, **turn}

@@ -47,7 +47,7 @@ def _price_difference(db: State, order: dict, item_ids: list[str], new_item_ids:
         raise ToolError("The number of items to be exchanged should match")
     diff = 0.0
     variants = []
-    for item_id, new_item_id in zip(item_ids, new_item_ids):
+    for item_id, new_item_id in zip(item_ids, new_item_ids, strict=True):
         if not same_id_allowed and item_id == new_item_id:
             raise ToolError("The new item id should be different from the old item id")
         item = next((it for it in order["items"] if it["item_id"] == item_id), None)
@@ -73,7 +73,7 @@ def calculate(expression: str) -> str:
     if not expression.strip() or not set(expression) <= _CALC_CHARS:
         raise ToolError("Invalid characters in expression")
     try:
-        value = eval(expression, {"__builtins__": {}}, {})  # noqa: S307 (digits and operators only)
+        value = eval(expression, {"__builtins__": {}}, {})  # digits and operators only (checked above)
     except (SyntaxError, ZeroDivisionError, TypeError) as exc:
         raise ToolError(f"Invalid expression: {exc}") from None
     return str(round(float(value), 2))
@@ -252,7 +252,7 @@ def modify_pending_order_items(db: State, order_id: str, item_ids: list[str],
     # each changed item takes its own new variant's price and options (τ²'s code gives every
     # changed item the last variant's; see IMPORT_REPORT.md)
     taken: set[int] = set()
-    for item_id, variant in zip(item_ids, variants):
+    for item_id, variant in zip(item_ids, variants, strict=True):
         i = next(i for i, it in enumerate(order["items"])
                  if it["item_id"] == item_id and i not in taken)
         taken.add(i)
