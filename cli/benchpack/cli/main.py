@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from .imports import import_cmd
 from .pack import compile_cmd, graph, init, schema, validate
 from .params import PackErrors
 from .run import rejudge, run
@@ -77,6 +78,7 @@ def cli() -> None:
 for _command in (init, validate, compile_cmd, graph, schema, run, rejudge, report, ratings, query,
                  export, views):
     cli.add_command(_command)
+cli.add_command(import_cmd)  # issue 13: `bench import` (tau2 …)
 
 
 def main() -> None:

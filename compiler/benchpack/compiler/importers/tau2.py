@@ -1,0 +1,401 @@
+"""`bench import tau2 DOMAIN_DIR -o PACK`: a τ²-bench domain folder (`tasks.json`, `db.json`,
+`policy.md`) as a pack of `instructed_user` sessions over our own Python toolset.
+
+What becomes of each source field is decided in one place (`FIELDS`, the table of
+IMPORT_REPORT.md) so the report and the code cannot disagree. Output is deterministic: the same
+source gives byte-identical files (no dates, no absolute paths, source order kept)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import ImportError_, ImportResult
+
+TOOLS_DIR = Path(__file__).with_name("tau2_tools")
+# domains whose tools we implement ourselves (airline: its db.json is not released with the
+# snapshot we know; telecom needs user-side tools)
+DOMAINS = {"retail": "retail.py", "mock": "mock.py"}
+# τ²'s default when a task names no reward basis
+DEFAULT_BASIS = ["DB", "COMMUNICATE"]
+BASIS = {"DB": "state", "ACTION": "actions", "COMMUNICATE": "communicate",
+         "NL_ASSERTION": "assertions"}
+
+FIELDS: list[tuple[str, str, str]] = [
+    # (source field, fate, where / why)
+    ("db.json", "mapped", "one table per top-level key (`data/<table>.json`, rows in source "
+     "order; the key field is the one equal to each row's dictionary key) of the service "
+     "`<domain>`"),
+    ("policy.md", "mapped", "`policy.md`, the environment's `policy:` (literal: braces are kept)"),
+    ("policy_solo.md", "dropped", "the solo mode (agent without a user) is not imported"),
+    ("split_tasks.json", "dropped", "benchpack selects sessions with `bench run --session`; "
+     "the split lists are not needed to run"),
+    ("tasks[].id", "mapped", "session id (and episode `task-<id>`)"),
+    ("tasks[].description.purpose", "mapped with loss", "a YAML comment above the session "
+     "(for people; not used by simulators or scores)"),
+    ("tasks[].description.relevant_policies", "mapped with loss", "a YAML comment above the "
+     "session"),
+    ("tasks[].description.notes", "mapped with loss", "a YAML comment above the session"),
+    ("tasks[].user_scenario.persona", "mapped with loss", "a plain-text `user.instructions` "
+     "entry `Persona: …` (the LLM simulator follows it; the rules simulator ignores plain text)"),
+    ("tasks[].user_scenario.instructions (text)", "mapped", "`user.reason` (mock tasks give one "
+     "text: the user opens with it)"),
+    ("tasks[].user_scenario.instructions.reason_for_call", "mapped", "`user.reason`"),
+    ("tasks[].user_scenario.instructions.known_info", "mapped", "`user.known` (one item)"),
+    ("tasks[].user_scenario.instructions.unknown_info", "mapped", "`user.unknown` (one item; "
+     "none when null)"),
+    ("tasks[].user_scenario.instructions.task_instructions", "mapped with loss", "a plain-text "
+     "`user.instructions` entry: the LLM simulator follows it, the rules simulator cannot "
+     "(it follows only structured `if`/`after_turn` instructions); a lone '.' is left out"),
+    ("tasks[].user_scenario.instructions.domain", "dropped", "always the imported domain (the "
+     "pack's name says it)"),
+    ("tasks[].ticket", "dropped", "the solo-mode task text; the user simulator is given the "
+     "scenario instead"),
+    ("tasks[].initial_state", "dropped", "null: nothing to do. Otherwise (message_history, "
+     "initialization_data, initialization_actions) the task is **not imported**: benchpack "
+     "cannot start a session from a prior conversation or a changed database yet, and scoring "
+     "it from the plain database would be wrong"),
+    ("tasks[].evaluation_criteria.actions", "mapped", "`gold.actions` (`action_id` → `id`, "
+     "`name` → `tool`, `arguments` → `args`, `info` → `info`); null → no `state`/`actions` "
+     "component (no gold final state exists)"),
+    ("tasks[].evaluation_criteria.communicate_info", "mapped", "`score.communicate`"),
+    ("tasks[].evaluation_criteria.nl_assertions", "mapped", "`score.assertions` (judged YES/NO "
+     "by the rubric judge)"),
+    ("tasks[].evaluation_criteria.env_assertions", "dropped", "environment assertion functions "
+     "are not implemented; a task whose reward rests only on them is not imported"),
+    ("tasks[].evaluation_criteria.reward_basis", "mapped", "`score.reward`: DB → state, ACTION → "
+     "actions, COMMUNICATE → communicate, NL_ASSERTION → assertions; missing → τ²'s default "
+     "[DB, COMMUNICATE]; a component with nothing to check (no communicate_info, no "
+     "nl_assertions) is left out, as τ² scores it 1; ENV_ASSERTION is dropped (above)"),
+    ("tasks[].annotations", "dropped", "curation metadata, not used to run or score"),
+    ("tasks[].issues", "mapped with loss", "a YAML comment above the session naming each open "
+     "issue (its title); the linked simulation files are not imported"),
+]
+_KNOWN_TOP = {"id", "description", "user_scenario", "ticket", "initial_state",
+              "evaluation_criteria", "annotations", "issues"}
+_KNOWN_CRITERIA = {"actions", "communicate_info", "nl_assertions", "env_assertions",
+                   "reward_basis"}
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ImportError_(str(path), "not found", "a τ² domain folder holds tasks.json, "
+                           "db.json and policy.md") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ImportError_(str(path), f"not valid JSON ({exc})") from None
+
+
+def _tables(db: Any, path: Path) -> dict[str, tuple[str, list[dict[str, Any]]]]:
+    if not isinstance(db, dict) or not db:
+        raise ImportError_(str(path), "expected an object of tables {name: {id: row}}")
+    out: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+    for name, rows in db.items():
+        if not isinstance(rows, dict) or not all(isinstance(r, dict) for r in rows.values()):
+            raise ImportError_(str(path), f"table `{name}` is not an object of rows {{id: row}}")
+        fields = [f for f in (next(iter(rows.values()), {}) or {}) if
+                  all(r.get(f) == k for k, r in rows.items())]
+        if not fields:
+            raise ImportError_(str(path), f"no field of table `{name}` equals each row's id",
+                               "every row must carry its own id, as τ²'s databases do")
+        out[name] = (fields[0], list(rows.values()))
+    return out
+
+
+def _dump(value: Any) -> str:
+    return yaml.safe_dump(value, allow_unicode=True, sort_keys=False, width=100,
+                          default_flow_style=False)
+
+
+def _indent(text: str, n: int) -> str:
+    pad = " " * n
+    return "".join(pad + line if line.strip() else line for line in text.splitlines(True))
+
+
+def _comment(text: str, n: int) -> str:
+    pad = " " * n
+    return "".join(f"{pad}# {line}".rstrip() + "\n" for line in text.splitlines() or [""])
+
+
+class _Task:
+    """One τ² task mapped to a session (or the reason it cannot be)."""
+
+    def __init__(self, raw: dict[str, Any], tools: set[str]) -> None:
+        self.raw = raw
+        self.id = str(raw.get("id"))
+        self.skip: str | None = None
+        self.lossy: list[str] = []
+        self.session: dict[str, Any] = {}
+        self._map(tools)
+
+    def _map(self, tools: set[str]) -> None:
+        raw = self.raw
+        unknown = sorted(set(raw) - _KNOWN_TOP)
+        if unknown:
+            self.lossy.append("unknown fields dropped: " + ", ".join(unknown))
+        state = raw.get("initial_state")
+        if state:
+            parts = ", ".join(k for k, v in state.items() if v) or "an initial state"
+            self.skip = (f"starts from {parts}, which benchpack cannot set up yet")
+            return
+        crit = raw.get("evaluation_criteria") or {}
+        unknown = sorted(set(crit) - _KNOWN_CRITERIA)
+        if unknown:
+            self.lossy.append("unknown evaluation fields dropped: " + ", ".join(unknown))
+        actions = crit.get("actions")
+        missing = sorted({a.get("name") for a in actions or []} - tools)
+        if missing:
+            self.skip = ("its gold actions use tools this domain's toolset does not have: "
+                         + ", ".join(map(str, missing)))
+            return
+        basis = crit.get("reward_basis") or DEFAULT_BASIS
+        communicate = [str(c) for c in crit.get("communicate_info") or []]
+        assertions = [str(c) for c in crit.get("nl_assertions") or []]
+        reward: list[str] = []
+        for b in basis:
+            comp = BASIS.get(b)
+            if comp is None:
+                self.lossy.append(f"reward basis {b} dropped (not implemented)")
+            elif comp in ("state", "actions") and actions is None:
+                self.lossy.append(f"reward basis {b} dropped: the task has no gold actions")
+            elif (comp == "communicate" and not communicate) or (
+                    comp == "assertions" and not assertions):
+                pass  # nothing to check: τ² scores it 1, and so does leaving it out
+            elif comp not in reward:
+                reward.append(comp)
+        for comp, have in (("assertions", assertions), ("communicate", communicate)):
+            if have and comp not in reward:
+                src = "nl_assertions" if comp == "assertions" else "communicate_info"
+                self.lossy.append(f"{src} are not in the reward basis: kept out of the score")
+        if crit.get("env_assertions"):
+            self.lossy.append(f"{len(crit['env_assertions'])} env assertion(s) dropped")
+        if not reward:
+            self.skip = "nothing left to score (reward basis: " + ", ".join(basis) + ")"
+            return
+        self.session = {"id": self.id, "protocol": "instructed_user",
+                        "user": self._user(), "gold": None, "score": None}
+        if actions is not None:
+            self.session["gold"] = {"actions": [self._action(i, a) for i, a in
+                                                enumerate(actions)]}
+        else:
+            del self.session["gold"]
+        score: dict[str, Any] = {"reward": reward}
+        if "communicate" in reward:
+            score["communicate"] = communicate
+        if "assertions" in reward:
+            score["assertions"] = assertions
+        self.session["score"] = score
+
+    def _user(self) -> dict[str, Any]:
+        scenario = self.raw.get("user_scenario") or {}
+        ins = scenario.get("instructions")
+        user: dict[str, Any] = {}
+        extra: list[str] = []
+        if isinstance(ins, dict):
+            user["reason"] = str(ins.get("reason_for_call") or "").strip()
+            if ins.get("known_info"):
+                user["known"] = [str(ins["known_info"]).strip()]
+            if ins.get("unknown_info"):
+                user["unknown"] = [str(ins["unknown_info"]).strip()]
+            text = str(ins.get("task_instructions") or "").strip()
+            if text and text != ".":
+                extra.append(text)
+        else:
+            user["reason"] = str(ins or "").strip()
+        if scenario.get("persona"):
+            extra.insert(0, f"Persona: {str(scenario['persona']).strip()}")
+        if extra:
+            user["instructions"] = extra
+        if not user["reason"]:
+            user["reason"] = str(self.raw.get("ticket") or "I need help.").strip()
+            self.lossy.append("no reason for the call: the ticket (or a generic line) opens")
+        return user
+
+    def _action(self, i: int, a: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": str(a.get("action_id") or f"a{i + 1}"),
+                               "tool": str(a.get("name")), "args": a.get("arguments") or {}}
+        if a.get("info"):
+            out["info"] = str(a["info"])
+        return out
+
+    def comments(self) -> str:
+        d = self.raw.get("description") or {}
+        lines = [f"τ² task {self.id}"]
+        for key in ("purpose", "relevant_policies", "notes"):
+            if d.get(key):
+                lines.append(f"{key}: {' '.join(str(d[key]).split())}")
+        for issue in self.raw.get("issues") or []:
+            lines.append(f"open τ² issue {issue.get('id')}: {' '.join(str(issue.get('title')).split())}")
+        lines += [f"lossy: {x}" for x in self.lossy]
+        return "\n".join(lines)
+
+
+def _tool_names(module: Path) -> set[str]:
+    import ast
+
+    tree = ast.parse(module.read_text(encoding="utf-8"))
+    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef)
+            and not n.name.startswith("_")}
+
+
+def _gold_turn(t: _Task) -> list[dict[str, Any]]:
+    s = t.session
+    calls = [{"name": a["tool"], "args": a["args"]} for a in (s.get("gold") or {}).get(
+        "actions", [])]
+    # the rules judge finds an assertion in what the agent said: stating each one lets the gold
+    # agent check the environment end to end (it is a check of the pack, not an agent)
+    said = ["Done.", *s["score"].get("communicate", []), *s["score"].get("assertions", [])]
+    turn: dict[str, Any] = {"say": " ".join(said)}
+    if calls:
+        turn = {"tool_calls": calls, **turn}
+    return [turn]
+
+
+def import_pack(source: Path, out: Path) -> ImportResult:
+    source = Path(source)
+    if not source.is_dir():
+        raise ImportError_(str(source), "not a directory",
+                           "give a τ² domain folder such as data/tau2/domains/retail")
+    domain = source.name
+    if domain not in DOMAINS:
+        raise ImportError_(str(source), f"no toolset for the τ² domain `{domain}`",
+                           "supported: " + ", ".join(sorted(DOMAINS))
+                           + "; the folder's name is the domain")
+    for name in ("tasks.json", "db.json", "policy.md"):
+        if not (source / name).is_file():
+            raise ImportError_(str(source / name), "not found",
+                               "a τ² domain folder holds tasks.json, db.json and policy.md")
+    tasks_raw = _load_json(source / "tasks.json")
+    if not isinstance(tasks_raw, list) or not all(isinstance(t, dict) for t in tasks_raw):
+        raise ImportError_(str(source / "tasks.json"), "expected a list of task objects")
+    tables = _tables(_load_json(source / "db.json"), source / "db.json")
+    policy = (source / "policy.md").read_text(encoding="utf-8")
+    module = TOOLS_DIR / DOMAINS[domain]
+    tools = _tool_names(module)
+    tasks = [_Task(t, tools) for t in tasks_raw]
+    ids = [t.id for t in tasks]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise ImportError_(str(source / "tasks.json"), "task ids used twice: " + ", ".join(dup))
+    kept = [t for t in tasks if t.skip is None]
+
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not (out / "IMPORT_REPORT.md").is_file():
+        raise ImportError_(str(out), "exists and is not an imported pack",
+                           "give a new or empty directory (re-importing over an import is fine)")
+    for sub in ("data", "tools", "demo"):
+        if (out / sub).exists():
+            shutil.rmtree(out / sub)  # a re-import replaces what an import wrote
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    (out / "tools").mkdir(exist_ok=True)
+    (out / "demo").mkdir(exist_ok=True)
+    files: list[str] = []
+
+    def write(rel: str, text: str) -> None:
+        (out / rel).write_text(text, encoding="utf-8", newline="\n")
+        files.append(rel)
+
+    for name, (_, rows) in tables.items():
+        write(f"data/{name}.json", json.dumps(rows, ensure_ascii=False, indent=1) + "\n")
+    write(f"tools/{domain}.py", module.read_text(encoding="utf-8"))
+    write("policy.md", policy)
+    write("pack.yaml", _pack_yaml(domain, tables))
+    write("tasks.yaml", _tasks_yaml(domain, kept))
+    agent = {"sessions": {t.id: _gold_turn(t) for t in kept}}
+    write("demo/gold_agent.yaml", "# The gold agent: each task's gold actions in one turn, "
+          "then the communicate strings and\n# assertions (`bench import tau2` wrote it; see "
+          "IMPORT_REPORT.md). Run it to check the environment.\n" + _dump(agent))
+    write("IMPORT_REPORT.md", _report(source, domain, tables, tasks))
+    return ImportResult(out=out, files=files, sessions=len(kept),
+                        dropped=[f"task {t.id}: {t.skip}" for t in tasks if t.skip])
+
+
+def _pack_yaml(domain: str, tables: dict[str, tuple[str, list[dict[str, Any]]]]) -> str:
+    table_lines = "".join(f"      {name}: {{key: {key}, fixture: data/{name}.json}}\n"
+                          for name, (key, _) in tables.items())
+    return (
+        f"# τ²-bench, domain `{domain}`, imported by `bench import tau2` (IMPORT_REPORT.md says\n"
+        "# what became of every source field). Edit freely; re-importing overwrites the files.\n"
+        "benchpack: 1\n"
+        f"name: tau2-{domain}\n"
+        "personas:\n"
+        "  - id: customer\n"
+        f"    profile: {{role: a customer contacting {domain} customer service}}\n"
+        "services:\n"
+        f"  - name: {domain}\n"
+        f"    description: τ²'s {domain} database (db.json), one table per top-level key.\n"
+        "    tables:\n"
+        f"{table_lines}"
+        "toolsets:                    # our own implementation of τ²'s tools (runs with "
+        "--allow-python)\n"
+        f"  - module: tools/{domain}.py\n"
+        f"    service: {domain}\n"
+        "environments:\n"
+        f"  - id: {domain}\n"
+        "    builtin_tools: []\n"
+        f"    toolsets: [tools/{domain}.py]\n"
+        "    policy: {file: policy.md, literal: true}   # τ²'s policy.md, the agent's system "
+        "prompt\n"
+        "include: [tasks.yaml]        # one episode per τ² task\n")
+
+
+def _tasks_yaml(domain: str, kept: list[_Task]) -> str:
+    parts = ["# benchpack: literal\n"
+             f"# The τ² tasks of `{domain}` (tasks.json, in source order), one episode each: "
+             "every task\n# starts from the database as released.\n", "episodes:\n"]
+    for t in kept:
+        episode = {"id": f"task-{t.id}", "persona": "customer", "environment": domain,
+                   "memory": "none", "sessions": [t.session]}
+        parts.append(_comment(t.comments(), 2))
+        parts.append(_indent(_dump([episode]), 2))
+    return "".join(parts)
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def _report(source: Path, domain: str, tables: dict[str, tuple[str, list[dict[str, Any]]]],
+            tasks: list[_Task]) -> str:
+    kept = [t for t in tasks if t.skip is None]
+    lines = [f"# Import report: τ²-bench `{domain}`", "",
+             f"`bench import tau2 {domain}` read these files of the domain folder "
+             "(sha256, first 16 hex digits):", ""]
+    for p in sorted(source.iterdir()):
+        if p.is_file():
+            lines.append(f"- `{p.name}` — {_sha(p)}")
+    lines += ["", f"Tasks: {len(tasks)} in tasks.json, {len(kept)} imported, "
+              f"{len(tasks) - len(kept)} not imported (listed below).",
+              "Tables: " + ", ".join(f"`{n}` ({len(r)} rows, key `{k}`)"
+                                     for n, (k, r) in tables.items()) + ".", "",
+              "## Every source field", "", "| source field | what became of it | where / why |",
+              "|---|---|---|"]
+    lines += [f"| `{f}` | {fate} | {why} |" for f, fate, why in FIELDS]
+    lines += ["", "## Tools", "",
+              f"`tools/{domain}.py` is benchpack's own implementation of τ²'s `{domain}` tools, "
+              "written from their documented behaviour (names, arguments, business rules, "
+              "error messages). Known deliberate differences:", ""]
+    if domain == "retail":
+        lines.append("- `modify_pending_order_items`: each changed item takes its own new "
+                     "variant's price and options (τ²'s code gives every changed item those of "
+                     "the last new item; identical when one item changes).")
+    lines.append("- Errors are `ToolError`s with τ²'s messages; the agent sees them as the "
+                 "call's error.")
+    lines += ["", "## Gold agent", "",
+              "`demo/gold_agent.yaml` makes each task's gold actions in one turn and then says "
+              "the `communicate` strings and the assertions verbatim, so that with the rules "
+              "user and the rules judge every imported task should reach reward 1.0. It checks "
+              "the environment; it is not a baseline agent.", "",
+              "## Tasks not imported", ""]
+    skipped = [t for t in tasks if t.skip]
+    lines += [f"- `{t.id}`: {t.skip}" for t in skipped] or ["None."]
+    lines += ["", "## Tasks imported with loss", ""]
+    lossy = [t for t in kept if t.lossy]
+    lines += [f"- `{t.id}`: " + "; ".join(t.lossy) for t in lossy] or ["None."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,243 @@
+"""`bench import tau2` (issue 13): a τ² domain folder becomes a pack that compiles with zero
+errors, re-imports byte for byte, accounts for every source field in IMPORT_REPORT.md, and
+whose gold agent reaches reward 1.0 on every task while a do-nothing agent fails every task
+that changes the database. Fixtures of our own in τ²'s shape (tests/fixtures/tau2/); the
+released data in ../shared/peer-data is used when it is there (skipped otherwise)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from benchpack.cli.main import cli
+from benchpack.compiler import compile_pack
+from benchpack.compiler.importers import ImportError_, run_import
+from benchpack.compiler.importers.tau2 import FIELDS
+from benchpack.runtime.runner import RunOptions, run_plan
+from benchpack.runtime.sandbox import find_bwrap
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "tau2"
+
+def _peer_root() -> Path:
+    if os.environ.get("BENCH_PEER_DATA"):
+        return Path(os.environ["BENCH_PEER_DATA"])
+    # ../shared/peer-data next to the checkout (or next to a folder holding worktrees)
+    here = Path(__file__).resolve()
+    found = [p / "shared" / "peer-data" for p in here.parents if (p / "shared" / "peer-data").is_dir()]
+    return found[0] if found else here.parent / "no-peer-data"
+
+
+PEER = _peer_root() / "tau2-bench" / "data" / "tau2" / "domains"
+needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")
+needs_peer = pytest.mark.skipif(not (PEER / "retail" / "db.json").is_file(),
+                                reason="../shared/peer-data (τ² release) is not here")
+
+
+def _import(src: Path, out: Path) -> Path:
+    run_import("tau2", src, out)
+    return out
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def _compile(pack: Path, out: Path) -> Path:
+    result = compile_pack(pack, out, use_cache=False)
+    assert result.ok and not result.diagnostics, [d.format() for d in result.diagnostics]
+    return out
+
+
+def _run(plan: Path, tmp: Path, agent: str, sessions: list[str] | None = None) -> Path:
+    db = tmp / "bench.duckdb"
+    run_plan(RunOptions(plan=plan, agent=agent, judge="rules", simulator="rules", db=db,
+                        run_id="r", progress=False, cache_dir=tmp / "cache", allow_python=True,
+                        sessions=sessions or []))  # type: ignore[arg-type]
+    return db
+
+
+def _results(db: Path) -> dict[str, tuple[object, ...]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rows = con.execute("SELECT name, score, passed, CAST(json_extract(extra, "
+                           "'$.reward.components.state') AS DOUBLE), termination "
+                           "FROM sessions").fetchall()
+    finally:
+        con.close()
+    return {str(r[0]): r[1:] for r in rows}
+
+
+# ------------------------------------------------------------------------- the written pack
+
+
+def test_import_writes_a_pack_that_compiles_and_reimports_byte_identical(tmp_path: Path) -> None:
+    a = _import(FIX / "retail", tmp_path / "a")
+    b = _import(FIX / "retail", tmp_path / "b")
+    first = _files(a)
+    assert first == _files(b)
+    _import(FIX / "retail", a)  # over itself
+    assert _files(a) == first
+    assert set(first) == {"pack.yaml", "tasks.yaml", "policy.md", "IMPORT_REPORT.md",
+                          "tools/retail.py", "demo/gold_agent.yaml", "data/products.json",
+                          "data/users.json", "data/orders.json"}
+    _compile(a, tmp_path / "plan")
+
+
+def test_tasks_map_to_instructed_user_sessions(tmp_path: Path) -> None:
+    pack = _import(FIX / "retail", tmp_path / "p")
+    text = (pack / "tasks.yaml").read_text(encoding="utf-8")
+    assert text.startswith("# benchpack: literal\n")
+    sessions = {e["sessions"][0]["id"]: e["sessions"][0]
+                for e in yaml.safe_load(text)["episodes"]}
+    assert sorted(sessions) == ["0", "1", "2", "3", "4", "5"]  # 6 starts from a conversation
+    s0 = sessions["0"]
+    assert s0["user"] == {"reason": "You want to cancel your pending order #W1000001 because "
+                          "you no longer need it.", "known": ["You are Ana López in zip code "
+                          "94110."], "unknown": ["You do not remember your email address."]}
+    assert [a["id"] for a in s0["gold"]["actions"]] == ["0_0", "0_1", "0_2"]
+    # NL_ASSERTION with no assertions checks nothing (τ² scores it 1): left out, not failed
+    assert s0["score"] == {"reward": ["state"]}
+    assert sessions["1"]["score"] == {"reward": ["state", "communicate"], "communicate": ["5.5"]}
+    assert sessions["2"]["score"]["reward"] == ["state", "assertions"]
+    assert sessions["3"]["user"]["instructions"] == ["If the agent asks for confirmation, say yes."]
+    assert "# open τ² issue issue_1: An open issue of our own." in text
+    pol = (pack / "policy.md").read_text(encoding="utf-8")
+    assert "{{ not a template }}" in pol and "literal: true" in (pack / "pack.yaml").read_text()
+
+
+def test_report_lists_every_source_field_and_every_task_not_imported(tmp_path: Path) -> None:
+    pack = _import(FIX / "mock", tmp_path / "m")
+    report = (pack / "IMPORT_REPORT.md").read_text(encoding="utf-8")
+    for field, fate, _ in FIELDS:
+        assert f"| `{field}` | {fate} |" in report
+    assert "- `only_env`: nothing left to score (reward basis: ENV_ASSERTION)" in report
+    assert "- `complete`: reward basis ENV_ASSERTION dropped (not implemented); 1 env " in report
+    # the mock task names no reward basis: τ²'s default [DB, COMMUNICATE]; its NL assertions
+    # are then not part of the reward, and the report says so
+    assert "- `create`: nl_assertions are not in the reward basis" in report
+    retail = (_import(FIX / "retail", tmp_path / "r") / "IMPORT_REPORT.md").read_text()
+    assert "- `6`: starts from message_history, which benchpack cannot set up yet" in retail
+    assert "Tasks: 7 in tasks.json, 6 imported, 1 not imported" in retail
+
+
+@pytest.mark.parametrize("case,message", [
+    ("missing", "not a directory"),
+    ("airline", "no toolset for the τ² domain `airline`"),
+    ("nodb", "db.json: not found"),
+    ("badjson", "tasks.json: not valid JSON"),
+])
+def test_source_mistakes_are_one_line_errors(tmp_path: Path, case: str, message: str) -> None:
+    src = tmp_path / ("retail" if case in ("nodb", "badjson") else case)
+    if case != "missing":
+        shutil.copytree(FIX / "retail", src)
+    if case == "nodb":
+        (src / "db.json").unlink()
+    if case == "badjson":
+        (src / "tasks.json").write_text("[{", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["import", "tau2", str(src), "-o", str(tmp_path / "o")])
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    line = result.output.strip()
+    assert line.startswith("✗ ") and message in line and "\n" not in line
+
+
+def test_refuses_to_write_into_a_directory_that_is_not_an_import(tmp_path: Path) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.md").write_text("mine", encoding="utf-8")
+    with pytest.raises(ImportError_, match="exists and is not an imported pack"):
+        run_import("tau2", FIX / "retail", tmp_path / "mine")
+    assert (tmp_path / "mine" / "notes.md").read_text() == "mine"
+
+
+def test_cli_import(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["import", "tau2", str(FIX / "mock"), "-o",
+                                      str(tmp_path / "m")])
+    assert result.exit_code == 0, result.output
+    assert "1 sessions" not in result.output and "2 sessions" in result.output
+
+
+# ------------------------------------------------------------------------------- running it
+
+
+@needs_bwrap
+def test_gold_agent_reaches_reward_1_and_do_nothing_fails_every_change(tmp_path: Path) -> None:
+    pack = _import(FIX / "retail", tmp_path / "p")
+    plan = _compile(pack, tmp_path / "plan")
+    gold = _results(_run(plan, tmp_path / "g", f"scripted:{pack / 'demo' / 'gold_agent.yaml'}"))
+    assert {k: v[0] for k, v in gold.items()} == {str(i): 1.0 for i in range(6)}
+    assert gold["5"][3] == "transfer"
+    done = tmp_path / "done.yaml"
+    done.write_text("default:\n  - say: Done.\n", encoding="utf-8")
+    nothing = _results(_run(plan, tmp_path / "d", f"scripted:{done}"))
+    # 0, 1, 3 and 4 change the database; 2 and 5 only read (5 fails on nothing but state)
+    assert {k: v[2] for k, v in nothing.items()} == {
+        "0": 0.0, "1": 0.0, "2": 1.0, "3": 0.0, "4": 0.0, "5": 1.0}
+    assert {k: v[0] for k, v in nothing.items()} == {
+        "0": 0.0, "1": 0.0, "2": 0.0, "3": 0.0, "4": 0.0, "5": 1.0}
+
+
+@needs_bwrap
+def test_mock_gold_agent(tmp_path: Path) -> None:
+    pack = _import(FIX / "mock", tmp_path / "m")
+    plan = _compile(pack, tmp_path / "plan")
+    gold = _results(_run(plan, tmp_path / "g", f"scripted:{pack / 'demo' / 'gold_agent.yaml'}"))
+    assert {k: v[0] for k, v in gold.items()} == {"create": 1.0, "complete": 1.0}
+
+
+# ------------------------------------------------------------------ the released τ² domains
+
+
+@needs_peer
+@pytest.mark.parametrize("domain,tasks", [("retail", 114), ("mock", 10)])
+def test_peer_release_imports_and_compiles(tmp_path: Path, domain: str, tasks: int) -> None:
+    pack = _import(PEER / domain, tmp_path / domain)
+    report = (pack / "IMPORT_REPORT.md").read_text(encoding="utf-8")
+    assert f"Tasks: {tasks} in tasks.json" in report
+    _compile(pack, tmp_path / "plan")
+    if domain == "retail":
+        assert "Tasks: 114 in tasks.json, 114 imported, 0 not imported" in report
+        db = json.loads((PEER / "retail" / "db.json").read_text(encoding="utf-8"))
+        assert [len(db[t]) for t in ("products", "users", "orders")] == [50, 500, 1000]
+        for t in ("products", "users", "orders"):
+            rows = json.loads((pack / "data" / f"{t}.json").read_text(encoding="utf-8"))
+            assert rows == list(db[t].values())
+
+
+def _retail_sample(n: int | None) -> list[str]:
+    tasks = json.loads((PEER / "retail" / "tasks.json").read_text(encoding="utf-8"))
+    ids = [str(t["id"]) for t in tasks]
+    # always the tasks whose gold includes a failing read, plus a fixed random sample
+    return ids if n is None else sorted({"2", "35", "46", *random.Random(13).sample(ids, n)})
+
+
+def _peer_gold_run(tmp_path: Path, sample: list[str]) -> None:
+    pack = _import(PEER / "retail", tmp_path / "retail")
+    plan = _compile(pack, tmp_path / "plan")
+    gold = _results(_run(plan, tmp_path / "g", f"scripted:{pack / 'demo' / 'gold_agent.yaml'}",
+                         sessions=sample))
+    assert len(gold) == len(sample)
+    assert {k: v[0] for k, v in gold.items() if v[0] != 1.0} == {}
+
+
+@needs_peer
+@needs_bwrap
+def test_peer_retail_gold_agent_sample(tmp_path: Path) -> None:
+    _peer_gold_run(tmp_path, _retail_sample(5))
+
+
+@needs_peer
+@needs_bwrap
+@pytest.mark.slow
+def test_peer_retail_gold_agent_all_114(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    if "slow" not in (request.config.getoption("-m") or ""):
+        pytest.skip("all 114 retail tasks take minutes: run with -m slow")
+    _peer_gold_run(tmp_path, _retail_sample(None))
