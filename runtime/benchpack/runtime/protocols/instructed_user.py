@@ -347,8 +347,11 @@ async def replay_state(ctx: SessionContext, initial: dict[str, Any],
             state.update({n: svc.snapshot() for n, svc in env.services.items()})
             return record.result
 
-        start = {n: svc.snapshot() for n, svc in env.services.items()}
-        return await check_state(gold, start, final, call, keys)
+        try:
+            start = {n: svc.snapshot() for n, svc in env.services.items()}
+            return await check_state(gold, start, final, call, keys)
+        finally:  # the replay's own toolset workers end with it, before the event loop does
+            await env.aclose()
 
 
 def _atomic(ctx: SessionContext, tool: str) -> bool:
