@@ -284,3 +284,68 @@ def test_released_results_row_imports_with_its_own_counts(tmp_path: Path) -> Non
         for lab, n in counts.items():
             assert got.get((t, lab), 0) == n
     assert evidence == (row["num_trigger_points"],)
+
+
+# --------------------------------------------------------------------------- human ratings
+
+
+def test_released_rating_files_import_as_they_are(tmp_path: Path) -> None:
+    """Item ids `{uuid}__{SCENARIO}__s{style}__{Model}__t{turn}` find the imported session and
+    trigger; a row of another model is counted, not imported; the consensus of three raters
+    (t3: Partial, Fail, Partial → PARTIAL; culinary t3: Pass, Pass, Partial → PASS) agrees with
+    the released judge on all 4 rated items."""
+    plan = compiled(tmp_path)
+    db = tmp_path / "s.duckdb"
+    assert bench("import-run", "proactbench", FIX / "toy__model-1_proactivity_bench_results.jsonl",
+                 "--db", db, "--plan", plan).exit_code == 0
+    r = bench("ratings", "import", FIX / "human_eval", "--format", "proactbench", "--run",
+              "proactbench-toy-model-1", "--db", db)
+    assert r.exit_code == 0, r.output
+    assert "12 ratings" in r.output and "1 ratings of other models' answers" in r.output
+    out = bench("report", "agreement", "--humans", "--db", db, "--run", "proactbench-toy-model-1",
+                "--format", "json")
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.output)["tables"][0]["rows"]
+    total = next(x for x in rows if x["type"] == "all")
+    assert total["items"] == 4 and total["exact"] == 1.0
+
+
+def test_rating_row_of_an_unknown_dialogue_is_a_located_problem(tmp_path: Path) -> None:
+    plan = compiled(tmp_path)
+    db = tmp_path / "s.duckdb"
+    assert bench("import-run", "proactbench", FIX / "toy__model-1_proactivity_bench_results.jsonl",
+                 "--db", db, "--plan", plan).exit_code == 0
+    bad = tmp_path / "A09.jsonl"
+    bad.write_text(json.dumps({"annotator_id": "A09", "item_id": "deadbeef__SPORTS_01__s2__"
+                               "Toy-Model-1__t1", "score": "Pass"}) + "\n"
+                   + json.dumps({"annotator_id": "A09", "item_id": "garbage", "score": "Pass"})
+                   + "\n")
+    r = bench("ratings", "import", bad, "--format", "proactbench", "--run",
+              "proactbench-toy-model-1", "--db", db)
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert f"{bad}:1: no session of dialogue deadbeef" in r.output
+    assert f"{bad}:2: item_id `garbage`" in r.output
+
+
+HUMAN = PEER / "human_eval" / "results"
+
+
+@pytest.mark.skipif(not HUMAN.is_dir(), reason="../shared/peer-data/proactbench not present")
+def test_released_rating_item_ids_all_parse() -> None:
+    """What can be checked without the rated models' results: every released item id parses,
+    and ratings per item are distributed as the release says (275 ratings, 59 items,
+    {1:9, 2:5, 3:8, 4:5, 5:3, 6:15, 7:9, 8:3, 9:1, 11:1})."""
+    from collections import Counter
+
+    from benchpack.reports.ratings import _PB_ITEM
+
+    items: Counter[str] = Counter()
+    for f in sorted(HUMAN.glob("*.jsonl")):
+        for line in f.read_text().splitlines():
+            if line.strip():
+                item = json.loads(line)["item_id"]
+                assert _PB_ITEM.fullmatch(item), item
+                items[item] += 1
+    assert sum(items.values()) == 275 and len(items) == 59
+    assert dict(Counter(items.values())) == {1: 9, 2: 5, 3: 8, 4: 5, 5: 3, 6: 15, 7: 9, 8: 3,
+                                             9: 1, 11: 1}
