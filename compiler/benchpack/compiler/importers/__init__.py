@@ -24,7 +24,7 @@ IMPORTERS: dict[str, str] = {
 # ---- end of registry ----
 
 
-class ImportError_(ValueError):  # noqa: N801 - `ImportError` is a builtin
+class ImportError_(ValueError):
     """A source the importer cannot read: `file:line: message (hint)`."""
 
 

@@ -74,7 +74,7 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 def need(row: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
     value = row.get(key)
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
         names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
         raise ImportError_(f"{where}: field `{key}` must be {names}, found "
                            f"{json.dumps(value)[:40]} (is this a ProactBench release file?)")

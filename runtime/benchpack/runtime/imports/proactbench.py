@@ -233,18 +233,19 @@ def _session(rid: str, sid: str, row: dict[str, Any], where: str, model: str, ps
         messages.append((*prefix, 2 * seq + 1, turn, "assistant", answer, None, None, None))
         turn_rows.append((*prefix, turn, user, answer, 1, 0, "stop", None, None))
 
-    usage = row.get("token_usage") if isinstance(row.get("token_usage"), dict) else {}
+    raw_usage = row.get("token_usage")
+    usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
     calls = []
     tokens = [0, 0]
     for seq, (key, role) in enumerate((("assistant", "agent"), ("judge", "judge"))):
         u = usage.get(key)
         if not isinstance(u, dict):
             continue
-        p, c = int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0)
-        tokens[0] += p
-        tokens[1] += c
+        pt, ct = int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0)
+        tokens[0] += pt
+        tokens[1] += ct
         calls.append((*prefix, seq, role, "imported", model if role == "agent" else None, None,
-                      p, c, None, None, None, None, int(u.get("calls") or 0), None, None))
+                      pt, ct, None, None, None, None, int(u.get("calls") or 0), None, None))
 
     judged = [r[15] for r in trig_rows if r[15] in SCORES]
     n = len(judged)
