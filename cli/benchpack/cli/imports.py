@@ -1,5 +1,6 @@
-"""`bench import FORMAT SOURCE -o PACK`: a released benchmark as an ordinary pack (importers live
-in `benchpack.compiler.importers`, loaded only when the command runs)."""
+"""Import commands: `bench import FORMAT SOURCE -o PACK` (a released benchmark → a pack) and
+`bench import-run FORMAT SOURCE --db DB` (released results → a run). The importers load only
+inside a command."""
 
 from __future__ import annotations
 
@@ -7,24 +8,77 @@ from pathlib import Path
 
 import click
 
-from .params import PackErrors
+from .params import PackErrors, db_option
+
+# formats are listed here (not imported from the registries) so `bench --help` stays light;
+# tests/test_imports_cli.py checks the lists equal the registries
+PACK_FORMATS = ("proactbench", "tau2")
+RUN_FORMATS = ("proactbench",)
 
 
-@click.command("import")
-@click.argument("fmt", metavar="FORMAT")
+@click.command(name="import")
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(PACK_FORMATS))
 @click.argument("source", type=click.Path(path_type=Path))
 @click.option("-o", "--out", type=click.Path(path_type=Path), required=True,
-              help="Directory to write the pack into (new, empty, or an earlier import).")
-def import_cmd(fmt: str, source: Path, out: Path) -> None:
-    """Import a released benchmark (FORMAT: tau2) from SOURCE as a pack in --out, with
-    IMPORT_REPORT.md saying what became of every source field."""
-    from benchpack.compiler.importers import ImportError_, run_import
+              help="The pack directory to write (created; files of the same names replaced).")
+@click.option("--selected", type=click.Path(path_type=Path),
+              help="proactbench: selected_tasks.jsonl, for each dialogue's scenario (hidden "
+                   "goal, anchors, proactive subtasks).")
+@click.option("--name", help="proactbench: the pack name (session ids start with it) "
+                             "[default: proactbench].")
+def import_cmd(fmt: str, source: Path, out: Path, selected: Path | None,
+               name: str | None) -> None:
+    """Write a pack from a released benchmark (FORMAT: proactbench — final_dialogues.jsonl;
+    tau2 — a domain folder with tasks.json, db.json and policy.md), with IMPORT_REPORT.md saying
+    what became of every source field."""
+    from benchpack.compiler.importers import ImportError_, import_pack
 
+    options: dict[str, object] = {}
+    if fmt == "proactbench":
+        options = {"selected": selected, "name": name or "proactbench"}
+    elif selected is not None or name is not None:
+        raise click.UsageError(f"--selected and --name are options of the proactbench format, "
+                               f"not of {fmt}")
     try:
-        result = run_import(fmt, source, out)
+        result = import_pack(fmt, source, out, **options)
     except ImportError_ as exc:
         raise PackErrors(f"✗ {exc}") from None
-    click.echo(f"✓ {result.out}: {result.sessions} sessions, {len(result.files)} files "
-               f"({len(result.dropped)} source tasks not imported; see IMPORT_REPORT.md)")
-    click.echo(f"  next: bench compile {result.out} -o build/ && bench run build/ "
-               f"--agent scripted:{result.out}/demo/gold_agent.yaml --allow-python")
+    for note in result.notes:
+        click.echo(f"! {note}", err=True)
+    dropped = (f"; {len(result.dropped)} source tasks not imported"
+               if result.dropped else "")
+    click.echo(f"✓ {out}: {result.sessions} sessions in {len(result.files)} files{dropped} "
+               f"(see {out / 'IMPORT_REPORT.md'})", err=True)
+    if fmt == "tau2":
+        click.echo(f"  next: bench compile {out} -o build/ && bench run build/ "
+                   f"--agent scripted:{out}/demo/gold_agent.yaml --allow-python", err=True)
+
+
+@click.command(name="import-run")
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(RUN_FORMATS))
+@click.argument("source", type=click.Path(path_type=Path))
+@db_option
+@click.option("--run-id", help="Id of the new run [default: proactbench-<model>].")
+@click.option("--plan", "plan_path", type=click.Path(path_type=Path),
+              help="The plan compiled from the imported corpus: stores the whole dialogue of "
+                   "each session (needed by `bench rejudge`).")
+def import_run_cmd(fmt: str, source: Path, db: Path, run_id: str | None,
+                   plan_path: Path | None) -> None:
+    """Store a model's released results as a run: messages, trigger labels with rationale and
+    evidence, token usage (`llm_calls` marked imported)."""
+    from benchpack.runtime.imports.proactbench import ImportRunError, import_run
+    from benchpack.runtime.store import StoreOpenError
+
+    try:
+        s = import_run(source, db, run_id=run_id, plan_path=plan_path)
+    except (ImportRunError, StoreOpenError) as exc:
+        raise PackErrors(f"✗ {exc}") from None
+    except (FileNotFoundError, ValueError) as exc:  # a plan that cannot be read
+        raise PackErrors(f"✗ {plan_path}: {exc} (give the plan.json `bench compile` wrote)"
+                         ) from None
+    for note in s.notes:
+        click.echo(f"! {note}", err=True)
+    counts = "; ".join(f"{t} " + ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
+                       for t, c in s.counts.items())
+    click.echo(f"✓ run {s.run_id}: {s.sessions} sessions, {s.triggers} triggers ({counts}) in "
+               f"{db}", err=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from .imports import import_cmd
+from .imports import import_cmd, import_run_cmd
 from .pack import compile_cmd, graph, init, schema, validate
 from .params import PackErrors
 from .run import rejudge, run
@@ -78,7 +78,8 @@ def cli() -> None:
 for _command in (init, validate, compile_cmd, graph, schema, run, rejudge, report, ratings, query,
                  export, views):
     cli.add_command(_command)
-cli.add_command(import_cmd)  # issue 13: `bench import` (tau2 …)
+for _command in (import_cmd, import_run_cmd):  # issue 13: released benchmarks and results
+    cli.add_command(_command)
 
 
 def main() -> None:

@@ -79,8 +79,9 @@ def ratings() -> None:
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--run", "run_id", required=True, metavar="RUN_ID",
               help="The run whose judged items were rated (a rejudge stands for its source).")
-@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]),
-              help="File format [default: from the extension].")
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl", "proactbench"]),
+              help="File format [default: from the extension]; proactbench: the released "
+                   "human_eval results files as they are (a file or their directory).")
 @click.option("--rater-field", metavar="COLUMN", help="The column naming the rater.")
 @click.option("--field", "fields", multiple=True, metavar="NAME=COLUMN",
               help="Read field NAME (session, repeat, kind, item, rater, label, rationale, "
@@ -123,6 +124,9 @@ def ratings_import(file: Path, run_id: str, fmt: str | None, rater_field: str | 
     click.echo(f"✓ {file}: {result.imported} ratings ({kinds}) by {result.raters} rater(s) "
                f"for run {result.run_id}" + (f", {result.replaced} replaced"
                                              if result.replaced else ""), err=True)
+    if result.other_models:
+        click.echo(f"! {result.other_models} ratings of other models' answers left out (import "
+                   "them into those models' runs)", err=True)
 
 
 @click.command()

@@ -29,6 +29,7 @@ import csv
 import difflib
 import io
 import json
+import re
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -83,6 +84,8 @@ class ImportResult:
     """Earlier ratings of the same item by the same rater that these replaced."""
     by_kind: dict[str, int] = field(default_factory=dict)
     raters: int = 0
+    other_models: int = 0
+    """proactbench: rows rating another model's answers (left for that model's run)."""
 
 
 @dataclass
@@ -109,28 +112,111 @@ def import_ratings(con: Any, path: str | Path, run_id: str, *, fmt: str | None =
         raise ValueError(f"unknown rating field(s) {unknown}; the fields are "
                          f"{', '.join(FIELDS)}")
     run = _load_run(con, run_id)
-    rows, problems = _read(path, fmt, dict(fields or {}))
+    other = 0
+    if fmt == "proactbench":
+        rows, problems, other = _read_proactbench(con, path, run)
+    else:
+        rows, problems = _read(path, fmt, dict(fields or {}))
     ratings = []
     seen: dict[tuple[str, int, str, str, str], int] = {}
     for line, row in rows:
+        where = Path(row.pop("_file", path))  # proactbench: a directory's files
         try:
             rating = _check(run, row)
         except ValueError as exc:
-            problems.append(Problem(str(path), line, str(exc)))
+            problems.append(Problem(str(where), line, str(exc)))
             continue
         key = rating[:5]
         if key in seen:
-            problems.append(Problem(str(path), line, f"{rating[2]} `{rating[3]}` of "
+            problems.append(Problem(str(where), line, f"{rating[2]} `{rating[3]}` of "
                                     f"`{rating[0]}` (repeat {rating[1]}) is rated twice by "
                                     f"`{rating[4]}` (first at line {seen[key]})"))
             continue
         seen[key] = line
-        ratings.append((*rating, f"{path.name}:{line}"))
+        ratings.append((*rating, f"{where.name}:{line}"))
     if not rows and not problems:
         problems.append(Problem(str(path), 1, "no ratings in the file"))
+    if not rows and other and not problems:
+        problems.append(Problem(str(path), 1, f"all {other} ratings are of other models' "
+                                "answers than run `{run.run_id}`'s agent (hint: import them "
+                                "into the run of the model the item ids name)"))
     if problems:
-        raise RatingsError(sorted(problems, key=lambda p: p.line))
-    return _store(con, run.run_id, ratings)
+        raise RatingsError(sorted(problems, key=lambda p: (p.path, p.line)))
+    result = _store(con, run.run_id, ratings)
+    result.other_models = other
+    return result
+
+
+# ProactBench human-eval item ids: `{uuid}__{SCENARIO}__s{style}__{Model}__t{turn}`, where Model
+# is a display name ("Claude-Opus-4.7" for the run agent `claude-opus-4-7`)
+_PB_ITEM = re.compile(r"([0-9a-fA-F-]+)__([A-Z]+_\d+)__s(\d+)__(.+)__t(\d+)")
+_PB_LABELS = {"pass": "PASS", "partial": "PARTIAL", "fail": "FAIL"}
+
+
+def _model_key(name: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", name.casefold())
+
+
+def _session_index(ids: Any) -> dict[tuple[str, str, int], str]:
+    """(uuid[:12], SCENARIO, style index) → session id, for sessions `bench import proactbench`
+    named (`session.<pack>.BP_<SCENARIO>_<x>.s<style>.<uuid[:12]>.dialogue@<code>`)."""
+    out = {}
+    for sid in ids:
+        m = re.search(r"\.BP_([A-Z]+_\d+)_[^.]*\.s(\d+)\.([0-9A-Za-z-]{1,12})\.dialogue@", sid)
+        if m:
+            out[(m.group(3), m.group(1), int(m.group(2)))] = sid
+    return out
+
+
+def _read_proactbench(con: Any, path: Path, run: _Run
+                      ) -> tuple[list[tuple[int, dict[str, Any]]], list[Problem], int]:
+    """The released rating files as they are (a file, or a directory of `*.jsonl`): each row's
+    item id names the dialogue, the model and the trigger turn; rows of other models than the
+    run's agent are counted, not imported. A row keeps its file in `_file`."""
+    files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+    agent = con.execute("SELECT agent FROM runs WHERE run_id = ?", [run.run_id]).fetchone()
+    agent_key = _model_key(str(agent[0] if agent and agent[0] else ""))
+    sessions = _session_index(s for s, _ in run.ids)
+    rows: list[tuple[int, dict[str, Any]]] = []
+    problems: list[Problem] = []
+    other = 0
+    if not files:
+        problems.append(Problem(str(path), 1, "no *.jsonl rating files in the directory"))
+    for f in files:
+        try:
+            text = f.read_bytes().decode("utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(Problem(str(f), 1, f"cannot read the file ({exc})"))
+            continue
+        for line, raw in _lines(text):
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                problems.append(Problem(str(f), line, f"invalid JSON: {exc.msg} at column "
+                                        f"{exc.colno}"))
+                continue
+            item = str(row.get("item_id") or "") if isinstance(row, dict) else ""
+            m = _PB_ITEM.fullmatch(item)
+            if not m:
+                problems.append(Problem(str(f), line, f"item_id `{item}` is not "
+                                        "{uuid}__{SCENARIO}__s{style}__{Model}__t{turn}"))
+                continue
+            uuid, scenario, style, model, turn = m.groups()
+            if not agent_key or _model_key(model) not in agent_key:
+                other += 1
+                continue
+            sid = sessions.get((uuid[:12], scenario, int(style)))
+            if sid is None:
+                problems.append(Problem(str(f), line, f"no session of dialogue {uuid} "
+                                        f"({scenario}, style {style}) in run `{run.run_id}` "
+                                        "(hint: import the corpus with `bench import "
+                                        "proactbench` and the results with its plan)"))
+                continue
+            rows.append((line, {"_file": str(f), "session": sid, "item": f"t{turn}",
+                                "kind": "trigger", "rater": row.get("annotator_id"),
+                                "label": row.get("score"), "rationale": row.get("rationale"),
+                                "confidence": row.get("confidence")}))
+    return rows, problems, other
 
 
 def _load_run(con: Any, run_id: str) -> _Run:
