@@ -37,7 +37,7 @@ def _redacted_console(args: list[str]) -> Iterator[None]:
         yield
         return
     streams = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = (RedactingStream(s, redactor) for s in streams)  # type: ignore[assignment]
+    sys.stdout, sys.stderr = (RedactingStream(s, redactor) for s in streams)
     try:
         yield
     finally:

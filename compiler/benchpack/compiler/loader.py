@@ -389,11 +389,12 @@ def _too_deep(text: str) -> tuple[int, int] | None:
         for event in yaml.parse(text, Loader=_FastLoader):
             if isinstance(event, start):
                 depth += 1
-                if depth > MAX_DEPTH:
+                if depth > MAX_DEPTH and event.start_mark is not None:
                     return event.start_mark.line, event.start_mark.column
             elif isinstance(event, end):
                 depth -= 1
-            resume = event.end_mark.index
+            if event.end_mark is not None:
+                resume = event.end_mark.index
     except yaml.MarkedYAMLError as exc:
         # A parser with a nesting limit of its own (PyYAML ≥ 6.0.4 stops at 1,000 flow levels,
         # scanning ahead of the events) stops before our count reaches the node: find it by
@@ -488,7 +489,7 @@ def parse_yaml(text: str, shown: str, diags: Diagnostics) -> tuple[bool, Any]:
 def _first_alias(text: str) -> tuple[int, int]:
     """Where the first `*alias` is (0-based): the expansion starts there."""
     for event in yaml.parse(text, Loader=_FastLoader):
-        if isinstance(event, yaml.AliasEvent):
+        if isinstance(event, yaml.AliasEvent) and event.start_mark is not None:
             return event.start_mark.line, event.start_mark.column
     return 0, 0
 

