@@ -521,3 +521,35 @@ def test_no_order_id_is_eaten_by_a_yaml_comment(path: str) -> None:
     raw_ids = re.findall(r"#B\d{5}", "\n".join(line.split("  # ")[0] for line in text.splitlines()
                                              if not line.lstrip().startswith("#")))
     assert sorted(raw_ids) == sorted(re.findall(r"#B\d{5}", loaded))
+
+
+def test_tool_signatures_use_only_types_the_compiler_derives_schemas_for() -> None:
+    """design12 §1: str int float bool, list[T], dict[str, T], Literal[...], T | None; the first
+    parameter is the `State`; read with `ast`, as the compiler does (no import)."""
+    import ast
+
+    def allowed(node: ast.expr) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in {"str", "int", "float", "bool"}
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            if node.value.id == "list":
+                return allowed(node.slice)
+            if node.value.id == "dict" and isinstance(node.slice, ast.Tuple):
+                key, value = node.slice.elts
+                return isinstance(key, ast.Name) and key.id == "str" and allowed(value)
+            if node.value.id == "Literal":
+                elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+                return all(isinstance(e, ast.Constant) for e in elts)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            return (allowed(node.left) and isinstance(node.right, ast.Constant) and node.right.value is None)
+        return False
+
+    tree = ast.parse((PACK / "tools" / "shop.py").read_text(encoding="utf-8"))
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+    assert len(functions) >= 10
+    for fn in functions:
+        first, *rest = fn.args.args
+        assert isinstance(first.annotation, ast.Name) and first.annotation.id == "State", fn.name
+        for arg in rest:
+            assert arg.annotation is not None and allowed(arg.annotation), (fn.name, arg.arg)
+        assert ast.get_docstring(fn), fn.name
