@@ -468,7 +468,7 @@ def test_demo_agent_passes_state_and_actions(session_id: str) -> None:
             calls.append(call)
     assert db.snapshot() == _replay_gold(session_id).snapshot()
     for action in SESSIONS[session_id]["gold"]["actions"]:
-        subset = action.get("compare") == "subset"
+        subset = action.get("match") == "subset"
         assert any(c["name"] == action["tool"] and
                    (all(c["args"].get(k) == v for k, v in action["args"].items()) if subset
                     else c["args"] == action["args"]) for c in calls), (session_id, action)
@@ -484,9 +484,11 @@ READS = {"find_user_id_by_email", "find_user_id_by_name_zip", "get_user_details"
 
 @pytest.mark.parametrize("session_id", sorted(EXPECTED))
 def test_demo_customer_has_one_message_per_agent_turn_and_stops(session_id: str) -> None:
+    # the opening message comes before the agent's first turn, then one reply per agent turn
     turns = DEMO_USER[session_id]["turns"]
     says = [t for t in turns if "say" in t]
-    assert len(says) == len(DEMO_AGENT[session_id])
+    assert DEMO_USER[session_id]["opening"].strip(), session_id
+    assert len(says) + 1 == len(DEMO_AGENT[session_id])
     assert turns[-1].get("stop") in {"done", "transfer", "out_of_scope"}
 
 
