@@ -12,7 +12,6 @@ import importlib.util
 import json
 import sys
 import types
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -254,7 +253,7 @@ def test_downgrade_refunds_to_a_gift_card(db: FakeState) -> None:
 def test_gift_card_must_cover_a_charge(db: FakeState) -> None:
     # Samuel's gift card holds 5.00; the tote natural → large costs 4.00 more (fits), but
     # hardcover → nothing pricier exists, so use Tomas: 12.50 on the card, signed edition +13.00.
-    with pytest.raises(ToolError, match="Insufficient gift card balance: 12.50 available, 13.00 needed"):
+    with pytest.raises(ToolError, match=r"Insufficient gift card balance: 12\.50 available, 13\.00 needed"):
         shop.modify_pending_order_items(db, "#B20433", ["02012517"], ["02037831"], "gift_card_7710452")
     assert db.writes == []
     shop.modify_pending_order_items(db, "#B20472", ["13011580"], ["13047890"], "gift_card_2286014")
