@@ -35,8 +35,9 @@ test-latest:
 	.venv-latest/bin/python -m pytest -q
 
 # The main job on embedded defaults (no API keys): compile every reference pack, run each with
-# its scripted demo agent and the deterministic rules simulator and judges (all four protocols),
-# store every event in bench.duckdb, print the summary report and write report.html.
+# its scripted demo agent and the deterministic rules simulator and judges (all five protocols;
+# the two packs running pack Python need --allow-python), store every event in bench.duckdb,
+# print the summary report and write report.html.
 DEMO_RUN = $(BENCH) run --quiet --db bench.duckdb --simulator rules --judge rules
 demo: setup
 	@set -e; for pack in taskpacks/*/; do \
@@ -50,6 +51,10 @@ demo: setup
 	  --simulator scripted:taskpacks/mussel-genome-search/demo/simulator.yaml
 	$(DEMO_RUN) build/proact-quilt-show --agent scripted:taskpacks/proact-quilt-show/demo/proactive_agent.yaml
 	$(DEMO_RUN) build/claw-lab-ops --agent scripted:taskpacks/claw-lab-ops/demo/agent.yaml --repeats 3
+	$(DEMO_RUN) build/bookshop-service --allow-python \
+	  --agent scripted:taskpacks/bookshop-service/demo/agent.yaml \
+	  --simulator scripted:taskpacks/bookshop-service/demo/simulator.yaml
+	$(DEMO_RUN) build/claw-ops-desk --allow-python --agent scripted:taskpacks/claw-ops-desk/demo/agent.yaml
 	$(BENCH) report summary --run all --db bench.duckdb
 	$(BENCH) report --format html --run all --db bench.duckdb -o report.html
 
