@@ -134,6 +134,11 @@ def test_bookshop_gold_agent_reaches_reward_1_on_every_task(bookshop_plan: Path,
         n: (1.0, "finished") for n in BOOKSHOP_TASKS}
     scores = _query(db, "SELECT score, passed FROM sessions")
     assert scores == [(1.0, True)] * 12
+    # the state check replays the gold in a throwaway environment: its python tool workers
+    # end with it (they outlived the run and died at exit with "Event loop is closed")
+    from benchpack.runtime.env import pytools
+
+    assert [w for w in list(pytools._LIVE) if w._proc is not None] == []
 
 
 def test_bookshop_done_agent_scores_0_and_fails_every_state_change(bookshop_plan: Path,
