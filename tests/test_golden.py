@@ -26,9 +26,7 @@ PACKS = sorted(p.parent.name for p in TASKPACKS.glob("*/pack.yaml"))
 # Known engine defect, not the pack's: a process service's plan entry holds the absolute
 # `pack_dir` and `cwd` of the compiled pack (compiler/http.py; the runtime mounts `pack_dir` at
 # /pack), so its plan depends on where the pack lies. Strict: these turn red once it is fixed.
-LOCATION_BOUND = pytest.mark.xfail(
-    strict=True, reason="process services put the absolute pack directory in the plan")
-CASES = [pytest.param(n, marks=LOCATION_BOUND) if n == "claw-ops-desk" else n for n in PACKS]
+CASES = PACKS
 REGENERATE = "BENCHPACK_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_golden.py"
 
 

@@ -10,6 +10,7 @@ the fingerprints of the sessions that use it.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
@@ -83,14 +84,21 @@ def process_service(b: WorldBuilder, name: str, it: _Item) -> dict[str, Any] | N
     if not ok:
         return None
     out = proc.model_dump(mode="json")
-    out.update(cwd=str(cwd), env=env, pack_dir=str(root),
-               source_sha256=_source_hash(b, cwd, loc))
+    files: dict[str, str] = {}
+    binary: dict[str, str] = {}
+    digest = _source_hash(b, cwd, loc, root, files, binary)
+    # the plan carries the service's files (paths from the pack root), never where the pack
+    # lies on disk: a plan is the same wherever it was compiled, and runs without the pack
+    out.update(cwd=cwd.relative_to(root).as_posix() or ".", env=env, files=files,
+               binary_files=binary, source_sha256=digest)
     return out
 
 
-def _source_hash(b: WorldBuilder, cwd: Path, loc: Loc) -> str:
+def _source_hash(b: WorldBuilder, cwd: Path, loc: Loc, root: Path, texts: dict[str, str],
+                 binary: dict[str, str]) -> str:
     """sha256 over the files under `cwd` (relative paths and bytes), read through the builder
-    so the compile cache notices an edited service."""
+    so the compile cache notices an edited service; each file's content goes into `texts`
+    (UTF-8) or `binary` (base64), keyed by its path from the pack root."""
     h = hashlib.sha256()
     files: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(cwd):
@@ -106,6 +114,11 @@ def _source_hash(b: WorldBuilder, cwd: Path, loc: Loc) -> str:
         if data is not None:
             h.update(str(f.relative_to(cwd)).encode() + b"\0"
                      + hashlib.sha256(data).hexdigest().encode() + b"\n")
+            key = f.resolve().relative_to(root).as_posix()
+            try:
+                texts[key] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                binary[key] = base64.b64encode(data).decode("ascii")
     return h.hexdigest()
 
 

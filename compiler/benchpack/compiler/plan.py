@@ -176,8 +176,8 @@ def _process_services(b: Builder, env: dict[str, Any] | None) -> dict[str, Any]:
     for name in (env or {}).get("services", []):
         proc = (b.plan_services.get(name) or {}).get("process")
         if proc:
-            own = {k: v for k, v in proc.items() if k not in ("cwd", "pack_dir")}
-            own["cwd"] = str(Path(proc["cwd"]).relative_to(proc["pack_dir"]))
+            # the files count through their hash (`source_sha256`)
+            own = {k: v for k, v in proc.items() if k not in ("files", "binary_files")}
             out[name] = own
     return out
 

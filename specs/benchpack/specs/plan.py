@@ -113,10 +113,14 @@ class PlanTable(PlanModel):
 
 
 class PlanProcess(ProcessService):
-    """A process service as compiled: `cwd` is absolute (inside `pack_dir`)."""
+    """A process service as compiled: its files travel in the plan (`cwd` is relative to the
+    pack root), so the plan is the same wherever it was compiled and runs without the pack."""
 
-    pack_dir: str
-    """The pack's root directory, mounted read-only at `/pack` in the service's sandbox."""
+    files: dict[str, str] = Field(default_factory=dict)
+    """UTF-8 files under `cwd`, by path from the pack root: written to a directory of the run
+    that is mounted read-only at `/pack` in the service's sandbox."""
+    binary_files: dict[str, str] = Field(default_factory=dict)
+    """The other files under `cwd` (base64), likewise."""
     source_sha256: str
     """sha256 over the files under `cwd` (paths and bytes) when compiled: part of the
     fingerprints of the sessions that use the service."""

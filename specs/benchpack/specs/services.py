@@ -3,7 +3,8 @@
 A pack can declare a service that is a *process* (its own HTTP server, pack code, run in the
 bubblewrap sandbox with no network) instead of tables, and tools whose implementation is one HTTP
 request to such a service. The same models serve as the user-written shape and the compiled
-one: the compiler only resolves `cwd` to an absolute directory and renders `{{ }}` in `env`.
+one: the compiler renders `{{ }}` in `env` and puts the files under `cwd` into the plan
+(`plan.PlanProcess`), which the runtime writes into the run's directory and mounts at `/pack`.
 
 ```yaml
 services:

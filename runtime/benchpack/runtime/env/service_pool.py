@@ -17,6 +17,7 @@ a dead runner left behind at the next start.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import tempfile
@@ -62,14 +63,33 @@ class ServicePool:
         self.started = 0
         """How many instances were started (reuse after a reset does not count)."""
 
+    def _source(self, name: str) -> Path:
+        """The service's files from the plan, written once per run (read-only at `/pack`)."""
+        compiled = self.plan.services[name].process
+        assert compiled is not None
+        root = self.work_dir / "service-src" / name
+        if not root.is_dir():
+            for rel, text in compiled.files.items():
+                path = root / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+            for rel, data in compiled.binary_files.items():
+                path = root / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(base64.b64decode(data))
+            (root / compiled.cwd).mkdir(parents=True, exist_ok=True)
+            for d in [root, *(p for p in root.rglob("*") if p.is_dir())]:
+                d.chmod(0o755)  # a root runner's sandbox user must read it
+        return root
+
     def _new(self, name: str) -> ServiceProcess:
         from .processes import PidRegistry, ServiceProcess
 
         compiled = self.plan.services[name].process
         assert compiled is not None
         spec = ProcessService.model_validate(
-            compiled.model_dump(exclude={"pack_dir", "source_sha256"}))
-        proc = ServiceProcess(name, spec, pack_dir=Path(compiled.pack_dir),
+            compiled.model_dump(exclude={"files", "binary_files", "source_sha256"}))
+        proc = ServiceProcess(name, spec, pack_dir=self._source(name),
                               work_dir=self.work_dir)
         proc.registry = PidRegistry(registry_path())
         return proc
