@@ -29,7 +29,10 @@ def _modules(*args: str) -> set[str]:
     return set(json.loads(line.removeprefix("MODULES=")))
 
 
-LIGHT = {"benchpack.runtime", "benchpack.runtime.redact"}  # every command masks secrets
+# every command masks secrets; readers check the store file (the specs package loads its
+# pydantic models only when they are used)
+LIGHT = {"benchpack.runtime", "benchpack.runtime.redact", "benchpack.specs",
+         "benchpack.specs.storefile"}
 
 
 def _heavy(modules: set[str], extra: tuple[str, ...] = ()) -> list[str]:

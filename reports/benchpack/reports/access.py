@@ -12,11 +12,15 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
-import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from benchpack.specs.storefile import DAMAGED_HINT as DAMAGED_HINT  # re-exported for readers
+from benchpack.specs.storefile import check_complete as _check_complete
+from benchpack.specs.storefile import damage_reason, damaged_message, read_every_block
+from benchpack.specs.storefile import is_lock as _is_lock
 
 from .views import check_schema, install_views
 
@@ -27,77 +31,19 @@ class StoreError(Exception):
     """The store cannot be read (missing, locked for too long, not a benchpack store)."""
 
 
-DAMAGED_HINT = "restore it from a copy, or start a new store with --db"
-_DAMAGE_WORDS = ("corrupt", "checksum", "could not read enough bytes", "serializ",
-                 "invalidated", "internal error", "fatal error")
-_HEADER_BYTES = 3 * 4096
-"""DuckDB's main header and its two database headers, before the first block."""
-
-
-def damage_reason(exc: BaseException | None) -> str | None:
-    """DuckDB's words for a damaged file, from `exc` or the exception it came from; None for
-    any other error. A copy of `benchpack.runtime.store.damage_reason` (reports never import the
-    runtime; a test checks both agree)."""
-    import duckdb
-
-    seen = 0
-    while exc is not None and seen < 5:
-        if isinstance(exc, duckdb.Error):
-            text = str(exc).strip()
-            first = text.splitlines()[0] if text else type(exc).__name__
-            if isinstance(exc, duckdb.InternalException | duckdb.SerializationException |
-                          duckdb.FatalException) or any(w in first.lower()
-                                                         for w in _DAMAGE_WORDS):
-                return first
-        exc, seen = exc.__cause__ or exc.__context__, seen + 1
-    return None
-
-
 def damaged(path: str | Path, why: str) -> StoreError:
-    return StoreError(f"{path}: the store is damaged ({why}) (hint: {DAMAGED_HINT})")
+    return StoreError(damaged_message(path, why))
 
 
 def check_complete(con: Any, path: str | Path) -> None:
-    """A file cut short at a block boundary still opens, and answers every query that reads no
-    lost block — with rows missing. DuckDB writes whole blocks: refuse a file that ends inside
-    one, or before a block holding table data. (Free blocks at the end may be cut off by DuckDB
-    itself: the catalog's block count alone would refuse sound stores.)"""
-    row = con.execute("PRAGMA database_size").fetchone()
-    block_size, blocks = int(row[2]), int(row[3])
-    size = Path(path).stat().st_size
-    if blocks == 0 or size >= _HEADER_BYTES + block_size * blocks:
-        return
-    if size < _HEADER_BYTES or (size - _HEADER_BYTES) % block_size:
-        raise damaged(path, f"the file ends inside a block, at byte {size:,}: it was cut short")
-    last = -1
-    try:  # a lost block of row-group pointers is met here
-        for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
-            found = con.execute("SELECT max(block_id) FROM pragma_storage_info(?)",
-                                [str(table)]).fetchone()[0]
-            last = max(last, -1 if found is None else int(found))
-    except Exception as exc:
-        why = damage_reason(exc)
-        if why is None:
-            raise
-        raise damaged(path, why) from None
-    need = _HEADER_BYTES + block_size * (last + 1)
-    if size < need:
-        raise damaged(path, f"the file has {size:,} bytes, its table data needs {need:,}: "
-                            "it was cut short")
+    """A file cut short (see `benchpack.specs.storefile.check_complete`) is damaged."""
+    _check_complete(con, path, damaged)
 
 
 def verify_blocks(con: Any, path: str | Path) -> None:
-    """Read every row of every table, so DuckDB checks every data block's checksum (~0.15 s
-    per 200 MB): a report must not leave out rows it could not read."""
-    tables = [str(r[0]) for r in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE NOT internal").fetchall()]
-    for table in tables:
-        con.execute(f'SELECT sum(hash(COLUMNS(*))) FROM "{table}"').fetchall()
-
-
-def _is_lock(text: str) -> bool:
-    """DuckDB's lock conflict; not "block" (as in a corrupt block's message)."""
-    return re.search(r"\block\b", text.lower()) is not None
+    """Every data block read and its checksum checked: a report must not leave out rows it
+    could not read (DuckDB's error propagates; `open_store` says the store is damaged)."""
+    read_every_block(con)
 
 
 def read_request_path(db: str | Path) -> Path:

@@ -1,12 +1,31 @@
 """A store file's integrity: DuckDB's words for a damaged file, a file cut short, every data
-block read. Split from `store` (which re-exports these names); the reader side,
-`benchpack.reports.access`, keeps its own copy (reports never import the runtime)."""
+block read. Split from `store` (which re-exports these names); the checks themselves are
+`benchpack.specs.storefile`, shared with the reports (which never import the runtime)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
+
+from benchpack.specs.storefile import (
+    DAMAGED_HINT,
+    damage_reason,
+    damaged_message,
+    read_every_block,
+)
+from benchpack.specs.storefile import check_complete as _check_complete
+from benchpack.specs.storefile import is_lock as _is_lock
+
+__all__ = [
+    "DAMAGED_HINT",
+    "StoreDamagedError",
+    "StoreOpenError",
+    "_is_lock",
+    "check_complete",
+    "damage_reason",
+    "damaged",
+    "verify_blocks",
+]
 
 
 class StoreOpenError(ValueError):
@@ -18,81 +37,24 @@ class StoreDamagedError(StoreOpenError):
     """The store file is cut short or corrupted; nothing more is read from or written to it."""
 
 
-DAMAGED_HINT = "restore it from a copy, or start a new store with --db"
-_DAMAGE_WORDS = ("corrupt", "checksum", "could not read enough bytes", "serializ",
-                 "invalidated", "internal error", "fatal error")
-_HEADER_BYTES = 3 * 4096
-"""DuckDB's main header and its two database headers, before the first block."""
-
-
-def damage_reason(exc: BaseException | None) -> str | None:
-    """DuckDB's words for a damaged file (or a damaged file's internal assertion), from `exc` or
-    the exception it was raised from; None for any other error (a lock, a bad query…).
-    `benchpack.reports.access` keeps a copy (reports never import the runtime; a test checks
-    both agree)."""
-    import duckdb
-
-    seen = 0
-    while exc is not None and seen < 5:
-        if isinstance(exc, duckdb.Error):
-            text = str(exc).strip()
-            first = text.splitlines()[0] if text else type(exc).__name__
-            if isinstance(exc, duckdb.InternalException | duckdb.SerializationException |
-                          duckdb.FatalException) or any(w in first.lower()
-                                                         for w in _DAMAGE_WORDS):
-                return first
-        exc, seen = exc.__cause__ or exc.__context__, seen + 1
-    return None
 
 
 def damaged(path: str | Path, why: str) -> StoreDamagedError:
-    return StoreDamagedError(f"{path}: the store is damaged ({why}) (hint: {DAMAGED_HINT})")
+    return StoreDamagedError(damaged_message(path, why))
 
 
 def check_complete(con: Any, path: str | Path) -> None:
-    """A file cut short at a block boundary still opens, and answers every query that reads no
-    lost block — with rows missing. DuckDB writes whole blocks: refuse a file that ends inside
-    one, or before a block holding table data. (Free blocks at the end may be cut off by DuckDB
-    itself: the catalog's block count alone would refuse sound stores.)"""
-    row = con.execute("PRAGMA database_size").fetchone()
-    block_size, blocks = int(row[2]), int(row[3])
-    size = Path(path).stat().st_size
-    if blocks == 0 or size >= _HEADER_BYTES + block_size * blocks:
-        return
-    if size < _HEADER_BYTES or (size - _HEADER_BYTES) % block_size:
-        raise damaged(path, f"the file ends inside a block, at byte {size:,}: it was cut short")
-    last = -1
-    try:  # a lost block of row-group pointers is met here
-        for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
-            found = con.execute("SELECT max(block_id) FROM pragma_storage_info(?)",
-                                [str(table)]).fetchone()[0]
-            last = max(last, -1 if found is None else int(found))
-    except Exception as exc:
-        why = damage_reason(exc)
-        if why is None:
-            raise
-        raise damaged(path, why) from None
-    need = _HEADER_BYTES + block_size * (last + 1)
-    if size < need:
-        raise damaged(path, f"the file has {size:,} bytes, its table data needs {need:,}: "
-                            "it was cut short")
+    """A file cut short (see `benchpack.specs.storefile.check_complete`) is damaged."""
+    _check_complete(con, path, damaged)
 
 
 def verify_blocks(con: Any, path: str | Path) -> None:
-    """Read every row of every table, so that DuckDB checks every data block's checksum
-    (~0.15 s per 200 MB): before `--resume` adds to a store whose rows it would keep."""
-    tables = [str(r[0]) for r in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE NOT internal").fetchall()]
+    """Every data block read and its checksum checked: before `--resume` adds to a store whose
+    rows it would keep."""
     try:
-        for table in tables:
-            con.execute(f'SELECT sum(hash(COLUMNS(*))) FROM "{table}"').fetchall()
+        read_every_block(con)
     except Exception as exc:
         why = damage_reason(exc)
         if why is None:
             raise
         raise damaged(path, why) from None
-
-
-def _is_lock(text: str) -> bool:
-    """DuckDB's lock conflict; not "block" (as in a corrupt block's message)."""
-    return re.search(r"\block\b", text.lower()) is not None
