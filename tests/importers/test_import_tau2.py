@@ -131,7 +131,7 @@ def test_report_lists_every_source_field_and_every_task_not_imported(tmp_path: P
 
 @pytest.mark.parametrize("case,message", [
     ("missing", "not a directory"),
-    ("airline", "no toolset for the τ² domain `airline`"),
+    ("telecom", "no toolset for the τ² domain `telecom`"),
     ("nodb", "db.json: not found"),
     ("badjson", "tasks.json: not valid JSON"),
 ])
@@ -241,3 +241,143 @@ def test_peer_retail_gold_agent_all_114(tmp_path: Path, request: pytest.FixtureR
     if "slow" not in (request.config.getoption("-m") or ""):
         pytest.skip("all 114 retail tasks take minutes: run with -m slow")
     _peer_gold_run(tmp_path, _retail_sample(None))
+
+
+# ----------------------------------------------------------------------------- airline
+
+
+def _tool_params(module: Path) -> dict[str, tuple[set[str], set[str]]]:
+    """Each tool's (all parameters, required parameters), from our reader of pack tools."""
+    from benchpack.specs.pytools import read_tools
+
+    spec = read_tools(module.read_text(encoding="utf-8"), str(module))
+    out = {}
+    for tool in spec.tools:
+        props = tool.parameters.get("properties", {})
+        out[tool.name] = (set(props), set(tool.parameters.get("required", [])))
+    return out
+
+
+@needs_bwrap
+def test_airline_gold_agent_reaches_1_and_do_nothing_fails_every_change(tmp_path: Path) -> None:
+    pack = _import(FIX / "airline", tmp_path / "a")
+    plan = _compile(pack, tmp_path / "plan")
+    gold = _results(_run(plan, tmp_path / "g", f"scripted:{pack / 'demo' / 'gold_agent.yaml'}"))
+    assert {k: v[0] for k, v in gold.items()} == {str(i): 1.0 for i in range(7)}
+    done = tmp_path / "done.yaml"
+    done.write_text("default:\n  - say: Done.\n", encoding="utf-8")
+    nothing = _results(_run(plan, tmp_path / "d", f"scripted:{done}"))
+    # 0–5 change the database (cancel, book, bags, flight change, passengers, certificate);
+    # 6 is a refusal: the database must stay as it is, but its assertion is not said
+    assert {k: v[2] for k, v in nothing.items()} == {
+        **{str(i): 0.0 for i in range(6)}, "6": 1.0}
+    assert {k: v[0] for k, v in nothing.items()} == {str(i): 0.0 for i in range(7)}
+
+
+def _airline_state_after(tmp_path: Path, calls: list[tuple[str, dict]]) -> dict:
+    """The airline tables after `calls`, made through the real tool worker (sandboxed)."""
+    pack = _import(FIX / "airline", tmp_path / "a")
+    plan = _compile(pack, tmp_path / "plan")
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(yaml.safe_dump({"sessions": {"0": [{"tool_calls": [
+        {"name": n, "args": a} for n, a in calls], "say": "Done."}]}}), encoding="utf-8")
+    db = _run(plan, tmp_path / "r", f"scripted:{agent}", sessions=["0"])
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rows = con.execute("SELECT tool_name, error IS NULL, CASE WHEN error IS NULL THEN "
+                           "CAST(result AS VARCHAR) ELSE error END FROM tool_calls ORDER BY seq").fetchall()
+    finally:
+        con.close()
+    return {"calls": rows}
+
+
+@needs_bwrap
+def test_airline_rules_by_hand(tmp_path: Path) -> None:
+    """Refunds, charges and refusals computed by hand from the fixture's prices."""
+    res = _airline_state_after(tmp_path, [
+        # economy 120 → 150 on May 21, paid by the 300 gift card: 30 charged, 270 left
+        ("update_reservation_flights", {"reservation_id": "ABC123", "cabin": "economy",
+                                        "flights": [{"flight_number": "HAT101",
+                                                     "date": "2024-05-21"}],
+                                        "payment_id": "gift_card_2222222"}),
+        ("get_user_details", {"user_id": "ana_silva_101"}),
+        # a certificate cannot pay for a change
+        ("update_reservation_baggages", {"reservation_id": "ABC123", "total_baggages": 2,
+                                         "nonfree_baggages": 1,
+                                         "payment_id": "certificate_3333333"}),
+        # 1 passenger × 200 + insurance 30 + 2 paid bags × 50 = 330; paying 300 is refused
+        ("book_reservation", {"user_id": "ana_silva_101", "origin": "SEA", "destination": "JFK",
+                              "flight_type": "one_way", "cabin": "economy",
+                              "flights": [{"flight_number": "HAT104", "date": "2024-05-25"}],
+                              "passengers": [{"first_name": "Ana", "last_name": "Silva",
+                                              "dob": "1985-03-14", "seat": "12A"}],
+                              "payment_methods": [{"payment_id": "credit_card_1111111",
+                                                   "amount": 300}],
+                              "total_baggages": 2, "nonfree_baggages": 2, "insurance": "yes"}),
+        # the same paid with the 150 certificate + 180 by card: the certificate is used up
+        ("book_reservation", {"user_id": "ana_silva_101", "origin": "SEA", "destination": "JFK",
+                              "flight_type": "one_way", "cabin": "economy",
+                              "flights": [{"flight_number": "HAT104", "date": "2024-05-25"}],
+                              "passengers": [{"first_name": "Ana", "last_name": "Silva",
+                                              "dob": "1985-03-14", "seat": "12A"}],
+                              "payment_methods": [{"payment_id": "certificate_3333333",
+                                                   "amount": 150},
+                                                  {"payment_id": "credit_card_1111111",
+                                                   "amount": 180}],
+                              "total_baggages": 2, "nonfree_baggages": 2, "insurance": "yes"}),
+        ("get_user_details", {"user_id": "ana_silva_101"}),
+        ("cancel_reservation", {"reservation_id": "HATHAT"}),
+        ("get_flight_status", {"flight_number": "HAT103", "date": "2024-05-20"}),
+        ("search_onestop_flight", {"origin": "JFK", "destination": "SEA",
+                                   "date": "2024-05-20"}),
+    ])
+    calls = res["calls"]
+    assert [c[1] for c in calls] == [True, True, False, False, True, True, True, True, True]
+    changed = json.loads(calls[0][2])
+    assert changed["payment_history"][-1] == {"payment_id": "gift_card_2222222", "amount": 30}
+    assert changed["flights"][0]["price"] == 150
+    assert json.loads(calls[1][2])["payment_methods"]["gift_card_2222222"]["amount"] == 270
+    assert "Certificate cannot be used" in calls[2][2]
+    assert "total price is 330, but paid 300" in calls[3][2]
+    booked = json.loads(calls[4][2])
+    assert booked["reservation_id"] == "HATHAT"
+    assert booked["passengers"] == [{"first_name": "Ana", "last_name": "Silva",
+                                     "dob": "1985-03-14"}]  # extra fields dropped
+    user = json.loads(calls[5][2])
+    assert "certificate_3333333" not in user["payment_methods"]
+    assert user["reservations"] == ["ABC123", "HATHAT"]
+    cancelled = json.loads(calls[6][2])
+    assert cancelled["status"] == "cancelled"
+    assert [p["amount"] for p in cancelled["payment_history"]] == [150, 180, -150, -180]
+    assert json.loads(calls[7][2]) == "cancelled"
+    pairs = json.loads(calls[8][2])
+    assert [[p[0]["flight_number"], p[1]["flight_number"]] for p in pairs] == [
+        ["HAT101", "HAT102"]]
+
+
+def test_airline_without_its_database_says_where_to_get_it(tmp_path: Path) -> None:
+    src = tmp_path / "airline"
+    src.mkdir()
+    for name in ("tasks.json", "policy.md"):
+        shutil.copy(FIX / "airline" / name, src / name)
+    with pytest.raises(ImportError_, match=r"db.json: not found .*full clone"):
+        run_import("tau2", src, tmp_path / "out")
+
+
+@needs_peer
+def test_peer_airline_gold_actions_fit_our_tools() -> None:
+    """The released airline tasks (their db.json is not in peer-data): every gold action names
+    one of our tools, gives only parameters it has and every parameter it requires."""
+    from benchpack.compiler.importers.tau2 import DOMAINS, TOOLS_DIR
+
+    params = _tool_params(TOOLS_DIR / DOMAINS["airline"])
+    tasks = json.loads((PEER / "airline" / "tasks.json").read_text(encoding="utf-8"))
+    assert len(tasks) == 50
+    checked = 0
+    for task in tasks:
+        for action in task["evaluation_criteria"].get("actions") or []:
+            names, required = params[action["name"]]
+            args = set(action["arguments"])
+            assert args <= names and required <= args, (task["id"], action)
+            checked += 1
+    assert checked == 142

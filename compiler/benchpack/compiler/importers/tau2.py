@@ -18,9 +18,9 @@ import yaml
 from . import ImportError_, ImportResult
 
 TOOLS_DIR = Path(__file__).with_name("tau2_tools")
-# domains whose tools we implement ourselves (airline: its db.json is not released with the
-# snapshot we know; telecom needs user-side tools)
-DOMAINS = {"retail": "retail.py", "mock": "mock.py"}
+# domains whose tools we implement ourselves (telecom needs user-side tools). τ²'s repository
+# keeps airline's db.json out of its text snapshot, so an airline import needs the user's copy.
+DOMAINS = {"retail": "retail.py", "mock": "mock.py", "airline": "airline.py"}
 # τ²'s default when a task names no reward basis
 DEFAULT_BASIS = ["DB", "COMMUNICATE"]
 BASIS = {"DB": "state", "ACTION": "actions", "COMMUNICATE": "communicate",
@@ -269,8 +269,11 @@ def import_pack(source: Path, out: Path) -> ImportResult:
                            + "; the folder's name is the domain")
     for name in ("tasks.json", "db.json", "policy.md"):
         if not (source / name).is_file():
-            raise ImportError_(str(source / name), "not found",
-                               "a τ² domain folder holds tasks.json, db.json and policy.md")
+            hint = "a τ² domain folder holds tasks.json, db.json and policy.md"
+            if name == "db.json":
+                hint += ("; the database is a large file some copies of τ²'s repository leave "
+                         "out: take data/tau2/domains/" + domain + "/db.json from a full clone")
+            raise ImportError_(str(source / name), "not found", hint)
     tasks_raw = _load_json(source / "tasks.json")
     if not isinstance(tasks_raw, list) or not all(isinstance(t, dict) for t in tasks_raw):
         raise ImportError_(str(source / "tasks.json"), "expected a list of task objects")
@@ -385,6 +388,14 @@ def _report(source: Path, domain: str, tables: dict[str, tuple[str, list[dict[st
         lines.append("- `modify_pending_order_items`: each changed item takes its own new "
                      "variant's price and options (τ²'s code gives every changed item those of "
                      "the last new item; identical when one item changes).")
+    if domain == "airline":
+        lines.append("- τ²'s quirks are kept, because its gold final states depend on them: new "
+                     "reservation ids HATHAT, HATHAU, HATHAV; certificate ids certificate_3221322 "
+                     "… 3221324; the clock fixed at 2024-05-15T15:00:00; a cancellation neither "
+                     "credits gift cards nor releases seats; a flight change does not move seats.")
+        lines.append("- Object arguments (flights, passengers, payments) are checked field by "
+                     "field and extra fields are dropped, as τ²'s pydantic models do; a payment "
+                     "amount must be a whole number of dollars.")
     lines.append("- Errors are `ToolError`s with τ²'s messages; the agent sees them as the "
                  "call's error.")
     lines += ["", "## Gold agent", "",
