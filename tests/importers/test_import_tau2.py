@@ -243,6 +243,48 @@ def test_peer_retail_gold_agent_all_114(tmp_path: Path, request: pytest.FixtureR
     _peer_gold_run(tmp_path, _retail_sample(None))
 
 
+_RETAIL_WRITES = {"cancel_pending_order", "exchange_delivered_order_items",
+                  "modify_pending_order_address", "modify_pending_order_items",
+                  "modify_pending_order_payment", "modify_user_address",
+                  "return_delivered_order_items"}
+
+
+def _peer_nothing_run(tmp_path: Path, sample: list[str]) -> None:
+    """A do-nothing agent: the state check fails exactly the tasks whose gold changes the
+    database (a gold write that fails changes nothing, so those count as no change)."""
+    tasks = {str(t["id"]): t for t in
+             json.loads((PEER / "retail" / "tasks.json").read_text(encoding="utf-8"))}
+    pack = _import(PEER / "retail", tmp_path / "retail")
+    plan = _compile(pack, tmp_path / "plan")
+    done = tmp_path / "done.yaml"
+    done.write_text("default:\n  - say: Done.\n", encoding="utf-8")
+    nothing = _results(_run(plan, tmp_path / "d", f"scripted:{done}", sessions=sample))
+    assert len(nothing) == len(sample)
+    writes = {i for i in sample if any(a["name"] in _RETAIL_WRITES for a in
+                                       tasks[i]["evaluation_criteria"].get("actions") or [])}
+    assert writes, "the sample must hold tasks that change the database"
+    # τ² task 105's one gold write is refused by τ²'s own rule (gift card balance 17.00 <
+    # price difference 21.10): its gold final state is the released database
+    writes -= {"105"}
+    failed_state = {i for i, v in nothing.items() if v[2] == 0.0}
+    assert failed_state == writes, (sorted(failed_state - writes), sorted(writes - failed_state))
+    assert all(nothing[i][0] == 0.0 for i in writes)
+
+
+@needs_peer
+@needs_bwrap
+def test_peer_retail_do_nothing_sample(tmp_path: Path) -> None:
+    _peer_nothing_run(tmp_path, _retail_sample(5))
+
+
+@needs_peer
+@needs_bwrap
+@pytest.mark.slow
+def test_peer_retail_do_nothing_all_114(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    if "slow" not in (request.config.getoption("-m") or ""):
+        pytest.skip("all 114 retail tasks take minutes: run with -m slow")
+    _peer_nothing_run(tmp_path, _retail_sample(None))
+
 # ----------------------------------------------------------------------------- airline
 
 
