@@ -351,7 +351,11 @@ def _cancel_on_sigterm() -> Callable[[], None]:
         loop.add_signal_handler(signal.SIGTERM, task.cancel)
     except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, Windows
         return lambda: None
-    return lambda: loop.remove_signal_handler(signal.SIGTERM)
+
+    def undo() -> None:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+    return undo
 
 
 async def _run(options: RunOptions, plan: Plan, store: Store, started: float) -> RunSummary:

@@ -27,7 +27,8 @@ import sys
 
 def _others_in_group(pgid: int) -> list[int]:
     """Processes of group `pgid` other than this one (Linux /proc; elsewhere none known)."""
-    me, out = os.getpid(), []
+    me = os.getpid()
+    out: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:
