@@ -27,7 +27,7 @@ def main() -> int:
     from openai import OpenAI
 
     client = OpenAI()  # base URL and key from the environment: the proxy
-    messages = [{"role": "system", "content": config["system_prompt"]}] \
+    messages: Any = [{"role": "system", "content": config["system_prompt"]}] \
         if config["system_prompt"] else []
     messages += [{"role": m["role"], "content": m["content"]}
                  for m in config["prior"] + config["history"]]
