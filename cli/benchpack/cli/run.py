@@ -25,7 +25,7 @@ from .params import (
 @click.command()
 @click.argument("plan", type=click.Path(path_type=Path), default=Path("build"))
 @click.option("--agent", required=True, metavar="URI",
-              help="litellm:<model> | cmd:<command> | python:<module>:<callable> | "
+              help="litellm:<model> | cmd:<command> | cmd2:<command> | python:<module>:<callable> | "
                    "scripted:<file> | replay:<file>")
 @click.option("--simulator", metavar="URI",
               help="User simulator: rules | scripted:<file> | litellm:<model> "

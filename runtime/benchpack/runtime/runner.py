@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import tempfile
 import time
 import uuid
@@ -309,6 +310,7 @@ async def run_plan_async(options: RunOptions) -> RunSummary:
     plan = load_plan(options.plan)
     fresh = not Path(options.db).exists()
     store = Store(options.db, redactor_for(options))
+    stop_on_sigterm = _cancel_on_sigterm()
     try:
         if options.resume:  # the run keeps the store's rows: they must all be readable
             store.verify()
@@ -319,6 +321,7 @@ async def run_plan_async(options: RunOptions) -> RunSummary:
             raise
         raise damaged(options.db, why) from None
     finally:
+        stop_on_sigterm()
         try:  # a mistake stopped the run before its run row: leave no new store behind
             unused = fresh and store.run_count() == 0
         except Exception:  # keep the file: the original error is what matters
@@ -333,6 +336,26 @@ async def run_plan_async(options: RunOptions) -> RunSummary:
         if unused:
             for suffix in ("", ".wal"):
                 Path(f"{options.db}{suffix}").unlink(missing_ok=True)
+
+
+def _cancel_on_sigterm() -> Callable[[], None]:
+    """SIGTERM (`kill`, a CI job's timeout, systemd) stops the run as Ctrl-C does: the run task
+    is cancelled, so every session's `finally` stops its harness and services and the run is
+    marked interrupted. Python's default would exit at once and orphan every harness, which
+    runs in a process group of its own. Returns the undo."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    if task is None:
+        return lambda: None
+    try:
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, Windows
+        return lambda: None
+
+    def undo() -> None:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+    return undo
 
 
 async def _run(options: RunOptions, plan: Plan, store: Store, started: float) -> RunSummary:
@@ -470,6 +493,10 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         raise RunInterrupted(run_id, Path(options.db), done, total) from None
     finally:
         progress.stop()
+        closing = getattr(agent, "aclose", None)
+        if closing is not None:  # an adapter's run-wide servers (cmd2's model proxy)
+            with contextlib.suppress(Exception):
+                await closing()
         try:  # HTTP services stop on every way out (Ctrl-C and errors included)
             await ctx.services.close()
         except BaseException:

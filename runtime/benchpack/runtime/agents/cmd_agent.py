@@ -33,6 +33,7 @@ import os
 import shlex
 import shutil
 import signal
+import sys
 import time
 from collections import deque
 from collections.abc import Mapping
@@ -160,6 +161,8 @@ class CmdSession:
         """Why the harness cannot go on (crash or protocol error); later turns fail with it."""
         self._stderr = bytearray()
         self._stderr_task: asyncio.Task[None] | None = None
+        self._lifeline: int | None = None
+        """Write end of the reaper's lifeline (`reaper.py`): closed once the harness is dead."""
         self._closed = False
 
     # ------------------------------------------------------------------ process
@@ -167,14 +170,8 @@ class CmdSession:
     async def launch(self) -> None:
         """Start the harness and send `start`."""
         cwd = _workspace(self.brief)
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *self.agent.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, cwd=cwd, env=self.agent.environment(),
-                limit=self.agent.max_line_bytes, start_new_session=True)
-        except OSError as exc:
-            raise HarnessError(f"cannot start `{self.agent.argv[0]}`: "
-                               f"{exc.strerror or exc}") from None
+        proc, self._lifeline = await spawn_group(self.agent.argv, cwd, self.agent.environment(),
+                                                 self.agent.max_line_bytes)
         self.proc = proc
         self.pids.append(proc.pid)
         self._stderr = bytearray()
@@ -215,6 +212,9 @@ class CmdSession:
             _signal_group(proc, signal.SIGKILL)
         if not await _exit(proc, 10.0):
             log.warning("%s: pid %d survived SIGKILL", self.agent.name, proc.pid)
+        if self._lifeline is not None:
+            os.close(self._lifeline)
+            self._lifeline = None
         await self._stderr_done()
         # A grandchild that left the group may hold the pipes open, and asyncio closes the
         # transport only once they are: close our ends (asyncio has no public call for it).
@@ -429,6 +429,32 @@ class CmdSession:
             if isinstance(msg, dict) and isinstance(msg.get("type"), str):
                 with contextlib.suppress(HarnessError):
                     self._side_message(msg, turn)
+
+
+REAPER = str(Path(__file__).with_name("reaper.py"))
+
+
+async def spawn_group(argv: list[str], cwd: str | None, env: dict[str, str], limit: int
+                      ) -> tuple[asyncio.subprocess.Process, int]:
+    """Start `argv` under `reaper.py`, the leader of a new process group, with piped stdio.
+    Returns the process (the reaper: signalling its group reaches the harness) and the write
+    end of its lifeline, which the caller closes once the process is dead; if this process
+    dies first, the kernel closes it and the reaper kills the group."""
+    if shutil.which(argv[0], path=env.get("PATH")) is None:  # the reaper would only exit 127
+        raise HarnessError(f"cannot start `{argv[0]}`: no such executable file")
+    read, write = os.pipe()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-I", "-S", REAPER, str(read), "--", *argv,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, cwd=cwd, env=env, limit=limit,
+            start_new_session=True, pass_fds=(read,))
+    except OSError as exc:
+        os.close(write)
+        raise HarnessError(f"cannot start `{argv[0]}`: {exc.strerror or exc}") from None
+    finally:
+        os.close(read)
+    return proc, write
 
 
 def _signal_group(proc: asyncio.subprocess.Process, sig: int) -> None:

@@ -70,6 +70,8 @@ BUILTIN_ADAPTERS: Mapping[str, AdapterRef] = {
     "litellm": AdapterRef("benchpack.runtime.agents.litellm_agent:make_adapter",
                           "litellm:<model>"),
     "cmd": AdapterRef("benchpack.runtime.agents.cmd_agent:make_adapter", "cmd:<command>"),
+    "cmd2": AdapterRef("benchpack.runtime.agents.cmd2_agent:make_adapter",
+                       "cmd2:[--model M] [--pass-env NAME] <command>"),
     "python": AdapterRef("benchpack.runtime.agents.python_agent:make_adapter",
                          "python:<module>:<callable>"),
     "scripted": AdapterRef("benchpack.runtime.agents.scripted:make_scripted",

@@ -1,0 +1,334 @@
+"""`cmd2:<command>`: a real harness (a CLI agent) run once per turn — protocol version 2.
+
+No relay: the harness gets the user's turn, its workspace, the session's tools (over MCP, when
+the runtime serves them) and a model endpoint (the recording proxy, `proxy.py`) through
+environment variables and a JSON config file, and answers on stdout. The contract is in
+`runtime/README.md`, "The `cmd2:` protocol, version 2"; `example_harness_v2.py` is a working
+minimum. Decisions:
+
+- One process per turn, in the workspace, under `reaper.py` (its process group dies with the
+  turn, with the runner, or on timeout). The user's message is on stdin (then EOF), in
+  `BENCHPACK_USER_MESSAGE` (when under 100 KB) and in the config file.
+- The answer is stdout, UTF-8, surrounding whitespace stripped. A non-zero exit is an agent
+  error (exit code and stderr tail); a turn past `turn_timeout_s` is killed (`timeout`).
+- Isolation (`isolation.py`): HOME, XDG and TMPDIR are fresh per session × repeat and kept
+  across the session's turns (a harness's own memory of this conversation), the environment
+  scrubbed of credentials except `--pass-env` names. The model endpoint replaces the key.
+- Tokens: every call through the proxy is recorded (role `agent`, purpose `proxy`) in the
+  session and turn that made it; nothing is taken from the harness's word.
+- MCP: `Cmd2Agent(mcp=…)` is the seam for the per-session MCP server: an async factory
+  `(brief) -> endpoint` with `url` (and optionally `transport`, `close()`); without it
+  `BENCHPACK_MCP_URL` is empty and the config's `mcp` is null. Tool calls made over MCP land in
+  `brief.tools.records`; a turn's reply carries the ones made during it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import os
+import shlex
+import shutil
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..types import AgentReply, Message, SessionBrief
+from . import render_event
+from .cmd_agent import (
+    ERROR_TAIL_CHARS,
+    MAX_LINE_BYTES,
+    STDERR_TAIL_BYTES,
+    HarnessError,
+    _anchor,
+    _exit,
+    _plain,
+    _signal_group,
+    _workspace,
+    spawn_group,
+)
+from .isolation import Isolation, check_pass_env
+
+if TYPE_CHECKING:
+    from ..llm import LLMClient
+    from ..proxy import ModelProxy
+    from .registry import AgentContext
+
+PROTOCOL_VERSION = 2
+ENV_MESSAGE_MAX = 100_000
+"""Longest user message also put in `BENCHPACK_USER_MESSAGE` (Linux caps one variable at
+128 KiB); longer ones are in the file and on stdin only."""
+MAX_ANSWER_BYTES = MAX_LINE_BYTES
+USAGE = ("cmd2:[--model MODEL] [--pass-env NAME]… <command>, e.g. "
+         "cmd2:--model openai/gpt-4o-mini python my_harness.py")
+
+McpFactory = Callable[[SessionBrief], Awaitable[Any]]
+
+
+def parse_argument(argument: str) -> tuple[str | None, list[str], str]:
+    """`[--model M] [--pass-env NAME]… [--] command…` → (model, pass_env, command)."""
+    try:
+        words = shlex.split(argument)
+    except ValueError as exc:
+        raise ValueError(f"cmd2:{argument}: cannot split the command line ({exc})") from None
+    model: str | None = None
+    keep: list[str] = []
+    while words and words[0].startswith("--"):
+        word = words.pop(0)
+        if word == "--":
+            break
+        name, eq, value = word.partition("=")
+        if name not in ("--model", "--pass-env"):
+            raise ValueError(f"cmd2: unknown option `{name}` (use {USAGE})")
+        if not eq:
+            if not words:
+                raise ValueError(f"cmd2: `{name}` needs a value (use {USAGE})")
+            value = words.pop(0)
+        if name == "--model":
+            model = value
+        else:
+            keep.extend(check_pass_env([value]))
+    if not words:
+        raise ValueError(f"cmd2: needs a command ({USAGE})")
+    return model, keep, shlex.join(words)
+
+
+def make_adapter(argument: str, context: AgentContext) -> Cmd2Agent:
+    """Registry factory of `cmd2:<options and command>`."""
+    model, keep, command = parse_argument(argument)
+    return Cmd2Agent(command, llm=context.llm, model=model, pass_env=keep,
+                     uri=f"cmd2:{argument}")
+
+
+class Cmd2Agent:
+    """See the module docstring. `llm` builds the run's client (the proxy's upstream)."""
+
+    def __init__(self, command: str, *, llm: Callable[[], LLMClient], model: str | None = None,
+                 pass_env: list[str] | tuple[str, ...] = (), mcp: McpFactory | None = None,
+                 uri: str | None = None) -> None:
+        argv = shlex.split(command)
+        if not argv:
+            raise ValueError(f"cmd2: needs a command ({USAGE})")
+        self.argv = _anchor(argv, Path.cwd())
+        self.name = uri or f"cmd2:{command}"
+        self.llm = llm
+        self.model = model
+        self.pass_env = list(pass_env)
+        self.mcp = mcp
+        if shutil.which(self.argv[0]) is None:
+            where = "no such executable file" if os.sep in argv[0] else "not found on PATH"
+            raise ValueError(f"{self.name}: `{argv[0]}`: {where} (hint: give the program's "
+                             "path, e.g. cmd2:./my_harness or cmd2:python my_harness.py)")
+        self._proxy: ModelProxy | None = None
+        self._lock: asyncio.Lock | None = None
+
+    async def proxy(self) -> ModelProxy:
+        """The run's proxy, started on the first session (it needs the runner's loop)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._proxy is None:
+                from ..proxy import ModelProxy
+
+                proxy = ModelProxy(self.llm(), model=self.model)
+                await proxy.start()
+                self._proxy = proxy
+            return self._proxy
+
+    async def open(self, brief: SessionBrief) -> Cmd2Session:
+        session = Cmd2Session(self, brief)
+        try:
+            await session.setup()
+        except BaseException:
+            await session.close()
+            raise
+        return session
+
+    async def aclose(self) -> None:
+        """Stop the proxy (the runner calls this when the run ends, whichever way)."""
+        proxy, self._proxy = self._proxy, None
+        if proxy is not None:
+            await proxy.aclose()
+
+
+class Cmd2Session:
+    """One session × repeat: its isolated directories, proxy route and MCP endpoint."""
+
+    def __init__(self, agent: Cmd2Agent, brief: SessionBrief) -> None:
+        self.agent = agent
+        self.brief = brief
+        self.iso = Isolation.create()
+        self.route: Any = None
+        self.mcp: Any = None
+        self.turns = 0
+        self.transcript: list[dict[str, str]] = []
+        self.pids: list[int] = []
+        self._proc: asyncio.subprocess.Process | None = None
+
+    async def setup(self) -> None:
+        proxy = await self.agent.proxy()
+        self.route = proxy.open_session(recorder=self.brief.recorder or (lambda r: None),
+                                        turn=self._turn_number, seed=self.brief.seed,
+                                        repeat=self.brief.repeat)
+        if self.agent.mcp is not None:
+            self.mcp = await self.agent.mcp(self.brief)
+
+    def _turn_number(self) -> int:
+        turn = getattr(self.brief.tools, "turn", None)
+        return turn if isinstance(turn, int) and turn > 0 else self.turns
+
+    # ------------------------------------------------------------------ the contract
+
+    def config(self, text: str, event: dict[str, Any] | None, workspace: str | None
+               ) -> dict[str, Any]:
+        brief = self.brief
+        prior = [p for m in brief.prior if (p := _plain(m)) and p["role"] in ("user", "assistant")]
+        history = [p for m in brief.history if (p := _plain(m))] + self.transcript
+        mcp = None
+        if self.mcp is not None:
+            mcp = {"url": str(self.mcp.url),
+                   "transport": str(getattr(self.mcp, "transport", "streamable-http"))}
+        return {
+            "protocol_version": PROTOCOL_VERSION, "session_id": brief.session_id,
+            "name": brief.name, "protocol": brief.protocol, "repeat": brief.repeat,
+            "seed": brief.seed, "temperature": brief.temperature, "turn": self._turn_number(),
+            "system_prompt": brief.system_prompt,
+            "user": {"content": text, "event": event},
+            "prior": prior, "history": history, "tools": brief.tools.specs,
+            "workspace": workspace, "mcp": mcp,
+            "model": {"base_url": self.route.base_url, "api_key": self.route.api_key,
+                      "name": self.agent.model or ""},
+            "limits": {"max_steps": brief.max_steps, "turn_timeout_s": brief.turn_timeout_s},
+            "paths": {"home": str(self.iso.home), "tmp": str(self.iso.tmp)},
+        }
+
+    def environment(self, config: dict[str, Any], config_path: Path, message_path: Path,
+                    text: str) -> dict[str, str]:
+        env = self.iso.environment(os.environ, keep=self.agent.pass_env)
+        model = config["model"]
+        env.update({
+            "BENCHPACK_PROTOCOL_VERSION": str(PROTOCOL_VERSION),
+            "BENCHPACK_CONFIG": str(config_path),
+            "BENCHPACK_SESSION_ID": self.brief.session_id,
+            "BENCHPACK_REPEAT": str(self.brief.repeat),
+            "BENCHPACK_TURN": str(config["turn"]),
+            "BENCHPACK_WORKSPACE": config["workspace"] or "",
+            "BENCHPACK_USER_MESSAGE_FILE": str(message_path),
+            "BENCHPACK_MCP_URL": (config["mcp"] or {}).get("url", ""),
+            "BENCHPACK_MODEL": model["name"],
+            "BENCHPACK_MODEL_BASE_URL": model["base_url"],
+            "BENCHPACK_MODEL_API_KEY": model["api_key"],
+            # what the OpenAI SDKs and most harnesses read unprompted
+            "OPENAI_BASE_URL": model["base_url"], "OPENAI_API_BASE": model["base_url"],
+            "OPENAI_API_KEY": model["api_key"],
+        })
+        if len(text.encode("utf-8")) <= ENV_MESSAGE_MAX:
+            env["BENCHPACK_USER_MESSAGE"] = text
+        return env
+
+    # ------------------------------------------------------------------ turns
+
+    async def turn(self, message: str | None, event: dict[str, Any] | None) -> AgentReply:
+        self.turns += 1
+        number = self._turn_number()
+        tools = self.brief.tools
+        records = getattr(tools, "records", None)
+        before = len(records) if isinstance(records, list) else 0
+        text = message if message is not None else render_event(event)
+        workspace = _workspace(self.brief)
+        config = self.config(text, event, workspace)
+        config_path = self.iso.root / "config.json"
+        message_path = self.iso.root / "user_message.txt"
+        config_path.write_text(json.dumps(config, ensure_ascii=False, indent=1), "utf-8")
+        message_path.write_text(text, "utf-8")
+        env = self.environment(config, config_path, message_path, text)
+
+        def reply(answer: str = "", stop: Any = "answer", error: str | None = None
+                  ) -> AgentReply:
+            made = records[before:] if isinstance(records, list) else []
+            msgs = [Message("assistant", answer, number)] if stop == "answer" else []
+            return AgentReply(text=answer, tool_records=list(made), messages=msgs,
+                              steps=len(made) + 1, stop_reason=stop, error=error)
+
+        try:
+            answer = await self._run(env, workspace, text)
+        except TimeoutError:
+            return reply(stop="timeout")
+        except HarnessError as exc:
+            return reply(stop="error", error=str(exc))
+        self.transcript += [{"role": "user", "content": text},
+                            {"role": "assistant", "content": answer}]
+        return reply(answer)
+
+    async def _run(self, env: dict[str, str], cwd: str | None, text: str) -> str:
+        proc, lifeline = await spawn_group(self.agent.argv, cwd, env, MAX_LINE_BYTES)
+        self._proc = proc
+        self.pids.append(proc.pid)
+        try:
+            async with asyncio.timeout(self.brief.turn_timeout_s):
+                out, err = await _communicate(proc, text.encode("utf-8"))
+            code = proc.returncode or 0
+            if code != 0:
+                what = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+                tail = err.decode("utf-8", "replace").rstrip()[-ERROR_TAIL_CHARS:]
+                raise HarnessError(f"the harness {what}" +
+                                   (f"; stderr (last lines):\n{tail}" if tail else ""))
+            try:
+                return out.decode("utf-8").strip()
+            except UnicodeDecodeError:
+                raise HarnessError("the harness's answer (stdout) is not UTF-8") from None
+        finally:
+            _signal_group(proc, 9)
+            await _exit(proc, 10.0)
+            with contextlib.suppress(OSError):
+                os.close(lifeline)
+            self._proc = None
+
+    async def close(self) -> None:
+        proc = self._proc
+        if proc is not None:  # a turn cancelled mid-flight (Ctrl-C): its finally kills it too
+            _signal_group(proc, 9)
+        if self.route is not None:
+            with contextlib.suppress(Exception):
+                (await self.agent.proxy()).close_session(self.route)
+            self.route = None
+        if self.mcp is not None:
+            closing = getattr(self.mcp, "close", None) or getattr(self.mcp, "aclose", None)
+            if closing is not None:
+                result = closing()
+                if inspect.isawaitable(result):
+                    await result
+            self.mcp = None
+        self.iso.close()
+
+
+async def _communicate(proc: asyncio.subprocess.Process, data: bytes) -> tuple[bytes, bytes]:
+    """`communicate`, with stdout capped at `MAX_ANSWER_BYTES` and stderr at its tail."""
+    assert proc.stdin and proc.stdout and proc.stderr
+    out = bytearray()
+    err = bytearray()
+
+    async def feed() -> None:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            proc.stdin.write(data)  # type: ignore[union-attr]
+            await proc.stdin.drain()  # type: ignore[union-attr]
+        proc.stdin.close()  # type: ignore[union-attr]
+
+    async def read_err() -> None:
+        while chunk := await proc.stderr.read(65536):  # type: ignore[union-attr]
+            err.extend(chunk)
+            if len(err) > STDERR_TAIL_BYTES:
+                del err[:-STDERR_TAIL_BYTES]
+
+    async def read_out() -> None:
+        while chunk := await proc.stdout.read(65536):  # type: ignore[union-attr]
+            out.extend(chunk)
+            if len(out) > MAX_ANSWER_BYTES:
+                raise HarnessError(f"the harness's answer is longer than {MAX_ANSWER_BYTES} "
+                                   "bytes")
+
+    await asyncio.gather(feed(), read_err(), read_out())
+    await proc.wait()
+    return bytes(out), bytes(err)

@@ -1,0 +1,276 @@
+"""The recording model proxy: an OpenAI-compatible endpoint on localhost, one per run.
+
+A harness is handed `http://127.0.0.1:<port>/s/<token>/v1` as its OpenAI base URL. Every
+`POST …/chat/completions` goes through the run's one `LLMClient` (role `agent`, purpose
+`proxy`), so the harness's model calls are cached, rate-limited, retried and recorded in
+`llm_calls` — tokens, cost, latency, cache hits — without its cooperation. The token names one
+harness opening (session × repeat): the call is recorded in that session's `llm_calls`, at the
+turn its `turn()` says, and two sessions running at once are told apart by their URL.
+
+```python
+proxy = ModelProxy(client, model="openai/gpt-4o-mini")   # model=None: the request's own
+await proxy.start()
+route = proxy.open_session(recorder=calls.append, turn=lambda: 3, seed=0, repeat=1)
+route.base_url, route.api_key                            # → the harness's environment
+proxy.close_session(route); await proxy.aclose()
+```
+
+- `GET …/models` lists the one model; `stream: true` is answered as server-sent events (one
+  content chunk, the finish chunk, a usage chunk when `stream_options.include_usage`, then
+  `[DONE]`) from one non-streaming upstream call: the proxy records whole calls only.
+- Upstream failures come back OpenAI-shaped (`{"error": {message, type, param, code}}`) with
+  the upstream status (502 when there is none) and `x-should-retry: false`: the client already
+  retried, and the official SDKs would multiply attempts otherwise.
+- The request's `seed` is kept when given; otherwise the session's, and the cache key carries
+  the repeat, as for `litellm:` agents, so repeats are not served each other's answers.
+- Served by uvicorn (Starlette) in the runner's event loop: the per-model concurrency and rate
+  limits are the run's. Signals stay the runner's (`_QuietServer`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+import socket
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .llm import LLMClient, LLMError
+from .types import LLMCallRecord
+
+PASSED_PARAMS = frozenset({
+    "temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "presence_penalty",
+    "frequency_penalty", "logit_bias", "response_format", "tool_choice",
+    "parallel_tool_calls", "reasoning_effort", "user",
+})
+"""Request fields forwarded as completion parameters; the rest (`stream`, `n`, `logprobs`…)
+are the proxy's business or refused."""
+
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
+               403: "permission_error", 404: "not_found_error", 408: "timeout_error",
+               413: "invalid_request_error", 422: "invalid_request_error",
+               429: "rate_limit_error"}
+
+
+@dataclass
+class ProxyRoute:
+    """One harness opening's way in."""
+
+    token: str
+    base_url: str
+    recorder: Callable[[LLMCallRecord], None]
+    turn: Callable[[], int | None]
+    seed: int | None
+    repeat: int
+    api_key: str = field(default="", repr=False)
+    """What the harness sends as its key: ignored (the path names the session), but the
+    OpenAI SDKs refuse to run without one."""
+    calls: int = 0
+
+
+def error_body(status: int, message: str, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": ERROR_TYPES.get(status, "api_error"),
+                      "param": None, "code": code}}
+
+
+class ModelProxy:
+    """See the module docstring."""
+
+    def __init__(self, client: LLMClient, *, model: str | None = None,
+                 host: str = "127.0.0.1") -> None:
+        self.client = client
+        self.model = model
+        self.host = host
+        self.port: int | None = None
+        self._routes: dict[str, ProxyRoute] = {}
+        self._server: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._seq = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        if self._task is not None:
+            return
+        import uvicorn
+
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind((self.host, 0))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(self.app(), log_level="warning", lifespan="off",
+                                access_log=False, timeout_graceful_shutdown=1)
+        server = _QuietServer(config)
+        self._server = server
+        self._task = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started:
+            if self._task.done():  # it failed to start: say why
+                self._task.result()
+                raise RuntimeError("the model proxy stopped while starting")
+            await asyncio.sleep(0.005)
+
+    async def aclose(self) -> None:
+        task, self._task = self._task, None
+        if task is None:
+            return
+        self._server.should_exit = True
+        try:
+            await asyncio.wait_for(asyncio.shield(task), 3.0)
+        except Exception:
+            self._server.force_exit = True
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+    @property
+    def url(self) -> str:
+        if self.port is None:
+            raise RuntimeError("the model proxy is not started")
+        return f"http://{self.host}:{self.port}"
+
+    def open_session(self, *, recorder: Callable[[LLMCallRecord], None],
+                     turn: Callable[[], int | None], seed: int | None = 0,
+                     repeat: int = 0) -> ProxyRoute:
+        token = secrets.token_urlsafe(18)
+        route = ProxyRoute(token=token, base_url=f"{self.url}/s/{token}/v1", recorder=recorder,
+                           turn=turn, seed=seed, repeat=repeat, api_key=f"benchpack-{token}")
+        self._routes[token] = route
+        return route
+
+    def close_session(self, route: ProxyRoute) -> None:
+        self._routes.pop(route.token, None)
+
+    # ------------------------------------------------------------------ HTTP
+
+    def app(self) -> Any:
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
+        return Starlette(routes=[
+            Route("/s/{token}/v1/chat/completions", self._completions, methods=["POST"]),
+            Route("/s/{token}/v1/models", self._models, methods=["GET"]),
+            Route("/s/{token}/v1/models/{model:path}", self._models, methods=["GET"]),
+        ])
+
+    def _error(self, status: int, message: str, code: str | None = None) -> Any:
+        from starlette.responses import JSONResponse
+
+        return JSONResponse(error_body(status, message, code), status_code=status,
+                            headers={"x-should-retry": "false"})
+
+    async def _models(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        if request.path_params["token"] not in self._routes:
+            return self._error(401, "unknown benchpack session token", "invalid_api_key")
+        model = self.model or "benchpack-proxy"
+        entry = {"id": model, "object": "model", "created": 0, "owned_by": "benchpack"}
+        if "model" in request.path_params:
+            return JSONResponse(entry)
+        return JSONResponse({"object": "list", "data": [entry]})
+
+    async def _completions(self, request: Any) -> Any:
+        route = self._routes.get(request.path_params["token"])
+        if route is None:
+            return self._error(401, "unknown benchpack session token (the session is over, "
+                               "or the URL is not the one it was given)", "invalid_api_key")
+        try:
+            body = json.loads(await request.body() or b"{}")
+        except ValueError as exc:
+            return self._error(400, f"the request body is not JSON: {exc}")
+        if not isinstance(body, dict):
+            return self._error(400, "the request body must be a JSON object")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages or \
+                not all(isinstance(m, dict) for m in messages):
+            return self._error(400, "`messages` must be a non-empty list of objects", "messages")
+        model = self.model or body.get("model")
+        if not isinstance(model, str) or not model:
+            return self._error(400, "`model` is required")
+        tools = body.get("tools")
+        if tools is not None and not isinstance(tools, list):
+            return self._error(400, "`tools` must be a list")
+        if body.get("n") not in (None, 1):
+            return self._error(400, "the benchpack proxy answers one choice per request (n=1)")
+        params = {k: v for k, v in body.items() if k in PASSED_PARAMS and v is not None}
+        seed = body.get("seed") if isinstance(body.get("seed"), int) else route.seed
+        route.calls += 1
+        try:
+            resp = await self.client.complete(
+                role="agent", model=model, messages=messages, tools=tools or None,
+                params=params, seed=seed, repeat=route.repeat, purpose="proxy",
+                turn=route.turn(), recorder=route.recorder)
+        except LLMError as exc:
+            status = exc.status_code if exc.status_code and 400 <= exc.status_code < 600 \
+                else 502
+            return self._error(status, f"upstream model call failed: {exc.message}")
+        self._seq += 1
+        shown = str(body.get("model") or model)
+        finish = resp.finish_reason or ("tool_calls" if resp.tool_calls else "stop")
+        usage = {"prompt_tokens": resp.usage.prompt_tokens,
+                 "completion_tokens": resp.usage.completion_tokens,
+                 "total_tokens": resp.usage.prompt_tokens + resp.usage.completion_tokens}
+        ident, created = f"chatcmpl-benchpack-{self._seq}", int(time.time())
+        if body.get("stream"):
+            options = body.get("stream_options") or {}
+            return _stream(ident, created, shown, resp.raw_message, finish,
+                           usage if isinstance(options, dict) and
+                           options.get("include_usage") else None)
+        from starlette.responses import JSONResponse
+
+        return JSONResponse({
+            "id": ident, "object": "chat.completion", "created": created, "model": shown,
+            "choices": [{"index": 0, "message": resp.raw_message, "finish_reason": finish,
+                         "logprobs": None}],
+            "usage": usage})
+
+
+def _stream(ident: str, created: int, model: str, message: dict[str, Any], finish: str,
+            usage: dict[str, int] | None) -> Any:
+    from starlette.responses import StreamingResponse
+
+    def chunk(delta: dict[str, Any] | None, finish_reason: str | None,
+              extra: dict[str, Any] | None = None) -> str:
+        obj: dict[str, Any] = {
+            "id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
+            "choices": [] if delta is None else [
+                {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]}
+        obj.update(extra or {})
+        return f"data: {json.dumps(obj, ensure_ascii=False)}\n\n"
+
+    def events() -> Iterator[str]:
+        delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+        if message.get("tool_calls"):
+            delta["tool_calls"] = [{"index": i, **tc}
+                                   for i, tc in enumerate(message["tool_calls"])]
+        yield chunk(delta, None)
+        yield chunk({}, finish)
+        if usage is not None:
+            yield chunk(None, None, {"usage": usage})
+        yield "data: [DONE]\n\n"
+
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
+def _quiet_server_class() -> Any:
+    import uvicorn
+
+    class QuietServer(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # uvicorn would take SIGINT/SIGTERM from the runner, which must cancel the run
+            # and stop every harness itself
+            yield
+
+    return QuietServer
+
+
+def _QuietServer(config: Any) -> Any:
+    # uvicorn is imported on first use (a class made then), not when the runtime loads
+    return _quiet_server_class()(config)
+
+
+__all__ = ["ModelProxy", "ProxyRoute", "error_body"]
