@@ -12,7 +12,7 @@ from .params import PackErrors, db_option
 
 # formats are listed here (not imported from the registries) so `bench --help` stays light;
 # tests/test_imports_cli.py checks the lists equal the registries
-PACK_FORMATS = ("proactbench", "tau2")
+PACK_FORMATS = ("claw", "proactbench", "tau2")
 RUN_FORMATS = ("proactbench",)
 
 
