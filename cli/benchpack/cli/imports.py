@@ -12,7 +12,7 @@ from .params import PackErrors, db_option
 
 # formats are listed here (not imported from the registries) so `bench --help` stays light;
 # tests/test_imports_cli.py checks the lists equal the registries
-PACK_FORMATS = ("proactbench", "tau2")
+PACK_FORMATS = ("claw", "proactbench", "tau2")
 RUN_FORMATS = ("proactbench",)
 
 
@@ -28,7 +28,8 @@ RUN_FORMATS = ("proactbench",)
                              "[default: proactbench].")
 def import_cmd(fmt: str, source: Path, out: Path, selected: Path | None,
                name: str | None) -> None:
-    """Write a pack from a released benchmark (FORMAT: proactbench — final_dialogues.jsonl;
+    """Write a pack from a released benchmark (FORMAT: claw — a Claw-Anything task folder or a
+    folder of them; proactbench — final_dialogues.jsonl;
     tau2 — a domain folder with tasks.json, db.json and policy.md), with IMPORT_REPORT.md saying
     what became of every source field."""
     from benchpack.compiler.importers import ImportError_, import_pack
@@ -49,6 +50,9 @@ def import_cmd(fmt: str, source: Path, out: Path, selected: Path | None,
                if result.dropped else "")
     click.echo(f"✓ {out}: {result.sessions} sessions in {len(result.files)} files{dropped} "
                f"(see {out / 'IMPORT_REPORT.md'})", err=True)
+    if fmt == "claw":
+        click.echo(f"  next: bench compile {out} -o build/ && bench run build/ --agent … "
+                   "--allow-python", err=True)
     if fmt == "tau2":
         click.echo(f"  next: bench compile {out} -o build/ && bench run build/ "
                    f"--agent scripted:{out}/demo/gold_agent.yaml --allow-python", err=True)

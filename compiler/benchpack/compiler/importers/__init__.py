@@ -19,6 +19,7 @@ from typing import Any
 
 # ---- registry: format name → module (one line per format) ----
 IMPORTERS: dict[str, str] = {
+    "claw": "benchpack.compiler.importers.claw",
     "proactbench": "benchpack.compiler.importers.proactbench",
     "tau2": "benchpack.compiler.importers.tau2",
 }
