@@ -21,6 +21,7 @@ from typing import Any
 IMPORTERS: dict[str, str] = {
     "proactbench": "benchpack.compiler.importers.proactbench",
     "tau2": "benchpack.compiler.importers.tau2",
+    "vibesearch": "benchpack.compiler.importers.vibesearch",
 }
 # ---- end of registry ----
 
