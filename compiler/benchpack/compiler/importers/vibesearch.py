@@ -410,7 +410,7 @@ def _build(t: _Task, root: Path, from_extractions: bool, report: _Report
     for i, q in enumerate(queries[1:], 2):
         stages.append({"id": f"st{i}", "title": f"sub-query {i - 1}",
                        "when": {"kind": "mentions", "about": queries[i - 2]}, "line": q})
-    session: dict[str, Any] = {"id": "search", "title": title or qid}
+    session: dict[str, Any] = {"id": eid, "title": title or qid}
     if description:
         session["description"] = description
     session |= {"metadata": meta, "protocol": "staged_disclosure",
