@@ -19,9 +19,7 @@ from click.testing import CliRunner
 
 from benchpack.cli.main import cli
 from benchpack.compiler import compile_pack
-from benchpack.compiler.importers import ImportError_, import_pack
-from benchpack.compiler.importers.vibesearch import (EXTRACTION_FIELDS, TASK_FIELDS,
-                                                     VIEWER_FIELDS)
+from benchpack.compiler.importers import ImportError_, import_pack, vibesearch
 from benchpack.runtime.runner import RunOptions, run_plan
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vibesearch_release"
@@ -109,7 +107,8 @@ def test_report_names_every_source_field(tmp_path: Path) -> None:
     pack = tmp_path / "p"
     import_pack("vibesearch", FIX, pack)  # tasks + the site's extraction and trajectory
     report = (pack / "IMPORT_REPORT.md").read_text(encoding="utf-8")
-    for field, fate, _ in TASK_FIELDS + VIEWER_FIELDS + EXTRACTION_FIELDS:
+    for field, fate, _ in (vibesearch.TASK_FIELDS + vibesearch.VIEWER_FIELDS
+                           + vibesearch.EXTRACTION_FIELDS):
         assert f"| `{field}` | {fate} |" in report
     assert "2 task file(s), 1 trajectory file(s), 1 extraction file(s)" in report
     assert "9 graph triples" in report  # 5 + 4: the extraction's 3 are not ground truth
