@@ -22,6 +22,7 @@ IMPORTERS: dict[str, str] = {
     "claw": "benchpack.compiler.importers.claw",
     "proactbench": "benchpack.compiler.importers.proactbench",
     "tau2": "benchpack.compiler.importers.tau2",
+    "vibesearch": "benchpack.compiler.importers.vibesearch",
 }
 # ---- end of registry ----
 
