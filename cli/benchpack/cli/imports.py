@@ -12,7 +12,7 @@ from .params import PackErrors, db_option
 
 # formats are listed here (not imported from the registries) so `bench --help` stays light;
 # tests/test_imports_cli.py checks the lists equal the registries
-PACK_FORMATS = ("proactbench", "tau2")
+PACK_FORMATS = ("pibench", "proactbench", "tau2")
 RUN_FORMATS = ("proactbench",)
 
 
@@ -26,9 +26,13 @@ RUN_FORMATS = ("proactbench",)
                    "goal, anchors, proactive subtasks).")
 @click.option("--name", help="proactbench: the pack name (session ids start with it) "
                              "[default: proactbench].")
+@click.option("--partial", is_flag=True,
+              help="pibench: accept a sampled release (a persona without profile.yaml or "
+                   "episode.yaml, tasks missing from the episode), reporting each gap.")
 def import_cmd(fmt: str, source: Path, out: Path, selected: Path | None,
-               name: str | None) -> None:
-    """Write a pack from a released benchmark (FORMAT: proactbench — final_dialogues.jsonl;
+               name: str | None, partial: bool = False) -> None:
+    """Write a pack from a released benchmark (FORMAT: pibench — a persona directory or the
+    data/ directory holding several; proactbench — final_dialogues.jsonl;
     tau2 — a domain folder with tasks.json, db.json and policy.md), with IMPORT_REPORT.md saying
     what became of every source field."""
     from benchpack.compiler.importers import ImportError_, import_pack
@@ -36,7 +40,11 @@ def import_cmd(fmt: str, source: Path, out: Path, selected: Path | None,
     options: dict[str, object] = {}
     if fmt == "proactbench":
         options = {"selected": selected, "name": name or "proactbench"}
-    elif selected is not None or name is not None:
+    if partial and fmt != "pibench":
+        raise click.UsageError(f"--partial is an option of the pibench format, not of {fmt}")
+    elif fmt == "pibench":
+        options = {"partial": partial}
+    if fmt != "proactbench" and (selected is not None or name is not None):
         raise click.UsageError(f"--selected and --name are options of the proactbench format, "
                                f"not of {fmt}")
     try:

@@ -19,6 +19,7 @@ from typing import Any
 
 # ---- registry: format name → module (one line per format) ----
 IMPORTERS: dict[str, str] = {
+    "pibench": "benchpack.compiler.importers.pibench",
     "proactbench": "benchpack.compiler.importers.proactbench",
     "tau2": "benchpack.compiler.importers.tau2",
 }
