@@ -181,6 +181,12 @@ class _Report:
     notes: list[str] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
 
+    def version(self, obj: dict[str, Any], path: Path) -> None:
+        v = obj.get("schema_version")
+        if v not in (None, "v2"):
+            self.notes.append(f"{path.parent.name}/{path.name}: schema_version `{v}` (this "
+                              "importer reads v2; check the result)")
+
     def extra_keys(self, obj: dict[str, Any], known: set[str], what: str) -> None:
         for k in obj:
             if k not in known:
@@ -212,6 +218,7 @@ def _read_persona(pdir: Path, partial: bool, report: _Report) -> _Persona:
     profile = None
     if (pdir / "profile.yaml").is_file():
         profile = _mapping(read_yaml(pdir / "profile.yaml"), pdir / "profile.yaml")
+        report.version(profile, pdir / "profile.yaml")
         report.extra_keys(profile, {"schema_version", "user_id", "role", "preferences",
                                     "long_term_goals"}, "profile.yaml")
     elif not partial:
@@ -236,6 +243,7 @@ def _read_persona(pdir: Path, partial: bool, report: _Report) -> _Persona:
     depends: dict[str, list[str]] = {}
     if epath.is_file():
         ep = _mapping(read_yaml(epath), epath)
+        report.version(ep, epath)
         report.extra_keys(ep, {"schema_version", "episode_id", "user_id", "tasks"}, "episode.yaml")
         episode_id = str(ep.get("episode_id") or f"ep_{name}")
         if ep.get("user_id") not in (None, user_id):
@@ -327,6 +335,7 @@ def _session(p: _Persona, tid: str, report: _Report, files_out: dict[Path, bytes
     """(session, comment lines, language) for one task."""
     t = p.tasks[tid]
     path: Path = t["__path"]
+    report.version(t, path)
     report.extra_keys(t, TASK_KEYS | {"__path", "__dir"}, "task.yaml")
     if t.get("user_id") not in (None, p.user_id):
         raise ImportError_(f"{_at(path, t)}: user_id `{t['user_id']}` differs from the persona "
