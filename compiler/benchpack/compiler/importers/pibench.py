@@ -145,7 +145,7 @@ def read_yaml(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise ImportError_(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass: no arbitrary objects
     except yaml.MarkedYAMLError as exc:
         m = exc.problem_mark or exc.context_mark
         where = f"{path}:{m.line + 1}:{m.column + 1}" if m else str(path)
@@ -308,7 +308,7 @@ def _topological(depends: dict[str, list[str]], path: Path, entries: list[Any]) 
         if state.get(t) == 2:
             return
         if state.get(t) == 1:
-            cycle = stack[stack.index(t):] + [t]
+            cycle = [*stack[stack.index(t):], t]
             e = next(x for x in entries if x["task_id"] == cycle[0])
             raise ImportError_(f"{_at(path, e)}: dependency cycle "
                                f"{' → '.join(cycle)} (an episode's tasks must form a DAG)")
