@@ -12,7 +12,7 @@ from .params import PackErrors, db_option
 
 # formats are listed here (not imported from the registries) so `bench --help` stays light;
 # tests/test_imports_cli.py checks the lists equal the registries
-PACK_FORMATS = ("claw", "proactbench", "tau2", "vibesearch")
+PACK_FORMATS = ("claw", "pibench", "proactbench", "tau2", "vibesearch")
 RUN_FORMATS = ("proactbench",)
 
 
@@ -29,26 +29,32 @@ RUN_FORMATS = ("proactbench",)
 @click.option("--graphs-from-extractions", is_flag=True,
               help="vibesearch: use data/final_extractions files (a released model's answer "
                    "graphs, not the ground truth) as the sessions' graphs.")
+@click.option("--partial", is_flag=True,
+              help="pibench: accept a sampled release (a persona without profile.yaml or "
+                   "episode.yaml, tasks missing from the episode), reporting each gap.")
 def import_cmd(fmt: str, source: Path, out: Path, selected: Path | None,
-               name: str | None, graphs_from_extractions: bool) -> None:
+               name: str | None, graphs_from_extractions: bool, partial: bool) -> None:
     """Write a pack from a released benchmark (FORMAT: claw — a Claw-Anything task folder or a
-    folder of them; proactbench — final_dialogues.jsonl; tau2 — a domain folder with
-    tasks.json, db.json and policy.md; vibesearch — task files or a folder of them), with
-    IMPORT_REPORT.md saying
+    folder of them; pibench — a persona directory or the data/ directory holding several;
+    proactbench — final_dialogues.jsonl; tau2 — a domain folder with tasks.json, db.json and
+    policy.md; vibesearch — task files or a folder of them), with IMPORT_REPORT.md saying
     what became of every source field."""
     from benchpack.compiler.importers import ImportError_, import_pack
 
     options: dict[str, object] = {}
     if fmt == "proactbench":
         options = {"selected": selected, "name": name or "proactbench"}
-    elif fmt == "vibesearch" and selected is None and name is None:
+    elif fmt == "pibench":
+        options = {"partial": partial}
+    elif fmt == "vibesearch":
         options = {"graphs_from_extractions": graphs_from_extractions}
-    elif selected is not None or name is not None:
-        raise click.UsageError(f"--selected and --name are options of the proactbench format, "
-                               f"not of {fmt}")
-    if graphs_from_extractions and fmt != "vibesearch":
-        raise click.UsageError(f"--graphs-from-extractions is an option of the vibesearch "
-                               f"format, not of {fmt}")
+    for flag, value, owner in (("--selected", selected is not None, "proactbench"),
+                               ("--name", name is not None, "proactbench"),
+                               ("--partial", partial, "pibench"),
+                               ("--graphs-from-extractions", graphs_from_extractions,
+                                "vibesearch")):
+        if value and fmt != owner:
+            raise click.UsageError(f"{flag} is an option of the {owner} format, not of {fmt}")
     try:
         result = import_pack(fmt, source, out, **options)
     except ImportError_ as exc:

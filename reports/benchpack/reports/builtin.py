@@ -19,6 +19,7 @@ interaction, cost, judge-errors); each protocol's reports are in `protocols/<nam
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -184,12 +185,31 @@ EXCLUDED_NOTE = ("sessions = session runs (each repeat once, ablation variants n
                  "errored outside the agent (infrastructure, simulator, judge), left out.")
 
 
+TAG_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
+
+
+def _tag_expr(key: str) -> str:
+    """A session's values of its `key:value` tags (sorted, `, `-joined when several), NULL
+    when it has none. `key` is checked against TAG_KEY before it reaches the SQL."""
+    prefix = f"{key}:"
+    return (f"nullif(array_to_string(list_sort(list_transform(list_filter("
+            f"CAST(json_extract(extra, '$.tags') AS VARCHAR[]), "
+            f"x -> starts_with(x, '{prefix}')), x -> x[{len(prefix) + 1}:])), ', '), '')")
+
+
 def _group_expr(ctx: ReportContext) -> str:
     if ctx.by is None:
         return "'all'"
-    if ctx.by not in GROUPABLE:
-        raise ValueError(f"cannot group by `{ctx.by}`; choose one of {', '.join(GROUPABLE)}")
-    return f"coalesce(CAST({ctx.by} AS VARCHAR), '(none)')"
+    if ctx.by in GROUPABLE:
+        return f"coalesce(CAST({ctx.by} AS VARCHAR), '(none)')"
+    # any other key groups by the sessions' `key:value` tags; a key no selected session
+    # carries is a mistake (a typo), not one big `(none)` group
+    if TAG_KEY.fullmatch(ctx.by) and ctx.rows(
+            f"SELECT 1 FROM sessions WHERE run_id IN $runs AND {_tag_expr(ctx.by)} IS NOT NULL "
+            "LIMIT 1"):
+        return f"coalesce({_tag_expr(ctx.by)}, '(none)')"
+    raise ValueError(f"cannot group by `{ctx.by}`; choose one of {', '.join(GROUPABLE)}, or the "
+                     "key of a `key:value` tag of the selected sessions")
 
 
 def excluded_text(kinds: dict[str, int]) -> str:

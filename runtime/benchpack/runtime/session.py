@@ -404,9 +404,19 @@ def checklist_outcome(s: PlanSession, results: dict[str, ItemResult],
 
 
 def initial_files(plan: Plan, s: PlanSession) -> dict[str, str]:
-    """The text files the session's environment starts with (before any agent wrote)."""
-    return {f.path: f.content for f in plan.environments[s.environment].files
-            if f.encoding == "utf-8"}
+    """The text files the session's environment starts with (before any agent wrote), with
+    the files this session and the episode's earlier ones place when they start: none of them
+    is the agent's work, so a "Done." agent must not be credited with a task's own assets.
+    Several versions of one path are joined (only their lines are compared)."""
+    out: dict[str, list[str]] = {}
+    files = list(plan.environments[s.environment].files)
+    for other in sorted(plan.sessions.values(), key=lambda o: o.index):
+        if other.episode == s.episode and other.index <= s.index:
+            files += other.files
+    for f in files:
+        if f.encoding == "utf-8" and f.content not in out.setdefault(f.path, []):
+            out[f.path].append(f.content)
+    return {path: "\n".join(texts) for path, texts in out.items()}
 
 
 def render_history(ctx: SessionContext, limit: int = 60_000) -> str:
@@ -504,6 +514,9 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
         "extra": {**result.extra, **ctx.extra,
                   **({"dialogue_end": ctx.dialogue_end} if ctx.dialogue_end is not None
                      else {}),
+                  # `key:value` tags are what `bench report --by key` groups by (π-Bench's
+                  # task_type); the sessions table has columns only for the fixed labels
+                  **({"tags": list(s.metadata.tags)} if s.metadata.tags else {}),
                   **{k: v for k, v in m.items()
                      if k not in METRIC_COLUMNS and k not in ("score", "passed")}} or None,
     }

@@ -20,6 +20,7 @@ from typing import Any
 # ---- registry: format name → module (one line per format) ----
 IMPORTERS: dict[str, str] = {
     "claw": "benchpack.compiler.importers.claw",
+    "pibench": "benchpack.compiler.importers.pibench",
     "proactbench": "benchpack.compiler.importers.proactbench",
     "tau2": "benchpack.compiler.importers.tau2",
     "vibesearch": "benchpack.compiler.importers.vibesearch",

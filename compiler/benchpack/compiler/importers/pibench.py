@@ -1,0 +1,584 @@
+"""π-Bench persona directories → an intent-tracking pack.
+
+SOURCE is one persona directory (`profile.yaml`, `episode.yaml`, `tools.yaml`,
+`tasks/<task_id>/{task.yaml, assets…}`) or a `data/` directory holding several: one pack, one
+episode per persona, one intent-tracking session per task. The episode keeps `depends_on`
+exactly as `episode.yaml` gives it (sessions are written in a dependency order, stable on the
+file's order). Task assets are copied to `files/<persona>/<task_id>/` and placed in the
+workspace when their session starts, under the path the task names them by.
+
+The release's AppWorld apps (`tools.yaml`, `objectives.tools`) and its grader scripts
+(`tools_evaluation_path`) are not implemented here: they are kept as comments and tags and
+reported as lossy, never turned into tools that would answer differently from AppWorld.
+
+Every text is copied verbatim (`# benchpack: literal`: braces are never Jinja). Output depends
+only on the input bytes, so importing again writes byte-identical files. `partial=True` accepts
+sampled releases (a persona without `profile.yaml` or `episode.yaml`), reporting each gap.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import ImportError_, ImportResult
+from .proactbench import dump, safe_id
+
+DIFFICULTIES = ("easy", "medium", "hard")
+TRIGGERS = {"user": "user_message"}
+"""π-Bench trigger types → benchpack session trigger kinds (the release uses only `user`)."""
+
+LINT_IGNORED = {
+    "W307": "some released checklist criteria bundle several requirements; they are π-Bench's "
+            "own items, split them only knowing COMP then differs from the paper's",
+    "W308": "π-Bench tasks without `objectives.checklist` are scored on PROC only (no COMP), "
+            "as in the release",
+}
+"""Lint warnings about the release's own content, silenced in the pack with the reason."""
+
+# (source field, fate, what became of it / why) — the rows of IMPORT_REPORT.md
+FIELDS: list[tuple[str, str, str]] = [
+    ("profile.yaml: schema_version", "dropped", "format version of the release (`v2` "
+     "expected; another value is reported below)"),
+    ("profile.yaml: user_id", "mapped", "persona id and the episode's persona"),
+    ("profile.yaml: role", "mapped", "`personas[].profile.role`, verbatim (the simulated user's "
+     "background, shown to the user simulator only)"),
+    ("profile.yaml: preferences.language", "mapped", "`profile.language` and the sessions' "
+     "`metadata.language`"),
+    ("profile.yaml: preferences.verbosity", "mapped with loss", "the persona's communication "
+     "style: `style: {code: NONE, directives: [...]}` plus `profile.preferences`; π-Bench gives "
+     "no word bounds, so none are set"),
+    ("profile.yaml: preferences (other keys)", "mapped", "`profile.preferences` as `key: value`"),
+    ("profile.yaml: long_term_goals[]", "mapped", "`profile.long_term_goals`"),
+    ("episode.yaml: schema_version", "dropped", "format version (see profile.yaml)"),
+    ("episode.yaml: episode_id", "mapped", "episode id"),
+    ("episode.yaml: user_id", "mapped", "checked against profile.yaml; the episode's persona"),
+    ("episode.yaml: tasks[].task_id", "mapped", "session ids, in a dependency order stable on "
+     "the file's order"),
+    ("episode.yaml: tasks[].depends_on[]", "mapped", "session `depends_on`, exactly (unknown "
+     "ids and cycles are errors)"),
+    ("tools.yaml: tool_names[]", "mapped with loss", "listed in a comment of pack.yaml: "
+     "AppWorld apps are not implemented in benchpack, so no tool is declared for them"),
+    ("task.yaml: schema_version", "dropped", "format version (see profile.yaml)"),
+    ("task.yaml: task_id", "mapped", "session id (checked against the directory name)"),
+    ("task.yaml: user_id", "mapped", "checked against the persona directory"),
+    ("task.yaml: environment_id", "mapped with loss", "tag `environment_id:<id>`: π-Bench's "
+     "AppWorld environment; the session runs in benchpack's default workspace environment"),
+    ("task.yaml: title", "mapped", "session `title` (left out when empty)"),
+    ("task.yaml: description", "mapped", "session `description` (left out when empty)"),
+    ("task.yaml: task_type", "mapped", "`metadata.category` and tag `task_type:<type>`: both "
+     "`--by category` and `--by task_type` group by it"),
+    ("task.yaml: trigger.type", "mapped", "session `trigger` (`user` → a user message, the "
+     "default)"),
+    ("task.yaml: intent.initial_input", "mapped", "session `request`, verbatim"),
+    ("task.yaml: intent.hidden_intent[].content", "mapped", "`hidden_intents[].text` (ids "
+     "`i1`, `i2`, …), verbatim"),
+    ("task.yaml: objectives.checklist[].criterion", "mapped", "`checklist[].text` (ids `c1`, "
+     "`c2`, …), graded by the rubric judge as in π-Bench"),
+    ("task.yaml: objectives.files_read[]", "mapped with loss", "`evidence.files` of every "
+     "checklist item, so the judge sees their final content; π-Bench also shows them to its "
+     "intent judge every turn, benchpack's intent judge sees the files the agent touched in "
+     "that turn. A task with no checklist keeps them in a comment"),
+    ("task.yaml: objectives.tools[].<tool>.call / .result", "mapped with loss", "kept in a "
+     "comment over the session, and tag `app:<app>` per AppWorld app; they select fields of "
+     "AppWorld tool records for the grader script, and neither exists here"),
+    ("task.yaml: objectives.tools_evaluation_path", "mapped with loss", "kept in a comment; "
+     "the script (program code, not in the release data) is not run: its binary checks are "
+     "not scored, only the checklist is"),
+    ("task.yaml: metadata.difficulty", "mapped", "`metadata.difficulty` (a value other than "
+     "easy/medium/hard becomes tag `difficulty:<value>`)"),
+    ("task.yaml: metadata.<key> (other scalars and lists)", "mapped", "tags `<key>:<value>` "
+     "(one per list item), so `--by <key>` groups by them"),
+    ("tasks/<task_id>/<asset> (every other file)", "mapped", "copied byte for byte to "
+     "`files/<persona>/<task_id>/`; placed in the workspace under the same relative path when "
+     "the session starts"),
+    ("(persona directory) name", "mapped", "`metadata.domain` of the episode: `--by domain` "
+     "(or `--by persona`) gives π-Bench's per-persona columns"),
+]
+
+
+# --------------------------------------------------------------------------- reading
+
+
+class _Loader(yaml.SafeLoader):
+    """Safe YAML that remembers where each mapping and list started."""
+
+
+def _construct(loader: _Loader, node: yaml.Node, deep: bool = False) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        value: Any = _Map(loader.construct_mapping(node, deep=True))
+    else:
+        value = _List(loader.construct_sequence(node, deep=True))
+    value.mark = (node.start_mark.line + 1, node.start_mark.column + 1)
+    return value
+
+
+class _Map(dict):  # type: ignore[type-arg]
+    mark = (1, 1)
+
+
+class _List(list):  # type: ignore[type-arg]
+    mark = (1, 1)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct)
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct)
+
+
+def _at(path: Path, obj: Any) -> str:
+    line, col = getattr(obj, "mark", (1, 1))
+    return f"{path}:{line}:{col}"
+
+
+def read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ImportError_(f"{path}: no such file (a π-Bench persona directory holds "
+                           "profile.yaml, episode.yaml and tasks/<task_id>/task.yaml)") from None
+    except UnicodeDecodeError as exc:
+        raise ImportError_(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass: no arbitrary objects
+    except yaml.MarkedYAMLError as exc:
+        m = exc.problem_mark or exc.context_mark
+        where = f"{path}:{m.line + 1}:{m.column + 1}" if m else str(path)
+        raise ImportError_(f"{where}: not valid YAML ({exc.problem or exc.context}) (check "
+                           "the indentation and quoting on that line)") from None
+    except yaml.YAMLError as exc:
+        raise ImportError_(f"{path}: not valid YAML ({exc})") from None
+
+
+def _need(obj: Any, key: str, kind: type | tuple[type, ...], path: Path) -> Any:
+    value = obj.get(key) if isinstance(obj, dict) else None
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        found = "nothing" if value is None else type(value).__name__
+        raise ImportError_(f"{_at(path, obj)}: `{key}` must be {names}, found {found} (is this "
+                           "a π-Bench v2 file?)")
+    return value
+
+
+def _mapping(data: Any, path: Path) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ImportError_(f"{path}:1:1: must be a YAML mapping, found "
+                           f"{type(data).__name__} (is this a π-Bench v2 file?)")
+    return data
+
+
+# --------------------------------------------------------------------------- model
+
+
+@dataclass
+class _Report:
+    unknown: Counter[str] = field(default_factory=Counter)
+    notes: list[str] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def version(self, obj: dict[str, Any], path: Path) -> None:
+        v = obj.get("schema_version")
+        if v not in (None, "v2"):
+            self.notes.append(f"{path.parent.name}/{path.name}: schema_version `{v}` (this "
+                              "importer reads v2; check the result)")
+
+    def extra_keys(self, obj: dict[str, Any], known: set[str], what: str) -> None:
+        for k in obj:
+            if k not in known:
+                self.unknown[f"{what}.{k}"] += 1
+
+
+@dataclass
+class _Persona:
+    dir: Path
+    user_id: str
+    profile: dict[str, Any] | None
+    episode_id: str
+    order: list[str]
+    depends: dict[str, list[str]]
+    tasks: dict[str, dict[str, Any]]
+    tool_names: list[str]
+
+
+TASK_KEYS = {"schema_version", "task_id", "user_id", "environment_id", "title", "description",
+             "task_type", "trigger", "intent", "objectives", "metadata"}
+
+
+def _read_persona(pdir: Path, partial: bool, report: _Report) -> _Persona:
+    name = pdir.name
+    tasks_dir = pdir / "tasks"
+    if not tasks_dir.is_dir():
+        raise ImportError_(f"{pdir}: no tasks/ directory (give a π-Bench persona directory, "
+                           "data/<Persona>, or the data/ directory holding them)")
+    profile = None
+    if (pdir / "profile.yaml").is_file():
+        profile = _mapping(read_yaml(pdir / "profile.yaml"), pdir / "profile.yaml")
+        report.version(profile, pdir / "profile.yaml")
+        report.extra_keys(profile, {"schema_version", "user_id", "role", "preferences",
+                                    "long_term_goals"}, "profile.yaml")
+    elif not partial:
+        raise ImportError_(f"{pdir / 'profile.yaml'}: no such file (every π-Bench persona has "
+                           "one; for a sampled release without it pass --partial)")
+    else:
+        report.notes.append(f"`{name}`: no profile.yaml; the persona is a placeholder")
+    user_id = str(profile.get("user_id") or name) if profile else name
+    tasks: dict[str, dict[str, Any]] = {}
+    for tdir in sorted(p for p in tasks_dir.iterdir() if p.is_dir()):
+        tpath = tdir / "task.yaml"
+        task = _mapping(read_yaml(tpath), tpath)
+        tid = _need(task, "task_id", str, tpath)
+        if tid != tdir.name:
+            raise ImportError_(f"{_at(tpath, task)}: task_id `{tid}` differs from its directory "
+                               f"`{tdir.name}` (rename one so they agree)")
+        task["__path"], task["__dir"] = tpath, tdir
+        tasks[tid] = task
+    if not tasks:
+        raise ImportError_(f"{tasks_dir}: no task directories (expected tasks/<task_id>/task.yaml)")
+    epath = pdir / "episode.yaml"
+    depends: dict[str, list[str]] = {}
+    if epath.is_file():
+        ep = _mapping(read_yaml(epath), epath)
+        report.version(ep, epath)
+        report.extra_keys(ep, {"schema_version", "episode_id", "user_id", "tasks"}, "episode.yaml")
+        episode_id = str(ep.get("episode_id") or f"ep_{name}")
+        if ep.get("user_id") not in (None, user_id):
+            raise ImportError_(f"{_at(epath, ep)}: user_id `{ep['user_id']}` differs from "
+                               f"profile.yaml's `{user_id}` (one persona per directory)")
+        entries = _need(ep, "tasks", list, epath)
+        for e in entries:
+            if not isinstance(e, dict) or not isinstance(e.get("task_id"), str):
+                raise ImportError_(f"{_at(epath, e if isinstance(e, dict) else entries)}: each "
+                                   "task needs a `task_id` (and a `depends_on` list)")
+            report.extra_keys(e, {"task_id", "depends_on"}, "episode.yaml tasks[]")
+            tid = e["task_id"]
+            if tid in depends:
+                raise ImportError_(f"{_at(epath, e)}: task `{tid}` is listed twice")
+            if tid not in tasks:
+                raise ImportError_(f"{_at(epath, e)}: task `{tid}` has no "
+                                   f"tasks/{tid}/task.yaml (add it or remove the entry)")
+            deps = e.get("depends_on") or []
+            if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
+                raise ImportError_(f"{_at(epath, e)}: `depends_on` of `{tid}` must be a list "
+                                   "of task ids")
+            depends[tid] = list(deps)
+        for tid, deps in depends.items():
+            for d in deps:
+                if d not in depends:
+                    e = next(x for x in entries if x["task_id"] == tid)
+                    raise ImportError_(f"{_at(epath, e)}: `{tid}` depends on unknown task "
+                                       f"`{d}` (every depends_on must name a task of this "
+                                       "episode)")
+        missing = [t for t in tasks if t not in depends]
+        if missing and not partial:
+            raise ImportError_(f"{epath}: task `{missing[0]}` is not in the episode (list it "
+                               "under `tasks:`, or pass --partial to append it)")
+        for t in missing:
+            report.notes.append(f"`{name}`: task `{t}` is not in episode.yaml; appended with "
+                                "no dependencies")
+            depends[t] = []
+        order = _topological(depends, epath, entries)
+    elif not partial:
+        raise ImportError_(f"{epath}: no such file (it gives the sessions' order and "
+                           "dependencies; for a sampled release without it pass --partial)")
+    else:
+        report.notes.append(f"`{name}`: no episode.yaml; tasks in id order, no dependencies "
+                            "known")
+        episode_id = f"ep_{name}"
+        depends = {t: [] for t in sorted(tasks)}
+        order = sorted(tasks)
+    tool_names: list[str] = []
+    if (pdir / "tools.yaml").is_file():
+        tools = _mapping(read_yaml(pdir / "tools.yaml"), pdir / "tools.yaml")
+        report.extra_keys(tools, {"tool_names"}, "tools.yaml")
+        tool_names = [str(t) for t in tools.get("tool_names") or []]
+    return _Persona(pdir, user_id, profile, episode_id, order, depends, tasks, tool_names)
+
+
+def _topological(depends: dict[str, list[str]], path: Path, entries: list[Any]) -> list[str]:
+    """A dependency order, stable on the file's order; a cycle is a located error."""
+    order: list[str] = []
+    state: dict[str, int] = {}
+
+    def visit(t: str, stack: list[str]) -> None:
+        if state.get(t) == 2:
+            return
+        if state.get(t) == 1:
+            cycle = [*stack[stack.index(t):], t]
+            e = next(x for x in entries if x["task_id"] == cycle[0])
+            raise ImportError_(f"{_at(path, e)}: dependency cycle "
+                               f"{' → '.join(cycle)} (an episode's tasks must form a DAG)")
+        state[t] = 1
+        for d in depends[t]:
+            visit(d, [*stack, t])
+        state[t] = 2
+        order.append(t)
+
+    for t in depends:
+        visit(t, [])
+    return order
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _comment(lines: list[str], indent: str = "") -> str:
+    return "".join(f"{indent}# {x}".rstrip() + "\n" for x in lines)
+
+
+def _session(p: _Persona, tid: str, report: _Report, files_out: dict[Path, bytes]
+             ) -> tuple[dict[str, Any], list[str], str | None]:
+    """(session, comment lines, language) for one task."""
+    t = p.tasks[tid]
+    path: Path = t["__path"]
+    report.version(t, path)
+    report.extra_keys(t, TASK_KEYS | {"__path", "__dir"}, "task.yaml")
+    if t.get("user_id") not in (None, p.user_id):
+        raise ImportError_(f"{_at(path, t)}: user_id `{t['user_id']}` differs from the persona "
+                           f"`{p.user_id}` (a task belongs to its persona directory)")
+    intent = _need(t, "intent", dict, path)
+    report.extra_keys(intent, {"initial_input", "hidden_intent"}, "task.yaml intent")
+    request = _need(intent, "initial_input", str, path)
+    hidden = []
+    for k, h in enumerate(intent.get("hidden_intent") or [], 1):
+        if not isinstance(h, dict) or not isinstance(h.get("content"), str):
+            raise ImportError_(f"{_at(path, h if isinstance(h, dict) else intent)}: each "
+                               "hidden_intent needs a `content` text")
+        report.extra_keys(h, {"content"}, "task.yaml hidden_intent[]")
+        hidden.append({"id": f"i{k}", "text": h["content"]})
+    if not hidden:
+        raise ImportError_(f"{_at(path, intent)}: `hidden_intent` is empty (an intent-tracking "
+                           "session needs at least one)")
+    trig = t.get("trigger") or {}
+    ttype = trig.get("type", "user") if isinstance(trig, dict) else None
+    if ttype not in TRIGGERS:
+        raise ImportError_(f"{_at(path, trig if isinstance(trig, dict) else t)}: trigger type "
+                           f"`{ttype}` is not supported (π-Bench tasks use `user`)")
+    obj = t.get("objectives") or {}
+    if not isinstance(obj, dict):
+        raise ImportError_(f"{_at(path, t)}: `objectives` must be a mapping")
+    report.extra_keys(obj, {"tools", "checklist", "files_read", "tools_evaluation_path"},
+                      "task.yaml objectives")
+    files_read = [str(f) for f in obj.get("files_read") or []]
+    checklist = []
+    for k, c in enumerate(obj.get("checklist") or [], 1):
+        if not isinstance(c, dict) or not isinstance(c.get("criterion"), str):
+            raise ImportError_(f"{_at(path, c if isinstance(c, dict) else obj)}: each checklist "
+                               "item needs a `criterion` text")
+        report.extra_keys(c, {"criterion"}, "task.yaml checklist[]")
+        item: dict[str, Any] = {"id": f"c{k}", "text": c["criterion"]}
+        if files_read:
+            item["evidence"] = {"files": files_read}
+        checklist.append(item)
+    meta = t.get("metadata") or {}
+    tags = ["pibench"]
+    difficulty = None
+    task_type = t.get("task_type")
+    if task_type is not None:
+        tags.append(f"task_type:{task_type}")
+    if t.get("environment_id"):
+        tags.append(f"environment_id:{t['environment_id']}")
+    for k, v in meta.items() if isinstance(meta, dict) else []:
+        if k == "difficulty" and v in DIFFICULTIES:
+            difficulty = v
+        elif isinstance(v, (str, int, float, bool)):
+            tags.append(f"{k}:{v}")
+        elif isinstance(v, list) and all(isinstance(x, (str, int, float)) for x in v):
+            tags += [f"{k}:{x}" for x in v]
+        else:
+            report.unknown[f"task.yaml metadata.{k} (not a scalar or list)"] += 1
+    comments = [f"{tid}: tasks/{tid}/task.yaml"]
+    for spec in obj.get("tools") or []:
+        if isinstance(spec, dict):
+            for tool, sel in spec.items():
+                app = re.sub(r"^mcp_appworld_", "", str(tool)).split("__", 1)[0]
+                if f"app:{app}" not in tags:
+                    tags.append(f"app:{app}")
+                sel = sel if isinstance(sel, dict) else {}
+                comments.append(f"  AppWorld evidence (not implemented): {tool} call "
+                                f"{list(sel.get('call') or [])} result "
+                                f"{list(sel.get('result') or [])}")
+    if obj.get("tools_evaluation_path"):
+        comments.append(f"  grader script (not run): {obj['tools_evaluation_path']}")
+    if files_read and not checklist:
+        comments.append(f"  files read (no checklist to attach them to): {files_read}")
+    s: dict[str, Any] = {"id": safe_id(tid)}
+    if t.get("title"):
+        s["title"] = str(t["title"])
+    if t.get("description"):
+        s["description"] = str(t["description"])
+    s["protocol"] = "intent_tracking"
+    if p.depends.get(tid):
+        s["depends_on"] = [safe_id(d) for d in p.depends[tid]]
+    s["request"] = request
+    assets = []
+    tdir: Path = t["__dir"]
+    for f in sorted(x for x in tdir.rglob("*") if x.is_file() and x.name != "task.yaml"):
+        rel = f.relative_to(tdir).as_posix()
+        dest = Path("files") / safe_id(p.dir.name) / safe_id(tid) / rel
+        files_out[dest] = f.read_bytes()
+        assets.append({"path": rel, "source": f"../{dest.as_posix()}"})
+        report.counts["assets"] += 1
+    if assets:
+        s["files"] = assets
+    s["hidden_intents"] = hidden
+    if checklist:
+        s["checklist"] = checklist
+    md: dict[str, Any] = {}
+    if task_type is not None:
+        md["category"] = str(task_type)
+    if difficulty:
+        md["difficulty"] = difficulty
+    md["tags"] = tags
+    s["metadata"] = md
+    report.counts["sessions"] += 1
+    report.counts["hidden intents"] += len(hidden)
+    report.counts["checklist items"] += len(checklist)
+    report.counts["dependencies"] += len(p.depends.get(tid, []))
+    return s, comments, None
+
+
+def _persona_yaml(p: _Persona) -> tuple[dict[str, Any], str]:
+    prof = p.profile or {}
+    prefs = prof.get("preferences") or {}
+    language = str(prefs.get("language") or "en") if isinstance(prefs, dict) else "en"
+    profile: dict[str, Any] = {"role": str(prof.get("role") or f"π-Bench persona {p.user_id} "
+                                           "(profile.yaml not in this release sample)")}
+    if isinstance(prefs, dict) and prefs:
+        profile["preferences"] = [f"{k}: {v}" for k, v in prefs.items()]
+    if prof.get("long_term_goals"):
+        profile["long_term_goals"] = [str(g) for g in prof["long_term_goals"]]
+    profile["language"] = language
+    persona: dict[str, Any] = {"id": safe_id(p.user_id), "name": p.user_id, "profile": profile}
+    if isinstance(prefs, dict) and prefs.get("verbosity"):
+        persona["style"] = {"code": "NONE", "directives": [
+            f"Verbosity preference from the π-Bench profile: {prefs['verbosity']}."]}
+    return persona, language
+
+
+def import_pack(source: Path, out: Path, partial: bool = False) -> ImportResult:
+    source = Path(source)
+    if not source.is_dir():
+        raise ImportError_(f"{source}: not a directory (give a π-Bench persona directory, "
+                           "data/<Persona>, or the data/ directory holding them)")
+    if (source / "tasks").is_dir():
+        dirs = [source]
+    else:
+        dirs = sorted(d for d in source.iterdir() if (d / "tasks").is_dir())
+        if not dirs:
+            raise ImportError_(f"{source}: no persona directories (expected <Persona>/tasks/ "
+                               "here, or tasks/ itself)")
+    report = _Report()
+    personas = [_read_persona(d, partial, report) for d in dirs]
+    ids = Counter(safe_id(p.user_id) for p in personas)
+    if any(n > 1 for n in ids.values()):
+        raise ImportError_(f"{source}: two persona directories share the user_id "
+                           f"`{next(k for k, n in ids.items() if n > 1)}`")
+    result = ImportResult(out)
+    files_out: dict[Path, bytes] = {}
+    episodes: list[tuple[str, str]] = []
+    persona_specs = []
+    for p in personas:
+        persona, language = _persona_yaml(p)
+        persona_specs.append(persona)
+        blocks = []
+        sessions = []
+        for tid in p.order:
+            s, comments, _ = _session(p, tid, report, files_out)
+            s["metadata"]["language"] = language
+            sessions.append(s)
+            blocks.append(comments)
+        ep = {"id": safe_id(p.episode_id), "title": f"π-Bench {p.user_id}",
+              "persona": persona["id"], "memory": "carry_over",
+              "metadata": {"domain": p.user_id}, "sessions": sessions}
+        rel = p.dir.name
+        head = ["benchpack: literal", "", f"Imported by `bench import pibench` from {rel}/ "
+                "(episode.yaml, tasks/*/task.yaml).",
+                "One session per task; depends_on exactly as episode.yaml gives it.",
+                "Where each session came from, and what is not imported (see IMPORT_REPORT.md):"]
+        for b in blocks:
+            head += b
+        text = ("# yaml-language-server: $schema=../schemas/fragment.schema.json\n"
+                + _comment(head) + dump({"episodes": [ep]}))
+        episodes.append((safe_id(p.dir.name), text))
+    name = "pibench" if len(personas) > 1 else safe_id(f"pibench-{personas[0].dir.name}").lower()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "episodes").mkdir(exist_ok=True)
+    for eid, text in episodes:
+        _write(out, Path("episodes") / f"{eid}.yaml", text.encode("utf-8"), result)
+    for rel, data in sorted(files_out.items()):
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        _write(out, rel, data, result)
+    _write(out, Path("pack.yaml"), _pack_yaml(name, personas, persona_specs).encode("utf-8"),
+           result)
+    _write(out, Path("IMPORT_REPORT.md"), _report_md(source, personas, report).encode("utf-8"),
+           result)
+    result.sessions = report.counts["sessions"]
+    result.notes += report.notes
+    if report.unknown:
+        result.notes.append(f"{sum(report.unknown.values())} source field(s) not in the "
+                            "π-Bench v2 shape were dropped (see IMPORT_REPORT.md)")
+    return result
+
+
+def _write(out: Path, rel: Path, data: bytes, result: ImportResult) -> None:
+    (out / rel).write_bytes(data)
+    result.files.append(rel)
+
+
+def _pack_yaml(name: str, personas: list[_Persona], specs: list[dict[str, Any]]) -> str:
+    head = ["yaml-language-server: $schema=../schemas/pack.schema.json", "benchpack: literal",
+            "", "Imported by `bench import pibench` from "
+            + ", ".join(f"{p.dir.name}/" for p in personas) + ".",
+            "Personas come from profile.yaml; episodes/ holds one episode per persona; files/ "
+            "the task assets.", "IMPORT_REPORT.md lists what became of every source field.",
+            "", "AppWorld tools named by tools.yaml are NOT declared (benchpack does not "
+            "implement AppWorld):"]
+    for p in personas:
+        if p.tool_names:
+            head += textwrap.wrap(f"{p.user_id}: " + ", ".join(p.tool_names), 96,
+                                  initial_indent="  ", subsequent_indent="    ",
+                                  break_on_hyphens=False)
+    pack = {"benchpack": 1, "name": name, "version": "0.1.0",
+            "description": "π-Bench personas (imported): multi-session episodes with hidden "
+                           "intents (PROC) and checklists (COMP), intent-tracking protocol.",
+            "metadata": {"tags": ["pibench", "imported"]},
+            "include": ["episodes/*.yaml"], "personas": specs,
+            "lint": {"ignore": list(LINT_IGNORED)}}
+    head += ["", "lint.ignore: warnings about the released content itself, kept verbatim:"]
+    head += [f"  {code}: {why}" for code, why in LINT_IGNORED.items()]
+    return _comment(head) + dump(pack)
+
+
+def _fate_counts() -> Counter[str]:
+    return Counter(fate for _, fate, _ in FIELDS)
+
+
+def _report_md(source: Path, personas: list[_Persona], report: _Report) -> str:
+    c = report.counts
+    fates = _fate_counts()
+    out = ["# Import report: π-Bench", "",
+           f"Source: `{source.name}/` ({len(personas)} persona(s): "
+           + ", ".join(f"{p.user_id} {len(p.tasks)} tasks" for p in personas) + ").",
+           f"Sessions {c['sessions']}, hidden intents {c['hidden intents']}, checklist items "
+           f"{c['checklist items']}, dependencies {c['dependencies']}, assets {c['assets']}.",
+           f"Fields: {fates['mapped']} mapped, {fates['mapped with loss']} mapped with loss, "
+           f"{fates['dropped']} dropped.", "",
+           "## Fields", "", "| field | fate | what became of it / why |", "|---|---|---|"]
+    out += [f"| `{f}` | {fate} | {why} |" for f, fate, why in FIELDS]
+    out += ["", "## Not imported by design", "",
+            "- Scores: PROC needs the simulated user and intent judge, COMP the checklist judge; "
+            "run the pack to get them. The AppWorld grader scripts' binary checks are not "
+            "reproduced, so app tasks are scored by their checklist only.",
+            "- π-Bench's 18 task categories (paper, Table 5) are not in the task files; "
+            "`task_type` is the category here."]
+    if report.unknown:
+        out += ["", "## Fields not in the π-Bench v2 shape (dropped)", ""]
+        out += [f"- `{k}` ({n}×)" for k, n in sorted(report.unknown.items())]
+    if report.notes:
+        out += ["", "## Gaps in the source", ""] + [f"- {x}" for x in report.notes]
+    return "\n".join(out) + "\n"
