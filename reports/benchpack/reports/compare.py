@@ -276,6 +276,8 @@ def render_compare(db: Any, options: CompareOptions, fmt: str = "table", *,
     from .access import open_store, select_runs
     from .render import render
 
+    if len(set(options.runs)) != len(options.runs):
+        raise CompareError("a run is given twice; give each run once")
     with open_store(db, wait_s=wait_s, verify=True) as con:
         runs: list[str] = []
         for pattern in options.runs:

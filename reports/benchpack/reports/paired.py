@@ -224,13 +224,18 @@ def cluster_bootstrap_p(pairs: Sequence[tuple[Hashable, float, float]], *,
     """Two-sided p of H0 "no difference" by the paired cluster bootstrap: clusters of unit
     differences are resampled with replacement (seeded) and the mean difference recomputed;
     p = (1 + #{|Δ* − Δ̂| ≥ |Δ̂|}) / (1 + R), the bootstrap distribution shifted to the null.
-    Identical runs give p = 1. None below `min_clusters` clusters (see MIN_CLUSTERS_TEST)."""
+    Identical runs give p = 1; otherwise None below `min_clusters` clusters
+    (see MIN_CLUSTERS_TEST)."""
     sums = sorted(_cluster_sums(pairs), key=lambda t: (t[1], t[0]))
     g = len(sums)
-    if g < max(2, min_clusters):
+    if not g:
         return None
     n = sum(k for _, k in sums)
     delta = sum(s for s, _ in sums) / n
+    if all(b == a for _, a, b in pairs):
+        return 1.0  # no difference at all: no evidence against H0, whatever the clusters
+    if g < max(2, min_clusters):
+        return None
     rng = random.Random(seed)
     # a tolerance, so that equal differences summed in another order still count as ≥
     eps = 1e-12 * max(1.0, abs(delta))
