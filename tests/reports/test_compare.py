@@ -48,7 +48,7 @@ def test_paired_mean_se_ci_five_pairs() -> None:
     b = [0.3, 0.6, 0.5, 0.9, 0.9]
     # d = 0.1, 0.2, 0, 0.3, 0.1; mean 0.14; Σ(d − d̄)² = 0.052, var 0.013, sd 0.114018
     # SE = sd/√5 = 0.0509902; t(0.975, 4) = 2.7764451
-    d = paired.paired_difference([(i, x, y) for i, (x, y) in enumerate(zip(a, b))])
+    d = paired.paired_difference([(i, x, y) for i, (x, y) in enumerate(zip(a, b, strict=True))])
     assert d.delta == pytest.approx(0.14)
     assert d.sd == pytest.approx(math.sqrt(0.013))
     assert d.se == pytest.approx(math.sqrt(0.013 / 5))
