@@ -115,7 +115,7 @@ def mcnemar_exact(b: int, c: int) -> float:
     k = min(b, c)
     # exact integer arithmetic: the tail is a sum of binomial coefficients over 2^n
     tail = sum(math.comb(n, i) for i in range(k + 1))
-    return min(1.0, 2 * tail / 2 ** n)
+    return min(1.0, float(2 * tail) / float(2 ** n))
 
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
