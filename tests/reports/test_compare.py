@@ -31,6 +31,9 @@ def test_mcnemar_exact_by_hand() -> None:
     assert paired.mcnemar_exact(0, 5) == pytest.approx(2 / 32)
     assert paired.mcnemar_exact(0, 0) == 1.0
     assert paired.mcnemar_exact(3, 3) == 1.0  # the tail sum passes ½: capped at 1
+    # thousands of discordant pairs (a big store): 2^n is past a float's range, no overflow
+    assert paired.mcnemar_exact(700, 700) == 1.0
+    assert 0 < paired.mcnemar_exact(600, 700) < 0.01
 
 
 def test_holm_and_bh_by_hand() -> None:

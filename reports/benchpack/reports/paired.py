@@ -18,6 +18,7 @@ import math
 import random
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from statistics import NormalDist
 
 MIN_CLUSTERS_TEST = 6
@@ -115,7 +116,7 @@ def mcnemar_exact(b: int, c: int) -> float:
     k = min(b, c)
     # exact integer arithmetic: the tail is a sum of binomial coefficients over 2^n
     tail = sum(math.comb(n, i) for i in range(k + 1))
-    return min(1.0, float(2 * tail) / float(2 ** n))
+    return min(1.0, float(Fraction(2 * tail, 2 ** n)))  # exact even past 2^1023
 
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
