@@ -58,6 +58,7 @@ def build_reports(options: ReportOptions, registry: ReportRegistry | None = None
 def _build(con: Any, runs: list[str], options: ReportOptions,
            registry: ReportRegistry | None = None) -> list[ReportResult]:
     from .builtin import ReportContext
+    from .comparability import mixed_note
     from .registry import default_reports
 
     registry = registry or default_reports()
@@ -70,6 +71,9 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
             ctx.exact_max = options.exact_max
         result = report.build(ctx)
         result.store = str(options.db)
+        mixed = mixed_note(con, runs)  # figures side by side that differ not only by agent
+        if mixed:
+            result.notes.insert(0, mixed)
         out.append(result)
     return out
 

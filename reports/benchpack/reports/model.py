@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from .builtin import ReportContext
 
-Kind = Literal["text", "int", "float", "pct", "money", "seconds"]
+Kind = Literal["text", "int", "float", "pct", "money", "seconds", "pvalue"]
 
 
 @dataclass(frozen=True)

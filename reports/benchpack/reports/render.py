@@ -22,6 +22,8 @@ def _num(value: float, kind: str) -> str:
         return f"{value:.2f} s"
     if kind == "float":
         return f"{value:.2f}"
+    if kind == "pvalue":  # three significant digits; below 0.001 the digits mean nothing
+        return "<0.001" if value < 0.001 else f"{value:.3g}"
     return str(value)
 
 
@@ -91,6 +93,8 @@ def to_terminal(result: ReportResult, width: int | None = None) -> str:
                       highlight=False, markup=False)
     console.print(Text.assemble((result.title, "bold"), f" — {result.description}"))
     console.print(f"runs: {', '.join(result.runs)}")
+    for note in result.notes:  # e.g. the not-comparable banner: shown in every format
+        console.print(note)
     for table in result.tables:
         cells = [[cell_text(v, c) for v, c in zip(row, table.columns, strict=True)]
                  for row in table.rows]

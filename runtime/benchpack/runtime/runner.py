@@ -30,7 +30,7 @@ from benchpack.specs.toolsets import PyToolImpl
 from .env import EpisodeEnvironment, ToolBox
 from .env.service_pool import ServicePool, needs_replay, process_services
 from .graders.python import REFUSED as PYTHON_REFUSED
-from .judges.base import JudgeError, Templates
+from .judges.base import JudgeError, Templates, templates_fingerprint
 from .planfile import load_plan
 from .protocols.base import ProtocolRegistry, ProtocolResult, default_protocols
 from .roles import Roles
@@ -430,6 +430,7 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
     config = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.__dict__.items()
               if k not in ("api_key_env", "llm_backend")}
     config["api_key_env"] = options.api_key_env  # the variable's name, never its value
+    config["prompt_templates"] = templates_fingerprint(plan.prompts)  # for `bench compare`
 
     row = {"run_id": run_id, "created_at": started, "updated_at": started,
            "plan_path": str(options.plan), "plan_hash": plan.pack.content_hash,

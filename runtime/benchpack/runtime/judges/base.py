@@ -58,6 +58,22 @@ class Templates:
         return str(_compile(source).render(**context))
 
 
+def templates_fingerprint(overrides: Mapping[str, str] | None = None) -> str:
+    """sha256 over every prompt template a run renders (built-ins with the plan's overrides):
+    stored with the run so that `bench compare` can tell runs prompted differently apart,
+    even under one benchpack version (an edited install)."""
+    import hashlib
+
+    folder = resources.files("benchpack.runtime.judges") / "prompts"
+    names = sorted({p.name[:-3] for p in folder.iterdir() if p.name.endswith(".j2")}
+                   | set(overrides or {}))
+    digest = hashlib.sha256()
+    for name in names:
+        source = (overrides or {}).get(name) or default_template(name)
+        digest.update(json.dumps([name, source]).encode())
+    return digest.hexdigest()
+
+
 @lru_cache(maxsize=256)
 def _compile(source: str) -> Any:
     return ENV.from_string(source)
