@@ -207,14 +207,14 @@ def _read_proactbench(con: Any, path: Path, run: _Run
                 continue
             uuid, scenario, style, model, turn = m.groups()
             if sampled:  # the run of a released sample: its sessions are the item ids
-                sid = item.rsplit("__t", 1)[0]
-                if (sid, 0) not in run.ids or f"t{turn}" not in run.items.get((sid, 0), {}).get(
+                key = item.rsplit("__t", 1)[0]
+                if (key, 0) not in run.ids or f"t{turn}" not in run.items.get((key, 0), {}).get(
                         "trigger", set()):
                     problems.append(Problem(str(f), line, f"item `{item}` is not in the "
                                             f"sample of run `{run.run_id}` (hint: rate items of "
                                             "the same sample_items.json)"))
                     continue
-                rows.append((line, {"_file": str(f), "session": sid, "item": f"t{turn}",
+                rows.append((line, {"_file": str(f), "session": key, "item": f"t{turn}",
                                     "kind": "trigger", "rater": row.get("annotator_id"),
                                     "label": row.get("score"),
                                     "rationale": row.get("rationale"),

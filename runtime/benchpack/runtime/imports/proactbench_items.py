@@ -78,8 +78,9 @@ def _check(path: Path, i: int, it: Any) -> tuple[str, str, int, str, str]:
     """(session key, item id, turn, type, judge label) of item `i`."""
     if not isinstance(it, dict):
         raise ItemsError(f"{path}: item {i}: must be a JSON object")
-    iid = it.get("item_id")
-    m = ITEM.fullmatch(iid) if isinstance(iid, str) else None
+    raw = it.get("item_id")
+    iid = raw if isinstance(raw, str) else json.dumps(raw)
+    m = ITEM.fullmatch(iid) if isinstance(raw, str) else None
     if m is None:
         raise ItemsError(f"{path}: item {i}: item_id `{iid}` is not "
                          "{uuid}__{SCENARIO}__s{style}__{Model}__t{turn}")
@@ -142,7 +143,8 @@ def _session(rid: str, sid: str, rows: list[tuple[dict[str, Any], int, str, str]
     prefix = (rid, sid, 0)
     triggers = []
     for it, turn, typ, label in sorted(rows, key=lambda r: r[1]):
-        rub = it.get("rubric") if isinstance(it.get("rubric"), dict) else {}
+        raw = it.get("rubric")
+        rub: dict[str, Any] = raw if isinstance(raw, dict) else {}
         triggers.append((*prefix, f"t{turn}", typ, turn, "offline", "authored", "[]",
                          _text(rub.get("pass_criteria")), _text(rub.get("partial_criteria")),
                          _text(rub.get("fail_criteria")), _text(it.get("assistant_response")),
