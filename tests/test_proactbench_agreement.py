@@ -231,3 +231,30 @@ def test_released_ratings_and_sample_give_every_released_figure(tmp_path: Path) 
                                                   abs=1e-9)
         assert est(got["alpha_humans"]) == pytest.approx(want["krippendorff_alpha"], abs=1e-9)
         assert not math.isnan(est(got["alpha_humans"]))
+
+
+@pytest.mark.skipif(not (PEER / "results").is_dir(),
+                    reason="../shared/peer-data/proactbench not present")
+def test_released_ratings_give_the_released_alpha_through_the_whole_path(tmp_path: Path) -> None:
+    """Without sample_items.json (not in peer-data): an items file of the released item ids in
+    its shape, typed by trigger turn (turns 1–3 EMERGENT, 4–6 CRITICAL, 7+ RECOVERY, which
+    gives the released per-type rating counts 83 / 83 / 109, see
+    tests/reports/test_stats_published.py) with a placeholder judge label, goes through
+    `ratings import --items` and the agreement report: α among humans per type equals the
+    released α (all 18 raters, no exclusion) to 1e-12. κ needs the real judge labels."""
+    ids = sorted({json.loads(line)["item_id"] for f in (PEER / "results").glob("*.jsonl")
+                  for line in f.read_text().splitlines() if line.strip()})
+
+    def typed(iid: str) -> str:
+        turn = int(iid.rsplit("__t", 1)[1])
+        return "EMERGENT" if turn <= 3 else "CRITICAL" if turn <= 6 else "RECOVERY"
+
+    items = tmp_path / "sample_items.json"
+    items.write_text(json.dumps([{"item_id": i, "trigger_type": typed(i), "judge_score": "Pass"}
+                                 for i in ids]))
+    rows = agreement(imported(tmp_path, PEER / "results", items), "--consensus", "majority")
+    for typ, want in _released().items():
+        got = rows[typ.lower()]
+        assert got["ratings"] == want["n_ratings"]
+        assert got["items"] == want["n_items"]
+        assert est(got["alpha_humans"]) == pytest.approx(want["krippendorff_alpha"], abs=1e-12)
