@@ -241,7 +241,9 @@ def test_released_ratings_give_the_released_alpha_through_the_whole_path(tmp_pat
     gives the released per-type rating counts 83 / 83 / 109, see
     tests/reports/test_stats_published.py) with a placeholder judge label, goes through
     `ratings import --items` and the agreement report: α among humans per type equals the
-    released α (all 18 raters, no exclusion) to 1e-12. κ needs the real judge labels."""
+    released α (all 18 raters, no exclusion) to 1e-12, and the majority-vote consensus gives
+    the released matrices' row sums (humans' labels: EMERGENT 4 / 5 / 11, CRITICAL 5 / 1 / 13,
+    RECOVERY 8 / 7 / 5), which the median consensus does not. κ needs the real judge labels."""
     ids = sorted({json.loads(line)["item_id"] for f in (PEER / "results").glob("*.jsonl")
                   for line in f.read_text().splitlines() if line.strip()})
 
@@ -258,3 +260,10 @@ def test_released_ratings_give_the_released_alpha_through_the_whole_path(tmp_pat
         assert got["ratings"] == want["n_ratings"]
         assert got["items"] == want["n_items"]
         assert est(got["alpha_humans"]) == pytest.approx(want["krippendorff_alpha"], abs=1e-12)
+        # every placeholder judge label is Pass: the matrix's last column is the consensus
+        rows_released = [sum(want["confusion_matrix"][h].values())
+                         for h in ("Fail", "Partial", "Pass")]
+        assert [int(r.split()[2]) for r in got["confusion"].split(" / ")] == rows_released
+    median = agreement(tmp_path / "s.duckdb")
+    assert any(median[t.lower()]["confusion"] != rows[t.lower()]["confusion"]
+               for t in _released())
