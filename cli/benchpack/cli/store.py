@@ -36,11 +36,16 @@ from .params import PackErrors, db_option, wait_option
                    "ratings (default: judge against judge).")
 @click.option("--min-raters", type=click.IntRange(1), default=1, show_default=True,
               help="agreement --humans: ratings an item needs.")
+@click.option("--consensus", type=click.Choice(["median", "majority"]), default="median",
+              show_default=True,
+              help="agreement --humans: the human consensus of an item: the lower median, or "
+                   "the majority vote (ties: Partial, then Pass, then Fail — ProactBench's "
+                   "released analysis).")
 @click.option("--list", "list_", is_flag=True, help="List the available reports.")
 @wait_option
 def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | None, fmt: str,
            out: Path | None, level: float, resamples: int, seed: int, exact_max: int | None,
-           humans: bool, min_raters: int, list_: bool, wait_s: float) -> None:
+           humans: bool, min_raters: int, consensus: str, list_: bool, wait_s: float) -> None:
     """Print reports over a run store (default: `summary`; with --format html, all of them)."""
     from benchpack.reports.access import StoreError
     from benchpack.reports.api import ReportOptions, render_report
@@ -54,7 +59,7 @@ def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | No
     chosen = names or (tuple(registry.names()) if fmt == "html" else ("summary",))
     options = ReportOptions(db=db, names=chosen, runs=runs, by=by, level=level,
                             resamples=resamples, seed=seed, wait_s=wait_s, exact_max=exact_max,
-                            humans=humans, min_raters=min_raters)
+                            humans=humans, min_raters=min_raters, consensus=consensus)
     try:
         text = render_report(options, fmt)
     except (StoreError, UnknownReport, ValueError) as exc:
@@ -77,18 +82,22 @@ def ratings() -> None:
 
 @ratings.command(name="import")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--run", "run_id", required=True, metavar="RUN_ID",
-              help="The run whose judged items were rated (a rejudge stands for its source).")
+@click.option("--run", "run_id", metavar="RUN_ID",
+              help="The run whose judged items were rated (a rejudge stands for its source); "
+                   "with --items, the run to make of them [default: proactbench-human-eval].")
 @click.option("--format", "fmt", type=click.Choice(["csv", "jsonl", "proactbench"]),
               help="File format [default: from the extension]; proactbench: the released "
                    "human_eval results files as they are (a file or their directory).")
+@click.option("--items", type=click.Path(path_type=Path), metavar="SAMPLE_ITEMS_JSON",
+              help="proactbench: the released sample_items.json; its items and judge labels "
+                   "become the run the ratings attach to (no model runs needed).")
 @click.option("--rater-field", metavar="COLUMN", help="The column naming the rater.")
 @click.option("--field", "fields", multiple=True, metavar="NAME=COLUMN",
               help="Read field NAME (session, repeat, kind, item, rater, label, rationale, "
                    "confidence) from COLUMN (repeatable).")
 @db_option
-def ratings_import(file: Path, run_id: str, fmt: str | None, rater_field: str | None,
-                   fields: tuple[str, ...], db: Path) -> None:
+def ratings_import(file: Path, run_id: str | None, fmt: str | None, items: Path | None,
+                   rater_field: str | None, fields: tuple[str, ...], db: Path) -> None:
     """Import human ratings from FILE (CSV or JSONL): every row is checked first and every
     problem reported as file:line: message; a file with problems imports nothing."""
     from benchpack.reports.ratings import RatingsError, import_ratings
@@ -102,6 +111,19 @@ def ratings_import(file: Path, run_id: str, fmt: str | None, rater_field: str | 
         mapping[name.strip()] = column.strip()
     if rater_field:
         mapping["rater"] = rater_field
+    if items is not None:
+        if fmt != "proactbench":
+            raise click.UsageError("--items goes with --format proactbench")
+        from benchpack.runtime.imports.proactbench_items import RUN_ID, ItemsError, import_items
+        try:
+            made = import_items(items, db, run_id or RUN_ID)
+        except ItemsError as exc:
+            raise PackErrors(f"✗ {exc}") from None
+        run_id = made.run_id
+        click.echo(f"✓ {items}: {made.items} items in {made.sessions} sessions "
+                   f"{'→ new' if made.created else 'in'} run {run_id}", err=True)
+    elif run_id is None:
+        raise click.UsageError("Missing option '--run' (or --items with --format proactbench)")
     if not db.exists():
         raise PackErrors(f"✗ {db}: no such store")
     try:

@@ -338,8 +338,8 @@ def _ranking(scores: list[tuple[str, float]]) -> str:
 
 _HUMANS = """
 WITH items AS MATERIALIZED (
-    SELECT run_id, source_run, session_id, repeat, kind, item_id, type, raters, tie,
-           human_label, judge_label
+    SELECT run_id, source_run, session_id, repeat, kind, item_id, type, raters,
+           $tie AS tie, $label AS human_label, judge_label
     FROM human_pairs WHERE run_id IN $runs AND raters >= ?
 ), ratings AS MATERIALIZED (
     SELECT i.run_id, i.kind, i.type, i.session_id, i.repeat, i.item_id, i.judge_label, h.rater,
@@ -387,21 +387,29 @@ column holding the rater)."""
 
 def _against_humans(ctx: ReportContext, res: ReportResult,
                     lineage: dict[str, Lineage]) -> None:
-    res.notes.append("Human consensus: the median of the raters' labels; an even number of "
-                     "raters whose middle labels differ gives the lower (worse) one, counted "
-                     f"under ties. Items need at least {ctx.min_raters} rating(s).")
+    majority = ctx.consensus == "majority"
+    # fixed column names chosen here, never user text, go into the SQL
+    label, tie = ("human_majority", "majority_tie") if majority else ("human_label", "tie")
+    res.notes.append(
+        ("Human consensus: the majority vote; a tie goes to the middle label (PARTIAL), then "
+         "the better one (PASS before FAIL, YES before NO), counted under ties "
+         "(ProactBench's released analysis). " if majority else
+         "Human consensus: the median of the raters' labels; an even number of raters whose "
+         "middle labels differ gives the lower (worse) one, counted under ties. ") +
+        f"Items need at least {ctx.min_raters} rating(s).")
     rated = {str(r[0]) for r in ctx.con.execute(
         "SELECT DISTINCT run_id FROM human_ratings").fetchall()}
     runs = [r for r in ctx.runs if r in lineage and lineage[r].source_run in rated]
     by_run: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     raters: dict[str, list[tuple[str, str, str, str, int]]] = defaultdict(list)
     if runs:
-        sql = _HUMANS.replace("$runs", "(" + ", ".join("?" * len(runs)) + ")")
+        sql = (_HUMANS.replace("$runs", "(" + ", ".join("?" * len(runs)) + ")")
+               .replace("$label", label).replace("$tie", tie))
         rows = ctx.con.execute(sql, [*runs, ctx.min_raters]).fetchall()
         marks = ", ".join("?" * len(runs))
         for run, kind, typ, session, c, d, n in ctx.con.execute(
-                f"SELECT run_id, kind, type, session_id, human_label, judge_label, count(*) "
-                f"FROM human_pairs WHERE run_id IN ({marks}) AND raters >= ? AND human_label "
+                f"SELECT run_id, kind, type, session_id, {label}, judge_label, count(*) "
+                f"FROM human_pairs WHERE run_id IN ({marks}) AND raters >= ? AND {label} "
                 "IS NOT NULL AND judge_label IS NOT NULL GROUP BY ALL",
                 [*runs, ctx.min_raters]).fetchall():
             by_run[str(run)].append((kind, typ, "cluster", session, c, d, n))

@@ -47,6 +47,8 @@ class ReportOptions:
     humans: bool = False
     """`agreement`: judge against human consensus instead of judge against judge."""
     min_raters: int = 1
+    consensus: str = "median"
+    """`agreement --humans`: `median` or `majority` (ProactBench's released analysis)."""
 
 
 def build_reports(options: ReportOptions, registry: ReportRegistry | None = None
@@ -69,6 +71,7 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
                             options.seed, options.humans, options.min_raters)
         if options.exact_max is not None:
             ctx.exact_max = options.exact_max
+        ctx.consensus = options.consensus
         result = report.build(ctx)
         result.store = str(options.db)
         mixed = mixed_note(con, runs)  # figures side by side that differ not only by agent

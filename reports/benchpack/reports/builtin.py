@@ -57,6 +57,9 @@ class ReportContext:
     min_raters: int = 1
     """`agreement --humans`: ratings an item needs to enter the comparison."""
     exact_max: int = BOOTSTRAP_EXACT_MAX
+    consensus: str = "median"
+    """`agreement --humans`: the human consensus, `median` (lower on ties) or `majority` (ties:
+    the middle of the scale, then the better label)."""
     _labels: dict[str, str] | None = field(default=None, init=False, repr=False)
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:

@@ -172,11 +172,15 @@ def _read_proactbench(con: Any, path: Path, run: _Run
                       ) -> tuple[list[tuple[int, dict[str, Any]]], list[Problem], int]:
     """The released rating files as they are (a file, or a directory of `*.jsonl`): each row's
     item id names the dialogue, the model and the trigger turn; rows of other models than the
-    run's agent are counted, not imported. A row keeps its file in `_file`."""
+    run's agent are counted, not imported — except in the run of a released sample
+    (`--items`), which holds every model's rated answers. A row keeps its file in `_file`."""
     files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
     agent = con.execute("SELECT agent FROM runs WHERE run_id = ?", [run.run_id]).fetchone()
     agent_key = _model_key(str(agent[0] if agent and agent[0] else ""))
     sessions = _session_index(s for s, _ in run.ids)
+    # `--items sample_items.json` made this run: one session per rated answer, named by the
+    # item id without its turn, all models together
+    sampled = any(_PB_ITEM.fullmatch(f"{s}__t0") for s, _ in run.ids)
     rows: list[tuple[int, dict[str, Any]]] = []
     problems: list[Problem] = []
     other = 0
@@ -202,6 +206,20 @@ def _read_proactbench(con: Any, path: Path, run: _Run
                                         "{uuid}__{SCENARIO}__s{style}__{Model}__t{turn}"))
                 continue
             uuid, scenario, style, model, turn = m.groups()
+            if sampled:  # the run of a released sample: its sessions are the item ids
+                key = item.rsplit("__t", 1)[0]
+                if (key, 0) not in run.ids or f"t{turn}" not in run.items.get((key, 0), {}).get(
+                        "trigger", set()):
+                    problems.append(Problem(str(f), line, f"item `{item}` is not in the "
+                                            f"sample of run `{run.run_id}` (hint: rate items of "
+                                            "the same sample_items.json)"))
+                    continue
+                rows.append((line, {"_file": str(f), "session": key, "item": f"t{turn}",
+                                    "kind": "trigger", "rater": row.get("annotator_id"),
+                                    "label": row.get("score"),
+                                    "rationale": row.get("rationale"),
+                                    "confidence": row.get("confidence")}))
+                continue
             if not agent_key or _model_key(model) not in agent_key:
                 other += 1
                 continue

@@ -162,22 +162,42 @@ WHERE a.run_id <> b.run_id
     View("human_consensus", """Human consensus per rated item (`bench ratings import`): the
 median of the raters' ordinal labels (FAIL < PARTIAL < PASS, NO < YES). With an even number of
 raters whose two middle labels differ, the lower (worse) of the two is taken and `tie` is
-true; `raters` counts the ratings.""", """
+true; `raters` counts the ratings. `majority` is the most frequent label instead, ties going to
+the middle of the scale, then to the better label (PARTIAL, then PASS, then FAIL: ProactBench's
+released analysis; YES before NO), with `majority_tie`.""", """
 WITH r AS (
     SELECT *, CASE label WHEN 'FAIL' THEN 0 WHEN 'PARTIAL' THEN 1 WHEN 'PASS' THEN 2
                          WHEN 'NO' THEN 0 WHEN 'YES' THEN 1 END AS rank
     FROM human_ratings
+), counted AS (
+    SELECT run_id, session_id, repeat, kind, item_id, rank, count(*) AS n
+    FROM r GROUP BY run_id, session_id, repeat, kind, item_id, rank
+), votes AS (
+    SELECT *, max(n) OVER (PARTITION BY run_id, session_id, repeat, kind, item_id) AS top
+    FROM counted
+), majority AS (
+    -- most votes first; among equals the tie order: the middle (PARTIAL), then the better
+    SELECT run_id, session_id, repeat, kind, item_id,
+           arg_max(rank, n * 4 + CASE WHEN kind = 'trigger' THEN [0, 2, 1][rank + 1]
+                                      ELSE rank END) AS rank,
+           count(*) FILTER (WHERE n = top) > 1 AS tie
+    FROM votes GROUP BY run_id, session_id, repeat, kind, item_id
 )
 SELECT run_id AS source_run, session_id, repeat, kind, item_id, count(*) AS raters,
-       CASE WHEN kind = 'trigger' THEN ['FAIL', 'PARTIAL', 'PASS'][quantile_disc(rank, 0.5) + 1]
-            ELSE ['NO', 'YES'][quantile_disc(rank, 0.5) + 1] END AS label,
-       median(rank) <> quantile_disc(rank, 0.5) AS tie
-FROM r GROUP BY run_id, session_id, repeat, kind, item_id
+       CASE WHEN kind = 'trigger' THEN ['FAIL', 'PARTIAL', 'PASS'][quantile_disc(r.rank, 0.5) + 1]
+            ELSE ['NO', 'YES'][quantile_disc(r.rank, 0.5) + 1] END AS label,
+       median(r.rank) <> quantile_disc(r.rank, 0.5) AS tie,
+       CASE WHEN kind = 'trigger' THEN ['FAIL', 'PARTIAL', 'PASS'][any_value(m.rank) + 1]
+            ELSE ['NO', 'YES'][any_value(m.rank) + 1] END AS majority,
+       any_value(m.tie) AS majority_tie
+FROM r JOIN majority m USING (run_id, session_id, repeat, kind, item_id)
+GROUP BY run_id, session_id, repeat, kind, item_id
 """, needs=("human_ratings",)),
     View("human_pairs", """Judge against human consensus: every rated item next to the label
 each run that judged those dialogues gave it (NULL on a judge error).""", """
 SELECT j.run_id, j.judge, source_run, session_id, repeat, kind, item_id, j.type, h.raters,
-       h.tie, h.label AS human_label, j.label AS judge_label
+       h.tie, h.label AS human_label, j.label AS judge_label, h.majority AS human_majority,
+       h.majority_tie
 FROM human_consensus h JOIN judge_labels j USING (source_run, session_id, repeat, kind, item_id)
 -- the kinds humans rate (`bench ratings import`): naming them spares the intent-check audit
 WHERE j.kind IN ('trigger', 'checklist', 'triple')

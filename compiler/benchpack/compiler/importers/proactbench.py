@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from benchpack.specs.jsonl import read_jsonl as _read_jsonl
 from benchpack.specs.persona import COHERENT_STYLES
 
 from . import ImportError_, ImportResult
@@ -44,32 +45,7 @@ INFERRED_SHARE = 0.6
 
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, row) of every non-blank line; a broken line is a located error."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ImportError_(f"{path}: no such file (give the path of the released JSONL "
-                           "file)") from None
-    except UnicodeDecodeError as exc:
-        raise ImportError_(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise ImportError_(f"{path}: cannot read ({exc.strerror or exc})") from None
-    rows = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ImportError_(f"{path}:{n}:{exc.colno}: not a JSON object ({exc.msg}) "
-                               "(is the file complete? a truncated download ends mid-line)"
-                               ) from None
-        if not isinstance(row, dict):
-            raise ImportError_(f"{path}:{n}:1: a row must be a JSON object, found "
-                               f"{type(row).__name__}")
-        rows.append((n, row))
-    if not rows:
-        raise ImportError_(f"{path}: no rows (expected one JSON object per line)")
-    return rows
+    return _read_jsonl(path, ImportError_, "the path of the released JSONL file")
 
 
 def need(row: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:

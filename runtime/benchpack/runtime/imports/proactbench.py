@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchpack.specs.jsonl import read_jsonl
 from benchpack.specs.persona import COHERENT_STYLES
 
 from ..store import SessionRows, Store
@@ -69,29 +70,8 @@ class ImportRunSummary:
 
 
 def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ImportRunError(f"{path}: no such file (give the released "
-                             "<model>_proactivity_bench_results.jsonl)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImportRunError(f"{path}: cannot read ({exc})") from None
-    out = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ImportRunError(f"{path}:{n}:{exc.colno}: not a JSON object ({exc.msg}) (is "
-                                 "the file complete? a truncated download ends mid-line)"
-                                 ) from None
-        if not isinstance(row, dict):
-            raise ImportRunError(f"{path}:{n}:1: a row must be a JSON object")
-        out.append((n, row))
-    if not out:
-        raise ImportRunError(f"{path}: no rows (expected one JSON object per line)")
-    return out
+    return read_jsonl(path, ImportRunError,
+                      "the released <model>_proactivity_bench_results.jsonl")
 
 
 def _get(row: dict[str, Any], key: str, kind: type, where: str) -> Any:

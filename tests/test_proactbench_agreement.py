@@ -1,0 +1,269 @@
+"""Issue 13 item 3: ProactBench's human-agreement analysis from the released files as they are
+(`bench ratings import --format proactbench --items sample_items.json RESULTS_DIR`, then
+`bench report agreement --humans --consensus majority`).
+
+What the release computes (dataset/human_eval/analyze_results.py, read for the method): per
+trigger type, Krippendorff's α (ordinal) among all raters over the items with ≥ 2 ratings;
+the majority-vote consensus of every rated item (ties: Partial, then Pass, then Fail) against
+the judge's label as a 3×3 confusion matrix (rows humans) and Cohen's κ **unweighted** — the
+released analysis_stats.json applies no rater exclusion and no ≥ 3-ratings rule (its per-type
+n_ratings sum to all 275 ratings, its matrices to all 59 rated items).
+
+Fixture tests/fixtures/proactbench/human_eval_study (ours, in the release's shapes): 12 items,
+4 raters, 25 ratings; E7 is unrated. Hand computations:
+
+- EMERGENT, majority consensus vs judge: E1 (Pass, Pass), E2 (Fail, Fail), E3 Pass/Fail/Partial
+  → tie → Partial (judge Partial), E4 Fail/Pass/Pass/Partial → Pass (judge Pass), E5 Pass/Fail
+  → tie → Pass (judge Fail), E6 one rating Partial (judge Partial). Matrix rows F/Pa/P:
+  [[1,0,0],[0,2,0],[1,0,2]]: p_o = 5/6, p_e = (1·2 + 2·2 + 3·2)/36 = 1/3, κ = 0.75.
+  The median consensus differs on E4 (→ Partial, a tie) and E5 (→ Fail): [[2,0,0],[0,2,1],[0,0,1]].
+  α over E1–E5 (15 pairable values, n_F 5, n_Pa 3, n_P 7): δ²(F,Pa) = 4² = 16,
+  δ²(Pa,P) = 5² = 25, δ²(F,P) = (6 + 3)² = 81; coincidences o_FPa 11/6, o_PaP 7/6, o_FP 13/6:
+  α = 1 − 14 · 2(11/6·16 + 7/6·25 + 13/6·81) / 2(5·3·16 + 3·7·25 + 5·7·81) = 1 − 6552/7200 = 0.09.
+- CRITICAL: C1 Pass/Fail (tie → Pass, judge Pass), C2 Fail×3 (Fail), C3 Pass×2 (Pass): κ = 1
+  (the median would say Fail on C1). α over C1 (F, P), C2 (F, F, F), C3 (P, P): n_F 4, n_P 3,
+  n = 7, δ²(F,P) = 3.5² = 12.25, o_FP = 1: α = 1 − 6 · 2·12.25 / (2·4·3·12.25) = 0.5.
+- RECOVERY: R1 (Partial, Partial), R2 (Pass, Fail): p_o = 1/2, p_e = 1/4, κ = 1/3; no item has
+  two ratings, so α is undefined (shown as –, never 0).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from benchpack.cli.main import cli
+
+FIX = Path(__file__).parent / "fixtures" / "proactbench" / "human_eval_study"
+PEER = Path("/work/shared/peer-data/proactbench/dataset/human_eval")
+SAMPLE = PEER / "sample_items.json"
+
+
+def bench(*args: Any) -> Any:
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def imported(tmp: Path, results: Path = FIX / "results", items: Path = FIX / "sample_items.json"
+             ) -> Path:
+    db = tmp / "s.duckdb"
+    r = bench("ratings", "import", results, "--format", "proactbench", "--items", items,
+              "--db", db)
+    assert r.exit_code == 0, r.output
+    return db
+
+
+def agreement(db: Path, *extra: str) -> dict[str, dict[str, Any]]:
+    r = bench("report", "agreement", "--humans", "--db", db, "--run", "proactbench-human-eval",
+              "--format", "json", *extra)
+    assert r.exit_code == 0, r.output
+    return {row["type"]: row for row in json.loads(r.output)["tables"][0]["rows"]}
+
+
+def est(cell: Any) -> float | None:
+    return cell["value"] if isinstance(cell, dict) else cell
+
+
+def test_items_file_gives_the_judge_labels_and_types_without_any_run(tmp_path: Path) -> None:
+    r = bench("ratings", "import", FIX / "results", "--format", "proactbench", "--items",
+              FIX / "sample_items.json", "--db", tmp_path / "s.duckdb")
+    assert r.exit_code == 0, r.output
+    assert "25 ratings (25 trigger) by 4 rater(s) for run proactbench-human-eval" in r.output
+    assert "12 items" in r.output  # the items run: every sampled item, rated or not
+
+
+def test_released_method_majority_consensus_unweighted_kappa(tmp_path: Path) -> None:
+    rows = agreement(imported(tmp_path), "--consensus", "majority")
+    e, c, rec = rows["emergent"], rows["critical"], rows["recovery"]
+    assert e["items"] == 6 and e["confusion"] == "1 0 0 / 0 2 0 / 1 0 2"
+    assert est(e["kappa"]) == pytest.approx(0.75)
+    assert est(e["alpha_humans"]) == pytest.approx(0.09)
+    assert c["items"] == 3 and est(c["kappa"]) == pytest.approx(1.0)
+    assert est(c["alpha_humans"]) == pytest.approx(0.5)
+    assert rec["items"] == 2 and est(rec["kappa"]) == pytest.approx(1 / 3)
+    assert est(rec["alpha_humans"]) is None
+    assert e["ratings"] + c["ratings"] + rec["ratings"] == 25
+
+
+def test_median_consensus_stays_the_default(tmp_path: Path) -> None:
+    rows = agreement(imported(tmp_path))
+    assert rows["emergent"]["confusion"] == "2 0 0 / 0 2 1 / 0 0 1"
+    assert rows["critical"]["confusion"] == "1 0 1 / 0 0 0 / 0 0 1"
+    # α does not depend on the consensus rule
+    assert est(rows["emergent"]["alpha_humans"]) == pytest.approx(0.09)
+
+
+def test_min_raters_three_is_the_papers_consensus_rule(tmp_path: Path) -> None:
+    """≥ 3 ratings: EMERGENT keeps E1–E4, CRITICAL only C2; α is over those items only."""
+    rows = agreement(imported(tmp_path), "--consensus", "majority", "--min-raters", "3")
+    assert rows["emergent"]["items"] == 4 and rows["critical"]["items"] == 1
+    assert "recovery" not in rows
+
+
+def test_adversarial_raters_who_agree_with_nobody(tmp_path: Path) -> None:
+    """Every rater says Pass on every item (a 'Done.'-style rater): the consensus is Pass
+    everywhere, the judge varies, so κ = 0 (chance); α among humans is undefined (no
+    disagreement possible and no variation: D_e = 0), never reported as 1."""
+    items = json.loads((FIX / "sample_items.json").read_text())
+    res = tmp_path / "results"
+    res.mkdir()
+    for a in ("A01", "A02"):
+        with (res / f"{a}.jsonl").open("w") as f:
+            for it in items:
+                f.write(json.dumps({"annotator_id": a, "item_id": it["item_id"],
+                                    "score": "Pass"}) + "\n")
+    rows = agreement(imported(tmp_path, res), "--consensus", "majority")
+    assert est(rows["emergent"]["kappa"]) == pytest.approx(0.0)
+    assert est(rows["emergent"]["alpha_humans"]) is None
+
+
+def test_reimport_is_idempotent_and_a_changed_items_file_is_refused(tmp_path: Path) -> None:
+    db = imported(tmp_path)
+    again = bench("ratings", "import", FIX / "results", "--format", "proactbench", "--items",
+                  FIX / "sample_items.json", "--db", db)
+    assert again.exit_code == 0 and "25 replaced" in again.output
+    changed = tmp_path / "sample_items.json"
+    items = json.loads((FIX / "sample_items.json").read_text())
+    items[0]["judge_score"] = "Fail"
+    changed.write_text(json.dumps(items))
+    r = bench("ratings", "import", FIX / "results", "--format", "proactbench", "--items",
+              changed, "--db", db)
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert "proactbench-human-eval" in r.output and "--run" in r.output
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "sample_items.json:1:2: not JSON"),
+    ('{"item_id": "x"}', "sample_items.json:1:1: expected a JSON list of items"),
+    ('[{"item_id": "a__B_01__s1__M__t1", "trigger_type": "SOON", "judge_score": "Pass"}]',
+     "item 0 (a__B_01__s1__M__t1): `trigger_type` must be EMERGENT, CRITICAL or RECOVERY"),
+    ('[{"item_id": "a__B_01__s1__M__t1", "trigger_type": "CRITICAL", "judge_score": "Good"}]',
+     "item 0 (a__B_01__s1__M__t1): `judge_score` must be Pass, Partial or Fail"),
+    ('[{"item_id": "nope", "trigger_type": "CRITICAL", "judge_score": "Pass"}]',
+     "item 0: item_id `nope` is not {uuid}__{SCENARIO}__s{style}__{Model}__t{turn}"),
+])
+def test_bad_items_file_is_a_located_one_line_error(tmp_path: Path, content: str,
+                                                      message: str) -> None:
+    bad = tmp_path / "sample_items.json"
+    bad.write_text(content)
+    r = bench("ratings", "import", FIX / "results", "--format", "proactbench", "--items", bad,
+              "--db", tmp_path / "s.duckdb")
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert message in r.output, r.output
+
+
+def test_rating_of_an_item_not_in_the_sample_is_a_located_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "A09.jsonl"
+    bad.write_text(json.dumps({"annotator_id": "A09", "item_id": "0a1b2c3d4e5f60718293a4b5c6d7e"
+                               "8f9__SPORTS_01__s13__Toy-Model-3__t1", "score": "Pass"}) + "\n")
+    r = bench("ratings", "import", bad, "--format", "proactbench", "--items",
+              FIX / "sample_items.json", "--db", tmp_path / "s.duckdb")
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert f"{bad}:1: item" in r.output and "not in" in r.output
+
+
+def test_alpha_equals_the_krippendorff_package(tmp_path: Path) -> None:
+    """Differential check against the reference implementation, when it is installed (it is
+    not a dependency of benchpack)."""
+    kd = pytest.importorskip("krippendorff")
+    np = pytest.importorskip("numpy")
+    items = {it["item_id"]: it["trigger_type"]
+             for it in json.loads((FIX / "sample_items.json").read_text())}
+    ratings = [json.loads(line) for f in sorted((FIX / "results").glob("*.jsonl"))
+               for line in f.read_text().splitlines() if line.strip()]
+    raters = sorted({r["annotator_id"] for r in ratings})
+    rows = agreement(imported(tmp_path), "--consensus", "majority")
+    for typ in ("EMERGENT", "CRITICAL"):
+        ids = sorted(i for i, t in items.items() if t == typ)
+        m = np.full((len(raters), len(ids)), np.nan)
+        for r in ratings:
+            if r["item_id"] in ids:
+                m[raters.index(r["annotator_id"]), ids.index(r["item_id"])] = \
+                    {"Fail": 0, "Partial": 1, "Pass": 2}[r["score"]]
+        want = kd.alpha(reliability_data=m, level_of_measurement="ordinal")
+        assert est(rows[typ.lower()]["alpha_humans"]) == pytest.approx(want, abs=1e-12)
+
+
+# --------------------------------------------------------------------------- peer-data
+
+
+def _released() -> dict[str, Any]:
+    return json.loads((PEER / "analysis_stats.json").read_text())["per_trigger_type"]
+
+
+@pytest.mark.skipif(not PEER.is_dir(), reason="../shared/peer-data/proactbench not present")
+@pytest.mark.parametrize("typ", ["EMERGENT", "CRITICAL", "RECOVERY"])
+def test_released_confusion_matrices_give_the_released_kappa(typ: str) -> None:
+    """The released κ is Cohen's κ unweighted of the released matrix (not κ_quad: the
+    quadratic one of EMERGENT's matrix is 0.63, not 0.545), and the CSV equals the JSON."""
+    from benchpack.reports import stats
+
+    order = ["Fail", "Partial", "Pass"]
+    with (PEER / f"confusion_matrix_{typ.lower()}.csv").open() as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["human_consensus", *order]
+    matrix = [[int(x) for x in r[1:]] for r in rows[1:]]
+    released = _released()[typ]
+    assert matrix == [[released["confusion_matrix"][h][j] for j in order] for h in order]
+    kappa = stats.cohen_kappa(matrix, None)
+    assert kappa == pytest.approx(released["cohen_kappa_consensus_vs_judge"], abs=1e-12)
+    assert stats.cohen_kappa(matrix, "quadratic") != pytest.approx(kappa, abs=1e-3)
+
+
+@pytest.mark.skipif(not SAMPLE.is_file(), reason="sample_items.json is not in peer-data")
+def test_released_ratings_and_sample_give_every_released_figure(tmp_path: Path) -> None:
+    """Exact reproduction: α per type and κ per type to the released precision (1e-9), the
+    confusion matrices cell by cell, the per-type rating and item counts."""
+    db = imported(tmp_path, PEER / "results", SAMPLE)
+    rows = agreement(db, "--consensus", "majority")
+    for typ, want in _released().items():
+        got = rows[typ.lower()]
+        assert got["ratings"] == want["n_ratings"]
+        order = ["Fail", "Partial", "Pass"]
+        assert got["confusion"] == " / ".join(
+            " ".join(str(want["confusion_matrix"][h][j]) for j in order) for h in order)
+        assert est(got["kappa"]) == pytest.approx(want["cohen_kappa_consensus_vs_judge"],
+                                                  abs=1e-9)
+        assert est(got["alpha_humans"]) == pytest.approx(want["krippendorff_alpha"], abs=1e-9)
+        assert not math.isnan(est(got["alpha_humans"]))
+
+
+@pytest.mark.skipif(not (PEER / "results").is_dir(),
+                    reason="../shared/peer-data/proactbench not present")
+def test_released_ratings_give_the_released_alpha_through_the_whole_path(tmp_path: Path) -> None:
+    """Without sample_items.json (not in peer-data): an items file of the released item ids in
+    its shape, typed by trigger turn (turns 1–3 EMERGENT, 4–6 CRITICAL, 7+ RECOVERY, which
+    gives the released per-type rating counts 83 / 83 / 109, see
+    tests/reports/test_stats_published.py) with a placeholder judge label, goes through
+    `ratings import --items` and the agreement report: α among humans per type equals the
+    released α (all 18 raters, no exclusion) to 1e-12, and the majority-vote consensus gives
+    the released matrices' row sums (humans' labels: EMERGENT 4 / 5 / 11, CRITICAL 5 / 1 / 13,
+    RECOVERY 8 / 7 / 5), which the median consensus does not. κ needs the real judge labels."""
+    ids = sorted({json.loads(line)["item_id"] for f in (PEER / "results").glob("*.jsonl")
+                  for line in f.read_text().splitlines() if line.strip()})
+
+    def typed(iid: str) -> str:
+        turn = int(iid.rsplit("__t", 1)[1])
+        return "EMERGENT" if turn <= 3 else "CRITICAL" if turn <= 6 else "RECOVERY"
+
+    items = tmp_path / "sample_items.json"
+    items.write_text(json.dumps([{"item_id": i, "trigger_type": typed(i), "judge_score": "Pass"}
+                                 for i in ids]))
+    rows = agreement(imported(tmp_path, PEER / "results", items), "--consensus", "majority")
+    for typ, want in _released().items():
+        got = rows[typ.lower()]
+        assert got["ratings"] == want["n_ratings"]
+        assert got["items"] == want["n_items"]
+        assert est(got["alpha_humans"]) == pytest.approx(want["krippendorff_alpha"], abs=1e-12)
+        # every placeholder judge label is Pass: the matrix's last column is the consensus
+        rows_released = [sum(want["confusion_matrix"][h].values())
+                         for h in ("Fail", "Partial", "Pass")]
+        assert [int(r.split()[2]) for r in got["confusion"].split(" / ")] == rows_released
+    median = agreement(tmp_path / "s.duckdb")
+    assert any(median[t.lower()]["confusion"] != rows[t.lower()]["confusion"]
+               for t in _released())
