@@ -32,6 +32,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,10 @@ from click.testing import CliRunner
 from benchpack.cli.main import cli
 
 FIX = Path(__file__).parent / "fixtures" / "proactbench" / "human_eval_study"
-PEER = Path("/work/shared/peer-data/proactbench/dataset/human_eval")
+# BENCH_PEER_DATA (as in tests/importers): sample_items.json is not in the shared peer-data, so the
+# full reproduction runs only against a copied tree that holds it next to the released results.
+PEER = (Path(os.environ.get("BENCH_PEER_DATA", "/work/shared/peer-data")) / "proactbench" / "dataset"
+        / "human_eval")
 SAMPLE = PEER / "sample_items.json"
 
 
@@ -224,6 +228,7 @@ def test_released_ratings_and_sample_give_every_released_figure(tmp_path: Path) 
     for typ, want in _released().items():
         got = rows[typ.lower()]
         assert got["ratings"] == want["n_ratings"]
+        assert got["items"] == want["n_items"]
         order = ["Fail", "Partial", "Pass"]
         assert got["confusion"] == " / ".join(
             " ".join(str(want["confusion_matrix"][h][j]) for j in order) for h in order)
