@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from .imports import import_cmd, import_run_cmd
+from .mcp import mcp_cmd
 from .pack import compile_cmd, graph, init, schema, validate
 from .params import PackErrors
 from .run import rejudge, run
@@ -80,6 +81,7 @@ for _command in (init, validate, compile_cmd, graph, schema, run, rejudge, repor
     cli.add_command(_command)
 for _command in (import_cmd, import_run_cmd):  # issue 13: released benchmarks and results
     cli.add_command(_command)
+cli.add_command(mcp_cmd)  # issue 14: a session's tools over MCP
 
 
 def main() -> None:
