@@ -119,7 +119,7 @@ def test_stdio_bridge_calls_run_in_the_serving_process(plans: dict[str, Path],
     are still executed and recorded by the runtime's toolbox."""
     box = _toolbox(load_plan(plans["pharmacist-week"]), tmp_path / "ws")
 
-    async def go() -> tuple[list[str], Any, Any, int]:
+    async def go() -> tuple[list[str], Any, Any]:
         endpoint = await start_mcp_server(box, transport="stdio")
         try:
             cmd = endpoint.stdio_command
@@ -132,11 +132,11 @@ def test_stdio_bridge_calls_run_in_the_serving_process(plans: dict[str, Path],
                 names = [t.name for t in (await client.list_tools()).tools]
                 ok = await client.call_tool("ask_user", {"question": "周五几点到店？"})
                 bad = await client.call_tool("ask_user", {})
-            return names, ok, bad, 0
+            return names, ok, bad
         finally:
             await endpoint.close()
 
-    names, ok, bad, _ = asyncio.run(go())
+    names, ok, bad = asyncio.run(go())
     assert names == [s["function"]["name"] for s in box.specs]
     assert not ok.is_error and bad.is_error
     assert "'question' is a required property" in text_of(bad)
@@ -240,7 +240,11 @@ def test_bench_mcp_over_stdio(plans: dict[str, Path], tmp_path: Path) -> None:
               "--transport", "stdio"])
 
     async def go() -> tuple[int, Any, Any, Any]:
-        async with stdio_client(params, errlog=open(tmp_path / "err.txt", "w")) as (r, w), \
+        with (tmp_path / "err.txt").open("w", encoding="utf-8") as errlog:
+            return await talk(errlog)
+
+    async def talk(errlog: Any) -> tuple[int, Any, Any, Any]:
+        async with stdio_client(params, errlog=errlog) as (r, w), \
                 ClientSession(r, w) as client:
             await client.initialize()
             n = len((await client.list_tools()).tools)

@@ -207,6 +207,7 @@ async def start_mcp_server(tools: ToolHandle, transport: Transport = "http", *,
 
     async def stop() -> None:
         web.should_exit = True
+        web.stopping.set()
         try:
             await task
         finally:
@@ -225,11 +226,21 @@ class _EmbeddedUvicorn:
         import uvicorn
 
         class Embedded(uvicorn.Server):
+            stopping = asyncio.Event()
+
             @contextlib.contextmanager
             def capture_signals(self) -> Iterator[None]:
                 yield
 
-        return Embedded(config)
+            async def main_loop(self) -> None:
+                # woken by `stop`, instead of uvicorn's 0.1 s polling: a session's stop is
+                # on its critical path (the Date header is then set once, at the start)
+                await self.on_tick(0)
+                await self.stopping.wait()
+
+        server = Embedded(config)
+        server.stopping = asyncio.Event()
+        return server
 
 
 @contextlib.asynccontextmanager
