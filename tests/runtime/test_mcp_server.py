@@ -46,6 +46,22 @@ def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
+def _processes_mentioning(text: str) -> list[int]:
+    """Live processes whose command line contains `text` (zombies excluded)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmd and state != "Z":
+            pids.append(int(proc.name))
+    return pids
+
+
 def _toolbox(plan: Plan, root: Path, name: str | None = None) -> ToolBox:
     s = next(s for s in plan.sessions.values() if name in (None, s.name))
     env = EpisodeEnvironment.create(plan, s.environment, root)
@@ -137,6 +153,7 @@ def test_stdio_bridge_calls_run_in_the_serving_process(plans: dict[str, Path],
             await endpoint.close()
 
     names, ok, bad = asyncio.run(go())
+    assert not _processes_mentioning("benchpack.runtime.mcp.bridge"), "bridge left running"
     assert names == [s["function"]["name"] for s in box.specs]
     assert not ok.is_error and bad.is_error
     assert "'question' is a required property" in text_of(bad)
@@ -259,6 +276,51 @@ def test_bench_mcp_over_stdio(plans: dict[str, Path], tmp_path: Path) -> None:
     assert bad.is_error and "'content' is a required property" in text_of(bad)
     log = (tmp_path / "err.txt").read_text(encoding="utf-8")
     assert "write_file(" in log and "备忘.md" in log   # each call on stderr, stdout is MCP
+
+
+def test_bench_mcp_over_http_stops_its_services_on_sigterm(plans: dict[str, Path],
+                                                           tmp_path: Path) -> None:
+    """`bench mcp` on claw-ops-desk (an HTTP service in the sandbox): the printed URL serves
+    the HTTP tools; SIGTERM (a supervisor, or Ctrl-C) stops the server and the service."""
+    import subprocess
+    import time
+
+    work = tmp_path / "tmp"
+    work.mkdir()
+    proc = subprocess.Popen(
+        [str(BENCH), "mcp", str(plans["claw-ops-desk"]), "--session", "laser-outage",
+         "--allow-python"], stderr=subprocess.PIPE, text=True, encoding="utf-8",
+        env={**os.environ, "TMPDIR": str(work)})
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()
+        assert first.startswith("serving `laser-outage` (23 tools) at http://127.0.0.1:"), first
+        url = first.split(" at ", 1)[1].strip()
+        assert _processes_mentioning(str(work)), "the HTTP service is not running"
+
+        async def go() -> Any:
+            from mcp.client.streamable_http import streamable_http_client
+
+            async with streamable_http_client(url) as (r, w), ClientSession(r, w) as client:
+                await client.initialize()
+                return await client.call_tool("desk__get_ticket", {"ticket_id": "TCK-412"})
+
+        out = asyncio.run(go())
+        assert not out.is_error and json.loads(text_of(out))["response"]["status"] == 200
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        rest = proc.stderr.read()
+        assert "desk__get_ticket(" in rest and rest.rstrip().endswith("stopped")
+        deadline = time.monotonic() + 5
+        while _processes_mentioning(str(work)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _processes_mentioning(str(work)), "a service process outlived bench mcp"
+        # its temporary environment is removed (the services' pid registry is shared, stays)
+        assert not list(work.glob("bench-mcp-*"))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.mark.parametrize(("args", "message"), [
