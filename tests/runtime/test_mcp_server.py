@@ -250,9 +250,12 @@ def test_store_rows_of_mcp_calls_equal_native_calls(pack: str, plans: dict[str, 
 
 
 def test_bench_mcp_over_stdio(plans: dict[str, Path], tmp_path: Path) -> None:
-    """`bench mcp --transport stdio` launched by the official client, as a harness would."""
+    """`bench mcp --transport stdio` launched by the official client, as a harness would —
+    with an API key in its environment, as a user's shell has (the CLI then masks secrets in
+    what it prints, which must not take the protocol's stdout away)."""
     params = StdioServerParameters(
-        command=str(BENCH), cwd=str(tmp_path), env={**os.environ, "NO_COLOR": "1"},
+        command=str(BENCH), cwd=str(tmp_path),
+        env={**os.environ, "NO_COLOR": "1", "OPENAI_API_KEY": "sk-test-0123456789abcdef"},
         args=["mcp", str(plans["pharmacist-week"]), "--session", "inr-clinic-review",
               "--transport", "stdio"])
 
@@ -270,7 +273,11 @@ def test_bench_mcp_over_stdio(plans: dict[str, Path], tmp_path: Path) -> None:
             bad = await client.call_tool("write_file", {"path": "x.md"})
             return n, wrote, read, bad
 
-    n, wrote, read, bad = asyncio.run(go())
+    try:
+        n, wrote, read, bad = asyncio.run(go())
+    except BaseException:  # the server's stderr says why it went away
+        print((tmp_path / "err.txt").read_text(encoding="utf-8"))
+        raise
     assert n == 23 and not wrote.is_error
     assert json.loads(text_of(read))["content"] == CHINESE
     assert bad.is_error and "'content' is a required property" in text_of(bad)

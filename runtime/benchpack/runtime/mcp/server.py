@@ -261,8 +261,14 @@ async def serve_stdio(tools: ToolHandle, log: Any = None) -> None:
     from mcp.server.stdio import stdio_server
 
     server = build_server(tools, log)
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+    # stdout is the protocol's: the CLI's secret-masking wrapper (no `.buffer`, and it would
+    # rewrite JSON-RPC) stays on stderr, where people read
+    wrapped, sys.stdout = sys.stdout, sys.__stdout__
+    try:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+    finally:
+        sys.stdout = wrapped
 
 
 def text_of(result: Any, sep: str = "\n") -> str:
