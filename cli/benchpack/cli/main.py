@@ -15,6 +15,7 @@ import click
 
 from .compare import compare
 from .imports import import_cmd, import_run_cmd
+from .mcp import mcp_cmd
 from .pack import compile_cmd, graph, init, schema, validate
 from .params import PackErrors
 from .run import rejudge, run
@@ -82,6 +83,7 @@ for _command in (init, validate, compile_cmd, graph, schema, run, rejudge, repor
 for _command in (import_cmd, import_run_cmd):  # issue 13: released benchmarks and results
     cli.add_command(_command)
 cli.add_command(compare)  # issue 15: paired comparisons
+cli.add_command(mcp_cmd)  # issue 14: a session's tools over MCP
 
 
 def main() -> None:
