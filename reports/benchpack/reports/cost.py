@@ -67,10 +67,10 @@ def cost(ctx: Any) -> ReportResult:
     totals = {r[0]: r[1:] for r in ctx.rows(
         f"SELECT run_id, {LEDGER} FROM llm_calls WHERE {measured} GROUP BY run_id")}
     rows.sort(key=lambda r: (r[0], ROLE_ORDER.get(r[1], 9), r[1], r[2] or ""))
-    t = Table("By role and model", _ledger_columns([
+    t = Table("By role and model", [*_ledger_columns([
         Column("agent", "run (agent)"), Column("run", "run"), Column("role", "role"),
-        Column("model", "model")]) + [Column("latency", "mean latency", "seconds"),
-                                      Column("p95", "p95 latency", "seconds")])
+        Column("model", "model")]), Column("latency", "mean latency", "seconds"),
+        Column("p95", "p95 latency", "seconds")])
     for run in dict.fromkeys(r[0] for r in rows):
         for r in (r for r in rows if r[0] == run):
             t.rows.append([labels[run], run, r[1], r[2], *_ledger_cells(r[3:10]), r[10], r[11]])

@@ -219,7 +219,7 @@ def estimate_plan(sessions: list[Any], repeats_of: dict[str, int], roles: dict[s
             e.calls += calls
             e.prompt_tokens += calls * prompt
             e.completion_tokens += calls * ESTIMATE_COMPLETION_TOKENS
-    for role, e in out.items():
+    for e in out.values():
         price = price_of(e.model or "")
         if price is None:
             e.unpriced_calls = e.calls

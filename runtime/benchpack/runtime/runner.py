@@ -27,9 +27,9 @@ from typing import Any
 from benchpack.specs.plan import Plan, PlanSession
 from benchpack.specs.toolsets import PyToolImpl
 
+from .budget import BUDGET_ERROR
 from .env import EpisodeEnvironment, ToolBox
 from .env.service_pool import ServicePool, needs_replay, process_services
-from .budget import BUDGET_ERROR
 from .graders.python import REFUSED as PYTHON_REFUSED
 from .judges.base import JudgeError, Templates, templates_fingerprint
 from .planfile import load_plan
