@@ -58,13 +58,18 @@ from .params import (
               help="With --session: run the matching sessions without their dependencies "
                    "(marked `alone` in the store and reported apart).")
 @click.option("--allow-python", is_flag=True, help="Allow python graders and tools from the pack.")
+@click.option("--max-cost", type=click.FloatRange(min=0, min_open=True), metavar="USD",
+              help="Estimate the run's cost first and refuse to start above USD; stop before "
+                   "a call that could exceed USD (exit 4; --resume continues).")
+@click.option("--force", is_flag=True,
+              help="With --max-cost: start even when the estimate exceeds it.")
 @quiet_option
 @json_option
 def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planner: str | None,
         trigger_mode: str, dialogue_from: str | None, graph_grader: str, db: Path,
         run_id: str | None, resume_id: str | None, repeats: int | None, max_concurrency: int,
-        sessions: tuple[str, ...], alone: bool, allow_python: bool, quiet: bool,
-        as_json: bool, **client: Any) -> None:
+        sessions: tuple[str, ...], alone: bool, allow_python: bool, max_cost: float | None,
+        force: bool, quiet: bool, as_json: bool, **client: Any) -> None:
     """Run a compiled PLAN (directory with plan.json) against an agent."""
     from benchpack.runtime import PlanError
     from benchpack.runtime.runner import RunInterrupted, RunOptions, run_plan
@@ -74,8 +79,12 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
         trigger_mode=trigger_mode, dialogue_from=dialogue_from, graph_grader=graph_grader, db=db,
         run_id=resume_id or run_id, resume=resume_id is not None, repeats=repeats,
         max_concurrency=max_concurrency, sessions=list(sessions), alone=alone,
-        allow_python=allow_python,
+        allow_python=allow_python, max_cost=max_cost, force=force,
+        announce=None if quiet else (lambda text: click.echo(f"· {text}", err=True)),
         progress=not quiet and not as_json, **_client_settings(**client))
+    if force and max_cost is None:
+        raise PackErrors("✗ --force: it starts a run whose estimate exceeds --max-cost "
+                         "(give --max-cost USD)")
     if alone and not sessions:
         raise PackErrors("✗ --alone: it runs the --session matches without their "
                          "dependencies (name the sessions with --session)")
@@ -88,7 +97,22 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
                    "command below)", err=True)
         click.echo(_resume_command(exc.run_id), err=True)
         sys.exit(130)
+    if summary.budget_stopped:  # before `_finish`: these errors are the budget's, not failures
+        if as_json:
+            click.echo(json.dumps({**summary.as_dict(), **_pass_rates(summary)}, indent=2))
+        else:
+            _print_summary(summary)
+        click.echo(f"✗ budget: run {summary.run_id} stopped before a call that could exceed "
+                   f"--max-cost ${summary.max_cost:.4f} (spent ${summary.spent:.4f}; "
+                   f"{summary.finished} session runs finished, {summary.budget_stopped} "
+                   "stopped, to be rerun) (hint: continue with a larger budget: "
+                   f"{_resume_command(summary.run_id)})", err=True)
+        sys.exit(BUDGET_EXIT)
     _finish(summary, as_json)
+
+
+BUDGET_EXIT = 4
+"""`bench run` stopped by `--max-cost` (resumable): neither success nor a mistake."""
 
 
 def _resume_command(run_id: str) -> str:
@@ -235,7 +259,14 @@ def _print_summary(s: Any) -> None:
                   f"({s.judge_cache_hits} from cache)")
     t.add_row("LLM calls", f"{s.llm_calls} ({s.cache_hits} from cache)")
     t.add_row("tokens", f"{s.prompt_tokens:,} in / {s.completion_tokens:,} out")
-    t.add_row("cost", f"${s.cost:.4f}")
+    unpriced = getattr(s, "unpriced_calls", 0)
+    # a call with no price is unknown, not free: the figure is then only a lower bound
+    t.add_row("cost", f"${s.cost:.4f}" + (
+        f" + unknown ({_count(unpriced, 'call')} to models litellm has no price for)"
+        if unpriced else "") + (
+        f"   (--max-cost ${s.max_cost:.4f}: spent ${s.spent:.4f}, estimated "
+        f"${s.estimate:.4f})" if getattr(s, "max_cost", None) is not None and
+        s.estimate is not None else ""))
     t.add_row("wall time", f"{s.wall_s:.1f} s")
     t.add_row("store", f"{s.db}")
     Console(stderr=True).print(t)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import stats
+from .cost import cost
 from .model import BuiltinReport, Column, Estimate, ReportResult, Table
 
 BOOTSTRAP_EXACT_MAX = 50
@@ -378,28 +379,6 @@ def interaction(ctx: ReportContext) -> ReportResult:
     return res
 
 
-def cost(ctx: ReportContext) -> ReportResult:
-    labels = ctx.labels()
-    res = ReportResult("cost", "Tokens, cost and latency by role",
-                       "Every LLM call, by role (agent / simulator / planner / judge) and model.",
-                       ctx.runs)
-    rows = ctx.rows("""SELECT run_id, role, model, calls, cache_hits, errors, prompt_tokens,
-        completion_tokens, cost, mean_latency_s, p95_latency_s FROM llm_usage
-        WHERE run_id IN $runs ORDER BY run_id, role, model""")
-    t = Table("LLM calls", [
-        Column("agent", "run (agent)"), Column("role", "role"), Column("model", "model"),
-        Column("calls", "calls", "int"), Column("cache_hits", "cache hits", "int"),
-        Column("errors", "errors", "int"), Column("prompt_tokens", "prompt tokens", "int"),
-        Column("completion_tokens", "completion tokens", "int"),
-        Column("cost", "cost", "money"), Column("latency", "mean latency", "seconds"),
-        Column("p95", "p95 latency", "seconds")],
-        notes=["Cache hits cost nothing and are left out of latencies; cost is litellm's "
-               "price map estimate (None for unknown models)."])
-    t.rows = [[labels[r[0]], *r[1:]] for r in rows]
-    res.tables.append(t)
-    return res
-
-
 def judge_errors(ctx: ReportContext) -> ReportResult:
     labels = ctx.labels()
     res = ReportResult("judge-errors", "Judge errors",
@@ -438,7 +417,8 @@ BUILTIN: tuple[BuiltinReport, ...] = (
                   summary),
     BuiltinReport("interaction", "Interaction", "turns, ratio, tool calls, compactions, "
                   "terminations", interaction),
-    BuiltinReport("cost", "Cost", "tokens, cost and latency by role and model", cost),
+    BuiltinReport("cost", "Cost", "the cost ledger: tokens, calls and cost by role, model and "
+                  "session (unknown prices shown as unknown)", cost),
     BuiltinReport("judge-errors", "Judge errors", "failed judgements and affected sessions",
                   judge_errors),
 )

@@ -30,8 +30,8 @@ def _num(value: float, kind: str) -> str:
 def cell_text(value: Any, column: Column) -> str:
     """A cell as text: percentages as 0–100 with one decimal, estimates as
     `value ± std [low, high]`, unknown as –."""
-    if value is None:
-        return DASH
+    if value is None:  # a cost is NULL only when a price was unknown: never a dash for $0
+        return "unknown" if column.kind == "money" else DASH
     if isinstance(value, Estimate):
         if value.value is None:
             return DASH

@@ -95,13 +95,20 @@ SELECT s.run_id, s.agent, s.sessions, coalesce(v.ablation_variants, 0) AS ablati
 FROM s LEFT JOIN v USING (run_id) LEFT JOIN t USING (run_id)
 """),
     View("llm_usage", """LLM calls by run, role (agent / simulator / planner / judge) and
-model: calls, cache hits, errors, tokens, cost and latency (cache hits excluded from latency).""",
+model: calls, cache hits, errors, tokens, cost and latency (cache hits excluded from latency).
+`cost` is NULL (unknown, never 0) when one of the calls had no price (`unpriced_calls`: answered,
+not cached, litellm knew no price); `priced_cost` is the known part.""",
          """
 SELECT run_id, role, model, count(*) AS calls,
        count(*) FILTER (WHERE cache_hit) AS cache_hits,
        count(*) FILTER (WHERE error IS NOT NULL) AS errors,
        sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens,
-       sum(coalesce(cost, 0)) AS cost,
+       CASE WHEN count(*) FILTER (WHERE cost IS NULL AND error IS NULL AND NOT
+                                  coalesce(cache_hit, false)) = 0
+            THEN coalesce(sum(cost), 0) END AS cost,
+       count(*) FILTER (WHERE cost IS NULL AND error IS NULL AND NOT coalesce(cache_hit, false))
+           AS unpriced_calls,
+       coalesce(sum(cost), 0) AS priced_cost,
        avg(latency_s) FILTER (WHERE NOT cache_hit) AS mean_latency_s,
        quantile_cont(latency_s, 0.95) FILTER (WHERE NOT cache_hit) AS p95_latency_s
 FROM llm_calls GROUP BY run_id, role, model

@@ -464,6 +464,9 @@ class LLMClient:
         self._limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
                                                 dict[str, _ModelLimits]] = \
             weakref.WeakKeyDictionary()
+        self.budget: Any = None
+        """A `budget.Budget` (`--max-cost`): consulted before every call not served from the
+        cache, told what each one cost."""
         self.calls = 0
         self.cache_hits = 0
         self.failures = 0
@@ -583,6 +586,38 @@ class LLMClient:
         prepare = getattr(self.backend, "prepare", None)
         if prepare is not None:
             await prepare()
+        reserved = 0.0
+        if self.budget is not None:  # after `prepare`: pricing imports litellm
+            try:
+                reserved = self.budget.reserve(name, messages, tools, call_params)
+            except LLMError as exc:
+                self.failures += 1
+                record(error=exc.message, attempts=0)
+                raise
+        try:
+            raw, pt, ct, cost, finish, attempt = await self._attempts(
+                request, limits, record)
+        except BaseException:
+            if self.budget is not None:
+                self.budget.settle(name, reserved, None, answered=False)
+            raise
+        if self.budget is not None:
+            self.budget.settle(name, reserved, cost, answered=True)
+
+        if cache is not None and key is not None:
+            cache.put_soon(key, {"message": raw,
+                            "usage": {"prompt_tokens": pt, "completion_tokens": ct},
+                            "finish_reason": finish, "model": name})
+        record(pt=pt, ct=ct, cost=cost, attempts=attempt)
+        return LLMResponse(content=raw.get("content"), tool_calls=_tool_calls_of(raw),
+                           usage=LLMUsage(pt, ct, cost), cache_hit=False, raw_message=raw,
+                           finish_reason=finish, model=name, attempts=attempt)
+
+    async def _attempts(self, request: BackendRequest, limits: _ModelLimits,
+                        record: Callable[..., None]
+                        ) -> tuple[dict[str, Any], int, int, float | None, str | None, int]:
+        """Attempt `request` until it succeeds or may not be retried (recording the failure)."""
+        timeout = request.timeout_s
         attempt = 0
         while True:
             attempt += 1
@@ -623,12 +658,4 @@ class LLMClient:
                 record(error=message, attempts=attempt)
                 raise LLMError(message, retryable, attempts=attempt,
                                status_code=_status_of(exc)) from None
-
-        if cache is not None and key is not None:
-            cache.put_soon(key, {"message": raw,
-                            "usage": {"prompt_tokens": pt, "completion_tokens": ct},
-                            "finish_reason": finish, "model": name})
-        record(pt=pt, ct=ct, cost=cost, attempts=attempt)
-        return LLMResponse(content=raw.get("content"), tool_calls=_tool_calls_of(raw),
-                           usage=LLMUsage(pt, ct, cost), cache_hit=False, raw_message=raw,
-                           finish_reason=finish, model=name, attempts=attempt)
+        return raw, pt, ct, cost, finish, attempt

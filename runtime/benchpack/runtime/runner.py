@@ -27,6 +27,7 @@ from typing import Any
 from benchpack.specs.plan import Plan, PlanSession
 from benchpack.specs.toolsets import PyToolImpl
 
+from .budget import BUDGET_ERROR
 from .env import EpisodeEnvironment, ToolBox
 from .env.service_pool import ServicePool, needs_replay, process_services
 from .graders.python import REFUSED as PYTHON_REFUSED
@@ -101,6 +102,12 @@ class RunOptions(ClientOptions):
     graph_grader: str = "auto"
     """Staged disclosure: `llm` (coverage judge), `match` (deterministic normalised matching),
     or `auto` (`match` when the judge is `rules`, else `llm`)."""
+    max_cost: float | None = None
+    """USD this invocation may spend on LLM calls (`budget.Budget`); None: no limit."""
+    force: bool = False
+    """Start even when the estimate exceeds `max_cost` (the guard still stops the run)."""
+    announce: Callable[[str], None] | None = None
+    """Where the cost estimate is told before the run starts (the CLI: stderr)."""
 
 
 @dataclass
@@ -150,7 +157,17 @@ class RunSummary:
     """Of the `finished` sessions, the ablation variants (left out of the headline figures)."""
     excluded: dict[str, int] = field(default_factory=dict)
     """Errored sessions left out of the figures, by error kind (infrastructure, simulator,
-    judge; `unclassified` for errors stored before error kinds)."""
+    judge, budget; `unclassified` for errors stored before error kinds)."""
+    unpriced_calls: int = 0
+    """LLM calls answered by a model litellm has no price for: `cost` leaves them out."""
+    max_cost: float | None = None
+    estimate: float | None = None
+    """`--max-cost`: the estimated cost of what this invocation was to run."""
+    spent: float = 0.0
+    """What this invocation's LLM calls cost (priced calls; unpriced ones are counted apart)."""
+    budget_stopped: int = 0
+    """Sessions stopped by the budget (stored as errors of kind `budget`; `--resume` reruns
+    them); nonzero means the run stopped before the end."""
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -192,6 +209,8 @@ class RunContext:
         """The run's one LLM client (created on first use: litellm is slow to import)."""
         self.services = ServicePool(plan, work_dir)
         """The run's HTTP service instances (issue 12, section 2)."""
+        self.budget: Any = None
+        """`--max-cost`: the run's `budget.Budget`, shared with its LLM client."""
 
 
 def redactor_for(options: ClientOptions) -> Any:
@@ -407,9 +426,12 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         tempfile.mkdtemp(prefix="benchpack-"))
     clients: list[Any] = []
 
+    budget: Any = None
+
     def llm() -> Any:
         if not clients:
             clients.append(make_llm_client(options))
+            clients[0].budget = budget
         return clients[0]
 
     agent = make_agent(options.agent, options, llm)
@@ -442,7 +464,6 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
     existing = store.run_exists(run_id)
     if existing:
         row["created_at"] = existing["created_at"]
-    store.upsert_run(row)
     finished = store.finished(run_id)
 
     chains: list[tuple[str, int, list[PlanSession]]] = []
@@ -467,8 +488,26 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
             finished = {k for k in finished if not (k[2] == r and k[0] in ids)}
     total = sum(len(c[2]) for c in chains)
     todo = sum(1 for _, r, ss in chains for s in ss if (s.id, s.fingerprint, r) not in finished)
+    estimate = None
+    if options.max_cost is not None:  # before the run row: a refused run leaves nothing behind
+        from .budget import Budget, estimate_run, unpriced_note
+        estimate = estimate_run(ctx, chains, finished)
+        if options.announce is not None:
+            options.announce(f"estimated cost: {estimate.describe()}; --max-cost "
+                             f"${options.max_cost:.4f}" + unpriced_note(estimate))
+        if estimate.cost > options.max_cost and not options.force:
+            raise ValueError(
+                f"--max-cost ${options.max_cost:.4f}: the run is estimated at "
+                f"${estimate.cost:.4f} ({estimate.sessions} session runs) (hint: raise "
+                "--max-cost, run fewer sessions with --session or fewer --repeats, or pass "
+                "--force to start anyway: the run still stops before a call could exceed "
+                "the budget)")
+        budget = ctx.budget = Budget(options.max_cost)
+        if clients:
+            clients[0].budget = budget
+    store.upsert_run(row)
     progress = Progress(todo, options.progress)
-    stats = {"run": 0, "finished": 0, "errors": 0, "skipped": 0}
+    stats = {"run": 0, "finished": 0, "errors": 0, "skipped": 0, "budget": 0}
     sem = asyncio.Semaphore(max(1, options.max_concurrency))
     store.start()
 
@@ -506,10 +545,17 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         finally:
             shutil.rmtree(work_dir, ignore_errors=True) if not options.work_dir else None
     row["updated_at"] = time.time()
-    row["status"] = "finished" if stats["errors"] == 0 and stats["skipped"] == 0 else "partial"
+    # stopped by the budget: `interrupted`, as Ctrl-C leaves it, since `--resume` continues it
+    row["status"] = ("interrupted" if stats["budget"] else
+                     "finished" if stats["errors"] == 0 and stats["skipped"] == 0 else "partial")
     store.upsert_run(row)
-    return summarise(store, run_id, total, stats, total - todo, time.time() - started,
-                     repeats)
+    summary = summarise(store, run_id, total, stats, total - todo, time.time() - started,
+                        repeats)
+    if budget is not None:
+        summary.max_cost, summary.spent = budget.limit, budget.spent
+        summary.estimate = estimate.cost if estimate is not None else None
+        summary.budget_stopped = stats["budget"]
+    return summary
 
 
 async def run_chain(ctx: RunContext, key: str, repeat: int, sessions: list[PlanSession],
@@ -539,6 +585,8 @@ async def _run_sessions(ctx: RunContext, sessions: list[PlanSession], repeat: in
     plan = ctx.plan
     env: EpisodeEnvironment | None = None
     for s in sessions:
+        if ctx.budget is not None and ctx.budget.exhausted:
+            return  # left unstarted, so `--resume` runs them; nothing to store
         done = (s.id, s.fingerprint, repeat) in finished
         if done:
             last_done = s.id
@@ -561,6 +609,13 @@ async def _run_sessions(ctx: RunContext, sessions: list[PlanSession], repeat: in
                     env.restore(snap)
         rows, ok = await run_one(ctx, s, repeat, env, chain)
         stats["run"] += 1
+        if rows.session.get("error_kind") == "budget":
+            # stopped before a call: stored as an error of kind `budget` (so the inventory
+            # has it) and rerun by `--resume`; its dependents wait for it, unstarted
+            stats["budget"] += 1
+            stats["errors"] += 1
+            ctx.store.submit(rows, progress.committed(s.name, error=True))
+            return
         if ok:
             stats["finished"] += 1
             last_done = s.id
@@ -608,6 +663,12 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
     if not ok and kind is None:
         kind = result.error_kind or ("agent" if any(r.stop_reason == "error"
                                                     for r in sctx.replies) else "infrastructure")
+    refused = next((c.error for c in calls if c.error and c.error.startswith(BUDGET_ERROR)),
+                   None)
+    if refused is not None:  # whichever role's call it was, the session is not finished:
+        # a judge item or an agent turn cut short by the budget must not be scored
+        ok, kind, error = False, "budget", refused
+        result = ProtocolResult(termination="error", error=refused)
     snapshot = env.snapshot() if ok else None
     if snapshot is not None and env.processes:
         try:
@@ -652,10 +713,11 @@ def _check_process_services(plan: Plan, selected: set[str], allow_python: bool) 
                          f"--allow-python (pass it to run {'them' if many else 'it'})")
 
 
-ERROR_KINDS = ("agent", "infrastructure", "simulator", "judge")
+ERROR_KINDS = ("agent", "infrastructure", "simulator", "judge", "budget")
 """Whose error ended a session. Only `agent` (the evaluated agent crashed or sent malformed
 output) is the agent's failure and scores the protocol's worst score; the others are excluded
-from the figures and counted beside them."""
+from the figures and counted beside them. `budget`: `--max-cost` refused a call of the session
+(rerun by `--resume`)."""
 
 
 def error_kind_of(exc: BaseException) -> str:
@@ -720,7 +782,8 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         "AND status = 'error' GROUP BY ALL", [run_id]).fetchall())
     llm = con.execute(
         "SELECT count(*), coalesce(sum(prompt_tokens),0), coalesce(sum(completion_tokens),0), "
-        "coalesce(sum(cost),0), count(*) FILTER (WHERE cache_hit) FROM llm_calls "
+        "coalesce(sum(cost),0), count(*) FILTER (WHERE cache_hit), count(*) FILTER (WHERE "
+        "cost IS NULL AND error IS NULL AND NOT coalesce(cache_hit, false)) FROM llm_calls "
         "WHERE run_id = ?", [run_id]).fetchone()
     # verified outcome: per session, graded repeats and passes (a NULL `passed` is ungraded)
     # tasks as the `verified_tasks` view folds them (style variants into their base), so
@@ -752,6 +815,7 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         trigger_score=row[8],
         judge_errors=int(row[3]), prompt_tokens=int(llm[1]), completion_tokens=int(llm[2]),
         cost=float(llm[3]), llm_calls=int(llm[0]), cache_hits=int(llm[4]), wall_s=wall,
+        unpriced_calls=int(llm[5]),
         repeats=repeats, pass_counts=[(int(n), int(c)) for n, c in counts if n],
         grader_errors=int(graders[0]) if graders else 0,
         python_refused=int(refused[0]) if refused else 0,
