@@ -308,6 +308,11 @@ def summary(ctx: ReportContext) -> ReportResult:
     unvalidated = unvalidated_note(ctx)
     if unvalidated:
         res.notes.append(unvalidated)
+    from .simulator import summary_note
+
+    simulated = summary_note(ctx)
+    if simulated:
+        res.notes.append(simulated)
     scores = _metric_table(ctx, "Headline scores (macro over sessions)", "TRUE", [
         ("coalesce(proc_group, proc)", "proc", "PROC"), ("comp", "comp", "COMP"),
         ("f1", "f1", "triple F1"), ("trigger_score", "trigger", "trigger score"),
