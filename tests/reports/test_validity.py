@@ -172,7 +172,7 @@ def test_kendall_tau_ci_noisy_units_widen() -> None:
     b = {ag: {u: (float(rng.random() < 0.5), 1.0) for u in units} for ag, units in a.items()}
     ci = validity.kendall_tau_ci(a, b, resamples=400, seed=0)
     assert ci.low is not None and ci.high is not None
-    assert ci.low < ci.high and -1.0 <= ci.low and ci.high <= 1.0
+    assert ci.low < ci.high and ci.low >= -1.0 and ci.high <= 1.0
 
 
 # --------------------------------------------------------------------------- leaks

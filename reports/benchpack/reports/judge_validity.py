@@ -9,7 +9,7 @@ from collections import defaultdict
 
 from . import validity
 from .builtin import ReportContext
-from .model import Column, Estimate, ReportResult, Table
+from .model import Column, Estimate, Table
 
 TRIGGER_SCORE = {"PASS": 1.0, "PARTIAL": 0.5, "FAIL": 0.0}
 

@@ -132,12 +132,12 @@ class TauCI:
     left out and counted apart)."""
 
 
-Figure = Mapping[Hashable, tuple[float, float]]
+Figure = Mapping[str, tuple[float, float]]
 """unit → (sum, count) of one agent's values on that unit under one judge; the agent's figure
 is Σ sum / Σ count over the units (a session mean when count is 1, pooled triggers otherwise)."""
 
 
-def _figure(units: Figure, draw: Sequence[Hashable]) -> float | None:
+def _figure(units: Figure, draw: Sequence[str]) -> float | None:
     total = count = 0.0
     for u in draw:
         if u in units:
@@ -200,8 +200,10 @@ VERBATIM_MIN = 6
 """Tokens (words, or characters of Chinese) a hidden text needs before its verbatim
 appearance counts: "yes" inside a message gives nothing away."""
 
-_STOP = frozenset("the a an and or of to in on for with at by from is are be it this that "
-                  "my your our please i you we me".split())
+_STOP = frozenset({
+    "the", "a", "an", "and", "or", "of", "to", "in", "on", "for", "with", "at", "by", "from",
+    "is", "are", "be", "it", "this", "that", "my", "your", "our", "please", "i", "you", "we",
+    "me"})
 
 
 def _content(word: str) -> bool:
@@ -223,5 +225,12 @@ def leaks(secret: str, message: str) -> bool:
     return len(wanted & grams(message, _content)) / len(wanted) >= LEAK_SHARE
 
 
-__all__ = ["PPIEstimate", "PPI_CITATION", "TauCI", "kendall_tau_b", "kendall_tau_ci", "leaks",
-           "ppi_mean"]
+__all__ = [
+    "PPI_CITATION",
+    "PPIEstimate",
+    "TauCI",
+    "kendall_tau_b",
+    "kendall_tau_ci",
+    "leaks",
+    "ppi_mean",
+]
