@@ -236,7 +236,7 @@ def test_consensus_is_the_lower_median_with_ties_flagged(rated: Path) -> None:
 
 def test_judge_against_human_consensus(rated: Path) -> None:
     res = report(rated, ["orig"], humans=True, min_raters=2)
-    table, raters = res.tables
+    table, raters, _ppi = res.tables
     row = rows_of(table)[("trigger", "all")]
     # items t0 t1 t2 t4: humans (rows) PASS FAIL PARTIAL PARTIAL vs judge PASS FAIL PASS PARTIAL
     assert row["confusion"] == "1 0 0 / 0 1 1 / 0 0 1"

@@ -308,3 +308,37 @@ def test_three_runs_against_the_first_in_every_format(store: Path) -> None:
     for fmt, marker in (("table", "Δ [CI]"), ("md", "| run |"), ("html", "<table")):
         code, out = _bench("compare", "claw-demo", "claw-done", "--db", store, "--format", fmt)
         assert code == 0 and marker in out, fmt
+
+
+def test_vary_simulator_reports_simulator_sensitivity(store: Path, tmp_path: Path) -> None:
+    db = tmp_path / "sims.duckdb"
+    shutil.copy(store, db)
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE runs SET simulator = 'litellm:other' WHERE run_id IN "
+                "('claw-demo2', 'claw-done')")
+    con.close()
+    # the guard refuses a simulator difference by default
+    code, out = _bench("compare", "claw-demo", "claw-demo2", "--db", db)
+    assert code == 1 and "simulator: claw-demo rules, claw-demo2 litellm:other" in out
+    # --vary simulator allows exactly it, for one agent, and labels Δ as the sensitivity
+    for fmt in ("table", "md", "json"):
+        code, out = _bench("compare", "claw-demo", "claw-demo2", "--vary", "simulator",
+                           "--db", db, "--format", fmt)
+        assert code == 0, out
+        assert "Simulator sensitivity" in out and "NOT COMPARABLE" not in out, fmt
+        assert "litellm:other" in out, fmt
+    rows = _rows(_json(db, "claw-demo", "claw-demo2", "--vary", "simulator"))
+    assert rows["pass rate"]["delta"]["value"] == 0.0  # the rules user is deterministic
+    # another agent under the other simulator: refused, one line
+    code, out = _bench("compare", "claw-demo", "claw-done", "--vary", "simulator", "--db", db)
+    assert code == 1 and out.startswith("✗ compare: --vary simulator: the runs evaluate "
+                                        "different agents") and len(out.splitlines()) == 1
+    # nothing to vary
+    code, out = _bench("compare", "claw-demo2", "claw-done", "--vary", "simulator", "--db", db)
+    assert code == 1 and "do not differ in the simulator" in out
+    # the simulator and the judge differ: the judge is still refused
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE runs SET judge = 'litellm:x' WHERE run_id = 'claw-demo2'")
+    con.close()
+    code, out = _bench("compare", "claw-demo", "claw-demo2", "--vary", "simulator", "--db", db)
+    assert code == 1 and "runs differ in judge" in out and "simulator:" not in out

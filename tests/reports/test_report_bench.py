@@ -214,7 +214,9 @@ def test_every_report_builds_and_renders_over_the_synthetic_store(db: Path) -> N
     assert stability.rows and all(row[2] == 2 for row in stability.rows)
     # against humans: every run that judged the rated dialogues, and its raters
     humans = results[-1].tables
-    assert len(humans) == 4 * len(bench.REJUDGED)
+    # per run, its consensus and raters tables; then one bias-corrected (PPI) table for all
+    assert len(humans) == 4 * len(bench.REJUDGED) + 1
+    assert humans[-1].title.startswith("Bias-corrected headline")
     assert all(t.rows for t in humans)
 
 

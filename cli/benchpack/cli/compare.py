@@ -32,10 +32,13 @@ from .params import PackErrors, db_option, wait_option
 @click.option("--allow-incomparable", is_flag=True,
               help="Compare runs that differ in pack, judge, simulator, planner, prompt "
                    "templates or benchpack version anyway, with a banner saying so.")
+@click.option("--vary", type=click.Choice(["simulator"]),
+              help="Allow exactly this difference (the runs must differ in it and run one "
+                   "agent): Δ is reported as the simulator's sensitivity.")
 @wait_option
 def compare(runs: tuple[str, ...], db: Path, by: str | None, metrics: tuple[str, ...],
             correction: str, fmt: str, out: Path | None, level: float, resamples: int,
-            seed: int, allow_incomparable: bool, wait_s: float) -> None:
+            seed: int, allow_incomparable: bool, vary: str | None, wait_s: float) -> None:
     """Is B better than A? Paired differences of every run against the first (the baseline),
     per metric and slice, with clustered CIs, tests, adjusted p-values and the minimum
     detectable effect."""
@@ -48,7 +51,8 @@ def compare(runs: tuple[str, ...], db: Path, by: str | None, metrics: tuple[str,
     options = CompareOptions(runs=runs, by=by, metrics=metrics,
                              correction=correction,  # type: ignore[arg-type]
                              level=level, resamples=resamples, seed=seed,
-                             allow_incomparable=allow_incomparable)
+                             allow_incomparable=allow_incomparable,
+                             vary=vary)  # type: ignore[arg-type]
     try:
         text = render_compare(db, options, fmt, wait_s=wait_s)
     except CompareError as exc:

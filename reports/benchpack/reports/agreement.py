@@ -294,12 +294,22 @@ def _rank_stability(ctx: ReportContext, res: ReportResult,
     t = Table("Rank stability: agents ranked under each judge", [
         Column("judges", "judge → new judge"), Column("figure", "figure"),
         Column("agents", "agents", "int"), Column("rho", "Spearman ρ", "float"),
+        Column("tau", "Kendall τ [CI]", "float"),
         Column("before", "ranking, original judge"), Column("after", "ranking, new judge")],
         notes=["ρ = 1: the new judge ranks the agents exactly as the original did. Figures are "
                "means over sessions (COMP, F1, verified score and pass rate) or pooled over "
-               "judged triggers (trigger scores); PROC is not re-judged."])
+               "judged triggers (trigger scores); PROC is not re-judged.",
+               f"τ: Kendall's τ-b (ties corrected) between the two rankings; [ ] = "
+               f"{ctx.level:.0%} percentile bootstrap over sessions ({ctx.resamples} "
+               f"resamples, seed {ctx.seed}): the same resampled sessions for every agent and "
+               "both judges, every figure recomputed; with few agents τ takes few values, so "
+               "the interval is coarse."])
     runs = sorted({r for pairs in groups.values() for p in pairs for r in p})
     figures = _figures(ctx, runs)
+    from .judge_validity import unit_figures
+    from .validity import kendall_tau_ci
+
+    per_unit = unit_figures(ctx, runs)
     for (ja, jb), pairs in groups.items():
         agents = Counter(lineage[a].agent for a, _ in pairs)
         names = {a: lineage[a].agent if agents[lineage[a].agent] == 1 else
@@ -312,7 +322,14 @@ def _rank_stability(ctx: ReportContext, res: ReportResult,
             if len(both) < 2:
                 continue
             rho = stats.rank_stability({n: x for n, x, _ in both}, {n: y for n, _, y in both})
+            shown = {n for n, _, _ in both}
+            tau = kendall_tau_ci({names[a]: per_unit[a][key] for a, _ in pairs
+                                  if names[a] in shown},
+                                 {names[a]: per_unit[b][key] for a, b in pairs
+                                  if names[a] in shown},
+                                 level=ctx.level, resamples=ctx.resamples, seed=ctx.seed)
             t.rows.append([f"{ja} → {jb}", key, len(both), rho,
+                           Estimate(tau.tau, None, tau.low, tau.high, tau.units),
                            _ranking([(n, x) for n, x, _ in both]),
                            _ranking([(n, y) for n, _, y in both])])
     if not t.rows:
@@ -444,6 +461,13 @@ def _against_humans(ctx: ReportContext, res: ReportResult,
     if not any_rows:
         res.notes.append("No rated items for these runs: import ratings with `bench ratings "
                          "import FILE --run RUN_ID`.")
+        return
+    from .judge_validity import ppi_table
+
+    ppi = ppi_table(ctx, [r for r in runs if r in by_run],
+                    {r: _name(r, lineage) for r in runs}, label)
+    if ppi is not None:
+        res.tables.append(ppi)
 
 
 def _raters(rows: list[tuple[str, str, str, str, int]], run: str,

@@ -304,6 +304,16 @@ def summary(ctx: ReportContext) -> ReportResult:
         t.rows.append([labels[r[0]], r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
                        f"{int(r[10]):,} / {int(r[11]):,}", r[12]])
     res.tables.append(t)
+    from .judge_validity import unvalidated_note
+
+    unvalidated = unvalidated_note(ctx)
+    if unvalidated:
+        res.notes.append(unvalidated)
+    from .simulator import summary_note
+
+    simulated = summary_note(ctx)
+    if simulated:
+        res.notes.append(simulated)
     scores = _metric_table(ctx, "Headline scores (macro over sessions)", "TRUE", [
         ("coalesce(proc_group, proc)", "proc", "PROC"), ("comp", "comp", "COMP"),
         ("f1", "f1", "triple F1"), ("trigger_score", "trigger", "trigger score"),

@@ -79,6 +79,9 @@ class CompareOptions:
     resamples: int = 2000
     seed: int = 0
     allow_incomparable: bool = False
+    vary: Literal["simulator"] | None = None
+    """`simulator`: the runs must differ in the simulator, and only in it (same agent, all
+    else comparable); Δ is then the simulator's sensitivity, not the agent's difference."""
 
 
 @dataclass
@@ -173,6 +176,8 @@ def compare(con: Any, options: CompareOptions) -> tuple[list[Row], list[Differen
         raise CompareError(f"cannot slice by `{options.by}` (hint: choose one of "
                            f"{', '.join(GROUPABLE)})")
     found = differences(con, runs)
+    if options.vary is not None:
+        found = _varied(con, runs, found, options.vary)
     if found and not options.allow_incomparable:
         raise IncomparableRuns(found)
     group = ("'all'" if options.by is None
@@ -198,6 +203,24 @@ def compare(con: Any, options: CompareOptions) -> tuple[list[Row], list[Differen
     return rows, found
 
 
+def _varied(con: Any, runs: Sequence[str], found: list[Difference], field: str
+            ) -> list[Difference]:
+    """The differences left once `field` may differ: the runs must differ in it and run one
+    agent (otherwise Δ would mix the agent with the simulator)."""
+    if not any(d.field == field for d in found):
+        raise CompareError(f"--vary {field}: the runs do not differ in the {field} (hint: "
+                           f"drop --vary to compare agents)")
+    marks = ", ".join("?" for _ in runs)
+    agents = {str(r[0]) for r in con.execute(
+        f"SELECT DISTINCT agent FROM runs WHERE run_id IN ({marks})", list(runs)).fetchall()}
+    if len(agents) > 1:
+        raise CompareError(f"--vary {field}: the runs evaluate different agents "
+                           f"({', '.join(sorted(agents))}); a {field} sensitivity needs one "
+                           "agent run under each simulator (hint: run the same agent with "
+                           "`bench run --simulator …`)")
+    return [d for d in found if d.field != field]
+
+
 CORRECTION_NAMES = {"holm": "Holm (family-wise error)", "bh": "Benjamini–Hochberg (false "
                     "discovery rate)"}
 
@@ -215,9 +238,23 @@ def build(con: Any, options: CompareOptions) -> ReportResult:
     heuristic = {str(r[0]) for r in con.execute(
         f"SELECT run_id FROM runs WHERE judge = 'rules' AND run_id IN "
         f"({', '.join('?' for _ in runs)})", runs).fetchall()}
-    res = ReportResult("compare", "Is B better than A?",
-                       f"Paired differences against the baseline {labels[runs[0]]} "
-                       f"({runs[0]}), over the units both runs share.", runs)
+    if options.vary == "simulator":
+        sims = {str(r[0]): str(r[1]) for r in con.execute(
+            f"SELECT run_id, simulator FROM runs WHERE run_id IN "
+            f"({', '.join('?' for _ in runs)})", runs).fetchall()}
+        labels = {r: f"{labels[r]} · simulator {sims.get(r)}" for r in runs}
+        res = ReportResult("compare", "Simulator sensitivity",
+                           f"The same agent under another user simulator, against "
+                           f"{labels[runs[0]]} ({runs[0]}): paired differences over the units "
+                           "both runs share.", runs)
+        res.notes.append("Simulator sensitivity (--vary simulator): the runs differ in the "
+                         "user simulator only (same agent, pack, judge, planner, templates), "
+                         "so Δ measures how much the figures depend on the simulator, not a "
+                         "difference between agents.")
+    else:
+        res = ReportResult("compare", "Is B better than A?",
+                           f"Paired differences against the baseline {labels[runs[0]]} "
+                           f"({runs[0]}), over the units both runs share.", runs)
     if found:
         res.notes.append("⚠ NOT COMPARABLE (shown with --allow-incomparable): the runs differ "
                          "in " + "; ".join(d.text() for d in found) + ". A difference below "

@@ -1,0 +1,132 @@
+"""Judge validity in reports: the bias-corrected headline of `bench report agreement --humans`
+(prediction-powered inference, `validity.ppi_mean`), the per-session figures the judge-swap
+Kendall τ resamples, and the one line every run summary carries for a judge never validated
+against humans."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from . import validity
+from .builtin import ReportContext
+from .model import Column, Estimate, Table
+
+TRIGGER_SCORE = {"PASS": 1.0, "PARTIAL": 0.5, "FAIL": 0.0}
+
+_PPI_FIGURES: tuple[tuple[str, str, dict[str, float]], ...] = (
+    ("trigger", "trigger pass rate", {"PASS": 1.0, "PARTIAL": 0.0, "FAIL": 0.0}),
+    ("trigger", "trigger score", TRIGGER_SCORE),
+    ("checklist", "checklist YES rate", {"YES": 1.0, "NO": 0.0}),
+)
+
+
+def _tables(ctx: ReportContext) -> set[str]:
+    return {str(r[0]) for r in ctx.con.execute(
+        "SELECT table_name FROM duckdb_tables() UNION SELECT view_name FROM duckdb_views()"
+    ).fetchall()}
+
+
+def ppi_table(ctx: ReportContext, runs: list[str], labels: dict[str, str], label_col: str
+              ) -> Table | None:
+    """Per run and figure: the judge's figure over every judged item of the run (ablation
+    variants left out, as in the headline), the human consensus on the rated ones, and the PPI
+    estimate with its CI, clustered by session."""
+    if not runs:
+        return None
+    marks = ", ".join("?" * len(runs))
+    # label_col is one of two fixed column names chosen by the caller, never user text
+    rows = ctx.con.execute(f"""
+        SELECT j.run_id, j.kind, j.session_id, j.repeat, j.item_id, j.label, h.{label_col}
+        FROM judge_labels j JOIN sessions s USING (run_id, session_id, repeat)
+        LEFT JOIN human_pairs h ON h.run_id = j.run_id AND h.session_id = j.session_id
+             AND h.repeat = j.repeat AND h.kind = j.kind AND h.item_id = j.item_id
+             AND h.raters >= ?
+        WHERE j.run_id IN ({marks}) AND s.ablation IS NULL AND j.label IS NOT NULL
+          AND j.kind IN ('trigger', 'checklist')
+        ORDER BY j.run_id, j.kind, j.session_id, j.repeat, j.item_id""",
+                            [ctx.min_raters, *runs]).fetchall()
+    items: dict[tuple[str, str], list[tuple[str, str, str | None]]] = defaultdict(list)
+    for run, kind, session, _, _, judge, human in rows:
+        items[(str(run), str(kind))].append((str(session), str(judge), human))
+    t = Table("Bias-corrected headline (prediction-powered inference)", [
+        Column("run", "run"), Column("figure", "figure"), Column("judged", "judged", "int"),
+        Column("rated", "human-rated", "int"), Column("judge", "judge alone", "pct"),
+        Column("rectifier", "human − judge", "pct"), Column("ppi", "PPI estimate [CI]", "pct")],
+        notes=[f"PPI: {validity.PPI_CITATION}. θ̂ = mean of the judge's values over every "
+               "judged item + mean of (human consensus − judge) over the human-rated items; "
+               "it corrects the judge's bias as measured on the rated items, assuming they "
+               "are a random sample of the judged ones.",
+               f"[ ] = {ctx.level:.0%} normal CI, θ̂ ± z·SE (as in the paper), the SE clustered "
+               "by session (its triggers and repeats together; influence-function sandwich, "
+               "counting that the rated items are among the judged), clipped to [0, 1]; – "
+               "with fewer than 2 rated items.",
+               "Trigger pass rate: PASS = 1; trigger score: PASS 1, PARTIAL 0.5, FAIL 0 "
+               "(ProactBench's weighted score); judge errors are left out of both sets."])
+    for run in runs:
+        for kind, title, values in _PPI_FIGURES:
+            data = items.get((run, kind))
+            if not data:
+                continue
+            judge = [values[j] for _, j, _ in data]
+            humans = {i: values[h] for i, (_, _, h) in enumerate(data) if h is not None}
+            est = validity.ppi_mean(judge, humans, clusters=[s for s, _, _ in data],
+                                    level=ctx.level)
+            t.rows.append([labels.get(run, run), title, est.n_all, est.n_labelled,
+                           Estimate(est.judge_mean), Estimate(est.rectifier),
+                           Estimate(est.estimate, None, est.low, est.high, est.n_labelled)])
+    return t if t.rows else None
+
+
+def unit_figures(ctx: ReportContext, runs: list[str]
+                 ) -> dict[str, dict[str, dict[str, tuple[float, float]]]]:
+    """run → figure → session → (sum, count): the figures rank stability compares (`agreement.
+    _figures`: session means of COMP, F1, verified score and pass rate; trigger scores pooled
+    over judged triggers), split by session so that Kendall τ can resample sessions."""
+    if not runs:
+        return {}
+    marks = ", ".join("?" * len(runs))
+    out: dict[str, dict[str, dict[str, tuple[float, float]]]] = defaultdict(
+        lambda: defaultdict(dict))
+    names = ("COMP", "triple F1", "verified score", "verified pass rate")
+    for run, session, *cells in ctx.con.execute(
+            f"SELECT run_id, session_id, sum(comp), count(comp), sum(f1), count(f1), "
+            f"sum(score), count(score), sum(passed::INTEGER), count(passed) FROM sessions "
+            f"WHERE run_id IN ({marks}) AND status = 'finished' AND ablation IS NULL "
+            "GROUP BY ALL", runs).fetchall():
+        for i, name in enumerate(names):
+            if cells[2 * i + 1]:
+                out[str(run)][name][str(session)] = (float(cells[2 * i]),
+                                                     float(cells[2 * i + 1]))
+    for run, typ, session, total, n in ctx.con.execute(
+            f"SELECT run_id, type, session_id, sum(score), count(*) FROM trigger_results "
+            f"WHERE run_id IN ({marks}) AND label IS NOT NULL "
+            "GROUP BY GROUPING SETS ((run_id, type, session_id), (run_id, session_id))",
+            runs).fetchall():
+        if n and total is not None:
+            out[str(run)][f"trigger score ({typ or 'all'})"][str(session)] = (float(total),
+                                                                             float(n))
+    return out
+
+
+def unvalidated_note(ctx: ReportContext) -> str | None:
+    """One line naming the selected runs whose judge (an LLM, not the `rules` heuristic, which
+    is labelled as such) judged items but was never compared with human ratings of those
+    dialogues; None when there are none."""
+    have = _tables(ctx)
+    if "judge_labels" not in have:
+        return None
+    rated = "human_ratings" in have
+    rows = ctx.rows(f"""SELECT DISTINCT l.run_id, l.judge FROM judge_labels l
+        WHERE l.run_id IN $runs AND l.judge <> 'rules' AND l.kind IN ('trigger', 'checklist',
+              'triple')
+        {"AND l.source_run NOT IN (SELECT run_id FROM human_ratings)" if rated else ""}
+        ORDER BY l.run_id""")
+    if not rows:
+        return None
+    return ("⚠ Judge not validated against humans: " + ", ".join(
+        f"{r} (judge {j})" for r, j in rows) + " — no human ratings of these dialogues; "
+            "their judged scores are the judge's alone (hint: `bench ratings import FILE --run "
+            "RUN`, then `bench report agreement --humans`).")
+
+
+__all__ = ["ppi_table", "unit_figures", "unvalidated_note"]

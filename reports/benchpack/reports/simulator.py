@@ -1,0 +1,157 @@
+"""The `simulator` report: can the simulated user be trusted in this run? Per run and protocol,
+from what the store records (a swapped user simulator moved a pass rate from ~50 to 78,
+tau2-bench PR #345; fixing its premature stops from 63 to 79, tau2-bench#182):
+
+- simulator errors: sessions that ended with `error_kind = 'simulator'`;
+- premature stops: the simulated user ended the dialogue before the scenario was done —
+  `staged_disclosure`: the done signal with stages still undisclosed; `instructed_user`: the
+  user's `done` stop signal on a session that did not pass (an upper bound: it also counts an
+  agent that failed and said it had finished, which the store cannot tell apart);
+  `intent_tracking` and `trigger_rubric` are ended by the runtime or the script, not the user
+  (–);
+- leaks: `intent_tracking`: a hidden intent given away verbatim or near-verbatim
+  (`validity.leaks`, Chinese too) in a user message of a turn no later than the one the intent
+  was resolved in (completed, inferred or provided: the user may volunteer it only in the turn
+  after), any turn for an unresolved one; `staged_disclosure`: the LLM wordings the runtime
+  caught leaking a hidden stage twice (replaced by the rules wording, `extra.simulator_leaks`);
+  `instructed_user`: the hidden `unknown` items are not in the store (–);
+- off-script turns: `staged_disclosure`: user turns whose LLM wording was rejected and asked
+  again (`extra.simulator_retries`); nothing else records one (–).
+
+Rates are over the run's sessions of that protocol (errors outside the simulator included,
+ablation variants and skipped sessions left out); each count says its denominator."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from .builtin import ReportContext
+from .model import BuiltinReport, Column, Estimate, ReportResult, Table
+from .validity import leaks
+
+PREMATURE = {
+    "staged_disclosure": "termination = 'done' AND stages_disclosed < stages",
+    "instructed_user": "termination = 'done' AND passed IS DISTINCT FROM TRUE "
+                       "AND status = 'finished'",
+}
+"""SQL over `sessions`: the simulated user stopped before the scenario was done."""
+
+
+def _intent_leaks(ctx: ReportContext) -> dict[tuple[str, str], tuple[int, int]]:
+    """(run, session key) → (hidden intents leaked, intents) for intent tracking."""
+    rows = ctx.rows("""SELECT i.run_id, i.session_id, i.repeat, i.intent_id, i.text, i.turn,
+            list(t.user_message ORDER BY t.turn) FILTER (WHERE t.user_message IS NOT NULL
+                AND (i.turn IS NULL OR t.turn <= i.turn))
+        FROM intent_status i JOIN sessions s USING (run_id, session_id, repeat)
+             LEFT JOIN turns t USING (run_id, session_id, repeat)
+        WHERE i.run_id IN $runs AND i.pooled_from IS NULL AND s.ablation IS NULL
+        GROUP BY ALL ORDER BY ALL""")
+    out: dict[tuple[str, str], tuple[int, int]] = {}
+    for run, session, repeat, _, text, _, messages in rows:
+        key = (str(run), f"{session}#{repeat}")
+        leaked = any(leaks(str(text), str(m)) for m in (messages or []))
+        n_leaked, n = out.get(key, (0, 0))
+        out[key] = (n_leaked + leaked, n + 1)
+    return out
+
+
+def simulator_rows(ctx: ReportContext) -> list[dict[str, Any]]:
+    """One dict per (run, protocol) with the counts the report and the summary show."""
+    cases = " ".join(f"WHEN '{p}' THEN ({sql})" for p, sql in PREMATURE.items())
+    rows = ctx.rows(f"""SELECT run_id, protocol, session_id, repeat,
+            error_kind = 'simulator' AS sim_error,
+            CASE protocol {cases} ELSE NULL END AS premature,
+            coalesce(user_turns, 0),
+            TRY_CAST(json_extract(extra, '$.simulator_leaks') AS INTEGER),
+            TRY_CAST(json_extract(extra, '$.simulator_retries') AS INTEGER)
+        FROM sessions WHERE run_id IN $runs AND ablation IS NULL
+          AND status IN ('finished', 'error') ORDER BY run_id, protocol, session_id, repeat""")
+    intent = _intent_leaks(ctx) if any(r[1] == "intent_tracking" for r in rows) else {}
+    acc: dict[tuple[str, str], dict[str, Any]] = defaultdict(lambda: {
+        "sessions": 0, "sim_errors": 0, "premature": 0, "leak_sessions": 0, "leaked_items": 0,
+        "hidden_items": 0, "off_script": 0, "user_turns": 0})
+    for run, protocol, session, repeat, sim_error, premature, user_turns, s_leaks, retries \
+            in rows:
+        a = acc[(str(run), str(protocol))]
+        a["sessions"] += 1
+        a["sim_errors"] += bool(sim_error)
+        a["premature"] += bool(premature)
+        a["user_turns"] += int(user_turns)
+        if protocol == "intent_tracking":
+            leaked, n = intent.get((str(run), f"{session}#{repeat}"), (0, 0))
+            a["leak_sessions"] += leaked > 0
+            a["leaked_items"] += leaked
+            a["hidden_items"] += n
+        elif protocol == "staged_disclosure":
+            a["leak_sessions"] += bool(s_leaks)
+            a["leaked_items"] += int(s_leaks or 0)
+            a["off_script"] += int(retries or 0)
+    out = []
+    for (run, protocol), a in sorted(acc.items()):
+        a.update(run=run, protocol=protocol,
+                 premature_defined=protocol in PREMATURE,
+                 leaks_defined=protocol in ("intent_tracking", "staged_disclosure"),
+                 off_script_defined=protocol == "staged_disclosure")
+        out.append(a)
+    return out
+
+
+def _rate(k: int, n: int, defined: bool = True) -> Estimate:
+    return Estimate(k / n if defined and n else None)
+
+
+def simulator_report(ctx: ReportContext) -> ReportResult:
+    labels = ctx.labels()
+    res = ReportResult("simulator", "Simulator validity", "Per run and protocol: simulator "
+                       "errors, premature stops, leaks of hidden content, off-script turns.",
+                       ctx.runs)
+    t = Table("Simulated user", [
+        Column("agent", "agent"), Column("protocol", "protocol"),
+        Column("sessions", "sessions", "int"),
+        Column("sim_errors", "simulator errors", "int"), Column("sim_error_rate", "rate", "pct"),
+        Column("premature", "premature stops", "int"),
+        Column("premature_rate", "rate", "pct"),
+        Column("leak_sessions", "sessions with a leak", "int"),
+        Column("leak_rate", "rate", "pct"), Column("leaked", "hidden items leaked"),
+        Column("off_script", "off-script turns"), Column("user_turns", "user turns", "int")],
+        notes=[__doc__.split("\n\n", 1)[1].split("\n\nRates")[0].replace("\n", " "),
+               "Rates are over the sessions of the row (errors included, ablation variants "
+               "and skipped sessions left out); – where the store cannot tell."])
+    for r in simulator_rows(ctx):
+        n = r["sessions"]
+        t.rows.append([
+            labels[r["run"]], r["protocol"], n, r["sim_errors"], _rate(r["sim_errors"], n),
+            r["premature"] if r["premature_defined"] else None,
+            _rate(r["premature"], n, r["premature_defined"]),
+            r["leak_sessions"] if r["leaks_defined"] else None,
+            _rate(r["leak_sessions"], n, r["leaks_defined"]),
+            (f"{r['leaked_items']} of {r['hidden_items']} intents"
+             if r["protocol"] == "intent_tracking" else
+             f"{r['leaked_items']} caught" if r["leaks_defined"] else "–"),
+            str(r["off_script"]) if r["off_script_defined"] else "–", r["user_turns"]])
+    res.tables.append(t)
+    return res
+
+
+def summary_note(ctx: ReportContext) -> str | None:
+    """One line for the run summary when the simulated user misbehaved in any selected run."""
+    labels = ctx.labels()
+    parts = []
+    for r in simulator_rows(ctx):
+        found = [f"{k} {what}" for k, what in (
+            (r["sim_errors"], "simulator errors"), (r["premature"], "premature stops"),
+            (r["leak_sessions"], "sessions with a leak of hidden content"),
+            (r["off_script"], "off-script turns")) if k]
+        if found:
+            parts.append(f"{labels[r['run']]} · {r['protocol']}: " + ", ".join(found)
+                         + f" in {r['sessions']} sessions")
+    if not parts:
+        return None
+    return ("⚠ Simulated user: " + "; ".join(parts) + " (bench report simulator).")
+
+
+SIMULATOR = BuiltinReport("simulator", "Simulator validity", "simulator errors, premature "
+                          "stops, leaks of hidden content, off-script turns", simulator_report)
+
+__all__ = ["SIMULATOR", "simulator_report", "simulator_rows", "summary_note"]

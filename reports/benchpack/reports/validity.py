@@ -1,0 +1,236 @@
+"""Statistics of judge and simulator validity (issue 15, items 4 and 5). Pure Python, seeded.
+
+- `ppi_mean`: prediction-powered inference of a mean (Angelopoulos, Bates, Fannjiang, Jordan
+  & Zrnic, "Prediction-powered inference", Science 382, 2023): the judge's labels on every unit
+  plus the human labels of a subset give θ̂ = mean(judge on all) + mean(human − judge on the
+  labelled), whose second term (the *rectifier*) removes the judge's bias as measured on the
+  labelled units. Its CI is the normal interval of the paper, θ̂ ± z·SE.
+- `kendall_tau_b`, `kendall_tau_ci`: rank agreement of the agents under two judges, with a
+  seeded percentile bootstrap over the units both judges scored.
+- `leaks`: whether a user message gives away a hidden text near-verbatim (Chinese too), on the
+  tokenisation the compiler's leak lints use (`benchpack.specs.text`).
+
+Undefined figures come back as `None`, never NaN.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+from benchpack.specs.text import grams, words
+
+PPI_CITATION = ("prediction-powered inference (Angelopoulos, Bates, Fannjiang, Jordan & Zrnic, "
+                "\"Prediction-powered inference\", Science 382, 2023)")
+
+
+@dataclass(frozen=True)
+class PPIEstimate:
+    estimate: float | None
+    low: float | None
+    high: float | None
+    se: float | None
+    judge_mean: float | None
+    """Mean of the judge's labels over every unit (the uncorrected figure)."""
+    rectifier: float | None
+    """mean(human − judge) over the labelled units: the judge's measured bias, negated."""
+    n_all: int
+    n_labelled: int
+    clusters: int
+
+
+def ppi_mean(judge: Sequence[float], labelled: Mapping[int, float], *,
+             clusters: Sequence[Hashable] | None = None, level: float = 0.95,
+             bounds: tuple[float, float] | None = (0.0, 1.0)) -> PPIEstimate:
+    """PPI of a mean. `judge[i]` is the judge's value of unit i (every unit); `labelled` maps
+    the indices of the human-labelled units to the human value.
+
+    θ̂ = (1/N)·Σ_all f_i + (1/n)·Σ_labelled (y_i − f_i). The labelled units are a subset of all
+    units (not a disjoint set as in the paper's notation), so the two means are correlated; the
+    SE is the influence-function (sandwich) SE of θ̂ that counts that covariance: each unit
+    contributes ψ_i = (f_i − f̄)/N + [i labelled]·(r_i − r̄)/n, Var = G/(G−1)·Σ_g (Σ_{i∈g} ψ_i)²
+    over the G clusters (`clusters[i]`, e.g. the session of a trigger; default: every unit its
+    own), which for unclustered units is s_f²/N + s_r²/n + 2·cov(f, r)/N up to the G/(G−1)
+    factor. The CI is θ̂ ± z·SE, clipped to `bounds` (a rate cannot leave [0, 1]); the estimate
+    itself is not clipped. Needs ≥ 2 labelled units and ≥ 2 clusters for a CI."""
+    n_all, n_lab = len(judge), len(labelled)
+    if any(i < 0 or i >= n_all for i in labelled):
+        raise ValueError("labelled units must be indices of the judged units")
+    if clusters is not None and len(clusters) != n_all:
+        raise ValueError("one cluster per judged unit")
+    if n_all == 0 or n_lab == 0:
+        mean = sum(judge) / n_all if n_all else None
+        return PPIEstimate(None, None, None, None, mean, None, n_all, n_lab, 0)
+    f_bar = sum(judge) / n_all
+    rect = {i: y - judge[i] for i, y in labelled.items()}
+    r_bar = sum(rect.values()) / n_lab
+    theta = f_bar + r_bar
+    keys = list(clusters) if clusters is not None else list(range(n_all))
+    psi: dict[Hashable, float] = {}
+    for i, f in enumerate(judge):
+        contribution = (f - f_bar) / n_all
+        if i in rect:
+            contribution += (rect[i] - r_bar) / n_lab
+        psi[keys[i]] = psi.get(keys[i], 0.0) + contribution
+    g = len(psi)
+    if n_lab < 2 or g < 2:
+        return PPIEstimate(theta, None, None, None, f_bar, r_bar, n_all, n_lab, g)
+    var = g / (g - 1) * sum(v * v for v in psi.values())
+    se = math.sqrt(max(var, 0.0))
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    low, high = theta - z * se, theta + z * se
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return PPIEstimate(theta, low, high, se, f_bar, r_bar, n_all, n_lab, g)
+
+
+# --------------------------------------------------------------------------- Kendall τ
+
+
+def _sign(x: float) -> int:
+    return (x > 0) - (x < 0)
+
+
+def kendall_tau_b(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Kendall's τ-b (ties in either ranking corrected): (C − D) / √((P − T_x)(P − T_y)) over
+    the P pairs, T_x / T_y the pairs tied in x / y. `None` with fewer than 2 items or when
+    either ranking is all ties."""
+    if len(xs) != len(ys):
+        raise ValueError("the two rankings need the same items")
+    n = len(xs)
+    concordant = discordant = tied_x = tied_y = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            sx, sy = _sign(xs[i] - xs[j]), _sign(ys[i] - ys[j])
+            if sx == 0:
+                tied_x += 1
+            if sy == 0:
+                tied_y += 1
+            if sx * sy > 0:
+                concordant += 1
+            elif sx * sy < 0:
+                discordant += 1
+    pairs = n * (n - 1) // 2
+    denominator = (pairs - tied_x) * (pairs - tied_y)
+    if n < 2 or denominator == 0:
+        return None
+    return (concordant - discordant) / math.sqrt(denominator)
+
+
+@dataclass(frozen=True)
+class TauCI:
+    tau: float | None
+    low: float | None
+    high: float | None
+    agents: int
+    units: int
+    resamples: int
+    """Resamples in which τ was defined (a resample where one judge ties every agent is
+    left out and counted apart)."""
+
+
+Figure = Mapping[str, tuple[float, float]]
+"""unit → (sum, count) of one agent's values on that unit under one judge; the agent's figure
+is Σ sum / Σ count over the units (a session mean when count is 1, pooled triggers otherwise)."""
+
+
+def _figure(units: Figure, draw: Sequence[str]) -> float | None:
+    total = count = 0.0
+    for u in draw:
+        if u in units:
+            s, c = units[u]
+            total += s
+            count += c
+    return total / count if count else None
+
+
+def kendall_tau_ci(under_a: Mapping[str, Figure], under_b: Mapping[str, Figure], *,
+                   level: float = 0.95, resamples: int = 2000, seed: int = 0) -> TauCI:
+    """τ-b between the agents' rankings under judge A (`under_a[agent]`) and judge B, with a
+    percentile bootstrap CI over units: the units (sessions, the same plan ids for every agent)
+    are resampled with replacement, every agent's figure under both judges recomputed on the
+    same draw, τ recomputed. Units are the union over agents, in sorted order, so the draws do
+    not depend on the order the store returned them."""
+    agents = sorted(set(under_a) & set(under_b))
+    all_units = sorted({u for a in agents for u in (*under_a[a], *under_b[a])}, key=str)
+    xs = [_figure(under_a[a], all_units) for a in agents]
+    ys = [_figure(under_b[a], all_units) for a in agents]
+    keep = [i for i, (x, y) in enumerate(zip(xs, ys, strict=True))
+            if x is not None and y is not None]
+    tau = kendall_tau_b([xs[i] for i in keep], [ys[i] for i in keep])  # type: ignore[misc]
+    if tau is None or len(all_units) < 2:
+        return TauCI(tau, None, None, len(keep), len(all_units), 0)
+    rng = random.Random(seed)
+    taus: list[float] = []
+    n = len(all_units)
+    for _ in range(resamples):
+        draw = [all_units[rng.randrange(n)] for _ in range(n)]
+        bx = [_figure(under_a[agents[i]], draw) for i in keep]
+        by = [_figure(under_b[agents[i]], draw) for i in keep]
+        if any(v is None for v in bx) or any(v is None for v in by):
+            continue
+        t = kendall_tau_b(bx, by)  # type: ignore[arg-type]
+        if t is not None:
+            taus.append(t)
+    if not taus:
+        return TauCI(tau, None, None, len(keep), n, 0)
+    taus.sort()
+    alpha = (1 - level) / 2
+    return TauCI(tau, _quantile(taus, alpha), _quantile(taus, 1 - alpha), len(keep), n,
+                 len(taus))
+
+
+def _quantile(xs: Sequence[float], q: float) -> float:
+    pos = q * (len(xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+# --------------------------------------------------------------------------- leaks
+
+LEAK_SHARE = 0.8
+"""Share of a hidden text's content tokens a message must contain to give it away (the
+compiler's leak lints use the same share)."""
+LEAK_MIN_TOKENS = 3
+VERBATIM_MIN = 6
+"""Tokens (words, or characters of Chinese) a hidden text needs before its verbatim
+appearance counts: "yes" inside a message gives nothing away."""
+
+_STOP = frozenset({
+    "the", "a", "an", "and", "or", "of", "to", "in", "on", "for", "with", "at", "by", "from",
+    "is", "are", "be", "it", "this", "that", "my", "your", "our", "please", "i", "you", "we",
+    "me"})
+
+
+def _content(word: str) -> bool:
+    return word not in _STOP and (len(word) > 2 or word.isdigit() or not word.isascii())
+
+
+def leaks(secret: str, message: str) -> bool:
+    """Whether `message` contains `secret` verbatim (after NFKC folding and re-spacing, so
+    `我 想 订` matches `我想订`) or near-verbatim: ≥ `LEAK_SHARE` of its content tokens (words;
+    Chinese character bigrams and ideographs) with at least `LEAK_MIN_TOKENS` of them."""
+    s, m = words(secret), words(message)
+    if not s or not m:
+        return False
+    if len(s) >= VERBATIM_MIN and " ".join(s) in " ".join(m):
+        return True
+    wanted: set[str] = grams(secret, _content)
+    if len(wanted) < LEAK_MIN_TOKENS:
+        return False
+    return len(wanted & grams(message, _content)) / len(wanted) >= LEAK_SHARE
+
+
+__all__ = [
+    "PPI_CITATION",
+    "PPIEstimate",
+    "TauCI",
+    "kendall_tau_b",
+    "kendall_tau_ci",
+    "leaks",
+    "ppi_mean",
+]
