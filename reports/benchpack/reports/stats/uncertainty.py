@@ -197,7 +197,9 @@ def headline_interval(
 
     ``binary`` (every observation 0 or 1): the exact interval of a proportion, over the
     effective sample size n / deff, with the design effect deff = SE² / (p(1 − p)/n) floored
-    at 1 (clusters never make an interval narrower than independent items would). Otherwise
+    at 1 (clusters never make an interval narrower than independent items would). Floored, an interval is not invariant to
+    repeating every cluster's observations: repeats raise the design effect by their number,
+    lifting it above a floor the single copy was held at. Otherwise
     x̄ ± t_{G−1}·√(G/(G−1))·SE (the small-sample factor and Student t with G − 1 degrees of
     freedom, so that two clusters are not treated as many), clipped to ``bounds``."""
     if not 0.0 < level < 1.0:
@@ -236,7 +238,8 @@ def headline_interval(
 
 def interval_note(level: float, unit: str) -> str:
     """What the reports say about their intervals (one sentence per table)."""
-    return (f"SE = clustered standard error over {unit} (Miller 2024, CR0); [ ] = {level:.0%} "
+    return (f"(SE …; n N in G) = clustered standard error (Miller 2024, CR0) of the figure's N "
+            f"observations in G {unit}; [ ] = {level:.0%} "
             f"CI: proportions (pass/fail figures) exact Clopper–Pearson over n / design effect, "
             f"other means estimate ± t(G−1)·√(G/(G−1))·SE over G {unit}, clipped to 0–100; "
             f"† = fewer than {TOO_FEW_CLUSTERS} {unit}: too few for any interval to mean much")
