@@ -58,6 +58,7 @@ def build_reports(options: ReportOptions, registry: ReportRegistry | None = None
 def _build(con: Any, runs: list[str], options: ReportOptions,
            registry: ReportRegistry | None = None) -> list[ReportResult]:
     from .builtin import ReportContext
+    from .inventory import inventory_note
     from .registry import default_reports
 
     registry = registry or default_reports()
@@ -69,6 +70,8 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
         if options.exact_max is not None:
             ctx.exact_max = options.exact_max
         result = report.build(ctx)
+        if result.name != "inventory" and runs:  # no report shrinks a denominator silently
+            result.notes.append(inventory_note(ctx))
         result.store = str(options.db)
         out.append(result)
     return out
