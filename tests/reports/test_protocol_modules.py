@@ -21,7 +21,8 @@ HISTORIC_VIEWS = (
     "judge_errors",
     "score_results", "instructed_results")  # added after the split (issue 12): new views go after the historic ones
 HISTORIC_REPORTS = ("summary", "proc-comp", "status", "category", "ablation", "graph",
-                    "interaction", "triggers", "pass-k", "cost", "judge-errors", "agreement")
+                    "interaction", "triggers", "pass-k", "cost", "judge-errors", "agreement",
+                    "inventory")  # issue 15: a generic report, listed in REPORT_ORDER
 
 OWNED_VIEWS = {
     "intent_tracking": {"intent_status_micro", "intent_status_macro", "dependency_ablation"},
