@@ -83,8 +83,11 @@ def inventories(ctx: ReportContext) -> dict[str, Inventory]:
                 WHERE run_id = ? AND list_contains(?, session_id) AND repeat < ?""",
                                    [run, list(planned), reps])
             out[run].not_run = len(planned) * reps - int(recorded[0])
-    for run, status, kind, n in ctx.rows("""SELECT run_id, status,
-            coalesce(error_kind, 'unclassified'), count(*) FROM sessions
+    # a store from before `sessions.error_kind` (schema < 3): its errors are unclassified
+    kind_col = ("error_kind" if ctx.rows("""SELECT 1 FROM duckdb_columns()
+        WHERE table_name = 'sessions' AND column_name = 'error_kind'""") else "NULL")
+    for run, status, kind, n in ctx.rows(f"""SELECT run_id, status,
+            coalesce({kind_col}, 'unclassified'), count(*) FROM sessions
             WHERE run_id IN $runs GROUP BY ALL"""):
         inv = out[run]
         if status == "finished":
