@@ -158,3 +158,15 @@ def test_clustered_se_against_statsmodels_when_installed() -> None:
     fit = sm.OLS(y, [[1.0]] * len(y)).fit(cov_type="cluster", cov_kwds={
         "groups": groups, "use_correction": False})
     assert clustered_se(clusters) == pytest.approx(float(fit.bse[0]), rel=1e-9)
+
+
+def test_beta_quantiles_invert_the_cdf_over_many_shapes() -> None:
+    from benchpack.reports.stats import beta_ppf
+
+    rng = random.Random(1)
+    for _ in range(500):
+        a, b, q = rng.uniform(0.05, 2000), rng.uniform(0.05, 2000), rng.random()
+        assert betainc(a, b, beta_ppf(q, a, b)) == pytest.approx(q, abs=1e-11)
+    # the t quantile far in the tail (density underflow near the end of the bracket)
+    t = t_ppf(0.975, 0.5)
+    assert betainc(0.25, 0.5, 0.5 / (0.5 + t * t)) == pytest.approx(0.05, abs=1e-12)

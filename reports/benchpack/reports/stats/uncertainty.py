@@ -71,18 +71,38 @@ def betainc(a: float, b: float, x: float) -> float:
 
 
 def beta_ppf(q: float, a: float, b: float) -> float:
-    """The q-quantile of Beta(a, b): I_x(a, b) = q solved by bisection (the CDF is monotone,
-    so 100 halvings reach double precision whatever the shape)."""
+    """The q-quantile of Beta(a, b): I_x(a, b) = q by Newton's method on the CDF (its
+    derivative is the beta density), started at the normal approximation and kept inside a
+    bracket that halves whenever a step would leave it — as robust as bisection, and a few
+    steps instead of fifty (a report computes hundreds of these)."""
     if not 0.0 <= q <= 1.0:
         raise ValueError(f"q must be in [0, 1], got {q}")
+    if q in (0.0, 1.0):
+        return q
     lo, hi = 0.0, 1.0
-    for _ in range(100):
-        mid = (lo + hi) / 2.0
-        if betainc(a, b, mid) < q:
-            lo = mid
+    mean, var = a / (a + b), a * b / ((a + b) ** 2 * (a + b + 1.0))
+    x = mean + statistics.NormalDist().inv_cdf(q) * math.sqrt(var)
+    x = min(max(x, 1e-300), 1.0 - 1e-16)
+    log_beta = math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+    for _ in range(200):
+        f = betainc(a, b, x) - q
+        if f < 0:
+            lo = x
         else:
-            hi = mid
-    return (lo + hi) / 2.0
+            hi = x
+        if f == 0 or hi - lo <= 4e-16 * max(x, 1e-300):
+            break
+        log_pdf = (a - 1.0) * math.log(x) + (b - 1.0) * math.log1p(-x) - log_beta
+        # where the density under- or overflows a Newton step means nothing: halve instead
+        step = f / math.exp(log_pdf) if -700.0 < log_pdf < 700.0 else None
+        nxt = x - step if step else (lo + hi) / 2.0
+        if not lo < nxt < hi:
+            nxt = (lo + hi) / 2.0
+        if abs(nxt - x) <= 1e-15 * max(x, 1e-300):
+            x = nxt
+            break
+        x = nxt
+    return x
 
 
 def t_ppf(p: float, df: float) -> float:
