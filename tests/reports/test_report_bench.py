@@ -257,42 +257,40 @@ def _reference(con: Any, runs: list[str], metric: int
             for run in units}
 
 
-@pytest.mark.parametrize("exact_max", [10_000, 0])
-def test_sql_estimates_match_a_python_reference(db: Path, exact_max: int) -> None:
+def test_sql_estimates_match_a_python_reference(db: Path) -> None:
+    """The headline interval from SQL's per-unit means and counts = `headline_interval` over
+    the units' values in Python (clustered by session, PROC and COMP not binary: t)."""
     with open_store(db) as con:
         runs = select_runs(con, ["all"])
-        got = ReportContext(con, runs, exact_max=exact_max).estimates(OBS, 1, 2)
+        got = ReportContext(con, runs).estimates(OBS, 1, 2)
         for metric in (0, 1):
             for run, (units, repeat_means) in _reference(con, runs, metric).items():
                 est: Estimate = got[(run,)][metric]
-                if exact_max:  # the exact bootstrap over the same units in the same order
-                    ci = stats.bootstrap_ci(units, "unit_mean")
-                    assert (est.value, est.low, est.high) == (ci.estimate, ci.low, ci.high)
-                else:
-                    ci = stats.normal_ci([(statistics.fmean(u), 1.0) for u in units])
-                    assert (est.value, est.low, est.high) == pytest.approx(
-                        (ci.estimate, ci.low, ci.high), abs=1e-12)
-                assert est.n == len(units) > 1
+                ref = stats.headline_interval([(math.fsum(u), len(u)) for u in units],
+                                              binary=all(x in (0, 1) for u in units for x in u))
+                assert (est.value, est.low, est.high, est.se) == pytest.approx(
+                    (ref.estimate, ref.low, ref.high, ref.se), abs=1e-12)
+                assert est.clusters == len(units) > 1
+                assert est.n == sum(len(u) for u in units)
                 assert est.std == pytest.approx(statistics.stdev(repeat_means), abs=1e-12)
 
 
 def test_trigger_rates_from_counts_match_the_outcomes(db: Path) -> None:
-    """The trigger CI resamples sessions (their triggers and repeats together), exactly or by
-    its normal approximation, from per-session counts summed in SQL."""
+    """The trigger pass rate's interval is clustered by session (their triggers and repeats
+    together), from per-session counts summed in SQL: Clopper–Pearson over n / design effect."""
     with open_store(db) as con:
         runs = select_runs(con, ["all"])
         per_session = con.execute("""SELECT count(*) FILTER (WHERE label = 'PASS'), count(*)
             FROM trigger_results WHERE run_id = ? AND label IN ('PASS', 'PARTIAL', 'FAIL')
             GROUP BY session_id ORDER BY session_id""", [runs[0]]).fetchall()
         totals = [(float(p), float(n)) for p, n in per_session]
-        for exact_max, expected in (
-                (10_000, stats.bootstrap_ci([[t] for t in totals], "ratio")),
-                (0, stats.normal_ci(totals))):
-            res = trigger_rubric.triggers(ReportContext(con, runs, exact_max=exact_max))
-            row = next(r for r in res.tables[0].rows if r[1] == "overall")
-            assert row[2] == sum(n for _, n in totals)
-            assert (row[3].value, row[3].low, row[3].high) == pytest.approx(
-                (expected.estimate, expected.low, expected.high), abs=1e-12)
+        expected = stats.headline_interval(totals, binary=True, macro=False)
+        res = trigger_rubric.triggers(ReportContext(con, runs))
+        row = next(r for r in res.tables[0].rows if r[1] == "overall")
+        assert row[2] == sum(n for _, n in totals)
+        assert (row[3].value, row[3].low, row[3].high) == pytest.approx(
+            (expected.estimate, expected.low, expected.high), abs=1e-12)
+        assert row[3].clusters == len(totals) and row[3].method == "clopper-pearson"
 
 
 def test_judge_errors_lists_a_capped_number_of_sessions(

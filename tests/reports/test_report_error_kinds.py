@@ -145,3 +145,14 @@ def test_a_crashed_trigger_session_counts_its_fails(db: Path) -> None:
     assert rows["overall"][3].value == pytest.approx(1 / 3)
     view = run_query(db, "SELECT n, pass_rate FROM trigger_by_type").rows
     assert view == [(3, pytest.approx(1 / 3))]
+
+
+def test_pass_k_flip_rate_and_the_named_estimator(db: Path) -> None:
+    """t1 3/3, t2 1/3 (flips), t3 0/3, t4 2/2: 1 of 4 tasks flips; pass@1 is clustered by task
+    (11 graded repeats in 4 tasks); pass^k is named as τ²'s estimator, against Claw's."""
+    t = _report(db, "pass-k").tables[0]
+    row = _row(t)
+    assert row["flip"].value == pytest.approx(1 / 4)
+    assert (row["flip"].n, row["flip"].method) == (4, "clopper-pearson")
+    assert (row["pass1"].n, row["pass1"].clusters) == (11, 4)
+    assert any("τ²-bench's estimator C(c,k)/C(n,k)" in n and "(c/n)^k" in n for n in t.notes)

@@ -54,8 +54,11 @@ def test_proc_comp_estimate_with_std_over_repeats_and_ci(db: Path) -> None:
     proc: Estimate = a["proc"]
     assert proc.value == pytest.approx(0.5625)  # mean of s1 (0.625) and s2 (0.5)
     assert proc.std == pytest.approx(abs(0.75 - 0.375) / math.sqrt(2))
-    assert proc.n == 2 and proc.low is not None and proc.high is not None
-    assert proc.low <= proc.value <= proc.high
+    # 4 session runs in 2 sessions; clustered SE √(0.0625² + 0.0625²) / 2; t with 1 degree of
+    # freedom: 12.706·√2·SE = 0.79 either side, clipped to 0–100; flagged: 2 < 10 clusters
+    assert (proc.n, proc.clusters, proc.method, proc.few) == (4, 2, "t", True)
+    assert proc.se == pytest.approx(0.0625 * math.sqrt(2) / 2)
+    assert (proc.low, proc.high) == (0.0, 1.0)
     assert a["sessions"] == 4
     comp: Estimate = a["comp"]
     assert comp.value == pytest.approx((0.75 + 0.5) / 2)
@@ -120,7 +123,7 @@ def test_renderers(db: Path) -> None:
     assert "56.2 ± 26.5 [" in md  # 0.5625 ± 0.265, as 0–100
     data = json.loads(render(res, "json"))
     cell = data["tables"][0]["rows"][0]["proc"]
-    assert set(cell) == {"value", "std", "low", "high", "n"}
+    assert set(cell) == {"value", "std", "low", "high", "n", "se", "clusters", "method", "few"}
     assert "PROC / COMP by category" in render(res, "table")
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from benchpack.reports import stats
 from benchpack.reports.api import ReportOptions, build_reports, run_query
 from benchpack.runtime.runner import summarise
 from benchpack.runtime.store import SessionRows, Store
@@ -124,9 +125,23 @@ def test_repeating_every_dialogue_does_not_narrow_the_trigger_ci(tmp_path: Path)
     assert (once["n"], thrice["n"]) == (36, 108)
     for figure in ("pass_rate", "weighted"):
         assert thrice[figure].value == pytest.approx(once[figure].value)
-        # resampling dialogues, the same seed draws the same dialogues: identical interval
-        assert (thrice[figure].low, thrice[figure].high) == \
-            pytest.approx((once[figure].low, once[figure].high))
+        assert thrice[figure].se == pytest.approx(once[figure].se)
+        assert thrice[figure].clusters == once[figure].clusters
+    # the weighted score's t interval rests on sessions only: identical
+    assert (thrice["weighted"].low, thrice["weighted"].high) == \
+        pytest.approx((once["weighted"].low, once["weighted"].high))
+    # the pass rate's Clopper–Pearson runs over n / design effect: tripling every dialogue
+    # triples both, so the interval is that of the single copy's own design effect (here
+    # below 1, which the report floors at 1 for the single copy: wider, never narrower)
+    p, se, n = once["pass_rate"].value, once["pass_rate"].se, 36
+    n_eff = n / (se * se / (p * (1 - p) / n))
+    low, high = stats.clopper_pearson(p * n_eff, n_eff)
+    assert (thrice["pass_rate"].low, thrice["pass_rate"].high) == pytest.approx((low, high))
+    assert thrice["pass_rate"].high - thrice["pass_rate"].low <= \
+        once["pass_rate"].high - once["pass_rate"].low
+    # treating the 108 triggers as independent items would be narrower still
+    iid = stats.clopper_pearson(p * 108, 108)
+    assert iid[1] - iid[0] < thrice["pass_rate"].high - thrice["pass_rate"].low
 
 
 def _rejudged_store(path: Path, repeats: int) -> Path:

@@ -128,3 +128,19 @@ def test_a_judge_that_never_decides_leaves_statuses_undecided(plan_dir: Path,
     assert row["undecided"] == len(rows) and row["intents"] == 0
     assert row["provided"] is None  # no decided intent: no distribution, not 100 % provided
     assert macro["rows"][0]["provided"] is None and macro["rows"][0]["undecided"] == len(rows)
+
+
+def test_the_run_records_what_it_promised(plan_dir: Path, tmp_path: Path) -> None:
+    """`runs.config.planned_sessions` × repeats is the inventory's promise (every selected
+    session, kept across a resume), so the reports can count what never ran."""
+    from benchpack.reports.api import ReportOptions, build_reports
+
+    db, run_id = _run(plan_dir, tmp_path, "claude")
+    con = duckdb.connect(str(db), read_only=True)
+    (config,) = con.execute("SELECT config FROM runs WHERE run_id=?", [run_id]).fetchone()
+    ids = [r[0] for r in con.execute("SELECT session_id FROM sessions ORDER BY 1").fetchall()]
+    con.close()
+    assert json.loads(config)["planned_sessions"] == ids and len(ids) == 3
+    (res,) = build_reports(ReportOptions(db=db, names=["inventory"], runs=[run_id]))
+    row = dict(zip([c.key for c in res.tables[0].columns], res.tables[0].rows[0], strict=True))
+    assert (row["promised"], row["finished"], row["not_run"], row["excluded"]) == (3, 3, 0, 0)

@@ -23,14 +23,14 @@ from .params import PackErrors, db_option, wait_option
 @click.option("-o", "--out", type=click.Path(path_type=Path),
               help="Write to this file instead of standard output.")
 @click.option("--level", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
-              help="Confidence level of bootstrap intervals.")
+              help="Confidence level of intervals.")
 @click.option("--resamples", type=click.IntRange(100, 100_000), default=2000,
-              show_default=True, help="Bootstrap resamples.")
+              show_default=True, help="Bootstrap resamples (the κ intervals of `agreement`).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--exact-bootstrap", "exact_max", type=click.IntRange(0), metavar="N",
-              help="Exact percentile bootstrap up to N units per figure (default 50; κ in "
-                   "`agreement`: 500 items); the normal approximation above, which agrees "
-                   "closely at that many units (each table says which it used).")
+              help="agreement: exact percentile bootstrap of κ up to N units (default 500 "
+                   "items); the normal approximation above, which agrees closely at that many "
+                   "(each table says which it used). Headline figures use exact intervals.")
 @click.option("--humans", is_flag=True,
               help="agreement: each run's judge against the human consensus of imported "
                    "ratings (default: judge against judge).")

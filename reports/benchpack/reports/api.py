@@ -61,6 +61,7 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
            registry: ReportRegistry | None = None) -> list[ReportResult]:
     from .builtin import ReportContext
     from .comparability import mixed_note
+    from .inventory import inventory_note
     from .registry import default_reports
 
     registry = registry or default_reports()
@@ -73,6 +74,8 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
             ctx.exact_max = options.exact_max
         ctx.consensus = options.consensus
         result = report.build(ctx)
+        if result.name != "inventory" and runs:  # no report shrinks a denominator silently
+            result.notes.append(inventory_note(ctx))
         result.store = str(options.db)
         mixed = mixed_note(con, runs)  # figures side by side that differ not only by agent
         if mixed:

@@ -2,11 +2,12 @@
 uncertainty.
 
 Uncertainty, everywhere the same way: a figure is the mean over its units (macro); `± std` is
-the sample standard deviation of the per-repeat figures (only with ≥ 2 repeats); `[low, high]`
-is a CI over the right unit — sessions (all their repeats together) for PROC, COMP, P/R/F1
-and scores, sessions too for trigger rates (a dialogue's triggers and repeats together, the
-rate pooled over triggers), tasks for pass@k: a seeded percentile bootstrap up to
-`BOOTSTRAP_EXACT_MAX` units, its normal approximation above. A session the agent errored in
+the sample standard deviation of the per-repeat figures (only with ≥ 2 repeats); `(SE …)` the
+clustered standard error and `[low, high]` the CI over the right unit (cluster) — sessions (all
+their repeats together) for PROC, COMP, P/R/F1 and scores, sessions too for trigger rates (a
+dialogue's triggers and repeats together, the rate pooled over triggers), tasks for pass@k:
+Clopper–Pearson with the clusters' design effect for pass/fail figures, estimate ± t·SE for
+the others (`stats.headline_interval`); `†` marks fewer than 10 clusters. A session the agent errored in
 counts with the protocol's worst score (`session_results.scored`); unknown values (judge
 errors, sessions errored outside the agent) are left out, never counted as 0, and every table
 counts the errored sessions it leaves out (`excluded`). Aggregation happens in SQL; Python sees
@@ -97,34 +98,39 @@ class ReportContext:
         self._labels = labels
         return labels
 
-    def ci_note(self) -> str:
-        return (f"± = sample std (ddof 1) of the per-repeat figures, not an uncertainty of "
-                f"the mean; [ ] = {self.level:.0%} CI over sessions (their repeats together): "
-                f"percentile bootstrap ({self.resamples} resamples, seed {self.seed}) up to "
-                f"{self.exact_max} units, normal approximation above (plug-in SE, clipped to "
-                "the units' range)")
+    def ci_note(self, unit: str = "sessions") -> str:
+        return ("± = sample std (ddof 1) of the per-repeat figures, not an uncertainty of the "
+                "mean; " + stats.interval_note(self.level, unit) + f" ({unit}: their repeats "
+                "together)")
+
+    def interval(self, totals: Sequence[tuple[float, float]], *, binary: bool,
+                 macro: bool = True, std: float | None = None,
+                 bounds: tuple[float, float] | None = (0.0, 1.0)) -> Estimate:
+        """The headline interval (`stats.headline_interval`) of `(sum, count)` per cluster."""
+        return Estimate.of(stats.headline_interval(totals, binary=binary, macro=macro,
+                                                   level=self.level, bounds=bounds), std)
 
     def bootstrap(self, units: Sequence[Sequence[float]], statistic: Literal["mean", "unit_mean"]
                   ) -> stats.BootstrapCI:
         return stats.bootstrap_ci(units, statistic, level=self.level, resamples=self.resamples,
                                   seed=self.seed, exact_max=self.exact_max)
 
-    def estimates(self, obs: str, keys: int, metrics: int
+    def estimates(self, obs: str, keys: int, metrics: int,
+                  bounds: Sequence[tuple[float, float] | None] | None = None
                   ) -> dict[tuple[Any, ...], list[Estimate]]:
         """Macro figures per group, aggregated in SQL. `obs` selects `keys` group columns, then
-        the unit, the repeat and `metrics` values (NULL = unknown; |value| < 1e14), one row per
-        observation.
+        the unit (cluster), the repeat and `metrics` values (NULL = unknown; |value| < 1e14),
+        one row per observation.
 
         Per group and metric: the mean of the per-unit means; `std` over the per-repeat means;
-        the CI over units — the exact bootstrap over the units' values (units in id order) up
-        to `exact_max` units, the normal approximation over the unit means above. Means are
-        summed as DECIMAL(38, 18): unlike DuckDB's parallel float sums, that does not depend on
-        the order rows arrive in, so figures do not change from one run to the next. A group
-        without a known value of a metric gets `Estimate(None)` for it."""
+        the clustered SE and CI over units (`stats.headline_interval`: Clopper–Pearson with the
+        design effect when every value is 0 or 1, else t) clipped to the metric's `bounds`
+        (default 0–1). Means are summed as DECIMAL(38, 18): unlike DuckDB's parallel float
+        sums, that does not depend on the order rows arrive in, so figures do not change from
+        one run to the next. A group without a known value of a metric gets `Estimate(None)`."""
         k = ", ".join(f"k{i}" for i in range(keys))
         v = ", ".join(f"v{i}" for i in range(metrics))
         cast = ", ".join(f"CAST(v{i} AS DOUBLE) AS v{i}" for i in range(metrics))
-        exact_max = int(self.exact_max)
         rows = self.rows(f"""
             WITH long AS (
                 SELECT {k}, unit, repeat, m, x
@@ -132,11 +138,9 @@ class ReportContext:
                       FROM ({obs}) o({k}, unit, repeat, {v}))
                 UNPIVOT (x FOR m IN ({v}))
             ), units AS (
-                SELECT {k}, m, unit, list(x) AS xs,
-                       (sum(x::DECIMAL(38, 18)) / count(*))::DOUBLE AS mean
+                SELECT {k}, m, unit, (sum(x::DECIMAL(38, 18)) / count(*))::DOUBLE AS mean,
+                       count(*) AS cnt, bool_and(x = 0 OR x = 1) AS is01
                 FROM long GROUP BY ALL
-            ), sized AS (
-                SELECT *, count(*) OVER (PARTITION BY {k}, m) AS n FROM units
             ), repeats AS (
                 SELECT {k}, m, list(mean ORDER BY repeat) AS means
                 FROM (SELECT {k}, m, repeat,
@@ -144,41 +148,22 @@ class ReportContext:
                       FROM long GROUP BY ALL)
                 GROUP BY ALL
             )
-            SELECT {k}, m, list(xs ORDER BY unit) FILTER (WHERE n <= {exact_max}),
-                   list(mean) FILTER (WHERE n > {exact_max}), any_value(r.means)
-            FROM sized JOIN repeats r USING ({k}, m)
+            SELECT {k}, m, list(mean ORDER BY unit), list(cnt ORDER BY unit), bool_and(is01),
+                   any_value(r.means)
+            FROM units JOIN repeats r USING ({k}, m)
             GROUP BY ALL""")
         out: dict[tuple[Any, ...], list[Estimate]] = {}
         for row in rows:
             key, metric = tuple(row[:keys]), int(str(row[keys])[1:])
-            unit_values, unit_means, repeat_means = row[keys + 1:]
+            means, counts, binary, repeat_means = row[keys + 1:]
             spread = stats.mean_std(repeat_means)
-            if unit_values is not None:
-                ci = self.bootstrap(unit_values, "unit_mean")
-            else:
-                ci = stats.normal_ci([(u, 1.0) for u in unit_means], level=self.level,
-                                     seed=self.seed)
+            clip = (0.0, 1.0) if bounds is None else bounds[metric]
             ests = out.setdefault(key, [Estimate(None)] * metrics)
-            ests[metric] = Estimate(ci.estimate, spread.std, ci.low, ci.high, ci.n_units)
+            ests[metric] = self.interval([(m * c, c) for m, c in zip(means, counts, strict=True)],
+                                         # a difference is never a proportion
+                                         binary=bool(binary) and (clip is None or clip[0] >= 0),
+                                         std=spread.std, bounds=clip)
         return out
-
-    def rate(self, counts: dict[float, int], outcomes: Sequence[float] | None = None
-             ) -> Estimate:
-        """A pooled rate over independent items (each its own unit, e.g. triggers), from the
-        count of each outcome value; `outcomes` (the items' values in a canonical order) are
-        needed for an exact bootstrap, i.e. up to `exact_max` items."""
-        n = sum(counts.values())
-        if not n:
-            return Estimate(None)
-        if n <= self.exact_max:
-            if outcomes is None or len(outcomes) != n:
-                raise ValueError("an exact bootstrap needs the outcomes themselves")
-            ci = self.bootstrap([[float(x)] for x in outcomes], "mean")
-        else:
-            values = sorted(counts)
-            ci = stats.normal_ci([(x, 1.0) for x in values], level=self.level, seed=self.seed,
-                                 weights=[counts[x] for x in values])
-        return Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units)
 
 
 ReportFn = Callable[[ReportContext], ReportResult]

@@ -34,7 +34,7 @@ from typing import Any
 
 from .access import open_store
 from .model import Chart, Column, Estimate, ReportResult, Table
-from .render import DASH, _num, _pct_note, cell_text
+from .render import DASH, FEW, _num, _pct_note, cell_text, sample_text
 
 SESSIONS_PER_RUN = 40
 """Drill-down cap: session attempts shown per run (the rest are reachable with `bench query`)."""
@@ -270,9 +270,14 @@ def _estimate_html(value: Estimate, column: Column) -> str:
     out = f'<span class="v">{esc(_num(value.value, kind))}</span>'
     if value.std is not None:
         out += f' <span class="sd">± {esc(_num(value.std, kind))}</span>'
-    if value.low is not None and value.high is not None and value.n > 1:
-        out += (f'<span class="ci" title="bootstrap CI over {value.n} units">'
+    units = value.clusters or value.n
+    if value.low is not None and value.high is not None and units > 1:
+        out += (f'<span class="ci" title="{esc(value.method or "CI")} over {units} units">'
                 f"[{esc(_num(value.low, kind))}, {esc(_num(value.high, kind))}]</span>")
+    if value.se is not None:
+        out += f' <span class="se">({esc(sample_text(value, kind))})</span>'
+    if value.few:
+        out += f'<span class="few" title="fewer than 10 independent units">{FEW}</span>'
     return out
 
 

@@ -17,17 +17,31 @@ Kind = Literal["text", "int", "float", "pct", "money", "seconds", "pvalue"]
 
 @dataclass(frozen=True)
 class Estimate:
-    """A figure with its uncertainty: mean ± std over repeats and a bootstrap CI."""
+    """A figure with its uncertainty: mean ± std over repeats, a clustered standard error and a
+    CI over the figure's independent units (clusters)."""
 
     value: float | None
     std: float | None = None
     """Sample std of the per-repeat figures (None with one repeat)."""
     low: float | None = None
     high: float | None = None
-    """CI: percentile bootstrap, or its normal approximation over many units (method and level
-    in the table notes)."""
+    """CI (method and level in the table notes; `method` names it)."""
     n: int = 0
-    """How many resampling units the CI rests on."""
+    """Observations the figure averages (session runs, judged triggers, graded repeats)."""
+    se: float | None = None
+    """Clustered standard error (Miller 2024) over `clusters`."""
+    clusters: int | None = None
+    """Independent units (sessions, tasks) the SE and CI rest on; None: as `n`."""
+    method: str | None = None
+    """How the CI was made: `clopper-pearson` (a proportion, over n / design effect), `t`,
+    `none` (no interval), or a resampling method."""
+    few: bool = False
+    """Fewer clusters than `stats.TOO_FEW_CLUSTERS`: too few for any interval to mean much."""
+
+    @classmethod
+    def of(cls, u: Any, std: float | None = None) -> Estimate:
+        """From a `stats.Uncertainty`."""
+        return cls(u.estimate, std, u.low, u.high, u.n, u.se, u.clusters, u.method, u.few)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

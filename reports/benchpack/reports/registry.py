@@ -71,7 +71,7 @@ class ReportRegistry:
 
 REPORT_ORDER: tuple[str, ...] = (
     "summary", "proc-comp", "status", "category", "ablation", "graph", "interaction", "triggers",
-    "pass-k", "cost", "judge-errors", "agreement", "simulator")
+    "pass-k", "cost", "judge-errors", "agreement", "simulator", "inventory")
 """The order `bench report --list` and the HTML page show the built-in reports in, kept from
 before the protocols had modules; reports not listed here (a new protocol's) follow, in
 registry order."""
@@ -80,11 +80,7 @@ registry order."""
 def default_reports() -> ReportRegistry:
     from . import protocols
     from .agreement import AGREEMENT
-    from .simulator import SIMULATOR
-
-    rank = {name: i for i, name in enumerate(REPORT_ORDER)}
-    found = (*BUILTIN, *(r for p in protocols.PROTOCOL_REPORTS.values() for r in p.reports),
-             AGREEMENT, SIMULATOR)
+    "pass-k", "cost", "judge-errors", "agreement", "simulator", "inventory")
     reg = ReportRegistry()
     for report in sorted(found, key=lambda r: rank.get(r.name, len(rank))):  # stable
         reg.register(report)

@@ -9,6 +9,8 @@ from typing import Any
 from .model import Column, Estimate, ReportResult, Table
 
 DASH = "–"
+FEW = "†"
+"""Marks a figure over fewer clusters than `stats.TOO_FEW_CLUSTERS` (the table notes say so)."""
 
 
 def _num(value: float, kind: str) -> str:
@@ -29,7 +31,7 @@ def _num(value: float, kind: str) -> str:
 
 def cell_text(value: Any, column: Column) -> str:
     """A cell as text: percentages as 0–100 with one decimal, estimates as
-    `value ± std [low, high]`, unknown as –."""
+    `value ± std [low, high] (SE se; n N in G)` (`†`: too few clusters), unknown as –."""
     if value is None:  # a cost is NULL only when a price was unknown: never a dash for $0
         return "unknown" if column.kind == "money" else DASH
     if isinstance(value, Estimate):
@@ -39,14 +41,26 @@ def cell_text(value: Any, column: Column) -> str:
         text = _num(value.value, kind)
         if value.std is not None:
             text += f" ± {_num(value.std, kind)}"
-        if value.low is not None and value.high is not None and value.n > 1:
+        if value.low is not None and value.high is not None and (value.clusters or value.n) > 1:
             text += f" [{_num(value.low, kind)}, {_num(value.high, kind)}]"
+        if value.se is not None:
+            text += f" ({sample_text(value, kind)})"
+        if value.few and value.value is not None:
+            text += FEW
         return text
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int | float) and column.kind != "text":
         return _num(value, column.kind)
     return str(value)
+
+
+def sample_text(value: Estimate, kind: str) -> str:
+    """`SE 3.1; n 30 in 10`: the clustered SE, the observations and the clusters they form."""
+    n = f"n {value.n:,}"
+    if value.clusters is not None and value.clusters != value.n:
+        n += f" in {value.clusters:,}"
+    return f"SE {_num(value.se, kind)}; {n}" if value.se is not None else n
 
 
 def _pct_note(table: Table) -> list[str]:

@@ -453,6 +453,12 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
               if k not in ("api_key_env", "llm_backend")}
     config["api_key_env"] = options.api_key_env  # the variable's name, never its value
     config["prompt_templates"] = templates_fingerprint(plan.prompts)  # for `bench compare`
+    # what the run promised, so reports can account for every (session, repeat) that never
+    # ran; a resumed run keeps what earlier invocations promised
+    earlier = (store.run_exists(run_id) or {}).get("config") or {}
+    if isinstance(earlier, str):
+        earlier = json.loads(earlier)
+    config["planned_sessions"] = sorted(set(selected) | set(earlier.get("planned_sessions", ())))
 
     row = {"run_id": run_id, "created_at": started, "updated_at": started,
            "plan_path": str(options.plan), "plan_hash": plan.pack.content_hash,

@@ -174,14 +174,15 @@ def ablation(ctx: ReportContext) -> ReportResult:
         WHERE run_id IN $runs GROUP BY run_id ORDER BY run_id""")
     estimates = ctx.estimates("""SELECT run_id, session_id, repeat, proc_with, proc_without,
         proc_delta, comp_with, comp_without, comp_delta, proc_group_with
-        FROM dependency_ablation WHERE run_id IN $runs""", 1, 7)
+        FROM dependency_ablation WHERE run_id IN $runs""", 1, 7,
+        [(0.0, 1.0), (0.0, 1.0), (-1.0, 1.0), (0.0, 1.0), (0.0, 1.0), (-1.0, 1.0), (0.0, 1.0)])
     t = Table("With vs without prior sessions", [
         Column("agent", "agent"), Column("pairs", "pairs", "int"),
         Column("proc_with", "PROC with", "pct"), Column("proc_without", "PROC without", "pct"),
         Column("proc_delta", "Δ PROC", "pct"), Column("comp_with", "COMP with", "pct"),
         Column("comp_without", "COMP without", "pct"), Column("comp_delta", "Δ COMP", "pct"),
         Column("proc_group_with", "group PROC with (pooled)", "pct")],
-        notes=[ctx.ci_note(), "Δ = with − without, per session pair, then averaged; a CI "
+        notes=[ctx.ci_note("session pairs"), "Δ = with − without, per session pair, then averaged; a CI "
                "that excludes 0 means the prior sessions matter beyond noise. PROC with and "
                "without are both over the final session's own intents; group PROC (pooled) "
                "is π-Bench's figure over every member's intents, not part of Δ."])

@@ -52,12 +52,10 @@ GROUP BY run_id, agent, type
 def trigger_estimates(ctx: ReportContext, where: str = "TRUE"
                       ) -> dict[tuple[str, str], dict[str, Any]]:
     """(run, type or 'overall') → counts and the pooled pass rate and weighted score over judged
-    triggers (ProactBench: SKIPPED and judge errors not in N), with CIs over **sessions**: a
-    dialogue's triggers and all its repeats share the agent, persona and judge, so they are
-    resampled together (cluster bootstrap); resampling triggers as independent items narrows
-    the interval with every repeat. One row per (session, type) reaches Python."""
-    from .. import stats
-
+    triggers (ProactBench: SKIPPED and judge errors not in N), with clustered SEs and CIs over
+    **sessions**: a dialogue's triggers and all its repeats share the agent, persona and judge,
+    so they are one cluster; treating triggers as independent items narrows the interval with
+    every repeat. One row per (session, type) reaches Python."""
     judged = "label IN ('PASS', 'PARTIAL', 'FAIL')"
     rows = ctx.rows(f"""SELECT run_id,
                CASE WHEN grouping(type) = 1 THEN 'overall' ELSE type END AS typ, session_id,
@@ -75,19 +73,18 @@ def trigger_estimates(ctx: ReportContext, where: str = "TRUE"
         n_pass, n_partial = sum(u[1] for u in us), sum(u[2] for u in us)
         scored = [u for u in us if u[0]]
 
-        def ci(num: Callable[[tuple[int, int, int, int]], float],
-               _us: list[tuple[int, int, int, int]] = scored, _n: int = n) -> Estimate:
+        def ci(num: Callable[[tuple[int, int, int, int]], float], binary: bool,
+               _us: list[tuple[int, int, int, int]] = scored) -> Estimate:
             if not _us:
                 return Estimate(None)
-            c = stats.bootstrap_ci([[(num(u), float(u[0]))] for u in _us], "ratio",
-                                   level=ctx.level, resamples=ctx.resamples, seed=ctx.seed,
-                                   exact_max=ctx.exact_max)
-            return Estimate(c.estimate, None, c.low, c.high, _n)
+            return ctx.interval([(num(u), float(u[0])) for u in _us], binary=binary,
+                                macro=False)
 
         out[key] = {"n": n, "pass": n_pass, "partial": n_partial, "fail": n - n_pass - n_partial,
                     "judge_errors": sum(u[3] for u in us), "sessions": len(scored),
-                    "pass_rate": ci(lambda u: float(u[1])),
-                    "weighted": ci(lambda u: u[1] + 0.5 * u[2])}
+                    "pass_rate": ci(lambda u: float(u[1]), True),
+                    # with no PARTIAL the weighted score is a pass rate too
+                    "weighted": ci(lambda u: u[1] + 0.5 * u[2], n_partial == 0)}
     return out
 
 
@@ -106,9 +103,8 @@ def triggers(ctx: ReportContext) -> ReportResult:
         Column("pass_rate", "pass rate", "pct"), Column("partial_rate", "partial", "pct"),
         Column("weighted", "weighted", "pct"), Column("judge_errors", "judge errors", "int"),
         Column("excluded", "excluded sessions")],
-        notes=[f"[ ] = {ctx.level:.0%} CI over sessions (a dialogue's triggers and repeats "
-               f"resampled together): percentile bootstrap ({ctx.resamples} resamples, seed "
-               f"{ctx.seed}) up to {ctx.exact_max} sessions, normal approximation above",
+        notes=[stats.interval_note(ctx.level, "sessions") + " (a dialogue's triggers and "
+               "repeats together: N counts triggers, the SE and CI rest on sessions)",
                "N counts judged triggers; weighted = (PASS + 0.5·PARTIAL) / N, the trigger "
                "score. Judge errors and SKIPPED triggers (beyond the end of the dialogue) are "
                "not in N (ProactBench). A session the agent errored in counts its triggers as "

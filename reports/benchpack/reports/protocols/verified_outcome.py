@@ -69,9 +69,16 @@ def pass_k(ctx: ReportContext) -> ReportResult:
                             Column("score", "mean score", "pct"),
                             Column("pass1", "pass@1", "pct"), Column("passk", "pass@k", "pct"),
                             Column("pass_hat_k", "pass^k", "pct"),
+                            Column("flip", "flip rate", "pct"),
                             Column("excluded", "excluded")],
-              notes=[f"pass@k, pass^k: {stats.PASS_K_DEFINITION}. CI over tasks (the N of "
-                     "each figure).", EXCLUDED_NOTE])
+              notes=[f"pass@k, pass^k: {stats.PASS_K_DEFINITION}. pass^k is τ²-bench's "
+                     "estimator C(c,k)/C(n,k); Claw-Anything's code computes (c/n)^k, which is "
+                     "never lower (c = 2 of n = 3, k = 2: 33.3 vs 44.4).",
+                     "flip rate = tasks with both a pass and a fail among their graded repeats "
+                     "/ tasks with ≥ 2 graded repeats.",
+                     stats.interval_note(ctx.level, "tasks") + " (pass@1: n = graded "
+                     "repeats in G tasks; pass@k, pass^k, flip rate: one value a task)",
+                     EXCLUDED_NOTE])
     for run, rs in by_run.items():
         k = max(1, int(rs[0][5] or 1))
         summary = stats.pass_k_summary([(int(r[2]), int(r[3])) for r in rs], k)
@@ -81,12 +88,19 @@ def pass_k(ctx: ReportContext) -> ReportResult:
                  _rs: list[tuple[Any, ...]]) -> Estimate:
             if not _rs:
                 return Estimate(None)
-            ci = ctx.bootstrap([[est(int(r[2]), int(r[3]), kk)] for r in _rs], "mean")
-            return Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units)
+            values = [est(int(r[2]), int(r[3]), kk) for r in _rs]
+            return ctx.interval([(v, 1.0) for v in values],
+                                binary=all(v in (0.0, 1.0) for v in values))
 
+        # pass@1 is the mean of c/n over tasks: a proportion of graded repeats, clustered
+        # by task (the repeats of one task are not independent items)
+        pass1 = ctx.interval([(float(r[3]), float(r[2])) for r in rs], binary=True)
+        multi = [r for r in rs if int(r[2]) >= 2]
+        flip = (ctx.interval([(float(0 < int(r[3]) < int(r[2])), 1.0) for r in multi],
+                             binary=True) if multi else Estimate(None))
         score = scores.get((run,), [Estimate(None)])[0]
-        t.rows.append([labels[run], summary.tasks, k, score, over(stats.pass_at_k, 1, rs),
-                       over(stats.pass_at_k, k, full), over(stats.pass_hat_k, k, full),
+        t.rows.append([labels[run], summary.tasks, k, score, pass1,
+                       over(stats.pass_at_k, k, full), over(stats.pass_hat_k, k, full), flip,
                        excluded.get((run, "all"), "")])
         if summary.tasks_k < summary.tasks:
             short = summary.tasks - summary.tasks_k

@@ -1,0 +1,379 @@
+"""Means, macro/micro averages and resampling CIs (the bootstrap and its normal approximation)."""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import math
+import random
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal, TypeVar, overload
+
+U = TypeVar("U")
+
+# --------------------------------------------------------------------------- mean ± std
+
+
+@dataclass(frozen=True, slots=True)
+class MeanStd:
+    """Mean and sample standard deviation (ddof=1) of ``n`` values."""
+
+    mean: float | None
+    """``None`` when there are no values."""
+    std: float | None
+    """``None`` when ``n < 2``: one run says nothing about run-to-run spread."""
+    n: int
+
+
+def mean_std(values: Iterable[float]) -> MeanStd:
+    """Mean ± sample std over repeated runs (ddof=1; ``std`` is ``None`` for fewer than 2 values)."""
+    xs = [float(v) for v in values]
+    if not xs:
+        return MeanStd(None, None, 0)
+    std = statistics.stdev(xs) if len(xs) > 1 else None
+    return MeanStd(statistics.fmean(xs), std, len(xs))
+
+
+# --------------------------------------------------------------------------- macro / micro
+
+
+@dataclass(frozen=True, slots=True)
+class MacroMicro:
+    """Two different averages of per-unit ratios; reports show both and say which is which."""
+
+    macro: float | None
+    """Mean of the per-unit ratios (every unit weighs the same)."""
+    micro: float | None
+    """Pooled ratio sum(numerators) / sum(denominators) (every observation weighs the same)."""
+    n_units: int
+
+
+def macro_micro(units: Iterable[tuple[float, float]]) -> MacroMicro:
+    """Macro and micro averages of ``(numerator, denominator)`` units.
+
+    PROC: one unit per session, ``(completed + inferred, intents)``; the macro figure is the
+    protocol's PROC, the micro figure the pooled status distribution. For plain values grouped
+    by unit pass ``(sum(values), len(values))``.
+    """
+    pairs = [(float(a), float(b)) for a, b in units]
+    if any(den <= 0 for _, den in pairs):
+        raise ValueError("every unit needs a positive denominator")
+    if not pairs:
+        return MacroMicro(None, None, 0)
+    macro = statistics.fmean(num / den for num, den in pairs)
+    micro = math.fsum(num for num, _ in pairs) / math.fsum(den for _, den in pairs)
+    return MacroMicro(macro, micro, len(pairs))
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapCI:
+    """A point estimate with a percentile bootstrap confidence interval."""
+
+    estimate: float | None
+    """The statistic on the original units (``None`` for no units or an undefined statistic)."""
+    low: float | None
+    high: float | None
+    level: float
+    resamples: int
+    n_units: int
+    seed: int
+    undefined: int = 0
+    """Resamples on which the statistic was undefined; they are left out of the percentiles."""
+    method: Literal["percentile", "normal"] = "percentile"
+    """``"normal"`` when ``exact_max`` made it the normal approximation (``resamples`` is 0)."""
+
+
+@overload
+def bootstrap_ci(
+    units: Sequence[Sequence[float]],
+    statistic: Literal["mean", "unit_mean"] = "mean",
+    *,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+    exact_max: int | None = None,
+) -> BootstrapCI: ...
+
+
+@overload
+def bootstrap_ci(
+    units: Sequence[Sequence[tuple[float, float]]],
+    statistic: Literal["ratio"],
+    *,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+    exact_max: int | None = None,
+) -> BootstrapCI: ...
+
+
+@overload
+def bootstrap_ci(
+    units: Sequence[U],
+    statistic: Callable[[list[U]], float | None],
+    *,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+    exact_max: int | None = None,
+) -> BootstrapCI: ...
+
+
+def bootstrap_ci(
+    units: Sequence[Any],
+    statistic: str | Callable[[list[Any]], float | None] = "mean",
+    *,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+    exact_max: int | None = None,
+) -> BootstrapCI:
+    """Percentile bootstrap CI that resamples whole units with replacement, seeded.
+
+    ``units`` is one entry per resampling unit:
+
+    - ``"mean"``: each unit a list of observations; the statistic is the pooled mean of all
+      observations in the resample (clusters of different sizes weigh by size).
+    - ``"unit_mean"``: each unit a non-empty list of observations; the statistic is the mean of
+      the per-unit means (macro).
+    - ``"ratio"``: each unit a list of ``(numerator, denominator)`` pairs; the statistic is
+      ``sum(numerators) / sum(denominators)`` over the resample (pooled rates).
+    - a callable: it receives the resampled list of units and returns the statistic (or
+      ``None`` when undefined), e.g. Cohen's κ over resampled items.
+
+    Which unit to resample — the independent one: **sessions** for ProactBench per-type pass
+    rates and weighted scores (one unit per session holding ``(passes or weighted sum, judged
+    triggers)`` over all its repeats, ``"ratio"``) and for PROC / COMP (one unit per session
+    holding its repeats); **tasks** for pass@k / pass^k (one unit per task holding its
+    per-task estimate); **sessions** for judge agreement κ (`cluster_kappa_cis`), items only
+    where each session holds one item.
+
+    The same seed gives the same interval; the built-in statistics and an equivalent callable
+    draw the same resamples. An empty ``units`` gives all-``None``; a single unit gives a
+    zero-width interval.
+
+    ``exact_max``: with a built-in statistic and more units than this, the interval is instead
+    the normal approximation the percentile bootstrap converges to (:func:`normal_ci`), since
+    resampling costs ``units × resamples`` draws in pure Python. ``None``: always resample.
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
+    n = len(units)
+    if n == 0:
+        return BootstrapCI(None, None, None, level, resamples, 0, seed)
+    rng = random.Random(seed)
+    if callable(statistic):
+        estimate = statistic(list(units))
+        draws = [statistic(rng.choices(units, k=n)) for _ in range(resamples)]
+    else:
+        totals = _unit_totals(units, statistic)
+        if exact_max is not None and n > exact_max:
+            return normal_ci(totals, level=level, seed=seed)
+        estimate, draws = _bootstrap_pooled(totals, seed, resamples)
+    defined = sorted(d for d in draws if d is not None)
+    low = _quantile(defined, (1.0 - level) / 2.0) if defined else None
+    high = _quantile(defined, (1.0 + level) / 2.0) if defined else None
+    return BootstrapCI(
+        estimate, low, high, level, resamples, n, seed, undefined=len(draws) - len(defined)
+    )
+
+
+def _unit_totals(units: Sequence[object], statistic: str) -> list[tuple[float, float]]:
+    """Reduce each unit to ``(numerator, denominator)`` so a resample is two sums."""
+    totals: list[tuple[float, float]] = []
+    for unit in units:
+        if not isinstance(unit, Sequence):
+            raise ValueError("each unit must be a list of observations")
+        if statistic == "mean":
+            totals.append((math.fsum(unit), float(len(unit))))
+        elif statistic == "unit_mean":
+            if not unit:
+                raise ValueError("'unit_mean' needs at least one observation per unit")
+            totals.append((statistics.fmean(unit), 1.0))
+        elif statistic == "ratio":
+            totals.append(
+                (math.fsum(num for num, _ in unit), math.fsum(den for _, den in unit))
+            )
+        else:
+            raise ValueError(f"unknown statistic {statistic!r}")
+    return totals
+
+
+def normal_ci(
+    totals: Sequence[tuple[float, float]],
+    *,
+    level: float = 0.95,
+    seed: int = 0,
+    weights: Sequence[int] | None = None,
+) -> BootstrapCI:
+    """Normal-approximation CI of the pooled ratio ``R = sum(num) / sum(den)`` of units given
+    as ``(num, den)`` totals (``weights``: how many units each total stands for, default one).
+
+    R ± z·SE with the plug-in (delta-method) standard error ``sqrt(sum((num − R·den)²)) /
+    sum(den)`` — for equal denominators the mean's ``σ/√n`` (ddof 0), the spread of the
+    bootstrap distribution this stands in for — clipped to the range of the per-unit ratios,
+    which no resample can leave. ``seed`` is only recorded."""
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    counts = [1] * len(totals) if weights is None else list(weights)
+    if len(counts) != len(totals) or any(c < 0 for c in counts):
+        raise ValueError("weights must be one non-negative count per total")
+    n = sum(counts)
+    den_total = math.fsum(c * den for c, (_, den) in zip(counts, totals, strict=True))
+    if not den_total:
+        return BootstrapCI(None, None, None, level, 0, n, seed, method="normal")
+    estimate = math.fsum(c * num for c, (num, _) in zip(counts, totals, strict=True)) / den_total
+    se = math.sqrt(math.fsum(c * (num - estimate * den) ** 2
+                             for c, (num, den) in zip(counts, totals, strict=True))) / den_total
+    half = statistics.NormalDist().inv_cdf((1.0 + level) / 2.0) * se
+    ratios = [num / den for c, (num, den) in zip(counts, totals, strict=True) if c and den]
+    low, high = max(estimate - half, min(ratios)), min(estimate + half, max(ratios))
+    return BootstrapCI(estimate, low, high, level, 0, n, seed, method="normal")
+
+
+@functools.lru_cache(maxsize=32)
+def _resample_indices(seed: int, n: int, resamples: int) -> tuple[tuple[int, ...], ...]:
+    """The unit indices of every resample: exactly the draws `Random(seed).choices` makes over
+    n units, computed once and shared by every figure with the same (seed, n, resamples) —
+    a report computes many such figures, and drawing is most of a bootstrap's cost."""
+    rng = random.Random(seed)
+    rand = rng.random
+    return tuple(tuple(math.floor(rand() * n) for _ in range(n)) for _ in range(resamples))
+
+
+def _bootstrap_pooled(
+    totals: list[tuple[float, float]], seed: int, resamples: int
+) -> tuple[float | None, list[float | None]]:
+    """Resample ``sum(num) / sum(den)`` over precomputed unit totals."""
+    n = len(totals)
+    den_total = math.fsum(den for _, den in totals)
+    estimate = math.fsum(num for num, _ in totals) / den_total if den_total else None
+    dens = {den for _, den in totals}
+    if len(dens) == 1:
+        # equal denominators (singleton or equal-size units): one float sum per resample
+        scale = dens.pop() * n
+        if scale == 0:
+            return estimate, [None] * resamples
+        nums = [num for num, _ in totals]
+        if len(set(nums)) == 1:  # every resample is the same sum (e.g. one unit per group)
+            return estimate, [sum(nums) / scale] * resamples
+        pick = nums.__getitem__
+        return estimate, [sum(map(pick, idx)) / scale
+                          for idx in _resample_indices(seed, n, resamples)]
+    # complex numbers carry numerator and denominator through a single C-level sum
+    packed = [complex(num, den) for num, den in totals]
+    take = packed.__getitem__
+    draws: list[float | None] = []
+    for idx in _resample_indices(seed, n, resamples):
+        s = sum(map(take, idx))
+        draws.append(s.real / s.imag if s.imag else None)
+    return estimate, draws
+
+
+def bootstrap_counts(
+    counts: Sequence[int],
+    statistics: Sequence[Callable[[list[int]], float | None]],
+    *,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> list[BootstrapCI]:
+    """Percentile bootstrap CIs over items that each fall into one of at most 254 categories,
+    e.g. the cells of a confusion matrix (flattened): each resample draws ``sum(counts)`` items
+    with replacement, and every statistic receives the same resampled counts per category.
+
+    The same as ``bootstrap_ci`` over the list of items with a statistic of their counts, but
+    fast for many items: item ``⌊u·n / 2³²⌋`` is drawn for a random 32-bit ``u`` (equal odds up
+    to n/2³²), and the draws are counted per category in C (`_count_draws`). Deterministic for
+    a seed; undefined (``None``) statistics are left out of the percentiles, as there.
+    """
+    listed = list(statistics)
+    return _bootstrap_counts(counts, lambda sample: [f(sample) for f in listed], len(listed),
+                             level=level, resamples=resamples, seed=seed)
+
+
+def _bootstrap_counts(
+    counts: Sequence[int],
+    joint: Callable[[list[int]], Sequence[float | None]],
+    m: int,
+    *,
+    level: float,
+    resamples: int,
+    seed: int,
+) -> list[BootstrapCI]:
+    """:func:`bootstrap_counts` of ``m`` statistics that ``joint`` computes together."""
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
+    if any(c < 0 for c in counts) or len(counts) > 254:
+        raise ValueError("counts must be non-negative, for at most 254 categories")
+    n = sum(counts)
+    if n == 0:
+        return [BootstrapCI(None, None, None, level, resamples, 0, seed) for _ in range(m)]
+    rng = random.Random(seed)
+    cuts, start = [], 0
+    for c in counts:  # u ≥ cut: the draw is an item of this category or of a later one
+        cuts.append(-(-start * 2**32 // n))
+        start += c
+    cuts.append(2**32)
+    draws: list[list[float | None]] = [[] for _ in range(m)]
+    for _ in range(resamples):
+        sample = _count_draws(rng.randbytes(4 * n), cuts)
+        for out, value in zip(draws, joint(sample), strict=True):
+            out.append(value)
+    results = []
+    for out, estimate in zip(draws, joint(list(counts)), strict=True):
+        defined = sorted(d for d in out if d is not None)
+        results.append(BootstrapCI(
+            estimate,
+            _quantile(defined, (1.0 - level) / 2.0) if defined else None,
+            _quantile(defined, (1.0 + level) / 2.0) if defined else None,
+            level, resamples, n, seed, undefined=len(out) - len(defined)))
+    return results
+
+
+_MIXED = 255
+
+
+@lru_cache(maxsize=64)
+def _byte_table(cuts: tuple[int, ...]) -> bytes:
+    """Category of each leading byte of a big-endian 32-bit draw, or `_MIXED` when a category
+    boundary falls inside that byte's range."""
+    table = []
+    for b in range(256):
+        lo, hi = b << 24, (b + 1) << 24
+        c = bisect.bisect_right(cuts, lo) - 1
+        table.append(c if hi <= cuts[c + 1] else _MIXED)
+    return bytes(table)
+
+
+def _count_draws(data: bytes, cuts: list[int]) -> list[int]:
+    """Per-category counts of the big-endian 32-bit draws in `data`: the leading byte decides
+    (bytes.translate and bytes.count run in C), except for the few draws whose leading byte
+    straddles a category boundary, which are decoded one by one."""
+    k = len(cuts) - 1
+    cats = data[0::4].translate(_byte_table(tuple(cuts)))
+    counts = [cats.count(c) for c in range(k)]
+    pos = cats.find(_MIXED)
+    while pos >= 0:
+        u = int.from_bytes(data[4 * pos:4 * pos + 4], "big")
+        counts[bisect.bisect_right(cuts, u) - 1] += 1
+        pos = cats.find(_MIXED, pos + 1)
+    return counts
+
+
+def _quantile(sorted_xs: Sequence[float], q: float) -> float:
+    """Linear interpolation between order statistics (numpy's default, Hyndman–Fan type 7)."""
+    h = (len(sorted_xs) - 1) * q
+    lo = math.floor(h)
+    hi = min(lo + 1, len(sorted_xs) - 1)
+    return sorted_xs[lo] + (h - lo) * (sorted_xs[hi] - sorted_xs[lo])
