@@ -80,7 +80,12 @@ registry order."""
 def default_reports() -> ReportRegistry:
     from . import protocols
     from .agreement import AGREEMENT
-    "pass-k", "cost", "judge-errors", "agreement", "simulator", "inventory")
+    from .inventory import INVENTORY
+    from .simulator import SIMULATOR
+
+    rank = {name: i for i, name in enumerate(REPORT_ORDER)}
+    found = (*BUILTIN, *(r for p in protocols.PROTOCOL_REPORTS.values() for r in p.reports),
+             AGREEMENT, SIMULATOR, INVENTORY)
     reg = ReportRegistry()
     for report in sorted(found, key=lambda r: rank.get(r.name, len(rank))):  # stable
         reg.register(report)
