@@ -30,13 +30,12 @@ Requests may use any method; the body is a JSON object (a query string is read t
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import re
 import sys
 import threading
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
