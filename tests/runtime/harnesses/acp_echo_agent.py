@@ -7,8 +7,9 @@ Per prompt it: reports a built-in `Read` (no permission asked), asks permission 
 shell command and reports whether it ran, then — on the first prompt — asks permission for
 each session tool in CALLS.json (`[[name, args], …]`) and calls it over the MCP server it was
 given in `session/new` (HTTP or stdio, whichever came), and streams its answer in chunks:
-"Echo: <the user's text> | shell=<ran|refused> | calls=<n> | 中文 ok". Words in the user's text
-steer it: HANG (ignore session/cancel and sleep), WAIT (sleep until cancelled), CRASH (exit 3).
+"Echo: <the user's text> | shell=<ran|refused> | calls=<n> | context=<blocks> |
+mcp=<http|stdio> | 中文 ok". Words in the user's text steer it: HANG (ignore session/cancel
+and sleep), WAIT (sleep until cancelled), CRASH (exit 3).
 With PIDS set it writes `<pid>-<child pid>` there after starting a `sleep` child.
 """
 
@@ -20,14 +21,28 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
-from acp import (PROTOCOL_VERSION, run_agent, start_tool_call, text_block, update_agent_message,
-                 update_tool_call)
-from acp.schema import (AgentCapabilities, InitializeResponse, McpCapabilities,
-                        NewSessionResponse, PermissionOption, PromptResponse, ToolCallUpdate)
+from acp import (
+    PROTOCOL_VERSION,
+    run_agent,
+    start_tool_call,
+    text_block,
+    update_agent_message,
+    update_tool_call,
+)
+from acp.schema import (
+    AgentCapabilities,
+    InitializeResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PermissionOption,
+    PromptResponse,
+    ToolCallUpdate,
+)
 
-CALLS: list[Any] = json.load(open(sys.argv[1], encoding="utf-8")) if len(sys.argv) > 1 else []
+CALLS: list[Any] = json.loads(Path(sys.argv[1]).read_text("utf-8")) if len(sys.argv) > 1 else []
 
 
 class EchoAgent:
@@ -98,6 +113,9 @@ class EchoAgent:
                     call_id, status="completed"))
             return made
 
+    def _transport(self) -> str:
+        return (getattr(self.servers[0], "type", None) or "stdio") if self.servers else "none"
+
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         self.prompts += 1
         text = getattr(prompt[-1], "text", "")
@@ -119,7 +137,7 @@ class EchoAgent:
             "sh-1", status="completed" if ran else "failed", raw_input={"command": "ls -la"}))
         made = await self._mcp_calls(session_id) if self.prompts == 1 and CALLS else 0
         reply = (f"Echo: {text} | shell={'ran' if ran else 'refused'} | calls={made} | "
-                 f"context={len(prompt)} | 中文 ok")
+                 f"context={len(prompt)} | mcp={self._transport()} | 中文 ok")
         for i in range(0, len(reply), 7):
             await self.conn.session_update(session_id, update_agent_message(
                 text_block(reply[i:i + 7])))

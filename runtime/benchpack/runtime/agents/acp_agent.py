@@ -72,7 +72,8 @@ MCP_NAME = "benchpack"
 HARNESS = "harness"
 """`messages.name` of a harness's own tool-call events."""
 START_TIMEOUT_S = 60.0
-"""How long `initialize` + `session/new` may take (a harness may load a model list first)."""
+"""How long `initialize` + `session/new` may take (a harness may load a model list first);
+not the turn's budget, which is for answering."""
 CANCEL_GRACE_S = 5.0
 CLOSE_GRACE_S = 2.0
 OUTPUT_CHARS = 4_000
@@ -189,7 +190,7 @@ def session_tool_matcher(names: list[str]) -> Callable[[str | None], bool]:
     alt = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
     pattern = re.compile(
         rf"(?:(?:mcp__)?{MCP_NAME}(?:__|/|\.|:))?(?:{alt})(?:\s*\({MCP_NAME}[^)]*\))?")
-    return lambda title: bool(title) and pattern.fullmatch(title.strip()) is not None
+    return lambda title: title is not None and pattern.fullmatch(title.strip()) is not None
 
 
 @dataclass
@@ -336,9 +337,11 @@ class AcpSession:
         self.pids.append(proc.pid)
         self._stderr_task = asyncio.create_task(self._drain_stderr(proc))
         assert proc.stdin is not None and proc.stdout is not None
-        self.conn = ClientSideConnection(_Client(self), proc.stdin, proc.stdout)
+        # `_Client` implements the two methods an agent needs of us (the Protocol lists all)
+        self.conn = ClientSideConnection(_Client(self), proc.stdin,  # type: ignore[arg-type]
+                                         proc.stdout)
         try:
-            async with asyncio.timeout(min(START_TIMEOUT_S, self.brief.turn_timeout_s)):
+            async with asyncio.timeout(START_TIMEOUT_S):
                 init = await self.conn.initialize(
                     protocol_version=PROTOCOL_VERSION,
                     client_capabilities=ClientCapabilities(
@@ -355,8 +358,8 @@ class AcpSession:
                 created = await self.conn.new_session(cwd=cwd, mcp_servers=[self._mcp_entry()])
         except TimeoutError:
             raise HarnessError(self._failure(
-                f"the agent did not start an ACP session within "
-                f"{min(START_TIMEOUT_S, self.brief.turn_timeout_s):g} s")) from None
+                f"the agent did not start an ACP session within {START_TIMEOUT_S:g} s"
+            )) from None
         except HarnessError:
             raise
         except Exception as exc:
@@ -392,7 +395,10 @@ class AcpSession:
     def _event(self, tool_call_id: str) -> _Event:
         state = self._state
         turn = state.number if state is not None else self._turn_number()
-        found = next((e for e in reversed(self.events) if e.id == tool_call_id), None)
+        # looked up in the turn: agents number their calls per prompt (`call-1` every turn),
+        # and a late update between turns belongs to the last event of that id
+        found = state.events.get(tool_call_id) if state is not None else next(
+            (e for e in reversed(self.events) if e.id == tool_call_id), None)
         if found is None:
             found = _Event(tool_call_id, turn, time.time())
             self.events.append(found)
