@@ -122,13 +122,15 @@ async def _session(argument: str, turns: list[str], timeout: float = 30.0
     return replies, session, tools
 
 
-def test_reply_is_the_chunks_builtin_calls_are_events_and_policy_denies(tmp_path: Path) -> None:
+def test_reply_is_the_chunks_builtin_calls_are_events_and_policy_denies(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-key-must-not-reach-the-agent")
     command = _command(tmp_path, [["echo", {"x": CHINESE}], ["echo", {"y": 2}]])
     replies, session, tools = asyncio.run(_session(command, [CHINESE, "again"]))
     first, second = replies
     # the answer is the chunks, in order (7 characters each: 中文 splits mid-sentence)
     assert first.text == (f"Echo: {CHINESE} | shell=refused | calls=2 | context=2 | "
-                          "mcp=http | 中文 ok")
+                          "mcp=http | proxy=yes | 中文 ok")
     assert (first.stop_reason, first.error) == ("answer", None)
     # context=2: the system prompt came as a leading block of the first prompt only
     assert "context=1" in second.text and "calls=0" in second.text

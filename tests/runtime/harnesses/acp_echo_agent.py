@@ -8,8 +8,8 @@ shell command and reports whether it ran, then — on the first prompt — asks 
 each session tool in CALLS.json (`[[name, args], …]`) and calls it over the MCP server it was
 given in `session/new` (HTTP or stdio, whichever came), and streams its answer in chunks:
 "Echo: <the user's text> | shell=<ran|refused> | calls=<n> | context=<blocks> |
-mcp=<http|stdio> | 中文 ok". Words in the user's text steer it: HANG (ignore session/cancel
-and sleep), WAIT (sleep until cancelled), CRASH (exit 3).
+mcp=<http|stdio> | proxy=<yes|no> | 中文 ok". Words in the user's text steer it: HANG
+(ignore session/cancel and sleep), WAIT (sleep until cancelled), CRASH (exit 3).
 With PIDS set it writes `<pid>-<child pid>` there after starting a `sleep` child.
 """
 
@@ -43,6 +43,15 @@ from acp.schema import (
 )
 
 CALLS: list[Any] = json.loads(Path(sys.argv[1]).read_text("utf-8")) if len(sys.argv) > 1 else []
+
+
+def _proxy() -> str:
+    """Whether the model endpoint handed over is benchpack's recording proxy, with its
+    placeholder key (the runner's real key, if any, scrubbed)."""
+    base = os.environ.get("OPENAI_BASE_URL", "")
+    key = os.environ.get("OPENAI_API_KEY", "")
+    return "yes" if base.startswith("http://127.0.0.1:") and key.startswith("benchpack-") and \
+        os.environ.get("BENCHPACK_MODEL_BASE_URL") == base else "no"
 
 
 class EchoAgent:
@@ -137,7 +146,7 @@ class EchoAgent:
             "sh-1", status="completed" if ran else "failed", raw_input={"command": "ls -la"}))
         made = await self._mcp_calls(session_id) if self.prompts == 1 and CALLS else 0
         reply = (f"Echo: {text} | shell={'ran' if ran else 'refused'} | calls={made} | "
-                 f"context={len(prompt)} | mcp={self._transport()} | 中文 ok")
+                 f"context={len(prompt)} | mcp={self._transport()} | proxy={_proxy()} | 中文 ok")
         for i in range(0, len(reply), 7):
             await self.conn.session_update(session_id, update_agent_message(
                 text_block(reply[i:i + 7])))
