@@ -4,6 +4,7 @@
 | --- | --- | --- |
 | `litellm:<model>` | `litellm_agent` | an LLM with a tool loop |
 | `cmd:<command>` | `cmd_agent` | an external harness speaking JSON lines over stdin/stdout |
+| `acp:<command>` | `acp_agent` | a harness speaking the Agent Client Protocol on its stdio |
 | `python:<module>:<callable>` | `python_agent` | an agent written in Python, in process |
 | `scripted:<file>`, `replay:<file>` | `scripted` | authored or recorded turns |
 
