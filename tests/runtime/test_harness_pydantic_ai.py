@@ -100,13 +100,20 @@ def _run(plan: Path, agent: str, fake: FakeOpenAI, tmp: Path, name: str) -> dict
 def runs(plan_dir: Path, fake: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory
          ) -> dict[str, dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("runs")
-    return {
+    out = {
         "litellm": _run(plan_dir, "litellm:openai/agent-model", fake, tmp, "litellm"),
         "http": _run(plan_dir, f"cmd2:--model openai/agent-model {HARNESS}", fake, tmp,
                      "http"),
         "stdio": _run(plan_dir, f"cmd2:--model openai/agent-model --mcp-transport stdio "
                       f"{HARNESS}", fake, tmp, "stdio"),
     }
+    # after the runs: no harness and no bridge left among this process's children (the
+    # servers' ports closing is test_agents_cmd2.py::test_mcp_is_served_found_budgeted…)
+    left = [p for p in _descendants(os.getpid()) if _alive(p) and p in
+            _processes_mentioning("example_harness_pydantic_ai") + _processes_mentioning(
+                "runtime.mcp.bridge")]
+    assert left == []
+    return out
 
 
 @pytest.mark.parametrize("transport", ["http", "stdio"])
@@ -172,7 +179,7 @@ def test_killing_bench_run_mid_turn_leaves_no_harness_bridge_or_server(
             "agent-model", {"role": "assistant", "content": "late"}, "stop", 1, 1, 1),
             delay_s=120))
         agent = (f"cmd2:--model openai/agent-model --mcp-transport {transport} "
-                 f"--pass-env COVERAGE_PROCESS_START {HARNESS}")
+                 f"{HARNESS}")
         proc = subprocess.Popen(
             [sys.executable, "-m", "benchpack.cli", "run", str(plan_dir), "--agent", agent,
              "--simulator", "rules", "--judge", "rules", "--api-base", fake.base_url,
@@ -185,9 +192,12 @@ def test_killing_bench_run_mid_turn_leaves_no_harness_bridge_or_server(
             while not fake.requests:
                 assert proc.poll() is None and time.time() < deadline, proc.communicate()
                 time.sleep(0.05)
-            harness = _processes_mentioning("example_harness_pydantic_ai")
+            # this run's processes only: other test runs may share the machine
+            mine = _descendants(proc.pid)
+            harness = [p for p in mine
+                       if p in _processes_mentioning("example_harness_pydantic_ai")]
             assert harness and all(_alive(p) for p in harness)
-            bridges = _processes_mentioning("benchpack.runtime.mcp.bridge")
+            bridges = [p for p in mine if p in _processes_mentioning("runtime.mcp.bridge")]
             assert bool(bridges) == (transport == "stdio")
             # the MCP server's URL: in the bridge's command line, or the harness's config
             url = _mcp_url(bridges, harness)
@@ -207,6 +217,23 @@ def test_killing_bench_run_mid_turn_leaves_no_harness_bridge_or_server(
         assert not any(_alive(p) for p in harness + bridges)
         assert not _port_open(url)
         assert _processes_mentioning(url) == []
+
+
+def _descendants(root: int) -> list[int]:
+    parent: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        kids = [p for p, pp in parent.items() if pp == pid]
+        found += kids
+        todo += kids
+    return found
 
 
 def _mcp_url(bridges: list[int], harness: list[int]) -> str:
