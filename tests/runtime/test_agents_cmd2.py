@@ -21,7 +21,7 @@ from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
 from test_agents_cmd import PACK, FakeTools, _alive, needs_proc
 
 from benchpack.compiler import compile_pack
-from benchpack.runtime.agents.cmd2_agent import Cmd2Agent, parse_argument
+from benchpack.runtime.agents.cmd2_agent import Cmd2Agent, mcp_factory, parse_argument
 from benchpack.runtime.agents.isolation import is_credential, scrub_environment
 from benchpack.runtime.cache import ResponseCache
 from benchpack.runtime.llm import LLMClient, LLMConfig
@@ -94,8 +94,17 @@ def _sessions(agent: Cmd2Agent, plan: list[tuple[int, list[str]]],
 
 def test_argument_options_and_mistakes() -> None:
     assert parse_argument("--model openai/x --pass-env=GH_TOKEN python h.py -v") == \
-        ("openai/x", ["GH_TOKEN"], "python h.py -v")
-    assert parse_argument("-- --weird-program") == (None, [], "--weird-program")
+        ("openai/x", ["GH_TOKEN"], "python h.py -v", "http")
+    assert parse_argument("-- --weird-program") == (None, [], "--weird-program", "http")
+    assert parse_argument("--no-mcp python h.py").mcp is None
+    assert parse_argument("--mcp-transport stdio python h.py").mcp == "stdio"
+    assert parse_argument("--mcp-transport=http python h.py").mcp == "http"
+    with pytest.raises(ValueError, match="`--mcp-transport sse`: use http or stdio"):
+        parse_argument("--mcp-transport sse python h.py")
+    with pytest.raises(ValueError, match="contradict"):
+        parse_argument("--no-mcp --mcp-transport stdio python h.py")
+    with pytest.raises(ValueError, match="`--no-mcp` takes no value"):
+        parse_argument("--no-mcp=1 python h.py")
     with pytest.raises(ValueError, match="unknown option `--modle`"):
         parse_argument("--modle x python h.py")
     with pytest.raises(ValueError, match="give a variable's name, not a value"):
@@ -283,3 +292,115 @@ def test_killing_bench_run_leaves_no_harness_behind(plan_dir: Path, tmp_path: Pa
     while (_alive(harness) or _alive(child)) and time.time() < deadline:
         time.sleep(0.05)
     assert not _alive(harness) and not _alive(child)
+
+
+# --------------------------------------------------------------------------- MCP (issue 14)
+
+# a harness speaking MCP with the official client, found through $BENCHPACK_MCP_CONFIG: calls
+# `echo` three times (the budget is 2), reports what it got and what it was given
+MCP_PROBE = '''
+import asyncio, json, os, sys
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+config = json.load(open(os.environ["BENCHPACK_CONFIG"], encoding="utf-8"))
+servers = json.load(open(os.environ["BENCHPACK_MCP_CONFIG"], encoding="utf-8"))
+entry = servers["mcpServers"]["benchpack"]
+
+async def main():
+    if "command" in entry:
+        ctx = stdio_client(StdioServerParameters(command=entry["command"], args=entry["args"]))
+    else:
+        ctx = streamable_http_client(entry["url"])
+    async with ctx as (read, write), ClientSession(read, write) as s:
+        await s.initialize()
+        out = []
+        for i in range(3):
+            r = await s.call_tool("echo", {"i": i, "text": "你好"})
+            out.append({"error": r.is_error, "text": r.content[0].text})
+        return out
+
+calls = asyncio.run(main())
+print(json.dumps({"calls": calls, "config": config, "servers": servers,
+                  "env": {k: v for k, v in os.environ.items() if k.startswith("BENCHPACK_MCP")}}))
+'''
+
+
+def _port_open(url: str) -> bool:
+    import socket
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    try:
+        socket.create_connection((where.hostname, where.port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+@needs_proc
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_mcp_is_served_found_budgeted_and_closed(fake_openai: FakeOpenAI, tmp_path: Path,
+                                                 transport: str) -> None:
+    from test_mcp_server import _processes_mentioning
+
+    agent = Cmd2Agent(_script(tmp_path, MCP_PROBE), llm=lambda: _client(fake_openai, tmp_path),
+                      mcp=mcp_factory(transport))
+
+    async def go() -> tuple[Any, Any]:
+        brief = _brief(0, [])
+        brief.max_steps = 2
+        session = await agent.open(brief)
+        try:
+            brief.tools.turn = 1  # type: ignore[attr-defined]
+            return await session.turn("call echo", None), brief.tools
+        finally:
+            await session.close()
+            await agent.aclose()
+
+    reply, tools = asyncio.run(go())
+    assert reply.error is None, reply.error
+    out = json.loads(reply.text)
+    mcp, env = out["config"]["mcp"], out["env"]
+    url = mcp["url"]
+    assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+    assert env["BENCHPACK_MCP_URL"] == url and env["BENCHPACK_MCP_TRANSPORT"] == transport
+    assert env["BENCHPACK_MCP_CONFIG"] == mcp["config_file"]
+    entry = out["servers"]["mcpServers"]["benchpack"]
+    if transport == "stdio":  # the bridge's command, in the config and in the mcpServers file
+        assert entry == {"command": mcp["command"], "args": mcp["args"]}
+        assert mcp["args"][-2:] == ["benchpack.runtime.mcp.bridge", url]
+    else:
+        assert entry == {"type": "http", "url": url} and "command" not in mcp
+    # the budget is the cmd: adapter's: 2 calls run and are recorded, the third is refused
+    assert [c["error"] for c in out["calls"]] == [False, False, True]
+    assert "你好" in out["calls"][0]["text"]
+    assert out["calls"][2]["text"] == ("Error: step budget spent (2 tool calls this turn); the "
+                                       "call was not executed: answer now")
+    assert [(r.tool_name, r.call["i"], r.turn, r.step) for r in tools.records] == \
+        [("echo", 0, 1, 1), ("echo", 1, 1, 2)]
+    assert len(reply.tool_records) == 2 and reply.stop_reason == "step_budget"
+    # closed with the session: no listening port, no bridge, no config left
+    assert not _port_open(url)
+    assert _processes_mentioning(url) == []
+    assert not Path(mcp["config_file"]).exists()
+
+
+def test_a_refused_call_is_not_run_and_counted_per_turn(tmp_path: Path) -> None:
+    from test_agents_cmd import FakeTools
+
+    from benchpack.runtime.mcp import mcp_session, start_mcp_server
+
+    tools = FakeTools()
+
+    async def go() -> list[bool]:
+        seen = []
+        async with await start_mcp_server(tools, max_steps=1) as endpoint, \
+                mcp_session(endpoint) as client:
+            for turn in (1, 1, 2):
+                tools.turn = turn
+                seen.append((await client.call_tool("echo", {"t": turn})).is_error)
+            assert (endpoint.refused(1), endpoint.refused(2)) == (1, 0)
+        return seen
+
+    assert asyncio.run(go()) == [False, True, False]
+    assert [r.call for r in tools.records] == [{"t": 1}, {"t": 2}]

@@ -16,10 +16,15 @@ minimum. Decisions:
   scrubbed of credentials except `--pass-env` names. The model endpoint replaces the key.
 - Tokens: every call through the proxy is recorded (role `agent`, purpose `proxy`) in the
   session and turn that made it; nothing is taken from the harness's word.
-- MCP: `Cmd2Agent(mcp=…)` is the seam for the per-session MCP server: an async factory
-  `(brief) -> endpoint` with `url` (and optionally `transport`, `close()`); without it
-  `BENCHPACK_MCP_URL` is empty and the config's `mcp` is null. Tool calls made over MCP land in
-  `brief.tools.records`; a turn's reply carries the ones made during it.
+- MCP: `cmd2:` serves each session's toolbox over MCP (`mcp_factory`, `--no-mcp` turns it
+  off), started with the session and closed with it, on every exit path. The harness finds it
+  three ways: `BENCHPACK_MCP_URL`, the config's `mcp`, and a ready `mcpServers` file
+  (`BENCHPACK_MCP_CONFIG`) — by URL, or with `--mcp-transport stdio` by the bridge's command.
+  `Cmd2Agent(mcp=…)` takes any async factory `(brief) -> endpoint` with `url` (and optionally
+  `transport`, `close()`, `harness_config()`, `refused(turn)`). Tool calls made over MCP land in
+  `brief.tools.records`; a turn's reply carries the ones made during it. The step budget is the
+  `cmd:` adapter's: `max_steps` tool calls per turn, later ones refused (an MCP tool error, not
+  run, not recorded) and the turn ends as `step_budget`.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import shlex
 import shutil
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..types import AgentReply, Message, SessionBrief
 from . import render_event
@@ -61,26 +66,42 @@ ENV_MESSAGE_MAX = 100_000
 """Longest user message also put in `BENCHPACK_USER_MESSAGE` (Linux caps one variable at
 128 KiB); longer ones are in the file and on stdin only."""
 MAX_ANSWER_BYTES = MAX_LINE_BYTES
-USAGE = ("cmd2:[--model MODEL] [--pass-env NAME]… <command>, e.g. "
-         "cmd2:--model openai/gpt-4o-mini python my_harness.py")
+USAGE = ("cmd2:[--model MODEL] [--pass-env NAME]… [--no-mcp | --mcp-transport http|stdio] "
+         "<command>, e.g. cmd2:--model openai/gpt-4o-mini python my_harness.py")
+MCP_TRANSPORTS = ("http", "stdio")
 
 McpFactory = Callable[[SessionBrief], Awaitable[Any]]
 
 
-def parse_argument(argument: str) -> tuple[str | None, list[str], str]:
-    """`[--model M] [--pass-env NAME]… [--] command…` → (model, pass_env, command)."""
+class Cmd2Options(NamedTuple):
+    model: str | None
+    pass_env: list[str]
+    command: str
+    mcp: str | None = "http"
+    """The MCP transport the harness is given (`http`, `stdio`), None with `--no-mcp`."""
+
+
+def parse_argument(argument: str) -> Cmd2Options:
+    """`[--model M] [--pass-env NAME]… [--no-mcp | --mcp-transport T] [--] command…`."""
     try:
         words = shlex.split(argument)
     except ValueError as exc:
         raise ValueError(f"cmd2:{argument}: cannot split the command line ({exc})") from None
     model: str | None = None
     keep: list[str] = []
+    transport: str | None = "http"
+    no_mcp = chosen = False
     while words and words[0].startswith("--"):
         word = words.pop(0)
         if word == "--":
             break
         name, eq, value = word.partition("=")
-        if name not in ("--model", "--pass-env"):
+        if name == "--no-mcp":
+            if eq:
+                raise ValueError(f"cmd2: `--no-mcp` takes no value (use {USAGE})")
+            no_mcp = True
+            continue
+        if name not in ("--model", "--pass-env", "--mcp-transport"):
             raise ValueError(f"cmd2: unknown option `{name}` (use {USAGE})")
         if not eq:
             if not words:
@@ -88,18 +109,35 @@ def parse_argument(argument: str) -> tuple[str | None, list[str], str]:
             value = words.pop(0)
         if name == "--model":
             model = value
+        elif name == "--mcp-transport":
+            if value not in MCP_TRANSPORTS:
+                raise ValueError(f"cmd2: `--mcp-transport {value}`: use http or stdio")
+            transport, chosen = value, True
         else:
             keep.extend(check_pass_env([value]))
+    if no_mcp and chosen:
+        raise ValueError("cmd2: `--no-mcp` and `--mcp-transport` contradict each other "
+                         "(keep one)")
     if not words:
         raise ValueError(f"cmd2: needs a command ({USAGE})")
-    return model, keep, shlex.join(words)
+    return Cmd2Options(model, keep, shlex.join(words), None if no_mcp else transport)
+
+
+def mcp_factory(transport: str = "http") -> McpFactory:
+    """The default per-session MCP server: the session's toolbox, its step budget enforced."""
+    async def start(brief: SessionBrief) -> Any:
+        from ..mcp import start_mcp_server
+
+        return await start_mcp_server(brief.tools, transport,  # type: ignore[arg-type]
+                                      max_steps=brief.max_steps)
+    return start
 
 
 def make_adapter(argument: str, context: AgentContext) -> Cmd2Agent:
     """Registry factory of `cmd2:<options and command>`."""
-    model, keep, command = parse_argument(argument)
-    return Cmd2Agent(command, llm=context.llm, model=model, pass_env=keep,
-                     uri=f"cmd2:{argument}")
+    opts = parse_argument(argument)
+    return Cmd2Agent(opts.command, llm=context.llm, model=opts.model, pass_env=opts.pass_env,
+                     mcp=mcp_factory(opts.mcp) if opts.mcp else None, uri=f"cmd2:{argument}")
 
 
 class Cmd2Agent:
@@ -174,6 +212,19 @@ class Cmd2Session:
                                         repeat=self.brief.repeat)
         if self.agent.mcp is not None:
             self.mcp = await self.agent.mcp(self.brief)
+            self.mcp_config_path.write_text(
+                json.dumps(self.mcp_servers(), ensure_ascii=False, indent=1), "utf-8")
+
+    @property
+    def mcp_config_path(self) -> Path:
+        return self.iso.root / "mcp.json"
+
+    def mcp_servers(self) -> dict[str, Any]:
+        """The `mcpServers` file most harnesses read (Claude Code, Cursor, Gemini CLI)."""
+        make = getattr(self.mcp, "harness_config", None)
+        if make is not None:
+            return dict(make())
+        return {"mcpServers": {"benchpack": {"type": "http", "url": str(self.mcp.url)}}}
 
     def _turn_number(self) -> int:
         turn = getattr(self.brief.tools, "turn", None)
@@ -189,7 +240,11 @@ class Cmd2Session:
         mcp = None
         if self.mcp is not None:
             mcp = {"url": str(self.mcp.url),
-                   "transport": str(getattr(self.mcp, "transport", "streamable-http"))}
+                   "transport": str(getattr(self.mcp, "transport", "http")),
+                   "config_file": str(self.mcp_config_path)}
+            command = getattr(self.mcp, "stdio_command", None)
+            if mcp["transport"] == "stdio" and command:
+                mcp.update(command=command[0], args=list(command[1:]))
         return {
             "protocol_version": PROTOCOL_VERSION, "session_id": brief.session_id,
             "name": brief.name, "protocol": brief.protocol, "repeat": brief.repeat,
@@ -217,6 +272,8 @@ class Cmd2Session:
             "BENCHPACK_WORKSPACE": config["workspace"] or "",
             "BENCHPACK_USER_MESSAGE_FILE": str(message_path),
             "BENCHPACK_MCP_URL": (config["mcp"] or {}).get("url", ""),
+            "BENCHPACK_MCP_TRANSPORT": (config["mcp"] or {}).get("transport", ""),
+            "BENCHPACK_MCP_CONFIG": (config["mcp"] or {}).get("config_file", ""),
             "BENCHPACK_MODEL": model["name"],
             "BENCHPACK_MODEL_BASE_URL": model["base_url"],
             "BENCHPACK_MODEL_API_KEY": model["api_key"],
@@ -248,6 +305,9 @@ class Cmd2Session:
         def reply(answer: str = "", stop: Any = "answer", error: str | None = None
                   ) -> AgentReply:
             made = records[before:] if isinstance(records, list) else []
+            refused = getattr(self.mcp, "refused", None)
+            if stop == "answer" and refused is not None and refused(number):
+                stop = "step_budget"
             msgs = [Message("assistant", answer, number)] if stop == "answer" else []
             return AgentReply(text=answer, tool_records=list(made), messages=msgs,
                               steps=len(made) + 1, stop_reason=stop, error=error)
@@ -294,14 +354,16 @@ class Cmd2Session:
             with contextlib.suppress(Exception):
                 (await self.agent.proxy()).close_session(self.route)
             self.route = None
-        if self.mcp is not None:
-            closing = getattr(self.mcp, "close", None) or getattr(self.mcp, "aclose", None)
-            if closing is not None:
-                result = closing()
-                if inspect.isawaitable(result):
-                    await result
-            self.mcp = None
-        self.iso.close()
+        mcp, self.mcp = self.mcp, None
+        try:
+            if mcp is not None:
+                closing = getattr(mcp, "close", None) or getattr(mcp, "aclose", None)
+                if closing is not None:
+                    result = closing()
+                    if inspect.isawaitable(result):
+                        await result
+        finally:
+            self.iso.close()
 
 
 async def _communicate(proc: asyncio.subprocess.Process, data: bytes) -> tuple[bytes, bytes]:

@@ -71,7 +71,7 @@ BUILTIN_ADAPTERS: Mapping[str, AdapterRef] = {
                           "litellm:<model>"),
     "cmd": AdapterRef("benchpack.runtime.agents.cmd_agent:make_adapter", "cmd:<command>"),
     "cmd2": AdapterRef("benchpack.runtime.agents.cmd2_agent:make_adapter",
-                       "cmd2:[--model M] [--pass-env NAME] <command>"),
+                       "cmd2:[--model M] [--pass-env NAME] [--no-mcp] <command>"),
     "acp": AdapterRef("benchpack.runtime.agents.acp_agent:make_adapter",
                       "acp:[--model M] [--pass-env NAME] [--allow-builtin-tools] <command>"),
     "python": AdapterRef("benchpack.runtime.agents.python_agent:make_adapter",

@@ -59,25 +59,37 @@ class _Caller:
     One at a time because native agents call a turn's tools in order: the store's `seq` and
     `step` then follow the order the harness asked in, whatever the HTTP scheduling."""
 
-    def __init__(self, tools: ToolHandle, log: Any = None) -> None:
+    def __init__(self, tools: ToolHandle, log: Any = None, max_steps: int | None = None
+                 ) -> None:
         self.tools = tools
         self.log = log
+        self.max_steps = max_steps
+        self.refused: dict[int, int] = {}
+        """Per turn, the calls refused because the step budget was spent."""
         self._lock = asyncio.Lock()
 
-    async def call(self, name: str, args: Any) -> ToolRecord:
+    async def call(self, name: str, args: Any) -> ToolRecord | str:
+        """The call's record, or (over the step budget) the refusal the harness reads."""
         async with self._lock:
+            turn = getattr(self.tools, "turn", 0)
             records = getattr(self.tools, "records", None)
+            made = sum(1 for r in records if r.turn == turn) if records is not None else 0
+            if self.max_steps is not None and made >= self.max_steps:
+                # the cmd: adapter's rule and words: the call is not run, not recorded, and
+                # the turn ends as `step_budget`
+                self.refused[turn] = self.refused.get(turn, 0) + 1
+                return (f"step budget spent ({self.max_steps} tool calls this turn); the call "
+                        "was not executed: answer now")
             if records is not None and hasattr(self.tools, "step"):
-                turn = getattr(self.tools, "turn", 0)
                 # as the cmd: adapter numbers them: the k-th call of the turn is step k
-                self.tools.step = 1 + sum(1 for r in records if r.turn == turn)
+                self.tools.step = made + 1
             record = await self.tools.call(name, args if args is not None else {})
         if self.log is not None:
             self.log(record)
         return record
 
 
-def _result(record: ToolRecord) -> mcp_types.CallToolResult:
+def _result(record: ToolRecord | str) -> mcp_types.CallToolResult:
     """What the harness gets back: the text a native LLM agent sees (`render_result`); a
     recorded error is an MCP tool error (`isError`), not a protocol error, so the model reads
     it and can try again, as with native calls."""
@@ -85,16 +97,21 @@ def _result(record: ToolRecord) -> mcp_types.CallToolResult:
 
     from ..env.toolbox import render_result
 
+    if isinstance(record, str):  # refused without running (step budget)
+        return mcp_types.CallToolResult(
+            content=[mcp_types.TextContent(type="text", text=f"Error: {record}")],
+            is_error=True)
     return mcp_types.CallToolResult(
         content=[mcp_types.TextContent(type="text", text=render_result(record))],
         is_error=record.error is not None)
 
 
-def build_server(tools: ToolHandle, log: Any = None, name: str = SERVER_NAME) -> Server[Any]:
+def build_server(tools: ToolHandle, log: Any = None, name: str = SERVER_NAME,
+                 caller: _Caller | None = None) -> Server[Any]:
     """The low-level MCP server of one session's tools (`tools/list`, `tools/call`)."""
     from mcp.server.lowlevel import Server
 
-    caller = _Caller(tools, log)
+    caller = caller or _Caller(tools, log)
     listed = tool_list(tools)
 
     async def list_tools(ctx: Any, params: Any) -> mcp_types.ListToolsResult:
@@ -130,6 +147,11 @@ class McpEndpoint:
     transport: Transport = "http"
     """What the caller asked for; with "stdio" the harness launches `stdio_command`."""
     _stop: Any = field(default=None, repr=False)
+    _caller: Any = field(default=None, repr=False)
+
+    def refused(self, turn: int) -> int:
+        """How many calls of `turn` were refused because the step budget was spent."""
+        return self._caller.refused.get(turn, 0) if self._caller is not None else 0
 
     @property
     def stdio_command(self) -> list[str]:
@@ -180,16 +202,18 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 async def start_mcp_server(tools: ToolHandle, transport: Transport = "http", *,
-                           host: str = "127.0.0.1", port: int = 0, log: Any = None
-                           ) -> McpEndpoint:
+                           host: str = "127.0.0.1", port: int = 0, log: Any = None,
+                           max_steps: int | None = None) -> McpEndpoint:
     """Serve `tools` (a session's `ToolBox`) over MCP streamable HTTP on `host:port` (0: any
     free port) until `close()`. Call it from the event loop the session runs on. `log`, if
-    given, receives every `ToolRecord` after its call."""
+    given, receives every `ToolRecord` after its call. With `max_steps`, a turn's calls past
+    that many are refused with a tool error and not run (`McpEndpoint.refused(turn)`)."""
     import uvicorn
 
     if transport not in ("http", "stdio"):
         raise ValueError(f"transport must be `http` or `stdio`, not `{transport}`")
-    server = build_server(tools, log)
+    caller = _Caller(tools, log, max_steps)
+    server = build_server(tools, log, caller=caller)
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, json_response=True,
                                      stateless_http=True, host=host)
     sock = _bind(host, port)
@@ -215,7 +239,7 @@ async def start_mcp_server(tools: ToolHandle, transport: Transport = "http", *,
 
     shown = f"[{host}]" if ":" in host else host
     return McpEndpoint(url=f"http://{shown}:{bound}{MCP_PATH}", transport=transport,
-                       _stop=stop)
+                       _stop=stop, _caller=caller)
 
 
 class _EmbeddedUvicorn:
