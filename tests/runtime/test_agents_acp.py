@@ -166,6 +166,15 @@ def test_allow_builtin_tools_and_the_stdio_mcp_server(tmp_path: Path) -> None:
     assert _events(replies[0])[1]["permission"] == "allowed"
 
 
+def test_step_budget_holds_over_mcp(tmp_path: Path) -> None:
+    """max_steps is 5: the 6th and 7th session-tool calls of the turn are refused (a tool error
+    the agent sees), not run and not recorded; the turn ends as a step-budget stop."""
+    command = _command(tmp_path, [["echo", {"n": i}] for i in range(7)])
+    replies, _, tools = asyncio.run(_session(command, ["go"]))
+    assert [r.call for r in tools.records] == [{"n": i} for i in range(5)]
+    assert replies[0].stop_reason == "step_budget"
+
+
 @needs_proc
 def test_timeouts_cancel_then_kill_and_a_crash_is_an_error(tmp_path: Path) -> None:
     command = _command(tmp_path)

@@ -328,7 +328,8 @@ class AcpSession:
         self.route = proxy.open_session(recorder=self.brief.recorder or (lambda r: None),
                                         turn=self._turn_number, seed=self.brief.seed,
                                         repeat=self.brief.repeat)
-        self.mcp = await start_mcp_server(self.brief.tools)
+        # the step budget holds over MCP as for `cmd:`/`cmd2:` (tool calls per turn)
+        self.mcp = await start_mcp_server(self.brief.tools, max_steps=self.brief.max_steps)
         workspace = _workspace(self.brief)
         cwd = workspace or str(self.iso.root)
         proc, self._lifeline = await spawn_group(self.agent.argv, cwd,
@@ -463,6 +464,9 @@ class AcpSession:
         def reply(answer: str = "", stop: Any = "answer", error: str | None = None
                   ) -> AgentReply:
             made = list(records[before:]) if isinstance(records, list) else []
+            refused = getattr(self.mcp, "refused", None)
+            if stop == "answer" and refused is not None and refused(state.number):
+                stop = "step_budget"
             timed: list[tuple[float, list[Message]]] = [
                 (r.started_at, tool_call_messages(r, state.number)) for r in made]
             timed += [(e.at, [e.message()]) for e in state.events.values()]
