@@ -44,11 +44,13 @@ def store_sink(ctx: RunContext, progress: Progress) -> Sink:
 
 async def run_chain(ctx: RunContext, key: str, repeat: int, sessions: list[PlanSession],
                     finished: set[tuple[str, str, int]], sink: Sink,
-                    stats: dict[str, int]) -> None:
+                    stats: dict[str, int], failed: set[str] | None = None) -> None:
+    """`failed`: sessions of the chain already stored as errors in this invocation (a chain
+    resubmitted after its Ray worker died): their dependents are skipped, as they were."""
     episode_id = sessions[0].episode
     env_root = ctx.work_dir / f"{key.replace('/', '_')}-r{repeat}"
     chain = ChainMemory(ctx.store, ctx.run_id, repeat)
-    failed: set[str] = set()
+    failed = set(failed or ())
     last_done: str | None = None
     envs: list[EpisodeEnvironment] = []
     try:

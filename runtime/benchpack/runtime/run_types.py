@@ -86,6 +86,12 @@ class RunOptions(ClientOptions):
     """Start even when the estimate exceeds `max_cost` (the guard still stops the run)."""
     announce: Callable[[str], None] | None = None
     """Where the cost estimate is told before the run starts (the CLI: stderr)."""
+    executor: str = "local"
+    """`local` (asyncio tasks in this process) or `ray` (`ray_executor`)."""
+    ray_address: str | None = None
+    """`--executor ray`: the cluster to join (default: start a local one, shut down after)."""
+    ray_workers: int | None = None
+    """`--executor ray`: worker actors (one CPU each); default: the cluster's CPUs."""
 
 
 @dataclass

@@ -169,6 +169,11 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
             if lacking:
                 missing[sid] = lacking
     _check_allow_python(plan, selected, options.allow_python)
+    if options.executor == "ray":
+        from .ray_executor import check_options
+        check_options(options)
+    elif options.executor != "local":
+        raise ValueError(f"--executor {options.executor}: not an executor (hint: local or ray)")
     _check_process_services(plan, selected, options.allow_python)
     repeats = options.repeats or plan.defaults.repeats
     work_dir = Path(options.work_dir) if options.work_dir else Path(
@@ -272,7 +277,11 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
             await run_chain(ctx, key, repeat, sessions, finished, sink, stats)
 
     try:
-        await asyncio.gather(*(chain(k, r, ss) for k, r, ss in chains))
+        if options.executor == "ray":
+            from .ray_executor import run_chains
+            await run_chains(ctx, chains, finished, progress, stats)
+        else:
+            await asyncio.gather(*(chain(k, r, ss) for k, r, ss in chains))
         if clients and clients[0].cache is not None:
             clients[0].cache.finish_soon()  # no call follows: write the last entries now
         store.flush()
@@ -301,8 +310,8 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         finally:
             shutil.rmtree(work_dir, ignore_errors=True) if not options.work_dir else None
     row["updated_at"] = time.time()
-    # stopped by the budget: `interrupted`, as Ctrl-C leaves it, since `--resume` continues it
-    row["status"] = ("interrupted" if stats["budget"] else
+    # stopped by the budget, or sessions lost with Ray workers that kept dying: `interrupted`
+    row["status"] = ("interrupted" if stats["budget"] or stats.get("lost") else
                      "finished" if stats["errors"] == 0 and stats["skipped"] == 0 else "partial")
     store.upsert_run(row)
     summary = summarise(store, run_id, total, stats, total - todo, time.time() - started,
@@ -311,6 +320,9 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         summary.max_cost, summary.spent = budget.limit, budget.spent
         summary.estimate = estimate.cost if estimate is not None else None
         summary.budget_stopped = stats["budget"]
+    if stats.get("lost"):
+        summary.first_errors.insert(0, f"{stats['lost']} session runs not run: their Ray "
+                                    "worker died at every attempt; --resume {run_id} runs them")
     return summary
 
 
