@@ -333,7 +333,7 @@ async def run_chains(ctx: RunContext, chains: list[tuple[str, int, list[PlanSess
                 p for p in [os.getcwd(), *sys.path] if p)}}
             if options.ray_workers:
                 kwargs["num_cpus"] = options.ray_workers
-        await asyncio.to_thread(lambda: ray.init(**kwargs))
+        ray.init(**kwargs)  # on the main thread: Ray installs its signal handlers there
     try:
         await _run_on_cluster(ray, ctx, chains, finished, progress, stats)
     finally:
