@@ -49,7 +49,8 @@ def merge_stores(inputs: list[str | Path], out: str | Path) -> dict[str, int]:
             raise MergeError(f"{p}: cannot open it ({str(exc).splitlines()[0]}); is it a "
                              "store written by `bench run`?") from None
         try:
-            if "meta" not in _tables(con, con.execute("SELECT current_database()").fetchone()[0]):
+            here = (con.execute("SELECT current_database()").fetchone() or ("",))[0]
+            if "meta" not in _tables(con, here):
                 raise MergeError(f"{p}: not a benchpack store (no `meta` table)")
             row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             version = int(row[0]) if row else None
