@@ -16,6 +16,7 @@ import click
 from .compare import compare
 from .imports import import_cmd, import_run_cmd
 from .mcp import mcp_cmd
+from .merge import merge_cmd
 from .pack import compile_cmd, graph, init, schema, validate
 from .params import PackErrors
 from .run import rejudge, run
@@ -84,6 +85,7 @@ for _command in (import_cmd, import_run_cmd):  # issue 13: released benchmarks a
     cli.add_command(_command)
 cli.add_command(compare)  # issue 15: paired comparisons
 cli.add_command(mcp_cmd)  # issue 14: a session's tools over MCP
+cli.add_command(merge_cmd)  # issue 16: stores of runs made separately
 
 
 def main() -> None:

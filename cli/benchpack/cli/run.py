@@ -63,13 +63,22 @@ from .params import (
                    "a call that could exceed USD (exit 4; --resume continues).")
 @click.option("--force", is_flag=True,
               help="With --max-cost: start even when the estimate exceeds it.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
+              show_default=True,
+              help="Where episode chains run: this process, or a Ray cluster (extra `ray`).")
+@click.option("--ray-address", metavar="ADDRESS",
+              help="With --executor ray: the cluster to join (default: start a local one).")
+@click.option("--ray-workers", type=click.IntRange(1, 100_000), metavar="N",
+              help="With --executor ray: worker actors, one CPU each (default: the cluster's "
+                   "CPUs).")
 @quiet_option
 @json_option
 def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planner: str | None,
         trigger_mode: str, dialogue_from: str | None, graph_grader: str, db: Path,
         run_id: str | None, resume_id: str | None, repeats: int | None, max_concurrency: int,
         sessions: tuple[str, ...], alone: bool, allow_python: bool, max_cost: float | None,
-        force: bool, quiet: bool, as_json: bool, **client: Any) -> None:
+        force: bool, executor: str, ray_address: str | None, ray_workers: int | None,
+        quiet: bool, as_json: bool, **client: Any) -> None:
     """Run a compiled PLAN (directory with plan.json) against an agent."""
     from benchpack.runtime import PlanError
     from benchpack.runtime.runner import RunInterrupted, RunOptions, run_plan
@@ -79,12 +88,16 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
         trigger_mode=trigger_mode, dialogue_from=dialogue_from, graph_grader=graph_grader, db=db,
         run_id=resume_id or run_id, resume=resume_id is not None, repeats=repeats,
         max_concurrency=max_concurrency, sessions=list(sessions), alone=alone,
-        allow_python=allow_python, max_cost=max_cost, force=force,
+        allow_python=allow_python, max_cost=max_cost, force=force, executor=executor,
+        ray_address=ray_address, ray_workers=ray_workers,
         announce=None if quiet else (lambda text: click.echo(f"· {text}", err=True)),
         progress=not quiet and not as_json, **_client_settings(**client))
     if force and max_cost is None:
         raise PackErrors("✗ --force: it starts a run whose estimate exceeds --max-cost "
                          "(give --max-cost USD)")
+    if executor != "ray" and (ray_address or ray_workers):
+        raise PackErrors(f"✗ {'--ray-address' if ray_address else '--ray-workers'}: it "
+                         "applies to the Ray executor (add --executor ray)")
     if alone and not sessions:
         raise PackErrors("✗ --alone: it runs the --session matches without their "
                          "dependencies (name the sessions with --session)")

@@ -1,0 +1,195 @@
+"""Running episode chains: the local executor's unit of work, and the session runner every
+executor shares (the Ray executor runs the same `run_sessions` on its workers).
+
+An episode chain is one episode at one repeat: its sessions run in plan order because they
+share the episode's workspace, services and memory. A failed session skips the sessions that
+depend on it; a session already finished (`--resume`) is skipped and the environment restored
+from the last finished session's snapshot when a later session needs it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from benchpack.specs.plan import PlanSession
+
+from .budget import BUDGET_ERROR
+from .env import EpisodeEnvironment, ToolBox
+from .judges.base import JudgeError
+from .protocols.base import ProtocolResult
+from .run_types import Progress, RunContext
+from .session import (
+    ChainMemory,
+    SessionContext,
+    build_rows,
+    grade_checklist,
+    session_brief,
+    session_identity,
+)
+from .store import SessionRows
+from .types import LLMCallRecord
+
+Sink = Callable[[SessionRows, str, bool], None]
+"""Where a chain hands each session's rows: (rows, session name, errored). Locally the store's
+writer (the progress bar advancing on commit); on a Ray worker, the stream back to the driver."""
+
+
+def store_sink(ctx: RunContext, progress: Progress) -> Sink:
+    def sink(rows: SessionRows, name: str, error: bool) -> None:
+        ctx.store.submit(rows, progress.committed(name, error=error))
+    return sink
+
+
+async def run_chain(ctx: RunContext, key: str, repeat: int, sessions: list[PlanSession],
+                    finished: set[tuple[str, str, int]], sink: Sink,
+                    stats: dict[str, int], failed: set[str] | None = None) -> None:
+    """`failed`: sessions of the chain already stored as errors in this invocation (a chain
+    resubmitted after its Ray worker died): their dependents are skipped, as they were."""
+    episode_id = sessions[0].episode
+    env_root = ctx.work_dir / f"{key.replace('/', '_')}-r{repeat}"
+    chain = ChainMemory(ctx.store, ctx.run_id, repeat)
+    failed = set(failed or ())
+    last_done: str | None = None
+    envs: list[EpisodeEnvironment] = []
+    try:
+        await run_sessions(ctx, sessions, repeat, episode_id, env_root, chain, finished,
+                           failed, last_done, sink, stats, envs)
+    finally:  # every exit path, a cancelled run included: the chain's HTTP services go back
+        # to the pool (reset before their next use) and no toolset worker is left behind
+        for e in envs:
+            e.release_processes()
+            await e.aclose()
+
+
+async def run_sessions(ctx: RunContext, sessions: list[PlanSession], repeat: int,
+                        episode_id: str, env_root: Path, chain: ChainMemory,
+                        finished: set[tuple[str, str, int]], failed: set[str],
+                        last_done: str | None, sink: Sink,
+                        stats: dict[str, int], envs: list[EpisodeEnvironment]) -> None:
+    plan = ctx.plan
+    env: EpisodeEnvironment | None = None
+    for s in sessions:
+        if ctx.budget is not None and ctx.budget.exhausted:
+            return  # left unstarted, so `--resume` runs them; nothing to store
+        done = (s.id, s.fingerprint, repeat) in finished
+        if done:
+            last_done = s.id
+            env = None  # restored lazily from the snapshot when a later session needs it
+            continue
+        if any(d in failed for d in s.depends_on):
+            failed.add(s.id)
+            stats["skipped"] += 1
+            sink(_skipped_rows(ctx, s, repeat, [d for d in s.depends_on if d in failed]),
+                 s.name, True)
+            continue
+        if env is None:
+            env = EpisodeEnvironment.create(plan, s.environment, env_root)
+            env.process_pool = ctx.services
+            envs.append(env)
+            if last_done is not None:
+                snap = ctx.store.snapshot(ctx.run_id, episode_id, repeat, last_done)
+                if snap is not None:
+                    env.restore(snap)
+        rows, ok = await run_one(ctx, s, repeat, env, chain)
+        stats["run"] += 1
+        if rows.session.get("error_kind") == "budget":
+            # stopped before a call: stored as an error of kind `budget` (so the inventory
+            # has it) and rerun by `--resume`; its dependents wait for it, unstarted
+            stats["budget"] += 1
+            stats["errors"] += 1
+            sink(rows, s.name, True)
+            return
+        if ok:
+            stats["finished"] += 1
+            last_done = s.id
+        else:
+            stats["errors"] += 1
+            failed.add(s.id)
+        sink(rows, s.name, not ok)
+
+
+async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvironment,
+                  chain: ChainMemory) -> tuple[SessionRows, bool]:
+    plan = ctx.plan
+    started = time.time()
+    calls: list[LLMCallRecord] = []
+    env.add_session_files(s.files)
+    toolbox = ToolBox(plan, s, env, allow_python=ctx.options.allow_python)
+    prior = [m for pid in s.prior_sessions for m in chain.transcript(pid)
+             if m.role in ("user", "assistant") and m.content]
+    brief = session_brief(plan, s, repeat, toolbox, prior, plan.defaults.seed)
+    brief.recorder = calls.append
+    sctx = SessionContext(ctx, plan, s, repeat, ctx.agent, brief, toolbox, env, calls.append,
+                          chain)
+    if s.id in ctx.alone:
+        sctx.extra.update(context="alone", missing_dependencies=ctx.alone[s.id])
+    result: ProtocolResult
+    error: str | None = None
+    kind: str | None = None
+    try:
+        await env.ensure_processes()  # HTTP services: a start failure names the service
+        interpreter = ctx.protocols.get(s.protocol)
+        result = await interpreter.run(sctx)
+        # a session that errored is rerun on resume: grading it would only spend judge calls
+        checklist = (await grade_checklist(sctx) if result.termination != "error"
+                     else ([], None, None, None, 0, 0))
+    except Exception as exc:  # a protocol or grader bug: this session errors, the run goes on
+        error = f"{type(exc).__name__}: {exc}"
+        kind = error_kind_of(exc)
+        result = ProtocolResult(termination="error", error=error)
+        checklist = ([], None, None, None, 0, 0)
+    finally:
+        await sctx.close()
+    if result.termination == "error" and error is None:
+        error = result.error or next((r.error for r in sctx.replies if r.error), "agent error")
+    ok = result.termination != "error"
+    if not ok and kind is None:
+        kind = result.error_kind or ("agent" if any(r.stop_reason == "error"
+                                                    for r in sctx.replies) else "infrastructure")
+    refused = next((c.error for c in calls if c.error and c.error.startswith(BUDGET_ERROR)),
+                   None)
+    if refused is not None:  # whichever role's call it was, the session is not finished:
+        # a judge item or an agent turn cut short by the budget must not be scored
+        ok, kind, error = False, "budget", refused
+        result = ProtocolResult(termination="error", error=refused)
+    snapshot = env.snapshot() if ok else None
+    if snapshot is not None and env.processes:
+        try:
+            snapshot["processes"] = await env.snapshot_processes()
+        except Exception as exc:  # without its state the session cannot be resumed after
+            ok, snapshot, kind = False, None, "infrastructure"
+            error = f"{type(exc).__name__}: {exc}"
+            result = ProtocolResult(termination="error", error=error)
+    rows = build_rows(sctx, result, checklist, calls, started, "finished" if ok else "error",
+                      error, snapshot, error_kind=kind)
+    chain.remember(s.id, sctx.messages, result)
+    return rows, ok
+
+
+ERROR_KINDS = ("agent", "infrastructure", "simulator", "judge", "budget")
+"""Whose error ended a session. Only `agent` (the evaluated agent crashed or sent malformed
+output) is the agent's failure and scores the protocol's worst score; the others are excluded
+from the figures and counted beside them. `budget`: `--max-cost` refused a call of the session
+(rerun by `--resume`)."""
+
+
+def error_kind_of(exc: BaseException) -> str:
+    """The kind of an exception that ended a session outside the agent's own turns (those come
+    back as errored replies): a judge or user-side role that gave up, else infrastructure."""
+    if isinstance(exc, JudgeError):
+        return "judge" if exc.role == "judge" else "simulator"
+    return "infrastructure"
+
+
+def _skipped_rows(ctx: RunContext, s: PlanSession, repeat: int, because: list[str]) -> SessionRows:
+    now = time.time()
+    return SessionRows(run_id=ctx.run_id, session_id=s.id, repeat=repeat, session={
+        **session_identity(ctx.run_id, ctx.agent_name, s, repeat),
+        "status": "skipped", "termination": "dependency_failed",
+        "error": "skipped: dependency failed: " + ", ".join(because),
+        "turns": 0, "user_turns": 0, "assistant_turns": 0, "tool_calls": 0, "compactions": 0,
+        "judge_errors": 0, "grader_errors": 0, "prompt_tokens": 0, "completion_tokens": 0,
+        "cost": 0.0, "started_at": now, "finished_at": now, "duration_s": 0.0, "extra": None})
+

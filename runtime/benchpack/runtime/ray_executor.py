@@ -1,0 +1,434 @@
+"""`bench run --executor ray`: the plan's episode chains run on a Ray cluster.
+
+- **Unit of work**: an episode chain, as locally. `--ray-workers N` actors (`ChainWorker`,
+  one CPU each, default: the cluster's CPUs) each run up to ⌈max_concurrency / N⌉ chains at a
+  time with the same `chains.run_chain` the local executor uses: workspaces, HTTP services and
+  harness processes live on the worker that runs the chain.
+- **Results stream back**: the worker yields each session's rows as the session ends (a Ray
+  streaming generator); the driver hands them to its one store writer, which commits each
+  session in its own transaction, exactly as locally. Workers never open the store: what a
+  resumed chain needs from it (the snapshot to restore, earlier sessions' transcripts and
+  tables) is read by the driver and shipped with the chain.
+- **Worker death**: Ray does not retry chains (`max_task_retries=0`); the driver does, so a
+  retry is matched against what it received: a chain whose worker died is resubmitted on a new
+  worker without the sessions whose rows already came back (finished ones restored from their
+  snapshot, errored ones keep their dependents skipped), so nothing finished is lost or stored
+  twice. A chain whose worker dies `MAX_ATTEMPTS` times is left unfinished for `--resume`.
+- **Response cache**: shared storage. Every worker opens the run's cache directory (absolute,
+  resolved on the driver); the cache is SQLite in WAL mode, built for processes sharing it. On
+  a multi-machine cluster give `--cache-dir` a path on storage all nodes mount; otherwise each
+  node has its own cache (still correct, only fewer hits).
+- **Limits** (`--max-per-model`, `--rpm`) hold cluster-wide: one `Limiter` actor owns the
+  per-model semaphores and token buckets; each uncached call asks it (two actor round trips).
+  Permits held by a worker that died are given back when the driver replaces it.
+- `ray.init()` (when the driver started the cluster itself, i.e. no `--ray-address` and no Ray
+  already initialised) is paired with `ray.shutdown()` on every way out.
+
+Not yet on Ray: `--max-cost` (the budget is per process) and `--dialogue-from` (it reads
+another run's transcripts from the store while sessions run); both are refused up front.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from benchpack.specs.plan import Plan, PlanSession
+
+from .chains import run_chain
+from .protocols.base import default_protocols
+from .run_types import Progress, RunContext, RunOptions, make_agent, make_llm_client
+from .store import SESSION_TABLES, SessionRows, Store
+
+MAX_ATTEMPTS = 3
+"""Workers a chain may lose before it is left for `--resume`."""
+
+MISSING = ("--executor ray: Ray is not installed (hint: pip install 'benchpack[ray]')")
+
+
+class RayUnavailable(ValueError):
+    """`--executor ray` without Ray installed (a one-line CLI error)."""
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise RayUnavailable(MISSING) from None
+    return ray
+
+
+def check_options(options: RunOptions) -> None:
+    """What the Ray executor refuses before anything runs."""
+    if options.max_cost is not None:
+        raise ValueError("--executor ray: --max-cost is not supported on Ray yet (the budget "
+                         "is per process) (hint: run without --max-cost, or locally)")
+    if options.dialogue_from:
+        raise ValueError("--executor ray: --dialogue-from is not supported on Ray yet "
+                         "(hint: run it locally)")
+    if options.ray_workers is not None and options.ray_workers < 1:
+        raise ValueError("--ray-workers: at least 1")
+    import_ray()
+
+
+# --------------------------------------------------------------------------- worker side
+
+
+class PreloadedStore:
+    """The store as a worker sees it: only what the driver shipped for its chains (sessions
+    finished before the chain started). Keys are unique within a run, so one per worker."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, int], dict[str, Any]] = {}
+
+    def add(self, preload: dict[tuple[str, int], dict[str, Any]]) -> None:
+        self.rows.update(preload)
+
+    def snapshot(self, run_id: str, episode: str, repeat: int, session_id: str
+                 ) -> dict[str, Any] | None:
+        return self.rows.get((session_id, repeat), {}).get("snapshot")
+
+    def transcript(self, run_id: str, session_id: str, repeat: int) -> list[tuple[Any, ...]]:
+        return list(self.rows.get((session_id, repeat), {}).get("transcript", []))
+
+    def session_row(self, run_id: str, session_id: str, repeat: int) -> dict[str, Any] | None:
+        return self.rows.get((session_id, repeat), {}).get("row")
+
+    def session_table(self, table: str, run_id: str, session_id: str, repeat: int
+                      ) -> list[tuple[Any, ...]]:
+        return list(self.rows.get((session_id, repeat), {}).get("tables", {}).get(table, []))
+
+
+class _ClusterSemaphore:
+    """`async with`: one of the model's cluster-wide permits, held by this worker."""
+
+    def __init__(self, limiter: Any, model: str, holder: str) -> None:
+        self.limiter, self.model, self.holder = limiter, model, holder
+
+    async def __aenter__(self) -> None:
+        await self.limiter.acquire.remote(self.model, self.holder)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.limiter.release.remote(self.model, self.holder)
+
+
+class _ClusterRate:
+    def __init__(self, limiter: Any, model: str, rpm: float) -> None:
+        self.limiter, self.model, self.rpm = limiter, model, rpm
+
+    async def acquire(self) -> None:
+        await self.limiter.rate.remote(self.model, self.rpm)
+
+
+def use_cluster_limits(client: Any, limiter: Any, holder: str) -> None:
+    """Route the client's per-model limits through the `Limiter` actor."""
+    from .llm import _ModelLimits
+
+    def limits_for(model: str, uri: str) -> Any:
+        rpm_cfg = client.config.requests_per_minute
+        rpm = rpm_cfg.get(uri, rpm_cfg.get(model, rpm_cfg.get("*")))
+        return _ModelLimits(_ClusterSemaphore(limiter, model, holder),  # type: ignore[arg-type]
+                            _ClusterRate(limiter, model, rpm) if rpm else None)  # type: ignore[arg-type]
+
+    client._limits_for = limits_for
+
+
+class Limiter:
+    """Cluster-wide per-model concurrency and requests-per-minute (an async Ray actor)."""
+
+    def __init__(self, max_per_model: int) -> None:
+        self.max_per_model = max(1, max_per_model)
+        self.sems: dict[str, asyncio.Semaphore] = {}
+        self.rates: dict[str, Any] = {}
+        self.held: dict[tuple[str, str], int] = {}
+
+    async def acquire(self, model: str, holder: str) -> None:
+        sem = self.sems.setdefault(model, asyncio.Semaphore(self.max_per_model))
+        await sem.acquire()
+        self.held[(model, holder)] = self.held.get((model, holder), 0) + 1
+
+    def release(self, model: str, holder: str) -> None:
+        n = self.held.get((model, holder), 0)
+        if n:  # a dead holder's permits were given back already
+            self.held[(model, holder)] = n - 1
+            self.sems[model].release()
+
+    def release_all(self, holder: str) -> int:
+        """A worker died: give back the permits it held."""
+        freed = 0
+        for (model, h), n in list(self.held.items()):
+            if h == holder:
+                for _ in range(n):
+                    self.sems[model].release()
+                freed += n
+                del self.held[(model, h)]
+        return freed
+
+    async def rate(self, model: str, rpm: float) -> None:
+        from .llm import RateLimiter
+
+        limiter = self.rates.get(model)
+        if limiter is None:
+            limiter = self.rates[model] = RateLimiter(rpm)
+        await limiter.acquire()
+
+    def in_use(self) -> dict[str, int]:
+        return {m: self.max_per_model - s._value for m, s in self.sems.items()}
+
+
+class ChainWorker:
+    """One Ray actor: a run context of its own (agent, roles, LLM client, service pool, work
+    directory) and the chains the driver gives it."""
+
+    def __init__(self, options: RunOptions, plan: Plan, run_id: str,
+                 alone: dict[str, list[str]], limiter: Any, holder: str, cwd: str) -> None:
+        with contextlib.suppress(OSError):  # relative paths in --agent mean the driver's
+            os.chdir(cwd)
+        self.holder = holder
+        self.work_dir = Path(tempfile.mkdtemp(prefix="benchpack-ray-"))
+        self.clients: list[Any] = []
+
+        def llm() -> Any:
+            if not self.clients:
+                client = make_llm_client(options)
+                if limiter is not None:
+                    use_cluster_limits(client, limiter, holder)
+                self.clients.append(client)
+            return self.clients[0]
+
+        self.store = PreloadedStore()
+        self.agent = make_agent(options.agent, options, llm)
+        self.ctx = RunContext(options, plan, self.store, run_id,  # type: ignore[arg-type]
+                              self.agent, default_protocols(), self.work_dir, llm)
+        self.ctx.alone = alone
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    async def run_chain(self, key: str, repeat: int, session_ids: list[str],
+                        finished: set[tuple[str, str, int]], failed: set[str],
+                        preload: dict[tuple[str, int], dict[str, Any]]) -> Any:
+        """An async generator: each session's rows as it ends."""
+        self.store.add(preload)
+        sessions = [self.ctx.plan.sessions[sid] for sid in session_ids]
+        queue: asyncio.Queue[SessionRows] = asyncio.Queue()
+        stats = {"run": 0, "finished": 0, "errors": 0, "skipped": 0, "budget": 0}
+        task = asyncio.ensure_future(run_chain(
+            self.ctx, key, repeat, sessions, finished,
+            lambda rows, name, error: queue.put_nowait(rows), stats, failed=set(failed)))
+        try:
+            while True:
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait({task, getter}, return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    yield getter.result()
+                    continue
+                getter.cancel()
+                while not queue.empty():
+                    yield queue.get_nowait()
+                task.result()
+                return
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+
+    async def close(self) -> None:
+        """What the local runner does at the end of a run, for this worker's share."""
+        closing = getattr(self.agent, "aclose", None)
+        if closing is not None:
+            with contextlib.suppress(Exception):
+                await closing()
+        try:
+            await self.ctx.services.close()
+        except BaseException:
+            self.ctx.services.kill_all()
+        if self.clients and self.clients[0].cache is not None:
+            cache = self.clients[0].cache
+            cache.finish_soon()
+            await asyncio.get_running_loop().run_in_executor(None, cache.close)
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- driver side
+
+
+def preload_for(store: Store, run_id: str, episode: str, repeat: int,
+                sessions: list[PlanSession], finished: set[tuple[str, str, int]]
+                ) -> dict[tuple[str, int], dict[str, Any]]:
+    """What a worker needs from the store to continue a chain: for each finished session, its
+    transcript, row and tables (earlier-session context), and the snapshot when the next
+    session is to run (the environment is restored from it)."""
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    for i, s in enumerate(sessions):
+        if (s.id, s.fingerprint, repeat) not in finished:
+            continue
+        item: dict[str, Any] = {
+            "transcript": store.transcript(run_id, s.id, repeat),
+            "row": store.session_row(run_id, s.id, repeat),
+            "tables": {t: store.session_table(t, run_id, s.id, repeat) for t in SESSION_TABLES}}
+        after = sessions[i + 1] if i + 1 < len(sessions) else None
+        if after is not None and (after.id, after.fingerprint, repeat) not in finished:
+            item["snapshot"] = store.snapshot(run_id, episode, repeat, s.id)
+        out[(s.id, repeat)] = item
+    return out
+
+
+class _Pool:
+    """The driver's workers: slots of actors, each with a number of free chain places."""
+
+    def __init__(self, ray: Any, make: Any, n: int, per_worker: int) -> None:
+        self.ray, self.make, self.per_worker = ray, make, per_worker
+        self.generation = [0] * n
+        self.actors = [make(i, 0) for i in range(n)]
+        self.free = [per_worker] * n
+        self.ready = asyncio.Condition()
+
+    async def take(self) -> int:
+        async with self.ready:
+            await self.ready.wait_for(lambda: max(self.free) > 0)
+            i = max(range(len(self.free)), key=lambda k: self.free[k])
+            self.free[i] -= 1
+            return i
+
+    async def give(self, i: int) -> None:
+        async with self.ready:
+            self.free[i] += 1
+            self.ready.notify_all()
+
+    def replace(self, i: int, generation: int) -> None:
+        """The worker of slot `i` died (once per death, however many chains saw it)."""
+        if self.generation[i] != generation:
+            return
+        with contextlib.suppress(Exception):
+            self.ray.kill(self.actors[i], no_restart=True)
+        self.generation[i] += 1
+        self.actors[i] = self.make(i, self.generation[i])
+
+
+async def run_chains(ctx: RunContext, chains: list[tuple[str, int, list[PlanSession]]],
+                     finished: set[tuple[str, str, int]], progress: Progress,
+                     stats: dict[str, int]) -> None:
+    """Run `chains` on Ray; the store writer of `ctx` commits each session as it comes back.
+    `stats` is kept as the local executor keeps it (from the rows received)."""
+    ray = import_ray()
+    options = ctx.options
+    started_here = not ray.is_initialized()
+    if started_here:
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                  "configure_logging": False}
+        if options.ray_address:
+            kwargs["address"] = options.ray_address
+        else:  # workers import what the driver can (python: agents, test modules)
+            kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(
+                p for p in [os.getcwd(), *sys.path] if p)}}
+            if options.ray_workers:
+                kwargs["num_cpus"] = options.ray_workers
+        ray.init(**kwargs)  # on the main thread: Ray installs its signal handlers there
+    try:
+        await _run_on_cluster(ray, ctx, chains, finished, progress, stats)
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+async def _run_on_cluster(ray: Any, ctx: RunContext,
+                          chains: list[tuple[str, int, list[PlanSession]]],
+                          finished: set[tuple[str, str, int]], progress: Progress,
+                          stats: dict[str, int]) -> None:
+    from ray.exceptions import RayError, RayTaskError
+
+    options = ctx.options
+    store = ctx.store
+    n = options.ray_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    n = max(1, min(n, len(chains) or 1))
+    per_worker = max(1, math.ceil(max(1, options.max_concurrency) / n))
+    # paths the workers resolve must mean what they mean on the driver
+    shipped = replace(options, cache_dir=str(Path(options.cache_dir or ".bench-cache").resolve()),
+                      announce=None)
+    limiter = ray.remote(Limiter).options(num_cpus=0, max_concurrency=10_000).remote(
+        options.max_concurrent_per_model)
+    plan_ref = ray.put(ctx.plan)
+    worker_cls = ray.remote(ChainWorker)
+    cwd = os.getcwd()
+
+    def make(slot: int, generation: int) -> Any:
+        return worker_cls.options(num_cpus=1, max_concurrency=per_worker + 1,
+                                  max_restarts=0, max_task_retries=0).remote(
+            shipped, plan_ref, ctx.run_id, ctx.alone, limiter, f"w{slot}.{generation}", cwd)
+
+    pool = _Pool(ray, make, n, per_worker)
+    lost = 0
+
+    def received(rows: SessionRows, name: str) -> None:
+        status = rows.session.get("status")
+        error = status != "finished"
+        if status == "skipped":
+            stats["skipped"] += 1
+        else:
+            stats["run"] += 1
+            stats["finished" if not error else "errors"] += 1
+        store.submit(rows, progress.committed(name, error=error))
+
+    async def chain(key: str, repeat: int, sessions: list[PlanSession]) -> None:
+        nonlocal lost
+        got: dict[str, bool] = {}  # session id → finished, for rows received this invocation
+        done_keys = set(finished)
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            todo = [s for s in sessions if s.id not in got or got[s.id]]
+            if all((s.id, s.fingerprint, repeat) in done_keys for s in todo):
+                return
+            await asyncio.to_thread(store.flush)  # what came back is durable before the reads
+            preload = await asyncio.to_thread(
+                preload_for, store, ctx.run_id, sessions[0].episode, repeat, todo, done_keys)
+            failed = {sid for sid, ok in got.items() if not ok}
+            slot = await pool.take()
+            generation = pool.generation[slot]
+            try:
+                gen = pool.actors[slot].run_chain.options(num_returns="streaming").remote(
+                    key, repeat, [s.id for s in todo], done_keys, failed, preload)
+                async for ref in gen:
+                    rows: SessionRows = await ref
+                    s = ctx.plan.sessions[rows.session_id]
+                    ok = rows.session.get("status") == "finished"
+                    got[s.id] = ok
+                    if ok:
+                        done_keys.add((s.id, s.fingerprint, repeat))
+                    received(rows, s.name)
+                return
+            except RayTaskError as exc:  # our own code failed on the worker: a bug, not a death
+                raise exc.as_instanceof_cause() from None  # type: ignore[no-untyped-call]
+            except RayError:
+                pool.replace(slot, generation)
+                with contextlib.suppress(RayError):
+                    await limiter.release_all.remote(f"w{slot}.{generation}")
+                if attempt == MAX_ATTEMPTS:
+                    lost += sum(1 for s in sessions if s.id not in got)
+            finally:
+                await pool.give(slot)
+
+    sem = asyncio.Semaphore(max(1, options.max_concurrency))
+
+    async def limited(key: str, repeat: int, sessions: list[PlanSession]) -> None:
+        async with sem:
+            await chain(key, repeat, sessions)
+
+    try:
+        await asyncio.gather(*(limited(k, r, ss) for k, r, ss in chains))
+    finally:
+        closing = [a.close.remote() for a in pool.actors]
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), 30)
+        for a in [*pool.actors, limiter]:
+            with contextlib.suppress(Exception):
+                ray.kill(a, no_restart=True)
+    stats["lost"] = lost

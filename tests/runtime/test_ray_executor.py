@@ -1,0 +1,222 @@
+"""`bench run --executor ray` (issue 16 items 1, 2 and 4) on a local Ray cluster this module
+starts (2 CPUs, no dashboard): the same rows and figures as the local executor on
+`tests/fixtures/pibench_case` (3 dependent sessions, python agent, rules judge, 2 repeats); a
+worker process that dies mid-session loses and duplicates nothing; the cluster a run starts
+itself is shut down on every way out; without Ray the flag is a one-line error."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from benchpack.compiler import compile_pack
+from benchpack.runtime.runner import RunOptions, run_plan
+
+ray = pytest.importorskip("ray")
+
+CASE = Path(__file__).resolve().parents[1] / "fixtures" / "pibench_case"
+
+AGENT = '''
+import asyncio, os
+
+async def agent(brief, message, event):
+    await asyncio.sleep(0.01)
+    if message and "accepted_papers" in message:
+        await brief.tools.call("read_file", {"path": "accepted_papers.txt"})
+    return "Noted: " + (message or "event")[:40]
+
+
+async def dying(brief, message, event):
+    # the worker process dies in the middle of `organise-papers` repeat 1, once
+    marker = os.environ["DIE_MARKER"]
+    if brief.name == "organise-papers" and brief.repeat == 1 and not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(1)
+    return await agent(brief, message, event)
+'''
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    code = tmp_path_factory.mktemp("agents")
+    (code / "ray_case_agent.py").write_text(AGENT)
+    sys.path.insert(0, str(code))
+    marker = code / "died"
+    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(code), "DIE_MARKER": str(marker)}})
+    try:
+        yield code
+    finally:
+        ray.shutdown()
+        sys.path.remove(str(code))
+
+
+@pytest.fixture(scope="module")
+def plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("plan")
+    assert compile_pack(CASE, out, use_cache=False).ok
+    return out
+
+
+def _run(plan: Path, db: Path, agent: str = "agent", **more: Any) -> Any:
+    return run_plan(RunOptions(plan=plan, agent=f"python:ray_case_agent:{agent}", judge="rules",
+                               db=db, run_id="r", repeats=2, progress=False,
+                               cache_dir=db.parent / "cache", **more))
+
+
+def _rows(db: Path) -> dict[str, Any]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {
+            "sessions": con.execute(
+                "SELECT session_id, repeat, status, turns, tool_calls, completed, inferred, "
+                "provided, comp, proc FROM sessions ORDER BY ALL").fetchall(),
+            "messages": con.execute(
+                "SELECT session_id, repeat, seq, role, content FROM messages ORDER BY ALL"
+            ).fetchall(),
+            "intents": con.execute(
+                "SELECT session_id, repeat, intent_id, status, turn FROM intent_status "
+                "ORDER BY ALL").fetchall(),
+            "snapshots": con.execute("SELECT count(*) FROM snapshots").fetchone(),
+            "status": con.execute("SELECT status FROM runs").fetchall(),
+        }
+    finally:
+        con.close()
+
+
+def _figures(summary: Any) -> dict[str, Any]:
+    return {k: v for k, v in summary.as_dict().items() if k not in ("wall_s", "db")}
+
+
+def test_same_rows_and_figures_as_the_local_executor(cluster: Path, plan: Path,
+                                                     tmp_path: Path) -> None:
+    local = _run(plan, tmp_path / "local.duckdb")
+    on_ray = _run(plan, tmp_path / "ray.duckdb", executor="ray", ray_workers=2)
+    assert _figures(on_ray) == _figures(local)
+    assert (on_ray.finished, on_ray.errors, on_ray.sessions_total) == (6, 0, 6)
+    # hand-checked: 3 sessions × 2 repeats, COMP 2/3 of sessions' checklists summed as locally
+    a, b = _rows(tmp_path / "local.duckdb"), _rows(tmp_path / "ray.duckdb")
+    assert len(b["sessions"]) == 6 and b["status"] == [("finished",)]
+    assert a == b
+
+
+def test_a_worker_killed_mid_session_loses_and_duplicates_nothing(cluster: Path, plan: Path,
+                                                                  tmp_path: Path) -> None:
+    marker = cluster / "died"
+    marker.unlink(missing_ok=True)
+    reference = _run(plan, tmp_path / "local.duckdb")
+    summary = _run(plan, tmp_path / "ray.duckdb", agent="dying", executor="ray", ray_workers=2)
+    assert marker.exists(), "the worker never died: the test proves nothing"
+    assert _figures(summary) == _figures(reference)
+    got = _rows(tmp_path / "ray.duckdb")
+    keys = [(s[0], s[1]) for s in got["sessions"]]
+    assert len(keys) == len(set(keys)) == 6  # each (session, repeat) stored once
+    assert got == _rows(tmp_path / "local.duckdb")
+
+
+def test_resume_after_the_run_reruns_exactly_what_did_not_finish(cluster: Path, plan: Path,
+                                                                 tmp_path: Path) -> None:
+    db = tmp_path / "ray.duckdb"
+    first = run_plan(RunOptions(plan=plan, agent="python:ray_case_agent:agent", judge="rules",
+                                db=db, run_id="r", repeats=2, progress=False,
+                                sessions=["tool-use-reading"], executor="ray",
+                                cache_dir=tmp_path / "cache"))
+    assert first.sessions_run == 2
+    second = _run(plan, db, executor="ray", resume=True)
+    assert (second.sessions_run, second.sessions_skipped_resume) == (4, 2)
+    assert _rows(db) == _rows(_local(plan, tmp_path))
+
+
+def _local(plan: Path, tmp_path: Path) -> Path:
+    db = tmp_path / "reference.duckdb"
+    _run(plan, db)
+    return db
+
+
+def test_limiter_gives_back_a_dead_workers_permits() -> None:
+    import asyncio
+
+    from benchpack.runtime.ray_executor import Limiter
+
+    async def scenario() -> dict[str, int]:
+        lim = Limiter(2)
+        await lim.acquire("m", "w0.0")
+        await lim.acquire("m", "w1.0")
+        assert lim.in_use() == {"m": 2}
+        assert lim.release_all("w0.0") == 1
+        lim.release("m", "w0.0")  # a late release of the dead worker frees nothing twice
+        await asyncio.wait_for(lim.acquire("m", "w2.0"), 1)
+        return lim.in_use()
+
+    assert asyncio.run(scenario()) == {"m": 2}
+
+
+SHUTDOWN = '''
+import json, sys
+import ray
+from benchpack.runtime import ray_executor
+from benchpack.runtime.runner import RunOptions, run_plan
+
+plan, db = sys.argv[1], sys.argv[2]
+out = {}
+opts = dict(plan=plan, agent="python:ray_case_agent:agent", judge="rules", progress=False,
+            executor="ray", ray_workers=1, cache_dir=db + ".cache")
+run_plan(RunOptions(db=db + "1", run_id="ok", **opts))
+out["finished"] = ray.is_initialized()
+
+async def boom(*args, **kwargs):
+    raise RuntimeError("boom")
+
+ray_executor._run_on_cluster = boom
+try:
+    run_plan(RunOptions(db=db + "2", run_id="err", **opts))
+except RuntimeError as exc:
+    out["error"] = [str(exc), ray.is_initialized()]
+print(json.dumps(out))
+'''
+
+
+def test_a_cluster_the_run_started_is_shut_down_on_every_exit(plan: Path, tmp_path: Path,
+                                                              cluster: Path) -> None:
+    # a fresh process: this module's cluster would be joined, not started
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "ray_case_agent.py").write_text(AGENT)
+    import os
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "agent"), *sys.path])}
+    env.pop("RAY_ADDRESS", None)
+    proc = subprocess.run([sys.executable, "-c", SHUTDOWN, str(plan), str(tmp_path / "b")],
+                          capture_output=True, text=True, env=env, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out == {"finished": False, "error": ["boom", False]}
+
+
+def test_without_ray_the_flag_is_a_one_line_error(plan: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    proc_db = tmp_path / "b.duckdb"
+    with pytest.raises(ValueError) as err:
+        run_plan(RunOptions(plan=plan, agent="python:ray_case_agent:agent", judge="rules",
+                            db=proc_db, progress=False, executor="ray"))
+    assert str(err.value) == ("--executor ray: Ray is not installed (hint: pip install "
+                              "'benchpack[ray]')")
+    assert not proc_db.exists()  # nothing started, no store left behind
+
+
+def test_cli_refuses_ray_options_without_the_ray_executor(plan: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from benchpack.cli import cli
+
+    res = CliRunner().invoke(cli, ["run", str(plan), "--agent", "python:x:y",
+                                   "--ray-workers", "2", "--db", str(tmp_path / "b.duckdb")])
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    assert res.exit_code == 1, res.output
+    assert "✗ --ray-workers: it applies to the Ray executor (add --executor ray)" in res.output
