@@ -24,7 +24,7 @@ from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import report_bench  # noqa: E402
+import report_bench
 
 TARGET_S = 0.3
 

@@ -20,14 +20,13 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 from starlette.testclient import TestClient
+from store_fixture import HOSTILE, build_store
 
 from benchpack.cli.main import cli
 from benchpack.compiler import compile_pack
 from benchpack.reports.view import queries
 from benchpack.reports.view.app import create_app
 from conftest import TASKPACKS
-
-from store_fixture import HOSTILE, build_store
 
 PACKS = {  # protocol → (pack, run id, agent, simulator)
     "intent_tracking": ("pharmacist-week", "pharm", "demo/agent.yaml", "rules"),
@@ -58,8 +57,10 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if pack == "proact-quilt-show":
             agents.append(("quilt-done", f"scripted:{done}"))
         for rid, spec in agents:
+            repeats = "3" if pack == "claw-lab-ops" else "1"
             code, out = _bench("run", plan, "--quiet", "--db", db, "--judge", "rules",
-                               "--simulator", sim, "--agent", spec, "--run-id", rid)
+                               "--simulator", sim, "--agent", spec, "--run-id", rid,
+                               "--repeats", repeats)
             assert code == 0, out
     return db
 
@@ -359,7 +360,7 @@ def test_pages_in_chromium(served: str, store: Path, tmp_path: Path) -> None:
             with tab.expect_navigation():
                 tab.select_option("select[name=agent]", agent)
             assert tab.locator("#runs tbody tr").count() == 1
-            tab.click("text=claw")
+            tab.click("#runs a[href='/runs/claw']")
             tab.wait_for_selector("#sessions")
             with tab.expect_navigation():
                 tab.select_option("select[name=repeat]", "1")

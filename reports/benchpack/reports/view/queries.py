@@ -54,7 +54,8 @@ class RunsPage:
 
 def runs_page(con: Any, filters: dict[str, str], *, since: float | None = None,
               until: float | None = None, page: int = 0) -> RunsPage:
-    where, params = ["TRUE"], []
+    where: list[str] = ["TRUE"]
+    params: list[Any] = []
     for key in RUN_FILTERS:
         if filters.get(key):
             where.append(f"r.{_RUN_COLUMN[key]} = ?")
@@ -110,7 +111,8 @@ def sessions_page(con: Any, run_id: str, filters: dict[str, str], *, sort: str =
     run = dicts(con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]))
     if not run:
         return SessionsPage(None, [], 0)
-    where, params = ["run_id = ?"], [run_id]
+    where: list[str] = ["run_id = ?"]
+    params: list[Any] = [run_id]
     for key in SESSION_FILTERS:
         value = filters.get(key)
         if value:
