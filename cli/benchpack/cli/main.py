@@ -21,6 +21,7 @@ from .pack import compile_cmd, graph, init, schema, validate
 from .params import PackErrors
 from .run import rejudge, run
 from .store import export, query, ratings, report, views
+from .view import view
 
 
 def _option_values(args: list[str], name: str) -> list[str]:
@@ -86,6 +87,7 @@ for _command in (import_cmd, import_run_cmd):  # issue 13: released benchmarks a
 cli.add_command(compare)  # issue 15: paired comparisons
 cli.add_command(mcp_cmd)  # issue 14: a session's tools over MCP
 cli.add_command(merge_cmd)  # issue 16: stores of runs made separately
+cli.add_command(view)  # issue 17: the viewer over the store
 
 
 def main() -> None:

@@ -258,6 +258,34 @@ def _metric_table(ctx: ReportContext, title: str, protocol_filter: str,
 # --------------------------------------------------------------------------- reports
 
 
+def headline_table(ctx: ReportContext) -> Table:
+    """The headline scores with their intervals, one row per run: the table of `summary`
+    (and of `bench view`'s runs page, which needs it without the summary's notes)."""
+    labels = ctx.labels()
+    scores = _metric_table(ctx, "Headline scores (macro over sessions)", "TRUE", [
+        ("coalesce(proc_group, proc)", "proc", "PROC"), ("comp", "comp", "COMP"),
+        ("f1", "f1", "triple F1"), ("trigger_score", "trigger", "trigger score"),
+        ("score", "verified", "verified score")],
+        ["PROC uses a dependency group's pooled figure on its final session (π-Bench); each "
+         "column averages the sessions of the protocol that defines it, except the trigger "
+         "score: ProactBench's weighted score pooled over judged triggers (as `bench report "
+         "triggers`), CI over sessions. `bench query \"SELECT * FROM headline\"` gives "
+         "these figures (reports/README.md)."])
+    # the trigger score as `bench report triggers` pools it (imported here: that module builds
+    # on this one)
+    from .protocols.trigger_rubric import trigger_estimates
+
+    pooled = trigger_estimates(ctx, "ablation IS NULL")
+    col = [c.key for c in scores.columns].index("trigger")
+    # rows are labelled by agent, with the rules judge's heuristic mark on some of them
+    by_label = {label: run for run in ctx.runs
+                for label in (labels[run], f"{labels[run]} ({HEURISTIC})")}
+    for cells in scores.rows:
+        f = pooled.get((by_label[cells[0]], "overall"))
+        cells[col] = f["weighted"] if f else Estimate(None)
+    return scores
+
+
 def summary(ctx: ReportContext) -> ReportResult:
     labels = ctx.labels()
     res = ReportResult("summary", "Run summary", "One line per run: what ran, the headline "
@@ -299,27 +327,7 @@ def summary(ctx: ReportContext) -> ReportResult:
     simulated = summary_note(ctx)
     if simulated:
         res.notes.append(simulated)
-    scores = _metric_table(ctx, "Headline scores (macro over sessions)", "TRUE", [
-        ("coalesce(proc_group, proc)", "proc", "PROC"), ("comp", "comp", "COMP"),
-        ("f1", "f1", "triple F1"), ("trigger_score", "trigger", "trigger score"),
-        ("score", "verified", "verified score")],
-        ["PROC uses a dependency group's pooled figure on its final session (π-Bench); each "
-         "column averages the sessions of the protocol that defines it, except the trigger "
-         "score: ProactBench's weighted score pooled over judged triggers (as `bench report "
-         "triggers`), CI over sessions. `bench query \"SELECT * FROM headline\"` gives "
-         "these figures (reports/README.md)."])
-    # the trigger score as `bench report triggers` pools it (imported here: that module builds
-    # on this one)
-    from .protocols.trigger_rubric import trigger_estimates
-
-    pooled = trigger_estimates(ctx, "ablation IS NULL")
-    col = [c.key for c in scores.columns].index("trigger")
-    # rows are labelled by agent, with the rules judge's heuristic mark on some of them
-    by_label = {label: run for run in ctx.runs
-                for label in (labels[run], f"{labels[run]} ({HEURISTIC})")}
-    for cells in scores.rows:
-        f = pooled.get((by_label[cells[0]], "overall"))
-        cells[col] = f["weighted"] if f else Estimate(None)
+    scores = headline_table(ctx)
     res.tables.append(scores)
     alone = ctx.rows("""SELECT run_id, name, repeat, coalesce(proc_group, proc), comp, score,
         f1, trigger_score, missing_dependencies FROM alone_results

@@ -625,10 +625,12 @@ def _session_id(key: tuple[str, str, int]) -> str:
     return "s-" + hashlib.sha1(json.dumps(key).encode()).hexdigest()[:12]
 
 
-def session_html(trace: SessionTrace, *, transcript: bool = True) -> str:
+def session_html(trace: SessionTrace, *, transcript: bool = True, open_: bool = False,
+                 extra: dict[int, list[str]] | None = None) -> str:
     """One session attempt: summary line, transcript by turn with the statuses, trigger scores
     and stage events of each turn, then the checklist (only the summary with
-    `transcript=False`)."""
+    `transcript=False`). `extra`: more HTML per turn (`bench view` adds tokens, latency and
+    the judge and simulator calls); `open_`: unfolded."""
     s = trace.session
     if not transcript:
         return (f'<details class="session{" flagged" if trace.flagged else ""}" '
@@ -641,6 +643,8 @@ def session_html(trace: SessionTrace, *, transcript: bool = True) -> str:
     shown_calls: set[tuple[int, str]] = set()
     at_turn: dict[int | None, list[str]] = {}
     own_intents = [i for i in trace.intents if not i.get("pooled_from")]
+    for turn_no, parts in (extra or {}).items():
+        at_turn.setdefault(turn_no, []).extend(parts)
     for e in trace.stages:
         at_turn.setdefault(e.get("turn"), []).append(_stage_html(e))
     for i in own_intents:
@@ -704,7 +708,7 @@ def session_html(trace: SessionTrace, *, transcript: bool = True) -> str:
         meta.append(f"ended: {esc(s['termination'])}")
     err = f'<p class="error">error: {esc(s["error"])}</p>' if s.get("error") else ""
     flag = " flagged" if trace.flagged else ""
-    return (f'<details class="session{flag}" id="{_session_id(trace.key)}">'
+    return (f'<details class="session{flag}" id="{_session_id(trace.key)}"{" open" * open_}>'
             f'<summary>{_summary(s)}</summary><div class="session-body">'
             f'<p class="meta">{" · ".join(meta)}</p>{err}'
             + (f'<ol class="transcript">{"".join(out)}</ol>' if out

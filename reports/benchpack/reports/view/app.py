@@ -1,0 +1,273 @@
+"""The `bench view` web app: Starlette routes over a read-only store, Jinja2 pages (autoescaped:
+stored text is arbitrary, transcripts hold `<script>` as often as prose), one small JS file.
+
+Live: every request opens its own read-only connection (`access.open_store`, which asks a
+running `bench run` to step aside for a moment) and closes it before answering. Holding one
+open would stop the run's writer from reopening the file after it stepped aside, and a
+snapshot would not show sessions finishing. Opening costs a few milliseconds on the demo's
+store and about 0.1 s on a store of 1 M turns (benchmarks/view_bench.py).
+
+Headline figures with their intervals take the report code's time (~0.1 s a run at 1 M turns):
+they are computed for the runs of the page shown and kept while the runs' sessions do not change
+(`queries.fingerprint`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..access import StoreError, open_store
+from . import queries as q
+
+SQL_ROWS = 1000
+"""Rows of a SQL result shown in the page (the CSV download has them all)."""
+HEADLINE_CACHE = 64
+
+_STATIC = Path(__file__).parent / "static"
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return "—"
+    return datetime.fromtimestamp(float(ts), UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _pct(v: Any) -> str:
+    return "—" if v is None else f"{100 * float(v):.1f}"
+
+
+def _date(text: str | None, field: str) -> float | None:
+    if not text:
+        return None
+    try:
+        return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        raise _BadRequest(f"{field}: {text!r} is not a date (YYYY-MM-DD)") from None
+
+
+def _float(text: str | None, field: str) -> float | None:
+    if text is None or text.strip() == "":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise _BadRequest(f"{field}: {text!r} is not a number") from None
+
+
+def _int(text: str | None, field: str, default: int = 0) -> int:
+    if text is None or text.strip() == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise _BadRequest(f"{field}: {text!r} is not a whole number") from None
+    if value < 0:
+        raise _BadRequest(f"{field}: {value} is negative")
+    return value
+
+
+class _BadRequest(Exception):
+    pass
+
+
+class Viewer:
+    def __init__(self, db: str | Path, *, wait_s: float = 30.0) -> None:
+        self.db = Path(db)
+        self.wait_s = wait_s
+        self.env = Environment(loader=PackageLoader("benchpack.reports.view", "templates"),
+                               autoescape=select_autoescape(default=True, default_for_string=True))
+        self.env.filters.update(when=_when, pct=_pct)
+        self.env.globals.update(qs=self._qs)
+        self._headlines: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _qs(params: dict[str, Any], **changes: Any) -> str:
+        merged = {**params, **changes}
+        return urlencode({k: v for k, v in merged.items() if v not in (None, "")})
+
+    @contextlib.contextmanager
+    def store(self, *, views: bool = False) -> Iterator[Any]:
+        with open_store(self.db, wait_s=self.wait_s, views=views) as con:
+            yield con
+
+    def page(self, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+        body = self.env.get_template(template).render(store=str(self.db), **context)
+        return HTMLResponse(body, status_code=status)
+
+    # ------------------------------------------------------------------ pages
+
+    def runs(self, request: Request) -> Response:
+        p = request.query_params
+        filters = {k: p.get(k, "") for k in q.RUN_FILTERS}
+        since, until = p.get("since", ""), p.get("until", "")
+        page = _int(p.get("page"), "page")
+        with self.store(views=True) as con:
+            data = q.runs_page(con, filters, since=_date(since, "since"),
+                               until=_date(until, "until"), page=page)
+            headline = self._headline(con, [r["run_id"] for r in data.runs])
+        params = {**filters, "since": since, "until": until}
+        return self.page("runs.html", data=data, params=params, page=page,
+                         pages=max(1, -(-data.total // q.RUNS_PER_PAGE)), headline=headline,
+                         title="Runs")
+
+    def _headline(self, con: Any, runs: list[str]) -> Markup:
+        if not runs:
+            return Markup("")
+        key = q.fingerprint(con, runs)
+        with self._lock:
+            cached = self._headlines.get(key)
+        if cached is None:
+            from ..builtin import ReportContext, headline_table
+            from ..html import _table_html
+
+            ctx = ReportContext(con, runs, None, 0.95, 2000, 0, False, 1)
+            cached = _table_html(headline_table(ctx), "headline")
+            with self._lock:
+                self._headlines[key] = cached
+                while len(self._headlines) > HEADLINE_CACHE:
+                    self._headlines.popitem(last=False)
+        return Markup(cached)
+
+    def sessions(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        p = request.query_params
+        filters = {k: p.get(k, "") for k in q.SESSION_FILTERS}
+        sort = p.get("sort", "name")
+        desc = p.get("desc") == "1"
+        metric = p.get("metric") or None
+        if metric is not None and metric not in q.SCORES:
+            raise _BadRequest(f"metric: {metric!r} is not one of {', '.join(q.SCORES)}")
+        if sort not in q.SESSION_SORTS:
+            raise _BadRequest(f"sort: {sort!r} is not one of {', '.join(q.SESSION_SORTS)}")
+        low, high = _float(p.get("min"), "min"), _float(p.get("max"), "max")
+        page = _int(p.get("page"), "page")
+        with self.store() as con:
+            data = q.sessions_page(con, run_id, filters, sort=sort, desc=desc, metric=metric,
+                                   low=None if low is None else low / 100,
+                                   high=None if high is None else high / 100, page=page)
+        if data.run is None:
+            return self.page("error.html", 404, title="No such run",
+                             message=f"no run {run_id!r} in {self.db}")
+        params = {**filters, "sort": sort, "desc": "1" if desc else "", "metric": metric or "",
+                  "min": p.get("min", ""), "max": p.get("max", "")}
+        return self.page("sessions.html", data=data, run_id=run_id, params=params, page=page,
+                         pages=max(1, -(-data.total // q.SESSIONS_PER_PAGE)),
+                         filters=q.SESSION_FILTERS, sorts=q.SESSION_SORTS, scores=q.SCORES,
+                         title=f"Sessions of {run_id}")
+
+    def _key(self, request: Request, run_param: str = "run") -> tuple[str, str, int]:
+        p = request.query_params
+        run, session = p.get(run_param), p.get("session")
+        if not run or not session:
+            raise _BadRequest(f"the address needs ?{run_param}=RUN&session=SESSION&repeat=N")
+        return run, session, _int(p.get("repeat"), "repeat")
+
+    def session(self, request: Request) -> Response:
+        from .transcript import transcript_html
+
+        run, session, repeat = self._key(request)
+        with self.store() as con:
+            rows = q.session_rows(con, run, session, repeat)
+            repeats = q.repeats_of(con, run, session)
+            others = [r for r in q.runs_with_session(con, session) if r != run]
+        if rows is None:
+            return self.page("error.html", 404, title="No such session",
+                             message=f"no session {session!r} repeat {repeat} in run {run!r}")
+        return self.page("session.html", s=rows.session, run_id=run, repeats=repeats,
+                         others=others, body=Markup(transcript_html(rows)),
+                         title=f"{rows.session.get('name')} · {run}")
+
+    def pair(self, request: Request) -> Response:
+        from .transcript import transcript_html
+
+        a, session, repeat = self._key(request, "a")
+        b = request.query_params.get("b")
+        if not b:
+            raise _BadRequest("the address needs ?a=RUN&b=RUN&session=SESSION&repeat=N")
+        sides = []
+        with self.store() as con:
+            for run in (a, b):
+                rows = q.session_rows(con, run, session, repeat)
+                sides.append((run, rows, Markup(transcript_html(rows)) if rows else None))
+        return self.page("pair.html", sides=sides, session=session, repeat=repeat,
+                         title=f"{session} · {a} vs {b}")
+
+    def sql(self, request: Request) -> Response:
+        from ..api import run_query
+
+        text = request.query_params.get("q", "")
+        result = error = None
+        if text.strip():
+            try:
+                result = run_query(self.db, text, wait_s=self.wait_s, limit=SQL_ROWS + 1)
+            except StoreError as exc:
+                error = str(exc)
+        return self.page("sql.html", sql=text, result=result, error=error, limit=SQL_ROWS,
+                         title="SQL")
+
+    def sql_csv(self, request: Request) -> Response:
+        from ..api import run_query
+
+        text = request.query_params.get("q", "")
+        try:
+            result = run_query(self.db, text, wait_s=self.wait_s)
+        except StoreError as exc:
+            return Response(f"✗ {exc}\n", status_code=400, media_type="text/plain")
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(result.columns)
+        writer.writerows(result.rows)
+        return Response(buf.getvalue(), media_type="text/csv; charset=utf-8",
+                        headers={"Content-Disposition": 'attachment; filename="query.csv"'})
+
+
+def _report_css(request: Request) -> Response:
+    from ..html import _asset  # the transcript's styles, shared with the HTML report
+
+    return Response(_asset("report.css"), media_type="text/css; charset=utf-8")
+
+
+def create_app(db: str | Path, *, wait_s: float = 30.0) -> Starlette:
+    viewer = Viewer(db, wait_s=wait_s)
+
+    def guarded(handler: Any) -> Any:
+        def endpoint(request: Request) -> Response:
+            try:
+                return handler(request)  # type: ignore[no-any-return]
+            except _BadRequest as exc:
+                return viewer.page("error.html", 400, title="Bad address", message=str(exc))
+            except StoreError as exc:
+                return viewer.page("error.html", 503, title="Store unavailable",
+                                   message=str(exc))
+        return endpoint
+
+    app = Starlette(routes=[
+        Route("/", guarded(viewer.runs)),
+        Route("/runs/{run_id:path}", guarded(viewer.sessions)),
+        Route("/session", guarded(viewer.session)),
+        Route("/pair", guarded(viewer.pair)),
+        Route("/sql", guarded(viewer.sql)),
+        Route("/sql.csv", guarded(viewer.sql_csv)),
+        Route("/report.css", _report_css),
+        Mount("/static", StaticFiles(directory=_STATIC), name="static"),
+    ])
+    app.state.viewer = viewer
+    return app

@@ -1,0 +1,36 @@
+// bench view: small conveniences; every page works without this file.
+"use strict";
+document.addEventListener("change", (e) => {
+  const el = e.target;
+  if (el.matches("[data-autosubmit]") && el.form) el.form.requestSubmit();
+});
+document.addEventListener("click", (e) => {
+  const el = e.target.closest("[data-fold]");
+  if (!el) return;
+  const open = el.dataset.fold === "open";
+  document.querySelectorAll("details").forEach((d) => { d.open = open; });
+});
+// live: refetch this page and swap in its #live part (sessions appear as a run finishes them)
+let timer = null;
+async function refresh() {
+  const res = await fetch(location.href, { headers: { "Accept": "text/html" } });
+  if (!res.ok) return;
+  const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+  const fresh = doc.getElementById("live"), here = document.getElementById("live");
+  if (fresh && here) here.replaceWith(fresh);
+  const count = doc.getElementById("count"), mine = document.getElementById("count");
+  if (count && mine) mine.firstChild.textContent = count.firstChild.textContent;
+}
+document.addEventListener("change", (e) => {
+  if (!e.target.matches("[data-live]")) return;
+  if (timer) { clearInterval(timer); timer = null; }
+  if (e.target.checked) timer = setInterval(() => { refresh().catch(() => {}); }, 5000);
+  sessionStorage.setItem("bench-view-live", e.target.checked ? "1" : "");
+});
+document.addEventListener("DOMContentLoaded", () => {
+  const box = document.querySelector("[data-live]");
+  if (box && sessionStorage.getItem("bench-view-live") === "1") {
+    box.checked = true;
+    box.dispatchEvent(new Event("change", { bubbles: true }));
+  }
+});

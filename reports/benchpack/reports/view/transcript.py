@@ -1,0 +1,97 @@
+"""One session's transcript for `bench view`: the HTML report's drill-down (`html.session_html`:
+tool calls folded under their call, intent statuses, stage events, trigger verdicts with the
+evidence marked in the response, the checklist) with, at each turn, what the page cannot afford
+for every session: the turn's latency and steps, and every model call made in it (agent,
+simulator, judge) with its tokens, latency, cache hit and error.
+
+The store keeps a model call's prompt hash, never its prompt or raw reply (they would double its
+size and may hold secrets); what a judge decided is in the annotations (the trigger rationale,
+the checklist detail), and the hash finds the call in the LLM cache.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from ..html import SessionTrace, esc, session_html
+from .queries import SessionRows
+
+
+def _num(v: Any, fmt: str = ",") -> str:
+    return "—" if v is None else format(v, fmt)
+
+
+def _turn_meta(t: dict[str, Any], calls: list[dict[str, Any]]) -> str:
+    tokens_in = sum(int(c.get("prompt_tokens") or 0) for c in calls)
+    tokens_out = sum(int(c.get("completion_tokens") or 0) for c in calls)
+    facts = []
+    if t:
+        if t.get("duration_s") is not None:
+            facts.append(f"{float(t['duration_s']):.2f} s")
+        if t.get("steps") is not None:
+            facts.append(f"{int(t['steps'])} step{'s' * (int(t['steps']) != 1)}")
+        if t.get("stop_reason"):
+            facts.append(f"stopped: {esc(t['stop_reason'])}")
+    if calls:
+        facts.append(f"{len(calls)} model call{'s' * (len(calls) != 1)}, "
+                     f"{tokens_in:,} tokens in / {tokens_out:,} out")
+    if not facts:
+        return ""
+    out = f'<div class="ann turn-meta"><span class="what">turn</span> {" · ".join(facts)}'
+    if calls:
+        rows = "".join(
+            "<tr>" + "".join(f'<td class="{k}">{v}</td>' for k, v in (
+                ("num", esc(c.get("seq"))), ("txt", esc(c.get("role"))),
+                ("txt", esc(c.get("purpose"))), ("txt", esc(c.get("model"))),
+                ("num", _num(c.get("prompt_tokens"))),
+                ("num", _num(c.get("completion_tokens"))),
+                ("num", "—" if c.get("latency_s") is None else f"{float(c['latency_s']):.2f} s"),
+                ("txt", "cache" if c.get("cache_hit") else ""),
+                ("num", esc(c.get("attempts") or "")),
+                ("txt", f'<span class="warn">{esc(c["error"])}</span>' if c.get("error")
+                 else ""),
+                ("txt", f'<code title="prompt hash">{esc(str(c.get("prompt_hash") or "")[:12])}'
+                 "</code>"))) + "</tr>"
+            for c in calls)
+        out += ('<details class="calls"><summary>model calls</summary><div class="table-wrap">'
+                '<table class="calls"><thead><tr><th class="num">#</th><th class="txt">role'
+                '</th><th class="txt">purpose</th><th class="txt">model</th><th class="num">in'
+                '</th><th class="num">out</th><th class="num">latency</th><th class="txt"></th>'
+                '<th class="num">attempts</th><th class="txt">error</th>'
+                '<th class="txt">prompt</th></tr></thead><tbody>' + rows
+                + "</tbody></table></div></details>")
+    return out + "</div>"
+
+
+def transcript_html(rows: SessionRows) -> str:
+    t = rows.tables
+    s = rows.session
+    trace = SessionTrace(s, messages=t["messages"], tool_calls=t["tool_calls"],
+                         intents=t["intent_status"], triggers=t["triggers"],
+                         stages=t["stage_events"], checklist=t["checklist_results"],
+                         messages_total=len(t["messages"]),
+                         flagged=s.get("status") == "error" or bool(s.get("judge_errors"))
+                         or bool(s.get("grader_errors")))
+    calls: dict[int | None, list[dict[str, Any]]] = defaultdict(list)
+    for c in t["llm_calls"]:
+        calls[c.get("turn")].append(c)
+    turns = {int(r["turn"]): r for r in t["turns"] if r.get("turn") is not None}
+    extra: dict[int, list[str]] = {}
+    for n in sorted(set(turns) | {k for k in calls if k is not None}):
+        meta = _turn_meta(turns.get(n, {}), calls.get(n, []))
+        if meta:
+            extra[n] = [meta]
+    html = session_html(trace, open_=True, extra=extra)
+    loose = calls.get(None, [])
+    if loose:  # calls of no turn (the end-of-session judge): after the transcript
+        html += ("<h5>Model calls after the last turn</h5>"
+                 + _turn_meta({}, loose).replace('<details class="calls">',
+                                                 '<details class="calls" open>', 1))
+    return html
+
+
+def summary_chips(s: dict[str, Any]) -> str:
+    from ..html import _metric_chips
+
+    return _metric_chips(s)
