@@ -1,25 +1,117 @@
-"""How `bench run` scales. Sections (each prints its own table; run all or one with --only):
+"""Scale benchmark: does a run's cost grow linearly with its sessions? (issue 16)
 
-- `executors` (issue 16 item 5): the local executor vs `--executor ray` with 1, 2 and 4 workers
-  on a CPU-heavy simulated workload — a python agent that burns `--cpu-ms` of pure-Python CPU
-  per turn and then waits `--latency-ms` (50) as a model call would — printing the speed-up of
-  each arm over the local executor measured in this one run, and the per-session overhead Ray
-  adds (a no-op agent, 0 ms, one worker, concurrency 1: (Ray wall − local wall) ÷ sessions;
-  target ≤ 5 ms). The plan is `tests/fixtures/pibench_case` (3 dependent sessions per episode)
-  with `--repeats` chains. Ray's start-up is outside the timings (the cluster is started once).
-  A 2-core machine cannot show more than ~2× from CPU; the 4-worker arm then shows the cost of
-  oversubscription.
-- `sessions` (issue 16 item 0, per-session time and memory at 1 k, 10 k, 50 k sessions): see
-  that section when it exists.
+Sections (each a function in `SECTIONS`, run in order; `--sections` picks some):
+
+  per-session   compile and `bench run` of 1 k, 10 k and 50 k sessions, each size in a fresh
+                process: per-session compile time, run time and CPU, peak RSS (MB and KB per
+                session), and the ratio of 50 k ÷ 1 k per-session run time (target ≤ 1.2). The
+                workload is episodes of two sessions (the second depends on the first: one
+                dependency group per episode, as in π-Bench) with hidden intents, an in-process
+                agent answering at once, judge and simulator `rules`: benchpack's own work only.
+
+  executors     the local executor vs `--executor ray` with 1, 2 and 4 workers on a CPU-heavy
+                simulated workload (a python agent burning `--cpu-ms` of pure-Python CPU per turn,
+                then waiting `--latency-ms` as a model call would): the speed-up of each arm over
+                the local executor measured in this one run, and the per-session overhead Ray adds
+                (a no-op agent, one worker, concurrency 1; target ≤ 5 ms). The plan is
+                tests/fixtures/pibench_case (3 dependent sessions per episode), `--repeats` chains.
+
+Usage: python benchmarks/scale_bench.py [--sizes 1000,10000,50000]
+       [--sections per-session,executors] [--repeats 16 --cpu-ms 100 --latency-ms 50
+       --concurrency 8]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+EPISODE = """\
+  - id: ep{i}
+    persona: p
+    sessions:
+      - id: a
+        protocol: intent_tracking
+        request: Draft note {i}.
+        hidden_intents: [{{text: Keep note {i} short.}}]
+      - id: b
+        protocol: intent_tracking
+        depends_on: [a]
+        request: Send note {i}.
+        hidden_intents: [{{text: Copy the lead on note {i}.}}]
+"""
+
+
+class InstantBackend:
+    """Answers every call at once: what is measured is benchpack's own work."""
+
+    async def __call__(self, req: Any) -> Any:
+        return {"message": {"role": "assistant", "content": "Done."},
+                "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
+
+
+def child(sessions: int) -> dict[str, Any]:
+    """In a fresh process: compile then run `sessions` sessions; times and peak RSS."""
+    from benchpack.compiler import compile_pack
+    from benchpack.runtime.runner import RunOptions, run_plan
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "pack").mkdir()
+        (root / "pack" / "pack.yaml").write_text(
+            "benchpack: 1\nname: scale\npersonas:\n  - id: p\n    profile: {role: Analyst}\n"
+            "episodes:\n" + "".join(EPISODE.format(i=i) for i in range(sessions // 2)),
+            encoding="utf-8")
+        t = time.perf_counter()
+        res = compile_pack(root / "pack", root / "plan", use_cache=False)
+        compile_s = time.perf_counter() - t
+        if not res.ok:
+            raise SystemExit("\n".join(d.format() for d in res.diagnostics))
+        compile_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        t, cpu = time.perf_counter(), time.process_time()
+        summary = run_plan(RunOptions(
+            plan=root / "plan", agent="litellm:scale-agent", simulator="rules", judge="rules",
+            db=root / "run.duckdb", max_concurrency=64, max_concurrent_per_model=4096,
+            use_cache=False, progress=False, llm_backend=InstantBackend()))
+        run_s, run_cpu = time.perf_counter() - t, time.process_time() - cpu
+        if summary.errors:
+            raise SystemExit(f"{summary.errors} session errors")
+    return {"sessions": sessions, "compile_s": compile_s, "compile_rss_mb": compile_rss,
+            "run_s": run_s, "run_cpu": run_cpu,
+            "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def per_session(args: argparse.Namespace) -> None:
+    sizes = [int(x) for x in args.sizes.split(",")]
+    rows = []
+    for n in sizes:
+        out = subprocess.run([sys.executable, __file__, "--child", str(n)], check=True,
+                             capture_output=True, text=True)
+        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    print("per-session cost (fresh process per size; in-process agent, rules judge/simulator)")
+    print(f"{'sessions':>9} {'compile ms/s':>13} {'run ms/s':>9} {'run CPU ms/s':>13} "
+          f"{'peak RSS MB':>12} {'KB/session':>11}")
+    for r in rows:
+        n = r["sessions"]
+        print(f"{n:>9} {1000 * r['compile_s'] / n:>13.2f} {1000 * r['run_s'] / n:>9.2f} "
+              f"{1000 * r['run_cpu'] / n:>13.2f} {r['rss_mb']:>12.0f} "
+              f"{1024 * r['rss_mb'] / n:>11.1f}")
+    first, last = rows[0], rows[-1]
+    if len(rows) > 1:
+        def ratio(key: str) -> float:
+            return (last[key] / last["sessions"]) / (first[key] / first["sessions"])
+        print(f"{last['sessions']} ÷ {first['sessions']} per session: run "
+              f"{ratio('run_s'):.2f} (target ≤ 1.2), run CPU {ratio('run_cpu'):.2f}, compile "
+              f"{ratio('compile_s'):.2f}")
+
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = ROOT / "tests" / "fixtures" / "pibench_case"
@@ -101,17 +193,31 @@ def executors(args: argparse.Namespace) -> None:
         ray.shutdown()
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", choices=["executors"], default="executors")
-    ap.add_argument("--repeats", type=int, default=16, help="chains of 3 sessions")
-    ap.add_argument("--cpu-ms", type=float, default=100.0)
-    ap.add_argument("--latency-ms", type=float, default=50.0)
-    ap.add_argument("--concurrency", type=int, default=8)
+SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {"per-session": per_session,
+                                                           "executors": executors}
+"""Section name → function printing its table; later sections (Ray executor) add theirs."""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000,10000,50000")
+    ap.add_argument("--sections", default=",".join(SECTIONS))
+    ap.add_argument("--repeats", type=int, default=16, help="executors: chains of 3 sessions")
+    ap.add_argument("--cpu-ms", type=float, default=100.0, help="executors: CPU per turn")
+    ap.add_argument("--latency-ms", type=float, default=50.0, help="executors: model latency")
+    ap.add_argument("--concurrency", type=int, default=8, help="executors: concurrency")
+    ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.only == "executors":
-        executors(args)
+    if args.child:
+        print(json.dumps(child(args.child)))
+        return 0
+    for name in args.sections.split(","):
+        if name not in SECTIONS:
+            raise SystemExit(f"unknown section {name!r} (known: {', '.join(SECTIONS)})")
+        SECTIONS[name](args)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import weakref
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,7 @@ from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from benchpack.specs import PLAN_VERSION, Plan
+from benchpack.specs.plan import PlanGroup
 from benchpack.specs.schema import json_schemas
 
 
@@ -92,3 +95,35 @@ def load_plan(path: str | Path) -> Plan:
                             f"({len(errors)} problem{'s' if len(errors) != 1 else ''})") from None
         raise PlanError(f"{p}: plan does not match its schema: "
                         f"{str(exc).splitlines()[0]}") from None
+
+
+@dataclass(frozen=True)
+class GroupIndex:
+    """A plan's dependency groups indexed once: per-session lookups used to scan every group
+    of the plan, which made a run quadratic in its number of sessions."""
+
+    by_id: dict[str, PlanGroup]
+    finals: frozenset[str]
+
+
+_GROUP_INDEXES: dict[int, tuple[weakref.ref[Plan], GroupIndex]] = {}
+
+
+def group_index(plan: Plan) -> GroupIndex:
+    """The dependency groups of `plan` by id (the first of a repeated id, as a scan finds it)
+    and the set of final sessions, built on first use and kept while the plan lives."""
+    key = id(plan)
+    hit = _GROUP_INDEXES.get(key)
+    if hit is not None and hit[0]() is plan:
+        return hit[1]
+    by_id: dict[str, PlanGroup] = {}
+    for g in plan.groups:
+        by_id.setdefault(g.id, g)
+    index = GroupIndex(by_id, frozenset(g.final for g in plan.groups))
+
+    def forget(ref: weakref.ref[Plan], key: int = key) -> None:
+        if _GROUP_INDEXES.get(key, (None,))[0] is ref:
+            del _GROUP_INDEXES[key]
+
+    _GROUP_INDEXES[key] = (weakref.ref(plan, forget), index)
+    return index

@@ -32,6 +32,7 @@ from .judges.rubric import (
     render_evidence,
     rubric_judge,
 )
+from .planfile import group_index
 from .protocols.base import ProtocolResult
 from .store import SessionRows
 from .types import AgentAdapter, AgentReply, AgentSession, LLMCallRecord, Message, SessionBrief
@@ -553,7 +554,7 @@ def worst_scores(plan: Plan, s: PlanSession, metrics: dict[str, Any]) -> dict[st
         out["comp"] = 0.0
     if s.protocol == "intent_tracking" and s.hidden_intents:
         out["proc"] = 0.0
-        if any(g.final == s.id for g in plan.groups):
+        if s.id in group_index(plan).finals:
             out["proc_group"] = 0.0
     elif s.protocol == "staged_disclosure":
         out.update(recall=0.0, precision=0.0, f1=0.0)

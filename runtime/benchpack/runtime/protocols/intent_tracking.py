@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..judges.base import JudgeError
 from ..judges.intent import Intent, intent_roles
+from ..planfile import group_index
 from .base import ProtocolResult
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ def _pool_group(ctx: SessionContext, own: list[tuple[Any, ...]], metrics: dict[s
     """On a dependency group's final session: set `proc_group` and return the members'
     statuses as pooled rows (`pooled_from` = member plan id)."""
     s = ctx.session
-    group = next((g for g in ctx.plan.groups if g.id == s.group), None)
+    group = group_index(ctx.plan).by_id.get(s.group) if s.group is not None else None
     if group is None or group.final != s.id or ctx.chain is None:
         return []
     statuses = [r[3] for r in own]
