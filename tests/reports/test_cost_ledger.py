@@ -123,3 +123,27 @@ def test_cli_table_says_unknown(db: Path) -> None:
     # the cell itself, not only the note, says unknown
     assert any(line.count("unknown") and "simulator" in line for line in out.output.splitlines())
     assert "1 call with an unknown price" in out.output
+
+
+def test_run_summary_cost_is_unknown_not_the_priced_part(db: Path, tmp_path: Path) -> None:
+    """The summary's cost cell agrees with the ledger: run-c has one unpriced call, so its cost
+    is unknown (it used to print $0.010, the priced part, as if complete); a run whose calls
+    are all priced shows their sum."""
+    (res,) = build_reports(ReportOptions(db=db, names=["summary"], runs=["run-c", "run-i"]))
+    runs = {r["run"]: r for r in _table(res, "Runs")}
+    assert runs["run-c"]["cost"] is None
+    assert runs["run-i"]["cost"] == 0  # imported calls are the ledger's separate table
+    priced = _store_priced(tmp_path / "priced.duckdb")
+    (res,) = build_reports(ReportOptions(db=priced, names=["summary"], runs=["run-c"]))
+    (row,) = _table(res, "Runs")
+    assert row["cost"] == pytest.approx(0.002 + 0.001 + 0.004 + 0.003)
+
+
+def _store_priced(path: Path) -> Path:
+    global CALLS
+    saved = CALLS
+    CALLS = [c for c in saved if not (c[8] is None and c[10] is None and not c[9])]
+    try:
+        return _store(path)
+    finally:
+        CALLS = saved

@@ -298,7 +298,14 @@ def summary(ctx: ReportContext) -> ReportResult:
                count(*) FILTER (WHERE s.status = 'error' AND s.error_kind = 'agent'),
                count(*) FILTER (WHERE s.status = 'skipped'),
                coalesce(sum(s.judge_errors), 0), coalesce(sum(s.prompt_tokens), 0),
-               coalesce(sum(s.completion_tokens), 0), coalesce(sum(s.cost), 0)
+               coalesce(sum(s.completion_tokens), 0),
+               -- the run's calls, as the cost ledger counts them: unknown (NULL), never $0,
+               -- when an answered, uncached call had no price; imported calls stay apart
+               (SELECT CASE WHEN count(*) FILTER (WHERE c.cost IS NULL AND c.error IS NULL
+                                                  AND NOT coalesce(c.cache_hit, false)) = 0
+                            THEN coalesce(sum(c.cost), 0) END
+                FROM llm_calls c WHERE c.run_id = r.run_id
+                  AND coalesce(c.purpose, '') <> 'imported')
         FROM runs r LEFT JOIN sessions s USING (run_id)
         WHERE r.run_id IN $runs GROUP BY ALL ORDER BY r.run_id""")
     t = Table("Runs", [Column("agent", "agent"), Column("run", "run"), Column("pack", "pack"),
