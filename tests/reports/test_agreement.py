@@ -115,6 +115,9 @@ def test_judge_swap_reproduces_the_design_matrix(db: Path) -> None:
     for k in kappas:  # all 45 items come from one dialogue: the CI resamples dialogues
         # (sessions), and one says nothing about the variation between them
         assert k.n == 45 and k.low is None and k.high is None
+    assert overall["alpha"].value == pytest.approx(stats.krippendorff_alpha(
+        [list(p) for p in design_pairs()], "ordinal", categories=list(LABELS)), abs=1e-12)
+    assert overall["alpha"].low is None and overall["alpha"].n == 1  # one dialogue, as for κ
     # per type: the items split in three, and the per-type tables add up
     per_type = [rows_of(pair)[("trigger", t)] for t in TYPES]
     assert sum(r["items"] for r in per_type) == 45
@@ -249,11 +252,13 @@ def test_judge_against_human_consensus(rated: Path) -> None:
     humans = [["PASS", "PASS", "PARTIAL"], ["FAIL", "PASS"], ["PARTIAL", "PARTIAL"],
               ["PASS", "FAIL", "PARTIAL", "PASS"]]
     judge = ["PASS", "FAIL", "PASS", "PARTIAL"]
-    assert row["alpha_humans"] == pytest.approx(
+    assert row["alpha_humans"].value == pytest.approx(
         stats.krippendorff_alpha(humans, "ordinal", categories=list(LABELS)))
-    assert row["alpha_all"] == pytest.approx(stats.krippendorff_alpha(
+    assert row["alpha_all"].value == pytest.approx(stats.krippendorff_alpha(
         [[*u, j] for u, j in zip(humans, judge, strict=True)], "ordinal",
         categories=list(LABELS)))
+    # every item comes from one dialogue: α's CI resamples sessions, and one says nothing
+    assert row["alpha_humans"].low is None and row["alpha_all"].high is None
     # every rater, rating by rating against the judge (t3 left out: one rating): A agrees on
     # t0 t1 of t0 t1 t2 t4, B on t0 of t0 t1 t4, C on t4 of t0 t2 t4, D on none of t4
     per = {r[0]: tuple(r[2:4]) for r in raters.rows}

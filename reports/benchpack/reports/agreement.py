@@ -16,9 +16,10 @@ intent-check audit): items, the confusion matrix, exact and within-one agreement
 unweighted / linear / quadratic with seeded CIs over items (the percentile bootstrap up to
 `KAPPA_EXACT_MAX` items, its normal approximation above), and
 Krippendorff's α (ordinal) between the two judges, or among the humans and among humans plus
-the judge. Items a judge failed on (label NULL) are counted and left out. On two-label scales
-(YES / NO) the weighted κs equal the unweighted one and within-one agreement is always 1, so
-it is not shown.
+the judge, each with a seeded percentile bootstrap CI over sessions (`stats.krippendorff_alpha_ci`).
+Items a judge failed on (label NULL) are counted and left out. On two-label scales (YES / NO)
+the weighted κs equal the unweighted one and within-one agreement is always 1, so it is not
+shown.
 """
 
 from __future__ import annotations
@@ -152,17 +153,25 @@ def agreement_cells(cube: Cube, scale: Sequence[str], ctx: ReportContext) -> lis
             *kappa_estimates(matrix, ctx, clusters)]
 
 
-def _alpha(cube: Cube, who: str, scale: Sequence[str]) -> float | None:
-    """Krippendorff's α (ordinal) from the coincidences counted for `who`: `(who, m, c, d)` is
-    Σ n_c · (n_d − [c = d]) over the units with m pairable ratings, n_c of them c."""
+def _alpha(cube: Cube, who: str, scale: Sequence[str], ctx: ReportContext) -> Estimate:
+    """Krippendorff's α (ordinal) from the coincidences counted for `who`, with its percentile
+    bootstrap CI over sessions: `(who, m, c, d, session)` is Σ n_c · (n_d − [c = d]) over the
+    session's items with m ratings, n_c of them c (0 for an item of one rating: a unit all the
+    same). Sessions, not items, are resampled — as for κ — because the items of one dialogue
+    are not independent; where each session holds one item (ProactBench) that is items."""
     index = {c: i for i, c in enumerate(scale)}
-    parts: list[list[list[float]]] = [[[] for _ in scale] for _ in scale]
+    k = len(scale)
+    units: dict[Any, list[list[float]]] = {}
     for key, n in cube.items():
         if key[0] == who:
-            _, m, c, d = key
-            parts[index[c]][index[d]].append(n / (m - 1))
-    coincidence = [[math.fsum(cell) for cell in row] for row in parts]
-    return stats.krippendorff_alpha_coincidence(coincidence, "ordinal", scale)
+            _, m, c, d, unit = key
+            parts = units.setdefault(unit, [[] for _ in range(k * k)])
+            if m >= 2:
+                parts[index[c] * k + index[d]].append(n / (m - 1))
+    flat = [[math.fsum(cell) for cell in units[u]] for u in sorted(units, key=str)]
+    ci = stats.krippendorff_alpha_ci(flat, "ordinal", scale, level=ctx.level,
+                                     resamples=ctx.resamples, seed=ctx.seed)
+    return Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units)
 
 
 def _groups(rows: Iterable[tuple[Any, ...]]) -> list[tuple[str, str, Cube]]:
@@ -223,22 +232,31 @@ def _against_judges(ctx: ReportContext, res: ReportResult,
                   f"{lineage[a].source_run}", [*_columns(a),
                                                Column("alpha", "α ordinal", "float")],
                   notes=[_ci_note(ctx), "α: Krippendorff's α (ordinal) between the two "
-                         "judges. intent_completion and intent_clarification: the per-turn "
+                         f"judges; {_ALPHA_CI}. intent_completion and intent_clarification: the per-turn "
                          "checks of the intent-check audit, over the intents the original run "
                          "still had open."])
         for kind, typ, cube in _groups(rows):
             scale = scale_of(kind)
             cells = agreement_cells(cube, scale, ctx)
-            # two judges, both known: each item is a unit of two ratings, so the coincidence
-            # matrix is the confusion matrix plus its transpose
-            pair = [(k, n) for k, n in cube.items() if k[0] == "pair"
-                    and k[1] is not None and k[2] is not None]
-            both = Counter({("judges", 2, k[1], k[2]): n for k, n in pair})
-            both.update({("judges", 2, k[2], k[1]): n for k, n in pair})
-            t.rows.append([kind, typ, *cells, _alpha(both, "judges", scale)])
+            # two judges, both known: each item is a unit of two ratings, so a session's
+            # coincidence matrix is its confusion matrix plus its transpose
+            pair = [(k, n) for k, n in cube.items() if k[0] == "cluster"]
+            both: Cube = Counter()
+            for (_, session, a, b), n in pair:
+                if a not in scale or b not in scale:
+                    continue
+                both[("judges", 2, a, b, session)] += n
+                both[("judges", 2, b, a, session)] += n
+            t.rows.append([kind, typ, *cells, _alpha(both, "judges", scale, ctx)])
         if not t.rows:
             t.notes.append("No judged items in common.")
         res.tables.append(t)
+
+
+_ALPHA_CI = ("its [ ] resamples sessions (each session's items together, so items where a "
+             "session holds one), recomputing α from the resampled coincidences, with the "
+             "resamples and seed of κ; resamples with one value only (α undefined) are left "
+             "out, as in ProactBench's released analysis; α undefined (no variation) is –")
 
 
 def _ci_note(ctx: ReportContext) -> str:
@@ -379,26 +397,28 @@ WITH items AS MATERIALIZED (
     FROM units
 )
 SELECT run_id, kind, type, 'pair' AS stat, human_label AS c, judge_label AS d, NULL AS m,
-       count(*) AS n
+       NULL AS unit, count(*) AS n
 FROM items GROUP BY ALL
 UNION ALL
-SELECT run_id, kind, type, 'ratings', NULL, NULL, NULL, sum(raters) FROM items GROUP BY ALL
+SELECT run_id, kind, type, 'ratings', NULL, NULL, NULL, NULL, sum(raters) FROM items
+GROUP BY ALL
 UNION ALL
-SELECT run_id, kind, type, 'ties', NULL, NULL, NULL, count(*) FILTER (WHERE tie)
+SELECT run_id, kind, type, 'ties', NULL, NULL, NULL, NULL, count(*) FILTER (WHERE tie)
 FROM items GROUP BY ALL
 UNION ALL
-SELECT x.run_id, x.kind, x.type, x.who, x.label, y.label, x.m,
+SELECT x.run_id, x.kind, x.type, x.who, x.label, y.label, x.m, x.session_id,
        sum(x.n * (y.n - (x.label = y.label)::INTEGER))
 FROM sized x JOIN sized y USING (who, run_id, kind, session_id, repeat, item_id)
-WHERE x.m >= 2 GROUP BY ALL
+GROUP BY ALL
 UNION ALL
-SELECT run_id, kind, rater, 'rater', label, judge_label, NULL, count(*) FROM ratings
+SELECT run_id, kind, rater, 'rater', label, judge_label, NULL, NULL, count(*) FROM ratings
 WHERE judge_label IS NOT NULL GROUP BY ALL
 """
 """Everything `--humans` shows, counted per selected run: per rated item with enough ratings
 (`items`) its consensus and judge labels (`pair`), ratings and ties; per unit (an item's
-ratings, and those plus the judge's label) the coincidences Krippendorff's α needs, grouped by
-the unit's number of ratings m; per rater its ratings against the judge (`rater`, the type
+ratings, and those plus the judge's label) the coincidences Krippendorff's α needs, per session
+(the unit α's CI resamples) and number of ratings m — items of one rating too, with count 0, as
+they are units that can be drawn; per rater its ratings against the judge (`rater`, the type
 column holding the rater)."""
 
 
@@ -432,14 +452,14 @@ def _against_humans(ctx: ReportContext, res: ReportResult,
             by_run[str(run)].append((kind, typ, "cluster", session, c, d, n))
     else:
         rows = []
-    for run, kind, typ, stat, c, d, m, n in rows:
+    for run, kind, typ, stat, c, d, m, unit, n in rows:
         if stat == "rater":
             raters[str(run)].append((str(typ), str(kind), c, d, int(n)))
         elif stat in ("pair", "ratings", "ties"):
             by_run[str(run)].append((kind, typ, stat, c, d, n) if stat == "pair"
                                     else (kind, typ, stat, n))
         else:
-            by_run[str(run)].append((kind, typ, stat, int(m), c, d, n))
+            by_run[str(run)].append((kind, typ, stat, int(m), c, d, unit, n))
     any_rows = False
     for run in runs:
         if run not in by_run:
@@ -450,12 +470,13 @@ def _against_humans(ctx: ReportContext, res: ReportResult,
             Column("ties", "ties", "int"), Column("alpha_humans", "α humans", "float"),
             Column("alpha_all", "α humans + judge", "float")],
             notes=[_ci_note(ctx), "α: Krippendorff's α (ordinal) over the rated items: among "
-                   "the human raters, and with the judge as one more rater."])
+                   "the human raters, and with the judge as one more rater; items of one rating "
+                   f"add no pairs but are drawn like the others; {_ALPHA_CI}."])
         for kind, typ, cube in _groups(by_run[run]):
             scale = scale_of(kind)
             t.rows.append([kind, typ, *agreement_cells(cube, scale, ctx), cube[("ratings",)],
-                           cube[("ties",)], _alpha(cube, "humans", scale),
-                           _alpha(cube, "with_judge", scale)])
+                           cube[("ties",)], _alpha(cube, "humans", scale, ctx),
+                           _alpha(cube, "with_judge", scale, ctx)])
         res.tables.append(t)
         res.tables.append(_raters(raters[run], run, lineage))
     if not any_rows:

@@ -387,9 +387,14 @@ async def _run_on_cluster(ray: Any, ctx: RunContext,
             todo = [s for s in sessions if s.id not in got or got[s.id]]
             if all((s.id, s.fingerprint, repeat) in done_keys for s in todo):
                 return
-            await asyncio.to_thread(store.flush)  # what came back is durable before the reads
-            preload = await asyncio.to_thread(
-                preload_for, store, ctx.run_id, sessions[0].episode, repeat, todo, done_keys)
+            preload: dict[tuple[str, int], dict[str, Any]] = {}
+            # a fresh chain needs nothing from the store: waiting for the writer to commit
+            # (flush) would put a commit on every chain's critical path
+            if any((s.id, s.fingerprint, repeat) in done_keys for s in todo):
+                await asyncio.to_thread(store.flush)  # what came back is durable before reads
+                preload = await asyncio.to_thread(
+                    preload_for, store, ctx.run_id, sessions[0].episode, repeat, todo,
+                    done_keys)
             failed = {sid for sid, ok in got.items() if not ok}
             slot = await pool.take()
             generation = pool.generation[slot]
