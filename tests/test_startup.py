@@ -54,3 +54,27 @@ def test_query_imports_only_duckdb_and_the_store_views(tmp_path: Path) -> None:
     mods = _modules("query", "SELECT 1", "--db", str(db))
     assert "duckdb" in mods
     assert _heavy(mods, ("benchpack.reports.stats", "benchpack.reports.builtin")) == []
+
+
+def test_a_rules_scripted_run_does_not_import_litellm(tmp_path: Path) -> None:
+    """Importing litellm costs seconds and ~170 MB; a run that makes no LLM call (scripted
+    agent, rules judge and simulator) must not pay for it, nor for the openai SDK."""
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    (pack / "pack.yaml").write_text(
+        "benchpack: 1\nname: lean\npersonas:\n  - id: p\n    profile: {role: Analyst}\n"
+        "episodes:\n  - id: e1\n    persona: p\n    sessions:\n      - id: s\n"
+        "        protocol: intent_tracking\n        request: 总结一下笔记。\n", encoding="utf-8")
+    (tmp_path / "agent.yaml").write_text("default:\n  - say: Done.\n", encoding="utf-8")
+    plan = tmp_path / "plan"
+    from click.testing import CliRunner
+
+    from benchpack.cli import cli
+
+    res = CliRunner().invoke(cli, ["compile", str(pack), "-o", str(plan)])
+    assert res.exit_code == 0, res.output
+    mods = _modules("run", str(plan), "--agent", f"scripted:{tmp_path / 'agent.yaml'}",
+                    "--judge", "rules", "--simulator", "rules", "--quiet",
+                    "--db", str(tmp_path / "run.duckdb"), "--cache-dir", str(tmp_path / "c"))
+    assert "benchpack.runtime.runner" in mods  # the run did happen in this process
+    assert sorted(m for m in mods if m.split(".")[0] in ("litellm", "openai")) == []

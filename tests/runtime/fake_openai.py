@@ -71,6 +71,12 @@ def completion_body(model: str, message: dict[str, Any], finish_reason: str,
     }
 
 
+class _Server(ThreadingHTTPServer):
+    # the stdlib's listen backlog is 5: 64 clients connecting at once overflowed it and some
+    # connections were reset (real servers listen with 128-2048)
+    request_queue_size = 128
+
+
 class FakeOpenAI:
     """The server; see the module docstring."""
 
@@ -82,7 +88,7 @@ class FakeOpenAI:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._seq = 0
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server = _Server(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever,
                                         kwargs={"poll_interval": 0.05}, daemon=True)

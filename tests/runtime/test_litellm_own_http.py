@@ -22,8 +22,9 @@ MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "conten
 
 
 def _call(server: FakeOpenAI, tmp_path: Path) -> tuple[Any, list[LLMCallRecord]]:
+    # litellm's paths are what this compares: not the direct one `openai/` takes by default
     client = LLMClient(LLMConfig(api_base=server.base_url, api_key="k", backoff_base_s=0.01,
-                                 timeout_s=30.0),
+                                 timeout_s=30.0, direct_openai=False),
                        cache=ResponseCache(tmp_path / "cache", enabled=False))
     records: list[LLMCallRecord] = []
     resp = asyncio.run(client.complete(

@@ -60,3 +60,36 @@ def test_values_the_column_cannot_hold_fail_as_before(tmp_path: Path,
     with pytest.raises(duckdb.Error):
         _insert(con, "t", [ROWS[0], bad])
     assert _rows(con, "t") == []
+
+
+def test_inserts_do_not_search_sys_path_for_pandas_each_time(tmp_path) -> None:
+    """DuckDB's Python binding tries `import pandas` for every bound parameter (16 tries per
+    insert); without pandas installed each failed try walks sys.path again, which took ~60 %
+    of an insert's CPU and a quarter of a whole `bench run`'s. After `connect`, a missing pandas
+    is known to be missing."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("pandas") is not None:
+        pytest.skip("pandas is installed: DuckDB finds it once and caches it")
+    probe = f"""
+import sys
+from benchpack.runtime.store import connect
+tries = []
+class Spy:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pandas":
+            tries.append(name)
+        return None
+con = connect({str(tmp_path / 's.duckdb')!r})
+con.execute("CREATE TABLE t (a INTEGER, b VARCHAR)")
+sys.meta_path.insert(0, Spy())
+for _ in range(5):
+    con.execute("INSERT INTO t SELECT unnest(?), unnest(?)", [[1, 2], ["x", "y"]])
+print(len(tries))
+"""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0"

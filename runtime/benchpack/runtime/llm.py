@@ -95,6 +95,9 @@ class LLMConfig:
     """Longest `Retry-After` wait honoured; longer hints are capped to this."""
     send_seed: bool = True
     """Pass `seed` to providers that support it."""
+    direct_openai: bool = True
+    """`openai/<model>` with `api_base`, a model litellm has no price for: POST with httpx
+    instead of through litellm (`openai_direct`; `BENCH_LITELLM_ONLY=1` turns it off too)."""
 
 
 class LLMError(Exception):
@@ -459,6 +462,10 @@ class LLMClient:
         self.config = config or LLMConfig()
         self.cache = cache
         self.backend: Backend = backend or LiteLLMBackend()
+        self._direct: Backend | None = None
+        """The direct OpenAI-compatible backend, for the default backend only (a backend
+        passed in answers every call)."""
+        self._may_go_direct = backend is None
         self._sleep = sleep or asyncio.sleep
         self._random = random.Random()
         self._limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
@@ -583,7 +590,8 @@ class LLMClient:
                                  timeout_s=timeout, api_base=self.config.api_base,
                                  api_key=self.config.api_key)
         limits = self._limits_for(name, model)
-        prepare = getattr(self.backend, "prepare", None)
+        backend = self._backend_for(request)
+        prepare = getattr(backend, "prepare", None)
         if prepare is not None:
             await prepare()
         reserved = 0.0
@@ -596,7 +604,7 @@ class LLMClient:
                 raise
         try:
             raw, pt, ct, cost, finish, attempt = await self._attempts(
-                request, limits, record)
+                request, limits, record, backend)
         except BaseException:
             if self.budget is not None:
                 self.budget.settle(name, reserved, None, answered=False)
@@ -613,8 +621,19 @@ class LLMClient:
                            usage=LLMUsage(pt, ct, cost), cache_hit=False, raw_message=raw,
                            finish_reason=finish, model=name, attempts=attempt)
 
+    def _backend_for(self, request: BackendRequest) -> Backend:
+        if not self._may_go_direct:
+            return self.backend
+        from .openai_direct import OpenAIDirectBackend, takes_direct_path
+
+        if not takes_direct_path(request, self.config.direct_openai):
+            return self.backend
+        if self._direct is None:
+            self._direct = OpenAIDirectBackend()
+        return self._direct
+
     async def _attempts(self, request: BackendRequest, limits: _ModelLimits,
-                        record: Callable[..., None]
+                        record: Callable[..., None], backend: Backend | None = None
                         ) -> tuple[dict[str, Any], int, int, float | None, str | None, int]:
         """Attempt `request` until it succeeds or may not be retried (recording the failure)."""
         timeout = request.timeout_s
@@ -628,7 +647,7 @@ class LLMClient:
                     # the backend enforces `timeout`; this guard catches a backend that does not
                     # (a timeout scope, unlike wait_for, runs the backend without a new task)
                     async with asyncio.timeout(timeout + max(1.0, 0.25 * timeout)):
-                        out = await self.backend(request)
+                        out = await (backend or self.backend)(request)
                 try:
                     raw, pt, ct, cost, finish = normalize_output(out)
                 except (ValueError, KeyError, TypeError) as exc:

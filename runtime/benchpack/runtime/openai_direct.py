@@ -1,0 +1,127 @@
+"""The direct path for OpenAI-compatible endpoints: `openai/<model>` with an `api_base`, when
+litellm has no price for the model (a local or self-hosted server, the usual `--api-base` case).
+
+Measured against the local fake server (benchmarks/litellm_overhead.py, http_bench.py):
+litellm costs 2.6-7.6 ms of client CPU per call over a plain HTTP POST (a thread hop per call,
+pydantic response objects, post-call logging tasks on the event loop), and importing it costs
+seconds before the first call. This path POSTs the same JSON body with httpx (already a
+dependency) and reads the answer as a dict, so `normalize_output` does the rest.
+
+What stays identical to litellm's path, by construction: the request body (the model name
+without `openai/`, messages, tools, seed, params), the recorded tokens, and the cost: only
+models litellm cannot price take this path, where litellm's `response_cost` is None too; a
+model in litellm's price map goes through litellm. Retries, timeouts, the cache, rate limits
+and redaction live in `LLMClient` and are the same for both paths; failures raise exceptions
+`is_retryable`/`retry_after_s` read by status code and headers, as they read litellm's.
+`BENCH_LITELLM_ONLY=1` (or `LLMConfig(direct_openai=False)`) sends everything through litellm.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import sys
+import weakref
+from pathlib import Path
+from typing import Any
+
+from .llm import BackendRequest, LLMError
+
+PREFIX = "openai/"
+_PRICES = "model_prices_and_context_window_backup.json"
+
+
+class OpenAICompatError(Exception):
+    """A non-2xx answer: `status_code` and the response `headers` (Retry-After) for the
+    client's retry decision."""
+
+    def __init__(self, status_code: int, body: str, headers: dict[str, str]) -> None:
+        super().__init__(f"Error code: {status_code} - {body[:500]}")
+        self.status_code = status_code
+        self.headers = headers
+
+
+_price_keys: frozenset[str] | None = None
+
+
+def _priced_models() -> frozenset[str]:
+    """The model names litellm has a price for (its bundled map, which benchpack makes it use;
+    its in-process map when something already imported litellm and may have registered more)."""
+    global _price_keys
+    loaded = sys.modules.get("litellm")
+    if loaded is not None and isinstance(getattr(loaded, "model_cost", None), dict):
+        return frozenset(loaded.model_cost)
+    if _price_keys is None:
+        keys: frozenset[str] = frozenset()
+        spec = importlib.util.find_spec("litellm")
+        for loc in (spec.submodule_search_locations or []) if spec else []:
+            path = Path(loc) / _PRICES
+            if path.is_file():
+                keys = frozenset(json.loads(path.read_text(encoding="utf-8")))
+                break
+        _price_keys = keys
+    return _price_keys
+
+
+def takes_direct_path(req: BackendRequest, enabled: bool = True) -> bool:
+    if not (enabled and req.api_base and req.model.startswith(PREFIX)):
+        return False
+    if os.environ.get("BENCH_LITELLM_ONLY", "").strip() not in ("", "0"):
+        return False
+    bare = req.model[len(PREFIX):]
+    priced = _priced_models()
+    return bare not in priced and req.model not in priced
+
+
+class OpenAIDirectBackend:
+    """POST /chat/completions with httpx; one connection pool per event loop."""
+
+    def __init__(self) -> None:
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = \
+            weakref.WeakKeyDictionary()
+
+    def _client(self) -> Any:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            import httpx
+
+            client = self._clients[loop] = httpx.AsyncClient(
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=None))
+        return client
+
+    async def __call__(self, req: BackendRequest) -> dict[str, Any]:
+        import httpx
+
+        body: dict[str, Any] = {"model": req.model[len(PREFIX):], "messages": req.messages}
+        if req.tools:
+            body["tools"] = req.tools
+        if req.seed is not None:
+            body["seed"] = req.seed
+        body.update(req.params)
+        headers = {"Content-Type": "application/json"}
+        if req.api_key:
+            headers["Authorization"] = f"Bearer {req.api_key}"
+        url = str(req.api_base).rstrip("/") + "/chat/completions"
+        try:
+            resp = await self._client().post(
+                url, content=json.dumps(body, ensure_ascii=False).encode("utf-8"),
+                headers=headers, timeout=req.timeout_s)
+        except httpx.TimeoutException as exc:
+            raise TimeoutError(f"the request timed out after {req.timeout_s:g} s "
+                               f"({type(exc).__name__})") from None
+        except httpx.TransportError as exc:
+            raise ConnectionError(f"{type(exc).__name__}: {exc}") from None
+        if resp.status_code >= 400:
+            raise OpenAICompatError(resp.status_code, resp.text, dict(resp.headers))
+        try:
+            data = resp.json()
+        except ValueError:
+            raise LLMError("unusable response: the body is not JSON", retryable=True) from None
+        if not isinstance(data, dict) or not data.get("choices"):
+            raise LLMError("unusable response: the provider answered with no choices (an "
+                           "empty `choices` list)", retryable=True)
+        # litellm's price for a model it cannot price is None: the same here
+        return {**data, "cost": None}
