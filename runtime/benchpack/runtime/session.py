@@ -34,6 +34,7 @@ from .judges.rubric import (
 )
 from .planfile import group_index
 from .protocols.base import ProtocolResult
+from .calltexts import CallText
 from .store import SessionRows
 from .types import AgentAdapter, AgentReply, AgentSession, LLMCallRecord, Message, SessionBrief
 
@@ -523,7 +524,14 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
     }
     return SessionRows(run_id=run_id, session_id=s.id, repeat=ctx.repeat, session=sess,
                        tables=tables, snapshot=(s.episode, snapshot) if snapshot is not None
-                       else None)
+                       else None, call_texts=call_texts(llm_calls))
+
+
+def call_texts(calls: list[LLMCallRecord], start: int = 0) -> list[CallText]:
+    """Prompts and replies of `llm_calls` rows numbered from `start` (calls recorded without
+    them, e.g. an agent reporting its own, are left out: "not stored")."""
+    return [CallText(start + seq, c.role, c.purpose, c.messages_json, c.tools_json, c.reply)
+            for seq, c in enumerate(calls) if c.messages_json is not None or c.reply is not None]
 
 
 def llm_call_values(c: LLMCallRecord) -> tuple[Any, ...]:
