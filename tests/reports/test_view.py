@@ -230,6 +230,81 @@ def test_stored_text_is_escaped(tmp_path: Path) -> None:
     assert "<b>not bold</b>" not in sql and "&lt;b&gt;not bold&lt;/b&gt;" in sql
 
 
+# --------------------------------------------------------------------------- model calls
+
+KEY = "sk-proj-VIEWLEAK0123456789"
+
+
+def _calls_store(db: Path) -> Path:
+    """One session with a simulator, an agent and a judge call (prompts stored), and one call
+    recorded without them (an agent reporting its own: "not stored")."""
+    from benchpack.runtime.cache import canonical_json
+    from benchpack.runtime.calltexts import CallText
+    from benchpack.runtime.redact import Redactor
+    from benchpack.runtime.store import SessionRows, Store
+
+    def m(role: str, text: str) -> str:
+        return canonical_json({"role": role, "content": text})
+
+    sess = {"run_id": "r", "session_id": "s", "repeat": 0, "name": "s", "status": "finished",
+            "protocol": "trigger_rubric", "turns": 1}
+    calls = [("simulator", "user_turn"), ("agent", None), ("judge", "trigger"),
+             ("agent", None)]
+    rows = [("r", "s", 0, k, role, purpose, "m", f"h{k}", 10, 2, None, 0.1, False, None, 1,
+             1, 0.0) for k, (role, purpose) in enumerate(calls)]
+    texts = [
+        CallText(0, "simulator", "user_turn", [m("system", "你是用户 <b>x</b>")], None,
+                 m("assistant", "帮我订票")),
+        CallText(1, "agent", None, [m("system", "sys"), m("user", f"帮我订票 {KEY}")],
+                 '[{"name":"book"}]', m("assistant", HOSTILE)),
+        CallText(2, "judge", "trigger", [m("user", "Grade: " + HOSTILE)], None, None),
+    ]
+    store = Store(db, redactor=Redactor([KEY]))
+    store.write_now(SessionRows("r", "s", 0, sess, {
+        "llm_calls": rows,
+        "messages": [("r", "s", 0, 0, 1, "user", "帮我订票", None, None, None),
+                     ("r", "s", 0, 1, 1, "assistant", "好的", None, None, None)],
+        "turns": [("r", "s", 0, 1, "帮我订票", "好的", 1, 0, "answer", 0.0, 0.5)],
+    }, call_texts=texts))
+    store.close()
+    return db
+
+
+def test_model_call_prompt_and_reply_on_demand(tmp_path: Path) -> None:
+    client = TestClient(create_app(_calls_store(tmp_path / "c.duckdb")))
+    page = client.get("/session?run=r&session=s&repeat=0").text
+    links = re.findall(r'data-src="(/call\?[^"]+)"', page)
+    assert len(links) == 4
+    # not in the page itself: fetched when unfolded
+    assert "你是用户" not in page and "Grade:" not in page
+    frag = client.get(htmllib.unescape(links[1]), headers={"X-Fragment": "1"})
+    assert frag.status_code == 200 and "<html" not in frag.text
+    assert "帮我订票 ***" in frag.text and KEY not in frag.text
+    assert "1 tool spec offered" in frag.text and "prompt: 2 messages" in frag.text
+    assert HOSTILE not in frag.text and "&lt;script&gt;" in frag.text
+    sim = client.get(htmllib.unescape(links[0]), headers={"X-Fragment": "1"}).text
+    assert "你是用户 &lt;b&gt;x&lt;/b&gt;" in sim and "帮我订票" in sim
+    judge = client.get(htmllib.unescape(links[2]), headers={"X-Fragment": "1"}).text
+    assert "no reply (the call failed" in judge
+    assert "not stored" in client.get(htmllib.unescape(links[3]),
+                                      headers={"X-Fragment": "1"}).text
+    whole = client.get(htmllib.unescape(links[1]))  # the link without JS: a page
+    assert "<html" in whole.text and "Model call 1" in whole.text
+    assert client.get("/call?run=r&session=s&repeat=0&seq=x").status_code == 400
+
+
+def test_model_calls_of_a_schema_5_store_say_not_stored(tmp_path: Path) -> None:
+    db = _calls_store(tmp_path / "old.duckdb")
+    con = duckdb.connect(str(db))
+    con.execute("DROP TABLE llm_call_texts")
+    con.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    con.close()
+    client = TestClient(create_app(db))
+    assert client.get("/session?run=r&session=s&repeat=0").status_code == 200
+    frag = client.get("/call?run=r&session=s&repeat=0&seq=1", headers={"X-Fragment": "1"})
+    assert frag.status_code == 200 and "not stored" in frag.text
+
+
 # --------------------------------------------------------------------------- SQL
 
 

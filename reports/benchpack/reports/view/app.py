@@ -210,6 +210,25 @@ class Viewer:
         return self.page("pair.html", sides=sides, session=session, repeat=repeat,
                          title=f"{session} · {a} vs {b}")
 
+    def call(self, request: Request) -> Response:
+        """One model call's prompt and reply: a fragment the transcript fetches on unfolding
+        (a whole page when opened by its link)."""
+        from ..calltexts import call_text
+        from .transcript import call_html
+
+        run, session, repeat = self._key(request)
+        seq = _int(request.query_params.get("seq"), "seq")
+        with self.store() as con:
+            try:
+                text = call_text(con, run, session, repeat, seq)
+            except LookupError as exc:
+                return self.page("error.html", 500, title="Damaged store", message=str(exc))
+        body = call_html(text)
+        if request.headers.get("x-fragment") == "1":
+            return HTMLResponse(body)
+        return self.page("call.html", run_id=run, session=session, repeat=repeat, seq=seq,
+                         body=Markup(body), title=f"Model call {seq} of {session} · {run}")
+
     def sql(self, request: Request) -> Response:
         from ..api import run_query
 
@@ -264,6 +283,7 @@ def create_app(db: str | Path, *, wait_s: float = 30.0) -> Starlette:
         Route("/runs/{run_id:path}", guarded(viewer.sessions)),
         Route("/session", guarded(viewer.session)),
         Route("/pair", guarded(viewer.pair)),
+        Route("/call", guarded(viewer.call)),
         Route("/sql", guarded(viewer.sql)),
         Route("/sql.csv", guarded(viewer.sql_csv)),
         Route("/report.css", _report_css),

@@ -34,3 +34,15 @@ document.addEventListener("DOMContentLoaded", () => {
     box.dispatchEvent(new Event("change", { bubbles: true }));
   }
 });
+// a model call's prompt and reply: fetched when its fold first opens (a long session's calls
+// would repeat its transcript hundreds of times in the page)
+document.addEventListener("toggle", async (e) => {
+  const d = e.target;
+  if (!(d instanceof HTMLDetailsElement) || !d.open || !d.dataset.src || d.dataset.loaded) return;
+  d.dataset.loaded = "1";
+  const res = await fetch(d.dataset.src, { headers: { "X-Fragment": "1" } });
+  const box = document.createElement("div");
+  box.innerHTML = res.ok ? await res.text() : `<p class="error">✗ ${res.status}</p>`;
+  d.querySelector(":scope > a")?.remove();
+  d.append(box);
+}, true);
