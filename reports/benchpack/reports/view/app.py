@@ -7,8 +7,9 @@ open would stop the run's writer from reopening the file after it stepped aside,
 snapshot would not show sessions finishing. Opening costs a few milliseconds on the demo's
 store and about 0.1 s on a store of 1 M turns (benchmarks/view_bench.py).
 
-Headline figures with their intervals take the report code's time (~0.1 s a run at 1 M turns):
-they are computed for the runs of the page shown and kept while the runs' sessions do not change
+Headline figures with their intervals take the report code's time (~0.1 s a run at 1 M turns),
+so the runs page does not wait for them: it names them (`/headline?run=…`, a fragment the page
+fetches once shown), and they are kept while the runs' sessions do not change
 (`queries.fingerprint`).
 """
 
@@ -122,11 +123,23 @@ class Viewer:
         with self.store(views=True) as con:
             data = q.runs_page(con, filters, since=_date(since, "since"),
                                until=_date(until, "until"), page=page)
-            headline = self._headline(con, [r["run_id"] for r in data.runs])
         params = {**filters, "since": since, "until": until}
+        headline = "/headline?" + urlencode([("run", r["run_id"]) for r in data.runs])
         return self.page("runs.html", data=data, params=params, page=page,
                          pages=max(1, -(-data.total // q.RUNS_PER_PAGE)), headline=headline,
                          title="Runs")
+
+    def headline(self, request: Request) -> Response:
+        """The headline table of the runs named: a fragment the runs page fetches (a whole
+        page when opened by its link)."""
+        runs = request.query_params.getlist("run")
+        if not runs:
+            raise _BadRequest("the address needs ?run=RUN (one or more)")
+        with self.store(views=True) as con:
+            table = self._headline(con, runs)
+        if request.headers.get("x-fragment") == "1":
+            return HTMLResponse(table)
+        return self.page("headline.html", table=table, runs=runs, title="Headline scores")
 
     def _headline(self, con: Any, runs: list[str]) -> Markup:
         if not runs:
@@ -284,6 +297,7 @@ def create_app(db: str | Path, *, wait_s: float = 30.0) -> Starlette:
         Route("/session", guarded(viewer.session)),
         Route("/pair", guarded(viewer.pair)),
         Route("/call", guarded(viewer.call)),
+        Route("/headline", guarded(viewer.headline)),
         Route("/sql", guarded(viewer.sql)),
         Route("/sql.csv", guarded(viewer.sql_csv)),
         Route("/report.css", _report_css),

@@ -20,7 +20,18 @@ async function refresh() {
   if (fresh && here) here.replaceWith(fresh);
   const count = doc.getElementById("count"), mine = document.getElementById("count");
   if (count && mine) mine.firstChild.textContent = count.firstChild.textContent;
+  fragments();
 }
+// parts slower than the page (the runs' headline intervals): fetched once it is shown
+function fragments() {
+  document.querySelectorAll("[data-fragment]").forEach(async (el) => {
+    if (el.dataset.loaded) return;
+    el.dataset.loaded = "1";
+    const res = await fetch(el.dataset.fragment, { headers: { "X-Fragment": "1" } });
+    el.innerHTML = res.ok ? await res.text() : `<p class="error">✗ ${res.status}</p>`;
+  });
+}
+document.addEventListener("DOMContentLoaded", fragments);
 document.addEventListener("change", (e) => {
   if (!e.target.matches("[data-live]")) return;
   if (timer) { clearInterval(timer); timer = null; }
