@@ -4,6 +4,7 @@ hostile text, and the pages in headless Chromium (skipped without one)."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import html as htmllib
 import io
@@ -313,6 +314,62 @@ def test_model_calls_of_a_schema_5_store_say_not_stored(tmp_path: Path) -> None:
     assert frag.status_code == 200 and "not stored" in frag.text
 
 
+# --------------------------------------------------------------------------- 500 turns
+
+LONG_TURNS = 500
+
+
+def _long_store(db: Path) -> Path:
+    """One 500-turn session: a question and an answer a turn, intents decided at turns 3 and 250
+    and one never (turn NULL), a one-item checklist."""
+    from benchpack.runtime.store import SessionRows, Store
+
+    key = ("r", "long", 0)
+    messages, turns = [], []
+    for t in range(1, LONG_TURNS + 1):
+        messages.append((*key, 2 * t, t, "user", f"question {t} 第{t}轮", None, None, None))
+        messages.append((*key, 2 * t + 1, t, "assistant", f"answer {t} " + "word " * 40,
+                         None, None, None))
+        turns.append((*key, t, f"question {t}", f"answer {t}", 1, 0, "answer", 0.0, 0.2))
+    intents = [(*key, "i-early", "early intent", "session", "completed", 3, None, None),
+               (*key, "i-mid", "mid intent", "session", "inferred", 250, None, None),
+               (*key, "i-never", "never intent", "session", "unresolved", None, None, None)]
+    store = Store(db)
+    store.write_now(SessionRows(*key, {
+        "run_id": "r", "session_id": "long", "repeat": 0, "name": "long",
+        "protocol": "intent_tracking", "status": "finished", "turns": LONG_TURNS}, {
+        "messages": messages, "turns": turns, "intent_status": intents,
+        "checklist_results": [(*key, "c1", "checklist item one", "rubric", 1.0, 1.0, None,
+                               None, None)]}))
+    store.close()
+    return db
+
+
+def test_500_turn_transcript_is_paginated_server_side(tmp_path: Path) -> None:
+    client = TestClient(create_app(_long_store(tmp_path / "long.duckdb")))
+    first = client.get("/session?run=r&session=long&repeat=0")
+    assert first.status_code == 200
+    html = first.text
+    assert "question 1 第1轮" in html and "question 100 第100轮" in html
+    assert "question 101 " not in html and "question 500 " not in html
+    assert "Turns 1–100 of 500" in html
+    assert "early intent" in html and "mid intent" not in html
+    assert "never intent" in html and "checklist item one" in html  # of no turn: every page
+    assert len(first.content) < 250_000, len(first.content)
+    third = client.get("/session?run=r&session=long&repeat=0&turns=2").text
+    assert "Turns 201–300 of 500" in third and "mid intent" in third
+    assert "question 201 " in third and "question 300 " in third
+    assert "question 200 " not in third and "question 301 " not in third
+    last = client.get("/session?run=r&session=long&repeat=0&turns=4").text
+    assert "question 500 第500轮" in last and "checklist item one" in last
+    pages = re.findall(r'href="/session\?[^"]*turns=(\d)"', html)
+    assert sorted(set(pages)) == ["1", "2", "3", "4"]
+    # every turn is on exactly one page
+    seen = [n for k in range(5) for n in re.findall(
+        r"question (\d+) 第", client.get(f"/session?run=r&session=long&repeat=0&turns={k}").text)]
+    assert sorted(map(int, seen)) == list(range(1, LONG_TURNS + 1))
+
+
 # --------------------------------------------------------------------------- SQL
 
 
@@ -418,6 +475,27 @@ def served(store: Path) -> Iterator[str]:
         thread.join(10)
 
 
+@contextlib.contextmanager
+def _serve(app: object) -> Iterator[str]:
+    import uvicorn
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,  # type: ignore[arg-type]
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
 def test_pages_in_chromium(served: str, store: Path, tmp_path: Path) -> None:
     from test_html import BROWSER_FLAGS, find_chromium
 
@@ -437,6 +515,7 @@ def test_pages_in_chromium(served: str, store: Path, tmp_path: Path) -> None:
             tab.on("pageerror", lambda e: problems.append(f"page error: {e}"))
             tab.goto(served + "/")
             assert tab.locator("#runs tbody tr").count() == 5
+            tab.wait_for_selector("#headline table")  # fetched after the page
             tab.screenshot(path=str(shots / "view-runs.png"), full_page=True)
             # a filter drop-down submits itself
             agent = _sql(store, "SELECT agent FROM runs WHERE run_id = 'claw'")[0][0]
@@ -471,6 +550,27 @@ def test_pages_in_chromium(served: str, store: Path, tmp_path: Path) -> None:
             assert tab.locator("#result tbody tr").count() == 5
             assert tab.locator("#csv").is_visible()
             tab.screenshot(path=str(shots / "view-sql.png"), full_page=True)
+            # a 500-turn transcript and a model call's prompt, from their own stores
+            for name, build in (("long", _long_store), ("calls", _calls_store)):
+                app = create_app(build(tmp_path / f"{name}.duckdb"))
+                with _serve(app) as url:
+                    if name == "long":
+                        t = time.monotonic()
+                        tab.goto(f"{url}/session?run=r&session=long&repeat=0")
+                        tab.wait_for_selector("ol.transcript")
+                        assert time.monotonic() - t < 5
+                        assert tab.locator("li.turn").count() <= 101
+                        with tab.expect_navigation():
+                            tab.click("p.pager.turns a:has-text('401–500')")
+                        assert tab.locator("text=question 500 第500轮").count() == 1
+                        tab.screenshot(path=str(shots / "view-long.png"), full_page=False)
+                    else:
+                        tab.goto(f"{url}/session?run=r&session=s&repeat=0")
+                        tab.click("details.calls > summary")
+                        tab.locator("details.calltext > summary").nth(1).click()
+                        tab.wait_for_selector("div.calltext")
+                        assert "帮我订票 ***" in tab.locator("div.calltext").first.inner_text()
+                        tab.screenshot(path=str(shots / "view-call.png"), full_page=False)
         finally:
             browser.close()
     assert problems == []
