@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchpack.specs.plan import Plan, PlanChecklistItem, PlanSession
 
+from .calltexts import CallText
 from .env import EpisodeEnvironment, ToolBox
 from .graders import CapHit, Trace, evaluate, fired_caps, run_python_grader, soft_score
 from .judges.base import JudgeError
@@ -34,7 +35,6 @@ from .judges.rubric import (
 )
 from .planfile import group_index
 from .protocols.base import ProtocolResult
-from .calltexts import CallText
 from .store import SessionRows
 from .types import AgentAdapter, AgentReply, AgentSession, LLMCallRecord, Message, SessionBrief
 
