@@ -7,7 +7,9 @@ running `bench run` can keep writing), the queries and the rendering. Pages: the
 (headline intervals computed) and warm (cached while the runs do not change), a run's sessions
 (first page, a sorted and filtered page, a late page), the longest transcript and a typical one,
 two runs side by side, a SQL query and its CSV. The store is generated with
-`report_bench.generate` when missing.
+`report_bench.generate` when missing; a 500-turn session (`long-500`, two messages a turn) is
+added to its first run when absent. The headline fragment the runs page fetches after it is
+timed apart (its interval bootstrap is the report's).
 
 Usage: python benchmarks/view_bench.py [--turns 1000000] [--db PATH] [--repeat 3]
 """
@@ -29,6 +31,36 @@ import report_bench
 TARGET_S = 0.3
 
 
+LONG = "long-500"
+
+
+def add_long_session(db: Path, turns: int = 500) -> None:
+    """A session of `turns` turns in the store's first run (once)."""
+    import duckdb
+
+    con = duckdb.connect(str(db))
+    try:
+        if con.execute("SELECT count(*) FROM sessions WHERE session_id = ?", [LONG]
+                       ).fetchone()[0]:
+            return
+        run = con.execute("SELECT run_id FROM runs ORDER BY created_at, run_id LIMIT 1"
+                          ).fetchone()[0]
+        con.execute("INSERT INTO sessions (run_id, session_id, repeat, name, protocol, status, "
+                    "turns) VALUES (?, ?, 0, ?, 'intent_tracking', 'finished', ?)",
+                    [run, LONG, LONG, turns])
+        con.execute("""INSERT INTO messages (run_id, session_id, repeat, seq, turn, role, content)
+            SELECT ?, ?, 0, 2 * t + k, t, CASE k WHEN 0 THEN 'user' ELSE 'assistant' END,
+                   CASE k WHEN 0 THEN 'question ' || t
+                   ELSE 'answer ' || t || ' ' || repeat('word ', 60) END
+            FROM range(1, ? + 1) a(t), range(2) b(k)""", [run, LONG, turns])
+        con.execute("""INSERT INTO turns (run_id, session_id, repeat, turn, steps, tool_calls,
+                           stop_reason, duration_s)
+            SELECT ?, ?, 0, t, 1, 0, 'answer', 0.5 FROM range(1, ? + 1) a(t)""",
+                    [run, LONG, turns])
+    finally:
+        con.close()
+
+
 def pages(db: Path) -> list[tuple[str, str]]:
     import duckdb
 
@@ -45,6 +77,8 @@ def pages(db: Path) -> list[tuple[str, str]]:
                               "ORDER BY session_id LIMIT 1 OFFSET 500", [run]).fetchone()
         total = con.execute("SELECT count(*) FROM sessions WHERE run_id = ?", [run]
                             ).fetchone()[0]
+        runs = [r for (r,) in con.execute("SELECT run_id FROM runs ORDER BY created_at DESC "
+                                          "NULLS LAST, run_id LIMIT 20").fetchall()]
     finally:
         con.close()
 
@@ -52,9 +86,12 @@ def pages(db: Path) -> list[tuple[str, str]]:
         return urlencode({"run": r, "session": key[0], "repeat": key[1]})
 
     last = max(0, (total - 1) // 50)
+    headline = "/headline?" + urlencode([("run", r) for r in runs])
     return [
-        ("runs (cold: headline intervals)", "/"),
+        ("runs (cold)", "/"),
         ("runs (warm)", "/"),
+        ("headline fragment (cold: intervals)", headline),
+        ("headline fragment (warm)", headline),
         ("runs filtered by agent", "/?" + urlencode({"agent": "litellm:gpt-4o"})),
         ("sessions, first page", f"/runs/{run}"),
         ("sessions by COMP, errors only", f"/runs/{run}?sort=comp&desc=1&status=error"),
@@ -62,6 +99,9 @@ def pages(db: Path) -> list[tuple[str, str]]:
         ("sessions, last page", f"/runs/{run}?page={last}"),
         (f"transcript, longest ({longest[2]} turns)", f"/session?{session(run, longest[:2])}"),
         ("transcript, typical", f"/session?{session(run, typical)}"),
+        ("transcript, 500 turns (turns 1–100)", f"/session?{session(run, (LONG, 0))}"),
+        ("transcript, 500 turns (turns 401–500)",
+         f"/session?{session(run, (LONG, 0))}&turns=4"),
         ("side by side", f"/pair?a={run}&b={other}&"
                          + urlencode({"session": typical[0], "repeat": typical[1]})),
         ("SQL", "/sql?" + urlencode({"q": "SELECT agent, count(*), avg(comp) FROM "
@@ -82,6 +122,7 @@ def main() -> int:
     if not db.exists():
         print(f"generating {db} ({args.turns:,} turns) …", flush=True)
         report_bench.generate(db, args.turns)
+    add_long_session(db)
     from starlette.testclient import TestClient
 
     from benchpack.reports.view.app import create_app
@@ -89,6 +130,7 @@ def main() -> int:
     client = TestClient(create_app(db))
     client.get("/static/view.css")  # imports and the app warmed, not the store
     worst = 0.0
+    fragments = 0.0
     print(f"{'page':44} {'median ms':>10} {'bytes':>10}  vs {TARGET_S * 1000:.0f} ms")
     for name, url in pages(db):
         times, size = [], 0
@@ -101,9 +143,13 @@ def main() -> int:
                 return 1
             size = len(res.content)
         med = statistics.median(times)
-        worst = max(worst, med)
+        if name.startswith("headline fragment"):  # after the page, not the page
+            fragments = max(fragments, med)
+        else:
+            worst = max(worst, med)
         print(f"{name:44} {med * 1000:10.0f} {size:10,}  {'ok' if med <= TARGET_S else 'SLOW'}")
-    print(f"slowest: {worst * 1000:.0f} ms (target {TARGET_S * 1000:.0f} ms)")
+    print(f"slowest page: {worst * 1000:.0f} ms (target {TARGET_S * 1000:.0f} ms); "
+          f"headline fragment: {fragments * 1000:.0f} ms")
     return 0 if worst <= TARGET_S else 1
 
 

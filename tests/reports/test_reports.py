@@ -149,8 +149,9 @@ def test_cli_report_query_export(db: Path, tmp_path: Path) -> None:
                     ).fetchone()
     assert n == run_query(db, "SELECT count(*) FROM sessions").rows[0]
     csv_files = export_store(db, tmp_path / "csv", "csv", views=False)
-    # with intent_checks, human_ratings and blobs (snapshot parts stored once)
-    assert all(p.suffix == ".csv" for p in csv_files) and len(csv_files) == 16
+    # with intent_checks, human_ratings, blobs (snapshot parts and model call texts stored
+    # once) and llm_call_texts
+    assert all(p.suffix == ".csv" for p in csv_files) and len(csv_files) == 17
 
 
 def test_no_runs_and_missing_store_are_clear_errors(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the reports and their statistics load only for `bench repor
 
 TABLES = ("runs", "sessions", "turns", "messages", "tool_calls", "intent_status",
           "checklist_results", "llm_calls", "stage_events", "triples", "triple_support",
-          "triggers", "snapshots", "blobs", "intent_checks", "human_ratings")
+          "triggers", "snapshots", "blobs", "llm_call_texts", "intent_checks", "human_ratings")
 
 
 @dataclass

@@ -558,12 +558,15 @@ class LLMClient:
         self.calls += 1
 
         def record(*, pt: int = 0, ct: int = 0, cost: float | None = None,
-                   cache_hit: bool = False, error: str | None = None, attempts: int = 0) -> None:
+                   cache_hit: bool = False, error: str | None = None, attempts: int = 0,
+                   reply: dict[str, Any] | None = None) -> None:
             recorder(LLMCallRecord(
                 role=role,  # type: ignore[arg-type]
                 model=name, prompt_hash=prompt_hash, prompt_tokens=pt, completion_tokens=ct,
                 cost=cost, latency_s=time.perf_counter() - t0, cache_hit=cache_hit,
-                error=error, attempts=attempts, started_at=started, turn=turn, purpose=purpose))
+                error=error, attempts=attempts, started_at=started, turn=turn, purpose=purpose,
+                messages_json=list(chunks), tools_json=tools_json,  # the caller appends to chunks
+                reply=None if reply is None else canonical_json(reply)))
 
         cache = self.cache if self.cache is not None and self.cache.enabled else None
         key = ResponseCache.key_of_chunks(self._cache_model(name), chunks, tools_json,
@@ -577,7 +580,7 @@ class LLMClient:
                     raw = None  # an unusable entry: a miss, overwritten below
                 if raw is not None:
                     self.cache_hits += 1
-                    record(pt=pt, ct=ct, cost=0.0, cache_hit=True)
+                    record(pt=pt, ct=ct, cost=0.0, cache_hit=True, reply=raw)
                     return LLMResponse(content=raw.get("content"), tool_calls=_tool_calls_of(raw),
                                        usage=LLMUsage(pt, ct, 0.0), cache_hit=True,
                                        raw_message=raw, finish_reason=finish, model=name,
@@ -616,7 +619,7 @@ class LLMClient:
             cache.put_soon(key, {"message": raw,
                             "usage": {"prompt_tokens": pt, "completion_tokens": ct},
                             "finish_reason": finish, "model": name})
-        record(pt=pt, ct=ct, cost=cost, attempts=attempt)
+        record(pt=pt, ct=ct, cost=cost, attempts=attempt, reply=raw)
         return LLMResponse(content=raw.get("content"), tool_calls=_tool_calls_of(raw),
                            usage=LLMUsage(pt, ct, cost), cache_hit=False, raw_message=raw,
                            finish_reason=finish, model=name, attempts=attempt)

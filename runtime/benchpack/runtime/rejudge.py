@@ -83,6 +83,7 @@ from .session import (
     METRIC_COLUMNS,
     ChecklistOutcome,
     ItemResult,
+    call_texts,
     checklist_outcome,
     initial_files,
     judge_rubric_items,
@@ -367,6 +368,9 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
     out = {t: [(*prefix, *r) for r in stored[t]] for t in AGENT_SIDE}
     out["llm_calls"] = ([(*prefix, *r) for r in kept]
                         + [(*prefix, start + k, *llm_call_values(c)) for k, c in enumerate(calls)])
+    kept_seqs = {int(r[0]) for r in kept}  # the old judge's prompts go with its calls
+    out["llm_call_texts"] = [(*prefix, *r) for r in stored["llm_call_texts"]
+                             if int(r[0]) in kept_seqs]
     out.update({t: [(*prefix, *r) for r in rows] for t, rows in tables.items()})
     extra["rejudge"] = {"of": ctx.options.run_id, "source_run": source,
                         "judge": ctx.options.judge}
@@ -384,7 +388,8 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
             "cost": sum(float(r[7] or 0.0) for r in kept) + sum(c.cost or 0.0 for c in calls),
             "extra": extra}
     return SessionRows(ctx.new_id, sid, repeat, sess, out,
-                       snapshot=(str(row["episode"]), snap) if snap else None)
+                       snapshot=(str(row["episode"]), snap) if snap else None,
+                       call_texts=call_texts(calls, start))
 
 
 def _tool_record(r: Sequence[Any]) -> ToolRecord:

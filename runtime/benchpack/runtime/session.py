@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchpack.specs.plan import Plan, PlanChecklistItem, PlanSession
 
+from .calltexts import CallText
 from .env import EpisodeEnvironment, ToolBox
 from .graders import CapHit, Trace, evaluate, fired_caps, run_python_grader, soft_score
 from .judges.base import JudgeError
@@ -523,7 +524,14 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
     }
     return SessionRows(run_id=run_id, session_id=s.id, repeat=ctx.repeat, session=sess,
                        tables=tables, snapshot=(s.episode, snapshot) if snapshot is not None
-                       else None)
+                       else None, call_texts=call_texts(llm_calls))
+
+
+def call_texts(calls: list[LLMCallRecord], start: int = 0) -> list[CallText]:
+    """Prompts and replies of `llm_calls` rows numbered from `start` (calls recorded without
+    them, e.g. an agent reporting its own, are left out: "not stored")."""
+    return [CallText(start + seq, c.role, c.purpose, c.messages_json, c.tools_json, c.reply)
+            for seq, c in enumerate(calls) if c.messages_json is not None or c.reply is not None]
 
 
 def llm_call_values(c: LLMCallRecord) -> tuple[Any, ...]:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .calltexts import CallText, encode_calls
 from .redact import Redactor
 from .snapblobs import BLOB_MIN_CHARS, BLOB_REF, join_state, split_state
 from .storecheck import (
@@ -50,7 +51,7 @@ __all__ = ["BLOB_MIN_CHARS", "BLOB_REF", "DAMAGED_HINT", "SessionRows", "Store",
            "StoreDamagedError", "StoreOpenError", "check_complete", "connect",
            "damage_reason", "damaged", "join_state", "split_state", "verify_blocks"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -144,6 +145,10 @@ CREATE TABLE IF NOT EXISTS snapshots (
     PRIMARY KEY (run_id, episode, repeat, session_id)
 );
 CREATE TABLE IF NOT EXISTS blobs (hash VARCHAR, data VARCHAR);
+CREATE TABLE IF NOT EXISTS llm_call_texts (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, seq INTEGER, prompt VARCHAR,
+    reply VARCHAR
+);
 CREATE TABLE IF NOT EXISTS intent_checks (
     run_id VARCHAR, session_id VARCHAR, repeat INTEGER, turn INTEGER, intent_id VARCHAR,
     kind VARCHAR, original BOOLEAN, decision BOOLEAN, judge_error VARCHAR
@@ -162,7 +167,7 @@ CREATE TABLE IF NOT EXISTS human_ratings (
 # child tables keyed by (run_id, session_id, repeat), replaced when a session is rerun
 SESSION_TABLES = ("turns", "messages", "tool_calls", "intent_status", "checklist_results",
                   "llm_calls", "stage_events", "triples", "triple_support", "triggers",
-                  "intent_checks", "score_components")
+                  "intent_checks", "score_components", "llm_call_texts")
 
 
 def _json(value: Any) -> str | None:
@@ -182,6 +187,8 @@ class SessionRows:
     tables: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
     snapshot: tuple[str, dict[str, Any]] | None = None
     """(episode, state) of the episode environment after this session, for resume."""
+    call_texts: list[CallText] = field(default_factory=list)
+    """Prompts and replies of the `llm_calls` rows, by seq (stored in `blobs`, `calltexts`)."""
 
 
 def _no_pandas_retries() -> None:
@@ -275,6 +282,8 @@ def _migrate(con: Any, path: Path) -> None:
     # 5: `blobs` (created by the DDL) holds large snapshot parts once, snapshots refer to them;
     # older snapshots stay whole and are read as they are. The bump keeps an older benchpack
     # from restoring a reference as a file's content.
+    # 6: `llm_call_texts` (created by the DDL): each model call's prompt and reply in `blobs`;
+    # older calls have no row and read as "not stored"
     if version < SCHEMA_VERSION:
         con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                     [str(SCHEMA_VERSION)])
@@ -505,7 +514,18 @@ class Store:
                         for table in (*SESSION_TABLES, "sessions", "snapshots"):
                             con.execute(f"DELETE FROM {table} WHERE run_id=? AND session_id=? "
                                         "AND repeat=?", key)
+                if self._blobs is None:
+                    self._blobs = {str(r[0]) for r in con.execute(
+                        "SELECT DISTINCT hash FROM blobs").fetchall()}
+                clean = self.redact if self.redact else (lambda text: text)
+                new_blobs: dict[str, str] = {}
                 tables: dict[str, list[tuple[Any, ...]]] = {}
+                for rows in batch:
+                    if rows.call_texts:
+                        texts, parts = encode_calls(rows.call_texts, clean)
+                        new_blobs.update((h, d) for h, d in parts.items() if h not in self._blobs)
+                        tables.setdefault("llm_call_texts", []).extend(
+                            (rows.run_id, rows.session_id, rows.repeat, *t) for t in texts)
                 for rows in batch:
                     for table, data in rows.tables.items():
                         tables.setdefault(table, []).extend(
@@ -515,12 +535,7 @@ class Store:
                 # a snapshot is only ever written with its session's rows, so a session not
                 # yet `known` has none, and a known one's was deleted above: a plain INSERT
                 # does what INSERT OR REPLACE did, in one statement and in batch order
-                if self._blobs is None:
-                    self._blobs = {str(r[0]) for r in con.execute(
-                        "SELECT DISTINCT hash FROM blobs").fetchall()}
-                clean = self.redact if self.redact else (lambda text: text)
                 snapshots: list[tuple[Any, ...]] = []
-                new_blobs: dict[str, str] = {}
                 for r in batch:
                     if r.snapshot is None:
                         continue

@@ -82,6 +82,11 @@ class LLMCallRecord:
     turn: int | None = None
     purpose: str | None = None
     """What the call was for, e.g. `completion_check`, `clarification_check`, `rubric`."""
+    messages_json: list[str] | None = None
+    """The prompt: canonical JSON of each message sent (stored by `calltexts`, redacted)."""
+    tools_json: str | None = None
+    reply: str | None = None
+    """Canonical JSON of the reply message; None when no reply came."""
 
 
 @dataclass

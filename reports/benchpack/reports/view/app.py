@@ -7,8 +7,9 @@ open would stop the run's writer from reopening the file after it stepped aside,
 snapshot would not show sessions finishing. Opening costs a few milliseconds on the demo's
 store and about 0.1 s on a store of 1 M turns (benchmarks/view_bench.py).
 
-Headline figures with their intervals take the report code's time (~0.1 s a run at 1 M turns):
-they are computed for the runs of the page shown and kept while the runs' sessions do not change
+Headline figures with their intervals take the report code's time (~0.1 s a run at 1 M turns),
+so the runs page does not wait for them: it names them (`/headline?run=…`, a fragment the page
+fetches once shown), and they are kept while the runs' sessions do not change
 (`queries.fingerprint`).
 """
 
@@ -122,11 +123,23 @@ class Viewer:
         with self.store(views=True) as con:
             data = q.runs_page(con, filters, since=_date(since, "since"),
                                until=_date(until, "until"), page=page)
-            headline = self._headline(con, [r["run_id"] for r in data.runs])
         params = {**filters, "since": since, "until": until}
+        headline = "/headline?" + urlencode([("run", r["run_id"]) for r in data.runs])
         return self.page("runs.html", data=data, params=params, page=page,
                          pages=max(1, -(-data.total // q.RUNS_PER_PAGE)), headline=headline,
                          title="Runs")
+
+    def headline(self, request: Request) -> Response:
+        """The headline table of the runs named: a fragment the runs page fetches (a whole
+        page when opened by its link)."""
+        runs = request.query_params.getlist("run")
+        if not runs:
+            raise _BadRequest("the address needs ?run=RUN (one or more)")
+        with self.store(views=True) as con:
+            table = self._headline(con, runs)
+        if request.headers.get("x-fragment") == "1":
+            return HTMLResponse(table)
+        return self.page("headline.html", table=table, runs=runs, title="Headline scores")
 
     def _headline(self, con: Any, runs: list[str]) -> Markup:
         if not runs:
@@ -184,15 +197,18 @@ class Viewer:
         from .transcript import transcript_html
 
         run, session, repeat = self._key(request)
+        tpage = _int(request.query_params.get("turns"), "turns")
         with self.store() as con:
-            rows = q.session_rows(con, run, session, repeat)
+            rows = q.session_rows(con, run, session, repeat, tpage)
             repeats = q.repeats_of(con, run, session)
             others = [r for r in q.runs_with_session(con, session) if r != run]
         if rows is None:
             return self.page("error.html", 404, title="No such session",
                              message=f"no session {session!r} repeat {repeat} in run {run!r}")
+        tpages = max(1, -(-rows.last_turn // q.TURNS_PER_PAGE))
         return self.page("session.html", s=rows.session, run_id=run, repeats=repeats,
-                         others=others, body=Markup(transcript_html(rows)),
+                         others=others, body=Markup(transcript_html(rows)), tpage=tpage,
+                         tpages=tpages, per=q.TURNS_PER_PAGE, last_turn=rows.last_turn,
                          title=f"{rows.session.get('name')} · {run}")
 
     def pair(self, request: Request) -> Response:
@@ -209,6 +225,25 @@ class Viewer:
                 sides.append((run, rows, Markup(transcript_html(rows)) if rows else None))
         return self.page("pair.html", sides=sides, session=session, repeat=repeat,
                          title=f"{session} · {a} vs {b}")
+
+    def call(self, request: Request) -> Response:
+        """One model call's prompt and reply: a fragment the transcript fetches on unfolding
+        (a whole page when opened by its link)."""
+        from ..calltexts import call_text
+        from .transcript import call_html
+
+        run, session, repeat = self._key(request)
+        seq = _int(request.query_params.get("seq"), "seq")
+        with self.store() as con:
+            try:
+                text = call_text(con, run, session, repeat, seq)
+            except LookupError as exc:
+                return self.page("error.html", 500, title="Damaged store", message=str(exc))
+        body = call_html(text)
+        if request.headers.get("x-fragment") == "1":
+            return HTMLResponse(body)
+        return self.page("call.html", run_id=run, session=session, repeat=repeat, seq=seq,
+                         body=Markup(body), title=f"Model call {seq} of {session} · {run}")
 
     def sql(self, request: Request) -> Response:
         from ..api import run_query
@@ -264,6 +299,8 @@ def create_app(db: str | Path, *, wait_s: float = 30.0) -> Starlette:
         Route("/runs/{run_id:path}", guarded(viewer.sessions)),
         Route("/session", guarded(viewer.session)),
         Route("/pair", guarded(viewer.pair)),
+        Route("/call", guarded(viewer.call)),
+        Route("/headline", guarded(viewer.headline)),
         Route("/sql", guarded(viewer.sql)),
         Route("/sql.csv", guarded(viewer.sql_csv)),
         Route("/report.css", _report_css),

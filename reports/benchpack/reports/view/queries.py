@@ -12,6 +12,9 @@ from typing import Any
 
 RUNS_PER_PAGE = 20
 SESSIONS_PER_PAGE = 50
+TURNS_PER_PAGE = 100
+"""Turns of a transcript per page: a 500-turn session's page would otherwise be megabytes of
+HTML the browser lays out at once."""
 
 RUN_FILTERS = ("pack", "agent", "judge")
 """Runs page filters: equality on these `runs` columns (`pack` is `pack_name`)."""
@@ -159,6 +162,8 @@ def _natural(value: str) -> tuple[int, Any]:
 class SessionRows:
     session: dict[str, Any]
     tables: dict[str, list[dict[str, Any]]]
+    last_turn: int = 0
+    """The session's last turn (of its messages), whatever part of it `tables` holds."""
 
 
 CHILD_TABLES = {
@@ -173,16 +178,32 @@ CHILD_TABLES = {
 }
 
 
-def session_rows(con: Any, run_id: str, session_id: str, repeat: int) -> SessionRows | None:
+def session_rows(con: Any, run_id: str, session_id: str, repeat: int,
+                 page: int | None = None) -> SessionRows | None:
+    """A session's rows; with `page`, only those of turns page·N+1 … (page+1)·N
+    (N = `TURNS_PER_PAGE`; page 0 also holds the turns before the first, and every page the
+    rows of no turn: the checklist, unresolved intents, the end-of-session judge)."""
     key = [run_id, session_id, repeat]
     found = dicts(con.execute("SELECT * FROM sessions WHERE run_id = ? AND session_id = ? "
                               "AND repeat = ?", key))
     if not found:
         return None
+    last = con.execute("SELECT max(turn) FROM messages WHERE run_id = ? AND session_id = ? "
+                       "AND repeat = ?", key).fetchone()[0]
+    span, bounds = "", []
+    if page is not None:
+        low = -(2 ** 31) if page == 0 else page * TURNS_PER_PAGE + 1
+        span, bounds = " AND (turn IS NULL OR turn BETWEEN ? AND ?)", \
+            [low, (page + 1) * TURNS_PER_PAGE]
     tables = {t: dicts(con.execute(f"SELECT * FROM {t} WHERE run_id = ? AND session_id = ? "
-                                   f"AND repeat = ? ORDER BY {order}", key))
+                                   f"AND repeat = ?{span if t in TURN_TABLES else ''} "
+                                   f"ORDER BY {order}",
+                                   key + (bounds if t in TURN_TABLES else [])))
               for t, order in CHILD_TABLES.items()}
-    return SessionRows(found[0], tables)
+    return SessionRows(found[0], tables, int(last or 0))
+
+
+TURN_TABLES = frozenset(CHILD_TABLES) - {"checklist_results"}
 
 
 def repeats_of(con: Any, run_id: str, session_id: str) -> list[int]:

@@ -4,22 +4,33 @@ evidence marked in the response, the checklist) with, at each turn, what the pag
 for every session: the turn's latency and steps, and every model call made in it (agent,
 simulator, judge) with its tokens, latency, cache hit and error.
 
-The store keeps a model call's prompt hash, never its prompt or raw reply (they would double its
-size and may hold secrets); what a judge decided is in the annotations (the trigger rationale,
-the checklist detail), and the hash finds the call in the LLM cache.
+A model call's prompt and raw reply (store schema 6, redacted, in `blobs`) are not in the page:
+a conversation's prompts repeat it, so a long session's calls would hold its transcript hundreds
+of times. Each call links to `/call?…&seq=N`, a fragment the page fetches when the call is
+unfolded (`call_html`).
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any
+from urllib.parse import urlencode
 
+from ..calltexts import CallText
 from ..html import SessionTrace, esc, session_html
 from .queries import SessionRows
 
 
 def _num(v: Any, fmt: str = ",") -> str:
     return "—" if v is None else format(v, fmt)
+
+
+def _call_link(c: dict[str, Any]) -> str:
+    href = "/call?" + urlencode({"run": c.get("run_id"), "session": c.get("session_id"),
+                                 "repeat": c.get("repeat"), "seq": c.get("seq")})
+    return (f'<details class="calltext" data-src="{esc(href)}"><summary>show</summary>'
+            f'<a href="{esc(href)}">prompt and reply</a></details>')
 
 
 def _turn_meta(t: dict[str, Any], calls: list[dict[str, Any]]) -> str:
@@ -52,14 +63,15 @@ def _turn_meta(t: dict[str, Any], calls: list[dict[str, Any]]) -> str:
                 ("txt", f'<span class="warn">{esc(c["error"])}</span>' if c.get("error")
                  else ""),
                 ("txt", f'<code title="prompt hash">{esc(str(c.get("prompt_hash") or "")[:12])}'
-                 "</code>"))) + "</tr>"
+                 "</code>"), ("txt", _call_link(c)))) + "</tr>"
             for c in calls)
         out += ('<details class="calls"><summary>model calls</summary><div class="table-wrap">'
                 '<table class="calls"><thead><tr><th class="num">#</th><th class="txt">role'
                 '</th><th class="txt">purpose</th><th class="txt">model</th><th class="num">in'
                 '</th><th class="num">out</th><th class="num">latency</th><th class="txt"></th>'
                 '<th class="num">attempts</th><th class="txt">error</th>'
-                '<th class="txt">prompt</th></tr></thead><tbody>' + rows
+                '<th class="txt">hash</th><th class="txt">prompt and reply</th></tr></thead>'
+                '<tbody>' + rows
                 + "</tbody></table></div></details>")
     return out + "</div>"
 
@@ -95,3 +107,43 @@ def summary_chips(s: dict[str, Any]) -> str:
     from ..html import _metric_chips
 
     return _metric_chips(s)
+
+
+NOT_STORED = ("not stored: the store was written before benchpack kept prompts (schema 6), or "
+              "the call was recorded without them (an imported run, an agent reporting its own "
+              "calls)")
+
+
+def _content(value: Any) -> str:
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
+    return f"<pre>{esc(text)}</pre>"
+
+
+def _message_html(m: Any) -> str:
+    if not isinstance(m, dict):
+        return f'<li class="msg">{_content(m)}</li>'
+    role = esc(m.get("role") or "?")
+    extra = {k: v for k, v in m.items() if k not in ("role", "content") and v is not None}
+    return (f'<li class="msg {role}"><span class="who">{role}</span>{_content(m.get("content"))}'
+            + (_content(extra) if extra else "") + "</li>")
+
+
+def call_html(text: CallText) -> str:
+    """One call's prompt (every message, the tool specs folded) and raw reply."""
+    if not text.stored:
+        return f'<p class="dim calltext">{esc(NOT_STORED)}</p>'
+    out = '<div class="calltext">'
+    if text.messages is not None:
+        out += (f"<h6>prompt: {len(text.messages)} message{'s' * (len(text.messages) != 1)}"
+                "</h6><ol class=\"prompt\">" + "".join(map(_message_html, text.messages))
+                + "</ol>")
+        if text.tools:
+            out += (f"<details><summary>{len(text.tools)} tool spec"
+                    f"{'s' * (len(text.tools) != 1)} offered</summary>{_content(text.tools)}"
+                    "</details>")
+    out += "<h6>reply</h6>" + (f'<ol class="prompt">{_message_html(text.reply)}</ol>'
+                               if text.reply is not None else
+                               '<p class="dim">no reply (the call failed: see its error)</p>')
+    return out + "</div>"

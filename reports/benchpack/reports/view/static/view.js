@@ -20,7 +20,18 @@ async function refresh() {
   if (fresh && here) here.replaceWith(fresh);
   const count = doc.getElementById("count"), mine = document.getElementById("count");
   if (count && mine) mine.firstChild.textContent = count.firstChild.textContent;
+  fragments();
 }
+// parts slower than the page (the runs' headline intervals): fetched once it is shown
+function fragments() {
+  document.querySelectorAll("[data-fragment]").forEach(async (el) => {
+    if (el.dataset.loaded) return;
+    el.dataset.loaded = "1";
+    const res = await fetch(el.dataset.fragment, { headers: { "X-Fragment": "1" } });
+    el.innerHTML = res.ok ? await res.text() : `<p class="error">✗ ${res.status}</p>`;
+  });
+}
+document.addEventListener("DOMContentLoaded", fragments);
 document.addEventListener("change", (e) => {
   if (!e.target.matches("[data-live]")) return;
   if (timer) { clearInterval(timer); timer = null; }
@@ -34,3 +45,15 @@ document.addEventListener("DOMContentLoaded", () => {
     box.dispatchEvent(new Event("change", { bubbles: true }));
   }
 });
+// a model call's prompt and reply: fetched when its fold first opens (a long session's calls
+// would repeat its transcript hundreds of times in the page)
+document.addEventListener("toggle", async (e) => {
+  const d = e.target;
+  if (!(d instanceof HTMLDetailsElement) || !d.open || !d.dataset.src || d.dataset.loaded) return;
+  d.dataset.loaded = "1";
+  const res = await fetch(d.dataset.src, { headers: { "X-Fragment": "1" } });
+  const box = document.createElement("div");
+  box.innerHTML = res.ok ? await res.text() : `<p class="error">✗ ${res.status}</p>`;
+  d.querySelector(":scope > a")?.remove();
+  d.append(box);
+}, true);
