@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from benchpack.cli import cli
 from benchpack.compiler import compile_pack
 from benchpack.runtime.runner import RunOptions, run_plan
+from benchpack.runtime.store import SCHEMA_VERSION
 
 CASE = Path(__file__).resolve().parents[1] / "fixtures" / "pibench_case"
 AGENT = '''
@@ -84,7 +85,7 @@ def test_merged_store_equals_one_store_of_both_runs(stores: dict[str, Path],
 @pytest.mark.parametrize("case, message", [
     ("duplicate", "run `ra` is also in"),
     ("self", "already exists"),
-    ("schema", "store schema 4, this benchpack writes 5"),
+    ("schema", f"store schema {SCHEMA_VERSION + 1}, this benchpack writes {SCHEMA_VERSION}"),
     ("missing", "no such store"),
 ])
 def test_refusals_are_one_line_and_write_nothing(stores: dict[str, Path], tmp_path: Path,
@@ -98,7 +99,8 @@ def test_refusals_are_one_line_and_write_nothing(stores: dict[str, Path], tmp_pa
         old = tmp_path / "old.duckdb"
         old.write_bytes(stores["b"].read_bytes())
         con = duckdb.connect(str(old))
-        con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+        con.execute(f"UPDATE meta SET value = '{SCHEMA_VERSION + 1}' "
+                    "WHERE key = 'schema_version'")
         con.close()
         args = [str(stores["a"]), str(old)]
     elif case == "missing":
@@ -108,3 +110,34 @@ def test_refusals_are_one_line_and_write_nothing(stores: dict[str, Path], tmp_pa
     lines = [line for line in res.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("✗ ") and message in lines[0], res.output
     assert (out.exists() and out.read_bytes() == b"") if case == "self" else not out.exists()
+
+
+def test_an_older_store_is_migrated_in_a_copy_and_left_as_it_was(stores: dict[str, Path],
+                                                                  tmp_path: Path) -> None:
+    """A store of schema 5 (before `llm_call_texts`) merges: its copy is migrated the way the
+    store migrates itself, the input file is not touched, and every run row arrives."""
+    old = tmp_path / "v5.duckdb"
+    old.write_bytes(stores["b"].read_bytes())
+    con = duckdb.connect(str(old))
+    con.execute("DROP TABLE llm_call_texts")
+    con.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    con.close()
+    before = old.read_bytes()
+    out = tmp_path / "m.duckdb"
+    res = _bench("merge", str(stores["a"]), str(old), "-o", str(out))
+    assert res.exit_code == 0, res.output
+    assert old.read_bytes() == before
+    con = duckdb.connect(str(out), read_only=True)
+    try:
+        merged = con.execute("SELECT run_id, count(*) FROM sessions GROUP BY ALL "
+                             "ORDER BY ALL").fetchall()
+        version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    finally:
+        con.close()
+    con = duckdb.connect(str(stores["b"]), read_only=True)
+    try:
+        want_b = con.execute("SELECT run_id, count(*) FROM sessions GROUP BY ALL").fetchall()
+    finally:
+        con.close()
+    assert set(want_b) <= set(merged) and len(merged) == 2
+    assert version == (str(SCHEMA_VERSION),)

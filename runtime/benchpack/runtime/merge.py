@@ -1,14 +1,17 @@
 """`bench merge STORE… -o OUT`: the runs of several stores (made on separate machines, or by
 hand-sharded plans) in one new store, row for row.
 
-Refused, each with a one-line `MergeError` and nothing written: an input that is not a store
-or of another schema version than this benchpack writes, a run id in two inputs, a
+An input of an older schema version is migrated first, in a temporary copy (the input is never
+changed). Refused, each with a one-line `MergeError` and nothing written: an input that is not a
+store or of a newer schema version than this benchpack writes, a run id in two inputs, a
 (run, session, repeat) in two inputs, an existing OUT. Snapshot blobs (content-addressed) are
 copied once; human ratings rows already present are not copied again.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,15 +30,19 @@ def _tables(con: Any, schema: str) -> list[str]:
 
 def merge_stores(inputs: list[str | Path], out: str | Path) -> dict[str, int]:
     """Merge `inputs` into the new store `out`; returns rows copied per table."""
-    import duckdb
-
     out = Path(out)
     if not inputs:
         raise MergeError("bench merge: no store to merge (hint: bench merge A.duckdb "
                          "B.duckdb -o OUT.duckdb)")
     if out.exists():
         raise MergeError(f"{out}: already exists; merge into a new file (hint: another -o)")
-    paths = [Path(p) for p in inputs]
+    with tempfile.TemporaryDirectory(prefix="bench-merge-") as scratch:
+        return _merge([Path(p) for p in inputs], out, Path(scratch))
+
+
+def _merge(paths: list[Path], out: Path, scratch: Path) -> dict[str, int]:
+    import duckdb
+
     seen_runs: dict[str, Path] = {}
     seen_keys: dict[tuple[str, str, int], Path] = {}
     for p in paths:
@@ -54,12 +61,10 @@ def merge_stores(inputs: list[str | Path], out: str | Path) -> dict[str, int]:
                 raise MergeError(f"{p}: not a benchpack store (no `meta` table)")
             row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             version = int(row[0]) if row else None
-            if version != SCHEMA_VERSION:
+            if version is None or version > SCHEMA_VERSION:
                 raise MergeError(
                     f"{p}: store schema {version}, this benchpack writes {SCHEMA_VERSION} "
-                    "(hint: " + ("upgrade benchpack" if (version or 0) > SCHEMA_VERSION else
-                                 "run `bench query 'SELECT 1' --db` on it with this benchpack "
-                                 "to migrate it") + ")")
+                    "(hint: merge with the benchpack that wrote it, or upgrade benchpack)")
             for (run_id,) in con.execute("SELECT run_id FROM runs").fetchall():
                 if run_id in seen_runs:
                     raise MergeError(f"{p}: run `{run_id}` is also in {seen_runs[run_id]}; "
@@ -74,6 +79,16 @@ def merge_stores(inputs: list[str | Path], out: str | Path) -> dict[str, int]:
                 seen_keys[key] = p
         finally:
             con.close()
+        if version < SCHEMA_VERSION:  # the store's own migrations, on a copy
+            copy = scratch / f"{len(list(scratch.iterdir()))}-{p.name}"
+            shutil.copyfile(p, copy)
+            if Path(f"{p}.wal").is_file():
+                shutil.copyfile(f"{p}.wal", f"{copy}.wal")
+            try:
+                connect(copy).close()
+            except StoreOpenError as exc:
+                raise MergeError(f"{p}: cannot migrate it from schema {version}: {exc}") from None
+            paths[paths.index(p)] = copy
     try:
         target = connect(out)
     except StoreOpenError as exc:
