@@ -38,6 +38,30 @@ def test_cache_keys_data_files_and_options(starter: Path, tmp_path: Path) -> Non
     assert "nothing today" in (out / "plan.json").read_text()
 
 
+def test_cache_is_keyed_by_the_compilers_own_code(starter: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """An editable install keeps its version when its code changes: a plan cached by older
+    compiler code (another plan format) must not be served. `make demo` once got a stale
+    claw-ops-desk plan with `pack_dir` the current plan schema refuses."""
+    out = tmp_path / "out"
+    assert not compile_pack(starter, out).cached
+    assert compile_pack(starter, out).cached
+    monkeypatch.setattr(api, "_CODE", ["older-code"])
+    assert not compile_pack(starter, out).cached
+    code = api.__file__
+    if not os.access(code, os.W_OK):
+        pytest.skip("benchpack is installed read-only here")
+    monkeypatch.setattr(api, "_CODE", [])
+    first = api.compiler_code()
+    monkeypatch.setattr(api, "_CODE", [])
+    st = os.stat(code)
+    try:
+        os.utime(code, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        assert api.compiler_code() != first  # a compiler source file changed
+    finally:
+        os.utime(code, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
 def test_a_broken_cache_is_ignored(starter: Path, tmp_path: Path) -> None:
     cold = compile_pack(starter, tmp_path / "o")
     for f in api.cache_dir().glob("*.json"):

@@ -29,6 +29,28 @@ def benchpack_version() -> str:
         return "0.0.0+source"
 
 
+_CODE: list[str] = []
+
+
+def compiler_code() -> str:
+    """The version plus a fingerprint of the compiler's and the pack language's own source
+    files (path, size, mtime): an editable install's version does not change when its code
+    does, and a cached plan from older code (another plan format) must not be served."""
+    if not _CODE:
+        from benchpack import specs
+
+        from . import __file__ as here
+
+        roots = [Path(here).parent, Path(specs.__file__).parent]
+        h = hashlib.sha256(benchpack_version().encode())
+        for root in roots:
+            for f in sorted(root.rglob("*.py")):
+                st = f.stat()
+                h.update(f"{f.relative_to(root.parent)}|{st.st_size}|{st.st_mtime_ns}".encode())
+        _CODE.append(h.hexdigest()[:16])
+    return _CODE[0]
+
+
 @dataclass
 class CompileResult:
     diagnostics: list[Diagnostic]
@@ -144,7 +166,7 @@ def cache_dir() -> Path:
 
 
 def _index_path(target: Path, options: CompileOptions) -> Path:
-    key = f"{target.resolve()}|{options.ablation}|{options.strict}|{benchpack_version()}"
+    key = f"{target.resolve()}|{options.ablation}|{options.strict}|{compiler_code()}"
     return cache_dir() / f"index-{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
 
 
@@ -196,7 +218,7 @@ def _store(target: Path, options: CompileOptions, loaded: LoadedPack, content_ha
     files = {str(f.path): f.sha256 for f in loaded.files}
     files.update({str(p): sha256(b) for p, b in loaded.data_files.items()})
     key = hashlib.sha256(f"{content_hash}|{options.ablation}|{options.strict}|"
-                         f"{benchpack_version()}".encode()).hexdigest()
+                         f"{compiler_code()}".encode()).hexdigest()
     index = {"format": CACHE_FORMAT, "key": key, "content_hash": content_hash, "files": files,
              "globs": globs,
              "diagnostics": [{"code": d.code, "message": d.message, "file": d.file,
