@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .params import PackErrors, db_option, wait_option
+from .params import PackErrors, db_option, emit, wait_option
 
 
 @click.command(name="compare")
@@ -59,12 +59,4 @@ def compare(runs: tuple[str, ...], db: Path, by: str | None, metrics: tuple[str,
         raise PackErrors(f"✗ compare: {exc}") from None
     except StoreError as exc:
         raise PackErrors(f"✗ {exc}") from None
-    if out is not None:
-        try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise PackErrors(f"✗ -o {out}: cannot write ({exc.strerror or exc})") from None
-        click.echo(f"wrote {out}", err=True)
-    else:
-        click.echo(text, nl=False)
+    emit(text, out)

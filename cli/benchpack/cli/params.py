@@ -85,5 +85,19 @@ wait_option = click.option("--wait", "wait_s", type=float, default=30.0, show_de
                                 "store.")
 
 
+def emit(text: str, out: Path | None) -> None:
+    """A rendered report: to `out` (its folders made; a one-line error if it cannot be
+    written), else to stdout."""
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise PackErrors(f"✗ -o {out}: cannot write ({exc.strerror or exc})") from None
+    click.echo(f"wrote {out}", err=True)
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"

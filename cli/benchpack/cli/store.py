@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .params import PackErrors, db_option, wait_option
+from .params import PackErrors, db_option, emit, wait_option
 
 
 @click.command()
@@ -64,15 +64,7 @@ def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | No
         text = render_report(options, fmt)
     except (StoreError, UnknownReport, ValueError) as exc:
         raise PackErrors(f"✗ {exc}") from None
-    if out is not None:
-        try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise PackErrors(f"✗ -o {out}: cannot write ({exc.strerror or exc})") from None
-        click.echo(f"wrote {out}", err=True)
-    else:
-        click.echo(text, nl=False)
+    emit(text, out)
 
 
 @click.group()

@@ -38,7 +38,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -60,10 +59,10 @@ from .cmd_agent import (
     spawn_group,
 )
 from .isolation import Isolation, check_pass_env
+from .proxied import ProxiedAdapter, check_executable
 
 if TYPE_CHECKING:
     from ..llm import LLMClient
-    from ..proxy import ModelProxy
     from .registry import AgentContext
 
 USAGE = ("acp:[--model MODEL] [--pass-env NAME]… [--allow-builtin-tools] [--mcp http|stdio] "
@@ -135,7 +134,7 @@ def make_adapter(argument: str, context: AgentContext) -> AcpAgent:
     return AcpAgent(parse_argument(argument), llm=context.llm, uri=f"acp:{argument}")
 
 
-class AcpAgent:
+class AcpAgent(ProxiedAdapter):
     """See the module docstring. `llm` builds the run's client (the proxy's upstream)."""
 
     def __init__(self, options: AcpOptions, *, llm: Callable[[], LLMClient],
@@ -145,40 +144,11 @@ class AcpAgent:
         self.argv = _anchor(argv, Path.cwd())
         self.name = uri or f"acp:{options.command}"
         self.llm = llm
-        if shutil.which(self.argv[0]) is None:
-            where = "no such executable file" if os.sep in argv[0] else "not found on PATH"
-            raise ValueError(f"{self.name}: `{argv[0]}`: {where} (hint: give the program's "
-                             "path, e.g. acp:./my_agent or acp:python my_agent.py)")
-        self._proxy: ModelProxy | None = None
-        self._lock: asyncio.Lock | None = None
-
-    async def proxy(self) -> ModelProxy:
-        """The run's proxy, started on the first session (it needs the runner's loop)."""
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            if self._proxy is None:
-                from ..proxy import ModelProxy
-
-                proxy = ModelProxy(self.llm(), model=self.options.model)
-                await proxy.start()
-                self._proxy = proxy
-            return self._proxy
+        self.proxy_model = options.model
+        check_executable(self.argv, argv[0], self.name, "acp:./my_agent or acp:python my_agent.py")
 
     async def open(self, brief: SessionBrief) -> AcpSession:
-        session = AcpSession(self, brief)
-        try:
-            await session.setup()
-        except BaseException:
-            await session.close()
-            raise
-        return session
-
-    async def aclose(self) -> None:
-        """Stop the proxy (the runner calls this when the run ends, whichever way)."""
-        proxy, self._proxy = self._proxy, None
-        if proxy is not None:
-            await proxy.aclose()
+        return await self._opened(AcpSession(self, brief))
 
 
 def session_tool_matcher(names: list[str]) -> Callable[[str | None], bool]:

@@ -35,7 +35,6 @@ import inspect
 import json
 import os
 import shlex
-import shutil
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -55,10 +54,10 @@ from .cmd_agent import (
     spawn_group,
 )
 from .isolation import Isolation, check_pass_env
+from .proxied import ProxiedAdapter, check_executable
 
 if TYPE_CHECKING:
     from ..llm import LLMClient
-    from ..proxy import ModelProxy
     from .registry import AgentContext
 
 PROTOCOL_VERSION = 2
@@ -140,7 +139,7 @@ def make_adapter(argument: str, context: AgentContext) -> Cmd2Agent:
                      mcp=mcp_factory(opts.mcp) if opts.mcp else None, uri=f"cmd2:{argument}")
 
 
-class Cmd2Agent:
+class Cmd2Agent(ProxiedAdapter):
     """See the module docstring. `llm` builds the run's client (the proxy's upstream)."""
 
     def __init__(self, command: str, *, llm: Callable[[], LLMClient], model: str | None = None,
@@ -155,40 +154,12 @@ class Cmd2Agent:
         self.model = model
         self.pass_env = list(pass_env)
         self.mcp = mcp
-        if shutil.which(self.argv[0]) is None:
-            where = "no such executable file" if os.sep in argv[0] else "not found on PATH"
-            raise ValueError(f"{self.name}: `{argv[0]}`: {where} (hint: give the program's "
-                             "path, e.g. cmd2:./my_harness or cmd2:python my_harness.py)")
-        self._proxy: ModelProxy | None = None
-        self._lock: asyncio.Lock | None = None
-
-    async def proxy(self) -> ModelProxy:
-        """The run's proxy, started on the first session (it needs the runner's loop)."""
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            if self._proxy is None:
-                from ..proxy import ModelProxy
-
-                proxy = ModelProxy(self.llm(), model=self.model)
-                await proxy.start()
-                self._proxy = proxy
-            return self._proxy
+        self.proxy_model = model
+        check_executable(self.argv, argv[0], self.name,
+                         "cmd2:./my_harness or cmd2:python my_harness.py")
 
     async def open(self, brief: SessionBrief) -> Cmd2Session:
-        session = Cmd2Session(self, brief)
-        try:
-            await session.setup()
-        except BaseException:
-            await session.close()
-            raise
-        return session
-
-    async def aclose(self) -> None:
-        """Stop the proxy (the runner calls this when the run ends, whichever way)."""
-        proxy, self._proxy = self._proxy, None
-        if proxy is not None:
-            await proxy.aclose()
+        return await self._opened(Cmd2Session(self, brief))
 
 
 class Cmd2Session:
