@@ -250,3 +250,16 @@ def test_clear_keeps_outside_files(tmp_path: Path, outside: Path) -> None:
     Workspace(tmp_path / "w", clear=True)
     assert list(w.root.iterdir()) == []
     assert (outside / "secret.txt").exists()
+
+
+def test_workspace_is_made_at_first_use_and_an_existing_one_is_cleared(tmp_path: Path) -> None:
+    lazy = Workspace(tmp_path / "ep-r0", clear=True)
+    assert not (tmp_path / "ep-r0").exists()  # nobody used it: no directory
+    assert lazy.files() == {} and lazy.snapshot() == {}
+    lazy.clear()
+    assert not (tmp_path / "ep-r0").exists()
+    lazy.write_file("notes/a.txt", "甲")  # first use makes it
+    assert (tmp_path / "ep-r0" / "notes" / "a.txt").read_text(encoding="utf-8") == "甲"
+    assert lazy.files() == {"notes/a.txt": "甲"}
+    again = Workspace(tmp_path / "ep-r0", clear=True)  # an existing directory: emptied now
+    assert list((tmp_path / "ep-r0").iterdir()) == [] and again.files() == {}

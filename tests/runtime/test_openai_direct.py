@@ -129,3 +129,41 @@ def test_direct_backend_is_not_used_for_a_custom_backend() -> None:
         model="openai/m", messages=[], tools=None, params={}, seed=None, timeout_s=1.0,
         api_base="http://x/v1")) is client.backend
     assert not isinstance(client.backend, OpenAIDirectBackend)
+
+
+def test_pool_is_closed_with_its_event_loop_and_reused_within_it(
+        fake_openai: FakeOpenAI, recwarn: pytest.WarningsRecorder,
+        caplog: pytest.LogCaptureFixture) -> None:
+    backend = OpenAIDirectBackend()
+    req = BackendRequest(model="openai/fake-model", messages=MESSAGES, tools=None, params={},
+                         seed=None, timeout_s=5.0, api_base=fake_openai.base_url)
+    seen: list[Any] = []
+
+    async def go() -> None:
+        for _ in range(3):
+            await backend(req)
+            seen.append(await backend._session())
+
+    for _ in range(3):
+        fake_openai.text("ok")
+    asyncio.run(go())
+    assert len({id(s) for s in seen}) == 1  # one pool per loop, not one per call
+    assert seen[0].closed  # asyncio.run closed it: no caller had to
+    fake_openai.text("again")
+    asyncio.run(backend(req))  # a new loop gets a new pool, closed with it too
+    assert not [w for w in recwarn if "nclosed" in str(w.message)]
+    assert "nclosed" not in caplog.text
+
+
+def test_refused_connection_is_a_retryable_connection_error(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = LLMClient(LLMConfig(api_base=f"http://127.0.0.1:{port}/v1", api_key="k",
+                                 backoff_base_s=0.01, max_retries=1, timeout_s=5.0),
+                       cache=ResponseCache(tmp_path / "c", enabled=False))
+    out, records = _call(client)
+    assert isinstance(out, LLMError) and out.retryable and out.attempts == 2
+    assert "Connect" in str(records[0].error)
