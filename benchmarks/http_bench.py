@@ -18,6 +18,8 @@ client's own cost). Per arm, measured in one run:
   overhead      at concurrency 1: (wall after start-up − ideal) ÷ N per session, and as % of a
                 session's wall time
   RSS           peak resident set of the `bench run` process
+  steady        the ideal as a fraction of first request → last answer (the sessions alone)
+  tail          last answer → exit: the run's fixed end (last commits, summary, store close)
 
 An inspect_ai arm (the same samples, `generate()` only, `--max-connections c`) runs beside it
 when `inspect_ai` is importable; otherwise it is skipped and the output says so (it is not in
@@ -196,6 +198,10 @@ def main() -> int:
                                          f"{n} one-call sessions; the ideal would be wrong")
                     r["startup"] = min(arrivals) - r["spawn"]
                     r["ideal"] = math.ceil(n / c) * actual
+                    # first request sent → last answer received: the sessions themselves,
+                    # without start-up and without the run's fixed end (flush, summary, exit)
+                    r["steady"] = max(arrivals) - min(arrivals) + actual
+                    r["tail"] = r["spawn"] + r["wall"] - max(arrivals) - actual
                     rows.append((name, 1000 * latency, c, n, r))
     finally:
         parent.send(None)
@@ -204,13 +210,14 @@ def main() -> int:
 
     print(f"{'arm':<11} {'lat ms':>6} {'conc':>5} {'N':>5} {'wall s':>7} {'start s':>7} "
           f"{'ideal s':>7} {'of ideal':>9} {'(whole)':>8} {'CPU s':>6} {'CPU ms/sess':>11} "
-          f"{'RSS MB':>7}")
+          f"{'RSS MB':>7} {'steady':>7} {'tail s':>6}")
     for name, lat, c, n, r in rows:
         after = r["wall"] - r["startup"]
         print(f"{name:<11} {lat:>6.0f} {c:>5} {n:>5} {r['wall']:>7.2f} {r['startup']:>7.2f} "
               f"{r['ideal']:>7.2f} {100 * r['ideal'] / after:>8.1f}% "
               f"{100 * r['ideal'] / r['wall']:>7.1f}% {r['cpu']:>6.2f} "
-              f"{1000 * r['cpu'] / n:>11.2f} {r['rss_mb']:>7.0f}")
+              f"{1000 * r['cpu'] / n:>11.2f} {r['rss_mb']:>7.0f} "
+              f"{100 * r['ideal'] / r['steady']:>6.1f}% {r['tail']:>6.2f}")
     if not has_inspect:
         print("inspect_ai: not importable here, side-by-side arm skipped "
               "(pip install inspect_ai==0.3.285 in this venv to add it)")
@@ -219,7 +226,10 @@ def main() -> int:
             after = r["wall"] - r["startup"]
             over = (after - r["ideal"]) / n
             print(f"harness overhead at concurrency 1, {lat:.0f} ms: {1000 * over:.2f} ms per "
-                  f"session, {100 * over / (after / n):.1f}% of a session's wall (target ≤ 1%)")
+                  f"session, {100 * over / (after / n):.1f}% of a session's wall (target ≤ 1%); "
+                  f"without the run's fixed end ({r['tail']:.2f} s): "
+                  f"{1000 * (r['steady'] - r['ideal']) / n:.2f} ms, "
+                  f"{100 * (r['steady'] - r['ideal']) / r['steady']:.1f}%")
         if name == "benchpack" and c == max(levels) and lat > 0:
             print(f"throughput at concurrency {c}: "
                   f"{100 * r['ideal'] / (r['wall'] - r['startup']):.1f}% of the latency-bound "
