@@ -144,3 +144,33 @@ def test_the_run_records_what_it_promised(plan_dir: Path, tmp_path: Path) -> Non
     (res,) = build_reports(ReportOptions(db=db, names=["inventory"], runs=[run_id]))
     row = dict(zip([c.key for c in res.tables[0].columns], res.tables[0].rows[0], strict=True))
     assert (row["promised"], row["finished"], row["not_run"], row["excluded"]) == (3, 3, 0, 0)
+
+
+
+def test_sessions_with_nothing_to_grade_never_read_the_workspace(
+        plan_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Graders read the workspace (every file, every session): a session without a checklist,
+    `verify:` or `score:` has no grader, so it must cost no walk of it (nor a copy of the
+    services' rows); a session with a checklist still reads it."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from benchpack.runtime.planfile import load_plan
+    from benchpack.runtime.session import grade_checklist
+
+    plan = load_plan(plan_dir)
+    graded = next(s for s in plan.sessions.values() if s.checklist)
+    bare = graded.model_copy(update={"checklist": [], "verify": None, "score": None})
+
+    class Untouchable:
+        def __getattr__(self, name: str) -> object:
+            raise AssertionError(f"the environment was read: {name}")
+
+    ctx = SimpleNamespace(session=bare, env=Untouchable(), toolbox=Untouchable(), extra={})
+    rows, comp, score, passed, judge_errors, grader_errors = asyncio.run(
+        grade_checklist(ctx))  # type: ignore[arg-type]
+    assert (rows, comp, score, passed, judge_errors, grader_errors) == (
+        [], None, None, None, 0, 0)
+    with pytest.raises(AssertionError, match="was read"):
+        asyncio.run(grade_checklist(SimpleNamespace(  # type: ignore[arg-type]
+            session=graded, env=Untouchable(), toolbox=Untouchable(), extra={})))
