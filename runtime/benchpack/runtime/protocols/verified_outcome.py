@@ -45,7 +45,10 @@ if TYPE_CHECKING:
 
 NEUTRAL_REPLY = "I can't add anything right now. Please proceed with your best judgement."
 DEFAULT_MAX_TURNS = 4
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# Chinese and Japanese sentences end in full-width marks, often with no space after them
+# (after their closing quote, if one follows)
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])\s+|(?<=[。！？])(?![」』”’）])\s*|(?<=[。！？][」』”’）])\s*|\n+")
 _WORD = re.compile(r"[^\W_]")
 
 
@@ -57,8 +60,8 @@ def questions_in(ev: TurnEvidence) -> list[str]:
         return asked
     out = []
     for sentence in _SENTENCE_END.split(ev.text):
-        bare = sentence.strip().rstrip("*_)\"'”’ ")
-        if bare.endswith("?") and _WORD.search(bare):
+        bare = sentence.strip().rstrip("*_)\"'”’）」』 ")
+        if bare.endswith(("?", "？")) and _WORD.search(bare):
             out.append(sentence.strip())
     return out
 
