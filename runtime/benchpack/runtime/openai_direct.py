@@ -31,8 +31,8 @@ import json
 import os
 import sys
 import weakref
-from pathlib import Path
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from .llm import BackendRequest, LLMError
