@@ -91,8 +91,8 @@ def test_runs_page_lists_every_run_with_counts(client: TestClient, store: Path) 
     assert res.status_code == 200
     for run_id, sessions, turns in _sql(store, "SELECT run_id, count(*), sum(turns) FROM "
                                                "sessions GROUP BY run_id"):
-        row = re.search(rf'<tr>\s*<td class="txt"><a href="/runs/{run_id}">.*?</tr>', res.text,
-                        re.S)
+        row = re.search(rf'<tr>\s*<td class="txt"><input[^>]*value="{run_id}"[^>]*></td>\s*'
+                        rf'<td class="txt"><a href="/runs/{run_id}">.*?</tr>', res.text, re.S)
         assert row, run_id
         nums = re.findall(r'<td class="num">([\d,—]+)</td>', row.group(0))
         # repeats, sessions, finished, errors, skipped, turns

@@ -30,13 +30,17 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..access import StoreError, open_store
 from . import queries as q
 
+PAIRS_PER_PAGE = 100
+"""Session runs a page of a run pair's comparison lists."""
+PAIR_SORTS = ("differs", "label", "repeat", "a", "b", "delta")
+"""`differs`: discordant first, then by |Δ| (as `bench compare` lists them)."""
 SQL_ROWS = 1000
 """Rows of a SQL result shown in the page (the CSV download has them all)."""
 HEADLINE_CACHE = 64
@@ -97,6 +101,7 @@ class Viewer:
         self.env.filters.update(when=_when, pct=_pct)
         self.env.globals.update(qs=self._qs)
         self._headlines: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+        self._compared: OrderedDict[tuple[Any, ...], tuple[Markup, list[str]]] = OrderedDict()
         self._lock = threading.Lock()
 
     @staticmethod
@@ -226,6 +231,83 @@ class Viewer:
         return self.page("pair.html", sides=sides, session=session, repeat=repeat,
                          title=f"{session} · {a} vs {b}")
 
+    def compare(self, request: Request) -> Response:
+        """Run B against baseline A: `bench compare`'s table (with its banner when the runs
+        are not comparable) and every session run of one metric, each linked side by side.
+        `?run=X&run=Y` (the runs page's check boxes) goes to `?a=older&b=newer`."""
+        from .. import compare as cmp
+
+        p = request.query_params
+        picked = p.getlist("run")
+        if picked and not p.get("a"):
+            if len(set(picked)) != 2:
+                raise _BadRequest(f"pick exactly two runs to compare ({len(set(picked))} "
+                                  "picked)")
+            with self.store() as con:
+                order = q.runs_by_age(con, picked)
+            return RedirectResponse("/compare?" + urlencode({"a": order[0], "b": order[1]}),
+                                    status_code=303)
+        a, b = p.get("a"), p.get("b")
+        if not a or not b:
+            raise _BadRequest("the address needs ?a=RUN&b=RUN (the baseline, then the run "
+                              "compared with it)")
+        if a == b:
+            raise _BadRequest(f"a and b are both {a!r}: pick two different runs")
+        sort = p.get("sort", "differs")
+        if sort not in PAIR_SORTS:
+            raise _BadRequest(f"sort: {sort!r} is not one of {', '.join(PAIR_SORTS)}")
+        desc = p.get("desc") == "1"
+        page = _int(p.get("page"), "page")
+        with self.store(views=True) as con:
+            missing = [r for r in (a, b) if r not in q.runs_by_age(con, [a, b])]
+            if missing:
+                return self.page("error.html", 404, title="No such run",
+                                 message=f"no run {missing[0]!r} in {self.db}")
+            metrics = cmp.metrics_present(con, [a, b])
+            key = p.get("metric") or (metrics[0].key if metrics else None)
+            metric = next((m for m in metrics if m.key == key), None)
+            if key is not None and metric is None:
+                raise _BadRequest(f"metric: {key!r} is not one of "
+                                  f"{', '.join(m.key for m in metrics) or '(none: no scored sessions)'}")
+            summary = self._comparison(con, a, b)
+            pairs = cmp.session_pairs(con, a, b, metric) if metric else []
+        if sort != "differs":
+            known = [x for x in pairs if getattr(x, sort) is not None]
+            known.sort(key=lambda x: (getattr(x, sort), x.label, x.repeat), reverse=desc)
+            pairs = known + [x for x in pairs if getattr(x, sort) is None]
+        elif desc:
+            pairs.reverse()
+        both = sum(x.a is not None and x.b is not None for x in pairs)
+        counts = {"pairs": both, "differ": sum(x.discordant for x in pairs),
+                  "only_a": sum(x.b is None for x in pairs),
+                  "only_b": sum(x.a is None for x in pairs)}
+        params = {"a": a, "b": b, "metric": key or "", "sort": sort,
+                  "desc": "1" if desc else ""}
+        shown = pairs[page * PAIRS_PER_PAGE:(page + 1) * PAIRS_PER_PAGE]
+        return self.page("compare.html", a=a, b=b, summary=summary, metrics=metrics,
+                         metric=metric, pairs=shown, counts=counts, params=params, page=page,
+                         pages=max(1, -(-len(pairs) // PAIRS_PER_PAGE)), sorts=PAIR_SORTS,
+                         title=f"{b} against {a}")
+
+    def _comparison(self, con: Any, a: str, b: str) -> tuple[Markup, list[str]]:
+        """`bench compare A B --allow-incomparable`'s table and notes (its banner), kept
+        while the runs' sessions do not change (the bootstrap is the slow part)."""
+        key = ("compare", *q.fingerprint(con, [a, b]))
+        with self._lock:
+            cached = self._compared.get(key)
+        if cached is None:
+            from ..compare import CompareOptions, build
+            from ..html import _prose, _table_html
+
+            res = build(con, CompareOptions([a, b], allow_incomparable=True))
+            cached = (Markup(_table_html(res.tables[0], "compare")),
+                      [Markup(_prose(n)) for n in res.notes])
+            with self._lock:
+                self._compared[key] = cached
+                while len(self._compared) > HEADLINE_CACHE:
+                    self._compared.popitem(last=False)
+        return cached
+
     def call(self, request: Request) -> Response:
         """One model call's prompt and reply: a fragment the transcript fetches on unfolding
         (a whole page when opened by its link)."""
@@ -299,6 +381,7 @@ def create_app(db: str | Path, *, wait_s: float = 30.0) -> Starlette:
         Route("/runs/{run_id:path}", guarded(viewer.sessions)),
         Route("/session", guarded(viewer.session)),
         Route("/pair", guarded(viewer.pair)),
+        Route("/compare", guarded(viewer.compare)),
         Route("/call", guarded(viewer.call)),
         Route("/headline", guarded(viewer.headline)),
         Route("/sql", guarded(viewer.sql)),
