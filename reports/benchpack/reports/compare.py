@@ -207,6 +207,13 @@ def compare(con: Any, options: CompareOptions) -> tuple[list[Row], list[Differen
     return rows, found
 
 
+def banner(found: list[Difference]) -> str:
+    """What every format (and `bench view`'s run-pair page) says above incomparable runs."""
+    return ("⚠ NOT COMPARABLE (shown with --allow-incomparable): the runs differ in "
+            + "; ".join(d.text() for d in found) + ". A difference below is not the agent's "
+            "alone.")
+
+
 def _varied(con: Any, runs: Sequence[str], found: list[Difference], field: str
             ) -> list[Difference]:
     """The differences left once `field` may differ: the runs must differ in it and run one
@@ -376,9 +383,7 @@ def build(con: Any, options: CompareOptions) -> ReportResult:
                            f"Paired differences against the baseline {labels[runs[0]]} "
                            f"({runs[0]}), over the units both runs share.", runs)
     if found:
-        res.notes.append("⚠ NOT COMPARABLE (shown with --allow-incomparable): the runs differ "
-                         "in " + "; ".join(d.text() for d in found) + ". A difference below "
-                         "is not the agent's alone.")
+        res.notes.append(banner(found))
     if heuristic:
         res.notes.append(f"Scores of {', '.join(sorted(heuristic))} were decided by the "
                          f"{HEURISTIC}.")

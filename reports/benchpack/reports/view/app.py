@@ -101,7 +101,7 @@ class Viewer:
         self.env.filters.update(when=_when, pct=_pct)
         self.env.globals.update(qs=self._qs)
         self._headlines: OrderedDict[tuple[Any, ...], str] = OrderedDict()
-        self._compared: OrderedDict[tuple[Any, ...], tuple[Markup, list[str]]] = OrderedDict()
+        self._compared: OrderedDict[tuple[Any, ...], Markup] = OrderedDict()
         self._lock = threading.Lock()
 
     @staticmethod
@@ -236,6 +236,8 @@ class Viewer:
         are not comparable) and every session run of one metric, each linked side by side.
         `?run=X&run=Y` (the runs page's check boxes) goes to `?a=older&b=newer`."""
         from .. import compare as cmp
+        from ..comparability import differences
+        from ..compare import banner
 
         p = request.query_params
         picked = p.getlist("run")
@@ -269,7 +271,7 @@ class Viewer:
             if key is not None and metric is None:
                 raise _BadRequest(f"metric: {key!r} is not one of "
                                   f"{', '.join(m.key for m in metrics) or '(none: no scored sessions)'}")
-            summary = self._comparison(con, a, b)
+            found = differences(con, [a, b])
             pairs = cmp.session_pairs(con, a, b, metric) if metric else []
         if sort != "differs":
             known = [x for x in pairs if getattr(x, sort) is not None]
@@ -284,14 +286,34 @@ class Viewer:
         params = {"a": a, "b": b, "metric": key or "", "sort": sort,
                   "desc": "1" if desc else ""}
         shown = pairs[page * PAIRS_PER_PAGE:(page + 1) * PAIRS_PER_PAGE]
-        return self.page("compare.html", a=a, b=b, summary=summary, metrics=metrics,
+        table = "/compare/table?" + urlencode({"a": a, "b": b})
+        return self.page("compare.html", a=a, b=b, table=table,
+                         banner=banner(found) if found else None, metrics=metrics,
                          metric=metric, pairs=shown, counts=counts, params=params, page=page,
                          pages=max(1, -(-len(pairs) // PAIRS_PER_PAGE)), sorts=PAIR_SORTS,
                          title=f"{b} against {a}")
 
-    def _comparison(self, con: Any, a: str, b: str) -> tuple[Markup, list[str]]:
-        """`bench compare A B --allow-incomparable`'s table and notes (its banner), kept
-        while the runs' sessions do not change (the bootstrap is the slow part)."""
+    def compare_table(self, request: Request) -> Response:
+        """`bench compare A B`'s table: a fragment the run-pair page fetches once shown (its
+        bootstrap takes seconds on a large store; a whole page when opened by its link)."""
+        a, b = request.query_params.get("a"), request.query_params.get("b")
+        if not a or not b or a == b:
+            raise _BadRequest("the address needs ?a=RUN&b=RUN (two different runs)")
+        with self.store(views=True) as con:
+            missing = [r for r in (a, b) if r not in q.runs_by_age(con, [a, b])]
+            if missing:
+                return self.page("error.html", 404, title="No such run",
+                                 message=f"no run {missing[0]!r} in {self.db}")
+            table = self._comparison(con, a, b)
+        if request.headers.get("x-fragment") == "1":
+            return HTMLResponse(table)
+        return self.page("headline.html", table=table, runs=[a, b],
+                         heading=f"{b} against {a}", command=f"bench compare {a} {b}",
+                         title=f"bench compare {a} {b}")
+
+    def _comparison(self, con: Any, a: str, b: str) -> Markup:
+        """`bench compare A B --allow-incomparable`'s table and notes but the banner (the page
+        shows it at once), kept while the runs' sessions do not change."""
         key = ("compare", *q.fingerprint(con, [a, b]))
         with self._lock:
             cached = self._compared.get(key)
@@ -300,8 +322,9 @@ class Viewer:
             from ..html import _prose, _table_html
 
             res = build(con, CompareOptions([a, b], allow_incomparable=True))
-            cached = (Markup(_table_html(res.tables[0], "compare")),
-                      [Markup(_prose(n)) for n in res.notes])
+            cached = Markup("".join(f'<p class="note">{_prose(n)}</p>' for n in res.notes
+                                    if "NOT COMPARABLE" not in n)
+                            + _table_html(res.tables[0], "compare"))
             with self._lock:
                 self._compared[key] = cached
                 while len(self._compared) > HEADLINE_CACHE:
@@ -382,6 +405,7 @@ def create_app(db: str | Path, *, wait_s: float = 30.0) -> Starlette:
         Route("/session", guarded(viewer.session)),
         Route("/pair", guarded(viewer.pair)),
         Route("/compare", guarded(viewer.compare)),
+        Route("/compare/table", guarded(viewer.compare_table)),
         Route("/call", guarded(viewer.call)),
         Route("/headline", guarded(viewer.headline)),
         Route("/sql", guarded(viewer.sql)),
