@@ -536,6 +536,7 @@ def test_pages_in_chromium(served: str, store: Path, tmp_path: Path) -> None:
                 tab.click("#sessions tbody tr:first-child a")
                 tab.wait_for_selector(css)
                 assert tab.locator(css).first.is_visible()
+                tab.screenshot(path=str(shots / f"view-transcript-{run}.png"), full_page=False)
                 if run == "quilt":
                     assert tab.locator(".msg.assistant mark").count() >= 1
                     tab.screenshot(path=str(shots / "view-transcript.png"), full_page=False)
@@ -543,6 +544,21 @@ def test_pages_in_chromium(served: str, store: Path, tmp_path: Path) -> None:
                         tab.click("form[action='/pair'] button")
                     assert tab.locator(".side").count() == 2
                     tab.screenshot(path=str(shots / "view-pair.png"), full_page=False)
+            # two runs picked on the runs page: their comparison, bench compare's table fetched
+            tab.goto(served + "/")
+            assert tab.locator("[data-pick]").is_disabled()
+            tab.check("input[name=run][value=quilt-done]")
+            tab.check("input[name=run][value=quilt]")
+            assert tab.locator("[data-pick]").is_enabled()
+            with tab.expect_navigation():
+                tab.click("[data-pick]")
+            assert "/compare?a=quilt&b=quilt-done" in tab.url
+            tab.wait_for_selector("#compare table")
+            assert tab.locator("#pairs tbody tr").count() >= 1
+            tab.screenshot(path=str(shots / "view-compare.png"), full_page=True)
+            with tab.expect_navigation():
+                tab.click("#pairs tbody tr:first-child a:has-text('open')")
+            assert tab.locator(".side").count() == 2
             tab.goto(served + "/sql")
             tab.fill("textarea[name=q]", "SELECT run_id, agent FROM runs ORDER BY run_id")
             with tab.expect_navigation():

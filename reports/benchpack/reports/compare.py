@@ -235,6 +235,13 @@ def _varied(con: Any, runs: Sequence[str], found: list[Difference], field: str
 # --------------------------------------------------------------------------- session pairs
 
 
+def session_label(name: str | None, session_id: str) -> str:
+    """The name, with the variant the plan id adds (`artist-statement@P+Q`): sessions of one
+    name (a trigger pack's styles) differ only by it."""
+    tail = session_id.rsplit(".", 1)[-1]
+    return tail if name is None or tail.startswith(name) else name
+
+
 @dataclass(frozen=True)
 class SessionPair:
     """One (session, repeat) of a run pair under one metric: the values `compare` pairs
@@ -249,10 +256,7 @@ class SessionPair:
 
     @property
     def label(self) -> str:
-        """The name, with the variant the plan id adds (`artist-statement@P+Q`): sessions of
-        one name differ by it."""
-        tail = self.session_id.rsplit(".", 1)[-1]
-        return tail if tail.startswith(self.name) else self.name
+        return session_label(self.name, self.session_id)
 
     @property
     def delta(self) -> float | None:

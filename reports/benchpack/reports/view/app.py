@@ -98,7 +98,10 @@ class Viewer:
         self.wait_s = wait_s
         self.env = Environment(loader=PackageLoader("benchpack.reports.view", "templates"),
                                autoescape=select_autoescape(default=True, default_for_string=True))
+        from ..compare import session_label
+
         self.env.filters.update(when=_when, pct=_pct)
+        self.env.globals.update(session_label=session_label)
         self.env.globals.update(qs=self._qs)
         self._headlines: OrderedDict[tuple[Any, ...], str] = OrderedDict()
         self._compared: OrderedDict[tuple[Any, ...], Markup] = OrderedDict()
