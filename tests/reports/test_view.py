@@ -496,6 +496,16 @@ def _serve(app: object) -> Iterator[str]:
         thread.join(10)
 
 
+LONG_TASKS = """window.__longTasks = [];
+try { new PerformanceObserver((list) => { for (const e of list.getEntries())
+  window.__longTasks.push(Math.round(e.duration)); }).observe({type: "longtask", buffered: true});
+} catch (e) {}"""
+PAGE_TIMING = """() => { const n = performance.getEntriesByType("navigation")[0];
+  return {dom_interactive_ms: Math.round(n.domInteractive),
+          loaded_ms: Math.round(n.loadEventEnd), long_tasks_ms: window.__longTasks,
+          turns_in_dom: document.querySelectorAll("li.turn").length}; }"""
+
+
 def test_pages_in_chromium(served: str, store: Path, tmp_path: Path) -> None:
     from test_html import BROWSER_FLAGS, find_chromium
 
@@ -510,6 +520,7 @@ def test_pages_in_chromium(served: str, store: Path, tmp_path: Path) -> None:
         browser = pw.chromium.launch(executable_path=chromium, args=BROWSER_FLAGS)
         try:
             tab = browser.new_page(viewport={"width": 1400, "height": 900})
+            tab.add_init_script(LONG_TASKS)
             tab.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
                    if m.type in ("error", "warning") else None)
             tab.on("pageerror", lambda e: problems.append(f"page error: {e}"))
@@ -576,6 +587,11 @@ def test_pages_in_chromium(served: str, store: Path, tmp_path: Path) -> None:
                         tab.wait_for_selector("ol.transcript")
                         assert time.monotonic() - t < 5
                         assert tab.locator("li.turn").count() <= 101
+                        # reported, not asserted (no timed assertions): how soon the page
+                        # answers, and any main-thread task over 50 ms while it loads
+                        timing = tab.evaluate(PAGE_TIMING)
+                        print(f"\n500-turn transcript, turns 1–100: {timing}")
+                        (shots / "view-long-timing.txt").write_text(f"{timing}\n")
                         with tab.expect_navigation():
                             tab.click("p.pager.turns a:has-text('401–500')")
                         assert tab.locator("text=question 500 第500轮").count() == 1
