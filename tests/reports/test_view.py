@@ -454,27 +454,6 @@ def test_cli_errors_are_one_line(tmp_path: Path, store: Path) -> None:
 # --------------------------------------------------------------------------- browser
 
 
-@pytest.fixture
-def served(store: Path) -> Iterator[str]:
-    import uvicorn
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(store), host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-
-
 @contextlib.contextmanager
 def _serve(app: object) -> Iterator[str]:
     import uvicorn
@@ -504,6 +483,12 @@ PAGE_TIMING = """() => { const n = performance.getEntriesByType("navigation")[0]
   return {dom_interactive_ms: Math.round(n.domInteractive),
           loaded_ms: Math.round(n.loadEventEnd), long_tasks_ms: window.__longTasks,
           turns_in_dom: document.querySelectorAll("li.turn").length}; }"""
+
+
+@pytest.fixture
+def served(store: Path) -> Iterator[str]:
+    with _serve(create_app(store)) as url:
+        yield url
 
 
 def test_pages_in_chromium(served: str, store: Path, tmp_path: Path) -> None:
