@@ -154,6 +154,8 @@ def test_runs_page_picks_two_runs(client: TestClient) -> None:
     res = client.get("/compare?run=claw-done&run=claw-demo", follow_redirects=False)
     assert res.status_code == 303
     assert res.headers["location"] == "/compare?a=claw-demo&b=claw-done"
+    gone = client.get("/compare?run=claw-done&run=nope")  # deleted since the page was shown
+    assert gone.status_code == 404 and "no run 'nope'" in htmllib.unescape(gone.text)
     one = client.get("/compare?run=claw-done")
     assert one.status_code == 400 and "pick exactly two runs to compare (1 picked)" in \
         htmllib.unescape(one.text)

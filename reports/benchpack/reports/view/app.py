@@ -250,6 +250,10 @@ class Viewer:
                                   "picked)")
             with self.store() as con:
                 order = q.runs_by_age(con, picked)
+            missing = [r for r in picked if r not in order]
+            if missing:
+                return self.page("error.html", 404, title="No such run",
+                                 message=f"no run {missing[0]!r} in {self.db}")
             return RedirectResponse("/compare?" + urlencode({"a": order[0], "b": order[1]}),
                                     status_code=303)
         a, b = p.get("a"), p.get("b")
