@@ -242,3 +242,21 @@ def test_runs_that_do_not_differ_say_so(tmp_path: Path, store: Path) -> None:
     page = TestClient(create_app(db)).get("/compare?" + urlencode({"a": "claw-demo",
                                                                    "b": "claw-copy"})).text
     assert "6 session runs in both runs, 0 scored differently" in page
+
+
+def test_terminal_prints_each_address_whole(client: TestClient, store: Path) -> None:
+    """A folded address is no address: in the terminal table the link column holds a
+    reference, and each address follows on a line of its own, never cut (the terminal wraps
+    it, and still recognises it)."""
+    res = CliRunner().invoke(cli, ["compare", "claw-demo", "claw-done", "--db", str(store)],
+                             env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    pair_lines = [ln for ln in lines if "/pair?" in ln]
+    assert len(pair_lines) == 6
+    for ln in pair_lines:
+        url = ln[ln.index("http"):].strip()
+        assert url.endswith(("repeat=0", "repeat=1", "repeat=2")), ln
+        assert client.get(url[len(BASE):]).status_code == 200
+    assert any(ln.strip().startswith("bench view: " + BASE + "/compare?a=claw-demo&b=claw-done")
+               for ln in lines)
