@@ -260,3 +260,16 @@ def test_terminal_prints_each_address_whole(client: TestClient, store: Path) -> 
         assert client.get(url[len(BASE):]).status_code == 200
     assert any(ln.strip().startswith("bench view: " + BASE + "/compare?a=claw-demo&b=claw-done")
                for ln in lines)
+
+
+def test_a_page_installs_only_the_views_it_reads(store: Path) -> None:
+    from benchpack.reports.access import open_store
+
+    with open_store(store, views=("session_results", "trigger_results")) as con:
+        names = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() "
+                                           "WHERE temporary AND NOT internal").fetchall()}
+        assert names == {"session_results", "trigger_results"}
+        assert con.execute("SELECT count(*) FROM trigger_results").fetchone()[0] > 0
+    with open_store(store) as con:  # every view, as before
+        assert con.execute("SELECT count(*) FROM duckdb_views() WHERE temporary AND NOT "
+                           "internal").fetchone()[0] > 10

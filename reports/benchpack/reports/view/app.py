@@ -44,6 +44,10 @@ PAIR_SORTS = ("differs", "label", "repeat", "a", "b", "delta")
 SQL_ROWS = 1000
 """Rows of a SQL result shown in the page (the CSV download has them all)."""
 HEADLINE_CACHE = 64
+HEADLINE_VIEWS = ("session_results", "trigger_results")
+"""The views the headline reads: installing the other thirty costs ~20 ms a request."""
+COMPARE_VIEWS = ("session_results",)
+"""The view `bench compare` reads."""
 
 _STATIC = Path(__file__).parent / "static"
 
@@ -113,7 +117,7 @@ class Viewer:
         return urlencode({k: v for k, v in merged.items() if v not in (None, "")})
 
     @contextlib.contextmanager
-    def store(self, *, views: bool = False) -> Iterator[Any]:
+    def store(self, *, views: bool | tuple[str, ...] = False) -> Iterator[Any]:
         with open_store(self.db, wait_s=self.wait_s, views=views) as con:
             yield con
 
@@ -128,7 +132,7 @@ class Viewer:
         filters = {k: p.get(k, "") for k in q.RUN_FILTERS}
         since, until = p.get("since", ""), p.get("until", "")
         page = _int(p.get("page"), "page")
-        with self.store(views=True) as con:
+        with self.store() as con:  # runs and sessions only
             data = q.runs_page(con, filters, since=_date(since, "since"),
                                until=_date(until, "until"), page=page)
         params = {**filters, "since": since, "until": until}
@@ -143,7 +147,7 @@ class Viewer:
         runs = request.query_params.getlist("run")
         if not runs:
             raise _BadRequest("the address needs ?run=RUN (one or more)")
-        with self.store(views=True) as con:
+        with self.store(views=HEADLINE_VIEWS) as con:
             table = self._headline(con, runs)
         if request.headers.get("x-fragment") == "1":
             return HTMLResponse(table)
@@ -267,7 +271,7 @@ class Viewer:
             raise _BadRequest(f"sort: {sort!r} is not one of {', '.join(PAIR_SORTS)}")
         desc = p.get("desc") == "1"
         page = _int(p.get("page"), "page")
-        with self.store(views=True) as con:
+        with self.store(views=COMPARE_VIEWS) as con:
             missing = [r for r in (a, b) if r not in q.runs_by_age(con, [a, b])]
             if missing:
                 return self.page("error.html", 404, title="No such run",
@@ -306,7 +310,7 @@ class Viewer:
         a, b = request.query_params.get("a"), request.query_params.get("b")
         if not a or not b or a == b:
             raise _BadRequest("the address needs ?a=RUN&b=RUN (two different runs)")
-        with self.store(views=True) as con:
+        with self.store(views=COMPARE_VIEWS) as con:
             missing = [r for r in (a, b) if r not in q.runs_by_age(con, [a, b])]
             if missing:
                 return self.page("error.html", 404, title="No such run",
