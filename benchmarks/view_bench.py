@@ -10,7 +10,7 @@ two runs side by side, a run pair's session runs, a SQL query and its CSV. The s
 `report_bench.generate` when missing; a 500-turn session (`long-500`, two messages a turn) is
 added to its first run when absent. The fragments pages fetch after they show are timed apart:
 the runs page's headline (the report's intervals) and the run-pair page's `bench compare` table
-(its paired cluster bootstrap, pure Python, seconds on this store).
+(its paired cluster bootstrap, pure Python: about 0.6 s on this store).
 
 Usage: python benchmarks/view_bench.py [--turns 1000000] [--db PATH] [--repeat 3]
 """
