@@ -148,6 +148,49 @@ def test_cluster_bootstrap_p() -> None:
     assert paired.cluster_bootstrap_p([(0, 0, 1), (1, 0, 0.9)]) is None
 
 
+def _bootstrap_reference(pairs: list[tuple[int, float, float]], resamples: int, seed: int
+                         ) -> float:
+    """The paired cluster bootstrap as the docstring states it, drawing clusters with
+    `random.Random(seed).randrange`: the figures `bench compare` printed before its draws
+    were made cheaper must not move."""
+    sums: dict[int, list[float]] = {}
+    for c, a, b in pairs:
+        sums.setdefault(c, [0.0, 0])
+        sums[c][0] += b - a
+        sums[c][1] += 1
+    cl = sorted(((s, int(k)) for s, k in sums.values()), key=lambda t: (t[1], t[0]))
+    g, n = len(cl), sum(k for _, k in cl)
+    delta = sum(s for s, _ in cl) / n
+    rng = random.Random(seed)
+    extreme = 0
+    for _ in range(resamples):
+        draw = [cl[rng.randrange(g)] for _ in range(g)]
+        if abs(sum(s for s, _ in draw) / sum(k for _, k in draw) - delta) >= \
+                abs(delta) - 1e-12 * max(1.0, abs(delta)):
+            extreme += 1
+    return (1 + extreme) / (1 + resamples)
+
+
+@pytest.mark.parametrize(("b", "c"), [(1, 6), (40, 61), (1234, 1400), (2000, 0)])
+def test_mcnemar_exact_is_the_binomial_tail(b: int, c: int) -> None:
+    from fractions import Fraction
+
+    n, k = b + c, min(b, c)
+    tail = sum(math.comb(n, i) for i in range(k + 1))
+    assert paired.mcnemar_exact(b, c) == min(1.0, float(Fraction(2 * tail, 2 ** n)))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+@pytest.mark.parametrize("clusters", [6, 13, 300])
+def test_cluster_bootstrap_p_matches_its_definition(seed: int, clusters: int) -> None:
+    rng = random.Random(100 + clusters)
+    # a small true difference: p between the extremes, so every draw counts
+    pairs = [(rng.randrange(clusters), rng.random(), rng.random() + 0.03)
+             for _ in range(3 * clusters)]
+    assert paired.cluster_bootstrap_p(pairs, resamples=300, seed=seed) == \
+        _bootstrap_reference(pairs, 300, seed)
+
+
 # ----------------------------------------------------------------------------- end to end
 
 CLAW = TASKPACKS / "claw-lab-ops"

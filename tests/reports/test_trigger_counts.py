@@ -219,3 +219,25 @@ def test_cluster_kappa_normal_approximation_matches_its_bootstrap() -> None:
     flat = [sum(c[i] for c in clusters) for i in range(9)]
     items = stats.kappa_cis([flat[0:3], flat[3:6], flat[6:9]], ("quadratic",), seed=1)[0]
     assert items.high - items.low < exact.high - exact.low
+
+
+def test_headline_trigger_cell_is_the_triggers_reports_overall(tmp_path: Path, db: Path
+                                                               ) -> None:
+    """The headline (summary, `bench view`'s runs page) takes the trigger score from the
+    triggers report's pooled overall figure: every field equal, whatever the headline computes
+    it with (it skips the per-type figures it does not show)."""
+    from benchpack.reports.access import open_store
+    from benchpack.reports.builtin import ReportContext, headline_table
+
+    for store in (db, _cluster_store(tmp_path / "c.duckdb")):
+        (res,) = build_reports(ReportOptions(db=store, names=["triggers"], runs=["all"]))
+        keys = [c.key for c in res.tables[0].columns]
+        overall = {r[0]: dict(zip(keys, r, strict=True))["weighted"]
+                   for r in res.tables[0].rows if r[1] == "overall"}
+        with open_store(store) as con:
+            runs = [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY run_id"
+                                              ).fetchall()]
+            t = headline_table(ReportContext(con, runs))
+        col = [c.key for c in t.columns].index("trigger")
+        assert {r[0]: r[col] for r in t.rows} == overall
+        assert len(overall) == len(runs)

@@ -91,8 +91,8 @@ def test_runs_page_lists_every_run_with_counts(client: TestClient, store: Path) 
     assert res.status_code == 200
     for run_id, sessions, turns in _sql(store, "SELECT run_id, count(*), sum(turns) FROM "
                                                "sessions GROUP BY run_id"):
-        row = re.search(rf'<tr>\s*<td class="txt"><a href="/runs/{run_id}">.*?</tr>', res.text,
-                        re.S)
+        row = re.search(rf'<tr>\s*<td class="txt"><input[^>]*value="{run_id}"[^>]*></td>\s*'
+                        rf'<td class="txt"><a href="/runs/{run_id}">.*?</tr>', res.text, re.S)
         assert row, run_id
         nums = re.findall(r'<td class="num">([\d,—]+)</td>', row.group(0))
         # repeats, sessions, finished, errors, skipped, turns
@@ -454,27 +454,6 @@ def test_cli_errors_are_one_line(tmp_path: Path, store: Path) -> None:
 # --------------------------------------------------------------------------- browser
 
 
-@pytest.fixture
-def served(store: Path) -> Iterator[str]:
-    import uvicorn
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(store), host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-
-
 @contextlib.contextmanager
 def _serve(app: object) -> Iterator[str]:
     import uvicorn
@@ -496,6 +475,22 @@ def _serve(app: object) -> Iterator[str]:
         thread.join(10)
 
 
+LONG_TASKS = """window.__longTasks = [];
+try { new PerformanceObserver((list) => { for (const e of list.getEntries())
+  window.__longTasks.push(Math.round(e.duration)); }).observe({type: "longtask", buffered: true});
+} catch (e) {}"""
+PAGE_TIMING = """() => { const n = performance.getEntriesByType("navigation")[0];
+  return {dom_interactive_ms: Math.round(n.domInteractive),
+          loaded_ms: Math.round(n.loadEventEnd), long_tasks_ms: window.__longTasks,
+          turns_in_dom: document.querySelectorAll("li.turn").length}; }"""
+
+
+@pytest.fixture
+def served(store: Path) -> Iterator[str]:
+    with _serve(create_app(store)) as url:
+        yield url
+
+
 def test_pages_in_chromium(served: str, store: Path, tmp_path: Path) -> None:
     from test_html import BROWSER_FLAGS, find_chromium
 
@@ -510,6 +505,7 @@ def test_pages_in_chromium(served: str, store: Path, tmp_path: Path) -> None:
         browser = pw.chromium.launch(executable_path=chromium, args=BROWSER_FLAGS)
         try:
             tab = browser.new_page(viewport={"width": 1400, "height": 900})
+            tab.add_init_script(LONG_TASKS)
             tab.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
                    if m.type in ("error", "warning") else None)
             tab.on("pageerror", lambda e: problems.append(f"page error: {e}"))
@@ -536,6 +532,7 @@ def test_pages_in_chromium(served: str, store: Path, tmp_path: Path) -> None:
                 tab.click("#sessions tbody tr:first-child a")
                 tab.wait_for_selector(css)
                 assert tab.locator(css).first.is_visible()
+                tab.screenshot(path=str(shots / f"view-transcript-{run}.png"), full_page=False)
                 if run == "quilt":
                     assert tab.locator(".msg.assistant mark").count() >= 1
                     tab.screenshot(path=str(shots / "view-transcript.png"), full_page=False)
@@ -543,6 +540,21 @@ def test_pages_in_chromium(served: str, store: Path, tmp_path: Path) -> None:
                         tab.click("form[action='/pair'] button")
                     assert tab.locator(".side").count() == 2
                     tab.screenshot(path=str(shots / "view-pair.png"), full_page=False)
+            # two runs picked on the runs page: their comparison, bench compare's table fetched
+            tab.goto(served + "/")
+            assert tab.locator("[data-pick]").is_disabled()
+            tab.check("input[name=run][value=quilt-done]")
+            tab.check("input[name=run][value=quilt]")
+            assert tab.locator("[data-pick]").is_enabled()
+            with tab.expect_navigation():
+                tab.click("[data-pick]")
+            assert "/compare?a=quilt&b=quilt-done" in tab.url
+            tab.wait_for_selector("#compare table")
+            assert tab.locator("#pairs tbody tr").count() >= 1
+            tab.screenshot(path=str(shots / "view-compare.png"), full_page=True)
+            with tab.expect_navigation():
+                tab.click("#pairs tbody tr:first-child a:has-text('open')")
+            assert tab.locator(".side").count() == 2
             tab.goto(served + "/sql")
             tab.fill("textarea[name=q]", "SELECT run_id, agent FROM runs ORDER BY run_id")
             with tab.expect_navigation():
@@ -560,6 +572,11 @@ def test_pages_in_chromium(served: str, store: Path, tmp_path: Path) -> None:
                         tab.wait_for_selector("ol.transcript")
                         assert time.monotonic() - t < 5
                         assert tab.locator("li.turn").count() <= 101
+                        # reported, not asserted (no timed assertions): how soon the page
+                        # answers, and any main-thread task over 50 ms while it loads
+                        timing = tab.evaluate(PAGE_TIMING)
+                        print(f"\n500-turn transcript, turns 1–100: {timing}")
+                        (shots / "view-long-timing.txt").write_text(f"{timing}\n")
                         with tab.expect_navigation():
                             tab.click("p.pager.turns a:has-text('401–500')")
                         assert tab.locator("text=question 500 第500轮").count() == 1

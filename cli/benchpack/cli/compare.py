@@ -35,10 +35,14 @@ from .params import PackErrors, db_option, emit, wait_option
 @click.option("--vary", type=click.Choice(["simulator"]),
               help="Allow exactly this difference (the runs must differ in it and run one "
                    "agent): Δ is reported as the simulator's sensitivity.")
+@click.option("--view-url", default="http://127.0.0.1:8765", show_default=True,
+              metavar="URL", help="Address of `bench view` the output links to (the run "
+              "pair's page, the differing sessions side by side); '' for no links.")
 @wait_option
 def compare(runs: tuple[str, ...], db: Path, by: str | None, metrics: tuple[str, ...],
             correction: str, fmt: str, out: Path | None, level: float, resamples: int,
-            seed: int, allow_incomparable: bool, vary: str | None, wait_s: float) -> None:
+            seed: int, allow_incomparable: bool, vary: str | None, view_url: str,
+            wait_s: float) -> None:
     """Is B better than A? Paired differences of every run against the first (the baseline),
     per metric and slice, with clustered CIs, tests, adjusted p-values and the minimum
     detectable effect."""
@@ -52,7 +56,8 @@ def compare(runs: tuple[str, ...], db: Path, by: str | None, metrics: tuple[str,
                              correction=correction,  # type: ignore[arg-type]
                              level=level, resamples=resamples, seed=seed,
                              allow_incomparable=allow_incomparable,
-                             vary=vary)  # type: ignore[arg-type]
+                             vary=vary,  # type: ignore[arg-type]
+                             view_url=view_url.strip() or None)
     try:
         text = render_compare(db, options, fmt, wait_s=wait_s)
     except CompareError as exc:

@@ -61,10 +61,11 @@ def existing_store(db: str | Path) -> Path:
 
 
 @contextlib.contextmanager
-def open_store(db: str | Path, *, wait_s: float = 30.0, views: bool = True,
+def open_store(db: str | Path, *, wait_s: float = 30.0, views: bool | tuple[str, ...] = True,
                verify: bool = False) -> Iterator[Any]:
     """A read-only connection to `db` with the report views installed (TEMP views); with
-    `views=False` only the store's schema version is checked (a query that names no view).
+    `views=False` only the store's schema version is checked (a query that names no view);
+    with a tuple of names, only those views (a query that reads those alone).
     A damaged file (cut short, or a checksum failing on any read made in the `with` block, or
     on any data block with `verify`) raises `damaged`."""
     import duckdb
@@ -103,8 +104,10 @@ def open_store(db: str | Path, *, wait_s: float = 30.0, views: bool = True,
             check_complete(con, path)
             if verify:
                 verify_blocks(con, path)
-            if views:
+            if views is True:
                 install_views(con)
+            elif views:
+                install_views(con, only=views)
             else:
                 check_schema(con)
         except StoreError:

@@ -82,6 +82,10 @@ class CompareOptions:
     vary: Literal["simulator"] | None = None
     """`simulator`: the runs must differ in the simulator, and only in it (same agent, all
     else comparable); Δ is then the simulator's sensitivity, not the agent's difference."""
+    view_url: str | None = None
+    """Base address of `bench view` (`bench compare --view-url`): the result then names the
+    viewer's page of each run pair and lists the sessions that differ most with their
+    side-by-side addresses. None (the library default): neither."""
 
 
 @dataclass
@@ -182,7 +186,7 @@ def compare(con: Any, options: CompareOptions) -> tuple[list[Row], list[Differen
         raise IncomparableRuns(found)
     group = ("'all'" if options.by is None
              else f"coalesce(CAST(s.{options.by} AS VARCHAR), '(none)')")
-    chosen = [m for m in METRICS if not options.metrics or m.key in options.metrics]
+    chosen = chosen_metrics(options)
     rows: list[Row] = []
     base = runs[0]
     for metric in chosen:
@@ -203,6 +207,13 @@ def compare(con: Any, options: CompareOptions) -> tuple[list[Row], list[Differen
     return rows, found
 
 
+def banner(found: list[Difference]) -> str:
+    """What every format (and `bench view`'s run-pair page) says above incomparable runs."""
+    return ("⚠ NOT COMPARABLE (shown with --allow-incomparable): the runs differ in "
+            + "; ".join(d.text() for d in found) + ". A difference below is not the agent's "
+            "alone.")
+
+
 def _varied(con: Any, runs: Sequence[str], found: list[Difference], field: str
             ) -> list[Difference]:
     """The differences left once `field` may differ: the runs must differ in it and run one
@@ -219,6 +230,126 @@ def _varied(con: Any, runs: Sequence[str], found: list[Difference], field: str
                            "agent run under each simulator (hint: run the same agent with "
                            "`bench run --simulator …`)")
     return [d for d in found if d.field != field]
+
+
+# --------------------------------------------------------------------------- session pairs
+
+
+def session_label(name: str | None, session_id: str) -> str:
+    """The name, with the variant the plan id adds (`artist-statement@P+Q`): sessions of one
+    name (a trigger pack's styles) differ only by it."""
+    tail = session_id.rsplit(".", 1)[-1]
+    return tail if name is None or tail.startswith(name) else name
+
+
+@dataclass(frozen=True)
+class SessionPair:
+    """One (session, repeat) of a run pair under one metric: the values `compare` pairs
+    (read by `_collect`), before it averages repeats. None: no known value in that run."""
+
+    session_id: str
+    name: str
+    repeat: int
+    metric: Metric
+    a: float | None
+    b: float | None
+
+    @property
+    def label(self) -> str:
+        return session_label(self.name, self.session_id)
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.a is None or self.b is None else self.b - self.a
+
+    @property
+    def discordant(self) -> bool:
+        """Pass/fail metrics: passed in one run only (McNemar's b or c); scores: unequal."""
+        if self.a is None or self.b is None:
+            return False
+        if self.metric.kind == "binary":
+            return (self.a >= 0.5) != (self.b >= 0.5)
+        return self.a != self.b
+
+    def sort_key(self) -> tuple[Any, ...]:
+        """Discordant first, then the largest |Δ|, then one-sided, then by name."""
+        d = self.delta
+        return (not self.discordant, d is None, -abs(d or 0.0), self.label, self.session_id,
+                self.repeat)
+
+
+def session_pairs(con: Any, a: str, b: str, metric: Metric) -> list[SessionPair]:
+    """Every (session, repeat) with a known value of `metric` in run `a` or `b` (baseline and
+    compared run), in `SessionPair.sort_key` order. Trigger metrics pair triggers; here a
+    session's value is the mean over its known triggers in that repeat, for reading only."""
+    data = _collect(con, [a, b], metric, "'all'")
+    sides = []
+    for run in (a, b):
+        values: dict[tuple[str, int], list[float]] = defaultdict(list)
+        for uid, (_, repeats) in data.get((run, "all"), {}).items():
+            sid = uid.split(" # ", 1)[0] if metric.triggers else uid
+            for rep, value in repeats.items():
+                values[(sid, rep)].append(value)
+        sides.append({k: sum(v) / len(v) for k, v in values.items()})
+    keys = set(sides[0]) | set(sides[1])
+    names = dict(con.execute(
+        "SELECT session_id, any_value(name) FROM sessions WHERE run_id IN (?, ?) GROUP BY 1",
+        [a, b]).fetchall()) if keys else {}
+    pairs = [SessionPair(sid, str(names.get(sid) or sid), rep, metric, sides[0].get((sid, rep)),
+                         sides[1].get((sid, rep))) for sid, rep in keys]
+    pairs.sort(key=SessionPair.sort_key)
+    return pairs
+
+
+def metrics_present(con: Any, runs: Sequence[str]) -> list[Metric]:
+    """The metrics of the protocols the runs' scored sessions have, in `METRICS` order."""
+    protos = {str(r[0]) for r in con.execute(
+        f"SELECT DISTINCT protocol FROM session_results WHERE run_id IN "
+        f"({', '.join('?' for _ in runs)}) AND scored AND ablation IS NULL", list(runs)
+    ).fetchall()}
+    return [m for m in METRICS if protos & set(m.protocols)]
+
+
+def view_address(base: str, path: str, **params: Any) -> str:
+    from urllib.parse import urlencode
+
+    return base.rstrip("/") + path + "?" + urlencode(params)
+
+
+MOST_DIFFERENT = 10
+"""Sessions listed per compared run by `bench compare` (every one is on the viewer's page)."""
+
+
+def _most_different(con: Any, options: CompareOptions, labels: dict[str, str],
+                    metrics: Sequence[Metric]) -> Table:
+    assert options.view_url is not None
+    runs = list(options.runs)
+    t = Table("Sessions that differ most (open them side by side in `bench view`)", [
+        Column("run", "run"), Column("session", "session"), Column("repeat", "repeat", "int"),
+        Column("metric", "metric"), Column("a", "baseline", "pct"),
+        Column("b", "this run", "pct"), Column("delta", "Δ", "pct"),
+        Column("view", "bench view")])
+    for other in runs[1:]:
+        found: dict[tuple[str, int], SessionPair] = {}
+        for metric in metrics:
+            for p in session_pairs(con, runs[0], other, metric):
+                if p.discordant and (p.session_id, p.repeat) not in found:
+                    found[(p.session_id, p.repeat)] = p
+        shown = sorted(found.values(), key=SessionPair.sort_key)[:MOST_DIFFERENT]
+        for p in shown:
+            t.rows.append([labels[other], p.label, p.repeat, p.metric.title, p.a, p.b, p.delta,
+                           view_address(options.view_url, "/pair", a=runs[0], b=other,
+                                        session=p.session_id, repeat=p.repeat)])
+        if not found:
+            t.notes.append(f"{labels[other]}: no session run differs from the baseline.")
+        elif len(found) > len(shown):
+            t.notes.append(f"{labels[other]}: {len(shown)} of the {len(found)} session runs "
+                           "that differ; all of them on its `bench view` page.")
+    t.notes.append("A session run differs when it passed in one run only (pass/fail "
+                   "metrics) or scored differently; discordant first, then by |Δ|, one "
+                   "session run once (its first metric). Trigger metrics: the mean over the "
+                   "session's judged triggers.")
+    return t
 
 
 CORRECTION_NAMES = {"holm": "Holm (family-wise error)", "bh": "Benjamini–Hochberg (false "
@@ -256,9 +387,7 @@ def build(con: Any, options: CompareOptions) -> ReportResult:
                            f"Paired differences against the baseline {labels[runs[0]]} "
                            f"({runs[0]}), over the units both runs share.", runs)
     if found:
-        res.notes.append("⚠ NOT COMPARABLE (shown with --allow-incomparable): the runs differ "
-                         "in " + "; ".join(d.text() for d in found) + ". A difference below "
-                         "is not the agent's alone.")
+        res.notes.append(banner(found))
     if heuristic:
         res.notes.append(f"Scores of {', '.join(sorted(heuristic))} were decided by the "
                          f"{HEURISTIC}.")
@@ -302,7 +431,18 @@ def build(con: Any, options: CompareOptions) -> ReportResult:
         "only in …: units with a known value in one run only (absent from the other, or "
         "errored there outside the agent): counted, not compared."]
     res.tables.append(t)
+    if options.view_url is not None:
+        for other in runs[1:]:
+            res.notes.append("bench view: " + view_address(options.view_url, "/compare",
+                                                           a=runs[0], b=other))
+        res.tables.append(_most_different(con, options, labels,
+                                          [m for m in chosen_metrics(options)
+                                           if m in metrics_present(con, runs)]))
     return res
+
+
+def chosen_metrics(options: CompareOptions) -> list[Metric]:
+    return [m for m in METRICS if not options.metrics or m.key in options.metrics]
 
 
 def render_compare(db: Any, options: CompareOptions, fmt: str = "table", *,

@@ -59,8 +59,18 @@ def esc(text: Any) -> str:
 
 
 def _prose(text: str) -> str:
-    """A report's own note: escaped, with `code` spans."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", esc(text))
+    """A report's own note: escaped, with `code` spans and its addresses (`bench compare`
+    names `bench view`'s pages) as links."""
+    return _links(re.sub(r"`([^`]+)`", r"<code>\1</code>", esc(text)))
+
+
+_URL = re.compile(r"\bhttps?://[^\s<>\"']+")
+
+
+def _links(escaped: str) -> str:
+    """Addresses in already escaped text as links (an `&amp;` in one stays escaped, as an
+    attribute wants it)."""
+    return _URL.sub(lambda m: f'<a href="{m.group(0)}">{m.group(0)}</a>', escaped)
 
 
 def _asset(name: str) -> str:
@@ -296,7 +306,7 @@ def _table_html(table: Table, anchor: str) -> str:
             for value, col in zip(row, table.columns, strict=True):
                 numeric = col.kind != "text" or isinstance(value, Estimate)
                 text = (_estimate_html(value, col) if isinstance(value, Estimate)
-                        else esc(cell_text(value, col)))
+                        else _links(esc(cell_text(value, col))))
                 # short labels stay on one line; long ones (run ids, errors) may wrap
                 cls = "num" if numeric else "txt" if len(text) > 24 else "txt nowrap"
                 cells.append(f'<td class="{cls}">{text}</td>')

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from typing import Any
 
 from .model import Column, Estimate, ReportResult, Table
@@ -108,10 +109,20 @@ def to_terminal(result: ReportResult, width: int | None = None) -> str:
     console.print(Text.assemble((result.title, "bold"), f" — {result.description}"))
     console.print(f"runs: {', '.join(result.runs)}")
     for note in result.notes:  # e.g. the not-comparable banner: shown in every format
-        console.print(note)
+        # an address folded by the console is no longer one: left whole for the terminal
+        console.print(note, soft_wrap=bool(_URL.search(note)))
     for table in result.tables:
         cells = [[cell_text(v, c) for v, c in zip(row, table.columns, strict=True)]
                  for row in table.rows]
+        # columns of addresses (`bench compare`'s `bench view` links): a reference in the
+        # table, the address whole on a line of its own below it
+        links = [i for i, c in enumerate(table.columns) if c.kind == "text" and table.rows
+                 and all(isinstance(r[i], str) and _URL.fullmatch(r[i]) for r in table.rows)]
+        addresses = []
+        for k, row in enumerate(cells, 1):
+            for i in links:
+                addresses.append(f"  [{k}] {row[i]}")
+                row[i] = f"[{k}]"
         rt, dropped = fitted_table([c.title for c in table.columns],
                                    [c.kind != "text" for c in table.columns], cells, width,
                                    table.title)
@@ -123,9 +134,14 @@ def to_terminal(result: ReportResult, width: int | None = None) -> str:
         if dropped and table.rows:
             console.print(f"  not shown at {width} columns: {', '.join(dropped)} (a wider "
                           "terminal, or --format md)", style="dim")
+        for line in addresses:
+            console.print(line, soft_wrap=True)
         for note in [*table.notes, *_pct_note(table)]:
             console.print(f"  {note}", style="dim")
     return buf.getvalue()
+
+
+_URL = re.compile(r"https?://\S+")
 
 
 def render(result: ReportResult, fmt: str) -> str:

@@ -20,6 +20,7 @@ The views of one protocol are declared in its module (`protocols/<name>.py`, reg
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
@@ -267,14 +268,18 @@ def check_schema(con: Any) -> int:
     return version
 
 
-def install_views(con: Any, *, temporary: bool = True) -> list[str]:
+def install_views(con: Any, *, temporary: bool = True,
+                  only: Collection[str] | None = None) -> list[str]:
     """Create every view on `con` (TEMP views unless `temporary=False`) whose tables the
-    store has; the names of those created."""
+    store has — with `only`, just those named (they must name the views theirs read) — and
+    return the names of those created."""
     version = check_schema(con)
     kind = "TEMP VIEW" if temporary else "VIEW"
     tables = {str(r[0]) for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     created = []
     for view in VIEWS:
+        if only is not None and view.name not in only:
+            continue
         if all(t in tables for t in view.needs):
             sql = view.sql if version >= 3 else _without_error_kind(view.sql)
             con.execute(f"CREATE OR REPLACE {kind} {view.name} AS {sql}")

@@ -49,20 +49,23 @@ GROUP BY run_id, agent, type
 )
 
 
-def trigger_estimates(ctx: ReportContext, where: str = "TRUE"
+def trigger_estimates(ctx: ReportContext, where: str = "TRUE", *, by_type: bool = True
                       ) -> dict[tuple[str, str], dict[str, Any]]:
     """(run, type or 'overall') → counts and the pooled pass rate and weighted score over judged
     triggers (ProactBench: SKIPPED and judge errors not in N), with clustered SEs and CIs over
     **sessions**: a dialogue's triggers and all its repeats share the agent, persona and judge,
     so they are one cluster; treating triggers as independent items narrows the interval with
-    every repeat. One row per (session, type) reaches Python."""
+    every repeat. One row per (session, type) reaches Python; with `by_type=False` only the
+    'overall' figures (the headline's), one row per session: a quarter of the intervals."""
     judged = "label IN ('PASS', 'PARTIAL', 'FAIL')"
-    rows = ctx.rows(f"""SELECT run_id,
-               CASE WHEN grouping(type) = 1 THEN 'overall' ELSE type END AS typ, session_id,
+    typ, sets = (("CASE WHEN grouping(type) = 1 THEN 'overall' ELSE type END",
+                  "(run_id, type, session_id), (run_id, session_id)") if by_type
+                 else ("'overall'", "(run_id, session_id)"))
+    rows = ctx.rows(f"""SELECT run_id, {typ} AS typ, session_id,
                count(*) FILTER (WHERE {judged}), count(*) FILTER (WHERE label = 'PASS'),
                count(*) FILTER (WHERE label = 'PARTIAL'), count(*) FILTER (WHERE label IS NULL)
         FROM trigger_results WHERE run_id IN $runs AND {where}
-        GROUP BY GROUPING SETS ((run_id, type, session_id), (run_id, session_id))
+        GROUP BY GROUPING SETS ({sets})
         ORDER BY run_id, typ, session_id""")
     units: dict[tuple[str, str], list[tuple[int, int, int, int]]] = defaultdict(list)
     for run, typ, _, n, n_pass, n_partial, errors in rows:

@@ -30,16 +30,24 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..access import StoreError, open_store
 from . import queries as q
 
+PAIRS_PER_PAGE = 100
+"""Session runs a page of a run pair's comparison lists."""
+PAIR_SORTS = ("differs", "label", "repeat", "a", "b", "delta")
+"""`differs`: discordant first, then by |Δ| (as `bench compare` lists them)."""
 SQL_ROWS = 1000
 """Rows of a SQL result shown in the page (the CSV download has them all)."""
 HEADLINE_CACHE = 64
+HEADLINE_VIEWS = ("session_results", "trigger_results")
+"""The views the headline reads: installing the other thirty costs ~20 ms a request."""
+COMPARE_VIEWS = ("session_results",)
+"""The view `bench compare` reads."""
 
 _STATIC = Path(__file__).parent / "static"
 
@@ -94,9 +102,13 @@ class Viewer:
         self.wait_s = wait_s
         self.env = Environment(loader=PackageLoader("benchpack.reports.view", "templates"),
                                autoescape=select_autoescape(default=True, default_for_string=True))
+        from ..compare import session_label
+
         self.env.filters.update(when=_when, pct=_pct)
+        self.env.globals.update(session_label=session_label)
         self.env.globals.update(qs=self._qs)
         self._headlines: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+        self._compared: OrderedDict[tuple[Any, ...], Markup] = OrderedDict()
         self._lock = threading.Lock()
 
     @staticmethod
@@ -105,7 +117,7 @@ class Viewer:
         return urlencode({k: v for k, v in merged.items() if v not in (None, "")})
 
     @contextlib.contextmanager
-    def store(self, *, views: bool = False) -> Iterator[Any]:
+    def store(self, *, views: bool | tuple[str, ...] = False) -> Iterator[Any]:
         with open_store(self.db, wait_s=self.wait_s, views=views) as con:
             yield con
 
@@ -120,7 +132,7 @@ class Viewer:
         filters = {k: p.get(k, "") for k in q.RUN_FILTERS}
         since, until = p.get("since", ""), p.get("until", "")
         page = _int(p.get("page"), "page")
-        with self.store(views=True) as con:
+        with self.store() as con:  # runs and sessions only
             data = q.runs_page(con, filters, since=_date(since, "since"),
                                until=_date(until, "until"), page=page)
         params = {**filters, "since": since, "until": until}
@@ -135,7 +147,7 @@ class Viewer:
         runs = request.query_params.getlist("run")
         if not runs:
             raise _BadRequest("the address needs ?run=RUN (one or more)")
-        with self.store(views=True) as con:
+        with self.store(views=HEADLINE_VIEWS) as con:
             table = self._headline(con, runs)
         if request.headers.get("x-fragment") == "1":
             return HTMLResponse(table)
@@ -226,6 +238,110 @@ class Viewer:
         return self.page("pair.html", sides=sides, session=session, repeat=repeat,
                          title=f"{session} · {a} vs {b}")
 
+    def compare(self, request: Request) -> Response:
+        """Run B against baseline A: `bench compare`'s table (with its banner when the runs
+        are not comparable) and every session run of one metric, each linked side by side.
+        `?run=X&run=Y` (the runs page's check boxes) goes to `?a=older&b=newer`."""
+        from .. import compare as cmp
+        from ..comparability import differences
+        from ..compare import banner
+
+        p = request.query_params
+        picked = p.getlist("run")
+        if picked and not p.get("a"):
+            if len(set(picked)) != 2:
+                raise _BadRequest(f"pick exactly two runs to compare ({len(set(picked))} "
+                                  "picked)")
+            with self.store() as con:
+                order = q.runs_by_age(con, picked)
+            missing = [r for r in picked if r not in order]
+            if missing:
+                return self.page("error.html", 404, title="No such run",
+                                 message=f"no run {missing[0]!r} in {self.db}")
+            return RedirectResponse("/compare?" + urlencode({"a": order[0], "b": order[1]}),
+                                    status_code=303)
+        a, b = p.get("a"), p.get("b")
+        if not a or not b:
+            raise _BadRequest("the address needs ?a=RUN&b=RUN (the baseline, then the run "
+                              "compared with it)")
+        if a == b:
+            raise _BadRequest(f"a and b are both {a!r}: pick two different runs")
+        sort = p.get("sort", "differs")
+        if sort not in PAIR_SORTS:
+            raise _BadRequest(f"sort: {sort!r} is not one of {', '.join(PAIR_SORTS)}")
+        desc = p.get("desc") == "1"
+        page = _int(p.get("page"), "page")
+        with self.store(views=COMPARE_VIEWS) as con:
+            missing = [r for r in (a, b) if r not in q.runs_by_age(con, [a, b])]
+            if missing:
+                return self.page("error.html", 404, title="No such run",
+                                 message=f"no run {missing[0]!r} in {self.db}")
+            metrics = cmp.metrics_present(con, [a, b])
+            key = p.get("metric") or (metrics[0].key if metrics else None)
+            metric = next((m for m in metrics if m.key == key), None)
+            if key is not None and metric is None:
+                raise _BadRequest(f"metric: {key!r} is not one of "
+                                  f"{', '.join(m.key for m in metrics) or '(none: no scored sessions)'}")
+            found = differences(con, [a, b])
+            pairs = cmp.session_pairs(con, a, b, metric) if metric else []
+        if sort != "differs":
+            known = [x for x in pairs if getattr(x, sort) is not None]
+            known.sort(key=lambda x: (getattr(x, sort), x.label, x.repeat), reverse=desc)
+            pairs = known + [x for x in pairs if getattr(x, sort) is None]
+        elif desc:
+            pairs.reverse()
+        both = sum(x.a is not None and x.b is not None for x in pairs)
+        counts = {"pairs": both, "differ": sum(x.discordant for x in pairs),
+                  "only_a": sum(x.b is None for x in pairs),
+                  "only_b": sum(x.a is None for x in pairs)}
+        params = {"a": a, "b": b, "metric": key or "", "sort": sort,
+                  "desc": "1" if desc else ""}
+        shown = pairs[page * PAIRS_PER_PAGE:(page + 1) * PAIRS_PER_PAGE]
+        table = "/compare/table?" + urlencode({"a": a, "b": b})
+        return self.page("compare.html", a=a, b=b, table=table,
+                         banner=banner(found) if found else None, metrics=metrics,
+                         metric=metric, pairs=shown, counts=counts, params=params, page=page,
+                         pages=max(1, -(-len(pairs) // PAIRS_PER_PAGE)), sorts=PAIR_SORTS,
+                         title=f"{b} against {a}")
+
+    def compare_table(self, request: Request) -> Response:
+        """`bench compare A B`'s table: a fragment the run-pair page fetches once shown (its
+        bootstrap takes seconds on a large store; a whole page when opened by its link)."""
+        a, b = request.query_params.get("a"), request.query_params.get("b")
+        if not a or not b or a == b:
+            raise _BadRequest("the address needs ?a=RUN&b=RUN (two different runs)")
+        with self.store(views=COMPARE_VIEWS) as con:
+            missing = [r for r in (a, b) if r not in q.runs_by_age(con, [a, b])]
+            if missing:
+                return self.page("error.html", 404, title="No such run",
+                                 message=f"no run {missing[0]!r} in {self.db}")
+            table = self._comparison(con, a, b)
+        if request.headers.get("x-fragment") == "1":
+            return HTMLResponse(table)
+        return self.page("headline.html", table=table, runs=[a, b],
+                         heading=f"{b} against {a}", command=f"bench compare {a} {b}",
+                         title=f"bench compare {a} {b}")
+
+    def _comparison(self, con: Any, a: str, b: str) -> Markup:
+        """`bench compare A B --allow-incomparable`'s table and notes but the banner (the page
+        shows it at once), kept while the runs' sessions do not change."""
+        key = ("compare", *q.fingerprint(con, [a, b]))
+        with self._lock:
+            cached = self._compared.get(key)
+        if cached is None:
+            from ..compare import CompareOptions, build
+            from ..html import _prose, _table_html
+
+            res = build(con, CompareOptions([a, b], allow_incomparable=True))
+            cached = Markup("".join(f'<p class="note">{_prose(n)}</p>' for n in res.notes
+                                    if "NOT COMPARABLE" not in n)
+                            + _table_html(res.tables[0], "compare"))
+            with self._lock:
+                self._compared[key] = cached
+                while len(self._compared) > HEADLINE_CACHE:
+                    self._compared.popitem(last=False)
+        return cached
+
     def call(self, request: Request) -> Response:
         """One model call's prompt and reply: a fragment the transcript fetches on unfolding
         (a whole page when opened by its link)."""
@@ -299,6 +415,8 @@ def create_app(db: str | Path, *, wait_s: float = 30.0) -> Starlette:
         Route("/runs/{run_id:path}", guarded(viewer.sessions)),
         Route("/session", guarded(viewer.session)),
         Route("/pair", guarded(viewer.pair)),
+        Route("/compare", guarded(viewer.compare)),
+        Route("/compare/table", guarded(viewer.compare_table)),
         Route("/call", guarded(viewer.call)),
         Route("/headline", guarded(viewer.headline)),
         Route("/sql", guarded(viewer.sql)),

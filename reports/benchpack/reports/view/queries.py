@@ -90,6 +90,13 @@ def runs_page(con: Any, filters: dict[str, str], *, since: float | None = None,
     return RunsPage(rows, total, options)
 
 
+def runs_by_age(con: Any, runs: list[str]) -> list[str]:
+    """Those of `runs` in the store, oldest first (a comparison's baseline is the older)."""
+    return [str(r[0]) for r in con.execute(
+        "SELECT run_id FROM runs WHERE list_contains(?, run_id) ORDER BY created_at NULLS "
+        "FIRST, run_id", [runs]).fetchall()]
+
+
 def fingerprint(con: Any, runs: list[str]) -> tuple[Any, ...]:
     """What changes when a run records a session: keys the cache of computed headlines."""
     row = con.execute("SELECT count(*), max(finished_at), sum(hash(session_id, repeat, status)) "

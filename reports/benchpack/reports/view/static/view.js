@@ -21,6 +21,7 @@ async function refresh() {
   const count = doc.getElementById("count"), mine = document.getElementById("count");
   if (count && mine) mine.firstChild.textContent = count.firstChild.textContent;
   fragments();
+  pickable();
 }
 // parts slower than the page (the runs' headline intervals): fetched once it is shown
 function fragments() {
@@ -57,3 +58,15 @@ document.addEventListener("toggle", async (e) => {
   d.querySelector(":scope > a")?.remove();
   d.append(box);
 }, true);
+// the runs page: "compare" once exactly two runs are ticked (the server says so otherwise)
+function pickable() {
+  const button = document.querySelector("[data-pick]");
+  if (!button) return;
+  const n = document.querySelectorAll("form.pick input[name=run]:checked").length;
+  button.disabled = n !== 2;
+  button.title = n === 2 ? "" : `tick two runs (${n} ticked)`;
+}
+document.addEventListener("DOMContentLoaded", pickable);
+document.addEventListener("change", (e) => {
+  if (e.target.matches("form.pick input[name=run]")) pickable();
+});
