@@ -464,3 +464,42 @@ def test_toolbox_over_the_compiled_pharmacist_week_plan(tmp_path: Path) -> None:
     assert "handbook/house-rules.md" in call(box, "list_files", {}).result["files"]
     assert call(box, "records__get_patient", {"id": "P-0000"}).error.startswith(  # type: ignore[union-attr]
         "no row of `patients` with id P-0000; known ids: P-1042")
+
+
+def test_specs_are_shared_across_sessions_but_each_session_may_change_its_own(
+        plan: Plan, env: EpisodeEnvironment) -> None:
+    session = next(iter(plan.sessions.values()))
+    a, b = ToolBox(plan, session, env), ToolBox(plan, session, env)
+    assert a.shared_specs is b.shared_specs  # serialised and hashed once a run
+    assert a.specs == a.shared_specs and a.specs is not a.shared_specs
+    pristine = json.loads(json.dumps(a.shared_specs))
+    a.specs[0]["function"]["description"] = "changed by a harness"  # its own copy only
+    a.specs.append({"type": "function", "function": {"name": "extra"}})
+    assert b.specs == pristine and b.shared_specs == pristine == a.shared_specs
+    a.specs = [{"type": "function", "function": {"name": "only"}}]
+    assert a.shared_specs is a.specs  # replaced for this session: what it now offers
+
+
+def test_litellm_gets_a_copy_of_the_specs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """litellm adapts tool schemas for some providers in place: the shared specs must not
+    change under the next session."""
+    import asyncio
+
+    from benchpack.runtime import llm as llm_mod
+
+    shared = [{"type": "function", "function": {"name": "t", "parameters": {"type": "object"}}}]
+    seen: list[Any] = []
+
+    class FakeLitellm:
+        async def acompletion(self, **kw: Any) -> Any:
+            kw["tools"][0]["function"]["parameters"]["additionalProperties"] = False
+            seen.append(kw["tools"])
+            raise RuntimeError("stop here")
+
+    monkeypatch.setattr(llm_mod, "import_litellm", lambda: FakeLitellm())
+    req = llm_mod.BackendRequest(model="openai/x", messages=[], tools=shared, params={},
+                                 seed=None, timeout_s=1.0, api_base=None)
+    with pytest.raises(RuntimeError):
+        asyncio.run(llm_mod.LiteLLMBackend()(req))
+    assert seen and seen[0] is not shared
+    assert shared[0]["function"]["parameters"] == {"type": "object"}

@@ -167,3 +167,30 @@ def test_refused_connection_is_a_retryable_connection_error(tmp_path: Path) -> N
     out, records = _call(client)
     assert isinstance(out, LLMError) and out.retryable and out.attempts == 2
     assert "Connect" in str(records[0].error)
+
+
+def test_spliced_body_is_the_same_json_as_the_plain_one() -> None:
+    import json
+
+    from benchpack.runtime.cache import canonical_json, message_chunks
+    from benchpack.runtime.openai_direct import _body
+
+    def req(**kw: Any) -> BackendRequest:
+        base: dict[str, Any] = dict(model="openai/m", messages=MESSAGES, tools=TOOLS,
+                                    params={"temperature": 0, "max_tokens": 9}, seed=3,
+                                    timeout_s=1.0, api_base="http://x/v1")
+        return BackendRequest(**{**base, **kw})
+
+    plain = json.loads(_body(req()))  # no client-side JSON: serialised here
+    spliced = json.loads(_body(req(messages_json=message_chunks(MESSAGES),
+                                   tools_json=canonical_json(TOOLS))))
+    assert spliced == plain
+    assert plain["messages"][1]["content"] == "总结笔记 é" and plain["seed"] == 3
+    assert list(plain)[:1] == ["model"] and plain["temperature"] == 0
+    # stale chunks (a message more than chunks) or params naming a body key: the plain path
+    stale = json.loads(_body(req(messages_json=message_chunks(MESSAGES[:1]),
+                                 tools_json=canonical_json(TOOLS))))
+    assert stale == plain
+    odd = json.loads(_body(req(params={"messages": []}, messages_json=message_chunks(MESSAGES),
+                               tools_json=canonical_json(TOOLS))))
+    assert odd["messages"] == [] and odd.keys() == {"model", "seed", "messages", "tools"}

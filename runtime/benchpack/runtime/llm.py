@@ -142,6 +142,11 @@ class BackendRequest:
     timeout_s: float
     api_base: str | None = None
     api_key: str | None = field(default=None, repr=False)
+    messages_json: list[str] | None = field(default=None, repr=False)
+    """`canonical_json` of each message, when the client has it (it hashes them for the cache
+    key): a backend may send these instead of serialising `messages` again."""
+    tools_json: str | None = field(default=None, repr=False)
+    """`canonical_json(tools)`, likewise."""
 
 
 Backend = Callable[[BackendRequest], Awaitable[Any]]
@@ -385,7 +390,9 @@ class LiteLLMBackend:
         kwargs: dict[str, Any] = {"model": req.model, "messages": req.messages,
                                   "timeout": req.timeout_s, "num_retries": 0, "max_retries": 0}
         if req.tools:
-            kwargs["tools"] = req.tools
+            # a copy: the specs may be shared by every session of the run (`ToolBox.
+            # shared_specs`) and litellm adapts tool schemas for some providers in place
+            kwargs["tools"] = json.loads(json.dumps(req.tools))
         if req.api_base:
             kwargs["api_base"] = req.api_base
         if req.api_key:
@@ -591,7 +598,8 @@ class LLMClient:
                                  params=call_params,
                                  seed=seed if self.config.send_seed else None,
                                  timeout_s=timeout, api_base=self.config.api_base,
-                                 api_key=self.config.api_key)
+                                 api_key=self.config.api_key, messages_json=chunks,
+                                 tools_json=tools_json if tools else None)
         limits = self._limits_for(name, model)
         backend = self._backend_for(request)
         prepare = getattr(backend, "prepare", None)

@@ -93,6 +93,29 @@ async def _close_with_loop(session: Any) -> AsyncIterator[None]:
         await session.close()
 
 
+def _body(req: BackendRequest) -> bytes:
+    """The request's JSON. The messages and tools go as the client serialised them for the
+    cache key (`messages_json`, `tools_json`), spliced in rather than serialised again: the
+    tools alone are most of a first request's body."""
+    head: dict[str, Any] = {"model": req.model[len(PREFIX):]}
+    if req.seed is not None:
+        head["seed"] = req.seed
+    chunks, tools_text = req.messages_json, req.tools_json
+    if (chunks is None or len(chunks) != len(req.messages) or (req.tools and tools_text is None)
+            or {"model", "messages", "tools"} & req.params.keys()):
+        body: dict[str, Any] = {**head, "messages": req.messages}
+        if req.tools:
+            body["tools"] = req.tools
+        body.update(req.params)
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+    head.update(req.params)
+    parts = [json.dumps(head, ensure_ascii=False)[:-1], ', "messages": [', ",".join(chunks), "]"]
+    if req.tools:
+        parts += [', "tools": ', str(tools_text)]
+    parts.append("}")
+    return "".join(parts).encode("utf-8")
+
+
 class OpenAIDirectBackend:
     """POST /chat/completions with aiohttp; one connection pool per event loop."""
 
@@ -123,12 +146,7 @@ class OpenAIDirectBackend:
     async def __call__(self, req: BackendRequest) -> dict[str, Any]:
         import aiohttp
 
-        body: dict[str, Any] = {"model": req.model[len(PREFIX):], "messages": req.messages}
-        if req.tools:
-            body["tools"] = req.tools
-        if req.seed is not None:
-            body["seed"] = req.seed
-        body.update(req.params)
+        data = _body(req)
         headers = {"Content-Type": "application/json"}
         if req.api_key:
             headers["Authorization"] = f"Bearer {req.api_key}"
@@ -136,7 +154,7 @@ class OpenAIDirectBackend:
         session = await self._session()
         try:
             async with session.post(
-                    url, data=json.dumps(body, ensure_ascii=False).encode("utf-8"),
+                    url, data=data,
                     headers=headers, timeout=aiohttp.ClientTimeout(total=req.timeout_s)) as resp:
                 raw = await resp.read()
                 status, got = resp.status, dict(resp.headers)

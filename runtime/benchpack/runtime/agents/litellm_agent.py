@@ -125,7 +125,8 @@ class LiteLLMSession:
         async with asyncio.timeout(remaining):  # a scope, not wait_for: no task per call
             return await client.complete(
                 role="agent", model=self.agent.model, messages=list(self.history),
-                tools=self.brief.tools.specs or None, params=self.params, seed=self.brief.seed,
+                tools=getattr(self.brief.tools, "shared_specs", None) or self.brief.tools.specs
+                or None, params=self.params, seed=self.brief.seed,
                 repeat=self.brief.repeat, purpose="agent_step", turn=turn, recorder=self._record,
                 timeout_s=min(client.config.timeout_s, remaining),
                 message_json=list(self._chunks))
