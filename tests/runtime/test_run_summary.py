@@ -74,11 +74,16 @@ def test_refused_python_graders_are_grader_errors_and_said(tmp_path: Path) -> No
     res = compile_pack(tmp_path / "pack", tmp_path / "build", use_cache=False)
     assert res.ok, [d.format() for d in res.diagnostics]
     (tmp_path / "agent.yaml").write_text('default:\n' + '  - say: "Done."\n' * 8)
+    import gc
+
+    collector = (gc.get_threshold(), gc.get_freeze_count())
     out = CliRunner().invoke(cli, ["run", str(tmp_path / "build"), "--agent",
                                    f"scripted:{tmp_path / 'agent.yaml'}", "--db",
                                    str(tmp_path / "b.duckdb"), "--quiet", "--json",
                                    "--cache-dir", str(tmp_path / "cache")])
     summary = json.loads(out.stdout)
+    # in-process (not the `bench` process itself): the caller's collector is left alone
+    assert (gc.get_threshold(), gc.get_freeze_count()) == collector
     assert summary["grader_errors"] == 1 and summary["python_refused"] == 1, summary
     assert "1 python grader refused" in out.stderr and "--allow-python" in out.stderr
     text_out = CliRunner().invoke(cli, ["run", str(tmp_path / "build"), "--agent",
