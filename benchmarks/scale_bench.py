@@ -27,13 +27,14 @@ Sections (each a function in `SECTIONS`, run in order; `--sections` picks some):
                 (new worker processes every run) was inside the timed speed-ups.
 
 Usage: python benchmarks/scale_bench.py [--sizes 1000,10000,50000]
-       [--sections per-session,executors] [--exec-sessions 200 --overhead-sessions 100
+       [--sections per-session,executors,overhead] [--exec-sessions 200 --overhead-sessions 100
        --cpu-ms 100 --latency-ms 50 --concurrency 16]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -42,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -199,11 +200,13 @@ def _executor_arm(spec: dict[str, Any], conn: Any) -> dict[str, Any]:
             "span": arrivals[-1] - arrivals[0]}
 
 
-def executors(args: argparse.Namespace) -> None:
+@contextlib.contextmanager
+def _server_and_tmp() -> Iterator[tuple[Any, str, Path]]:
+    """The fake OpenAI server (a child process) and a scratch directory with AGENT in it."""
     import multiprocessing
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from http_bench import make_plan, serve
+    from http_bench import serve
 
     parent, child_conn = multiprocessing.Pipe()
     server = multiprocessing.Process(target=serve, args=(child_conn,), daemon=True)
@@ -212,23 +215,39 @@ def executors(args: argparse.Namespace) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="scale-bench-"))
     (tmp / "scale_agent.py").write_text(AGENT)
     try:
+        yield parent, base_url, tmp
+    finally:
+        parent.send(None)
+        server.join(5)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _arm_runner(args: argparse.Namespace, conn: Any, base_url: str, tmp: Path
+                ) -> Callable[..., dict[str, Any]]:
+    def arm(name: str, plan: Path, executor: str, workers: int | None, cpu: bool, c: int,
+            cpu_ms: float) -> dict[str, Any]:
+        work = tmp / name
+        work.mkdir()
+        return _executor_arm({"name": name, "executor": executor, "workers": workers,
+                              "cpu_agent": cpu, "concurrency": c, "cpu_ms": cpu_ms,
+                              "latency_ms": args.latency_ms, "plan": str(plan),
+                              "work": str(work), "base_url": base_url}, conn)
+    return arm
+
+
+def executors(args: argparse.Namespace) -> None:
+    with _server_and_tmp() as (conn, base_url, tmp):
+        arm = _arm_runner(args, conn, base_url, tmp)
+        from http_bench import make_plan
+
         plan = make_plan(tmp, args.exec_sessions)
-
-        def arm(name: str, executor: str, workers: int | None, cpu: bool, c: int,
-                cpu_ms: float) -> dict[str, Any]:
-            work = tmp / name
-            work.mkdir()
-            return _executor_arm({"name": name, "executor": executor, "workers": workers,
-                                  "cpu_agent": cpu, "concurrency": c, "cpu_ms": cpu_ms,
-                                  "latency_ms": args.latency_ms, "plan": str(plan),
-                                  "work": str(work), "base_url": base_url}, parent)
-
         n = args.exec_sessions
         print(f"\n## executors: {n} one-call sessions, {args.cpu_ms:g} ms pure-Python CPU then "
               f"one litellm call to a local server answering after {args.latency_ms:g} ms, "
               f"concurrency {args.concurrency}; each arm a fresh process; {os.cpu_count()} CPUs")
         arms = [("local", "local", None)] + [(f"ray×{k}", "ray", k) for k in (1, 2, 4)]
-        rows = {label: arm(label.replace("×", "x"), ex, k, True, args.concurrency, args.cpu_ms)
+        rows = {label: arm(label.replace("×", "x"), plan, ex, k, True, args.concurrency,
+                           args.cpu_ms)
                 for label, ex, k in arms}
         ideal = 1000 / args.cpu_ms if args.cpu_ms else float("inf")
         print(f"{'arm':8} {'wall s':>7} {'start-up s':>11} {'sessions/s':>11} {'speed-up':>9} "
@@ -240,26 +259,30 @@ def executors(args: argparse.Namespace) -> None:
                   f"{rows['local']['wall'] / r['wall']:13.2f}×")
         print(f"(one core's CPU bound: {ideal:.1f} sessions/s; speed-up = steady rate ÷ the "
               "local rate, both from the server's arrival times)")
-        # Ray's own cost per session: nothing to do but the round trips (benchpack's client,
-        # so the cluster-wide limiter is on the path), concurrency 1, one worker
+
+
+def overhead(args: argparse.Namespace) -> None:
+    """Ray's own cost per session: nothing to do but the round trips (benchpack's client, so
+    the cluster-wide limiter is on the path), concurrency 1, one worker."""
+    with _server_and_tmp() as (conn, base_url, tmp):
+        arm = _arm_runner(args, conn, base_url, tmp)
         m = args.overhead_sessions
+        from http_bench import make_plan
+
         plan = make_plan(tmp, m)
-        local = arm("o-local", "local", None, False, 1, 0)
-        on_ray = arm("o-ray", "ray", 1, False, 1, 0)
+        local = arm("o-local", plan, "local", None, False, 1, 0)
+        on_ray = arm("o-ray", plan, "ray", 1, False, 1, 0)
         per = (1 / on_ray["rate"] - 1 / local["rate"]) * 1000
         print(f"ray overhead per session (litellm agent through benchpack's client, "
               f"{args.latency_ms:g} ms server, concurrency 1, {m} sessions): "
               f"{1000 / local['rate']:.1f} ms local vs {1000 / on_ray['rate']:.1f} ms on Ray "
               f"→ {per:.2f} ms (target ≤ 5 ms); start-up {local['startup']:.1f} s vs "
               f"{on_ray['startup']:.1f} s")
-    finally:
-        parent.send(None)
-        server.join(5)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {"per-session": per_session,
-                                                           "executors": executors}
+                                                           "executors": executors,
+                                                           "overhead": overhead}
 """Section name → function printing its table; later sections (Ray executor) add theirs."""
 
 
