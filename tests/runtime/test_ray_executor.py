@@ -179,6 +179,49 @@ def test_limiter_gives_back_a_dead_workers_permits() -> None:
     assert asyncio.run(scenario()) == {"m": 2}
 
 
+def test_limiter_gives_back_a_permit_a_dead_worker_was_still_waiting_for() -> None:
+    """A worker dies while its `acquire` waits at the Limiter: the driver's `release_all` runs
+    before that acquire completes, so the permit it then takes has no live holder and must go
+    straight back (it was leaked for the rest of the run)."""
+    import asyncio
+
+    from benchpack.runtime.ray_executor import Limiter
+
+    async def scenario() -> dict[str, int]:
+        lim = Limiter(1)
+        await lim.acquire("m", "w0.0")
+        waiting = asyncio.ensure_future(lim.acquire("m", "w1.0"))
+        await asyncio.sleep(0)
+        lim.release_all("w1.0")  # w1 died while waiting
+        lim.release("m", "w0.0")
+        await asyncio.wait_for(waiting, 1)
+        await asyncio.wait_for(lim.acquire("m", "w2.0"), 1)  # the permit is free again
+        return lim.in_use()
+
+    assert asyncio.run(scenario()) == {"m": 1}
+
+
+def test_limiter_one_round_trip_takes_the_permit_and_the_rate_token() -> None:
+    """`--rpm` and `--max-per-model` in one actor call: the permit first, then the token, as
+    the local client does; 60 rpm gives one token at once, the next a second later."""
+    import asyncio
+    import time
+
+    from benchpack.runtime.ray_executor import Limiter
+
+    async def scenario() -> tuple[float, dict[str, int]]:
+        lim = Limiter(2)
+        t = time.monotonic()
+        await lim.acquire("m", "w0.0", 120.0)  # 2 per second, a burst of 2
+        await lim.acquire("m", "w0.0", 120.0)
+        lim.release("m", "w0.0")
+        await lim.acquire("m", "w0.0", 120.0)  # the third waits ≈ 0.5 s for its token
+        return time.monotonic() - t, lim.in_use()
+
+    took, used = asyncio.run(scenario())
+    assert 0.4 < took < 1.5 and used == {"m": 2}
+
+
 SHUTDOWN = '''
 import json, sys
 import ray

@@ -51,6 +51,10 @@ from .store import SESSION_TABLES, SessionRows, Store
 MAX_ATTEMPTS = 3
 """Workers a chain may lose before it is left for `--resume`."""
 
+PREFETCH = 1
+"""Chains the driver sends each worker beyond those it runs at once: they wait on the worker,
+so a chain's end and the next one's start cost no driver round trip (≈ 4 ms a chain)."""
+
 MISSING = ("--executor ray: Ray is not installed (hint: pip install 'benchpack[ray]')")
 
 
@@ -108,35 +112,49 @@ class PreloadedStore:
 
 
 class _ClusterSemaphore:
-    """`async with`: one of the model's cluster-wide permits, held by this worker."""
+    """`async with`: one of the model's cluster-wide permits (and, with `--rpm`, one rate
+    token) held by this worker: one awaited actor round trip to take them, none to give the
+    permit back (the release is sent, not waited for: nothing here depends on when the actor
+    reads it, and the permit is free for others as soon as it does)."""
 
-    def __init__(self, limiter: Any, model: str, holder: str) -> None:
-        self.limiter, self.model, self.holder = limiter, model, holder
+    def __init__(self, limiter: Any, model: str, holder: str, rpm: float | None) -> None:
+        self.limiter, self.model, self.holder, self.rpm = limiter, model, holder, rpm
 
     async def __aenter__(self) -> None:
-        await self.limiter.acquire.remote(self.model, self.holder)
+        ref = self.limiter.acquire.remote(self.model, self.holder, self.rpm)
+        try:
+            await ref
+        except asyncio.CancelledError:
+            # the actor grants the permit anyway once it can: give it back then, or it stays
+            # held by this (live) worker for the rest of the run
+            asyncio.ensure_future(self._release_when(ref))
+            raise
+
+    async def _release_when(self, ref: Any) -> None:
+        with contextlib.suppress(Exception):
+            await ref
+            self.limiter.release.remote(self.model, self.holder)
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.limiter.release.remote(self.model, self.holder)
-
-
-class _ClusterRate:
-    def __init__(self, limiter: Any, model: str, rpm: float) -> None:
-        self.limiter, self.model, self.rpm = limiter, model, rpm
-
-    async def acquire(self) -> None:
-        await self.limiter.rate.remote(self.model, self.rpm)
+        self.limiter.release.remote(self.model, self.holder)
 
 
 def use_cluster_limits(client: Any, limiter: Any, holder: str) -> None:
-    """Route the client's per-model limits through the `Limiter` actor."""
+    """Route the client's per-model limits through the `Limiter` actor (the rate token is
+    taken with the permit, in the same round trip: `_ModelLimits.rate` stays None)."""
     from .llm import _ModelLimits
 
+    cached: dict[str, Any] = {}
+
     def limits_for(model: str, uri: str) -> Any:
-        rpm_cfg = client.config.requests_per_minute
-        rpm = rpm_cfg.get(uri, rpm_cfg.get(model, rpm_cfg.get("*")))
-        return _ModelLimits(_ClusterSemaphore(limiter, model, holder),  # type: ignore[arg-type]
-                            _ClusterRate(limiter, model, rpm) if rpm else None)  # type: ignore[arg-type]
+        limits = cached.get(uri)
+        if limits is None:
+            rpm_cfg = client.config.requests_per_minute
+            rpm = rpm_cfg.get(uri, rpm_cfg.get(model, rpm_cfg.get("*")))
+            limits = cached[uri] = _ModelLimits(
+                _ClusterSemaphore(limiter, model, holder, rpm or None),  # type: ignore[arg-type]
+                None)
+        return limits
 
     client._limits_for = limits_for
 
@@ -149,11 +167,19 @@ class Limiter:
         self.sems: dict[str, asyncio.Semaphore] = {}
         self.rates: dict[str, Any] = {}
         self.held: dict[tuple[str, str], int] = {}
+        self.dead: set[str] = set()
 
-    async def acquire(self, model: str, holder: str) -> None:
+    async def acquire(self, model: str, holder: str, rpm: float | None = None) -> None:
+        """The model's permit, then (with `rpm`) its rate token, as the local client takes
+        them; one call, so one round trip for the worker."""
         sem = self.sems.setdefault(model, asyncio.Semaphore(self.max_per_model))
         await sem.acquire()
+        if holder in self.dead:  # it died while waiting: nobody will release this one
+            sem.release()
+            return
         self.held[(model, holder)] = self.held.get((model, holder), 0) + 1
+        if rpm:
+            await self.rate(model, rpm)
 
     def release(self, model: str, holder: str) -> None:
         n = self.held.get((model, holder), 0)
@@ -162,7 +188,8 @@ class Limiter:
             self.sems[model].release()
 
     def release_all(self, holder: str) -> int:
-        """A worker died: give back the permits it held."""
+        """A worker died: give back the permits it held (and any it was still waiting for)."""
+        self.dead.add(holder)
         freed = 0
         for (model, h), n in list(self.held.items()):
             if h == holder:
@@ -189,10 +216,14 @@ class ChainWorker:
     directory) and the chains the driver gives it."""
 
     def __init__(self, options: RunOptions, plan: Plan, run_id: str,
-                 alone: dict[str, list[str]], limiter: Any, holder: str, cwd: str) -> None:
+                 alone: dict[str, list[str]], limiter: Any, holder: str, cwd: str,
+                 per_worker: int) -> None:
         with contextlib.suppress(OSError):  # relative paths in --agent mean the driver's
             os.chdir(cwd)
         self.holder = holder
+        # chains running at once here; the driver sends `PREFETCH` more, which wait for a
+        # place, so the next chain starts without a driver round trip between the two
+        self.running = asyncio.Semaphore(per_worker)
         self.work_dir = Path(tempfile.mkdtemp(prefix="benchpack-ray-"))
         self.clients: list[Any] = []
 
@@ -217,6 +248,14 @@ class ChainWorker:
                         finished: set[tuple[str, str, int]], failed: set[str],
                         preload: dict[tuple[str, int], dict[str, Any]]) -> Any:
         """An async generator: each session's rows as it ends."""
+        async with self.running:
+            async for rows in self._run_chain(key, repeat, session_ids, finished, failed,
+                                              preload):
+                yield rows
+
+    async def _run_chain(self, key: str, repeat: int, session_ids: list[str],
+                         finished: set[tuple[str, str, int]], failed: set[str],
+                         preload: dict[tuple[str, int], dict[str, Any]]) -> Any:
         self.store.add(preload)
         sessions = [self.ctx.plan.sessions[sid] for sid in session_ids]
         queue: asyncio.Queue[SessionRows] = asyncio.Queue()
@@ -352,21 +391,28 @@ async def _run_on_cluster(ray: Any, ctx: RunContext,
     n = options.ray_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
     n = max(1, min(n, len(chains) or 1))
     per_worker = max(1, math.ceil(max(1, options.max_concurrency) / n))
+    slots = per_worker + PREFETCH
     # paths the workers resolve must mean what they mean on the driver
     shipped = replace(options, cache_dir=str(Path(options.cache_dir or ".bench-cache").resolve()),
                       announce=None)
     limiter = ray.remote(Limiter).options(num_cpus=0, max_concurrency=10_000).remote(
         options.max_concurrent_per_model)
+    # one worker calls the models at a time (a replacement starts after its predecessor
+    # died), so its client's own semaphores are the cluster's: no actor round trip per call
+    # (≈ 3 ms on a loaded machine). Not with --rpm: a replacement's fresh token bucket would
+    # allow a second burst within the second its predecessor spent one.
+    limits = None if n == 1 and not options.requests_per_minute else limiter
     plan_ref = ray.put(ctx.plan)
     worker_cls = ray.remote(ChainWorker)
     cwd = os.getcwd()
 
     def make(slot: int, generation: int) -> Any:
-        return worker_cls.options(num_cpus=1, max_concurrency=per_worker + 1,
+        return worker_cls.options(num_cpus=1, max_concurrency=slots + 1,
                                   max_restarts=0, max_task_retries=0).remote(
-            shipped, plan_ref, ctx.run_id, ctx.alone, limiter, f"w{slot}.{generation}", cwd)
+            shipped, plan_ref, ctx.run_id, ctx.alone, limits, f"w{slot}.{generation}", cwd,
+            per_worker)
 
-    pool = _Pool(ray, make, n, per_worker)
+    pool = _Pool(ray, make, n, slots)
     lost = 0
 
     def received(rows: SessionRows, name: str) -> None:
@@ -421,7 +467,7 @@ async def _run_on_cluster(ray: Any, ctx: RunContext,
             finally:
                 await pool.give(slot)
 
-    sem = asyncio.Semaphore(max(1, options.max_concurrency))
+    sem = asyncio.Semaphore(n * slots)  # what the pool takes: preloads wait here, not in memory
 
     async def limited(key: str, repeat: int, sessions: list[PlanSession]) -> None:
         async with sem:
