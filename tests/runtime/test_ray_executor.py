@@ -40,6 +40,23 @@ async def dying(brief, message, event):
         open(marker, "w").close()
         os._exit(1)
     return await agent(brief, message, event)
+
+
+class SlowBackend:
+    """A model answering after 30 ms that writes each call's (start, end) to `log`: the
+    calls of every worker process, on one clock."""
+
+    def __init__(self, log):
+        self.log = log
+
+    async def __call__(self, req):
+        import time
+        start = time.time()
+        await asyncio.sleep(0.03)
+        with open(self.log, "a") as f:
+            f.write(f"{start} {time.time()}\\n")
+        return {"message": {"role": "assistant", "content": "Noted."},
+                "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
 '''
 
 
@@ -159,6 +176,34 @@ def _local(plan: Path, tmp_path: Path) -> Path:
     db = tmp_path / "reference.duckdb"
     _run(plan, db)
     return db
+
+
+def _most_at_once(log: Path) -> tuple[int, int]:
+    """(calls, the most of them in flight at one moment) from SlowBackend's log."""
+    spans = [tuple(map(float, line.split())) for line in log.read_text().splitlines()]
+    edges = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
+    now = most = 0
+    for _, step in edges:  # an end sorts before a start at the same instant
+        now += step
+        most = max(most, now)
+    return len(spans), most
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_max_per_model_holds_across_the_cluster(cluster: Path, plan: Path, tmp_path: Path,
+                                                workers: int) -> None:
+    """`--max-per-model 1` with 4 chains at once: never two model calls in flight, whether
+    one worker's own client enforces it or the `Limiter` actor does for two."""
+    from ray_case_agent import SlowBackend  # type: ignore[import-not-found]
+
+    log = tmp_path / "calls.log"
+    summary = run_plan(RunOptions(
+        plan=plan, agent="litellm:m", judge="rules", db=tmp_path / "ray.duckdb", repeats=2,
+        progress=False, use_cache=False, executor="ray", ray_workers=workers,
+        max_concurrency=4, max_concurrent_per_model=1, llm_backend=SlowBackend(str(log))))
+    assert summary.finished == 6
+    calls, most = _most_at_once(log)
+    assert calls >= 6 and most == 1
 
 
 def test_limiter_gives_back_a_dead_workers_permits() -> None:
