@@ -7,6 +7,7 @@ itself is shut down on every way out; without Ray the flag is a one-line error."
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -46,8 +47,8 @@ class SlowBackend:
     """A model answering after 30 ms that writes each call's (start, end) to `log`: the
     calls of every worker process, on one clock."""
 
-    def __init__(self, log):
-        self.log = log
+    def __init__(self, log, cost=None):
+        self.log, self.cost = log, cost
 
     async def __call__(self, req):
         import time
@@ -56,7 +57,7 @@ class SlowBackend:
         with open(self.log, "a") as f:
             f.write(f"{start} {time.time()}\\n")
         return {"message": {"role": "assistant", "content": "Noted."},
-                "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
+                "usage": {"prompt_tokens": 10, "completion_tokens": 2}, "cost": self.cost}
 '''
 
 
@@ -66,8 +67,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (code / "ray_case_agent.py").write_text(AGENT)
     sys.path.insert(0, str(code))
     marker = code / "died"
+    here = str(Path(__file__).parent)  # trigger_agents, for --dialogue-from
     ray.init(num_cpus=2, include_dashboard=False, configure_logging=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(code), "DIE_MARKER": str(marker)}})
+             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([str(code), here]),
+                                       "DIE_MARKER": str(marker)}})
     try:
         yield code
     finally:
@@ -204,6 +207,97 @@ def test_max_per_model_holds_across_the_cluster(cluster: Path, plan: Path, tmp_p
     assert summary.finished == 6
     calls, most = _most_at_once(log)
     assert calls >= 6 and most == 1
+
+
+COST = 0.002
+"""What SlowBackend charges per call. gpt-4o-mini's worst case per call is ≈ $0.0099 (16,384
+completion tokens × $0.6e-6 plus the prompt's bytes × $0.15e-6), so $0.03 stops the run after
+about ten of its ≈ 30 agent calls ($0.06 in all)."""
+
+
+def _budget_run(plan: Path, db: Path, log: Path, **more: Any) -> Any:
+    from ray_case_agent import SlowBackend  # type: ignore[import-not-found]
+
+    return run_plan(RunOptions(
+        plan=plan, agent="litellm:openai/gpt-4o-mini", judge="rules", db=db, run_id="r",
+        repeats=2, progress=False, use_cache=False, max_cost=0.03, force=True,
+        llm_backend=SlowBackend(str(log), COST), **more))
+
+
+def _spend(db: Path) -> tuple[Any, ...]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(
+            "SELECT round(sum(cost), 9), count(*) FILTER (WHERE error IS NULL), "
+            "(SELECT list(error_kind ORDER BY ALL) FROM sessions WHERE status = 'error'), "
+            "(SELECT status FROM runs) FROM llm_calls").fetchone()
+    finally:
+        con.close()
+
+
+def test_max_cost_stops_a_ray_run_as_the_local_executor_does(cluster: Path, plan: Path,
+                                                             tmp_path: Path) -> None:
+    """Concurrency 1: the same sessions run, the same one stopped (error kind `budget`, run
+    `interrupted`), the same spend as locally; exit 4 follows from `budget_stopped`."""
+    local = _budget_run(plan, tmp_path / "local.duckdb", tmp_path / "l.log", max_concurrency=1)
+    on_ray = _budget_run(plan, tmp_path / "ray.duckdb", tmp_path / "r.log", max_concurrency=1,
+                         executor="ray", ray_workers=1)
+    assert local.budget_stopped == 1 and 0 < local.finished < 6  # the case bites
+    assert _figures(on_ray) == _figures(local)
+    assert (on_ray.spent, on_ray.budget_stopped) == (pytest.approx(local.spent), 1)
+    spent, paid, kinds, status = _spend(tmp_path / "ray.duckdb")
+    assert spent == pytest.approx(on_ray.spent) == pytest.approx(paid * COST)
+    assert (kinds, status) == (["budget"], "interrupted")
+    assert _rows(tmp_path / "ray.duckdb") == _rows(tmp_path / "local.duckdb")
+
+
+def test_max_cost_holds_across_workers(cluster: Path, plan: Path, tmp_path: Path) -> None:
+    """Two workers, two chains each at once: one ledger for the cluster. Two budgets of $0.03
+    (one a worker) would let the run spend ≈ $0.04; the summary's spend is the cluster's."""
+    summary = _budget_run(plan, tmp_path / "ray.duckdb", tmp_path / "r.log", executor="ray",
+                          ray_workers=2, max_concurrency=4)
+    spent, paid, kinds, status = _spend(tmp_path / "ray.duckdb")
+    assert summary.budget_stopped >= 1 and status == "interrupted"
+    assert set(kinds) == {"budget"}
+    assert spent == pytest.approx(summary.spent) == pytest.approx(paid * COST)
+    assert summary.spent <= 0.03
+
+
+def test_dialogue_from_on_ray_stores_what_the_local_executor_stores(
+        cluster: Path, tmp_path: Path) -> None:
+    """`--dialogue-from live`: each worker replays the other run's dialogue and trigger
+    points, which the driver read from the store and shipped with the chain; the rows are
+    those of the same re-scoring run locally."""
+    out = tmp_path / "plan"
+    assert compile_pack(CASE.parent / "trigger_rubric" / "live_pack", out, use_cache=False).ok
+    db = tmp_path / "bench.duckdb"
+
+    def run(run_id: str, **more: Any) -> Any:
+        return run_plan(RunOptions(plan=out, agent="python:trigger_agents:recording_agent",
+                                   db=db, run_id=run_id, progress=False,
+                                   cache_dir=tmp_path / "cache", **more))
+
+    assert run("live", trigger_mode="live").errors == 0
+    local = run("off-local", dialogue_from="live")
+    on_ray = run("off-ray", dialogue_from="live", executor="ray", ray_workers=2)
+    assert (local.finished, local.errors) == (2, 0)
+    assert _figures(on_ray) | {"run_id": "-"} == _figures(local) | {"run_id": "-"}
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        def rows(run_id: str) -> list[Any]:
+            return [con.execute(sql, [run_id]).fetchall() for sql in (
+                "SELECT session_id, repeat, status, turns, triggers, trigger_pass_rate, "
+                "trigger_score, trigger_mode, extra->>'dialogue_source' FROM sessions "
+                "WHERE run_id = ? ORDER BY ALL",
+                "SELECT session_id, repeat, seq, turn, role, content FROM messages "
+                "WHERE run_id = ? ORDER BY ALL",
+                "SELECT session_id, trigger_id, type, turn, origin, mode, label FROM triggers "
+                "WHERE run_id = ? ORDER BY ALL")]
+        ray_rows = rows("off-ray")
+        assert ray_rows == rows("off-local")
+        assert {r[-1] for r in ray_rows[0]} == {"run:live"} and ray_rows[2]
+    finally:
+        con.close()
 
 
 def test_limiter_gives_back_a_dead_workers_permits() -> None:

@@ -72,12 +72,6 @@ def import_ray() -> Any:
 
 def check_options(options: RunOptions) -> None:
     """What the Ray executor refuses before anything runs."""
-    if options.max_cost is not None:
-        raise ValueError("--executor ray: --max-cost is not supported on Ray yet (the budget "
-                         "is per process) (hint: run without --max-cost, or locally)")
-    if options.dialogue_from:
-        raise ValueError("--executor ray: --dialogue-from is not supported on Ray yet "
-                         "(hint: run it locally)")
     if options.ray_workers is not None and options.ray_workers < 1:
         raise ValueError("--ray-workers: at least 1")
     import_ray()
@@ -86,29 +80,42 @@ def check_options(options: RunOptions) -> None:
 # --------------------------------------------------------------------------- worker side
 
 
+Preload = dict[tuple[str, str, int], dict[str, Any]]
+"""(run id, session id, repeat) → what the worker may read of that session: `row`,
+`transcript`, `tables`, `snapshot`."""
+
+
 class PreloadedStore:
-    """The store as a worker sees it: only what the driver shipped for its chains (sessions
-    finished before the chain started). Keys are unique within a run, so one per worker."""
+    """The store as a worker sees it: only what the driver shipped for its chains (this run's
+    sessions finished before the chain started; with `--dialogue-from`, the other run's
+    sessions of the chain). Keys are unique, so one per worker."""
 
     def __init__(self) -> None:
-        self.rows: dict[tuple[str, int], dict[str, Any]] = {}
+        self.rows: Preload = {}
+        self.runs: set[str] = set()
 
-    def add(self, preload: dict[tuple[str, int], dict[str, Any]]) -> None:
+    def add(self, preload: Preload) -> None:
         self.rows.update(preload)
+        self.runs.update(k[0] for k in preload)
+
+    def run_exists(self, run_id: str) -> dict[str, Any] | None:
+        # the driver checked the run exists before anything ran; it shipped what it has
+        return {"run_id": run_id} if run_id in self.runs else None
 
     def snapshot(self, run_id: str, episode: str, repeat: int, session_id: str
                  ) -> dict[str, Any] | None:
-        return self.rows.get((session_id, repeat), {}).get("snapshot")
+        return self.rows.get((run_id, session_id, repeat), {}).get("snapshot")
 
     def transcript(self, run_id: str, session_id: str, repeat: int) -> list[tuple[Any, ...]]:
-        return list(self.rows.get((session_id, repeat), {}).get("transcript", []))
+        return list(self.rows.get((run_id, session_id, repeat), {}).get("transcript", []))
 
     def session_row(self, run_id: str, session_id: str, repeat: int) -> dict[str, Any] | None:
-        return self.rows.get((session_id, repeat), {}).get("row")
+        return self.rows.get((run_id, session_id, repeat), {}).get("row")
 
     def session_table(self, table: str, run_id: str, session_id: str, repeat: int
                       ) -> list[tuple[Any, ...]]:
-        return list(self.rows.get((session_id, repeat), {}).get("tables", {}).get(table, []))
+        item = self.rows.get((run_id, session_id, repeat), {})
+        return list(item.get("tables", {}).get(table, []))
 
 
 class _ClusterSemaphore:
@@ -159,10 +166,52 @@ def use_cluster_limits(client: Any, limiter: Any, holder: str) -> None:
     client._limits_for = limits_for
 
 
-class Limiter:
-    """Cluster-wide per-model concurrency and requests-per-minute (an async Ray actor)."""
+class ClusterBudget:
+    """`--max-cost` on a worker: the run's one ledger is the `Limiter` actor's `Budget`; this
+    worker's client charges it as the local client charges its own (`budget.Budget`): the
+    worst case reserved before the call (one awaited round trip, only for calls not answered
+    from the cache), settled after it (sent, not awaited; `close` waits for those in flight so
+    the driver reads every charge)."""
 
-    def __init__(self, max_per_model: int) -> None:
+    def __init__(self, ledger: Any, limit: float) -> None:
+        self.ledger, self.limit = ledger, limit
+        self.exhausted = False
+        self.pending: set[Any] = set()
+
+    async def areserve(self, model: str, messages: list[dict[str, Any]],
+                       tools: list[dict[str, Any]] | None, params: dict[str, Any]) -> float:
+        from .budget import BudgetExceeded, worst_case_cost
+
+        if self.exhausted:  # what the ledger would say, without asking it
+            raise BudgetExceeded(f"--max-cost ${self.limit:.4f} reached earlier in this run")
+        worst = worst_case_cost(model, messages, tools, params)
+        reserved, refused = await self.ledger.reserve.remote(model, worst)
+        if refused is not None:
+            self.exhausted = True
+            raise BudgetExceeded(refused)
+        return float(reserved)
+
+    def settle(self, model: str, reserved: float, cost: float | None, answered: bool) -> None:
+        task = asyncio.ensure_future(self._settle(model, reserved, cost, answered))
+        self.pending.add(task)
+        task.add_done_callback(self.pending.discard)
+
+    async def _settle(self, model: str, reserved: float, cost: float | None,
+                      answered: bool) -> None:
+        await self.ledger.settle.remote(model, reserved, cost, answered)
+
+    async def drain(self) -> None:
+        await asyncio.gather(*list(self.pending), return_exceptions=True)
+
+
+class Limiter:
+    """Cluster-wide per-model concurrency and requests-per-minute, and the `--max-cost`
+    ledger (an async Ray actor)."""
+
+    def __init__(self, max_per_model: int, max_cost: float | None = None) -> None:
+        from .budget import Budget
+
+        self.budget = Budget(max_cost) if max_cost is not None else None
         self.max_per_model = max(1, max_per_model)
         self.sems: dict[str, asyncio.Semaphore] = {}
         self.rates: dict[str, Any] = {}
@@ -207,6 +256,29 @@ class Limiter:
             limiter = self.rates[model] = RateLimiter(rpm)
         await limiter.acquire()
 
+    def reserve(self, model: str, worst: float | None) -> tuple[float, str | None]:
+        """(the amount reserved, None), or (0, why) when the call is refused."""
+        from .budget import BUDGET_ERROR, BudgetExceeded
+
+        assert self.budget is not None
+        try:
+            return self.budget.reserve_worst(model, worst), None
+        except BudgetExceeded as exc:
+            return 0.0, exc.message.removeprefix(BUDGET_ERROR)
+
+    def settle(self, model: str, reserved: float, cost: float | None, answered: bool) -> None:
+        assert self.budget is not None
+        self.budget.settle(model, reserved, cost, answered)
+
+    def budget_state(self) -> dict[str, Any]:
+        """What the driver's summary reports. A dead worker's reservations stay reserved: its
+        call may have reached the provider, so it counts at its worst case."""
+        b = self.budget
+        assert b is not None
+        return {"spent": b.spent, "reserved": b.reserved, "exhausted": b.exhausted,
+                "paid_calls": b.paid_calls, "unpriced_calls": b.unpriced_calls,
+                "unpriced_models": set(b.unpriced_models)}
+
     def in_use(self) -> dict[str, int]:
         return {m: self.max_per_model - s._value for m, s in self.sems.items()}
 
@@ -217,7 +289,7 @@ class ChainWorker:
 
     def __init__(self, options: RunOptions, plan: Plan, run_id: str,
                  alone: dict[str, list[str]], limiter: Any, holder: str, cwd: str,
-                 per_worker: int) -> None:
+                 per_worker: int, ledger: Any) -> None:
         with contextlib.suppress(OSError):  # relative paths in --agent mean the driver's
             os.chdir(cwd)
         self.holder = holder
@@ -226,12 +298,15 @@ class ChainWorker:
         self.running = asyncio.Semaphore(per_worker)
         self.work_dir = Path(tempfile.mkdtemp(prefix="benchpack-ray-"))
         self.clients: list[Any] = []
+        self.budget = (ClusterBudget(ledger, options.max_cost)
+                       if options.max_cost is not None else None)
 
         def llm() -> Any:
             if not self.clients:
                 client = make_llm_client(options)
                 if limiter is not None:
                     use_cluster_limits(client, limiter, holder)
+                client.budget = self.budget
                 self.clients.append(client)
             return self.clients[0]
 
@@ -240,13 +315,14 @@ class ChainWorker:
         self.ctx = RunContext(options, plan, self.store, run_id,  # type: ignore[arg-type]
                               self.agent, default_protocols(), self.work_dir, llm)
         self.ctx.alone = alone
+        self.ctx.budget = self.budget  # exhausted: no new session starts here
 
     def pid(self) -> int:
         return os.getpid()
 
     async def run_chain(self, key: str, repeat: int, session_ids: list[str],
                         finished: set[tuple[str, str, int]], failed: set[str],
-                        preload: dict[tuple[str, int], dict[str, Any]]) -> Any:
+                        preload: Preload) -> Any:
         """An async generator: each session's rows as it ends."""
         async with self.running:
             async for rows in self._run_chain(key, repeat, session_ids, finished, failed,
@@ -255,7 +331,7 @@ class ChainWorker:
 
     async def _run_chain(self, key: str, repeat: int, session_ids: list[str],
                          finished: set[tuple[str, str, int]], failed: set[str],
-                         preload: dict[tuple[str, int], dict[str, Any]]) -> Any:
+                         preload: Preload) -> Any:
         self.store.add(preload)
         sessions = [self.ctx.plan.sessions[sid] for sid in session_ids]
         queue: asyncio.Queue[SessionRows] = asyncio.Queue()
@@ -291,6 +367,9 @@ class ChainWorker:
             await self.ctx.services.close()
         except BaseException:
             self.ctx.services.kill_all()
+        if self.budget is not None:
+            with contextlib.suppress(Exception):
+                await self.budget.drain()
         if self.clients and self.clients[0].cache is not None:
             cache = self.clients[0].cache
             cache.finish_soon()
@@ -303,11 +382,11 @@ class ChainWorker:
 
 def preload_for(store: Store, run_id: str, episode: str, repeat: int,
                 sessions: list[PlanSession], finished: set[tuple[str, str, int]]
-                ) -> dict[tuple[str, int], dict[str, Any]]:
+                ) -> Preload:
     """What a worker needs from the store to continue a chain: for each finished session, its
     transcript, row and tables (earlier-session context), and the snapshot when the next
     session is to run (the environment is restored from it)."""
-    out: dict[tuple[str, int], dict[str, Any]] = {}
+    out: Preload = {}
     for i, s in enumerate(sessions):
         if (s.id, s.fingerprint, repeat) not in finished:
             continue
@@ -318,7 +397,24 @@ def preload_for(store: Store, run_id: str, episode: str, repeat: int,
         after = sessions[i + 1] if i + 1 < len(sessions) else None
         if after is not None and (after.id, after.fingerprint, repeat) not in finished:
             item["snapshot"] = store.snapshot(run_id, episode, repeat, s.id)
-        out[(s.id, repeat)] = item
+        out[(run_id, s.id, repeat)] = item
+    return out
+
+
+def dialogue_for(store: Store, other: str, repeat: int, sessions: list[PlanSession]
+                 ) -> Preload:
+    """`--dialogue-from OTHER`: what `trigger_rubric` reads of the other run for these
+    sessions (its row, transcript and trigger points, of this repeat else repeat 0, as
+    `_from_run` looks for them); the other run itself is known to exist."""
+    out: Preload = {(other, "", -1): {}}  # the run exists even when it lacks these sessions
+    for s in sessions:
+        for r in dict.fromkeys((repeat, 0)):
+            row = store.session_row(other, s.id, r)
+            if row is not None:
+                out[(other, s.id, r)] = {
+                    "row": row, "transcript": store.transcript(other, s.id, r),
+                    "tables": {"triggers": store.session_table("triggers", other, s.id, r)}}
+                break
     return out
 
 
@@ -396,7 +492,7 @@ async def _run_on_cluster(ray: Any, ctx: RunContext,
     shipped = replace(options, cache_dir=str(Path(options.cache_dir or ".bench-cache").resolve()),
                       announce=None)
     limiter = ray.remote(Limiter).options(num_cpus=0, max_concurrency=10_000).remote(
-        options.max_concurrent_per_model)
+        options.max_concurrent_per_model, options.max_cost)
     # one worker calls the models at a time (a replacement starts after its predecessor
     # died), so its client's own semaphores are the cluster's: no actor round trip per call
     # (≈ 3 ms on a loaded machine). Not with --rpm: a replacement's fresh token bucket would
@@ -410,7 +506,7 @@ async def _run_on_cluster(ray: Any, ctx: RunContext,
         return worker_cls.options(num_cpus=1, max_concurrency=slots + 1,
                                   max_restarts=0, max_task_retries=0).remote(
             shipped, plan_ref, ctx.run_id, ctx.alone, limits, f"w{slot}.{generation}", cwd,
-            per_worker)
+            per_worker, limiter)
 
     pool = _Pool(ray, make, n, slots)
     lost = 0
@@ -418,6 +514,8 @@ async def _run_on_cluster(ray: Any, ctx: RunContext,
     def received(rows: SessionRows, name: str) -> None:
         status = rows.session.get("status")
         error = status != "finished"
+        if rows.session.get("error_kind") == "budget":
+            stats["budget"] += 1
         if status == "skipped":
             stats["skipped"] += 1
         else:
@@ -433,14 +531,18 @@ async def _run_on_cluster(ray: Any, ctx: RunContext,
             todo = [s for s in sessions if s.id not in got or got[s.id]]
             if all((s.id, s.fingerprint, repeat) in done_keys for s in todo):
                 return
-            preload: dict[tuple[str, int], dict[str, Any]] = {}
+            preload: Preload = {}
             # a fresh chain needs nothing from the store: waiting for the writer to commit
             # (flush) would put a commit on every chain's critical path
-            if any((s.id, s.fingerprint, repeat) in done_keys for s in todo):
+            if any((s.id, s.fingerprint, repeat) in done_keys for s in todo) or (
+                    options.dialogue_from == ctx.run_id):
                 await asyncio.to_thread(store.flush)  # what came back is durable before reads
                 preload = await asyncio.to_thread(
                     preload_for, store, ctx.run_id, sessions[0].episode, repeat, todo,
                     done_keys)
+            if options.dialogue_from:
+                preload.update(await asyncio.to_thread(
+                    dialogue_for, store, options.dialogue_from, repeat, todo))
             failed = {sid for sid, ok in got.items() if not ok}
             slot = await pool.take()
             generation = pool.generation[slot]
@@ -479,7 +581,12 @@ async def _run_on_cluster(ray: Any, ctx: RunContext,
         closing = [a.close.remote() for a in pool.actors]
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), 30)
-        for a in [*pool.actors, limiter]:
-            with contextlib.suppress(Exception):
-                ray.kill(a, no_restart=True)
+        try:
+            if ctx.budget is not None:  # the summary's spend is the cluster's, from its ledger
+                for k, v in (await limiter.budget_state.remote()).items():
+                    setattr(ctx.budget, k, v)
+        finally:
+            for a in [*pool.actors, limiter]:
+                with contextlib.suppress(Exception):
+                    ray.kill(a, no_restart=True)
     stats["lost"] = lost
