@@ -229,7 +229,7 @@ def _spend(db: Path) -> tuple[Any, ...]:
     try:
         return con.execute(
             "SELECT round(sum(cost), 9), count(*) FILTER (WHERE error IS NULL), "
-            "(SELECT list(error_kind ORDER BY ALL) FROM sessions WHERE status = 'error'), "
+            "(SELECT list(error_kind ORDER BY error_kind) FROM sessions WHERE status = 'error'), "
             "(SELECT status FROM runs) FROM llm_calls").fetchone()
     finally:
         con.close()

@@ -170,8 +170,8 @@ class ClusterBudget:
     """`--max-cost` on a worker: the run's one ledger is the `Limiter` actor's `Budget`; this
     worker's client charges it as the local client charges its own (`budget.Budget`): the
     worst case reserved before the call (one awaited round trip, only for calls not answered
-    from the cache), settled after it (sent, not awaited; `close` waits for those in flight so
-    the driver reads every charge)."""
+    from the cache), settled after it (sent, not awaited: the next reservation, and `close`,
+    wait for it, so the ledger and the driver's summary see every charge in order)."""
 
     def __init__(self, ledger: Any, limit: float) -> None:
         self.ledger, self.limit = ledger, limit
@@ -185,6 +185,8 @@ class ClusterBudget:
         if self.exhausted:  # what the ledger would say, without asking it
             raise BudgetExceeded(f"--max-cost ${self.limit:.4f} reached earlier in this run")
         worst = worst_case_cost(model, messages, tools, params)
+        if self.pending:  # the ledger must see this worker's earlier calls settled first, as
+            await self.drain()  # the local budget would (an async actor may reorder calls)
         reserved, refused = await self.ledger.reserve.remote(model, worst)
         if refused is not None:
             self.exhausted = True
@@ -192,13 +194,14 @@ class ClusterBudget:
         return float(reserved)
 
     def settle(self, model: str, reserved: float, cost: float | None, answered: bool) -> None:
-        task = asyncio.ensure_future(self._settle(model, reserved, cost, answered))
+        task = asyncio.ensure_future(self._settle(
+            self.ledger.settle.remote(model, reserved, cost, answered)))
         self.pending.add(task)
         task.add_done_callback(self.pending.discard)
 
-    async def _settle(self, model: str, reserved: float, cost: float | None,
-                      answered: bool) -> None:
-        await self.ledger.settle.remote(model, reserved, cost, answered)
+    @staticmethod
+    async def _settle(ref: Any) -> None:
+        await ref
 
     async def drain(self) -> None:
         await asyncio.gather(*list(self.pending), return_exceptions=True)
