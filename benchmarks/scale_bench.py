@@ -173,6 +173,17 @@ def _executor_child(spec: dict[str, Any]) -> dict[str, Any]:
     return {"run_s": time.perf_counter() - t, "sessions": s.sessions_total}
 
 
+def _machine_busy() -> float:
+    """CPU-seconds the whole machine has spent busy since boot (/proc/stat; 0 elsewhere)."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return 0.0
+    ticks = [int(x) for x in fields]
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def _executor_arm(spec: dict[str, Any], conn: Any) -> dict[str, Any]:
     """Run an arm in a child process; the server's arrival times give its start-up (spawn →
     first model call) and its steady rate (calls between the 10th and 90th percentile
@@ -182,6 +193,10 @@ def _executor_arm(spec: dict[str, Any], conn: Any) -> dict[str, Any]:
     conn.recv()
     env = {**os.environ, "BENCH_HTTP_KEY": "no-key", "SCALE_CPU_MS": str(spec["cpu_ms"]),
            "SCALE_BASE_URL": spec["base_url"]}
+    before = _machine_busy()
+    time.sleep(1.0)  # the rest of the machine's load just before the arm
+    others = _machine_busy() - before
+    busy = _machine_busy()
     spawn = time.time()
     out = subprocess.run([sys.executable, __file__, "--executor-child", json.dumps(spec)],
                          capture_output=True, text=True, env=env, cwd=spec["work"])
@@ -189,6 +204,10 @@ def _executor_arm(spec: dict[str, Any], conn: Any) -> dict[str, Any]:
     if out.returncode != 0:
         raise SystemExit(f"{spec['name']} failed:\n{out.stdout[-2000:]}{out.stderr[-3000:]}")
     res = json.loads(out.stdout.strip().splitlines()[-1])
+    # Ray's workers are not this process's children (raylet's, killed at shutdown): the
+    # arm's own CPU cannot be read, so the machine's is shown, with the load before it
+    res["machine"] = (_machine_busy() - busy) / wall
+    res["others"] = others
     conn.send(("arrivals",))
     arrivals = sorted(conn.recv())
     if len(arrivals) != res["sessions"]:
@@ -245,20 +264,25 @@ def executors(args: argparse.Namespace) -> None:
         print(f"\n## executors: {n} one-call sessions, {args.cpu_ms:g} ms pure-Python CPU then "
               f"one litellm call to a local server answering after {args.latency_ms:g} ms, "
               f"concurrency {args.concurrency}; each arm a fresh process; {os.cpu_count()} CPUs")
-        arms = [("local", "local", None)] + [(f"ray×{k}", "ray", k) for k in (1, 2, 4)]
+        arms = [("local", "local", None)] + [(f"ray×{k}", "ray", k)
+                                             for k in map(int, args.ray_workers.split(","))]
         rows = {label: arm(label.replace("×", "x"), plan, ex, k, True, args.concurrency,
                            args.cpu_ms)
                 for label, ex, k in arms}
         ideal = 1000 / args.cpu_ms if args.cpu_ms else float("inf")
         print(f"{'arm':8} {'wall s':>7} {'start-up s':>11} {'sessions/s':>11} {'speed-up':>9} "
-              f"{'wall speed-up':>14}")
+              f"{'wall speed-up':>14} {'busy cores':>11} {'others before':>14}")
         for label, _, _ in arms:
             r = rows[label]
             print(f"{label:8} {r['wall']:7.2f} {r['startup']:11.2f} {r['rate']:11.2f} "
                   f"{r['rate'] / rows['local']['rate']:8.2f}× "
-                  f"{rows['local']['wall'] / r['wall']:13.2f}×")
+                  f"{rows['local']['wall'] / r['wall']:13.2f}× {r['machine']:11.2f} "
+                  f"{r['others']:14.2f}")
         print(f"(one core's CPU bound: {ideal:.1f} sessions/s; speed-up = steady rate ÷ the "
-              "local rate, both from the server's arrival times)")
+              "local rate, both from the server's arrival times; busy cores = the whole "
+              "machine's during the arm (everyone's, of "
+              f"{os.cpu_count()}); others before = the machine's busy cores in the second "
+              "before the arm, i.e. the load of other users the arm had to share with)")
 
 
 def overhead(args: argparse.Namespace) -> None:
@@ -278,6 +302,14 @@ def overhead(args: argparse.Namespace) -> None:
               f"{1000 / local['rate']:.1f} ms local vs {1000 / on_ray['rate']:.1f} ms on Ray "
               f"→ {per:.2f} ms (target ≤ 5 ms); start-up {local['startup']:.1f} s vs "
               f"{on_ray['startup']:.1f} s")
+        # two workers: every uncached call takes its permit from the Limiter actor (one
+        # awaited round trip); concurrency 2, so a session's time is 2 ÷ the rate
+        local2 = arm("o-local2", plan, "local", None, False, 2, 0)
+        on_ray2 = arm("o-ray2", plan, "ray", 2, False, 2, 0)
+        per2 = (2 / on_ray2["rate"] - 2 / local2["rate"]) * 1000
+        print(f"with 2 workers at concurrency 2 (the Limiter actor on every call): "
+              f"{2000 / local2['rate']:.1f} ms local vs {2000 / on_ray2['rate']:.1f} ms on "
+              f"Ray → {per2:.2f} ms per session")
 
 
 SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {"per-session": per_session,
@@ -298,6 +330,8 @@ def main() -> int:
     ap.add_argument("--cpu-ms", type=float, default=100.0, help="executors: CPU per session")
     ap.add_argument("--latency-ms", type=float, default=50.0, help="executors: model latency")
     ap.add_argument("--concurrency", type=int, default=16, help="executors: concurrency")
+    ap.add_argument("--ray-workers", default="1,2,4",
+                    help="executors: the Ray arms' worker counts")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--executor-child", help=argparse.SUPPRESS)
     args = ap.parse_args()

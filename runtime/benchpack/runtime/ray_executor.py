@@ -3,12 +3,15 @@
 - **Unit of work**: an episode chain, as locally. `--ray-workers N` actors (`ChainWorker`,
   one CPU each, default: the cluster's CPUs) each run up to ⌈max_concurrency / N⌉ chains at a
   time with the same `chains.run_chain` the local executor uses: workspaces, HTTP services and
-  harness processes live on the worker that runs the chain.
+  harness processes live on the worker that runs the chain. The driver keeps `PREFETCH` more
+  chains waiting on each worker, so one chain's end and the next one's start cost no round
+  trip to the driver.
 - **Results stream back**: the worker yields each session's rows as the session ends (a Ray
   streaming generator); the driver hands them to its one store writer, which commits each
   session in its own transaction, exactly as locally. Workers never open the store: what a
   resumed chain needs from it (the snapshot to restore, earlier sessions' transcripts and
-  tables) is read by the driver and shipped with the chain.
+  tables; with `--dialogue-from`, the other run's dialogue and trigger points) is read by the
+  driver and shipped with the chain.
 - **Worker death**: Ray does not retry chains (`max_task_retries=0`); the driver does, so a
   retry is matched against what it received: a chain whose worker died is resubmitted on a new
   worker without the sessions whose rows already came back (finished ones restored from their
@@ -19,13 +22,16 @@
   a multi-machine cluster give `--cache-dir` a path on storage all nodes mount; otherwise each
   node has its own cache (still correct, only fewer hits).
 - **Limits** (`--max-per-model`, `--rpm`) hold cluster-wide: one `Limiter` actor owns the
-  per-model semaphores and token buckets; each uncached call asks it (two actor round trips).
-  Permits held by a worker that died are given back when the driver replaces it.
+  per-model semaphores and token buckets; each uncached call takes its permit and rate token
+  in one awaited round trip and gives the permit back without waiting. Permits held by a
+  worker that died, or granted to it after it died, are given back when the driver replaces
+  it. A single worker without `--rpm` is the only caller, so its client's own semaphores
+  hold the limit with no round trip.
+- **Budget** (`--max-cost`): the `Limiter` also keeps the run's one `Budget`; each worker's
+  `ClusterBudget` reserves a priced call's worst case there before the call and settles it
+  after, so the bound holds across the cluster; the driver's summary reads the ledger.
 - `ray.init()` (when the driver started the cluster itself, i.e. no `--ray-address` and no Ray
   already initialised) is paired with `ray.shutdown()` on every way out.
-
-Not yet on Ray: `--max-cost` (the budget is per process) and `--dialogue-from` (it reads
-another run's transcripts from the store while sessions run); both are refused up front.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from benchpack.specs.plan import Plan, PlanSession
 
 from .chains import run_chain
 from .protocols.base import default_protocols
+from .ray_limits import ClusterBudget, Limiter, use_cluster_limits
 from .run_types import Progress, RunContext, RunOptions, make_agent, make_llm_client
 from .store import SESSION_TABLES, SessionRows, Store
 
@@ -116,174 +123,6 @@ class PreloadedStore:
                       ) -> list[tuple[Any, ...]]:
         item = self.rows.get((run_id, session_id, repeat), {})
         return list(item.get("tables", {}).get(table, []))
-
-
-class _ClusterSemaphore:
-    """`async with`: one of the model's cluster-wide permits (and, with `--rpm`, one rate
-    token) held by this worker: one awaited actor round trip to take them, none to give the
-    permit back (the release is sent, not waited for: nothing here depends on when the actor
-    reads it, and the permit is free for others as soon as it does)."""
-
-    def __init__(self, limiter: Any, model: str, holder: str, rpm: float | None) -> None:
-        self.limiter, self.model, self.holder, self.rpm = limiter, model, holder, rpm
-
-    async def __aenter__(self) -> None:
-        ref = self.limiter.acquire.remote(self.model, self.holder, self.rpm)
-        try:
-            await ref
-        except asyncio.CancelledError:
-            # the actor grants the permit anyway once it can: give it back then, or it stays
-            # held by this (live) worker for the rest of the run
-            asyncio.ensure_future(self._release_when(ref))
-            raise
-
-    async def _release_when(self, ref: Any) -> None:
-        with contextlib.suppress(Exception):
-            await ref
-            self.limiter.release.remote(self.model, self.holder)
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.limiter.release.remote(self.model, self.holder)
-
-
-def use_cluster_limits(client: Any, limiter: Any, holder: str) -> None:
-    """Route the client's per-model limits through the `Limiter` actor (the rate token is
-    taken with the permit, in the same round trip: `_ModelLimits.rate` stays None)."""
-    from .llm import _ModelLimits
-
-    cached: dict[str, Any] = {}
-
-    def limits_for(model: str, uri: str) -> Any:
-        limits = cached.get(uri)
-        if limits is None:
-            rpm_cfg = client.config.requests_per_minute
-            rpm = rpm_cfg.get(uri, rpm_cfg.get(model, rpm_cfg.get("*")))
-            limits = cached[uri] = _ModelLimits(
-                _ClusterSemaphore(limiter, model, holder, rpm or None),  # type: ignore[arg-type]
-                None)
-        return limits
-
-    client._limits_for = limits_for
-
-
-class ClusterBudget:
-    """`--max-cost` on a worker: the run's one ledger is the `Limiter` actor's `Budget`; this
-    worker's client charges it as the local client charges its own (`budget.Budget`): the
-    worst case reserved before the call (one awaited round trip, only for calls not answered
-    from the cache), settled after it (sent, not awaited: the next reservation, and `close`,
-    wait for it, so the ledger and the driver's summary see every charge in order)."""
-
-    def __init__(self, ledger: Any, limit: float) -> None:
-        self.ledger, self.limit = ledger, limit
-        self.exhausted = False
-        self.pending: set[Any] = set()
-
-    async def areserve(self, model: str, messages: list[dict[str, Any]],
-                       tools: list[dict[str, Any]] | None, params: dict[str, Any]) -> float:
-        from .budget import BudgetExceeded, worst_case_cost
-
-        if self.exhausted:  # what the ledger would say, without asking it
-            raise BudgetExceeded(f"--max-cost ${self.limit:.4f} reached earlier in this run")
-        worst = worst_case_cost(model, messages, tools, params)
-        if self.pending:  # the ledger must see this worker's earlier calls settled first, as
-            await self.drain()  # the local budget would (an async actor may reorder calls)
-        reserved, refused = await self.ledger.reserve.remote(model, worst)
-        if refused is not None:
-            self.exhausted = True
-            raise BudgetExceeded(refused)
-        return float(reserved)
-
-    def settle(self, model: str, reserved: float, cost: float | None, answered: bool) -> None:
-        task = asyncio.ensure_future(self._settle(
-            self.ledger.settle.remote(model, reserved, cost, answered)))
-        self.pending.add(task)
-        task.add_done_callback(self.pending.discard)
-
-    @staticmethod
-    async def _settle(ref: Any) -> None:
-        await ref
-
-    async def drain(self) -> None:
-        await asyncio.gather(*list(self.pending), return_exceptions=True)
-
-
-class Limiter:
-    """Cluster-wide per-model concurrency and requests-per-minute, and the `--max-cost`
-    ledger (an async Ray actor)."""
-
-    def __init__(self, max_per_model: int, max_cost: float | None = None) -> None:
-        from .budget import Budget
-
-        self.budget = Budget(max_cost) if max_cost is not None else None
-        self.max_per_model = max(1, max_per_model)
-        self.sems: dict[str, asyncio.Semaphore] = {}
-        self.rates: dict[str, Any] = {}
-        self.held: dict[tuple[str, str], int] = {}
-        self.dead: set[str] = set()
-
-    async def acquire(self, model: str, holder: str, rpm: float | None = None) -> None:
-        """The model's permit, then (with `rpm`) its rate token, as the local client takes
-        them; one call, so one round trip for the worker."""
-        sem = self.sems.setdefault(model, asyncio.Semaphore(self.max_per_model))
-        await sem.acquire()
-        if holder in self.dead:  # it died while waiting: nobody will release this one
-            sem.release()
-            return
-        self.held[(model, holder)] = self.held.get((model, holder), 0) + 1
-        if rpm:
-            await self.rate(model, rpm)
-
-    def release(self, model: str, holder: str) -> None:
-        n = self.held.get((model, holder), 0)
-        if n:  # a dead holder's permits were given back already
-            self.held[(model, holder)] = n - 1
-            self.sems[model].release()
-
-    def release_all(self, holder: str) -> int:
-        """A worker died: give back the permits it held (and any it was still waiting for)."""
-        self.dead.add(holder)
-        freed = 0
-        for (model, h), n in list(self.held.items()):
-            if h == holder:
-                for _ in range(n):
-                    self.sems[model].release()
-                freed += n
-                del self.held[(model, h)]
-        return freed
-
-    async def rate(self, model: str, rpm: float) -> None:
-        from .llm import RateLimiter
-
-        limiter = self.rates.get(model)
-        if limiter is None:
-            limiter = self.rates[model] = RateLimiter(rpm)
-        await limiter.acquire()
-
-    def reserve(self, model: str, worst: float | None) -> tuple[float, str | None]:
-        """(the amount reserved, None), or (0, why) when the call is refused."""
-        from .budget import BUDGET_ERROR, BudgetExceeded
-
-        assert self.budget is not None
-        try:
-            return self.budget.reserve_worst(model, worst), None
-        except BudgetExceeded as exc:
-            return 0.0, exc.message.removeprefix(BUDGET_ERROR)
-
-    def settle(self, model: str, reserved: float, cost: float | None, answered: bool) -> None:
-        assert self.budget is not None
-        self.budget.settle(model, reserved, cost, answered)
-
-    def budget_state(self) -> dict[str, Any]:
-        """What the driver's summary reports. A dead worker's reservations stay reserved: its
-        call may have reached the provider, so it counts at its worst case."""
-        b = self.budget
-        assert b is not None
-        return {"spent": b.spent, "reserved": b.reserved, "exhausted": b.exhausted,
-                "paid_calls": b.paid_calls, "unpriced_calls": b.unpriced_calls,
-                "unpriced_models": set(b.unpriced_models)}
-
-    def in_use(self) -> dict[str, int]:
-        return {m: self.max_per_model - s._value for m, s in self.sems.items()}
 
 
 class ChainWorker:
