@@ -16,6 +16,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from fake_openai import fake_openai_fixture  # noqa: F401
 
 from benchpack.compiler import compile_pack
 from benchpack.runtime.runner import RunOptions, run_plan
@@ -261,6 +262,31 @@ def test_max_cost_holds_across_workers(cluster: Path, plan: Path, tmp_path: Path
     assert set(kinds) == {"budget"}
     assert spent == pytest.approx(summary.spent) == pytest.approx(paid * COST)
     assert summary.spent <= 0.03
+
+
+def test_cli_max_cost_on_ray_exits_4(cluster: Path, plan: Path, tmp_path: Path,
+                                     fake_openai: Any) -> None:
+    """`bench run --executor ray --max-cost` below one call's worst case (≈ $0.0099 for
+    gpt-4o-mini), forced to start: every worker's first priced call is refused by the one
+    ledger, nothing is spent, exit 4 with the budget line, as locally."""
+    from click.testing import CliRunner
+    from fake_openai import list_files_agent  # type: ignore[import-not-found]
+
+    from benchpack.cli import cli
+
+    fake_openai.route("gpt-4o-mini", list_files_agent)
+    db = tmp_path / "b.duckdb"
+    res = CliRunner().invoke(cli, [
+        "run", str(plan), "--agent", "litellm:openai/gpt-4o-mini", "--judge", "rules",
+        "--api-base", fake_openai.base_url, "--db", str(db), "--no-cache", "--quiet",
+        "--max-retries", "0", "--max-cost", "0.001", "--force", "--run-id", "c",
+        "--executor", "ray", "--ray-workers", "2"])
+    assert res.exit_code == 4, res.output
+    assert [x for x in res.output.splitlines() if x.startswith("✗ budget:")], res.output
+    assert "Traceback" not in res.output
+    assert fake_openai.requests == []  # refused before anything was sent
+    spent, paid, kinds, status = _spend(db)
+    assert (spent, paid, status) == (None, 0, "interrupted") and set(kinds) == {"budget"}
 
 
 def test_dialogue_from_on_ray_stores_what_the_local_executor_stores(
