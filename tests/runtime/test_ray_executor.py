@@ -216,13 +216,14 @@ completion tokens × $0.6e-6 plus the prompt's bytes × $0.15e-6), so $0.03 stop
 about ten of its ≈ 30 agent calls ($0.06 in all)."""
 
 
-def _budget_run(plan: Path, db: Path, log: Path, **more: Any) -> Any:
+def _budget_run(plan: Path, db: Path, log: Path, max_cost_override: float | None = None,
+                **more: Any) -> Any:
     from ray_case_agent import SlowBackend  # type: ignore[import-not-found]
 
     return run_plan(RunOptions(
         plan=plan, agent="litellm:openai/gpt-4o-mini", judge="rules", db=db, run_id="r",
-        repeats=2, progress=False, use_cache=False, max_cost=0.03, force=True,
-        llm_backend=SlowBackend(str(log), COST), **more))
+        repeats=2, progress=False, use_cache=False, max_cost=max_cost_override or 0.03,
+        force=True, llm_backend=SlowBackend(str(log), COST), **more))
 
 
 def _spend(db: Path) -> tuple[Any, ...]:
@@ -250,6 +251,19 @@ def test_max_cost_stops_a_ray_run_as_the_local_executor_does(cluster: Path, plan
     assert spent == pytest.approx(on_ray.spent) == pytest.approx(paid * COST)
     assert (kinds, status) == (["budget"], "interrupted")
     assert _rows(tmp_path / "ray.duckdb") == _rows(tmp_path / "local.duckdb")
+    # `--resume` with room to spare, on Ray: the rows of a run the budget never stopped
+    from ray_case_agent import SlowBackend  # type: ignore[import-not-found]
+
+    done = run_plan(RunOptions(
+        plan=plan, agent="litellm:openai/gpt-4o-mini", judge="rules",
+        db=tmp_path / "ray.duckdb", run_id="r", resume=True, progress=False, use_cache=False,
+        max_cost=1.0, force=True, llm_backend=SlowBackend(str(tmp_path / "r.log"), COST),
+        executor="ray", ray_workers=1, max_concurrency=1))
+    assert (done.errors, done.budget_stopped) == (0, 0)
+    full = _budget_run(plan, tmp_path / "full.duckdb", tmp_path / "f.log", max_concurrency=1,
+                       max_cost_override=1.0)
+    assert full.finished == 6
+    assert _rows(tmp_path / "ray.duckdb") == _rows(tmp_path / "full.duckdb")
 
 
 def test_max_cost_holds_across_workers(cluster: Path, plan: Path, tmp_path: Path) -> None:
