@@ -128,6 +128,24 @@ def test_same_rows_and_figures_as_the_local_executor(cluster: Path, plan: Path,
     assert a == b
 
 
+def test_chains_start_in_plan_order_on_a_worker(cluster: Path, plan: Path,
+                                               tmp_path: Path) -> None:
+    """One worker, one chain at a time, 8 repeats: the chains run in plan order as locally,
+    although the driver sends the next one ahead and an async actor may begin calls in any
+    order (a budget-stopped run then stops at the same session)."""
+    run_plan(RunOptions(plan=plan, agent="python:ray_case_agent:agent", judge="rules",
+                        db=tmp_path / "ray.duckdb", run_id="r", repeats=8, progress=False,
+                        cache_dir=tmp_path / "cache", executor="ray", ray_workers=1,
+                        max_concurrency=1))
+    con = duckdb.connect(str(tmp_path / "ray.duckdb"), read_only=True)
+    try:
+        order = [r[0] for r in con.execute(
+            "SELECT repeat FROM sessions ORDER BY started_at").fetchall()]
+    finally:
+        con.close()
+    assert order == sorted(order) and len(order) == 24
+
+
 def test_a_fresh_chain_does_not_wait_for_the_store(cluster: Path, plan: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 16 item 5: a chain with nothing finished needs nothing from the store, so the

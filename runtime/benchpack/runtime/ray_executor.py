@@ -138,6 +138,11 @@ class ChainWorker:
         # chains running at once here; the driver sends `PREFETCH` more, which wait for a
         # place, so the next chain starts without a driver round trip between the two
         self.running = asyncio.Semaphore(per_worker)
+        # chains start in the order the driver sent them (an async actor may begin its calls
+        # in any order): plan order, as locally, which is what makes a run the budget stops
+        # stop at the same session
+        self.admitted = 0
+        self.turn = asyncio.Condition()
         self.work_dir = Path(tempfile.mkdtemp(prefix="benchpack-ray-"))
         self.clients: list[Any] = []
         self.budget = (ClusterBudget(ledger, options.max_cost)
@@ -162,14 +167,23 @@ class ChainWorker:
     def pid(self) -> int:
         return os.getpid()
 
-    async def run_chain(self, key: str, repeat: int, session_ids: list[str],
+    async def run_chain(self, ticket: int, key: str, repeat: int, session_ids: list[str],
                         finished: set[tuple[str, str, int]], failed: set[str],
                         preload: Preload) -> Any:
-        """An async generator: each session's rows as it ends."""
-        async with self.running:
+        """An async generator: each session's rows as it ends. `ticket`: this worker's
+        chains numbered from 0 in the order the driver sent them."""
+        async with self.turn:
+            await self.turn.wait_for(lambda: self.admitted == ticket)
+        await self.running.acquire()  # the next ticket waits until this one has its place
+        async with self.turn:
+            self.admitted += 1
+            self.turn.notify_all()
+        try:
             async for rows in self._run_chain(key, repeat, session_ids, finished, failed,
                                               preload):
                 yield rows
+        finally:
+            self.running.release()
 
     async def _run_chain(self, key: str, repeat: int, session_ids: list[str],
                          finished: set[tuple[str, str, int]], failed: set[str],
@@ -266,6 +280,7 @@ class _Pool:
     def __init__(self, ray: Any, make: Any, n: int, per_worker: int) -> None:
         self.ray, self.make, self.per_worker = ray, make, per_worker
         self.generation = [0] * n
+        self.tickets = [0] * n
         self.actors = [make(i, 0) for i in range(n)]
         self.free = [per_worker] * n
         self.ready = asyncio.Condition()
@@ -282,10 +297,17 @@ class _Pool:
             self.free[i] += 1
             self.ready.notify_all()
 
+    def ticket(self, i: int) -> int:
+        """The number of the next chain sent to slot `i`'s worker (`ChainWorker.run_chain`):
+        taken just before the call is sent, with no await between the two."""
+        self.tickets[i] += 1
+        return self.tickets[i] - 1
+
     def replace(self, i: int, generation: int) -> None:
         """The worker of slot `i` died (once per death, however many chains saw it)."""
         if self.generation[i] != generation:
             return
+        self.tickets[i] = 0
         with contextlib.suppress(Exception):
             self.ray.kill(self.actors[i], no_restart=True)
         self.generation[i] += 1
@@ -390,7 +412,8 @@ async def _run_on_cluster(ray: Any, ctx: RunContext,
             generation = pool.generation[slot]
             try:
                 gen = pool.actors[slot].run_chain.options(num_returns="streaming").remote(
-                    key, repeat, [s.id for s in todo], done_keys, failed, preload)
+                    pool.ticket(slot), key, repeat, [s.id for s in todo], done_keys, failed,
+                    preload)
                 async for ref in gen:
                     rows: SessionRows = await ref
                     s = ctx.plan.sessions[rows.session_id]
