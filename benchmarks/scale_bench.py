@@ -9,31 +9,37 @@ Sections (each a function in `SECTIONS`, run in order; `--sections` picks some):
                 dependency group per episode, as in π-Bench) with hidden intents, an in-process
                 agent answering at once, judge and simulator `rules`: benchpack's own work only.
 
-  executors     the local executor vs `--executor ray` with 1, 2 and 4 workers, each arm a fresh
-                process as a user runs it, against the local fake OpenAI-compatible server
-                (tests/runtime/fake_openai.py via http_bench.serve) answering after
-                `--latency-ms`: a python agent burns `--cpu-ms` of pure-Python CPU (a tool's
-                work, holding the GIL) then makes one real litellm HTTP call. Per arm: wall,
-                start-up (spawn → first model call: imports, Ray start, workers importing
-                litellm) and the steady rate (calls between the 10th and 90th percentile
-                arrival at the server ÷ their span), so one-time costs are shown, not mixed
-                into the speed-up, and both arms are timed by the same clock. Then Ray's
-                per-session overhead: benchpack's own `litellm:` client (cluster-wide limiter
-                on the path), no CPU, concurrency 1, one worker, per-session time on Ray minus
-                locally (target ≤ 5 ms).
+  executors     the local executor vs `--executor ray` with `--ray-workers` (1, 2 and 4)
+                workers, each arm a fresh process as a user runs it, against the local fake
+                OpenAI-compatible server (tests/runtime/fake_openai.py via http_bench.serve)
+                answering after `--latency-ms`: a python agent burns `--cpu-ms` of pure-Python
+                CPU (a tool's work, holding the GIL) then makes one real litellm HTTP call.
+                Per arm: wall, start-up (spawn → first model call: imports, Ray start, workers
+                importing litellm) and the steady rate (calls between the 10th and 90th
+                percentile arrival at the server ÷ their span), so one-time costs are shown,
+                not mixed into the speed-up, and every arm is timed by the same clock; beside
+                them the machine's busy cores during the arm and in the second before it (the
+                other users' load: on a shared machine it, not the executor, caps the
+                speed-up). One worker per core at best: on 2 cores 4 workers only share them.
                 Earlier versions printed a negative overhead: the agent module, imported once
                 in the driver with the CPU arm's settings, kept burning 100 ms + 50 ms a turn
                 in the "no-op" local arm while the fresh Ray workers did nothing; and start-up
                 (new worker processes every run) was inside the timed speed-ups.
 
+  overhead      Ray's per-session overhead: benchpack's own `litellm:` client, no CPU,
+                concurrency 1, one worker, per-session time on Ray minus locally (target
+                ≤ 5 ms); then the Limiter actor's round trip as a worker sees it, which every
+                uncached call adds when there are several workers.
+
 Usage: python benchmarks/scale_bench.py [--sizes 1000,10000,50000]
-       [--sections per-session,executors] [--exec-sessions 200 --overhead-sessions 100
+       [--sections per-session,executors,overhead] [--exec-sessions 200 --overhead-sessions 100
        --cpu-ms 100 --latency-ms 50 --concurrency 16]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -42,7 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +178,17 @@ def _executor_child(spec: dict[str, Any]) -> dict[str, Any]:
     return {"run_s": time.perf_counter() - t, "sessions": s.sessions_total}
 
 
+def _machine_busy() -> float:
+    """CPU-seconds the whole machine has spent busy since boot (/proc/stat; 0 elsewhere)."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return 0.0
+    ticks = [int(x) for x in fields]
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def _executor_arm(spec: dict[str, Any], conn: Any) -> dict[str, Any]:
     """Run an arm in a child process; the server's arrival times give its start-up (spawn →
     first model call) and its steady rate (calls between the 10th and 90th percentile
@@ -181,6 +198,10 @@ def _executor_arm(spec: dict[str, Any], conn: Any) -> dict[str, Any]:
     conn.recv()
     env = {**os.environ, "BENCH_HTTP_KEY": "no-key", "SCALE_CPU_MS": str(spec["cpu_ms"]),
            "SCALE_BASE_URL": spec["base_url"]}
+    before = _machine_busy()
+    time.sleep(1.0)  # the rest of the machine's load just before the arm
+    others = _machine_busy() - before
+    busy = _machine_busy()
     spawn = time.time()
     out = subprocess.run([sys.executable, __file__, "--executor-child", json.dumps(spec)],
                          capture_output=True, text=True, env=env, cwd=spec["work"])
@@ -188,6 +209,10 @@ def _executor_arm(spec: dict[str, Any], conn: Any) -> dict[str, Any]:
     if out.returncode != 0:
         raise SystemExit(f"{spec['name']} failed:\n{out.stdout[-2000:]}{out.stderr[-3000:]}")
     res = json.loads(out.stdout.strip().splitlines()[-1])
+    # Ray's workers are not this process's children (raylet's, killed at shutdown): the
+    # arm's own CPU cannot be read, so the machine's is shown, with the load before it
+    res["machine"] = (_machine_busy() - busy) / wall
+    res["others"] = others
     conn.send(("arrivals",))
     arrivals = sorted(conn.recv())
     if len(arrivals) != res["sessions"]:
@@ -199,11 +224,13 @@ def _executor_arm(spec: dict[str, Any], conn: Any) -> dict[str, Any]:
             "span": arrivals[-1] - arrivals[0]}
 
 
-def executors(args: argparse.Namespace) -> None:
+@contextlib.contextmanager
+def _server_and_tmp() -> Iterator[tuple[Any, str, Path]]:
+    """The fake OpenAI server (a child process) and a scratch directory with AGENT in it."""
     import multiprocessing
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from http_bench import make_plan, serve
+    from http_bench import serve
 
     parent, child_conn = multiprocessing.Pipe()
     server = multiprocessing.Process(target=serve, args=(child_conn,), daemon=True)
@@ -212,54 +239,118 @@ def executors(args: argparse.Namespace) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="scale-bench-"))
     (tmp / "scale_agent.py").write_text(AGENT)
     try:
-        plan = make_plan(tmp, args.exec_sessions)
-
-        def arm(name: str, executor: str, workers: int | None, cpu: bool, c: int,
-                cpu_ms: float) -> dict[str, Any]:
-            work = tmp / name
-            work.mkdir()
-            return _executor_arm({"name": name, "executor": executor, "workers": workers,
-                                  "cpu_agent": cpu, "concurrency": c, "cpu_ms": cpu_ms,
-                                  "latency_ms": args.latency_ms, "plan": str(plan),
-                                  "work": str(work), "base_url": base_url}, parent)
-
-        n = args.exec_sessions
-        print(f"\n## executors: {n} one-call sessions, {args.cpu_ms:g} ms pure-Python CPU then "
-              f"one litellm call to a local server answering after {args.latency_ms:g} ms, "
-              f"concurrency {args.concurrency}; each arm a fresh process; {os.cpu_count()} CPUs")
-        arms = [("local", "local", None)] + [(f"ray×{k}", "ray", k) for k in (1, 2, 4)]
-        rows = {label: arm(label.replace("×", "x"), ex, k, True, args.concurrency, args.cpu_ms)
-                for label, ex, k in arms}
-        ideal = 1000 / args.cpu_ms if args.cpu_ms else float("inf")
-        print(f"{'arm':8} {'wall s':>7} {'start-up s':>11} {'sessions/s':>11} {'speed-up':>9} "
-              f"{'wall speed-up':>14}")
-        for label, _, _ in arms:
-            r = rows[label]
-            print(f"{label:8} {r['wall']:7.2f} {r['startup']:11.2f} {r['rate']:11.2f} "
-                  f"{r['rate'] / rows['local']['rate']:8.2f}× "
-                  f"{rows['local']['wall'] / r['wall']:13.2f}×")
-        print(f"(one core's CPU bound: {ideal:.1f} sessions/s; speed-up = steady rate ÷ the "
-              "local rate, both from the server's arrival times)")
-        # Ray's own cost per session: nothing to do but the round trips (benchpack's client,
-        # so the cluster-wide limiter is on the path), concurrency 1, one worker
-        m = args.overhead_sessions
-        plan = make_plan(tmp, m)
-        local = arm("o-local", "local", None, False, 1, 0)
-        on_ray = arm("o-ray", "ray", 1, False, 1, 0)
-        per = (1 / on_ray["rate"] - 1 / local["rate"]) * 1000
-        print(f"ray overhead per session (litellm agent through benchpack's client, "
-              f"{args.latency_ms:g} ms server, concurrency 1, {m} sessions): "
-              f"{1000 / local['rate']:.1f} ms local vs {1000 / on_ray['rate']:.1f} ms on Ray "
-              f"→ {per:.2f} ms (target ≤ 5 ms); start-up {local['startup']:.1f} s vs "
-              f"{on_ray['startup']:.1f} s")
+        yield parent, base_url, tmp
     finally:
         parent.send(None)
         server.join(5)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _arm_runner(args: argparse.Namespace, conn: Any, base_url: str, tmp: Path
+                ) -> Callable[..., dict[str, Any]]:
+    def arm(name: str, plan: Path, executor: str, workers: int | None, cpu: bool, c: int,
+            cpu_ms: float) -> dict[str, Any]:
+        work = tmp / name
+        work.mkdir()
+        return _executor_arm({"name": name, "executor": executor, "workers": workers,
+                              "cpu_agent": cpu, "concurrency": c, "cpu_ms": cpu_ms,
+                              "latency_ms": args.latency_ms, "plan": str(plan),
+                              "work": str(work), "base_url": base_url}, conn)
+    return arm
+
+
+def executors(args: argparse.Namespace) -> None:
+    with _server_and_tmp() as (conn, base_url, tmp):
+        arm = _arm_runner(args, conn, base_url, tmp)
+        from http_bench import make_plan
+
+        plan = make_plan(tmp, args.exec_sessions)
+        n = args.exec_sessions
+        print(f"\n## executors: {n} one-call sessions, {args.cpu_ms:g} ms pure-Python CPU then "
+              f"one litellm call to a local server answering after {args.latency_ms:g} ms, "
+              f"concurrency {args.concurrency}; each arm a fresh process; {os.cpu_count()} CPUs")
+        arms = [("local", "local", None)] + [(f"ray×{k}", "ray", k)
+                                             for k in map(int, args.ray_workers.split(","))]
+        rows = {label: arm(label.replace("×", "x"), plan, ex, k, True, args.concurrency,
+                           args.cpu_ms)
+                for label, ex, k in arms}
+        ideal = 1000 / args.cpu_ms if args.cpu_ms else float("inf")
+        print(f"{'arm':8} {'wall s':>7} {'start-up s':>11} {'sessions/s':>11} {'speed-up':>9} "
+              f"{'wall speed-up':>14} {'busy cores':>11} {'others before':>14}")
+        for label, _, _ in arms:
+            r = rows[label]
+            print(f"{label:8} {r['wall']:7.2f} {r['startup']:11.2f} {r['rate']:11.2f} "
+                  f"{r['rate'] / rows['local']['rate']:8.2f}× "
+                  f"{rows['local']['wall'] / r['wall']:13.2f}× {r['machine']:11.2f} "
+                  f"{r['others']:14.2f}")
+        print(f"(one core's CPU bound: {ideal:.1f} sessions/s; speed-up = steady rate ÷ the "
+              "local rate, both from the server's arrival times; busy cores = the whole "
+              "machine's during the arm (everyone's, of "
+              f"{os.cpu_count()}); others before = the machine's busy cores in the second "
+              "before the arm, i.e. the load of other users the arm had to share with)")
+
+
+def overhead(args: argparse.Namespace) -> None:
+    """Ray's own cost per session: nothing to do but the round trips (benchpack's client, so
+    the cluster-wide limiter is on the path), concurrency 1, one worker."""
+    with _server_and_tmp() as (conn, base_url, tmp):
+        arm = _arm_runner(args, conn, base_url, tmp)
+        m = args.overhead_sessions
+        from http_bench import make_plan
+
+        plan = make_plan(tmp, m)
+        local = arm("o-local", plan, "local", None, False, 1, 0)
+        on_ray = arm("o-ray", plan, "ray", 1, False, 1, 0)
+        per = (1 / on_ray["rate"] - 1 / local["rate"]) * 1000
+        print(f"ray overhead per session (litellm agent through benchpack's client, "
+              f"{args.latency_ms:g} ms server, concurrency 1, {m} sessions): "
+              f"{1000 / local['rate']:.1f} ms local vs {1000 / on_ray['rate']:.1f} ms on Ray "
+              f"→ {per:.2f} ms (target ≤ 5 ms); start-up {local['startup']:.1f} s vs "
+              f"{on_ray['startup']:.1f} s")
+        # with several workers every uncached call also takes its permit from the Limiter
+        # actor: that round trip, timed on a worker (an end-to-end arm with 2 workers mixes in
+        # the second worker's start-up, which the short overhead plan cannot leave out)
+        took = _limiter_round_trip(200)
+        print(f"with 2+ workers add the Limiter round trip per uncached call: median "
+              f"{took[0]:.2f} ms, p90 {took[1]:.2f} ms (200 permits taken and given back on "
+              f"a worker actor)")
+
+
+def _limiter_round_trip(n: int) -> tuple[float, float]:
+    """Median and p90 ms of `_ClusterSemaphore` (take a permit, give it back) on a worker."""
+    import asyncio
+    import statistics
+
+    import ray
+
+    from benchpack.runtime.ray_limits import Limiter, _ClusterSemaphore
+
+    class Probe:
+        async def run(self, limiter: Any, n: int) -> list[float]:
+            sem = _ClusterSemaphore(limiter, MODEL, "probe", None)
+            out = []
+            for _ in range(n):
+                t = time.perf_counter()
+                async with sem:
+                    pass
+                out.append(1000 * (time.perf_counter() - t))
+            await asyncio.sleep(0)
+            return out
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             configure_logging=False)
+    try:
+        limiter = ray.remote(Limiter).options(num_cpus=0, max_concurrency=10_000).remote(8)
+        probe = ray.remote(Probe).options(num_cpus=1, max_concurrency=2).remote()
+        times = sorted(ray.get(probe.run.remote(limiter, n)))
+    finally:
+        ray.shutdown()
+    return statistics.median(times), times[int(0.9 * (len(times) - 1))]
+
+
 SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {"per-session": per_session,
-                                                           "executors": executors}
+                                                           "executors": executors,
+                                                           "overhead": overhead}
 """Section name → function printing its table; later sections (Ray executor) add theirs."""
 
 
@@ -275,6 +366,8 @@ def main() -> int:
     ap.add_argument("--cpu-ms", type=float, default=100.0, help="executors: CPU per session")
     ap.add_argument("--latency-ms", type=float, default=50.0, help="executors: model latency")
     ap.add_argument("--concurrency", type=int, default=16, help="executors: concurrency")
+    ap.add_argument("--ray-workers", default="1,2,4",
+                    help="executors: the Ray arms' worker counts")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--executor-child", help=argparse.SUPPRESS)
     args = ap.parse_args()

@@ -115,7 +115,16 @@ class Budget:
     def reserve(self, model: str, messages: list[dict[str, Any]],
                 tools: list[dict[str, Any]] | None, params: dict[str, Any]) -> float:
         """The amount reserved for this call (0 when unpriced); raises `BudgetExceeded`."""
-        worst = worst_case_cost(model, messages, tools, params)
+        return self.reserve_worst(model, worst_case_cost(model, messages, tools, params))
+
+    async def areserve(self, model: str, messages: list[dict[str, Any]],
+                       tools: list[dict[str, Any]] | None, params: dict[str, Any]) -> float:
+        """`reserve` as the client calls it: a cluster's ledger (`ray_executor`) answers
+        from another process."""
+        return self.reserve(model, messages, tools, params)
+
+    def reserve_worst(self, model: str, worst: float | None) -> float:
+        """`reserve` of a call whose worst case (None: unpriced) is already known."""
         with self._lock:
             if self.exhausted:
                 raise BudgetExceeded(f"--max-cost ${self.limit:.4f} reached earlier in this run")

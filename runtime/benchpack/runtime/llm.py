@@ -608,7 +608,7 @@ class LLMClient:
         reserved = 0.0
         if self.budget is not None:  # after `prepare`: pricing imports litellm
             try:
-                reserved = self.budget.reserve(name, messages, tools, call_params)
+                reserved = await self.budget.areserve(name, messages, tools, call_params)
             except LLMError as exc:
                 self.failures += 1
                 record(error=exc.message, attempts=0)

@@ -3,12 +3,15 @@
 - **Unit of work**: an episode chain, as locally. `--ray-workers N` actors (`ChainWorker`,
   one CPU each, default: the cluster's CPUs) each run up to ⌈max_concurrency / N⌉ chains at a
   time with the same `chains.run_chain` the local executor uses: workspaces, HTTP services and
-  harness processes live on the worker that runs the chain.
+  harness processes live on the worker that runs the chain. The driver keeps `PREFETCH` more
+  chains waiting on each worker, so one chain's end and the next one's start cost no round
+  trip to the driver.
 - **Results stream back**: the worker yields each session's rows as the session ends (a Ray
   streaming generator); the driver hands them to its one store writer, which commits each
   session in its own transaction, exactly as locally. Workers never open the store: what a
   resumed chain needs from it (the snapshot to restore, earlier sessions' transcripts and
-  tables) is read by the driver and shipped with the chain.
+  tables; with `--dialogue-from`, the other run's dialogue and trigger points) is read by the
+  driver and shipped with the chain.
 - **Worker death**: Ray does not retry chains (`max_task_retries=0`); the driver does, so a
   retry is matched against what it received: a chain whose worker died is resubmitted on a new
   worker without the sessions whose rows already came back (finished ones restored from their
@@ -19,13 +22,16 @@
   a multi-machine cluster give `--cache-dir` a path on storage all nodes mount; otherwise each
   node has its own cache (still correct, only fewer hits).
 - **Limits** (`--max-per-model`, `--rpm`) hold cluster-wide: one `Limiter` actor owns the
-  per-model semaphores and token buckets; each uncached call asks it (two actor round trips).
-  Permits held by a worker that died are given back when the driver replaces it.
+  per-model semaphores and token buckets; each uncached call takes its permit and rate token
+  in one awaited round trip and gives the permit back without waiting. Permits held by a
+  worker that died, or granted to it after it died, are given back when the driver replaces
+  it. A single worker without `--rpm` is the only caller, so its client's own semaphores
+  hold the limit with no round trip.
+- **Budget** (`--max-cost`): the `Limiter` also keeps the run's one `Budget`; each worker's
+  `ClusterBudget` reserves a priced call's worst case there before the call and settles it
+  after, so the bound holds across the cluster; the driver's summary reads the ledger.
 - `ray.init()` (when the driver started the cluster itself, i.e. no `--ray-address` and no Ray
   already initialised) is paired with `ray.shutdown()` on every way out.
-
-Not yet on Ray: `--max-cost` (the budget is per process) and `--dialogue-from` (it reads
-another run's transcripts from the store while sessions run); both are refused up front.
 """
 
 from __future__ import annotations
@@ -45,11 +51,16 @@ from benchpack.specs.plan import Plan, PlanSession
 
 from .chains import run_chain
 from .protocols.base import default_protocols
+from .ray_limits import ClusterBudget, Limiter, use_cluster_limits
 from .run_types import Progress, RunContext, RunOptions, make_agent, make_llm_client
 from .store import SESSION_TABLES, SessionRows, Store
 
 MAX_ATTEMPTS = 3
 """Workers a chain may lose before it is left for `--resume`."""
+
+PREFETCH = 1
+"""Chains the driver sends each worker beyond those it runs at once: they wait on the worker,
+so a chain's end and the next one's start cost no driver round trip (≈ 4 ms a chain)."""
 
 MISSING = ("--executor ray: Ray is not installed (hint: pip install 'benchpack[ray]')")
 
@@ -68,12 +79,6 @@ def import_ray() -> Any:
 
 def check_options(options: RunOptions) -> None:
     """What the Ray executor refuses before anything runs."""
-    if options.max_cost is not None:
-        raise ValueError("--executor ray: --max-cost is not supported on Ray yet (the budget "
-                         "is per process) (hint: run without --max-cost, or locally)")
-    if options.dialogue_from:
-        raise ValueError("--executor ray: --dialogue-from is not supported on Ray yet "
-                         "(hint: run it locally)")
     if options.ray_workers is not None and options.ray_workers < 1:
         raise ValueError("--ray-workers: at least 1")
     import_ray()
@@ -82,106 +87,42 @@ def check_options(options: RunOptions) -> None:
 # --------------------------------------------------------------------------- worker side
 
 
+Preload = dict[tuple[str, str, int], dict[str, Any]]
+"""(run id, session id, repeat) → what the worker may read of that session: `row`,
+`transcript`, `tables`, `snapshot`."""
+
+
 class PreloadedStore:
-    """The store as a worker sees it: only what the driver shipped for its chains (sessions
-    finished before the chain started). Keys are unique within a run, so one per worker."""
+    """The store as a worker sees it: only what the driver shipped for its chains (this run's
+    sessions finished before the chain started; with `--dialogue-from`, the other run's
+    sessions of the chain). Keys are unique, so one per worker."""
 
     def __init__(self) -> None:
-        self.rows: dict[tuple[str, int], dict[str, Any]] = {}
+        self.rows: Preload = {}
+        self.runs: set[str] = set()
 
-    def add(self, preload: dict[tuple[str, int], dict[str, Any]]) -> None:
+    def add(self, preload: Preload) -> None:
         self.rows.update(preload)
+        self.runs.update(k[0] for k in preload)
+
+    def run_exists(self, run_id: str) -> dict[str, Any] | None:
+        # the driver checked the run exists before anything ran; it shipped what it has
+        return {"run_id": run_id} if run_id in self.runs else None
 
     def snapshot(self, run_id: str, episode: str, repeat: int, session_id: str
                  ) -> dict[str, Any] | None:
-        return self.rows.get((session_id, repeat), {}).get("snapshot")
+        return self.rows.get((run_id, session_id, repeat), {}).get("snapshot")
 
     def transcript(self, run_id: str, session_id: str, repeat: int) -> list[tuple[Any, ...]]:
-        return list(self.rows.get((session_id, repeat), {}).get("transcript", []))
+        return list(self.rows.get((run_id, session_id, repeat), {}).get("transcript", []))
 
     def session_row(self, run_id: str, session_id: str, repeat: int) -> dict[str, Any] | None:
-        return self.rows.get((session_id, repeat), {}).get("row")
+        return self.rows.get((run_id, session_id, repeat), {}).get("row")
 
     def session_table(self, table: str, run_id: str, session_id: str, repeat: int
                       ) -> list[tuple[Any, ...]]:
-        return list(self.rows.get((session_id, repeat), {}).get("tables", {}).get(table, []))
-
-
-class _ClusterSemaphore:
-    """`async with`: one of the model's cluster-wide permits, held by this worker."""
-
-    def __init__(self, limiter: Any, model: str, holder: str) -> None:
-        self.limiter, self.model, self.holder = limiter, model, holder
-
-    async def __aenter__(self) -> None:
-        await self.limiter.acquire.remote(self.model, self.holder)
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.limiter.release.remote(self.model, self.holder)
-
-
-class _ClusterRate:
-    def __init__(self, limiter: Any, model: str, rpm: float) -> None:
-        self.limiter, self.model, self.rpm = limiter, model, rpm
-
-    async def acquire(self) -> None:
-        await self.limiter.rate.remote(self.model, self.rpm)
-
-
-def use_cluster_limits(client: Any, limiter: Any, holder: str) -> None:
-    """Route the client's per-model limits through the `Limiter` actor."""
-    from .llm import _ModelLimits
-
-    def limits_for(model: str, uri: str) -> Any:
-        rpm_cfg = client.config.requests_per_minute
-        rpm = rpm_cfg.get(uri, rpm_cfg.get(model, rpm_cfg.get("*")))
-        return _ModelLimits(_ClusterSemaphore(limiter, model, holder),  # type: ignore[arg-type]
-                            _ClusterRate(limiter, model, rpm) if rpm else None)  # type: ignore[arg-type]
-
-    client._limits_for = limits_for
-
-
-class Limiter:
-    """Cluster-wide per-model concurrency and requests-per-minute (an async Ray actor)."""
-
-    def __init__(self, max_per_model: int) -> None:
-        self.max_per_model = max(1, max_per_model)
-        self.sems: dict[str, asyncio.Semaphore] = {}
-        self.rates: dict[str, Any] = {}
-        self.held: dict[tuple[str, str], int] = {}
-
-    async def acquire(self, model: str, holder: str) -> None:
-        sem = self.sems.setdefault(model, asyncio.Semaphore(self.max_per_model))
-        await sem.acquire()
-        self.held[(model, holder)] = self.held.get((model, holder), 0) + 1
-
-    def release(self, model: str, holder: str) -> None:
-        n = self.held.get((model, holder), 0)
-        if n:  # a dead holder's permits were given back already
-            self.held[(model, holder)] = n - 1
-            self.sems[model].release()
-
-    def release_all(self, holder: str) -> int:
-        """A worker died: give back the permits it held."""
-        freed = 0
-        for (model, h), n in list(self.held.items()):
-            if h == holder:
-                for _ in range(n):
-                    self.sems[model].release()
-                freed += n
-                del self.held[(model, h)]
-        return freed
-
-    async def rate(self, model: str, rpm: float) -> None:
-        from .llm import RateLimiter
-
-        limiter = self.rates.get(model)
-        if limiter is None:
-            limiter = self.rates[model] = RateLimiter(rpm)
-        await limiter.acquire()
-
-    def in_use(self) -> dict[str, int]:
-        return {m: self.max_per_model - s._value for m, s in self.sems.items()}
+        item = self.rows.get((run_id, session_id, repeat), {})
+        return list(item.get("tables", {}).get(table, []))
 
 
 class ChainWorker:
@@ -189,18 +130,30 @@ class ChainWorker:
     directory) and the chains the driver gives it."""
 
     def __init__(self, options: RunOptions, plan: Plan, run_id: str,
-                 alone: dict[str, list[str]], limiter: Any, holder: str, cwd: str) -> None:
+                 alone: dict[str, list[str]], limiter: Any, holder: str, cwd: str,
+                 per_worker: int, ledger: Any) -> None:
         with contextlib.suppress(OSError):  # relative paths in --agent mean the driver's
             os.chdir(cwd)
         self.holder = holder
+        # chains running at once here; the driver sends `PREFETCH` more, which wait for a
+        # place, so the next chain starts without a driver round trip between the two
+        self.running = asyncio.Semaphore(per_worker)
+        # chains start in the order the driver sent them (an async actor may begin its calls
+        # in any order): plan order, as locally, which is what makes a run the budget stops
+        # stop at the same session
+        self.admitted = 0
+        self.turn = asyncio.Condition()
         self.work_dir = Path(tempfile.mkdtemp(prefix="benchpack-ray-"))
         self.clients: list[Any] = []
+        self.budget = (ClusterBudget(ledger, options.max_cost)
+                       if options.max_cost is not None else None)
 
         def llm() -> Any:
             if not self.clients:
                 client = make_llm_client(options)
                 if limiter is not None:
                     use_cluster_limits(client, limiter, holder)
+                client.budget = self.budget
                 self.clients.append(client)
             return self.clients[0]
 
@@ -209,14 +162,32 @@ class ChainWorker:
         self.ctx = RunContext(options, plan, self.store, run_id,  # type: ignore[arg-type]
                               self.agent, default_protocols(), self.work_dir, llm)
         self.ctx.alone = alone
+        self.ctx.budget = self.budget  # exhausted: no new session starts here
 
     def pid(self) -> int:
         return os.getpid()
 
-    async def run_chain(self, key: str, repeat: int, session_ids: list[str],
+    async def run_chain(self, ticket: int, key: str, repeat: int, session_ids: list[str],
                         finished: set[tuple[str, str, int]], failed: set[str],
-                        preload: dict[tuple[str, int], dict[str, Any]]) -> Any:
-        """An async generator: each session's rows as it ends."""
+                        preload: Preload) -> Any:
+        """An async generator: each session's rows as it ends. `ticket`: this worker's
+        chains numbered from 0 in the order the driver sent them."""
+        async with self.turn:
+            await self.turn.wait_for(lambda: self.admitted == ticket)
+        await self.running.acquire()  # the next ticket waits until this one has its place
+        async with self.turn:
+            self.admitted += 1
+            self.turn.notify_all()
+        try:
+            async for rows in self._run_chain(key, repeat, session_ids, finished, failed,
+                                              preload):
+                yield rows
+        finally:
+            self.running.release()
+
+    async def _run_chain(self, key: str, repeat: int, session_ids: list[str],
+                         finished: set[tuple[str, str, int]], failed: set[str],
+                         preload: Preload) -> Any:
         self.store.add(preload)
         sessions = [self.ctx.plan.sessions[sid] for sid in session_ids]
         queue: asyncio.Queue[SessionRows] = asyncio.Queue()
@@ -252,6 +223,9 @@ class ChainWorker:
             await self.ctx.services.close()
         except BaseException:
             self.ctx.services.kill_all()
+        if self.budget is not None:
+            with contextlib.suppress(Exception):
+                await self.budget.drain()
         if self.clients and self.clients[0].cache is not None:
             cache = self.clients[0].cache
             cache.finish_soon()
@@ -264,11 +238,11 @@ class ChainWorker:
 
 def preload_for(store: Store, run_id: str, episode: str, repeat: int,
                 sessions: list[PlanSession], finished: set[tuple[str, str, int]]
-                ) -> dict[tuple[str, int], dict[str, Any]]:
+                ) -> Preload:
     """What a worker needs from the store to continue a chain: for each finished session, its
     transcript, row and tables (earlier-session context), and the snapshot when the next
     session is to run (the environment is restored from it)."""
-    out: dict[tuple[str, int], dict[str, Any]] = {}
+    out: Preload = {}
     for i, s in enumerate(sessions):
         if (s.id, s.fingerprint, repeat) not in finished:
             continue
@@ -279,7 +253,24 @@ def preload_for(store: Store, run_id: str, episode: str, repeat: int,
         after = sessions[i + 1] if i + 1 < len(sessions) else None
         if after is not None and (after.id, after.fingerprint, repeat) not in finished:
             item["snapshot"] = store.snapshot(run_id, episode, repeat, s.id)
-        out[(s.id, repeat)] = item
+        out[(run_id, s.id, repeat)] = item
+    return out
+
+
+def dialogue_for(store: Store, other: str, repeat: int, sessions: list[PlanSession]
+                 ) -> Preload:
+    """`--dialogue-from OTHER`: what `trigger_rubric` reads of the other run for these
+    sessions (its row, transcript and trigger points, of this repeat else repeat 0, as
+    `_from_run` looks for them); the other run itself is known to exist."""
+    out: Preload = {(other, "", -1): {}}  # the run exists even when it lacks these sessions
+    for s in sessions:
+        for r in dict.fromkeys((repeat, 0)):
+            row = store.session_row(other, s.id, r)
+            if row is not None:
+                out[(other, s.id, r)] = {
+                    "row": row, "transcript": store.transcript(other, s.id, r),
+                    "tables": {"triggers": store.session_table("triggers", other, s.id, r)}}
+                break
     return out
 
 
@@ -289,6 +280,7 @@ class _Pool:
     def __init__(self, ray: Any, make: Any, n: int, per_worker: int) -> None:
         self.ray, self.make, self.per_worker = ray, make, per_worker
         self.generation = [0] * n
+        self.tickets = [0] * n
         self.actors = [make(i, 0) for i in range(n)]
         self.free = [per_worker] * n
         self.ready = asyncio.Condition()
@@ -305,10 +297,17 @@ class _Pool:
             self.free[i] += 1
             self.ready.notify_all()
 
+    def ticket(self, i: int) -> int:
+        """The number of the next chain sent to slot `i`'s worker (`ChainWorker.run_chain`):
+        taken just before the call is sent, with no await between the two."""
+        self.tickets[i] += 1
+        return self.tickets[i] - 1
+
     def replace(self, i: int, generation: int) -> None:
         """The worker of slot `i` died (once per death, however many chains saw it)."""
         if self.generation[i] != generation:
             return
+        self.tickets[i] = 0
         with contextlib.suppress(Exception):
             self.ray.kill(self.actors[i], no_restart=True)
         self.generation[i] += 1
@@ -352,26 +351,35 @@ async def _run_on_cluster(ray: Any, ctx: RunContext,
     n = options.ray_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
     n = max(1, min(n, len(chains) or 1))
     per_worker = max(1, math.ceil(max(1, options.max_concurrency) / n))
+    slots = per_worker + PREFETCH
     # paths the workers resolve must mean what they mean on the driver
     shipped = replace(options, cache_dir=str(Path(options.cache_dir or ".bench-cache").resolve()),
                       announce=None)
     limiter = ray.remote(Limiter).options(num_cpus=0, max_concurrency=10_000).remote(
-        options.max_concurrent_per_model)
+        options.max_concurrent_per_model, options.max_cost)
+    # one worker calls the models at a time (a replacement starts after its predecessor
+    # died), so its client's own semaphores are the cluster's: no actor round trip per call
+    # (≈ 3 ms on a loaded machine). Not with --rpm: a replacement's fresh token bucket would
+    # allow a second burst within the second its predecessor spent one.
+    limits = None if n == 1 and not options.requests_per_minute else limiter
     plan_ref = ray.put(ctx.plan)
     worker_cls = ray.remote(ChainWorker)
     cwd = os.getcwd()
 
     def make(slot: int, generation: int) -> Any:
-        return worker_cls.options(num_cpus=1, max_concurrency=per_worker + 1,
+        return worker_cls.options(num_cpus=1, max_concurrency=slots + 1,
                                   max_restarts=0, max_task_retries=0).remote(
-            shipped, plan_ref, ctx.run_id, ctx.alone, limiter, f"w{slot}.{generation}", cwd)
+            shipped, plan_ref, ctx.run_id, ctx.alone, limits, f"w{slot}.{generation}", cwd,
+            per_worker, limiter)
 
-    pool = _Pool(ray, make, n, per_worker)
+    pool = _Pool(ray, make, n, slots)
     lost = 0
 
     def received(rows: SessionRows, name: str) -> None:
         status = rows.session.get("status")
         error = status != "finished"
+        if rows.session.get("error_kind") == "budget":
+            stats["budget"] += 1
         if status == "skipped":
             stats["skipped"] += 1
         else:
@@ -387,20 +395,25 @@ async def _run_on_cluster(ray: Any, ctx: RunContext,
             todo = [s for s in sessions if s.id not in got or got[s.id]]
             if all((s.id, s.fingerprint, repeat) in done_keys for s in todo):
                 return
-            preload: dict[tuple[str, int], dict[str, Any]] = {}
+            preload: Preload = {}
             # a fresh chain needs nothing from the store: waiting for the writer to commit
             # (flush) would put a commit on every chain's critical path
-            if any((s.id, s.fingerprint, repeat) in done_keys for s in todo):
+            if any((s.id, s.fingerprint, repeat) in done_keys for s in todo) or (
+                    options.dialogue_from == ctx.run_id):
                 await asyncio.to_thread(store.flush)  # what came back is durable before reads
                 preload = await asyncio.to_thread(
                     preload_for, store, ctx.run_id, sessions[0].episode, repeat, todo,
                     done_keys)
+            if options.dialogue_from:
+                preload.update(await asyncio.to_thread(
+                    dialogue_for, store, options.dialogue_from, repeat, todo))
             failed = {sid for sid, ok in got.items() if not ok}
             slot = await pool.take()
             generation = pool.generation[slot]
             try:
                 gen = pool.actors[slot].run_chain.options(num_returns="streaming").remote(
-                    key, repeat, [s.id for s in todo], done_keys, failed, preload)
+                    pool.ticket(slot), key, repeat, [s.id for s in todo], done_keys, failed,
+                    preload)
                 async for ref in gen:
                     rows: SessionRows = await ref
                     s = ctx.plan.sessions[rows.session_id]
@@ -421,7 +434,7 @@ async def _run_on_cluster(ray: Any, ctx: RunContext,
             finally:
                 await pool.give(slot)
 
-    sem = asyncio.Semaphore(max(1, options.max_concurrency))
+    sem = asyncio.Semaphore(n * slots)  # what the pool takes: preloads wait here, not in memory
 
     async def limited(key: str, repeat: int, sessions: list[PlanSession]) -> None:
         async with sem:
@@ -433,7 +446,12 @@ async def _run_on_cluster(ray: Any, ctx: RunContext,
         closing = [a.close.remote() for a in pool.actors]
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), 30)
-        for a in [*pool.actors, limiter]:
-            with contextlib.suppress(Exception):
-                ray.kill(a, no_restart=True)
+        try:
+            if ctx.budget is not None:  # the summary's spend is the cluster's, from its ledger
+                for k, v in (await limiter.budget_state.remote()).items():
+                    setattr(ctx.budget, k, v)
+        finally:
+            for a in [*pool.actors, limiter]:
+                with contextlib.suppress(Exception):
+                    ray.kill(a, no_restart=True)
     stats["lost"] = lost
