@@ -147,15 +147,19 @@ def run_inspect(tmp: Path, n: int, base_url: str, c: int) -> dict[str, Any]:
         f"    return Task(dataset=[Sample(input=f'Summarise note {{i}}.') for i in range({n})],"
         " solver=generate())\n", encoding="utf-8")
     env = {**os.environ, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "no-key"}
-    cmd = [sys.executable, "-m", "inspect_ai", "eval", str(task), "--model",
+    # inspect_ai globs the task path from the working directory: relative, run from `tmp`
+    cmd = [sys.executable, "-m", "inspect_ai", "eval", task.name, "--model",
            f"openai/{MODEL}", "--max-connections", str(c), "--log-dir", str(tmp / "ilogs"),
-           "--display", "none"]
+           # chat completions, as benchpack sends (newer inspect_ai defaults to /v1/responses)
+           "-M", "responses_api=false", "--display", "none"]
     spawn = time.time()
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
+    err = tmp / "inspect.stderr"
+    with err.open("wb") as sink:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=sink, cwd=tmp)
+        _, status, usage = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit("inspect_ai eval failed")
+        raise SystemExit("inspect_ai eval failed:\n" + err.read_text(errors="replace")[-2000:])
     return {"wall": time.perf_counter() - t, "spawn": spawn,
             "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024}
 
