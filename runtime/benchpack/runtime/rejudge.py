@@ -10,6 +10,12 @@ session of the source run the new judge re-decides, with the material the origin
   message (live dialogues: the stored messages; offline replays: the fixed dialogue, each
   regenerated answer replaced by the reference answer it stood in for); the quote check
   applies as in `bench run`;
+- `score:` blocks (verified_outcome): graded by `score_block.grade_score_block`, the code `bench
+  run` grades them with, over the trace rebuilt from the store (in-task tool records, final
+  files and service rows from `snapshots`, in-task messages, the reply from `turns`): judged
+  items and assertions are re-decided, deterministic items recomputed (they come out as stored);
+  `score_components` and `extra.score` are rewritten, and the block's score and pass replace
+  the checklist's, as in `bench run`;
 - knowledge-graph coverage: the stored predicted triples against the plan's ground truth
   (`graph_grader` as in `bench run`: `auto` matches when the judge is `rules`);
 - the derived scores: COMP, verified-outcome soft score and pass (with the caps that fired, as
@@ -79,12 +85,14 @@ from .runner import (
     redactor_for,
     summarise,
 )
+from .score_block import ScoreOutcome, grade_score_block
 from .session import (
     METRIC_COLUMNS,
     ChecklistOutcome,
     ItemResult,
     call_texts,
     checklist_outcome,
+    grading_trace,
     initial_files,
     judge_rubric_items,
     judged_by_rubric,
@@ -100,8 +108,9 @@ AGENT_SIDE = ("turns", "messages", "tool_calls", "stage_events")
 INTENT_COLUMNS = ("intents", "completed", "inferred", "provided", "unresolved", "proc",
                   "proc_group")
 """`sessions` columns a rejudge leaves NULL: intent statuses are not re-decided."""
-JUDGE_EXTRA = ("judge_errors", "trigger_labels", "triggers_judged", "verify", "graph_grader",
-               "covered", "valid_predicted", "graph_judge_errors", "precision_lower_bound")
+JUDGE_EXTRA = ("judge_errors", "trigger_labels", "triggers_judged", "verify", "score",
+               "graph_grader", "covered", "valid_predicted", "graph_judge_errors",
+               "precision_lower_bound")
 """`sessions.extra` keys the original judge wrote; the rejudge writes its own."""
 _CHECK_ERROR = re.compile(r"^turn (\d+): (completion|clarification)_check:")
 
@@ -322,6 +331,7 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
     state: dict[str, dict[str, list[dict[str, Any]]]] = dict(snap.get("services") or {})
     end = _dialogue_end(row, extra, stored["turns"])
     in_task = [r for r in records if end is None or r.turn <= end]
+    replies = [str(t[2] or "") for t in stored["turns"] if end is None or int(t[0]) <= end]
 
     metrics: dict[str, Any] = {}
     tables: dict[str, list[tuple[Any, ...]]] = {}
@@ -331,15 +341,21 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
                    extra, end, initial_files(ctx.plan, s)),
         _triggers(ctx, site, row, stored["triggers"], messages),
         _graph(ctx, site, row, stored["triples"], extra),
-        _intent_checks(site, stored, records, files, extra))
-    outcome, (trigger_rows, trigger_errors, labels), graph, (checks, audit) = judged
+        _intent_checks(site, stored, records, files, extra),
+        _score(ctx, site, messages, records, in_task, files, state, replies, end))
+    outcome, (trigger_rows, trigger_errors, labels), graph, (checks, audit), graded = judged
     for key in JUDGE_EXTRA:
         extra.pop(key, None)
     tables["checklist_results"] = outcome.rows
     metrics.update(comp=outcome.comp, score=outcome.score, passed=outcome.passed)
     errors += [f"checklist item {r[0]}: {r[7]}" for r in outcome.rows
                if r[7] and r[2] == "rubric"]
-    if outcome.verify is not None:
+    if graded is not None:  # the `score:` block decides, as in `bench run`
+        metrics.update(score=graded.final, passed=graded.passed)
+        extra["score"] = graded.extra
+        tables["score_components"] = graded.rows
+        errors += [f"score item {e}" for e in graded.errors]
+    elif outcome.verify is not None:
         extra["verify"] = outcome.verify
     if trigger_rows is not None:
         tables["triggers"] = trigger_rows
@@ -360,7 +376,8 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
         extra["intent_audit"] = audit
         errors += [f"turn {t}: {kind}_check: {e}" for t, kind, e in failed_checks]
     judge_errors = (outcome.judge_errors + len(trigger_errors)
-                    + (graph[3] if graph is not None else 0) + len(failed_checks))
+                    + (graph[3] if graph is not None else 0) + len(failed_checks)
+                    + (graded.judge_errors if graded is not None else 0))
 
     prefix = (ctx.new_id, sid, repeat)
     kept = [r for r in stored["llm_calls"] if r[1] != "judge"]
@@ -441,6 +458,20 @@ async def _checklist(site: _Site, stored: list[tuple[Any, ...]], messages: list[
                    str(c.get("detail") or ""))
             for c in (extra.get("verify") or {}).get("caps") or []]
     return checklist_outcome(s, results, caps)
+
+
+async def _score(ctx: _Rejudge, site: _Site, messages: list[Message],
+                 records: list[ToolRecord], in_task: list[ToolRecord], files: dict[str, str],
+                 state: dict[str, dict[str, list[dict[str, Any]]]], replies: list[str],
+                 end: int | None) -> ScoreOutcome | None:
+    """A `score:` block graded by the code `bench run` grades it with, over the trace as it
+    was at the end of the session: its deterministic items come out as they did."""
+    if site.session.score is None:
+        return None
+    task = [m for m in messages if end is None or m.turn <= end]
+    trace = grading_trace(in_task, files, state, task, replies)
+    return await grade_score_block(site, ctx.plan, trace, task,
+                                   render_transcript(messages, records))
 
 
 async def _triggers(ctx: _Rejudge, site: _Site, row: dict[str, Any],
