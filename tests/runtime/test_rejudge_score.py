@@ -161,3 +161,62 @@ def test_a_judge_error_leaves_the_item_unscored_never_zero(plan_dir: Path,
     finally:
         con.close()
     assert any("clarity" in e for e in extra["judge_errors"])
+
+
+# --------------------------------------------------------------------------- instructed_user
+
+REWARD_PACK = ROOT / "tests" / "fixtures" / "rejudge_reward"
+CANCEL = "session.rejudge-reward-case.support.cancel"
+ADDRESS = "session.rejudge-reward-case.support.address"
+REWARD_JUDGES = {"r1": {"cancel": {"checklist": {"assert1": 1}}},
+                 "r2": {"cancel": {"checklist": {"assert1": 0}}},
+                 "r3": {"cancel": {"checklist": {}}}}
+
+
+@pytest.fixture(scope="module")
+def reward_plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("reward-plan")
+    res = compile_pack(REWARD_PACK, out, use_cache=False)
+    assert res.ok, [d.format() for d in res.diagnostics]
+    return out
+
+
+def reward_run(plan: Path, tmp_path: Path, db: Path, run_id: str, name: str) -> None:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({"sessions": REWARD_JUDGES[name]}), encoding="utf-8")
+    summary = run_plan(RunOptions(
+        plan=plan, agent=f"scripted:{REWARD_PACK / 'agent.yaml'}", db=db, run_id=run_id,
+        judge=f"scripted:{path}", progress=False, cache_dir=tmp_path / "cache"))
+    assert summary.errors == 0
+
+
+def rewards(db: Path, run_id: str) -> dict[str, tuple[Any, ...]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rows = con.execute("SELECT session_id, score, passed, judge_errors, extra FROM sessions "
+                           "WHERE run_id = ?", [run_id]).fetchall()
+    finally:
+        con.close()
+    return {sid: (score, passed, errors, json.loads(extra)["reward"])
+            for sid, score, passed, errors, extra in rows}
+
+
+@pytest.mark.parametrize(("first", "second"), [("r1", "r2"), ("r2", "r1"), ("r1", "r3")])
+def test_rejudged_instructed_user_rewards_equal_a_fresh_run(
+        reward_plan: Path, tmp_path: Path, first: str, second: str) -> None:
+    """The reward is state · actions · communicate · assertions: the new judge re-decides the
+    assertion, the replayed-state and action checks stand (no tool is re-run)."""
+    db = tmp_path / "a.duckdb"
+    reward_run(reward_plan, tmp_path, db, "a", first)
+    path = tmp_path / f"{second}.yaml"
+    rejudge(RejudgeOptions(run_id="a", judge=f"scripted:{path}", db=db, new_run_id="r",
+                           progress=False, cache_dir=tmp_path / "cache"))
+    fresh = tmp_path / "b.duckdb"
+    reward_run(reward_plan, tmp_path, fresh, "b", second)
+    got, want = rewards(db, "r"), rewards(fresh, "b")
+    assert got == want
+    # by hand: every deterministic component holds, so the assertion decides
+    expected = {"r1": (1.0, True, 0), "r2": (0.0, False, 0), "r3": (None, None, 1)}[second]
+    assert got[CANCEL][:3] == expected
+    assert got[ADDRESS][:3] == (1.0, True, 0)  # nothing judged: as it was
+    assert got[CANCEL][3]["components"]["state"] == 1.0
