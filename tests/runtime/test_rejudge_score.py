@@ -181,12 +181,16 @@ def reward_plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def reward_run(plan: Path, tmp_path: Path, db: Path, run_id: str, name: str) -> None:
+def reward_judge(tmp_path: Path, name: str) -> str:
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump({"sessions": REWARD_JUDGES[name]}), encoding="utf-8")
+    return f"scripted:{path}"
+
+
+def reward_run(plan: Path, tmp_path: Path, db: Path, run_id: str, name: str) -> None:
     summary = run_plan(RunOptions(
         plan=plan, agent=f"scripted:{REWARD_PACK / 'agent.yaml'}", db=db, run_id=run_id,
-        judge=f"scripted:{path}", progress=False, cache_dir=tmp_path / "cache"))
+        judge=reward_judge(tmp_path, name), progress=False, cache_dir=tmp_path / "cache"))
     assert summary.errors == 0
 
 
@@ -208,8 +212,7 @@ def test_rejudged_instructed_user_rewards_equal_a_fresh_run(
     assertion, the replayed-state and action checks stand (no tool is re-run)."""
     db = tmp_path / "a.duckdb"
     reward_run(reward_plan, tmp_path, db, "a", first)
-    path = tmp_path / f"{second}.yaml"
-    rejudge(RejudgeOptions(run_id="a", judge=f"scripted:{path}", db=db, new_run_id="r",
+    rejudge(RejudgeOptions(run_id="a", judge=reward_judge(tmp_path, second), db=db, new_run_id="r",
                            progress=False, cache_dir=tmp_path / "cache"))
     fresh = tmp_path / "b.duckdb"
     reward_run(reward_plan, tmp_path, fresh, "b", second)
