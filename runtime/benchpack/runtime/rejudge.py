@@ -16,6 +16,10 @@ session of the source run the new judge re-decides, with the material the origin
   items and assertions are re-decided, deterministic items recomputed (they come out as stored);
   `score_components` and `extra.score` are rewritten, and the block's score and pass replace
   the checklist's, as in `bench run`;
+- instructed_user rewards (that protocol's `score:`): the assertions are re-judged (the
+  history, messages, tool records and final files as `bench run` gave them) and the product
+  recombined (`instructed_user.combine_reward`); the state, action and communicate checks keep
+  their stored results in `extra.reward` (they replayed the gold on the final state, no judge);
 - knowledge-graph coverage: the stored predicted triples against the plan's ground truth
   (`graph_grader` as in `bench run`: `auto` matches when the judge is `rules`);
 - the derived scores: COMP, verified-outcome soft score and pass (with the caps that fired, as
@@ -66,6 +70,12 @@ from .judges.rubric import agent_output, rubric_judge
 from .judges.staged import graph_judge
 from .judges.trigger import trigger_judge
 from .planfile import load_plan
+from .protocols.instructed_user import (
+    assertions_component,
+    combine_reward,
+    judge_assertion_texts,
+    reward_spec,
+)
 from .protocols.staged_disclosure import grade_graph
 from .protocols.trigger_rubric import (
     Scored,
@@ -342,8 +352,10 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
         _triggers(ctx, site, row, stored["triggers"], messages),
         _graph(ctx, site, row, stored["triples"], extra),
         _intent_checks(site, stored, records, files, extra),
-        _score(ctx, site, messages, records, in_task, files, state, replies, end))
-    outcome, (trigger_rows, trigger_errors, labels), graph, (checks, audit), graded = judged
+        _score(ctx, site, messages, records, in_task, files, state, replies, end),
+        _reward(ctx, site, extra, messages, records, files))
+    (outcome, (trigger_rows, trigger_errors, labels), graph, (checks, audit), graded,
+     reward) = judged
     for key in JUDGE_EXTRA:
         extra.pop(key, None)
     tables["checklist_results"] = outcome.rows
@@ -357,6 +369,10 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
         errors += [f"score item {e}" for e in graded.errors]
     elif outcome.verify is not None:
         extra["verify"] = outcome.verify
+    if reward is not None:  # the protocol's reward replaces the checklist's, as in `bench run`
+        extra["reward"], reward_errors = reward
+        metrics.update(score=extra["reward"]["score"], passed=extra["reward"]["passed"])
+        errors += reward_errors
     if trigger_rows is not None:
         tables["triggers"] = trigger_rows
         metrics.update(trigger_metrics(trigger_rows, str(row.get("trigger_mode") or "")))
@@ -377,7 +393,8 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
         errors += [f"turn {t}: {kind}_check: {e}" for t, kind, e in failed_checks]
     judge_errors = (outcome.judge_errors + len(trigger_errors)
                     + (graph[3] if graph is not None else 0) + len(failed_checks)
-                    + (graded.judge_errors if graded is not None else 0))
+                    + (graded.judge_errors if graded is not None else 0)
+                    + (len(reward[1]) if reward is not None else 0))
 
     prefix = (ctx.new_id, sid, repeat)
     kept = [r for r in stored["llm_calls"] if r[1] != "judge"]
@@ -472,6 +489,34 @@ async def _score(ctx: _Rejudge, site: _Site, messages: list[Message],
     trace = grading_trace(in_task, files, state, task, replies)
     return await grade_score_block(site, ctx.plan, trace, task,
                                    render_transcript(messages, records))
+
+
+async def _reward(ctx: _Rejudge, site: _Site, extra: dict[str, Any], messages: list[Message],
+                  records: list[ToolRecord], files: dict[str, str]
+                  ) -> tuple[dict[str, Any], list[str]] | None:
+    """An instructed_user session's reward (`extra.reward`) with its assertions re-judged
+    and the product recombined (`instructed_user.combine_reward`); the state, action and
+    communicate checks stand as stored (they replayed tools on the final state, no judge)."""
+    s = site.session
+    if s.protocol != "instructed_user":
+        return None
+    stored = extra.get("reward")
+    if not isinstance(stored, dict):
+        raise ValueError("the source run stored no reward for this session (extra.reward)")
+    sc = reward_spec(s)
+    components = dict(stored.get("components") or {})
+    out = {k: v for k, v in stored.items()
+           if k not in ("basis", "components", "score", "passed")}
+    errors: list[str] = []
+    if sc["assertions"]:
+        verdicts, _ = await judge_assertion_texts(site, ctx.plan, sc["assertions"], messages,
+                                                  records, files,
+                                                  render_transcript(messages, records))
+        out["assertions"] = verdicts
+        components["assertions"] = assertions_component(verdicts)
+        errors = [f"assertion {i}: {v['error']}" for i, v in enumerate(verdicts, start=1)
+                  if v["error"] is not None]
+    return combine_reward(sc, components, out), errors
 
 
 async def _triggers(ctx: _Rejudge, site: _Site, row: dict[str, Any],
