@@ -21,12 +21,14 @@ clarity (x − 1)/9, tone 0.5); final = safety · (0.5·completion + 0.3·robust
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
 import yaml
+from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
 
 from benchpack.compiler import compile_pack
 from benchpack.runtime.rejudge import RejudgeOptions, rejudge
@@ -65,9 +67,10 @@ def judge(tmp_path: Path, name: str) -> str:
     return f"scripted:{path}"
 
 
-def run(plan_dir: Path, tmp_path: Path, db: Path, run_id: str, judge_name: str) -> None:
+def run(plan_dir: Path, tmp_path: Path, db: Path, run_id: str, judge_name: str,
+        agent: Path = PACK / "agent.yaml") -> None:
     summary = run_plan(RunOptions(
-        plan=plan_dir, agent=f"scripted:{PACK / 'agent.yaml'}", db=db, run_id=run_id,
+        plan=plan_dir, agent=f"scripted:{agent}", db=db, run_id=run_id,
         judge=judge(tmp_path, judge_name), progress=False, cache_dir=tmp_path / "cache"))
     assert summary.errors == 0
 
@@ -163,6 +166,42 @@ def test_a_judge_error_leaves_the_item_unscored_never_zero(plan_dir: Path,
     assert any("clarity" in e for e in extra["judge_errors"])
 
 
+@pytest.mark.parametrize("say", ["", "Done.", "echo"])
+def test_adversarial_agents_stay_failed_under_a_lenient_new_judge(plan_dir: Path, tmp_path: Path,
+                                                                  say: str) -> None:
+    """An agent that does nothing, says only "Done." or echoes the request, run with the rules
+    judge (final 0) and re-judged by J1, which grants clarity 8, the assertion and useful 4: the
+    deterministic items stay 0, so handover gets 0.3·(0 + 7/9 + 0)/3 + 0.2 = 0.27778 and sweep
+    (0 + 1)/2 = 0.5, both failed — exactly what a fresh J1 run gives."""
+    request = "显微镜 LSM-A 的交接说明：写一条笔记，然后把新的时段（周五 12:00）更新进去。"
+    text = request if say == "echo" else say
+    agent = tmp_path / "adversary.yaml"
+    agent.write_text(yaml.safe_dump({"sessions": {
+        "handover": [{"say": text}],
+        "sweep": [{"say": "Done." if say == "echo" else text}] * 2}}, allow_unicode=True),
+        encoding="utf-8")
+    db = tmp_path / "a.duckdb"
+    run(plan_dir, tmp_path, db, "a", "rules", agent)
+    original = outcome(db, "a")
+    assert original[HANDOVER]["score"] == 0.0 and original[SWEEP]["score"] == 0.0
+    rejudge(RejudgeOptions(run_id="a", judge=judge(tmp_path, "j1"), db=db, new_run_id="r",
+                           progress=False, cache_dir=tmp_path / "cache"))
+    fresh = tmp_path / "b.duckdb"
+    run(plan_dir, tmp_path, fresh, "b", "j1", agent)
+    got = outcome(db, "r")
+    assert got == outcome(fresh, "b")
+    assert got[HANDOVER]["score"] == pytest.approx(0.3 * (7 / 9) / 3 + 0.2)
+    assert got[SWEEP]["score"] == pytest.approx(0.5)
+    assert got[HANDOVER]["passed"] is False and got[SWEEP]["passed"] is False
+    for sid, names in DETERMINISTIC.items():
+        for name in names:
+            assert got[sid]["components"][name] == original[sid]["components"][name], name
+            # (`communicate` is not in the formula; an echo of a request holding "12:00"
+            # passes it, as it passed in the original run)
+            if name not in ("no_delete", "communicate"):
+                assert got[sid]["components"][name][1] == 0.0, name
+
+
 # --------------------------------------------------------------------------- instructed_user
 
 REWARD_PACK = ROOT / "tests" / "fixtures" / "rejudge_reward"
@@ -223,3 +262,70 @@ def test_rejudged_instructed_user_rewards_equal_a_fresh_run(
     assert got[CANCEL][:3] == expected
     assert got[ADDRESS][:3] == (1.0, True, 0)  # nothing judged: as it was
     assert got[CANCEL][3]["components"]["state"] == 1.0
+
+
+# --------------------------------------------------------------------------- LLM judges
+
+CRITERION = re.compile(r"- id `([^`]+)`(?: \(score from (\S+) to (\S+)\))?")
+
+
+def llm_judge(high: bool) -> Any:
+    """Every criterion of a score or rubric prompt answered: the top of its scale and YES
+    (`high`), or one above the bottom and NO."""
+    def answer(body: dict[str, Any]) -> str:
+        text = str(body["messages"][-1]["content"])
+        scores = []
+        for cid, lo, hi in CRITERION.findall(text):
+            score: Any = ("YES" if high else "NO") if not lo else \
+                float(hi) if high else float(lo) + 1
+            scores.append({"id": cid, "score": score, "reason": "fake"})
+        return json.dumps({"scores": scores})
+    return answer
+
+
+def test_llm_rejudge_asks_bench_runs_prompts(fake_openai: FakeOpenAI, plan_dir: Path,
+                                             reward_plan: Path, tmp_path: Path) -> None:
+    """The same LLM judge again is served entirely from the response cache (each prompt —
+    history, evidence, what the agent produced — is the one `bench run` built), and a fresh run
+    with the new judge asks exactly what the rejudge asked (all cache hits) and stores the same
+    figures."""
+    fake_openai.route("judge-a", llm_judge(True)).route("judge-b", llm_judge(False))
+    packs = {"s": (plan_dir, PACK), "u": (reward_plan, REWARD_PACK)}
+    common: dict[str, Any] = dict(progress=False, cache_dir=tmp_path / "cache",
+                                  api_base=fake_openai.base_url, max_retries=0)
+    db, fresh = tmp_path / "a.duckdb", tmp_path / "b.duckdb"
+    for run_id, (plan, pack) in packs.items():
+        assert run_plan(RunOptions(plan=plan, run_id=run_id, db=db,
+                                   agent=f"scripted:{pack / 'agent.yaml'}",
+                                   judge="litellm:openai/judge-a", **common)).errors == 0
+    asked = len(fake_openai.requests)
+    assert asked > 0
+    for run_id in packs:
+        same = rejudge(RejudgeOptions(run_id=run_id, judge="litellm:openai/judge-a", db=db,
+                                      new_run_id=f"{run_id}-a", **common))
+        assert same.errors == 0 and same.judge_calls > 0
+        assert same.judge_cache_hits == same.judge_calls
+        assert outcome(db, f"{run_id}-a") == outcome(db, run_id)
+    assert rewards(db, "u-a") == rewards(db, "u")
+    assert len(fake_openai.requests) == asked
+    for run_id, (plan, pack) in packs.items():
+        new = rejudge(RejudgeOptions(run_id=run_id, judge="litellm:openai/judge-b", db=db,
+                                     new_run_id=f"{run_id}-b", **common))
+        assert new.errors == 0 and new.judge_cache_hits == 0
+        assert run_plan(RunOptions(plan=plan, run_id=run_id, db=fresh,
+                                   agent=f"scripted:{pack / 'agent.yaml'}",
+                                   judge="litellm:openai/judge-b", **common)).errors == 0
+        hits = duckdb.connect(str(fresh), read_only=True)
+        try:
+            assert hits.execute("SELECT count(*), count(*) FILTER (WHERE cache_hit) FROM "
+                                "llm_calls WHERE run_id = ? AND role = 'judge'",
+                                [run_id]).fetchone() == (new.judge_calls, new.judge_calls)
+        finally:
+            hits.close()
+        assert outcome(db, f"{run_id}-b") == outcome(fresh, run_id)
+    assert rewards(db, "u-b") == rewards(fresh, "u")
+    # by hand, judge-b: clarity 2 on [1, 10] → 1/9, the assertion NO, useful 1 on [0, 4]
+    got = outcome(db, "s-b")
+    assert got[HANDOVER]["score"] == pytest.approx(0.5 + 0.3 * (1 + 1 / 9 + 0.5) / 3)
+    assert got[SWEEP]["score"] == pytest.approx((1 + 0.25) / 2)
+    assert rewards(db, "u-b")[CANCEL][:2] == (0.0, False)
