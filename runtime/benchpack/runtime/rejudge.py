@@ -10,6 +10,16 @@ session of the source run the new judge re-decides, with the material the origin
   message (live dialogues: the stored messages; offline replays: the fixed dialogue, each
   regenerated answer replaced by the reference answer it stood in for); the quote check
   applies as in `bench run`;
+- `score:` blocks (verified_outcome): graded by `score_block.grade_score_block`, the code `bench
+  run` grades them with, over the trace rebuilt from the store (in-task tool records, final
+  files and service rows from `snapshots`, in-task messages, the reply from `turns`): judged
+  items and assertions are re-decided, deterministic items recomputed (they come out as stored);
+  `score_components` and `extra.score` are rewritten, and the block's score and pass replace
+  the checklist's, as in `bench run`;
+- instructed_user rewards (that protocol's `score:`): the assertions are re-judged (the
+  history, messages, tool records and final files as `bench run` gave them) and the product
+  recombined (`instructed_user.combine_reward`); the state, action and communicate checks keep
+  their stored results in `extra.reward` (they replayed the gold on the final state, no judge);
 - knowledge-graph coverage: the stored predicted triples against the plan's ground truth
   (`graph_grader` as in `bench run`: `auto` matches when the judge is `rules`);
 - the derived scores: COMP, verified-outcome soft score and pass (with the caps that fired, as
@@ -54,12 +64,17 @@ from benchpack.specs.plan import Plan, PlanSession
 from .env.workspace import snapshot_files
 from .graders import CapHit
 from .graders.graph import ParsedGraph, Triple
-from .judges.base import JudgeError, Templates
-from .judges.intent import Intent, TurnEvidence, intent_judge
+from .judges.base import Templates
 from .judges.rubric import agent_output, rubric_judge
 from .judges.staged import graph_judge
 from .judges.trigger import trigger_judge
 from .planfile import load_plan
+from .protocols.instructed_user import (
+    assertions_component,
+    combine_reward,
+    judge_assertion_texts,
+    reward_spec,
+)
 from .protocols.staged_disclosure import grade_graph
 from .protocols.trigger_rubric import (
     Scored,
@@ -70,6 +85,7 @@ from .protocols.trigger_rubric import (
     trigger_metrics,
     trigger_spec,
 )
+from .rejudge_intents import intent_checks
 from .roles import Roles
 from .runner import (
     ClientOptions,
@@ -79,12 +95,14 @@ from .runner import (
     redactor_for,
     summarise,
 )
+from .score_block import ScoreOutcome, grade_score_block
 from .session import (
     METRIC_COLUMNS,
     ChecklistOutcome,
     ItemResult,
     call_texts,
     checklist_outcome,
+    grading_trace,
     initial_files,
     judge_rubric_items,
     judged_by_rubric,
@@ -100,10 +118,10 @@ AGENT_SIDE = ("turns", "messages", "tool_calls", "stage_events")
 INTENT_COLUMNS = ("intents", "completed", "inferred", "provided", "unresolved", "proc",
                   "proc_group")
 """`sessions` columns a rejudge leaves NULL: intent statuses are not re-decided."""
-JUDGE_EXTRA = ("judge_errors", "trigger_labels", "triggers_judged", "verify", "graph_grader",
-               "covered", "valid_predicted", "graph_judge_errors", "precision_lower_bound")
+JUDGE_EXTRA = ("judge_errors", "trigger_labels", "triggers_judged", "verify", "score",
+               "graph_grader", "covered", "valid_predicted", "graph_judge_errors",
+               "precision_lower_bound")
 """`sessions.extra` keys the original judge wrote; the rejudge writes its own."""
-_CHECK_ERROR = re.compile(r"^turn (\d+): (completion|clarification)_check:")
 
 
 @dataclass(kw_only=True)
@@ -322,6 +340,7 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
     state: dict[str, dict[str, list[dict[str, Any]]]] = dict(snap.get("services") or {})
     end = _dialogue_end(row, extra, stored["turns"])
     in_task = [r for r in records if end is None or r.turn <= end]
+    replies = [str(t[2] or "") for t in stored["turns"] if end is None or int(t[0]) <= end]
 
     metrics: dict[str, Any] = {}
     tables: dict[str, list[tuple[Any, ...]]] = {}
@@ -331,16 +350,29 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
                    extra, end, initial_files(ctx.plan, s)),
         _triggers(ctx, site, row, stored["triggers"], messages),
         _graph(ctx, site, row, stored["triples"], extra),
-        _intent_checks(site, stored, records, files, extra))
-    outcome, (trigger_rows, trigger_errors, labels), graph, (checks, audit) = judged
+        intent_checks(site, stored, records, files, extra)
+        if s.protocol == "intent_tracking" else _nothing(([], {})),
+        _score(ctx, site, messages, records, in_task, files, state, replies, end),
+        _reward(ctx, site, extra, messages, records, files))
+    (outcome, (trigger_rows, trigger_errors, labels), graph, (checks, audit), graded,
+     reward) = judged
     for key in JUDGE_EXTRA:
         extra.pop(key, None)
     tables["checklist_results"] = outcome.rows
     metrics.update(comp=outcome.comp, score=outcome.score, passed=outcome.passed)
     errors += [f"checklist item {r[0]}: {r[7]}" for r in outcome.rows
                if r[7] and r[2] == "rubric"]
-    if outcome.verify is not None:
+    if graded is not None:  # the `score:` block decides, as in `bench run`
+        metrics.update(score=graded.final, passed=graded.passed)
+        extra["score"] = graded.extra
+        tables["score_components"] = graded.rows
+        errors += [f"score item {e}" for e in graded.errors]
+    elif outcome.verify is not None:
         extra["verify"] = outcome.verify
+    if reward is not None:  # the protocol's reward replaces the checklist's, as in `bench run`
+        extra["reward"], reward_errors = reward
+        metrics.update(score=extra["reward"]["score"], passed=extra["reward"]["passed"])
+        errors += reward_errors
     if trigger_rows is not None:
         tables["triggers"] = trigger_rows
         metrics.update(trigger_metrics(trigger_rows, str(row.get("trigger_mode") or "")))
@@ -360,7 +392,9 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
         extra["intent_audit"] = audit
         errors += [f"turn {t}: {kind}_check: {e}" for t, kind, e in failed_checks]
     judge_errors = (outcome.judge_errors + len(trigger_errors)
-                    + (graph[3] if graph is not None else 0) + len(failed_checks))
+                    + (graph[3] if graph is not None else 0) + len(failed_checks)
+                    + (graded.judge_errors if graded is not None else 0)
+                    + (len(reward[1]) if reward is not None else 0))
 
     prefix = (ctx.new_id, sid, repeat)
     kept = [r for r in stored["llm_calls"] if r[1] != "judge"]
@@ -390,6 +424,10 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
     return SessionRows(ctx.new_id, sid, repeat, sess, out,
                        snapshot=(str(row["episode"]), snap) if snap else None,
                        call_texts=call_texts(calls, start))
+
+
+async def _nothing(value: Any) -> Any:
+    return value
 
 
 def _tool_record(r: Sequence[Any]) -> ToolRecord:
@@ -443,6 +481,48 @@ async def _checklist(site: _Site, stored: list[tuple[Any, ...]], messages: list[
     return checklist_outcome(s, results, caps)
 
 
+async def _score(ctx: _Rejudge, site: _Site, messages: list[Message],
+                 records: list[ToolRecord], in_task: list[ToolRecord], files: dict[str, str],
+                 state: dict[str, dict[str, list[dict[str, Any]]]], replies: list[str],
+                 end: int | None) -> ScoreOutcome | None:
+    """A `score:` block graded by the code `bench run` grades it with, over the trace as it
+    was at the end of the session: its deterministic items come out as they did."""
+    if site.session.score is None:
+        return None
+    task = [m for m in messages if end is None or m.turn <= end]
+    trace = grading_trace(in_task, files, state, task, replies)
+    return await grade_score_block(site, ctx.plan, trace, task,
+                                   render_transcript(messages, records))
+
+
+async def _reward(ctx: _Rejudge, site: _Site, extra: dict[str, Any], messages: list[Message],
+                  records: list[ToolRecord], files: dict[str, str]
+                  ) -> tuple[dict[str, Any], list[str]] | None:
+    """An instructed_user session's reward (`extra.reward`) with its assertions re-judged
+    and the product recombined (`instructed_user.combine_reward`); the state, action and
+    communicate checks stand as stored (they replayed tools on the final state, no judge)."""
+    s = site.session
+    if s.protocol != "instructed_user":
+        return None
+    stored = extra.get("reward")
+    if not isinstance(stored, dict):
+        raise ValueError("the source run stored no reward for this session (extra.reward)")
+    sc = reward_spec(s)
+    components = dict(stored.get("components") or {})
+    out = {k: v for k, v in stored.items()
+           if k not in ("basis", "components", "score", "passed")}
+    errors: list[str] = []
+    if sc["assertions"]:
+        verdicts, _ = await judge_assertion_texts(site, ctx.plan, sc["assertions"], messages,
+                                                  records, files,
+                                                  render_transcript(messages, records))
+        out["assertions"] = verdicts
+        components["assertions"] = assertions_component(verdicts)
+        errors = [f"assertion {i}: {v['error']}" for i, v in enumerate(verdicts, start=1)
+                  if v["error"] is not None]
+    return combine_reward(sc, components, out), errors
+
+
 async def _triggers(ctx: _Rejudge, site: _Site, row: dict[str, Any],
                     stored: list[tuple[Any, ...]], messages: list[Message]
                     ) -> tuple[list[tuple[Any, ...]] | None, list[str], dict[str, Any]]:
@@ -483,95 +563,6 @@ async def _graph(ctx: _Rejudge, site: _Site, row: dict[str, Any], stored: list[t
     errors = await grade_graph(graph, graph_judge(site, ctx.options.graph_grader), parsed,
                                metrics, graph_extra, tables)
     return metrics, graph_extra, tables, errors
-
-
-async def _intent_checks(site: _Site, stored: dict[str, list[tuple[Any, ...]]],
-                         records: list[ToolRecord], files: dict[str, str],
-                         extra: dict[str, Any]
-                         ) -> tuple[list[tuple[Any, ...]], dict[str, int]]:
-    """The audit of an intent-tracking session's per-turn decisions (module docstring):
-    `intent_checks` rows `(turn, intent_id, kind, original, decision, judge_error)`."""
-    s = site.session
-    if s.protocol != "intent_tracking":
-        return [], {}
-    decided = {str(r[0]): (str(r[3]), None if r[4] is None else int(r[4]))
-               for r in stored["intent_status"] if r[6] is None}
-    intents = [Intent(i.id, i.text, i.reveal) for i in s.hidden_intents]
-    failed = {(int(m.group(1)), m.group(2)) for e in extra.get("judge_errors") or []
-              if (m := _CHECK_ERROR.match(str(e)))}
-    judge = intent_judge(site)
-    jobs = []
-    heard: list[str] = []
-    for turn, user, reply, *_ in sorted(stored["turns"], key=lambda t: int(t[0])):
-        turn = int(turn)
-        heard = [*heard, str(user or "")]
-        open_ = [i for i in intents if _open_at(decided.get(i.id), turn)]
-        if not open_:
-            break  # every intent was terminal: the original checked nothing from here on
-        mine = [r for r in records if r.turn == turn]
-        ev = TurnEvidence(turn=turn, text=str(reply or ""),
-                          tool_calls=[{"tool_name": r.tool_name, "call": r.call,
-                                       "error": r.error} for r in mine],
-                          files=_turn_files(mine, files),
-                          questions=[str(r.call.get("question", "")) for r in mine
-                                     if r.tool_name == "ask_user"],
-                          written={str(r.call.get("path")) for r in mine
-                                   if r.effect == "write" and not r.error},
-                          heard=heard)
-        jobs.append(_check(judge.completed, ev, open_, "completion", "completed", decided,
-                           (turn, "completion") in failed))
-        asked = [i for i in open_ if decided.get(i.id) != ("completed", turn)]
-        if asked:
-            jobs.append(_check(judge.targeted, ev, asked, "clarification", "inferred", decided,
-                               (turn, "clarification") in failed))
-    rows = [r for batch in await asyncio.gather(*jobs) for r in batch]
-    compared = [r for r in rows if r[3] is not None and r[4] is not None]
-    audit = {"checks": len(rows), "agree": sum(1 for r in compared if r[3] == r[4]),
-             "disagree": sum(1 for r in compared if r[3] != r[4]),
-             "unknown": len(rows) - len(compared)}
-    return rows, audit
-
-
-def _open_at(decided: tuple[str, int | None] | None, turn: int) -> bool:
-    """Whether an intent was still open when the original judged `turn` (a status is given
-    at the turn it was decided; unresolved intents stay open)."""
-    return decided is None or decided[1] is None or decided[1] >= turn
-
-
-async def _check(ask: Callable[[TurnEvidence, list[Intent]], Any], ev: TurnEvidence,
-                 open_: list[Intent], kind: str, status: str,
-                 decided: dict[str, tuple[str, int | None]], failed: bool
-                 ) -> list[tuple[Any, ...]]:
-    error = None
-    try:
-        yes: set[str] | None = set(await ask(ev, open_))
-    except JudgeError as exc:
-        yes, error = None, exc.message
-    return [(ev.turn, i.id, kind,
-             None if failed else decided.get(i.id) == (status, ev.turn),
-             None if yes is None else i.id in yes, error) for i in open_]
-
-
-_FILE_TOOLS = ("read_file", "write_file", "edit_file")
-
-
-def _turn_files(records: list[ToolRecord], final: dict[str, str]) -> dict[str, str]:
-    """The files a turn read or wrote, as its tool calls show them (module docstring)."""
-    out: dict[str, str] = {}
-    for r in records:
-        path = r.call.get("path")
-        if r.error or r.tool_name not in _FILE_TOOLS or not isinstance(path, str):
-            continue
-        content: Any = None
-        if r.tool_name == "write_file":
-            content = r.call.get("content")
-        elif r.tool_name == "read_file" and isinstance(r.result, dict):
-            content = r.result.get("content")
-        if not isinstance(content, str):
-            content = final.get(path)
-        if isinstance(content, str):
-            out[path] = content
-    return out
 
 
 __all__ = ["RejudgeOptions", "RejudgeSummary", "default_run_id", "rejudge", "rejudge_async"]

@@ -35,6 +35,7 @@ from .judges.rubric import (
 )
 from .planfile import group_index
 from .protocols.base import ProtocolResult
+from .score_block import grade_score_block
 from .store import SessionRows
 from .types import AgentAdapter, AgentReply, AgentSession, LLMCallRecord, Message, SessionBrief
 
@@ -270,16 +271,9 @@ async def grade_checklist(ctx: SessionContext) -> tuple[list[tuple[Any, ...]], f
     records = [r for r in ctx.toolbox.records if ctx.in_task(r.turn)]
     files = ctx.env.workspace.files()
     state = {name: svc.snapshot() for name, svc in ctx.env.services.items()}
-    replies = ctx.task_replies()
-    if any(m.role == "user" and m.name is None and ctx.in_task(m.turn) for m in ctx.messages):
-        reply = replies[-1].text if replies else ""
-    else:  # nobody wrote (heartbeats, events): everything the agent said is its answer
-        reply = "\n\n".join(r.text for r in replies if r.text)
-    trace = Trace(tool_records=records, state=state, files=files,
-                  messages=[m for m in ctx.messages
-                            if m.role in ("user", "assistant") and ctx.in_task(m.turn)],
-                  reply=reply,
-                  read_tools={r.tool_name for r in records if r.effect == "read"})
+    trace = grading_trace(records, files, state,
+                          [m for m in ctx.messages if ctx.in_task(m.turn)],
+                          [r.text for r in ctx.task_replies()])
     results: dict[str, ItemResult] = {}
     rubric_items = []
     grader_errors = 0
@@ -311,40 +305,29 @@ async def grade_checklist(ctx: SessionContext) -> tuple[list[tuple[Any, ...]], f
         ctx.extra["verify"] = outcome.verify
     score, passed, judge_errors = outcome.score, outcome.passed, outcome.judge_errors
     if s.score is not None:  # issue 12: a `score:` block decides the score and the pass
-        score, passed, errors = await grade_score(ctx, trace, records, files, state)
-        judge_errors += errors
+        graded = await grade_score_block(ctx, ctx.plan, trace,
+                                         [m for m in ctx.messages if ctx.in_task(m.turn)],
+                                         render_history(ctx))
+        score, passed = graded.final, graded.passed
+        judge_errors += graded.judge_errors
+        ctx.score_rows = graded.rows
+        ctx.extra["score"] = graded.extra
         ctx.extra.pop("verify", None)  # the checklist's soft score did not decide
     return (outcome.rows, outcome.comp, score, passed, judge_errors, grader_errors)
 
 
-async def grade_score(ctx: SessionContext, trace: Trace, records: Sequence[Any],
-                      files: dict[str, str], state: dict[str, dict[str, list[dict[str, Any]]]]
-                      ) -> tuple[float | None, bool | None, int]:
-    """Grade the session's `score:` block (`graders.verify.score_card`): judged items and
-    assertions go to the score judge, the rest are deterministic. Sets `ctx.score_rows` (the
-    `score_components` rows) and `sessions.extra.score`; returns (final score, pass, judge
-    errors). A judge error leaves its item unscored (and what depends on it unknown), never 0."""
-    from .graders.evidence import render as render_fields
-    from .graders.verify import score_card, score_questions, score_rows
-    from .judges.score import ScoreQuestion, score_judge
-
-    assert ctx.session.score is not None
-    score = ctx.session.score.model_dump(mode="json", by_alias=True, exclude_none=True)
-    questions = [ScoreQuestion(qid, text, scale,
-                               render_fields(sel, records) if sel else "")
-                 for qid, text, scale, sel in score_questions(score)]
-    judged = {}
-    if questions:
-        own = agent_output([m for m in ctx.messages if ctx.in_task(m.turn)], records, files,
-                           initial_files(ctx.plan, ctx.session))
-        judged = await score_judge(ctx).answer(questions, render_history(ctx), own)
-    card, detail = score_card(score, trace, judged)
-    ctx.score_rows = score_rows(card, detail, score)
-    ctx.extra["score"] = {k: v for k, v in card.extra().items() if k != "items"}
-    errors = sum(1 for q in questions if judged.get(q.id, (None, "", "x"))[2])
-    errors += sum(1 for it in card.items if it.id in judged and it.error
-                  and not judged[it.id][2])  # answered, but off the scale
-    return card.final, card.passed, errors
+def grading_trace(records: list[Any], files: dict[str, str],
+                  state: dict[str, dict[str, list[dict[str, Any]]]],
+                  messages: Sequence[Message], replies: Sequence[str]) -> Trace:
+    """What the graders read, from the in-task tool records, final files and service rows,
+    messages and the text of each reply (`bench rejudge` rebuilds these from the store)."""
+    if any(m.role == "user" and m.name is None for m in messages):
+        reply = replies[-1] if replies else ""
+    else:  # nobody wrote (heartbeats, events): everything the agent said is its answer
+        reply = "\n\n".join(r for r in replies if r)
+    return Trace(tool_records=records, state=state, files=files,
+                 messages=[m for m in messages if m.role in ("user", "assistant")],
+                 reply=reply, read_tools={r.tool_name for r in records if r.effect == "read"})
 
 
 def judged_by_rubric(item: PlanChecklistItem) -> bool:
@@ -593,7 +576,7 @@ def session_identity(run_id: str, agent: str, s: PlanSession, repeat: int) -> di
 
 
 __all__ = ["METRIC_COLUMNS", "ChainMemory", "ChecklistOutcome", "Earlier", "ItemResult",
-           "SessionContext", "build_rows", "checklist_outcome", "grade_checklist",
+           "SessionContext", "build_rows", "checklist_outcome", "grade_checklist", "grading_trace",
            "initial_files", "judge_rubric_items", "judged_by_rubric", "llm_call_values",
            "render_history", "render_transcript", "rubric_item", "session_brief",
            "session_identity", "worst_scores"]

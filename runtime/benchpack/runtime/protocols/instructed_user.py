@@ -60,8 +60,14 @@ from ..judges.base import JudgeCall, JudgeError, ParseError, Templates, ask, par
 from .base import ProtocolResult
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from benchpack.specs.plan import Plan
+
     from ..judges.intent import TurnEvidence
+    from ..roles import JudgeSite
     from ..session import SessionContext
+    from ..types import Message
 
 NAME = "instructed_user"
 STOP_TOKENS = {"###STOP###": "done", "###TRANSFER###": "transfer",
@@ -278,7 +284,7 @@ def _user_message(text: str, turn: int) -> Any:
 async def score(ctx: SessionContext, initial: dict[str, Any]) -> tuple[dict[str, Any], int]:
     """The reward components, the product and pass, and the number of judge errors."""
     s = ctx.session
-    sc = s.reward or {"reward": [], "communicate": [], "assertions": [], "pass_threshold": 1.0}
+    sc = reward_spec(s)
     gold = s.gold or {"actions": [], "ordered": False}
     components: dict[str, float | None] = {}
     out: dict[str, Any] = {}
@@ -303,8 +309,25 @@ async def score(ctx: SessionContext, initial: dict[str, Any]) -> tuple[dict[str,
         verdicts, errors = await judge_assertions(ctx, sc["assertions"])
         judge_errors += errors
         out["assertions"] = verdicts
-        components["assertions"] = (None if any(v["score"] is None for v in verdicts) else
-                                     float(all(v["score"] == 1.0 for v in verdicts)))
+        components["assertions"] = assertions_component(verdicts)
+    return combine_reward(sc, components, out), judge_errors
+
+
+def reward_spec(s: Any) -> dict[str, Any]:
+    """The session's compiled `score:` (`PlanSession.reward`); none scores nothing."""
+    return s.reward or {"reward": [], "communicate": [], "assertions": [], "pass_threshold": 1.0}
+
+
+def assertions_component(verdicts: list[dict[str, Any]]) -> float | None:
+    """All assertions must hold: unknown as soon as one was not judged (never a NO)."""
+    return (None if any(v["score"] is None for v in verdicts) else
+            float(all(v["score"] == 1.0 for v in verdicts)))
+
+
+def combine_reward(sc: dict[str, Any], components: dict[str, float | None],
+                   out: dict[str, Any]) -> dict[str, Any]:
+    """`extra.reward`: the product of the `reward:` components, its pass, and `out` (the
+    detail of each check). `bench rejudge` recombines re-judged assertions with it."""
     reward_of = [components.get(c) for c in sc["reward"]]
     total: float | None
     if not sc["reward"]:
@@ -315,9 +338,8 @@ async def score(ctx: SessionContext, initial: dict[str, Any]) -> tuple[dict[str,
         total = 1.0
         for v in reward_of:
             total *= float(v or 0.0)
-    return ({"basis": list(sc["reward"]), "components": components, "score": total,
-             "passed": None if total is None else total >= sc["pass_threshold"], **out},
-            judge_errors)
+    return {"basis": list(sc["reward"]), "components": components, "score": total,
+            "passed": None if total is None else total >= sc["pass_threshold"], **out}
 
 
 async def replay_state(ctx: SessionContext, initial: dict[str, Any],
@@ -361,14 +383,26 @@ def _atomic(ctx: SessionContext, tool: str) -> bool:
 
 async def judge_assertions(ctx: SessionContext, assertions: list[str]
                            ) -> tuple[list[dict[str, Any]], int]:
+    from ..session import render_history
+
+    return await judge_assertion_texts(ctx, ctx.plan, assertions, ctx.messages,
+                                       ctx.toolbox.records, ctx.env.workspace.files(),
+                                       render_history(ctx))
+
+
+async def judge_assertion_texts(site: JudgeSite, plan: Plan, assertions: list[str],
+                                messages: Sequence[Message], records: Sequence[Any],
+                                files: dict[str, str], history: str
+                                ) -> tuple[list[dict[str, Any]], int]:
+    """Each assertion's verdict (`{text, score, detail, error}`) and the number of judge
+    errors, from the session's messages, tool records and final files (`bench run` and
+    `bench rejudge` alike)."""
     from ..judges.rubric import RubricItem, agent_output, rubric_judge
-    from ..session import initial_files, judge_rubric_items, render_history
+    from ..session import initial_files, judge_rubric_items
 
     items = [RubricItem(f"assert{i + 1}", text, "") for i, text in enumerate(assertions)]
-    own = agent_output(ctx.messages, ctx.toolbox.records, ctx.env.workspace.files(),
-                       initial_files(ctx.plan, ctx.session))
-    results = await judge_rubric_items(rubric_judge(ctx), items, render_history(ctx),
-                                       ctx.session, own)
+    own = agent_output(messages, records, files, initial_files(plan, site.session))
+    results = await judge_rubric_items(rubric_judge(site), items, history, site.session, own)
     out, errors = [], 0
     for it in items:
         score_, detail, error = results.get(it.id, (None, "", "no verdict"))
@@ -378,4 +412,5 @@ async def judge_assertions(ctx: SessionContext, assertions: list[str]
 
 
 __all__ = ["NAME", "STOP_TOKENS", "InstructedUser", "LLMUser", "RulesUser", "ScriptedUser",
-           "parse_stop", "score", "simulator"]
+           "assertions_component", "combine_reward", "judge_assertion_texts", "parse_stop",
+           "reward_spec", "score", "simulator"]
