@@ -197,3 +197,37 @@ def test_plan_json_is_one_line_per_session(pack: Path, tmp_path: Path) -> None:
     text = (tmp_path / "o" / "plan.json").read_text()
     json.loads(text)
     assert sum(1 for line in text.splitlines() if line.startswith('  "session.demo.')) >= 4
+
+
+def test_collector_is_paused_while_compiling_and_restored_on_every_way_out(
+        pack: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from benchpack.compiler import api
+
+    seen: list[bool] = []
+    real = api.write_plan
+
+    def spy(plan: object, out: Path) -> bytes:
+        seen.append(gc.isenabled())
+        return real(plan, out)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(api, "write_plan", spy)
+    assert gc.isenabled()
+    assert compile_pack(pack, tmp_path / "a", use_cache=False).ok
+    assert seen == [False] and gc.isenabled()
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "pack.yaml").write_text("benchpack: 1\nname: [\n", encoding="utf-8")
+    assert not compile_pack(tmp_path / "bad", tmp_path / "b", use_cache=False).ok
+    assert gc.isenabled()
+    monkeypatch.setattr(api, "write_plan", lambda plan, out: (_ for _ in ()).throw(OSError("x")))
+    with pytest.raises(OSError):
+        compile_pack(pack, tmp_path / "c", use_cache=False)
+    assert gc.isenabled()
+    monkeypatch.setattr(api, "write_plan", real)
+    gc.disable()
+    try:  # a caller that turned it off keeps it off
+        assert compile_pack(pack, tmp_path / "d", use_cache=False).ok
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
