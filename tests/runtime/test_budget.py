@@ -88,7 +88,13 @@ def test_guard_reserves_the_worst_case_and_refuses_past_the_limit() -> None:
 
 
 def test_estimate_is_an_upper_bound_and_refusal_leaves_no_run(
-        fake_openai: FakeOpenAI, plan_dir: Path, tmp_path: Path) -> None:
+        fake_openai: FakeOpenAI, plan_dir: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    scratch = tmp_path / "tmp"  # where the runs make their temporary work directories
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     db = tmp_path / "bench.duckdb"
     full = run_plan(_opts(fake_openai, plan_dir, tmp_path, db=db, run_id="full",
                           max_cost=10.0))
@@ -107,6 +113,8 @@ def test_estimate_is_an_upper_bound_and_refusal_leaves_no_run(
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT count(*) FROM runs WHERE run_id='refused'").fetchone() == (0,)
     con.close()
+    # nor a temporary directory: neither the refused run nor the finished one
+    assert sorted(p.name for p in scratch.iterdir()) == []
 
 
 def test_budget_stops_the_run_and_resume_finishes_it_as_uninterrupted(

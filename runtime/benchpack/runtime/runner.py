@@ -176,8 +176,11 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         raise ValueError(f"--executor {options.executor}: not an executor (hint: local or ray)")
     _check_process_services(plan, selected, options.allow_python)
     repeats = options.repeats or plan.defaults.repeats
+    # a temporary work directory is made just before the sessions start (below): a run
+    # refused before then (a mistake in the options, --max-cost, a resume mismatch) used to
+    # leave an empty one behind each time
     work_dir = Path(options.work_dir) if options.work_dir else Path(
-        tempfile.mkdtemp(prefix="benchpack-"))
+        tempfile.gettempdir(), "benchpack-not-made-yet")
     clients: list[Any] = []
 
     budget: Any = None
@@ -276,6 +279,9 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         async with sem:
             await run_chain(ctx, key, repeat, sessions, finished, sink, stats)
 
+    if not options.work_dir:
+        work_dir = ctx.work_dir = ctx.services.work_dir = Path(
+            tempfile.mkdtemp(prefix="benchpack-"))
     try:
         if options.executor == "ray":
             from .ray_executor import run_chains
