@@ -40,8 +40,6 @@ resp.content, resp.tool_calls, resp.usage, resp.cache_hit, resp.raw_message
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import email.utils
 import hashlib
 import importlib
 import json
@@ -54,26 +52,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .cache import ResponseCache, canonical_json, json_list, message_chunks, sha256_text
+
+# re-exported (`X as X`): agents, backends and tests import these from here
+from .llmerrors import RETRYABLE_STATUS as RETRYABLE_STATUS
+from .llmerrors import LLMError as LLMError
+from .llmerrors import _status_of
+from .llmerrors import is_retryable as is_retryable
+from .llmerrors import retry_after_s as retry_after_s
+from .llmoutput import _tool_calls_of, _usage_numbers
+from .llmoutput import malformed_arguments as malformed_arguments
+from .llmoutput import normalize_model as normalize_model
+from .llmoutput import normalize_output as normalize_output
+from .llmoutput import parse_arguments as parse_arguments
 from .redact import Redactor
 from .types import LLMCallRecord, LLMRole, LLMUsage, ToolCall
 
 Recorder = Callable[[LLMCallRecord], None]
-
-RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504, 529})
-_RETRYABLE_NAMES = frozenset({
-    "RateLimitError", "Timeout", "APITimeoutError", "APIConnectionError",
-    "InternalServerError", "ServiceUnavailableError", "BadGatewayError",
-})
-_FATAL_NAMES = frozenset({
-    "ContextWindowExceededError", "ContentPolicyViolationError", "AuthenticationError",
-    "PermissionDeniedError", "NotFoundError", "BadRequestError", "UnprocessableEntityError",
-    "UnsupportedParamsError", "BudgetExceededError", "InvalidRequestError",
-    "PaymentRequiredError", "RejectedRequestError",
-})
-_FATAL_MESSAGES = ("Missing credentials", "api_key client option must be set")
-"""Missing API keys, which litellm reports as an InternalServerError (a 500): no retry fixes
-them."""
-
 
 # --------------------------------------------------------------------------- public types
 
@@ -96,24 +90,8 @@ class LLMConfig:
     send_seed: bool = True
     """Pass `seed` to providers that support it."""
     direct_openai: bool = True
-    """`openai/<model>` with `api_base`, a model litellm has no price for: POST with httpx
+    """`openai/<model>` with `api_base`, a model litellm has no price for: POST with aiohttp
     instead of through litellm (`openai_direct`; `BENCH_LITELLM_ONLY=1` turns it off too)."""
-
-
-class LLMError(Exception):
-    """An LLM call that failed (after retries when the failure was transient)."""
-
-    def __init__(self, message: str, retryable: bool, *, attempts: int = 1,
-                 status_code: int | None = None, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.retryable = retryable
-        self.attempts = attempts
-        self.status_code = status_code
-        self.retry_after = retry_after
-
-    def __str__(self) -> str:
-        return self.message
 
 
 @dataclass
@@ -154,167 +132,6 @@ Backend = Callable[[BackendRequest], Awaitable[Any]]
 "finish_reason"}`, or an OpenAI `chat.completion` dict. Raises to fail; transient failures
 should raise `LLMError(..., retryable=True)`, `TimeoutError`, `ConnectionError` or an
 exception with a retryable `status_code`."""
-
-
-def normalize_model(model: str) -> str:
-    """`litellm:<model>` → `<model>`; a bare name is returned as is."""
-    return model[len("litellm:"):] if model.startswith("litellm:") else model
-
-
-def parse_arguments(raw: Any) -> dict[str, Any]:
-    """Tool-call arguments → dict. Empty → `{}`; not a JSON object → `{"_raw": raw}`."""
-    if isinstance(raw, dict):
-        return raw
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return {}
-    text = raw if isinstance(raw, str) else str(raw)
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {"_raw": text}
-    return value if isinstance(value, dict) else {"_raw": text}
-
-
-def malformed_arguments(args: dict[str, Any]) -> str | None:
-    """The raw argument string when `parse_arguments` could not parse it, else None."""
-    raw = args.get("_raw")
-    return raw if len(args) == 1 and isinstance(raw, str) else None
-
-
-# --------------------------------------------------------------------------- normalisation
-
-
-def _usage_numbers(usage: Any) -> tuple[int, int]:
-    if usage is None:
-        return 0, 0
-    def get(k: str) -> Any:
-        return usage.get(k) if isinstance(usage, dict) else getattr(usage, k, None)
-
-    return int(get("prompt_tokens") or 0), int(get("completion_tokens") or 0)
-
-
-def _normalize_tool_calls(calls: Iterable[Any], message: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    salt: str | None = None  # for calls without an id; serialising the message is not free
-    for i, tc in enumerate(calls):
-        if not isinstance(tc, dict):
-            raise ValueError(f"tool call {i} is not an object")
-        fn: dict[str, Any] = tc["function"] if isinstance(tc.get("function"), dict) else tc
-        name = fn.get("name")
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"tool call {i} has no function name")
-        args = fn.get("arguments", fn.get("args"))
-        if args is None:
-            args = ""
-        elif not isinstance(args, str):
-            args = json.dumps(args, ensure_ascii=False)
-        call_id = tc.get("id")
-        if not call_id:
-            if salt is None:
-                salt = hashlib.sha256(json.dumps(message, default=str).encode()).hexdigest()
-            call_id = f"call_{salt[:8]}_{i}"
-        out.append({"id": str(call_id), "type": "function",
-                    "function": {"name": name, "arguments": args}})
-    return out
-
-
-def normalize_output(out: Any) -> tuple[dict[str, Any], int, int, float | None, str | None]:
-    """A backend's (or the cache's) answer → (assistant message, prompt tokens, completion
-    tokens, cost, finish reason). Raises ValueError for a shape it cannot use."""
-    if isinstance(out, str):
-        return {"role": "assistant", "content": out}, 0, 0, None, "stop"
-    if not isinstance(out, dict):
-        raise ValueError(f"backend returned {type(out).__name__}, expected str or dict")
-    finish = out.get("finish_reason")
-    if isinstance(out.get("choices"), list):  # an OpenAI chat.completion
-        if not out["choices"] or not isinstance(out["choices"][0], dict):
-            raise ValueError("the response has no choices")
-        choice = out["choices"][0]
-        message, finish = choice.get("message"), choice.get("finish_reason")
-    elif "message" in out:
-        message = out["message"]
-    else:
-        message = out
-    if not isinstance(message, dict):
-        raise ValueError("the response has no assistant message")
-    content = message.get("content")
-    if content is not None and not isinstance(content, str):
-        content = json.dumps(content, ensure_ascii=False, default=str)
-    raw: dict[str, Any] = {"role": "assistant", "content": content}
-    calls = message.get("tool_calls") or []
-    if calls:
-        raw["tool_calls"] = _normalize_tool_calls(calls, message)
-    pt, ct = _usage_numbers(out.get("usage"))
-    cost = out.get("cost")
-    return raw, pt, ct, (float(cost) if isinstance(cost, int | float) else None), \
-        (str(finish) if finish is not None else None)
-
-
-def _tool_calls_of(raw: dict[str, Any]) -> list[ToolCall]:
-    return [ToolCall(id=tc["id"], name=tc["function"]["name"],
-                     args=parse_arguments(tc["function"]["arguments"]))
-            for tc in raw.get("tool_calls") or []]
-
-
-# --------------------------------------------------------------------------- errors
-
-
-def _headers_of(exc: BaseException) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for source in (getattr(getattr(exc, "response", None), "headers", None),
-                   getattr(exc, "headers", None),
-                   getattr(exc, "litellm_response_headers", None)):
-        if source is None:
-            continue
-        with contextlib.suppress(Exception):
-            out.update({str(k).lower(): str(v) for k, v in source.items()})
-    return out
-
-
-def retry_after_s(exc: BaseException) -> float | None:
-    """The server's `retry-after-ms` / `Retry-After` (seconds or an HTTP date), if any."""
-    if isinstance(exc, LLMError) and exc.retry_after is not None:
-        return exc.retry_after
-    headers = _headers_of(exc)
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        with contextlib.suppress(ValueError):
-            return max(0.0, float(ms) / 1000.0)
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    with contextlib.suppress(TypeError, ValueError, IndexError, OverflowError):
-        when = email.utils.parsedate_to_datetime(value)
-        return max(0.0, when.timestamp() - time.time())
-    return None
-
-
-def _status_of(exc: BaseException) -> int | None:
-    status = getattr(exc, "status_code", None)
-    return status if isinstance(status, int) else None
-
-
-def is_retryable(exc: BaseException) -> bool:
-    """Transient failures worth another attempt; see the module docstring."""
-    if isinstance(exc, LLMError):
-        return exc.retryable
-    if any(m in str(exc) for m in _FATAL_MESSAGES):
-        return False
-    for cls in type(exc).__mro__:
-        if cls.__name__ in _FATAL_NAMES:
-            return False
-        if cls.__name__ in _RETRYABLE_NAMES:
-            return True
-    if isinstance(exc, TimeoutError | ConnectionError):
-        return True
-    status = _status_of(exc)
-    # an error for a 200 answer is a body that could not be parsed (litellm's own HTTP handler
-    # reports it so; through the openai SDK it is a 500): an unusable response, retried
-    return status is not None and (status in RETRYABLE_STATUS or status == 200)
 
 
 # --------------------------------------------------------------------------- limits
