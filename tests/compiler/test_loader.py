@@ -72,7 +72,7 @@ def test_a_parsers_own_depth_limit_still_gives_our_located_message(
     node; whatever limit a release adds, below or above ours, the diagnostic is ours."""
     import yaml
 
-    from benchpack.compiler import loader
+    from benchpack.compiler import yamlparse
 
     real_parse = yaml.parse
 
@@ -88,7 +88,7 @@ def test_a_parsers_own_depth_limit_still_gives_our_located_message(
             yield event
 
     monkeypatch.setattr(yaml, "parse", limited_parse)
-    monkeypatch.setattr(loader, "MAX_DEPTH", 100)
+    monkeypatch.setattr(yamlparse, "MAX_DEPTH", 100)
     text = "a: " + "[" * 150 + "]" * 150 + "\n"
     assert _too_deep(text) == (0, 3 + 99)
 
