@@ -76,7 +76,7 @@ class Chart:
     title: str
     kind: Literal["scatter", "bar", "stacked_bar", "errorbar"]
     data: dict[str, Any]
-    """Series data; the shape depends on `kind` (see `html.py`)."""
+    """Series data; the shape depends on `kind` (see `html_charts.py`)."""
     x_label: str = ""
     y_label: str = ""
 
