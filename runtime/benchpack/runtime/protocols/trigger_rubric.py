@@ -24,7 +24,7 @@ triggers (then their turns and rubrics are used as is and the planner only write
 whether this turn is a trigger with its rubric, committed before the response exists and stored
 unchanged (an authored trigger whose anchors were not disclosed by its turn is kept; the lapse
 is recorded in `extra.planner_violations`).
-Rules (`judges.trigger.Scenario.problems`): a trigger only in its window (emergent 1–3, critical
+Rules (`trigger_shapes.Scenario.problems`): a trigger only in its window (emergent 1–3, critical
 4–7, recovery 8–10), 1–2 per window (so 3–6 a dialogue; a window's last turn without one is a
 violation), anchors disclosed by this turn (≥ 1 for emergent, ≥ 2 for critical), at most one
 new primary anchor per message. An LLM planner breaking a rule is retried once with the problem
@@ -40,7 +40,7 @@ agent sees only the conversation. `extra.planner_turns` keeps every order.
 Judging, after the dialogue, concurrently: the judge sees the conversation up to the trigger's
 user message, the response and the rubric, never persona or style. Labels PASS / PARTIAL / FAIL
 (scores 1 / 0.5 / 0) with a rationale and evidence that must occur verbatim in the response
-(`judges.trigger.quote_found`: whitespace, quote marks, dashes, case and Markdown emphasis
+(`trigger_verdicts.quote_found`: whitespace, quote marks, dashes, case and Markdown emphasis
 normalised; passages joined by "…" each found in order). FAIL may have empty evidence. A missing
 or unfound quote is retried once with the problem shown (a scripted judge's is not retried),
 then the trigger is a judge error: label NULL, `quote_found` false when a quote was given,
