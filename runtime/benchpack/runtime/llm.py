@@ -42,7 +42,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import importlib
-import json
 import os
 import random
 import time
@@ -52,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .cache import ResponseCache, canonical_json, json_list, message_chunks, sha256_text
+from .env.copying import copy_json
 
 # re-exported (`X as X`): agents, backends and tests import these from here
 from .llmerrors import RETRYABLE_STATUS as RETRYABLE_STATUS
@@ -209,7 +209,7 @@ class LiteLLMBackend:
         if req.tools:
             # a copy: the specs may be shared by every session of the run (`ToolBox.
             # shared_specs`) and litellm adapts tool schemas for some providers in place
-            kwargs["tools"] = json.loads(json.dumps(req.tools))
+            kwargs["tools"] = copy_json(req.tools)
         if req.api_base:
             kwargs["api_base"] = req.api_base
         if req.api_key:

@@ -96,3 +96,25 @@ def width(text: str) -> int:
 
 
 __all__ = ["STOP_IDEOGRAPHS", "fold", "grams", "width", "words"]
+
+
+# Sentences end at `.!?` before whitespace, at full-width `。！？` (Chinese and Japanese put no
+# space after them; after the closing quote when one follows) and at line breaks.
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])\s+|(?<=[。！？])(?![」』”’）])\s*|(?<=[。！？][」』”’）])\s*|\n+")
+_LIST_MARKERS = "-*•> "
+_CLOSERS = "*_)\"'”’）」』 "
+_WORD = re.compile(r"[^\W_]")
+
+
+def question_sentences(text: str) -> list[str]:
+    """The sentences of `text` that ask something: they end with `?` or `？` (Markdown emphasis
+    and closing quotes or brackets after it aside) and hold a word. Returned stripped of
+    leading list markers. What the rules simulators answer, in every protocol."""
+    out = []
+    for part in _SENTENCE_END.split(text):
+        s = part.strip().lstrip(_LIST_MARKERS).strip()
+        bare = s.rstrip(_CLOSERS)
+        if bare.endswith(("?", "？")) and _WORD.search(bare):
+            out.append(s)
+    return out

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from benchpack.specs.plan import PlanStage
+from benchpack.specs.text import question_sentences as question_sentences
 
 from ..graders.graph import COVERAGE_KINDS, Coverage, Triple, match_coverage
 from .base import JudgeCall, JudgeError, ParseError, Templates, ask, extract_json
@@ -54,7 +54,6 @@ LEAK_SHARE = 0.6
 NUDGE = "Keep going, please. I want the full picture on this before we move on."
 FINISH = "Please finish what I asked for last, completely."
 # Chinese and Japanese end sentences with full-width marks and no space after them.
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")
 
 
 @dataclass(frozen=True)
@@ -122,16 +121,6 @@ class StageSimulator(Protocol):
 
 
 # --------------------------------------------------------------------------- rules
-
-
-def question_sentences(text: str) -> list[str]:
-    """Sentences of `text` that end with a question mark (list markers stripped)."""
-    out = []
-    for part in _SENTENCE.split(text):
-        s = part.strip().lstrip("-*•> ").strip()
-        if s.endswith(("?", "？")) and len(s) > 1:
-            out.append(s)
-    return out
 
 
 def _stage_text(stage: PlanStage, disclosed: bool) -> list[str]:

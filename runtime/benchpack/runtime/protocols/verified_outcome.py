@@ -33,8 +33,9 @@ failed). Metrics: `heartbeats` (beats delivered, proactive sessions), and in `ex
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any, Protocol
+
+from benchpack.specs.text import question_sentences
 
 from ..judges.base import JudgeCall, JudgeError, Templates, ask, parse_tagged
 from .base import ProtocolResult
@@ -45,25 +46,15 @@ if TYPE_CHECKING:
 
 NEUTRAL_REPLY = "I can't add anything right now. Please proceed with your best judgement."
 DEFAULT_MAX_TURNS = 4
-# Chinese and Japanese sentences end in full-width marks, often with no space after them
-# (after their closing quote, if one follows)
-_SENTENCE_END = re.compile(
-    r"(?<=[.!?])\s+|(?<=[。！？])(?![」』”’）])\s*|(?<=[。！？][」』”’）])\s*|\n+")
-_WORD = re.compile(r"[^\W_]")
 
 
 def questions_in(ev: TurnEvidence) -> list[str]:
     """What the agent asked the user this turn: `ask_user` questions, else the sentences of its
-    reply that end with a question mark (Markdown emphasis and closing quotes aside)."""
+    reply that ask something (`specs.text.question_sentences`)."""
     asked = [q.strip() for q in ev.questions if q.strip()]
     if asked:
         return asked
-    out = []
-    for sentence in _SENTENCE_END.split(ev.text):
-        bare = sentence.strip().rstrip("*_)\"'”’）」』 ")
-        if bare.endswith(("?", "？")) and _WORD.search(bare):
-            out.append(sentence.strip())
-    return out
+    return question_sentences(ev.text)
 
 
 class Simulator(Protocol):
