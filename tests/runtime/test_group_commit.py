@@ -132,3 +132,74 @@ def test_a_kill_right_after_a_session_is_reported_loses_nothing(tmp_path: Path) 
     reported |= {line.split()[1] for line in proc.stdout.read().splitlines() if line}
     assert reported
     assert reported <= _stored(db)
+
+
+def test_flush_wakes_a_writer_gathering_a_batch_and_leaves_no_task_open(tmp_path: Path) -> None:
+    """`flush` queues a wake-up: the writer commits what it gathered without waiting out its
+    window (a minute here), and every wake-up is accounted for, so later flushes and the close
+    neither hang nor over-count (`task_done` raising)."""
+    db = tmp_path / "db.duckdb"
+    store = Store(db, group_commit_s=60.0)
+    store.start()
+    try:
+        for i in range(3):
+            store.submit(_rows(i))
+        flushing = threading.Thread(target=store.flush)
+        flushing.start()
+        flushing.join(20)
+        assert not flushing.is_alive(), "flush waited for the group window"
+        assert _stored_now(store) == {"s0", "s1", "s2"}
+        store.flush()
+        store.flush()  # nothing waits: both return at once
+        for i in range(3, 5):
+            store.submit(_rows(i))
+        store.flush()
+        assert store._queue.unfinished_tasks == 0
+    finally:
+        store.close()
+    assert store._error is None
+    assert _stored(db) == {f"s{i}" for i in range(5)}
+
+
+def _stored_now(store: Store) -> set[str]:
+    with store._lock:
+        return {r[0] for r in store.con.execute("SELECT session_id FROM sessions").fetchall()}
+
+
+def test_close_in_background_commits_first_then_closes_on_a_thread(tmp_path: Path) -> None:
+    """Every submitted session is committed before `close_in_background` returns; DuckDB's
+    close (its last checkpoint) runs on a non-daemon thread (the interpreter waits for it even
+    if nobody does), and the returned waiter raises what the close raised."""
+    db = tmp_path / "db.duckdb"
+    store = Store(db, group_commit_s=60.0)
+    store.start()
+    for i in range(4):
+        store.submit(_rows(i))
+    real = store.con
+    release = threading.Event()
+    seen: list[set[str]] = []
+
+    class Slow:
+        def __getattr__(self, name: str) -> object:
+            return getattr(real, name)
+
+        def close(self) -> None:
+            seen.append({r[0] for r in real.execute("SELECT session_id FROM sessions")
+                         .fetchall()})
+            release.wait(20)
+            real.close()
+            raise RuntimeError("the last checkpoint failed")
+
+    store.con = Slow()
+    wait = store.close_in_background()
+    closer = [t for t in threading.enumerate() if t.name == "benchpack-store-close"]
+    assert len(closer) == 1 and not closer[0].daemon and closer[0].is_alive()
+    release.set()
+    try:
+        wait()
+    except RuntimeError as exc:
+        assert "last checkpoint failed" in str(exc)
+    else:
+        raise AssertionError("the close's failure was lost")
+    assert seen == [{"s0", "s1", "s2", "s3"}]
+    assert _stored(db) == {"s0", "s1", "s2", "s3"}

@@ -544,3 +544,42 @@ def test_import_is_lazy_and_compiler_free() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("deferred_send", [False, True])
+def test_a_finished_call_hands_its_permit_over_before_its_own_bookkeeping(
+        tmp_path: Path, deferred_send: bool) -> None:
+    """With one call in flight per model and a second session waiting, the waiting call must
+    be sent before the finished one's caller goes on (parsing, grading, storing): otherwise the
+    model sits idle for that time, every session (issue 16: 0.5 ms a session at concurrency 1).
+    `deferred_send`: the request leaves from a task of its own, as aiohttp's body writer does
+    before Python 3.12 (`HANDOVER_TURNS`)."""
+    events: list[str] = []
+
+    async def backend(req: BackendRequest) -> dict[str, Any]:
+        name = req.messages[-1]["content"]
+
+        async def send() -> None:
+            events.append(f"{name} sent")
+        if deferred_send:
+            sending = asyncio.ensure_future(send())  # runs at the loop's next turn
+        else:
+            await send()
+        await asyncio.sleep(0.01)
+        if deferred_send:
+            await sending
+        return {"message": {"role": "assistant", "content": "ok"},
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1}, "cost": 0.0}
+
+    client = LLMClient(LLMConfig(max_concurrent_per_model=1), backend=backend)
+    records: list[LLMCallRecord] = []
+
+    async def session(name: str) -> None:
+        await ask(client, records, name, model="litellm:m")
+        events.append(f"{name} goes on")  # everything a session does after its call
+
+    async def go() -> None:
+        await asyncio.gather(session("A"), session("B"))
+
+    asyncio.run(go())
+    assert events == ["A sent", "B sent", "A goes on", "B goes on"]

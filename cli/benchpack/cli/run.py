@@ -91,7 +91,7 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
         run_id=resume_id or run_id, resume=resume_id is not None, repeats=repeats,
         max_concurrency=max_concurrency, sessions=list(sessions), alone=alone,
         allow_python=allow_python, max_cost=max_cost, force=force, executor=executor,
-        ray_address=ray_address, ray_workers=ray_workers,
+        ray_address=ray_address, ray_workers=ray_workers, close_in_background=True,
         announce=None if quiet else (lambda text: click.echo(f"· {text}", err=True)),
         progress=not quiet and not as_json, **_client_settings(**client))
     if force and max_cost is None:
@@ -120,6 +120,17 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
                    "command below)", err=True)
         click.echo(_resume_command(exc.run_id), err=True)
         sys.exit(130)
+    try:
+        _report(summary, as_json)
+    finally:  # the store's last checkpoint ran while the summary was printed
+        if summary.wait_closed is not None:
+            try:
+                summary.wait_closed()
+            except ValueError as exc:  # damaged: named, with the file
+                raise PackErrors(f"✗ {exc}") from None
+
+
+def _report(summary: Any, as_json: bool) -> None:
     if summary.budget_stopped:  # before `_finish`: these errors are the budget's, not failures
         if as_json:
             click.echo(json.dumps({**summary.as_dict(), **_pass_rates(summary)}, indent=2))
@@ -219,10 +230,10 @@ def _pass_rates(s: Any) -> dict[str, Any]:
     """pass@1, pass@k and pass^k over verified-outcome tasks, defined once
     (`stats.PASS_K_DEFINITION`, as `bench report pass-k`): k = the run's repeats; pass@k and
     pass^k over the tasks with at least k graded repeats, which `tasks_k` counts."""
+    if not s.pass_counts:  # before the import: the statistics package costs ~6 ms to load
+        return {}
     from benchpack.reports.stats import PASS_K_DEFINITION, pass_k_summary
 
-    if not s.pass_counts:
-        return {}
     r = pass_k_summary(s.pass_counts, s.repeats)
     return {"pass_k": r.k, "pass_at_1": r.pass_at_1,
             "pass_at_k": r.pass_at_k if r.k > 1 else None,

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import hashlib
 import os
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -92,6 +93,10 @@ class RunOptions(ClientOptions):
     """`--executor ray`: the cluster to join (default: start a local one, shut down after)."""
     ray_workers: int | None = None
     """`--executor ray`: worker actors (one CPU each); default: the cluster's CPUs."""
+    close_in_background: bool = False
+    """Return once every row is committed, with the store's last checkpoint still running on a
+    thread (`Store.close_in_background`): the caller must call the summary's `wait_closed()`
+    (the CLI, after printing the summary). Otherwise the store is closed before returning."""
 
 
 @dataclass
@@ -153,8 +158,13 @@ class RunSummary:
     """Sessions stopped by the budget (stored as errors of kind `budget`; `--resume` reruns
     them); nonzero means the run stopped before the end."""
 
+    wait_closed: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+    """With `RunOptions.close_in_background`: waits for the store's close, raising what it
+    raised; None when the store was closed before the summary was returned."""
+
     def as_dict(self) -> dict[str, Any]:
-        return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()
+                if k != "wait_closed"}
 
 
 class RunInterrupted(Exception):
@@ -239,8 +249,16 @@ def new_run_id(plan: Plan, agent: str) -> str:
 
 
 
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # replaced by a test, or closed
+        return False
+
+
 class Progress:
-    """A progress bar on stderr (nothing when disabled or there is nothing to do)."""
+    """A progress bar on stderr (nothing when disabled, when stderr is not a terminal, or when
+    there is nothing to do)."""
 
     def __init__(self, total: int, enabled: bool, label: str = "bench run") -> None:
         self.total = total
@@ -248,7 +266,9 @@ class Progress:
         self.errors = 0
         self._bar: Any = None
         self._task: Any = None
-        if enabled and total:
+        # a log file or pipe gets no bar: rich would still redraw it ten times a second on a
+        # thread of its own, taking the interpreter lock from the sessions, to print it once
+        if enabled and total and _is_terminal(sys.stderr):
             from rich.progress import (
                 BarColumn,
                 MofNCompleteColumn,

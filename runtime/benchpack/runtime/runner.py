@@ -79,10 +79,12 @@ async def run_plan_async(options: RunOptions) -> RunSummary:
     fresh = not Path(options.db).exists()
     store = Store(options.db, redactor_for(options))
     stop_on_sigterm = _cancel_on_sigterm()
+    summary: RunSummary | None = None
     try:
         if options.resume:  # the run keeps the store's rows: they must all be readable
             store.verify()
-        return await _run(options, plan, store, started)
+        summary = await _run(options, plan, store, started)
+        return summary
     except Exception as exc:  # a block found damaged mid-run (an index, a row group)
         why = damage_reason(exc)
         if why is None or isinstance(exc, StoreDamagedError):
@@ -94,16 +96,27 @@ async def run_plan_async(options: RunOptions) -> RunSummary:
             unused = fresh and store.run_count() == 0
         except Exception:  # keep the file: the original error is what matters
             unused = False
-        try:
-            store.close()
-        except Exception as exc:  # the last checkpoint met a damaged block
-            why = damage_reason(exc)
-            if why is None:
-                raise
-            raise damaged(options.db, why) from None
+        if summary is not None and options.close_in_background and not unused:
+            summary.wait_closed = _damage_named(store.close_in_background(), options.db)
+        else:
+            _damage_named(store.close, options.db)()
         if unused:
             for suffix in ("", ".wal"):
                 Path(f"{options.db}{suffix}").unlink(missing_ok=True)
+
+
+def _damage_named(close: Callable[[], None], db: str | Path) -> Callable[[], None]:
+    """`close`, raising the user error naming the file when the last checkpoint met a damaged
+    block."""
+    def closing() -> None:
+        try:
+            close()
+        except Exception as exc:
+            why = damage_reason(exc)
+            if why is None:
+                raise
+            raise damaged(db, why) from None
+    return closing
 
 
 def _cancel_on_sigterm() -> Callable[[], None]:
