@@ -471,7 +471,7 @@ class Store:
             try:
                 with self._lock:
                     self.con.close()
-            except BaseException as exc:  # noqa: BLE001 - handed to the waiter
+            except BaseException as exc:  # handed to the waiter, which raises it
                 failed.append(exc)
 
         thread = threading.Thread(target=closing, name="benchpack-store-close")
