@@ -29,7 +29,9 @@ async def agent(brief, message, event):
 
 
 def _bench(*args: str, cwd: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(cwd)}
+    tmp = cwd / "tmp"  # the runs' temporary directory, checked for leftovers at the end
+    tmp.mkdir(exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(cwd), "TMPDIR": str(tmp)}
     return subprocess.Popen([sys.executable, "-m", "benchpack.cli", *args], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
@@ -100,3 +102,6 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
     assert kills >= 2, "the run finished before it could be killed; slow the agent down"
     got = _snapshot(db, "k")
     assert got == expected  # nothing lost, nothing counted twice
+    # each killed run left its work directory; the next run removed it (`tmpdirs.sweep`)
+    assert sorted(p.name for p in (tmp_path / "tmp").iterdir()
+                  if p.name.startswith("benchpack-")) == []

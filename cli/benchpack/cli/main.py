@@ -109,7 +109,20 @@ def main() -> None:
         # said so. Frozen objects are skipped; they are freed by reference counting as before,
         # and nothing of ours relies on a cycle being collected at exit.
         gc.freeze()
-    _leave(code)
+    if _we_are_the_program():
+        _leave(code)
+    sys.exit(code)
+
+
+def _we_are_the_program() -> bool:
+    """The `bench` script or `python -m benchpack.cli`: nobody called `main()` expecting to
+    go on after it (a wrapper's `finally`, a profiler) when it exits the process at once."""
+    program = sys.modules.get("__main__")
+    spec = getattr(program, "__spec__", None)
+    if spec is not None and spec.name == "benchpack.cli.__main__":
+        return True
+    return os.path.splitext(os.path.basename(getattr(program, "__file__", "") or ""))[0] == \
+        "bench"
 
 
 def _leave(code: Any) -> None:

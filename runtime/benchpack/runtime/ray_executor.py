@@ -42,13 +42,13 @@ import math
 import os
 import shutil
 import sys
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from benchpack.specs.plan import Plan, PlanSession
 
+from . import tmpdirs
 from .chains import run_chain
 from .protocols.base import default_protocols
 from .ray_limits import ClusterBudget, Limiter, use_cluster_limits
@@ -143,7 +143,8 @@ class ChainWorker:
         # stop at the same session
         self.admitted = 0
         self.turn = asyncio.Condition()
-        self.work_dir = Path(tempfile.mkdtemp(prefix="benchpack-ray-"))
+        tmpdirs.sweep()  # what workers killed on this machine left behind
+        self.work_dir = tmpdirs.temp_dir("benchpack-ray-")
         self.clients: list[Any] = []
         self.budget = (ClusterBudget(ledger, options.max_cost)
                        if options.max_cost is not None else None)

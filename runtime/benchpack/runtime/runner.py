@@ -23,6 +23,7 @@ from typing import Any
 from benchpack.specs.plan import Plan, PlanSession
 from benchpack.specs.toolsets import PyToolImpl
 
+from . import tmpdirs
 from .chains import ERROR_KINDS, error_kind_of, run_chain, run_one, store_sink
 from .env.service_pool import needs_replay, process_services
 from .judges.base import templates_fingerprint
@@ -292,9 +293,9 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         async with sem:
             await run_chain(ctx, key, repeat, sessions, finished, sink, stats)
 
+    tmpdirs.sweep()  # what runs killed by SIGKILL left in the temporary directory
     if not options.work_dir:
-        work_dir = ctx.work_dir = ctx.services.work_dir = Path(
-            tempfile.mkdtemp(prefix="benchpack-"))
+        work_dir = ctx.work_dir = ctx.services.work_dir = tmpdirs.temp_dir("benchpack-")
     try:
         if options.executor == "ray":
             from .ray_executor import run_chains

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import re
 import shutil
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..tmpdirs import temp_dir
 
 CREDENTIAL_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION_ID", re.IGNORECASE)
@@ -62,7 +63,7 @@ class Isolation:
 
     @classmethod
     def create(cls, prefix: str = "benchpack-harness-") -> Isolation:
-        root = Path(tempfile.mkdtemp(prefix=prefix))
+        root = temp_dir(prefix)
         home, tmp = root / "home", root / "tmp"
         for d in (home, tmp, *(root / "xdg" / n.lower() for n in XDG)):
             d.mkdir(parents=True, mode=0o700)

@@ -51,6 +51,7 @@ from ..sandbox import (
     next_uid,
     start_process,
 )
+from ..tmpdirs import temp_dir
 
 SUPERVISOR = Path(__file__).with_name("service_supervisor.py")
 PACK_MOUNT = "/pack"
@@ -272,7 +273,10 @@ class ServiceProcess:
         self.log_path = self.instance / "service.log"
         sock_dir = self.instance / "sock"
         if len(str(sock_dir / SOCKET_NAME)) > MAX_SOCKET_PATH:
-            sock_dir = Path(tempfile.mkdtemp(prefix=SOCKET_TEMP_PREFIX))
+            sock_dir = temp_dir(SOCKET_TEMP_PREFIX)  # named for `tmpdirs.sweep`
+            if len(str(sock_dir / SOCKET_NAME)) > MAX_SOCKET_PATH:  # a long TMPDIR
+                sock_dir.rmdir()
+                sock_dir = Path(tempfile.mkdtemp(prefix=SOCKET_TEMP_PREFIX))
             self._socket_dir_is_temp = True
         else:
             sock_dir.mkdir()

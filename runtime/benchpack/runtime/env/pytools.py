@@ -31,7 +31,6 @@ import contextlib
 import json
 import os
 import shutil
-import tempfile
 import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from jsonschema import Draft202012Validator
 from benchpack.specs.pytools import PyToolSpec
 
 from ..sandbox import Sandbox, SandboxUnavailable, _python, kill_process, spawn
+from ..tmpdirs import temp_dir
 from .errors import ToolError
 from .services import ServiceState
 
@@ -288,7 +288,7 @@ class PyToolWorker:
     # ------------------------------------------------------------------ process
 
     async def _start(self) -> asyncio.subprocess.Process:
-        self._dir = Path(tempfile.mkdtemp(prefix="benchpack-tools-"))
+        self._dir = temp_dir("benchpack-tools-")
         files, work = self._dir / "files", self._dir / "work"
         for d in (files / "api", files / "pack", work):
             d.mkdir(parents=True)

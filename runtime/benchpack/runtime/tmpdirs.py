@@ -1,0 +1,129 @@
+"""Temporary directories a killed run does not leave behind.
+
+A run makes directories in the system's temporary directory: its own work directory, one per
+harness opening and python toolset worker, sockets of HTTP services, a Ray worker's. Every
+`finally` removes them, but a SIGKILL (the OOM killer, a CI job's hard timeout, `kill -9`) runs
+none: each killed run left them, with whatever the sessions wrote, for good.
+
+So each such directory is named after the process that made it — its pid, that process's start
+time, and a tag of this boot and PID namespace — and every `bench run` (and Ray worker) first
+removes those whose maker is gone: no process with that pid, or one started at another time
+(the pid was reused). A directory of another boot, another PID namespace (a container sharing
+/tmp), another user, or without the name is never touched. Without /proc (not Linux) names
+carry no owner and nothing is swept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+_NAME = re.compile(r"^(?:benchpack-|bp-svc-)(?:[a-z0-9]+-)*o([0-9a-z]+)\.([0-9a-z]+)\.([0-9a-f]{6})-")
+"""A swept name: one of our prefixes, then `o<pid>.<start>.<machine>-` (base 36, hex)."""
+
+_owner: tuple[int, str | None] | None = None
+
+
+def temp_dir(prefix: str, dir: str | Path | None = None) -> Path:
+    """`tempfile.mkdtemp(prefix=…)` with this process's owner tag after `prefix`."""
+    tag = owner_tag()
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{tag}-" if tag else prefix, dir=dir))
+
+
+def owner_tag() -> str | None:
+    """`o<pid>.<start time>.<boot and PID namespace>` of this process, None without /proc.
+    Computed again in a forked child (another pid)."""
+    global _owner
+    pid = os.getpid()
+    if _owner is None or _owner[0] != pid:
+        start, where = _start_time(pid), _machine()
+        _owner = (pid, None if start is None or where is None
+                  else f"o{_base36(pid)}.{_base36(start)}.{where}")
+    return _owner[1]
+
+
+def sweep(root: str | Path | None = None) -> list[Path]:
+    """Remove the directories in `root` (default: the temporary directory) whose maker has
+    ended; returns them. Errors are skipped: sweeping is housekeeping, never a reason to
+    stop a run."""
+    where = _machine()
+    if where is None:
+        return []
+    base = Path(root) if root is not None else Path(tempfile.gettempdir())
+    uid = os.getuid()
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _NAME.match(entry.name)
+        if match is None or match.group(3) != where:
+            continue
+        try:
+            if not entry.is_dir(follow_symlinks=False) or entry.stat(
+                    follow_symlinks=False).st_uid != uid:
+                continue
+            pid, start = int(match.group(1), 36), int(match.group(2), 36)
+        except (OSError, ValueError):
+            continue
+        if _alive(pid, start):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        if not os.path.lexists(entry.path):
+            removed.append(Path(entry.path))
+    return removed
+
+
+def _alive(pid: int, start: int) -> bool:
+    stat = _stat(pid)
+    if stat is None:
+        return False
+    fields = stat[stat.rfind(b")") + 2:].split()
+    try:  # field 3 is the state, field 22 the start time (proc(5))
+        return fields[0] != b"Z" and int(fields[19]) == start
+    except (IndexError, ValueError):
+        return True  # unreadable: keep it
+
+
+def _start_time(pid: int) -> int | None:
+    stat = _stat(pid)
+    if stat is None:
+        return None
+    try:
+        return int(stat[stat.rfind(b")") + 2:].split()[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def _stat(pid: int) -> bytes | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _machine() -> str | None:
+    """This boot and PID namespace, hashed: pids and start times compare only within them."""
+    with contextlib.suppress(OSError):
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            boot = f.read().strip()
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+        return hashlib.sha1(f"{boot}:{namespace}".encode()).hexdigest()[:6]
+    return None
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if n == 0:
+            return out

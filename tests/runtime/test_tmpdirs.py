@@ -1,0 +1,73 @@
+"""Temporary directories of runs killed by SIGKILL are removed by the next run (`tmpdirs`),
+and nothing else is: not a live process's, not another machine's or PID namespace's, not a
+name without an owner, not a file, never through a symlink."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchpack.runtime import tmpdirs
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+
+
+def _made_by_a_process_that_ended(root: Path, prefix: str) -> Path:
+    out = subprocess.run([sys.executable, "-c", "import sys\nfrom benchpack.runtime.tmpdirs "
+                          f"import temp_dir\nprint(temp_dir({prefix!r}, dir=sys.argv[1]))",
+                          str(root)], capture_output=True, text=True, check=True)
+    made = Path(out.stdout.strip())
+    (made / "home").mkdir()
+    (made / "home" / "notes.txt").write_text("left by a killed run")
+    return made
+
+
+def test_sweep_removes_what_ended_processes_made_and_nothing_else(tmp_path: Path) -> None:
+    ended = [_made_by_a_process_that_ended(tmp_path, p)
+             for p in ("benchpack-", "benchpack-harness-", "benchpack-tools-", "bp-svc-")]
+    mine = tmpdirs.temp_dir("benchpack-acp-", dir=tmp_path)
+    tag = tmpdirs.owner_tag()
+    assert tag is not None and mine.name.startswith(f"benchpack-acp-{tag}-")
+    pid, start, machine = tag[1:].split(".")
+    # our pid with another start time: the pid was reused, its maker is gone
+    reused = tmp_path / f"benchpack-o{pid}.{tmpdirs._base36(int(start, 36) + 1)}.{machine}-x1"
+    reused.mkdir()
+    elsewhere = tmp_path / f"benchpack-o{pid}.{tmpdirs._base36(int(start, 36) + 1)}.000000-x2"
+    elsewhere.mkdir()  # another boot or PID namespace: its pids mean nothing here
+    untagged = tmp_path / "benchpack-olderstyle"
+    untagged.mkdir()
+    other_name = tmp_path / f"myapp-o{pid}.1.{machine}-x3"
+    other_name.mkdir()
+    a_file = tmp_path / f"benchpack-o{pid}.1.{machine}-x4"
+    a_file.write_text("not a directory")
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "keep.txt").write_text("reached only through a link")
+    link = tmp_path / f"benchpack-o{pid}.1.{machine}-x5"
+    link.symlink_to(target, target_is_directory=True)
+
+    removed = tmpdirs.sweep(tmp_path)
+
+    assert sorted(removed) == sorted([*ended, reused])
+    assert not any(p.exists() for p in [*ended, reused])
+    for kept in (mine, elsewhere, untagged, other_name, a_file, link, target / "keep.txt"):
+        assert os.path.lexists(kept), kept
+    assert tmpdirs.sweep(tmp_path) == []
+
+
+def test_a_forked_child_names_its_own_directories(tmp_path: Path) -> None:
+    """Ray and multiprocessing fork: the tag is the child's, not the parent's it inherited."""
+    parent = tmpdirs.owner_tag()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.write(write, str(tmpdirs.owner_tag()).encode())
+        os._exit(0)
+    os.close(write)
+    child = os.read(read, 200).decode()
+    os.waitpid(pid, 0)
+    assert child != parent and child.startswith(f"o{tmpdirs._base36(pid)}.")
