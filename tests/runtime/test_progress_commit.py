@@ -68,6 +68,8 @@ def test_a_bar_only_on_a_terminal(tty: bool, monkeypatch: pytest.MonkeyPatch) ->
     progress = runner.Progress(3, enabled=True)
     try:
         assert (progress._bar is not None) is tty
+        if tty:  # drawn where it was checked: stdout carries the summary and `--json`
+            assert progress._bar.console.stderr
         progress.advance("s1")
         assert progress.done == 1
     finally:

@@ -276,11 +276,14 @@ class Progress:
                 TimeElapsedColumn,
                 TimeRemainingColumn,
             )
+            from rich.console import Console
             from rich.progress import Progress as Bar
 
+            # on stderr, the stream checked above: stdout carries the summary (and `--json`)
             self._bar = Bar(TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(),
                             TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
-                            TextColumn("ETA"), TimeRemainingColumn(), transient=False)
+                            TextColumn("ETA"), TimeRemainingColumn(), transient=False,
+                            console=Console(stderr=True))
             self._task = self._bar.add_task("run", total=total, info="")
             self._bar.start()
 
