@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -107,7 +107,7 @@ class _Box(ToolBox):
 
         class _Env:
             workspace = ws
-            services: dict[str, Any] = {}
+            services: ClassVar[dict[str, Any]] = {}
         self.env = _Env()  # type: ignore[assignment]
         self.allow_python = False
         self.python_tools = {}

@@ -157,7 +157,7 @@ def test_litellm_agent_and_llm_user_against_the_fake_server(fake_openai: FakeOpe
     system = agent_calls[0]["messages"][0]
     assert system["role"] == "system" and system["content"].startswith(
         "# Lumen Books customer service policy")
-    sim_prompt = [r for r in fake_openai.requests if r["model"] == "sim-model"][0]
+    sim_prompt = next(r for r in fake_openai.requests if r["model"] == "sim-model")
     text = sim_prompt["messages"][-1]["content"]
     assert "My zip code is 94110." in text and "My user id." in text and "###STOP###" in text
 

@@ -4,6 +4,7 @@ tool errors."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import threading
@@ -62,10 +63,8 @@ def test_read_file_on_a_fifo_is_refused_not_a_hang(ws: Workspace) -> None:
         assert _bounded(lambda: ws.grep("x", "pipe"))["matches"] == []
         assert "pipe" not in _bounded(lambda: ws.list_files())["files"]
     finally:  # unblock any reader left behind
-        try:
+        with contextlib.suppress(OSError):
             os.close(os.open(ws.root / "pipe", os.O_WRONLY | os.O_NONBLOCK))
-        except OSError:
-            pass
 
 
 def _swap_after_resolve(monkeypatch: pytest.MonkeyPatch, ws: Workspace, outside: Path) -> None:

@@ -301,7 +301,7 @@ def _checked_filters(env: _Env) -> None:
               "join": join, "wordwrap": wordwrap})
 
 
-ENV = _Env(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
+ENV: _Env = _Env(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
            finalize=lambda value: ENV.finalize_value(value))
 ENV.globals.pop("lipsum", None)  # a text generator: no use in packs, easy to make huge
 ENV.globals["range"] = _range

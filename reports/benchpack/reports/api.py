@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchpack.specs.storefile import damage_reason
+
 from .access import (
     StoreError,
     check_complete,
-    damage_reason,
     damaged,
     existing_store,
     open_store,

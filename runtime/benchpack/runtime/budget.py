@@ -267,6 +267,6 @@ def estimate_run(ctx: Any, chains: list[tuple[str, int, list[Any]]],
 def unpriced_note(estimate: PlanEstimate) -> str:
     if not estimate.unpriced_calls:
         return ""
-    models = sorted({r.model for r in estimate.roles.values() if r.unpriced_calls})
+    models = sorted({r.model for r in estimate.roles.values() if r.unpriced_calls and r.model})
     return (f"; {estimate.unpriced_calls:,} estimated calls to models litellm has no price "
             f"for ({', '.join(models)}) are not in it and never stop the run")

@@ -269,6 +269,7 @@ class Progress:
         # a log file or pipe gets no bar: rich would still redraw it ten times a second on a
         # thread of its own, taking the interpreter lock from the sessions, to print it once
         if enabled and total and _is_terminal(sys.stderr):
+            from rich.console import Console
             from rich.progress import (
                 BarColumn,
                 MofNCompleteColumn,
@@ -276,7 +277,6 @@ class Progress:
                 TimeElapsedColumn,
                 TimeRemainingColumn,
             )
-            from rich.console import Console
             from rich.progress import Progress as Bar
 
             # on stderr, the stream checked above: stdout carries the summary (and `--json`)

@@ -244,7 +244,8 @@ async def run_command(command: list[str], *, sandbox: Sandbox, work: Path, files
     overflow = asyncio.ensure_future(over.wait())
     error = None
     try:
-        done, _ = await asyncio.wait({reads, overflow}, timeout=sandbox.timeout_s,
+        waiting: set[asyncio.Future[Any]] = {reads, overflow}
+        done, _ = await asyncio.wait(waiting, timeout=sandbox.timeout_s,
                                      return_when=asyncio.FIRST_COMPLETED)
         if overflow in done:
             error = f"{what} printed more than {sandbox.max_output} bytes and was stopped"

@@ -16,7 +16,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-import re2
+import re2  # type: ignore[import-untyped]  # google-re2 ships no type information
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # RE2 otherwise logs every refused pattern to stderr

@@ -113,8 +113,10 @@ class _Loader(yaml.SafeLoader):
 def _construct(loader: _Loader, node: yaml.Node, deep: bool = False) -> Any:
     if isinstance(node, yaml.MappingNode):
         value: Any = _Map(loader.construct_mapping(node, deep=True))
-    else:
+    elif isinstance(node, yaml.SequenceNode):
         value = _List(loader.construct_sequence(node, deep=True))
+    else:  # registered for mappings and sequences only
+        raise TypeError(f"not a mapping or a list: {node.tag}")
     value.mark = (node.start_mark.line + 1, node.start_mark.column + 1)
     return value
 
@@ -510,9 +512,9 @@ def import_pack(source: Path, out: Path, partial: bool = False) -> ImportResult:
     (out / "episodes").mkdir(exist_ok=True)
     for eid, text in episodes:
         _write(out, Path("episodes") / f"{eid}.yaml", text.encode("utf-8"), result)
-    for rel, data in sorted(files_out.items()):
-        (out / rel).parent.mkdir(parents=True, exist_ok=True)
-        _write(out, rel, data, result)
+    for dest, data in sorted(files_out.items()):
+        (out / dest).parent.mkdir(parents=True, exist_ok=True)
+        _write(out, dest, data, result)
     _write(out, Path("pack.yaml"), _pack_yaml(name, personas, persona_specs).encode("utf-8"),
            result)
     _write(out, Path("IMPORT_REPORT.md"), _report_md(source, personas, report).encode("utf-8"),

@@ -69,7 +69,8 @@ def gold(b: Builder, s: P.Session, loc: Loc, tools: list[str]) -> dict[str, Any]
                 except SchemaError:
                     errors = []  # the tool's own schema error is reported where it is defined
                 for e in errors[:3]:
-                    sub = (*at, "args", *[str(p) for p in e.absolute_path][:1])
+                    sub: tuple[str | int, ...] = (*at, "args",
+                                                  *[str(p) for p in e.absolute_path][:1])
                     b.err("E211", f"gold action `{aid}` ({a.tool}): {e.message}", loc, sub,
                           "the arguments must be valid for the tool's `parameters`, as an "
                           "agent's call would have to be")

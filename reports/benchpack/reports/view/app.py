@@ -330,7 +330,8 @@ class Viewer:
             cached = self._compared.get(key)
         if cached is None:
             from ..compare import CompareOptions, build
-            from ..html import _prose, _table_html
+            from ..html import _table_html
+            from ..html_common import _prose
 
             res = build(con, CompareOptions([a, b], allow_incomparable=True))
             cached = Markup("".join(f'<p class="note">{_prose(n)}</p>' for n in res.notes
@@ -391,7 +392,7 @@ class Viewer:
 
 
 def _report_css(request: Request) -> Response:
-    from ..html import _asset  # the transcript's styles, shared with the HTML report
+    from ..html_common import _asset  # the transcript's styles, shared with the HTML report
 
     return Response(_asset("report.css"), media_type="text/css; charset=utf-8")
 

@@ -18,7 +18,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 from ..calltexts import CallText
-from ..html import SessionTrace, esc, session_html
+from ..drilldown import SessionTrace
+from ..html_common import esc
+from ..html_transcript import session_html
 from .queries import SessionRows
 
 

@@ -208,7 +208,7 @@ class Cmd2Session:
         brief = self.brief
         prior = [p for m in brief.prior if (p := _plain(m)) and p["role"] in ("user", "assistant")]
         history = [p for m in brief.history if (p := _plain(m))] + self.transcript
-        mcp = None
+        mcp: dict[str, Any] | None = None
         if self.mcp is not None:
             mcp = {"url": str(self.mcp.url),
                    "transport": str(getattr(self.mcp, "transport", "http")),

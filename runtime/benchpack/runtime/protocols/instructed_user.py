@@ -227,7 +227,7 @@ class LLMUser:
 
 def simulator(ctx: SessionContext) -> UserSimulator:
     s = ctx.session
-    user = s.user.model_dump(mode="json", by_alias=True) if s.user else {
+    user: dict[str, Any] = s.user.model_dump(mode="json", by_alias=True) if s.user else {
         "reason": s.request or "", "known": [], "unknown": [], "instructions": []}
     language = user.get("language") or s.metadata.language
     gold = list((s.gold or {}).get("actions") or [])
@@ -297,7 +297,8 @@ async def score(ctx: SessionContext, initial: dict[str, Any]) -> tuple[dict[str,
         check = await replay_state(ctx, initial, gold["actions"], final, keys)
         out["state"] = {**check.extra(), "diff_text": check.diff.text()}
         components["state"] = None if check.passed is None else float(check.passed)
-        results = actions_grader.match_actions(gold["actions"], records, gold.get("ordered"))
+        results = actions_grader.match_actions(gold["actions"], records,
+                                               bool(gold.get("ordered")))
         out["actions"] = [{"id": r.id, "tool": r.tool, "passed": r.passed, "detail": r.detail}
                           for r in results]
         components["actions"] = actions_grader.all_passed(results)
