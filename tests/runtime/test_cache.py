@@ -308,10 +308,15 @@ def test_two_processes_share_one_directory(tmp_path: Path) -> None:
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for me, other in (("a", "b"), ("b", "a"))]
     outs = [p.communicate(timeout=120) for p in procs]
-    for p, (out, err) in zip(procs, outs, strict=True):
-        assert p.returncode == 0, err
-        assert out.split() == [str(n), "0"], (out, err)  # all seen, no errors
     stored = rows(tmp_path)
+    # seen once in CI (2026-11-25): one process saw 299 of the other's 300; both outputs and
+    # what the file holds say whether a write failed or a read missed a stored entry
+    said = {me: (p.returncode, out, err[-2000:]) for (me, _), p, (out, err)
+            in zip((("a", "b"), ("b", "a")), procs, outs, strict=True)}
+    for me in ("a", "b"):
+        assert said[me][0] == 0, said
+        assert said[me][1].split() == [str(n), "0"], (  # all seen, no errors
+            said, {w: sum(1 for k in stored if k.startswith(w)) for w in "ab"})
     assert len(stored) == 2 * n
     cache = ResponseCache(tmp_path)
     assert cache.get("a7") == {"by": "a", "i": 7, "pad": "y" * 500}
