@@ -583,3 +583,31 @@ def test_a_finished_call_hands_its_permit_over_before_its_own_bookkeeping(
 
     asyncio.run(go())
     assert events == ["A sent", "B sent", "A goes on", "B goes on"]
+
+
+def test_a_call_cancelled_while_handing_over_is_accounted_as_answered() -> None:
+    """The hand-over happens after the call is recorded, priced and cached: cancelling its
+    session then (Ctrl-C, a turn's timeout) leaves an answered call with its cost, as the
+    provider will bill it, never one marked cancelled."""
+    tasks: dict[str, asyncio.Task[Any]] = {}
+
+    async def backend(req: BackendRequest) -> dict[str, Any]:
+        if req.messages[-1]["content"] == "B":  # A is handing over right now
+            tasks["A"].cancel()
+        await asyncio.sleep(0.01)
+        return {"message": {"role": "assistant", "content": "ok"},
+                "usage": {"prompt_tokens": 3, "completion_tokens": 2}, "cost": 0.5}
+
+    client = LLMClient(LLMConfig(max_concurrent_per_model=1), backend=backend)
+    records: list[LLMCallRecord] = []
+
+    async def go() -> None:
+        tasks["A"] = asyncio.create_task(ask(client, records, "A", model="litellm:m"))
+        await asyncio.sleep(0)  # A takes the permit first
+        tasks["B"] = asyncio.create_task(ask(client, records, "B", model="litellm:m"))
+        await asyncio.gather(*tasks.values(), return_exceptions=True)
+
+    asyncio.run(go())
+    assert tasks["A"].cancelled() and not tasks["B"].cancelled()
+    assert [(r.error, r.cost, r.prompt_tokens) for r in records] == [(None, 0.5, 3),
+                                                                     (None, 0.5, 3)]

@@ -458,6 +458,13 @@ class LLMClient:
                             "usage": {"prompt_tokens": pt, "completion_tokens": ct},
                             "finish_reason": finish, "model": name})
         record(pt=pt, ct=ct, cost=cost, attempts=attempt, reply=raw)
+        if _has_waiters(limits.semaphore):
+            # hand the model over before the caller goes on: the woken call sends its request
+            # now, not after this session has been parsed, graded and stored (the model would
+            # sit idle meanwhile). After the call is recorded, priced and cached: a
+            # cancellation here leaves it accounted for as answered
+            for _ in range(HANDOVER_TURNS):
+                await asyncio.sleep(0)
         return LLMResponse(content=raw.get("content"), tool_calls=_tool_calls_of(raw),
                            usage=LLMUsage(pt, ct, cost), cache_hit=False, raw_message=raw,
                            finish_reason=finish, model=name, attempts=attempt)
@@ -489,12 +496,6 @@ class LLMClient:
                     # (a timeout scope, unlike wait_for, runs the backend without a new task)
                     async with asyncio.timeout(timeout + max(1.0, 0.25 * timeout)):
                         out = await (backend or self.backend)(request)
-                if _has_waiters(limits.semaphore):
-                    # hand the connection over before our own bookkeeping: the woken call
-                    # sends its request in this loop turn instead of after this session has
-                    # parsed, graded and stored (the model would sit idle meanwhile)
-                    for _ in range(HANDOVER_TURNS):
-                        await asyncio.sleep(0)
                 try:
                     raw, pt, ct, cost, finish = normalize_output(out)
                 except (ValueError, KeyError, TypeError) as exc:
