@@ -266,7 +266,6 @@ def main() -> int:
     try:
         plans = {n: make_plan(tmp, n) for n in {args.sessions, args.sessions_c1}}
         for latency in (args.latency_ms / 1000, 0.0):
-            parent_delay[0] = latency
             for c in levels:
                 n = args.sessions_c1 if c == 1 else args.sessions
                 # like for like: inspect_ai runs max_connections + 1 samples at once by default
@@ -282,7 +281,7 @@ def main() -> int:
                 for name, run in arms:
                     best: dict[str, Any] | None = None
                     for _ in range(args.rounds):
-                        r = measure(parent, run, name, n, c)
+                        r = measure(parent, latency, run, name, n, c)
                         if best is None or r["wall"] - r["startup"] < \
                                 best["wall"] - best["startup"]:
                             best = r
@@ -337,8 +336,9 @@ def main() -> int:
     return 0
 
 
-def measure(parent: Connection, run: Any, name: str, n: int, c: int) -> dict[str, Any]:
-    parent.send(("delay", parent_delay[0]))
+def measure(parent: Connection, latency: float, run: Any, name: str, n: int,
+            c: int) -> dict[str, Any]:
+    parent.send(("delay", latency))
     parent.recv()
     r = run()
     parent.send(("arrivals",))
@@ -356,10 +356,6 @@ def measure(parent: Connection, run: Any, name: str, n: int, c: int) -> dict[str
     r["steady"] = max(arrivals) - min(arrivals) + actual
     r["tail"] = r["spawn"] + r["wall"] - max(arrivals) - actual
     return r
-
-
-parent_delay = [0.0]
-"""The delay the server is set to before each measured run (set per latency pass)."""
 
 
 def _fresh(tmp: Path) -> Path:

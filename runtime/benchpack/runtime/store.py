@@ -156,8 +156,6 @@ class Store:
                  group_commit_s: float = GROUP_COMMIT_S) -> None:
         self.path = Path(path)
         self.group_commit_s = group_commit_s
-        self._hurry = threading.Event()
-        """Set by `flush()`: commit what waits now, without waiting for the group window."""
         self.con = connect(self.path)
         self.redact = redactor if redactor is not None else Redactor.from_environment()
         """Applied to every string written (see `redact`): an agent, a provider error or a
@@ -292,13 +290,9 @@ class Store:
 
     def flush(self) -> None:
         """Wait until every submitted session is committed (at once: no group window)."""
-        self._hurry.set()
         if self._thread is not None:
             self._queue.put(_WAKE)  # a writer gathering a batch commits now, not at its window
-        try:
-            self._queue.join()
-        finally:
-            self._hurry.clear()
+        self._queue.join()
         if self._error is not None:
             raise self.writer_error() from self._error
 
@@ -334,7 +328,6 @@ class Store:
 
     def _stop_writer(self) -> None:
         if self._thread is not None:
-            self._hurry.set()
             self._queue.put(None)
             self._thread.join()
             self._thread = None
@@ -461,17 +454,16 @@ class Store:
             if first is not None and first is not _WAKE:
                 batch.append(first)
             deadline = time.monotonic() + self.group_commit_s
+            # `flush` and `close` end the window at once: they queue `_WAKE` or None behind
+            # what waits
             while not stop and not wakes and len(batch) < GROUP_MAX:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
                 try:
-                    item = self._queue.get_nowait()
+                    item = self._queue.get(timeout=left)
                 except queue.Empty:
-                    left = deadline - time.monotonic()
-                    if left <= 0 or self._hurry.is_set():
-                        break
-                    try:  # short waits: a flush() arriving meanwhile must not wait the window
-                        item = self._queue.get(timeout=min(left, 0.01))
-                    except queue.Empty:
-                        continue
+                    break
                 if item is None:
                     stop = True
                 elif item is _WAKE:

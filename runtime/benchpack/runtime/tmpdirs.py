@@ -81,32 +81,32 @@ def sweep(root: str | Path | None = None) -> list[Path]:
 
 
 def _alive(pid: int, start: int) -> bool:
-    stat = _stat(pid)
-    if stat is None:
+    status = _status(pid)
+    if status is None:
         return False
-    fields = stat[stat.rfind(b")") + 2:].split()
-    try:  # field 3 is the state, field 22 the start time (proc(5))
-        return fields[0] != b"Z" and int(fields[19]) == start
-    except (IndexError, ValueError):
-        return True  # unreadable: keep it
+    state, started = status
+    return state != b"Z" and started in (start, None)  # unreadable: keep it
 
 
 def _start_time(pid: int) -> int | None:
-    stat = _stat(pid)
-    if stat is None:
-        return None
-    try:
-        return int(stat[stat.rfind(b")") + 2:].split()[19])
-    except (IndexError, ValueError):
-        return None
+    status = _status(pid)
+    return None if status is None else status[1]
 
 
-def _stat(pid: int) -> bytes | None:
+def _status(pid: int) -> tuple[bytes, int | None] | None:
+    """(state, start time) of `pid` from /proc (fields 3 and 22 of proc(5)); None when there is
+    no such process; a start time of None when the line cannot be read."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read()
+            stat = f.read()
     except OSError:
         return None
+    # the command name (field 2) may hold spaces and parentheses: split after the last ')'
+    fields = stat[stat.rfind(b")") + 2:].split()
+    try:
+        return fields[0], int(fields[19])
+    except (IndexError, ValueError):
+        return (fields[0] if fields else b"?"), None
 
 
 def _machine() -> str | None:
