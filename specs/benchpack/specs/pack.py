@@ -70,6 +70,7 @@ from .protocols.intent_tracking import HiddenIntent
 from .protocols.staged_disclosure import GroundTruthGraph, GroundTruthTriple, Stage, StageTrigger
 from .protocols.trigger_rubric import Anchor, DialogueTurn, Rubric, Scenario, TriggerPoint
 from .protocols.verified_outcome import ScoreCap, Verify
+from .origin import Origin
 from .scoring import Score
 from .services import HttpImpl, ProcessService
 from .toolsets import Toolset
@@ -323,6 +324,9 @@ class Pack(_Content):
     """Override built-in simulator and judge prompt templates, inline or from a file."""
     lint: LintSettings | None = None
     """Lint settings for the whole pack."""
+    origin: Origin | None = None
+    """The published benchmark this pack reproduces (importers write it): its name, version
+    and every known difference. Reports say whether the pack's runs are comparable with it."""
 
 
 __all__ = [
@@ -374,6 +378,7 @@ __all__ = [
     "Metadata",
     "Models",
     "Operation",
+    "Origin",
     "Pack",
     "Persona",
     "PersonaProfile",

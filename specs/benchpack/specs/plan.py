@@ -24,6 +24,7 @@ from .pack import (
     Rubric,
     ToolImpl,
 )
+from .origin import Origin
 from .scoring import Score
 from .services import ProcessService
 from .toolsets import PlanToolset, PyToolImpl
@@ -43,6 +44,9 @@ class PlanPack(PlanModel):
     content_hash: str
     """sha256 over every input file of the pack (paths and bytes)."""
     metadata: Metadata
+    origin: Origin | None = None
+    """The pack's `origin:` (left out of the plan when unset): a label, outside every
+    fingerprint; `bench run` records it with the run."""
 
 
 class PlanLimits(PlanModel):
