@@ -35,7 +35,7 @@ class OriginLabel:
     def verdict(self) -> str:
         """One sentence for a report: comparable, or not and why."""
         if self.comparable:
-            return f"comparable with {self.label()} (the pack lists no differences)"
+            return f"comparable with {self.label()} (no differences declared)"
         n = len(self.differences)
         return (f"not comparable with {self.label()}: {n} difference{'' if n == 1 else 's'} — "
                 + "; ".join(self.differences))

@@ -147,7 +147,7 @@ class _Info:
 
 def _info(data: dict[str, Any], src: str) -> _Info:
     info = _get(data, "info", dict, src)
-    w = f"{src}: info"
+    w = f"{src}.info"
     env = _get(info, "environment_info", dict, w)
     domain = _get(env, "domain_name", str, w + ".environment_info")
     agent = _get(info, "agent_info", dict, w)
@@ -185,7 +185,7 @@ def _repeats(sims: list[tuple[str, dict[str, Any]]], src: str
             out.update({i: int(t) for i, t in zip(idx, trials, strict=True)})  # type: ignore[arg-type]
         else:
             out.update({i: r for r, i in enumerate(idx)})
-            notes.append(f"task {task}: trials missing or repeated in {src}; repeats numbered "
+            notes.append(f"task {task}: trials missing or repeated; repeats numbered "
                          "in file order (τ²'s trial kept in extra.tau2.trial)")
     return out, notes
 
@@ -193,16 +193,16 @@ def _repeats(sims: list[tuple[str, dict[str, Any]]], src: str
 def import_run(path: Path, db: Path, run_id: str | None = None, plan_path: Path | None = None,
                progress: Callable[[int], None] | None = None) -> Tau2ImportSummary:
     data = load_results(path)
-    src = path.name
+    src = f"{path.name}: $"  # errors are located by JSON path
     info = _info(data, src)
     tasks = _get(data, "tasks", list, src)
     task_ids = []
     for i, t in enumerate(tasks):
-        task_ids.append(str(_get(t, "id", (str, int), f"{src}: tasks[{i}]")))
+        task_ids.append(str(_get(t, "id", (str, int), f"{src}.tasks[{i}]")))
     sims_raw = _get(data, "simulations", list, src)
     sims: list[tuple[str, dict[str, Any]]] = []
     for i, s in enumerate(sims_raw):
-        w = f"{src}: simulations[{i}]"
+        w = f"{src}.simulations[{i}]"
         if not isinstance(s, dict):
             raise ImportRunError(f"{w}: must be an object")
         task = str(_get(s, "task_id", (str, int), w))
@@ -230,7 +230,7 @@ def import_run(path: Path, db: Path, run_id: str | None = None, plan_path: Path 
         ps = plan.sessions.get(sid) if plan is not None else None
         if plan is not None and ps is None:
             missing_plan.add(task)
-        rows = _session(rid, sid, repeats[i], task, s, info, ps, f"{src}: simulations[{i}]")
+        rows = _session(rid, sid, repeats[i], task, s, info, ps, f"{src}.simulations[{i}]")
         term = str(s["termination_reason"])
         summary.terminations[term] = summary.terminations.get(term, 0) + 1
         batch.append(rows)
@@ -246,7 +246,7 @@ def import_run(path: Path, db: Path, run_id: str | None = None, plan_path: Path 
         summary.notes.append(f"{unrewarded} simulation(s) have no reward: left out of the "
                              "average reward and counted as failures in pass^k, as τ² does")
     now = datetime.now().timestamp()
-    config = {"imported": {"format": "tau2", "source": src,
+    config = {"imported": {"format": "tau2", "source": path.name,
                            "plan": str(plan_path) if plan_path else None},
               "tau2": info.config,
               "planned_sessions": sorted(session_key(pack, t) for t in task_ids),
