@@ -190,7 +190,7 @@ def domain_figures(con: Any, options: SubmissionOptions) -> tuple[list[DomainFig
             reasons.append(f"domain {domain}: in runs {', '.join(members)}; a submission has "
                            "one run per domain")
     figures = []
-    for domain, per_task in sorted(by_domain_order(tasks)):
+    for domain, per_task in by_domain_order(tasks):
         run_ids = by_domain[domain]
         repeats = min(runs[r]["repeats"] for r in run_ids)
         counts, short = [], []

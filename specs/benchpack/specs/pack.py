@@ -55,6 +55,7 @@ from .environment import (
     ToolImpl,
     WorkspaceFile,
 )
+from .origin import Origin
 from .persona import (
     COHERENT_STYLES,
     STYLE_TRAITS,
@@ -70,7 +71,6 @@ from .protocols.intent_tracking import HiddenIntent
 from .protocols.staged_disclosure import GroundTruthGraph, GroundTruthTriple, Stage, StageTrigger
 from .protocols.trigger_rubric import Anchor, DialogueTurn, Rubric, Scenario, TriggerPoint
 from .protocols.verified_outcome import ScoreCap, Verify
-from .origin import Origin
 from .scoring import Score
 from .services import HttpImpl, ProcessService
 from .toolsets import Toolset

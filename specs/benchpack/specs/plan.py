@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .origin import Origin
 from .pack import (
     Anchor,
     Assertion,
@@ -24,7 +25,6 @@ from .pack import (
     Rubric,
     ToolImpl,
 )
-from .origin import Origin
 from .scoring import Score
 from .services import ProcessService
 from .toolsets import PlanToolset, PyToolImpl
