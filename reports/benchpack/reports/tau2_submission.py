@@ -143,7 +143,6 @@ def domain_figures(con: Any, options: SubmissionOptions) -> tuple[list[DomainFig
                                                                   list[str], list[str]]:
     """Per domain, τ²'s figures; and the reasons to refuse, and notes."""
     from .builtin import excluded_text
-    from .protocols.verified_outcome import pass_hat_ks
 
     reasons: list[str] = []
     notes: list[str] = []
@@ -189,36 +188,44 @@ def domain_figures(con: Any, options: SubmissionOptions) -> tuple[list[DomainFig
         if len(members) > 1:
             reasons.append(f"domain {domain}: in runs {', '.join(members)}; a submission has "
                            "one run per domain")
-    figures = []
-    for domain, per_task in by_domain_order(tasks):
-        run_ids = by_domain[domain]
-        repeats = min(runs[r]["repeats"] for r in run_ids)
-        counts, short = [], []
-        for _task, rows in sorted(per_task.items()):
-            n, c = len(rows), sum(1 for r in rows if r[7])
-            counts.append((n, c))
-            if n < options.trials:
-                short.append(f"{rows[0][3]} ({n})")
-        if short:
-            reasons.append(f"domain {domain}: {len(short)} task(s) with fewer than "
-                           f"{options.trials} graded trials — {', '.join(short[:8])}"
-                           f"{' …' if len(short) > 8 else ''}; pass^1 … pass^{options.trials} "
-                           f"need {options.trials} of every task (run with --repeats "
-                           f"{options.trials}, or give --trials)")
-        k_max, values = pass_hat_ks(counts, repeats)
-        pass_hat = {k: math.fsum(v) / len(v) for k, v in values.items()}
-        costs = [float(r[9]) for rows in per_task.values() for r in rows
-                 if r[8] and r[9] is not None]
-        n_traj = sum(len(rows) for rows in per_task.values())
-        cost = math.fsum(costs) / len(costs) if costs else None
-        if costs and len(costs) < n_traj:
-            notes.append(f"{domain}: cost averages the {len(costs)} of {n_traj} trajectories "
-                         "whose agent calls all have a price (τ² leaves out those without a "
-                         "cost too)")
-        figures.append(DomainFigures(domain, run_ids, k_max, pass_hat, cost,
-                                     sorted({str(rows[0][3]) for rows in per_task.values()}),
-                                     len(costs), n_traj))
+    figures = [_figures(domain, per_task, by_domain[domain],
+                        min(runs[r]["repeats"] for r in by_domain[domain]), options.trials,
+                        reasons, notes)
+               for domain, per_task in by_domain_order(tasks)]
     return figures, reasons, notes
+
+
+def _figures(domain: str, per_task: dict[str, list[tuple[Any, ...]]], run_ids: list[str],
+             repeats: int, trials: int, reasons: list[str], notes: list[str]
+             ) -> DomainFigures:
+    """One domain's figures from its graded session runs, `(run, domain, task, τ² task id,
+    session, repeat, scored, passed, agent cost known?, agent cost, error kind)` per task; a
+    task short of `trials` adds a reason to refuse."""
+    from .protocols.verified_outcome import pass_hat_ks
+
+    counts, short = [], []
+    for _task, rows in sorted(per_task.items()):
+        n, c = len(rows), sum(1 for r in rows if r[7])
+        counts.append((n, c))
+        if n < trials:
+            short.append(f"{rows[0][3]} ({n})")
+    if short:
+        reasons.append(f"domain {domain}: {len(short)} task(s) with fewer than {trials} graded "
+                       f"trials — {', '.join(short[:8])}{' …' if len(short) > 8 else ''}; "
+                       f"pass^1 … pass^{trials} need {trials} of every task (run with "
+                       f"--repeats {trials}, or give --trials)")
+    k_max, values = pass_hat_ks(counts, repeats)
+    pass_hat = {k: math.fsum(v) / len(v) for k, v in values.items()}
+    costs = [float(r[9]) for rows in per_task.values() for r in rows
+             if r[8] and r[9] is not None]
+    n_traj = sum(len(rows) for rows in per_task.values())
+    if costs and len(costs) < n_traj:
+        notes.append(f"{domain}: cost averages the {len(costs)} of {n_traj} trajectories whose "
+                     "agent calls all have a price (τ² leaves out those without a cost too)")
+    return DomainFigures(domain, run_ids, k_max, pass_hat,
+                         math.fsum(costs) / len(costs) if costs else None,
+                         sorted({str(rows[0][3]) for rows in per_task.values()}), len(costs),
+                         n_traj)
 
 
 def by_domain_order(tasks: dict[str, Any]) -> list[tuple[str, Any]]:

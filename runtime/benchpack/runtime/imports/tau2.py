@@ -190,18 +190,14 @@ def _repeats(sims: list[tuple[str, dict[str, Any]]], src: str
     return out, notes
 
 
-def import_run(path: Path, db: Path, run_id: str | None = None, plan_path: Path | None = None,
-               progress: Callable[[int], None] | None = None) -> Tau2ImportSummary:
-    data = load_results(path)
-    src = f"{path.name}: $"  # errors are located by JSON path
-    info = _info(data, src)
-    tasks = _get(data, "tasks", list, src)
-    task_ids = []
-    for i, t in enumerate(tasks):
-        task_ids.append(str(_get(t, "id", (str, int), f"{src}.tasks[{i}]")))
-    sims_raw = _get(data, "simulations", list, src)
+def _simulations(data: dict[str, Any], src: str
+                 ) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
+    """The file's task ids and its simulations with their task id, checked as τ²'s metrics
+    need them (a known task, a known termination reason)."""
+    task_ids = [str(_get(t, "id", (str, int), f"{src}.tasks[{i}]"))
+                for i, t in enumerate(_get(data, "tasks", list, src))]
     sims: list[tuple[str, dict[str, Any]]] = []
-    for i, s in enumerate(sims_raw):
+    for i, s in enumerate(_get(data, "simulations", list, src)):
         w = f"{src}.simulations[{i}]"
         if not isinstance(s, dict):
             raise ImportRunError(f"{w}: must be an object")
@@ -213,6 +209,15 @@ def import_run(path: Path, db: Path, run_id: str | None = None, plan_path: Path 
             raise ImportRunError(f"{w}.termination_reason: {term!r} is not one of τ²'s "
                                  f"({', '.join(TERMINATIONS)})")
         sims.append((task, s))
+    return task_ids, sims
+
+
+def import_run(path: Path, db: Path, run_id: str | None = None, plan_path: Path | None = None,
+               progress: Callable[[int], None] | None = None) -> Tau2ImportSummary:
+    data = load_results(path)
+    src = f"{path.name}: $"  # errors are located by JSON path
+    info = _info(data, src)
+    task_ids, sims = _simulations(data, src)
     plan = None
     pack = f"tau2-{safe_id(info.domain)}"
     if plan_path is not None:
