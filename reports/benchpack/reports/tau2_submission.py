@@ -212,8 +212,8 @@ def _figures(domain: str, per_task: dict[str, list[tuple[Any, ...]]], run_ids: l
     if short:
         reasons.append(f"domain {domain}: {len(short)} task(s) with fewer than {trials} graded "
                        f"trials — {', '.join(short[:8])}{' …' if len(short) > 8 else ''}; "
-                       f"pass^1 … pass^{trials} need {trials} of every task (run with "
-                       f"--repeats {trials}, or give --trials)")
+                       f"pass^1 … pass^{trials} need {trials} of every task (`bench run --repeats "
+                       f"{trials}` or τ²'s `--num-trials {trials}`, or a lower --trials)")
     k_max, values = pass_hat_ks(counts, repeats)
     pass_hat = {k: math.fsum(v) / len(v) for k, v in values.items()}
     costs = [float(r[9]) for rows in per_task.values() for r in rows
