@@ -78,7 +78,8 @@ def gold(b: Builder, s: P.Session, loc: Loc, tools: list[str]) -> dict[str, Any]
                     b.err("E211", f"gold action `{aid}` ({a.tool}): {e.message}", loc, sub,
                           "the arguments must be valid for the tool's `parameters`, as an "
                           "agent's call would have to be")
-        action = {"id": aid, "tool": a.tool, "args": a.args, "match": a.match, "info": a.info}
+        action: dict[str, Any] = {"id": aid, "tool": a.tool, "args": a.args, "match": a.match,
+                                  "info": a.info}
         if a.match == "tau2":  # the τ² keys only when used: older plans stay byte for byte
             action["compare"] = a.compare
             if a.requestor is not None:
@@ -114,9 +115,10 @@ def score(b: Builder, s: P.Session, loc: Loc, r: Any, has_gold: bool) -> dict[st
     if s.protocol == NAME and "assertions" in reward and not sc.assertions:
         b.err("E211", "the reward uses `assertions`, but `score.assertions` is empty", loc,
               ("score", "reward"), "list the assertions the judge checks")
-    out = {"reward": reward, "communicate": list(sc.communicate),
-           "assertions": [r(a, "score", "assertions", i) for i, a in enumerate(sc.assertions)],
-           "pass_threshold": sc.pass_threshold}
+    out: dict[str, Any] = {"reward": reward, "communicate": list(sc.communicate),
+                           "assertions": [r(a, "score", "assertions", i)
+                                          for i, a in enumerate(sc.assertions)],
+                           "pass_threshold": sc.pass_threshold}
     # τ²'s matching and judging only when chosen: older plans stay byte for byte
     if sc.communicate_match not in (None, "words"):
         out["communicate_match"] = sc.communicate_match
