@@ -278,3 +278,24 @@ def test_message_limits_belong_to_instructed_user(tmp_path: Path) -> None:
     assert any("E204" in d and "conversation" in d for d in diags), diags
     # the pack-wide max_messages is no mistake: it reaches instructed_user sessions only
     assert not any("max_messages" in d for d in diags), diags
+
+
+# --------------------------------------------------------------------------- tool results
+
+
+def test_every_adapter_renders_a_result_alike() -> None:
+    """A string result as is, an error as `Error: …`, anything else as JSON: the litellm
+    agent's tool message, the MCP server's text (cmd2 and acp harnesses; cut per
+    `max_tool_result_chars`) and the transcripts of scripted, cmd and acp agents."""
+    from benchpack.runtime.agents import tool_call_messages
+    from benchpack.runtime.mcp.server import _result
+
+    text = ToolRecord("c", "motto", {}, "plain words", None, 0.0, 0.0)
+    data = ToolRecord("c", "get", {}, {"id": "W1", "n": 2}, None, 0.0, 0.0)
+    failed = ToolRecord("c", "get", {}, None, "Order not found", 0.0, 0.0)
+    assert [tool_call_messages(r)[1].content for r in (text, data, failed)] == [
+        "plain words", '{"id": "W1", "n": 2}', "Error: Order not found"]
+    assert _result(text).content[0].text == "plain words"
+    assert _result(text, 5).content[0].text.startswith("plain\n[… truncated: showing 5 of 11")
+    assert _result(text, 0).content[0].text == "plain words"
+    assert _result(failed).is_error
