@@ -366,3 +366,30 @@ def test_litellm_tool_message_is_the_string_cut_as_set(fake_openai: FakeOpenAI, 
     assert shown.startswith(want) and not shown.startswith('"')  # a str is sent as is
     if limit == 0:
         assert shown == want
+
+
+def test_tagged_llm_user_answers_the_greeting(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    replies = iter(["<message>Hello, I want order W100 cancelled.</message>",
+                    "<message>Thank you. ###STOP###</message>"])
+    fake_openai.route("agent-model", agent_two_calls).route(
+        "sim-model", lambda body: next(replies))
+    plan = compile_variant(tmp_path, {"conversation": {"greeting": GREETING}})
+    res = run(plan, tmp_path, "litellm:openai/agent-model", "litellm:openai/sim-model",
+              api_base=fake_openai.base_url, max_retries=0)
+    assert res["termination"] == "done" and res["score"] == 1.0, res
+    first = next(r for r in fake_openai.requests if r["model"] == "sim-model")
+    assert f"ASSISTANT: {GREETING}" in first["messages"][-1]["content"]
+    assert first["temperature"] == 0
+    assert [c for _, role, c in res["messages"] if role == "user"] == [
+        "Hello, I want order W100 cancelled.", "Thank you."]  # the token cut (`end`)
+
+
+def test_litellm_limit_mid_turn_leaves_no_extra_message(fake_openai: FakeOpenAI,
+                                                        tmp_path: Path) -> None:
+    fake_openai.route("agent-model", agent_two_calls)
+    plan = compile_variant(tmp_path, {"limits": {"max_messages": 3}, **TAU2})
+    res = run(plan, tmp_path, "litellm:openai/agent-model", api_base=fake_openai.base_url,
+              max_retries=0)
+    # user 1, call 2, batch 3: the transcript ends with the tool result, as τ²'s does
+    assert res["termination"] == "max_messages"
+    assert [role for _, role, _ in res["messages"]] == ["assistant", "user", "assistant", "tool"]

@@ -208,7 +208,8 @@ class SessionContext:
         for m in produced:
             m.turn = turn
             self.messages.append(m)
-        if reply.messages and reply.messages[-1].role != "assistant":
+        if reply.messages and reply.messages[-1].role != "assistant" and \
+                reply.stop_reason != "session_limit":  # τ² ends there, after the results
             self.messages.append(Message("assistant", reply.text, turn))
         records = self.toolbox.records[first_record:]
         read, written = self.env.workspace.take_io()
