@@ -58,8 +58,9 @@ class UserScenario(Spec):
     """The user's language (BCP-47, e.g. `en`, `zh`); default: the session's metadata."""
     text: str | None = None
     """The scenario exactly as an LLM simulator reads it (verbatim, not Jinja), e.g. τ²'s
-    `str(user_scenario)` put there by the τ² importer. Default: built from `reason`, `known`,
-    `unknown` and `instructions`. The rules and scripted simulators never read it."""
+    `str(user_scenario)` put there by the τ² importer: the `chat` simulator's `{{ scenario }}`
+    (default: built from `reason`, `known`, `unknown` and `instructions`), and for the `tagged`
+    one in place of those four sections. The rules and scripted simulators never read it."""
 
     @field_validator("known", "unknown")
     @classmethod
