@@ -22,7 +22,7 @@ mid-turn (`session_limit`) right after the batch that reaches a limit. Any other
 counted by the toolbox, two messages a call (its call message and its result) — exact for an
 agent making one call per model response, an overcount for parallel calls — and the final text
 by this module; once a limit is reached the toolbox refuses every further call (not run, not
-recorded) and the session ends when the turn does.
+recorded) and the session ends when the turn does (`scripted:` agents stop at once, as τ²).
 
 Simulators, by the run's `simulator` role (`judges.instructed_user`):
 
@@ -87,7 +87,7 @@ from ..judges.instructed_user import (
     parse_stop,
     simulator,
 )
-from ..types import Message, MessageBudget
+from ..types import AgentReply, Message, MessageBudget
 from .base import ProtocolResult
 
 if TYPE_CHECKING:
@@ -153,11 +153,11 @@ class _Dialogue:
             self.termination, self.stop = stop, stop
         return True
 
-    def agent_done(self) -> bool:
+    def agent_done(self, reply: AgentReply) -> bool:
         """After an agent turn: True when a limit ended the dialogue."""
         if self.budget is None:
             return False
-        if not self.budget.agent_counts:
+        if not self.budget.agent_counts and reply.stop_reason != "session_limit":
             self.budget.count()  # the turn's answer; its tool calls were counted by the toolbox
         reason = self.budget.check()
         if reason is not None:
@@ -185,7 +185,7 @@ class InstructedUser:
                 if reply.stop_reason == "script_end":
                     d.termination = "agent_stopped"
                     break
-                if d.agent_done():
+                if d.agent_done(reply):
                     break
                 message, stop = await d.sim.reply(ev, ctx, turn)
                 # the closing words belong to the transcript, with no agent turn
