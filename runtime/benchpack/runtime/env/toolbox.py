@@ -271,6 +271,10 @@ plan's tool of a given name has one definition."""
 class ToolBox:
     """Executes and records one session's tool calls (`types.ToolHandle`)."""
 
+    budget: MessageBudget | None = None
+    """Set by a protocol that limits messages and tool errors (`types.MessageBudget`): every
+    finished call is reported to it, and once it is spent calls are refused."""
+
     def __init__(self, plan: Plan, session: PlanSession, env: EpisodeEnvironment,
                  allow_python: bool = False,
                  python_tools: Mapping[str, PythonTool] | None = None,
@@ -284,9 +288,6 @@ class ToolBox:
         self.records: list[ToolRecord] = []
         self.turn = 0
         self.step = 0
-        self.budget: MessageBudget | None = None
-        """Set by a protocol that limits messages and tool errors (`types.MessageBudget`):
-        every finished call is reported to it, and once it is spent calls are refused."""
         self.tools: dict[str, ToolDef] = {}
         for name in session.tools:
             tool = self._define(name)
