@@ -19,7 +19,6 @@ from benchpack.runtime.sandbox import find_bwrap
 from benchpack.runtime.tau2bench.callgen import Call, CallMaker, Tool, gold_sequences
 from benchpack.runtime.tau2bench.compare import (
     Declared,
-    Mismatch,
     Report,
     compare_sequence,
     declare,

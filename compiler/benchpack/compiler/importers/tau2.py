@@ -143,7 +143,7 @@ class _Task:
         self.session: dict[str, Any] = {}
         self._map(tools)
         if self.session and splits:
-            self.session["metadata"] = {"tags": [f"split:{s}" for s in splits]}
+            self.session["metadata"] = {"tags": sorted(f"split:{s}" for s in splits)}
 
     def _map(self, tools: set[str]) -> None:
         raw = self.raw
