@@ -20,6 +20,7 @@ from typing import Any
 
 from benchpack.specs.plan import Plan, PlanSession
 
+from ..env.copying import copy_json
 from ..env.environment import EpisodeEnvironment
 from ..env.toolbox import ToolBox, render_result
 from .callgen import Call, CallMaker, Sequence, Tool, gold_sequences
@@ -74,17 +75,20 @@ def _keyed(rows: dict[str, list[dict[str, Any]]], keys: dict[str, str]
 def _changes(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]],
              exact: bool) -> dict[str, dict[str, Any]]:
     """Rows that differ (`exact`: by canonical JSON, else by Python equality, as the driver's
-    per-call changes)."""
+    per-call changes). The same object is the same row (rows are never changed in place)."""
     out: dict[str, dict[str, Any]] = {}
     for t in sorted(set(before) | set(after)):
         a, b = before.get(t, {}), after.get(t, {})
         for k in [*a, *(k for k in b if k not in a)]:
             if k in a and k in b:
+                if a[k] is b[k]:
+                    continue
                 equal = (json.dumps(a[k], sort_keys=True) == json.dumps(b[k], sort_keys=True)
                          if exact else a[k] == b[k])
                 if equal:
                     continue
-            out.setdefault(t, {})[k] = b.get(k)
+            row = b.get(k)
+            out.setdefault(t, {})[k] = copy_json(row) if row is not None else None
     return out
 
 
@@ -103,7 +107,7 @@ async def run_ours(plan: Plan, environment: str, service: str, calls: list[Call]
             else:
                 state.put_row(table, row)
     box = ToolBox(plan, _session(plan, environment), env, allow_python=True)
-    first = before = _keyed(state.snapshot(), keys)
+    first = before = _keyed(state.live_rows(), keys)
     out: list[dict[str, Any]] = []
     try:
         for call in calls:
@@ -111,13 +115,13 @@ async def run_ours(plan: Plan, environment: str, service: str, calls: list[Call]
             item: dict[str, Any] = {"content": render_result(record),
                                     "error": record.error is not None}
             if call.name in track:
-                after = _keyed(state.snapshot(), keys)
+                after = _keyed(state.live_rows(), keys)
                 item["changes"] = _changes(before, after, exact=False)
                 before = after
             out.append(item)
     finally:
         await env.aclose()
-    final = _keyed(state.snapshot(), keys)
+    final = _keyed(state.live_rows(), keys)
     return {"calls": out, "changes": _changes(first, final, exact=True)}
 
 
