@@ -192,6 +192,23 @@ def test_an_error_against_a_success_and_a_change_only_at_the_end() -> None:
     assert len(report.undeclared) == 2 and "✗ 2 undeclared mismatches" in render(report)
 
 
+def test_a_result_cut_for_the_agent_is_a_builtin_declared_difference() -> None:
+    from benchpack.runtime.env.toolbox import MAX_RENDER_CHARS
+    from benchpack.runtime.tau2bench.compare import BUILTIN
+
+    long = "x" * (MAX_RENDER_CHARS + 10)
+    cut = long[:MAX_RENDER_CHARS] + "\n[… truncated: showing 20000 of 20010 characters; ask"
+    found = compare_sequence("s", [{"name": "search", "arguments": {}}],
+                             _answer((long, False, None), final={"db": {}}),
+                             _answer((cut, False, None), final={}))
+    declare(found, BUILTIN)
+    assert [m.declared for m in found] == ["render-limit"]
+    report = Report("airline", declared=BUILTIN)
+    assert "- none" in render(report)  # shown only when it occurs
+    report.add(found, ["search"])
+    assert "- render-limit (1 mismatches): benchpack shows an agent at most" in render(report)
+
+
 # ----------------------------------------------------------- our half, through the tool path
 
 
@@ -261,3 +278,18 @@ def test_parity_with_tau2(tmp_path: Path, domain: str) -> None:
     report = json.loads(proc.stdout)
     assert report["undeclared"] == 0 and report["calls"] >= 120
     assert {t["tool"] for t in report["tools"]} >= {"get_users"} if domain == "mock" else True
+
+
+def test_cli_parity_without_a_checkout_is_one_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from benchpack.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["parity", "tau2", "--tau2", str(tmp_path), "--domain",
+                                      "retail", "--tau2-python", sys.executable])
+    assert result.exit_code == 1
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith("✗ parity tau2: ") and "not a τ²-bench checkout" in line
+    result = CliRunner().invoke(cli, ["parity", "tau2", "--tau2", str(tmp_path), "--domain",
+                                      "retail", "--pack", str(tmp_path), "--fix", "x"])
+    assert result.exit_code == 2 and "--fix applies when importing" in result.output

@@ -61,14 +61,14 @@ def parity_tau2(checkout: Path, domain: str, tau2_python: str | None, calls: int
     domain_dir = Path(checkout) / "data" / "tau2" / "domains" / domain
     try:
         with Tau2Driver(checkout, tau2_python) as driver:
-            _say(f"… τ² {driver.info.get('python')} from {driver.checkout}", as_json)
+            _say(f"… τ² {driver.info.get('python')} from {driver.checkout}")
             extract = driver.extract(domain)
             with tempfile.TemporaryDirectory(prefix="bench-parity-") as tmp:
                 work = Path(keep) if keep is not None else Path(tmp)
                 plan, differences = _pack_and_plan(domain_dir, extract, fix_list, pack_dir,
                                                    work)
                 report = _run(driver, domain, domain_dir, extract, plan, differences, calls,
-                              seed, work, as_json)
+                              seed, work)
     except Tau2DriverError as exc:
         raise PackErrors(f"✗ parity tau2: {exc}") from None
     from benchpack.runtime.tau2bench.compare import render
@@ -81,8 +81,8 @@ def parity_tau2(checkout: Path, domain: str, tau2_python: str | None, calls: int
         raise SystemExit(1)
 
 
-def _say(text: str, quiet: bool) -> None:
-    click.echo(text, err=True)
+def _say(text: str) -> None:
+    click.echo(text, err=True)  # progress: stderr, so --json stays parseable
 
 
 def _pack_and_plan(domain_dir: Path, extract: dict[str, Any], fixes: list[str],
@@ -107,16 +107,15 @@ def _pack_and_plan(domain_dir: Path, extract: dict[str, Any], fixes: list[str],
 
 
 def _run(driver: Any, domain: str, domain_dir: Path, extract: dict[str, Any], plan: Any,
-         differences: list[dict[str, str]], calls: int, seed: int, work: Path,
-         quiet: bool) -> Any:
+         differences: list[dict[str, str]], calls: int, seed: int, work: Path) -> Any:
     import asyncio
 
-    from benchpack.runtime.tau2bench.compare import Declared
+    from benchpack.runtime.tau2bench.compare import BUILTIN, Declared
     from benchpack.runtime.tau2bench.parity import ParityRun, run_parity
 
     tasks = json.loads((domain_dir / "tasks.json").read_text(encoding="utf-8"))
-    declared = [Declared(d["id"], f"{d['what']} — {d['why']}", **_scope(d["id"]))
-                for d in differences]
+    declared = [*(Declared(d["id"], f"{d['what']} — {d['why']}", **_scope(d["id"]))
+                  for d in differences), *BUILTIN]
     run = ParityRun(plan=plan, domain=domain, extract=extract, tasks=tasks, workdir=work,
                     calls=calls, seed=seed)
 
@@ -125,8 +124,11 @@ def _run(driver: Any, domain: str, domain_dir: Path, extract: dict[str, Any], pl
                                               task_id=seq.task_id)
         return result
 
-    return asyncio.run(run_parity(run, apply, declared,
-                                  progress=lambda text: _say(f"… {text}", quiet)))
+    report = asyncio.run(run_parity(run, apply, declared,
+                                    progress=lambda text: _say(f"… {text}")))
+    report.notes.append(f"τ² run by Python {driver.info.get('python')}, pydantic "
+                        f"{driver.info.get('pydantic')}, from {driver.checkout}; seed {seed}")
+    return report
 
 
 def _scope(diff_id: str) -> dict[str, Any]:

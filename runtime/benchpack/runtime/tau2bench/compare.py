@@ -225,6 +225,16 @@ def _same_row(a: Any, b: Any) -> bool:
                                                                      default=str)
 
 
+BUILTIN: list[Declared] = [
+    Declared("render-limit", "benchpack shows an agent at most 20,000 characters of a tool "
+             "result (`render_result`, with a note saying so); τ² shows it all",
+             kinds=frozenset({"content"}),
+             match=lambda m: any("[… truncated: showing" in d for d in m.detail)),
+]
+"""Differences of benchpack's own that every parity run declares (shown only when they
+occur)."""
+
+
 def declare(found: list[Mismatch], declared: list[Declared]) -> None:
     """Mark the mismatches a declared difference covers, and every later one of the same
     sequence as its consequence."""
@@ -262,8 +272,9 @@ def render(report: Report, examples: int = 10) -> str:
     for m in report.mismatches:
         if m.declared:
             counts[m.declared.split(" ")[0]] = counts.get(m.declared.split(" ")[0], 0) + 1
+    shown = [d for d in report.declared if counts.get(d.id) or d not in BUILTIN]
     lines += [f"- {d.id} ({counts.get(d.id, 0)} mismatches): {d.reason}"
-              for d in report.declared] or ["- none"]
+              for d in shown] or ["- none"]
     lines += [f"note: {n}" for n in report.notes]
     undeclared = report.undeclared
     if undeclared:
