@@ -199,7 +199,9 @@ def report(domain: str, extract: dict[str, Any] | None, prompts: dict[str, tuple
                   f"pydantic {extract.get('pydantic')}): the database as τ²'s models load it "
                   "(the fixtures), each tool's description and parameters exactly as τ² offers "
                   f"them (`tools/{domain}.specs.json`, the toolset's `specs:`), the policy. "
-                  "The pack does not use these yet, they are there for the dialogue rules:", ""]
+                  "τ²'s texts for the dialogue are written beside the pack; no pack field "
+                  "reads them yet (benchpack's own agent, user simulator and judge prompts "
+                  "are used until then):", ""]
         lines += [f"- `{rel}`: {what}" for rel, (_, what) in prompts.items()]
     if diffs:
         lines += ["", "**Deliberate differences from τ² (not comparable with τ²-bench "
