@@ -272,6 +272,9 @@ plan's tool of a given name has one definition."""
 class ToolBox:
     """Executes and records one session's tool calls (`types.ToolHandle`)."""
 
+    _unchecked: frozenset[str] = frozenset()
+    """Tools of toolsets with `check_arguments: false` (set per session in `__init__`)."""
+
     def __init__(self, plan: Plan, session: PlanSession, env: EpisodeEnvironment,
                  allow_python: bool = False,
                  python_tools: Mapping[str, PythonTool] | None = None,
@@ -293,10 +296,10 @@ class ToolBox:
         self._specs: list[dict[str, Any]] | None = None
         self._replaced = False
         self._validators = {n: validator(t.parameters) for n, t in self.tools.items()}
-        self._unchecked = {n for n, t in self.tools.items() if isinstance(t.impl, PyToolImpl)
-                           and t.impl.toolset in plan.toolsets
-                           and not plan.toolsets[t.impl.toolset].check_arguments}
-        """Tools of toolsets with `check_arguments: false`."""
+        self._unchecked = frozenset(
+            n for n, t in self.tools.items() if isinstance(t.impl, PyToolImpl)
+            and t.impl.toolset in plan.toolsets
+            and not plan.toolsets[t.impl.toolset].check_arguments)
 
     @property
     def specs(self) -> list[dict[str, Any]]:
