@@ -106,10 +106,30 @@ def test_tasks_map_to_instructed_user_sessions(tmp_path: Path) -> None:
     assert [a["id"] for a in s0["gold"]["actions"]] == ["0_0", "0_1", "0_2"]
     # NL_ASSERTION with no assertions checks nothing (τ² scores it 1): left out, not failed
     assert s0["score"] == {"reward": ["state"]}
-    assert sessions["1"]["score"] == {"reward": ["state", "communicate"], "communicate": ["5.5"]}
+    # τ²'s checks: a lower-cased substring of a message without commas, one judge call
+    assert sessions["1"]["score"] == {"reward": ["state", "communicate"], "communicate": ["5.5"],
+                                      "communicate_match": "tau2"}
     assert sessions["2"]["score"]["reward"] == ["state", "assertions"]
+    assert sessions["2"]["score"]["assertions_judge"] == "tau2"
+    # each gold action is matched as τ² matches it, compare_args kept
+    assert {a.get("match") for s in sessions.values() for a in s["gold"]["actions"]} == {"tau2"}
+    assert sessions["1"]["gold"]["actions"][0]["compare"] == ["email"]
     assert sessions["3"]["user"]["instructions"] == ["If the agent asks for confirmation, say yes."]
     assert "# open τ² issue issue_1: An open issue of our own." in text
+    pack_yaml = yaml.safe_load((pack / "pack.yaml").read_text(encoding="utf-8"))
+    # τ²'s run rules; without a checkout the texts are ours and the pack says so
+    assert pack_yaml["defaults"]["limits"]["max_messages"] == 200
+    assert pack_yaml["defaults"]["limits"]["max_tool_errors"] == 10
+    conv = pack_yaml["defaults"]["conversation"]
+    assert (conv["simulator"], conv["stop_tokens"], conv["unfinished"]) == (
+        "chat", "anywhere", "fail")
+    assert pack_yaml["defaults"]["seed"] == 300
+    draw = random.Random(300)  # τ²'s batch runner: random.seed(300), one randint per trial
+    assert pack_yaml["defaults"]["repeat_seeds"][:2] == [draw.randint(0, 1000000)
+                                                         for _ in range(2)]
+    assert pack_yaml["origin"]["benchmark"] == "tau2-bench"
+    assert pack_yaml["origin"]["differences"][0].startswith("no τ² checkout was read")
+    assert "prompts" not in pack_yaml
     pol = (pack / "policy.md").read_text(encoding="utf-8")
     assert "{{ not a template }}" in pol and "literal: true" in (pack / "pack.yaml").read_text()
 

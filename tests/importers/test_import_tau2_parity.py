@@ -42,7 +42,9 @@ def _extract(domain: str = "retail") -> dict[str, Any]:
                                                         "suffix": "\n</scenario>"}],
         "tasks": [{"id": str(t["id"]), "scenario": f"scenario {t['id']}", "user_prompt": 0,
                    "user_tools": []} for t in tasks],
-        "nl_judge": {"messages": [{"role": "system", "content": "judge"}]},
+        "nl_judge": {"messages": [{"role": "system", "content": "judge {braces}"},
+                                  {"role": "user", "content": "talk:\nCONV\nwant:\nASSERT\n"}],
+                     "markers": {"conversation": "CONV", "assertions": "ASSERT"}},
         "defaults": {"DEFAULT_MAX_STEPS": 200}, "db": db, "user_db": None,
         "splits": None}
 
@@ -58,7 +60,8 @@ def test_parity_import_writes_tau2s_definitions_database_and_texts(tmp_path: Pat
         "type": "object", "title": "p", "properties": {}}}
     orders = json.loads((pack / "data" / "orders.json").read_text())
     assert all(o["cancel_reason"] is None for o in orders)  # τ²'s loaded rows
-    assert (pack / "policy.md").read_text() == "THEIR POLICY"
+    # the agent's system prompt as τ²'s agent sends it (instructions around the policy)
+    assert (pack / "policy.md").read_text() == "<policy>THEIR POLICY</policy>"
     manifest = yaml.safe_load((pack / "pack.yaml").read_text())
     ts = manifest["toolsets"][0]
     assert ts == {"module": "tools/retail.py", "service": "retail",
@@ -75,10 +78,27 @@ def test_parity_import_writes_tau2s_definitions_database_and_texts(tmp_path: Pat
         assert f"`{rel}`" in (pack / "IMPORT_REPORT.md").read_text()
     assert json.loads((pack / "tau2" / "user_scenarios.json").read_text())["0"] == {
         "scenario": "scenario 0", "user_prompt": 1, "user_tools": []}
+    assert manifest["defaults"]["conversation"]["greeting"] == "Hi!"
+    assert manifest["origin"] == {"benchmark": "tau2-bench", "version": "unknown",
+                                  "differences": []}
+    tasks = {e["sessions"][0]["id"]: e["sessions"][0]
+             for e in yaml.safe_load((pack / "tasks.yaml").read_text())["episodes"]}
+    assert tasks["0"]["user"]["text"] == "scenario 0"
     compiled = compile_pack(pack, tmp_path / "plan", use_cache=False)
     assert compiled.ok, [d.format() for d in compiled.diagnostics]
     plan = json.loads((tmp_path / "plan" / "plan.json").read_text())
     assert plan["tools"]["calculate"]["description"] == "theirs: calculate"
+    # τ²'s texts become the simulator's and the judge's templates, rendered verbatim around
+    # what benchpack fills in
+    from benchpack.runtime.judges.base import Templates
+
+    t = Templates(plan["prompts"])
+    assert t.render("instructed_user.user_system", scenario="S {{x}}", persona={}, user={},
+                    tokens={}, stop_tokens="anywhere") == "GUIDE\n<scenario>\nS {{x}}\n</scenario>"
+    assert t.render("instructed_user.assertions_judge", part="system", trajectory="T",
+                    assertions=[], assertions_text="['a']") == "judge {braces}"
+    assert t.render("instructed_user.assertions_judge", part="user", trajectory="T",
+                    assertions=[], assertions_text="['a']") == "talk:\nT\nwant:\n['a']\n"
     # importing again gives the same bytes
     first = {p: p.read_bytes() for p in sorted(pack.rglob("*")) if p.is_file()}
     import_pack("tau2", FIX / "retail", pack, tau2=extract)
@@ -96,6 +116,8 @@ def test_fixes_are_recorded_differences(tmp_path: Path) -> None:
         (pack / "tools" / "retail.py").read_text()
     description = yaml.safe_load((pack / "pack.yaml").read_text())["description"]
     assert "NOT comparable" in description and "fix:item-prices" in description
+    differences = yaml.safe_load((pack / "pack.yaml").read_text())["origin"]["differences"]
+    assert [d.split(":")[1] for d in differences] == ["item-prices", "payment-rounding"]
     report = (pack / "IMPORT_REPORT.md").read_text()
     assert "- `fix:payment-rounding`: " in report and "Why: " in report
     with pytest.raises(ImportError_, match="--fix rounding: not a fix of the τ² domain "

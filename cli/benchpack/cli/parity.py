@@ -147,3 +147,152 @@ def _scope(diff_id: str) -> dict[str, Any]:
     return {"tools": frozenset({"modify_pending_order_items"}),
             "kinds": frozenset({"content", "db"}),
             "match": lambda m: any(f in line for line in m.detail for f in fields)}
+
+
+@parity.command(name="tau2-dialogues")
+@click.option("--tau2", "checkout", required=True, type=click.Path(path_type=Path),
+              metavar="CHECKOUT", help="A τ²-bench checkout (src/tau2, data/tau2).")
+@click.option("--domain", required=True, metavar="DOMAIN", help="retail, mock or airline.")
+@click.option("--tau2-python", metavar="PY",
+              help="The Python that can import τ² [default: $BENCH_TAU2_PYTHON, else the "
+                   "checkout's .venv].")
+@click.option("--tasks", "task_list", metavar="ID[,ID]",
+              help="These tasks [default: every task of the domain].")
+@click.option("--limit", type=click.IntRange(1), help="Only the first N tasks.")
+@click.option("--kinds", metavar="KIND[,KIND]",
+              help="Trajectories: gold, nothing, permuted, errors, steps, unfinished "
+                   "[default: all].")
+@click.option("--max-messages", type=click.IntRange(2), default=40, show_default=True,
+              help="τ²'s max_steps for both sides (the limit the steps/unfinished kinds hit; "
+                   "smaller than τ²'s 200 so the check stays quick).")
+@click.option("--examples", type=click.IntRange(0), default=10, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def parity_tau2_dialogues(checkout: Path, domain: str, tau2_python: str | None,
+                          task_list: str | None, limit: int | None, kinds: str | None,
+                          max_messages: int, examples: int, as_json: bool) -> None:
+    """Whole dialogues through τ²'s own runner and through benchpack's, both talking to one
+    scripted model endpoint on 127.0.0.1 that answers as a function of each request. Compares
+    each dialogue's ending, reward and reward components, and every request the agent, the
+    user simulator and the judge received (messages, tools, sampling settings)."""
+    from benchpack.runtime.tau2bench.client import Tau2Driver, Tau2DriverError
+    from benchpack.runtime.tau2bench.dialogues import KINDS
+
+    wanted = [k.strip() for k in (kinds or ",".join(KINDS)).split(",") if k.strip()]
+    bad = [k for k in wanted if k not in KINDS]
+    if bad:
+        raise click.UsageError(f"--kinds: unknown {', '.join(bad)} (kinds: {', '.join(KINDS)})")
+    domain_dir = Path(checkout) / "data" / "tau2" / "domains" / domain
+    try:
+        with Tau2Driver(checkout, tau2_python) as driver, \
+                tempfile.TemporaryDirectory(prefix="bench-parity-") as tmp:
+            _say(f"… τ² {driver.info.get('python')} from {driver.checkout}")
+            extract = driver.extract(domain)
+            tasks = json.loads((domain_dir / "tasks.json").read_text(encoding="utf-8"))
+            plan_dir, imported = _dialogue_pack(domain_dir, extract, max_messages, Path(tmp))
+            ids = [i for i in ([x.strip() for x in task_list.split(",")] if task_list else
+                               [str(t.get("id")) for t in tasks]) if i in imported]
+            ids = ids[:limit] if limit else ids
+            if not ids:
+                raise PackErrors("✗ parity tau2-dialogues: no imported task selected")
+            report = _dialogues(driver, domain, extract, tasks, ids, wanted, plan_dir,
+                                max_messages)
+    except Tau2DriverError as exc:
+        raise PackErrors(f"✗ parity tau2-dialogues: {exc}") from None
+    from benchpack.runtime.tau2bench.dialogues import render
+
+    if as_json:
+        click.echo(json.dumps(report.as_json(), ensure_ascii=False, indent=1, default=str))
+    else:
+        click.echo(render(report, examples))
+    if report.mismatches:
+        raise SystemExit(1)
+
+
+def _dialogue_pack(domain_dir: Path, extract: dict[str, Any], max_messages: int, work: Path
+                   ) -> tuple[Path, set[str]]:
+    """Import with τ²'s texts, the message limit set to the check's, and compile."""
+    import re
+
+    from benchpack.compiler import compile_pack
+    from benchpack.compiler.importers import ImportError_, import_pack
+
+    pack = work / "pack"
+    try:
+        result = import_pack("tau2", domain_dir, pack, tau2=extract)
+    except ImportError_ as exc:
+        raise PackErrors(f"✗ parity tau2-dialogues: {exc}") from None
+    text = (pack / "pack.yaml").read_text(encoding="utf-8")
+    text, n = re.subn(r"(?m)^(\s+max_messages: )\d+$", rf"\g<1>{max_messages}", text)
+    if n != 1:
+        raise PackErrors("✗ parity tau2-dialogues: the imported pack.yaml has no "
+                         "`max_messages:` default to set (hint: a benchpack bug)")
+    (pack / "pack.yaml").write_text(text, encoding="utf-8")
+    compiled = compile_pack(pack, work / "plan", use_cache=False)
+    if not compiled.ok:
+        first = next((d.format() for d in compiled.diagnostics if d.severity == "error"), "")
+        raise PackErrors(f"✗ parity tau2-dialogues: the pack does not compile: {first}")
+    sessions = json.loads((work / "plan" / "plan.json").read_text(encoding="utf-8"))["sessions"]
+    del result
+    return work / "plan", {str(s["name"]) for s in sessions.values()}
+
+
+def _probe_calls(driver: Any, domain: str, extract: dict[str, Any]
+                 ) -> tuple[tuple[str, dict[str, Any]], tuple[str, dict[str, Any]]]:
+    """A call that fails and a read call that succeeds without changing anything, each tried
+    in τ² first: the errors and steps kinds repeat them."""
+    failing: tuple[str, dict[str, Any]] | None = None
+    passing: tuple[str, dict[str, Any]] | None = None
+    for tool in extract["tools"]:
+        params = tool["schema"]["function"]["parameters"]
+        props, required = params.get("properties") or {}, params.get("required") or []
+        if failing is None and required and all(
+                (props.get(p) or {}).get("type") == "string" for p in required):
+            args = {p: "no-such-id" for p in required}
+            if driver.apply(domain, [{"name": tool["name"], "arguments": args}])["calls"][0][
+                    "error"]:
+                failing = (tool["name"], args)
+        if passing is None and not tool["mutates_state"] and not required:
+            answer = driver.apply(domain, [{"name": tool["name"], "arguments": {}}])
+            if not answer["calls"][0]["error"] and not answer.get("changes"):
+                passing = (tool["name"], {})
+    if failing is None or passing is None:
+        raise PackErrors(f"✗ parity tau2-dialogues: the `{domain}` tools offer no "
+                         f"{'failing' if failing is None else 'side-effect-free'} call to "
+                         "repeat (hint: leave out the errors and steps kinds)")
+    return failing, passing
+
+
+def _dialogues(driver: Any, domain: str, extract: dict[str, Any], tasks: list[Any],
+               ids: list[str], kinds: list[str], plan_dir: Path, max_messages: int) -> Any:
+    from benchpack.runtime.tau2bench.dialogues import (
+        DialogueReport,
+        Script,
+        compare_outcomes,
+        compare_requests,
+        run_ours,
+        script_tasks,
+    )
+    from benchpack.runtime.tau2bench.scripted_model import ScriptedModel
+
+    failing, passing = _probe_calls(driver, domain, extract)
+    script = Script(script_tasks(tasks, extract, ids), failing, passing)
+    from benchpack.compiler.importers.tau2_dialogue import trial_seeds
+
+    defaults = extract.get("defaults") or {}
+    max_errors = int(defaults.get("DEFAULT_MAX_ERRORS") or 10)
+    # τ²'s first trial's seed, as its batch runner draws it; benchpack's repeat 1 uses the same
+    seed = trial_seeds(int(defaults.get("DEFAULT_SEED") or 300), 1)[0]
+    with ScriptedModel(script) as model:
+        _say(f"… τ²: {len(kinds)} kind(s) × {len(ids)} task(s)")
+        theirs = driver.simulate(domain, ids, kinds, model.base_url, max_steps=max_messages,
+                                 max_errors=max_errors, seed=seed, prefix="tau2")
+        ours = run_ours(plan_dir, kinds, ids, model.base_url, prefix="bp",
+                        progress=lambda text: _say(f"… {text}"))
+        report = DialogueReport()
+        compare_outcomes(theirs, ours, report)
+        compare_requests(model.requests, script, ("tau2", "bp"), report)
+        for failure in model.failures[:5]:
+            report.notes.append(f"the scripted model could not answer: {failure}")
+    report.notes.append(f"{len(ids)} task(s) × {', '.join(kinds)}; max_messages {max_messages}, "
+                        f"max_tool_errors {max_errors}; τ² Python {driver.info.get('python')}")
+    return report

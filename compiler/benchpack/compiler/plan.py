@@ -123,6 +123,8 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
         own["prompts"] = prompts
         own["models"] = b.pack.defaults.models.model_dump()
         own["seed"] = b.pack.defaults.seed
+        if b.pack.defaults.repeat_seeds:  # only when set, so other fingerprints do not move
+            own["repeat_seeds"] = b.pack.defaults.repeat_seeds
         parents = sorted(sessions[p]["fingerprint"] for p in s["depends_on"])
         s["fingerprint"] = sha256(canonical({"own": own, "parents": parents,
                                              "prior": [sessions[p]["fingerprint"]
@@ -152,7 +154,9 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
                     else {})},
         "defaults": {"models": defaults.models.model_dump(), "limits": _limits(defaults.limits),
                      "seed": defaults.seed, "repeats": defaults.repeats,
-                     "temperature": defaults.temperature},
+                     "temperature": defaults.temperature,
+                     **({"repeat_seeds": list(defaults.repeat_seeds)} if defaults.repeat_seeds
+                        else {})},
         "prompts": prompts,
         "personas": dict(sorted(b.plan_personas.items())),
         "tools": {t: b.plan_tools[t] for t in used_tools if t in b.plan_tools},

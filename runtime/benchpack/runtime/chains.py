@@ -119,7 +119,7 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
     toolbox = ToolBox(plan, s, env, allow_python=ctx.options.allow_python)
     prior = [m for pid in s.prior_sessions for m in chain.transcript(pid)
              if m.role in ("user", "assistant") and m.content]
-    brief = session_brief(plan, s, repeat, toolbox, prior, plan.defaults.seed)
+    brief = session_brief(plan, s, repeat, toolbox, prior, plan.defaults.seed_for(repeat))
     brief.recorder = calls.append
     sctx = SessionContext(ctx, plan, s, repeat, ctx.agent, brief, toolbox, env, calls.append,
                           chain)

@@ -240,6 +240,7 @@ async def _rejudge(options: RejudgeOptions, store: Store, started: float) -> Rej
 
     roles = Roles.resolve({"judge": options.judge}, {}, Templates(plan.prompts), llm,
                           plan.defaults.seed)
+    roles.seeds = list(plan.defaults.repeat_seeds or [])
     if options.graph_grader == "llm" and roles.mode("judge") == "rules":
         raise ValueError("--graph-grader llm needs a judge: pass --judge litellm:<model> or "
                          "--judge scripted:<file>")

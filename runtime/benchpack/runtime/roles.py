@@ -80,6 +80,8 @@ class Roles:
         self.templates = templates
         self._llm = llm
         self.seed = seed
+        self.seeds: list[int] = []
+        """Per-repeat seeds (the plan's `defaults.repeat_seeds`), set by the run."""
         self._scripts: dict[str, Script] = {}
 
     @classmethod
@@ -122,8 +124,9 @@ class Roles:
 
     def call(self, ctx: JudgeSite, role: Role) -> JudgeCall:
         """Where an LLM-mode role sends its calls; they are recorded with the session."""
+        seed = self.seeds[ctx.repeat] if 0 <= ctx.repeat < len(self.seeds) else self.seed
         return JudgeCall(client=self._llm(), model=self.choices[role], recorder=ctx.recorder,
-                         seed=self.seed, repeat=ctx.repeat, role=role)
+                         seed=seed, repeat=ctx.repeat, role=role)
 
     def build(self, ctx: JudgeSite, role: Role, *, rules: Callable[[], T],
               scripted: Callable[[dict[str, Any]], T], llm: Callable[[JudgeCall], T]) -> T:

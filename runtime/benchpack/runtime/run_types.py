@@ -196,6 +196,7 @@ class RunContext:
             {"simulator": options.simulator, "judge": options.judge, "planner": options.planner},
             {"simulator": models.simulator, "judge": models.judge, "planner": models.planner},
             self.templates, llm, plan.defaults.seed)
+        self.roles.seeds = list(plan.defaults.repeat_seeds or [])
         self.work_dir = work_dir
         self.alone: dict[str, list[str]] = {}
         """Sessions run with `--alone` → the sessions they depend on that did not run."""

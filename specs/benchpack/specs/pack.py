@@ -168,6 +168,10 @@ class Defaults(Spec):
     """Default budgets."""
     seed: int = 0
     """Base random seed passed to simulators and the agent where the provider supports it."""
+    repeat_seeds: list[int] | None = Field(default=None, min_length=1, max_length=1000)
+    """A seed per repeat (repeat 1 takes the first), replacing `seed` for repeats it covers:
+    τ²-bench gives each trial its own seed, drawn from `random.seed(300)`, and
+    `bench import tau2` writes those here."""
     repeats: int = Field(default=1, ge=1, le=100)
     """How many times `bench run` repeats each session by default (pass@k needs k repeats)."""
     temperature: float | None = Field(default=None, ge=0, le=2)

@@ -73,6 +73,13 @@ class PlanDefaults(PlanModel):
     seed: int
     repeats: int
     temperature: float | None = None
+    repeat_seeds: list[int] | None = None
+    """Per-repeat seeds (`defaults.repeat_seeds`); only in plans that set them."""
+
+    def seed_for(self, repeat: int) -> int:
+        """The seed of 0-based `repeat`: its own when `repeat_seeds` covers it, else `seed`."""
+        seeds = self.repeat_seeds or []
+        return seeds[repeat] if 0 <= repeat < len(seeds) else self.seed
 
 
 class PlanStyle(PlanModel):

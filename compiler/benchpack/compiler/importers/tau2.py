@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from . import ImportError_, ImportResult
+from . import tau2_dialogue as dialogue
 from . import tau2_parity as parity
 
 TOOLS_DIR = Path(__file__).with_name("tau2_tools")
@@ -38,7 +39,9 @@ FIELDS: list[tuple[str, str, str]] = [
      "order; the key field is the one equal to each row's dictionary key) of the service "
      "`<domain>`; with --tau2 the rows are τ²'s loaded database (`model_dump()`: every field "
      "its models default, numbers as they load), else db.json as released"),
-    ("policy.md", "mapped", "`policy.md`, the environment's `policy:` (literal: braces are kept)"),
+    ("policy.md", "mapped", "`policy.md`, the environment's `policy:` (literal: braces are kept); "
+     "with --tau2 it is the whole system prompt of τ²'s agent (its instructions around the "
+     "policy), as τ²'s code renders it"),
     ("policy_solo.md", "dropped", "the solo mode (agent without a user) is not imported"),
     ("split_tasks.json", "mapped", "each session's `metadata.tags` `split:<name>` for every "
      "split listing it (`bench report … --by split`; a task in several splits shows as e.g. "
@@ -49,6 +52,9 @@ FIELDS: list[tuple[str, str, str]] = [
     ("tasks[].description.relevant_policies", "mapped with loss", "a YAML comment above the "
      "session"),
     ("tasks[].description.notes", "mapped with loss", "a YAML comment above the session"),
+    ("tasks[].user_scenario", "mapped", "with --tau2: `user.text`, the scenario exactly as "
+     "τ²'s simulator prompt holds it (`str(user_scenario)`), which the chat simulator reads; "
+     "the structured fields below stay for the rules simulator"),
     ("tasks[].user_scenario.persona", "mapped with loss", "a plain-text `user.instructions` "
      "entry `Persona: …` (the LLM simulator follows it; the rules simulator ignores plain text)"),
     ("tasks[].user_scenario.instructions (text)", "mapped", "`user.reason` (mock tasks give one "
@@ -69,11 +75,14 @@ FIELDS: list[tuple[str, str, str]] = [
      "cannot start a session from a prior conversation or a changed database yet, and scoring "
      "it from the plain database would be wrong"),
     ("tasks[].evaluation_criteria.actions", "mapped", "`gold.actions` (`action_id` → `id`, "
-     "`name` → `tool`, `arguments` → `args`, `info` → `info`); null → no `state`/`actions` "
-     "component (no gold final state exists)"),
-    ("tasks[].evaluation_criteria.communicate_info", "mapped", "`score.communicate`"),
-    ("tasks[].evaluation_criteria.nl_assertions", "mapped", "`score.assertions` (judged YES/NO "
-     "by the rubric judge)"),
+     "`name` → `tool`, `arguments` → `args`, `info` → `info`, `compare_args` → `compare`, "
+     "`requestor` → `requestor`), each `match: tau2` (τ²'s comparison: the `compare` keys or "
+     "the keys of the agent's call); null → no `state`/`actions` component (no gold final "
+     "state exists)"),
+    ("tasks[].evaluation_criteria.communicate_info", "mapped", "`score.communicate`, checked "
+     "as τ² does (`communicate_match: tau2`)"),
+    ("tasks[].evaluation_criteria.nl_assertions", "mapped", "`score.assertions`, judged as τ² "
+     "does (`assertions_judge: tau2`: one call, τ²'s prompt with --tau2)"),
     ("tasks[].evaluation_criteria.env_assertions", "dropped", "environment assertion functions "
      "are not implemented; a task whose reward rests only on them is not imported"),
     ("tasks[].evaluation_criteria.reward_basis", "mapped", "`score.reward`: DB → state, ACTION → "
@@ -312,7 +321,8 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
     if tau2 is not None:
         parity.check_extract(tau2, domain, sorted(tools))
         tables = _tables(tau2["db"], source / "db.json")
-        policy = str(tau2["policy"])
+        # the agent's system prompt as τ²'s LLMAgent sends it: its instructions around the policy
+        policy = str(tau2.get("agent_system_prompt") or tau2["policy"])
         theirs = {t["id"] for t in tau2.get("tasks") or []}
         ours = {str(t.get("id")) for t in tasks_raw}
         if theirs and theirs != ours:
@@ -324,6 +334,10 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
         policy = (source / "policy.md").read_text(encoding="utf-8")
     splits = _splits(source, tau2)
     tasks = [_Task(t, tools, splits.get(str(t.get("id")))) for t in tasks_raw]
+    scenario = dialogue.scenarios(tau2)
+    for t in tasks:
+        if t.session:
+            dialogue.session_fields(t.session, t.raw, scenario.get(t.id))
     ids = [t.id for t in tasks]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
@@ -357,9 +371,13 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
         (out / "tau2").mkdir(exist_ok=True)
         for rel, (text, _) in prompts.items():
             write(rel, text)
+        write("tau2/user_system.j2", dialogue.user_template(tau2))
+        write("tau2/assertions_judge.j2", dialogue.judge_template(tau2))
     diffs = parity.differences(domain, fixes)
     write("policy.md", policy)
-    write("pack.yaml", _pack_yaml(domain, tables, tau2, sorted(tools), diffs))
+    write("pack.yaml", _pack_yaml(domain, tables, tau2, sorted(tools), diffs)
+          + dialogue.pack_blocks(domain, tau2, dialogue.version(tau2),
+                                 dialogue.differences(tau2, diffs)))
     write("tasks.yaml", _tasks_yaml(domain, kept))
     agent = {"sessions": {t.id: _gold_turn(t) for t in kept}}
     write("demo/gold_agent.yaml", "# The gold agent: each task's gold actions in one turn, "

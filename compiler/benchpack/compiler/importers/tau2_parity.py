@@ -198,10 +198,13 @@ def report(domain: str, extract: dict[str, Any] | None, prompts: dict[str, tuple
         lines += ["", f"Read from the τ² checkout with τ²'s own Python ({extract.get('python')}, "
                   f"pydantic {extract.get('pydantic')}): the database as τ²'s models load it "
                   "(the fixtures), each tool's description and parameters exactly as τ² offers "
-                  f"them (`tools/{domain}.specs.json`, the toolset's `specs:`), the policy. "
-                  "τ²'s texts for the dialogue are written beside the pack; no pack field "
-                  "reads them yet (benchpack's own agent, user simulator and judge prompts "
-                  "are used until then):", ""]
+                  f"them (`tools/{domain}.specs.json`, the toolset's `specs:`), the agent's "
+                  "system prompt (τ²'s instructions around the policy: `policy.md`), the "
+                  "greeting (`defaults.conversation.greeting`), the user simulator's system "
+                  "prompt (`tau2/user_system.j2`, with each task's scenario text as "
+                  "`user.text`) and the NL-assertion judge's prompt (`tau2/assertions_judge.j2`), "
+                  "both named in `prompts:`. The files τ²'s driver returned are kept for "
+                  "reference:", ""]
         lines += [f"- `{rel}`: {what}" for rel, (_, what) in prompts.items()]
     if diffs:
         lines += ["", "**Deliberate differences from τ² (not comparable with τ²-bench "

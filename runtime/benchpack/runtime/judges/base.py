@@ -159,7 +159,8 @@ class JudgeCall:
     client: Completer
     model: str
     recorder: Callable[[LLMCallRecord], None]
-    seed: int = 0
+    seed: int | None = 0
+    """None: the request carries no seed (τ²'s NL-assertion judge sends none)."""
     repeat: int = 0
     role: str = "judge"
 

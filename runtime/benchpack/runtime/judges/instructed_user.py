@@ -27,6 +27,8 @@ error here: asked once more, then a judge error (the component is unknown, never
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import re
 from typing import TYPE_CHECKING, Any, Protocol
@@ -363,8 +365,9 @@ async def judge_tau2(site: JudgeSite, assertions: list[str], messages: Sequence[
     chat = ([{"role": "system", "content": system}] if system.strip() else []) + \
         [{"role": "user", "content": prompt}]
     try:
-        results = await ask(site.roles.call(site, "judge"), chat, parse_tau2_results,
-                            purpose="assertions")
+        # τ²'s judge is called with its temperature alone, no seed
+        call = dataclasses.replace(site.roles.call(site, "judge"), seed=None)
+        results = await ask(call, chat, parse_tau2_results, purpose="assertions")
     except JudgeError as exc:
         return [{"text": a, "score": None, "detail": "", "error": exc.message}
                 for a in assertions], 1

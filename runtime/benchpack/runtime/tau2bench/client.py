@@ -164,7 +164,7 @@ class Tau2Driver:
 
     # ------------------------------------------------------------------ commands
 
-    def request(self, cmd: str, **fields: Any) -> Any:
+    def request(self, cmd: str, *, timeout_s: float | None = None, **fields: Any) -> Any:
         """Send one command and return its result (`Tau2DriverError` on any failure)."""
         self.start()
         proc = self._proc
@@ -176,7 +176,7 @@ class Tau2Driver:
             proc.stdin.flush()
         except OSError:
             pass  # it died: _read says how
-        answer = self._read(self.call_timeout_s, cmd)
+        answer = self._read(timeout_s or self.call_timeout_s, cmd)
         if answer.get("id") != rid:
             self.close()
             raise Tau2DriverError(f"the τ² driver answered another request ({cmd})")
@@ -208,6 +208,18 @@ class Tau2Driver:
         result: dict[str, Any] = self.request(
             "evaluate", domain=domain, task_id=task_id, messages=messages,
             termination_reason=termination_reason, nl_verdicts=nl_verdicts)
+        return result
+
+
+    def simulate(self, domain: str, task_ids: list[str], kinds: list[str], api_base: str,
+                 max_steps: int, max_errors: int, seed: int | None = None,
+                 prefix: str = "tau2", timeout_s: float = 3600.0) -> dict[str, Any]:
+        """τ²'s own runner on each task × kind against the scripted endpoint at `api_base`:
+        `{"<task>/<kind>": {termination, reward, breakdown}}` (see the driver)."""
+        result: dict[str, Any] = self.request(
+            "simulate", timeout_s=timeout_s, domain=domain, task_ids=task_ids, kinds=kinds,
+            api_base=api_base, max_steps=max_steps, max_errors=max_errors, seed=seed,
+            prefix=prefix)
         return result
 
 

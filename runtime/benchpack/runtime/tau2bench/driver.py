@@ -21,6 +21,9 @@ Commands (what τ²'s own code does; nothing here re-implements τ²):
 - `evaluate {domain, task_id, messages, termination_reason, nl_verdicts?}`: τ²'s
   `evaluate_simulation` (EvaluationType.ALL) on the given messages; the NL-assertion judge is
   answered from `nl_verdicts`, and no model is ever called (every `generate` is replaced).
+- `simulate {domain, task_ids, kinds, api_base, max_steps, max_errors, seed?, prefix?}`: τ²'s
+  own runner end to end, every model it calls (agent, user simulator, NL judge) being the
+  scripted endpoint benchpack serves on 127.0.0.1 at `api_base` (the dialogue parity check).
 
 It imports nothing of benchpack: it is our code run by someone else's interpreter.
 """
@@ -215,6 +218,43 @@ class Driver:
         return dict(reward.model_dump(mode="json"))
 
 
+    def simulate(self, req: dict[str, Any]) -> dict[str, Any]:
+        """τ²'s own runner (`run_single_task`, half-duplex, `EvaluationType.ALL`) on each task
+        × kind, its agent, user simulator and NL-assertion judge all pointed at `api_base` (a
+        scripted endpoint benchpack serves on 127.0.0.1) as models `<prefix>-agent-<kind>`,
+        `-user-`, `-judge-`. Returns each run's ending, reward and reward breakdown."""
+        from tau2.data_model.simulation import TextRunConfig
+        from tau2.evaluator import evaluator_nl_assertions as nl
+        from tau2.evaluator.evaluator import EvaluationType
+        from tau2.runner import run_single_task
+        _unguard_models()
+        domain, prefix = req["domain"], str(req.get("prefix") or "tau2")
+        args = {"api_base": req["api_base"], "api_key": "benchpack-scripted",
+                "temperature": float(req.get("temperature", 0.0))}
+        tasks = self.domain_tasks(domain)
+        out: dict[str, Any] = {}
+        for kind in req["kinds"]:
+            # τ²'s judge model is a module constant, not a run option: pointed here for the run
+            nl.DEFAULT_LLM_NL_ASSERTIONS = f"openai/{prefix}-judge-{kind}"
+            nl.DEFAULT_LLM_NL_ASSERTIONS_ARGS = dict(args)
+            for task_id in req["task_ids"]:
+                config = TextRunConfig(
+                    domain=domain, agent="llm_agent", user="user_simulator",
+                    llm_agent=f"openai/{prefix}-agent-{kind}", llm_args_agent=dict(args),
+                    llm_user=f"openai/{prefix}-user-{kind}", llm_args_user=dict(args),
+                    max_steps=int(req["max_steps"]), max_errors=int(req["max_errors"]))
+                sim = run_single_task(config, tasks[str(task_id)], seed=req.get("seed"),
+                                      evaluation_type=EvaluationType.ALL)
+                info = sim.reward_info
+                out[f"{task_id}/{kind}"] = {
+                    "termination": getattr(sim.termination_reason, "value",
+                                           str(sim.termination_reason)),
+                    "reward": info.reward if info is not None else None,
+                    "breakdown": {getattr(k, "value", str(k)): v for k, v in
+                                  (info.reward_breakdown or {}).items()} if info else {}}
+        return out
+
+
 def _tool(kit: Any, tool: Any) -> dict[str, Any]:
     return {"name": tool.name, "schema": tool.openai_schema,
             "type": getattr(kit.tool_type(tool.name), "value", str(kit.tool_type(tool.name))),
@@ -249,6 +289,11 @@ def _nl_judge_prompt() -> dict[str, Any]:
                         "assertion_items": list(MARK_ASSERTIONS)}}
 
 
+_REAL_GENERATE: dict[str, Any] = {}
+"""`generate` of each τ² module before `_guard_models` replaced it (`simulate` puts them back:
+there the models are benchpack's scripted endpoint on 127.0.0.1)."""
+
+
 def _guard_models() -> None:
     """Every `generate` τ²'s modules hold raises: the driver must never reach a model."""
     def refuse(*_args: Any, **_kwargs: Any) -> Any:
@@ -256,7 +301,15 @@ def _guard_models() -> None:
 
     for name, module in list(sys.modules.items()):
         if name.startswith("tau2.") and callable(getattr(module, "generate", None)):
+            _REAL_GENERATE.setdefault(name, module.generate)
             module.generate = refuse  # type: ignore[attr-defined]
+
+
+def _unguard_models() -> None:
+    for name, real in _REAL_GENERATE.items():
+        module = sys.modules.get(name)
+        if module is not None:
+            module.generate = real  # type: ignore[attr-defined]
 
 
 def _jsonable(value: Any) -> bool:
@@ -362,7 +415,7 @@ def main() -> int:
     driver = Driver(checkout)
     send({"ready": driver.hello({})})
     commands = {"hello": driver.hello, "extract": driver.extract, "apply": driver.apply,
-                "evaluate": driver.evaluate}
+                "evaluate": driver.evaluate, "simulate": driver.simulate}
     for line in sys.stdin:
         if not line.strip():
             continue
