@@ -85,6 +85,7 @@ def import_run_cmd(fmt: str, source: Path, db: Path, run_id: str | None,
                    plan_path: Path | None) -> None:
     """Store a model's released results as a run: messages, trigger labels with rationale and
     evidence, token usage (`llm_calls` marked imported)."""
+    from benchpack.runtime import PlanError
     from benchpack.runtime.imports.proactbench import ImportRunError, import_run
     from benchpack.runtime.store import StoreOpenError
 
@@ -92,7 +93,7 @@ def import_run_cmd(fmt: str, source: Path, db: Path, run_id: str | None,
         s = import_run(source, db, run_id=run_id, plan_path=plan_path)
     except (ImportRunError, StoreOpenError) as exc:
         raise PackErrors(f"✗ {exc}") from None
-    except (FileNotFoundError, ValueError) as exc:  # a plan that cannot be read
+    except (FileNotFoundError, PlanError) as exc:  # a plan that cannot be read
         raise PackErrors(f"✗ {plan_path}: {exc} (give the plan.json `bench compile` wrote)"
                          ) from None
     for note in s.notes:

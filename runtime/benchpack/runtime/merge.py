@@ -15,10 +15,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .errors import UsageError
 from .store import SCHEMA_VERSION, StoreOpenError, connect
 
 
-class MergeError(ValueError):
+class MergeError(UsageError):
     pass
 
 

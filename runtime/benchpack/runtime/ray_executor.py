@@ -50,6 +50,7 @@ from benchpack.specs.plan import Plan, PlanSession
 
 from . import tmpdirs
 from .chains import run_chain
+from .errors import EnvironmentProblem, UsageError
 from .protocols.base import default_protocols
 from .ray_limits import ClusterBudget, Limiter, use_cluster_limits
 from .run_types import Progress, RunContext, RunOptions, make_agent, make_llm_client
@@ -65,7 +66,7 @@ so a chain's end and the next one's start cost no driver round trip (≈ 4 ms a 
 MISSING = ("--executor ray: Ray is not installed (hint: pip install 'benchpack[ray]')")
 
 
-class RayUnavailable(ValueError):
+class RayUnavailable(EnvironmentProblem):
     """`--executor ray` without Ray installed (a one-line CLI error)."""
 
 
@@ -80,7 +81,7 @@ def import_ray() -> Any:
 def check_options(options: RunOptions) -> None:
     """What the Ray executor refuses before anything runs."""
     if options.ray_workers is not None and options.ray_workers < 1:
-        raise ValueError("--ray-workers: at least 1")
+        raise UsageError("--ray-workers: at least 1")
     import_ray()
 
 

@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol, TypeVar
 from benchpack.specs.plan import PlanSession
 
 from .agents.scripted import load_script
+from .errors import UsageError
 from .judges.base import JudgeCall, Templates
 from .types import LLMCallRecord
 
@@ -56,7 +57,7 @@ class Script:
     def __init__(self, path: Path) -> None:
         data = load_script(path)
         if not isinstance(data, dict) or not isinstance(data.get("sessions"), dict):
-            raise ValueError(f"{path}: expected a mapping with `sessions:`")
+            raise UsageError(f"{path}: expected a mapping with `sessions:`")
         self.path = path
         self.sessions: dict[str, Any] = data["sessions"]
 
@@ -97,16 +98,16 @@ class Roles:
         for role, uri in choices.items():
             mode, _, argument = uri.partition(":")
             if argument and mode not in ("scripted", "litellm") and "/" not in mode:
-                raise ValueError(f"--{role} {uri}: unknown kind `{mode}:` (use rules, "
+                raise UsageError(f"--{role} {uri}: unknown kind `{mode}:` (use rules, "
                                  "scripted:<file> or litellm:<model>)")
             if mode in ("scripted", "litellm") and not argument:
                 thing = "file" if mode == "scripted" else "model"
-                raise ValueError(f"--{role} {uri}: name the {thing} after `{mode}:`")
+                raise UsageError(f"--{role} {uri}: name the {thing} after `{mode}:`")
             if mode == "scripted":  # read now: a broken file stops the run before it starts
                 try:
                     roles._scripts[argument] = Script(Path(argument))
                 except ValueError as exc:
-                    raise ValueError(f"--{role} {uri}: {exc}") from None
+                    raise UsageError(f"--{role} {uri}: {exc}") from None
         return roles
 
     def uri(self, role: Role) -> str:

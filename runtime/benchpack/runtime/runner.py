@@ -26,6 +26,7 @@ from benchpack.specs.toolsets import PyToolImpl
 from . import tmpdirs
 from .chains import ERROR_KINDS, error_kind_of, run_chain, run_one, store_sink
 from .env.service_pool import needs_replay, process_services
+from .errors import UsageError
 from .judges.base import templates_fingerprint
 from .planfile import load_plan
 from .protocols.base import default_protocols
@@ -143,13 +144,13 @@ def _cancel_on_sigterm() -> Callable[[], None]:
 async def _run(options: RunOptions, plan: Plan, store: Store, started: float) -> RunSummary:
     if options.resume:
         if not options.run_id:
-            raise ValueError("--resume needs the RUN_ID to continue")
+            raise UsageError("--resume needs the RUN_ID to continue")
         existing = store.run_exists(options.run_id)
         if existing is None:
-            raise ValueError(f"no run `{options.run_id}` in {options.db}")
+            raise UsageError(f"no run `{options.run_id}` in {options.db}")
         run_id = options.run_id
         if existing.get("pack_name") != plan.pack.name:  # a recompiled plan of it is fine
-            raise ValueError(f"--resume {run_id}: that run is of pack `{existing.get('pack_name')}`"
+            raise UsageError(f"--resume {run_id}: that run is of pack `{existing.get('pack_name')}`"
                              f", this plan of `{plan.pack.name}`; pass the plan it ran "
                              f"({existing.get('plan_path')})")
         if options.repeats is None:
@@ -158,21 +159,21 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
     else:
         run_id = options.run_id or new_run_id(plan, options.agent)
         if store.run_exists(run_id):
-            raise ValueError(f"run `{run_id}` already exists in {options.db}; pass --resume "
+            raise UsageError(f"run `{run_id}` already exists in {options.db}; pass --resume "
                              "to continue it or choose another --run-id")
     if options.dialogue_from:  # checked per session too; here so a typo stops the whole run
         if options.trigger_mode == "live":
-            raise ValueError("--dialogue-from replays a fixed dialogue; use --trigger-mode "
+            raise UsageError("--dialogue-from replays a fixed dialogue; use --trigger-mode "
                              "offline or auto")
         if store.run_exists(options.dialogue_from) is None:
-            raise ValueError(f"--dialogue-from: no run `{options.dialogue_from}` in "
+            raise UsageError(f"--dialogue-from: no run `{options.dialogue_from}` in "
                              f"{options.db}")
     selected = set(_select(plan, options.sessions))
     unmatched = [p for p in options.sessions if not _select(plan, [p])]
     if unmatched:
         names = sorted({s.name for s in plan.sessions.values()})
         shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
-        raise ValueError(f"--session {', '.join(unmatched)} matches no session of the plan "
+        raise UsageError(f"--session {', '.join(unmatched)} matches no session of the plan "
                          f"(its sessions: {shown}; ids and names take * globs)")
     missing: dict[str, list[str]] = {}
     if options.sessions and not options.alone:
@@ -187,7 +188,7 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         from .ray_executor import check_options
         check_options(options)
     elif options.executor != "local":
-        raise ValueError(f"--executor {options.executor}: not an executor (hint: local or ray)")
+        raise UsageError(f"--executor {options.executor}: not an executor (hint: local or ray)")
     _check_process_services(plan, selected, options.allow_python)
     repeats = options.repeats or plan.defaults.repeats
     # a temporary work directory is made just before the sessions start (below): a run
@@ -214,11 +215,11 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
     if options.resume:
         # one run, one agent: sessions of two agents under one name mix their figures
         if existing and existing.get("agent") and existing["agent"] != options.agent:
-            raise ValueError(f"run `{run_id}` was run with --agent {existing['agent']}; "
+            raise UsageError(f"run `{run_id}` was run with --agent {existing['agent']}; "
                              f"resume it with the same agent (or start a new run)")
         for role in ("simulator", "judge"):
             if existing and existing.get(role) and existing[role] != ctx.roles.uri(role):
-                raise ValueError(f"run `{run_id}` was run with --{role} {existing[role]}; "
+                raise UsageError(f"run `{run_id}` was run with --{role} {existing[role]}; "
                                  f"resume it with the same {role} (or start a new run)")
     config = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.__dict__.items()
               if k not in ("api_key_env", "llm_backend")}
@@ -273,7 +274,7 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
             options.announce(f"estimated cost: {estimate.describe()}; --max-cost "
                              f"${options.max_cost:.4f}" + unpriced_note(estimate))
         if estimate.cost > options.max_cost and not options.force:
-            raise ValueError(
+            raise UsageError(
                 f"--max-cost ${options.max_cost:.4f}: the run is estimated at "
                 f"${estimate.cost:.4f} ({estimate.sessions} session runs) (hint: raise "
                 "--max-cost, run fewer sessions with --session or fewer --repeats, or pass "
@@ -356,7 +357,7 @@ def _check_allow_python(plan: Plan, selected: set[str], allow_python: bool) -> N
                     or isinstance(getattr(plan.tools.get(t), "impl", None), PyToolImpl)})
     if needs:
         shown = ", ".join(f"`{t}`" for t in needs[:5]) + (", …" if len(needs) > 5 else "")
-        raise ValueError(f"this plan's sessions offer tools that run code ({shown}: python "
+        raise UsageError(f"this plan's sessions offer tools that run code ({shown}: python "
                          "toolsets or the shell); pass --allow-python to run them in the "
                          "sandbox")
 
@@ -371,7 +372,7 @@ def _check_process_services(plan: Plan, selected: set[str], allow_python: bool) 
     if names:
         which = ", ".join(f"`{n}`" for n in names)
         many = len(names) > 1
-        raise ValueError(f"HTTP service{'s' if many else ''} {which}: {'they run' if many else 'it runs'} "
+        raise UsageError(f"HTTP service{'s' if many else ''} {which}: {'they run' if many else 'it runs'} "
                          "the pack's own code (a process, in the sandbox), which needs "
                          f"--allow-python (pass it to run {'them' if many else 'it'})")
 

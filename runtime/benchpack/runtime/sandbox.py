@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import EnvironmentProblem
+
 SENTINEL = "\x1ebenchpack-result\x1e"
 NOBODY = 65534
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `sudo apt install bubblewrap`, Fedora: "
@@ -92,7 +94,7 @@ def next_uid() -> int:
     return _UID_BASE + (os.getpid() % 1000) * 1_000_000 + next(_uids) % 1_000_000
 
 
-class SandboxUnavailable(RuntimeError):
+class SandboxUnavailable(EnvironmentProblem):
     """No working bubblewrap: pack code must not run."""
 
 

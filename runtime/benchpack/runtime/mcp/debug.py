@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from benchpack.specs.plan import Plan, PlanSession
 
+from ..errors import UsageError
 from ..types import ToolRecord
 
 
@@ -36,9 +37,9 @@ def pick_session(plan: Plan, pattern: str) -> PlanSession:
         close = difflib.get_close_matches(pattern, names, n=3, cutoff=0.5)
         hint = (f"did you mean {', '.join(f'`{c}`' for c in close)}?" if close
                 else f"sessions: {', '.join(names[:8])}{' …' if len(names) > 8 else ''}")
-        raise ValueError(f"--session {pattern}: no session has this id or name ({hint})")
+        raise UsageError(f"--session {pattern}: no session has this id or name ({hint})")
     shown = ", ".join(sorted(s.name for s in found)[:5])
-    raise ValueError(f"--session {pattern}: {len(found)} sessions match ({shown}"
+    raise UsageError(f"--session {pattern}: {len(found)} sessions match ({shown}"
                      f"{' …' if len(found) > 5 else ''}); give one id or name")
 
 
