@@ -86,6 +86,10 @@ class _Bench(click.Group):
 @click.version_option(package_name="benchpack", prog_name="bench")
 def cli() -> None:
     """benchpack: compile task packs into session plans, run them against agents, report."""
+    if os.environ.get("NO_COLOR"):  # https://no-color.org: set and not empty, colour off
+        # every subcommand's context inherits it, so `click.style` text is printed plain even
+        # on a terminal (rich reads NO_COLOR itself)
+        click.get_current_context().color = False
 
 
 for _command in (init, validate, compile_cmd, graph, schema, run, rejudge, report, ratings, query,

@@ -291,7 +291,10 @@ def _print_summary(s: Any) -> None:
     if getattr(s, "rejudge_of", None):
         t.add_row("re-judged", f"{s.rejudge_of} with {s.judge}: {s.judge_calls} judge calls "
                   f"({s.judge_cache_hits} from cache)")
-    t.add_row("LLM calls", f"{s.llm_calls} ({s.cache_hits} from cache)")
+    imported = getattr(s, "imported_calls", 0)
+    t.add_row("LLM calls", f"{s.llm_calls} ({s.cache_hits} from cache" + (
+        f"; {imported} imported, not made here: their tokens are counted below)" if imported
+        else ")"))
     t.add_row("tokens", f"{s.prompt_tokens:,} in / {s.completion_tokens:,} out")
     unpriced = getattr(s, "unpriced_calls", 0)
     # a call with no price is unknown, not free: the figure is then only a lower bound

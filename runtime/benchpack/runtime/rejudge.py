@@ -218,6 +218,9 @@ async def _rejudge(options: RejudgeOptions, store: Store, started: float) -> Rej
             raise UsageError(f"run `{new_id}` already exists and is not a re-judging of "
                              f"`{options.run_id}` by `{options.judge}`; choose another --as")
     plan_path = options.plan or given["plan_path"]
+    if not plan_path:  # `bench import-run` without --plan records none
+        raise UsageError(f"run `{options.run_id}` recorded no plan (it was imported without "
+                         "--plan); pass --plan with the plan compiled from its corpus")
     plan = load_plan(plan_path)
     rows = store.session_rows(source)
     for r in rows:
@@ -244,7 +247,10 @@ async def _rejudge(options: RejudgeOptions, store: Store, started: float) -> Rej
     if options.graph_grader == "llm" and roles.mode("judge") == "rules":
         raise UsageError("--graph-grader llm needs a judge: pass --judge litellm:<model> or "
                          "--judge scripted:<file>")
+    role_files = {k: v for k, v in (_config(given).get("role_files") or {}).items()
+                  if k != "judge"}  # the source's judge is not this run's
     config = {**_config(given), "run_id": new_id, "judge": options.judge,
+              "role_files": {**role_files, **roles.file_digests()},
               "rejudge_of": options.run_id, "source_run": source,
               "rejudge": {"plan": str(plan_path), "graph_grader": options.graph_grader,
                           "max_concurrency": options.max_concurrency,

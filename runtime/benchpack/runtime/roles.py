@@ -15,6 +15,7 @@ judges from that, in its own module, so adding a protocol never touches this fil
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
@@ -59,6 +60,9 @@ class Script:
         if not isinstance(data, dict) or not isinstance(data.get("sessions"), dict):
             raise UsageError(f"{path}: expected a mapping with `sessions:`")
         self.path = path
+        self.sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+        """Of the file's bytes: what `bench compare` compares (a relative and an absolute path
+        to one file are one simulator)."""
         self.sessions: dict[str, Any] = data["sessions"]
 
     def for_session(self, session_id: str, name: str) -> dict[str, Any]:
@@ -112,6 +116,17 @@ class Roles:
 
     def uri(self, role: Role) -> str:
         return self.choices[role]
+
+    def file_digests(self) -> dict[str, str]:
+        """Role → sha256 of its scripted file, for the roles that are scripted (recorded in the
+        run's config as `role_files`)."""
+        out = {}
+        for role, uri in self.choices.items():
+            if uri.startswith("scripted:"):
+                script = self._scripts.get(uri.split(":", 1)[1])
+                if script is not None:
+                    out[role] = script.sha256
+        return out
 
     def mode(self, role: Role) -> Mode:
         uri = self.choices[role]

@@ -149,6 +149,9 @@ class RunSummary:
     judge, budget; `unclassified` for errors stored before error kinds)."""
     unpriced_calls: int = 0
     """LLM calls answered by a model litellm has no price for: `cost` leaves them out."""
+    imported_calls: int = 0
+    """`llm_calls` rows of an imported run (a release's token counts): no call benchpack made,
+    so not in `llm_calls` (their tokens are)."""
     max_cost: float | None = None
     estimate: float | None = None
     """`--max-cost`: the estimated cost of what this invocation was to run."""

@@ -225,6 +225,7 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
               if k not in ("api_key_env", "llm_backend")}
     config["api_key_env"] = options.api_key_env  # the variable's name, never its value
     config["prompt_templates"] = templates_fingerprint(plan.prompts)  # for `bench compare`
+    config["role_files"] = ctx.roles.file_digests()  # scripted roles compare by content
     # what the run promised, so reports can account for every (session, repeat) that never
     # ran; a resumed run keeps what earlier invocations promised
     earlier = (store.run_exists(run_id) or {}).get("config") or {}
