@@ -334,7 +334,16 @@ async def run_chains(ctx: RunContext, chains: list[tuple[str, int, list[PlanSess
                 p for p in [os.getcwd(), *sys.path] if p)}}
             if options.ray_workers:
                 kwargs["num_cpus"] = options.ray_workers
-        ray.init(**kwargs)  # on the main thread: Ray installs its signal handlers there
+        try:  # on the main thread: Ray installs its signal handlers there
+            ray.init(**kwargs)
+        except Exception as exc:  # a token-protected cluster, another Ray version…: not a bug
+            first = (str(exc).strip().splitlines() or [""])[0][:300]
+            where = f"--ray-address {options.ray_address}" if options.ray_address else \
+                "--executor ray"
+            raise EnvironmentProblem(f"{where}: cannot join the Ray cluster ({type(exc).__name__}"
+                                     f"{': ' + first if first else ''}) (hint: check the "
+                                     "address, the cluster's authentication and that it runs "
+                                     "the same Ray and Python versions)") from None
     try:
         await _run_on_cluster(ray, ctx, chains, finished, progress, stats)
     finally:

@@ -29,6 +29,7 @@ from .env.service_pool import needs_replay, process_services
 from .errors import UsageError
 from .judges.base import templates_fingerprint
 from .planfile import load_plan
+from .preflight import check_machine
 from .protocols.base import default_protocols
 from .run_types import (
     RUNS_VERSION,
@@ -284,6 +285,10 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         budget = ctx.budget = Budget(options.max_cost)
         if clients:
             clients[0].budget = budget
+    # what the run needs from the machine, once, before its row and first session: a lack is
+    # one line and exit 1, never a run of errors (or of silent failures) — preflight.py
+    await check_machine(plan, selected, allow_python=options.allow_python,
+                        executor=options.executor, ray_address=options.ray_address)
     store.upsert_run(row)
     progress = Progress(todo, options.progress)
     stats = {"run": 0, "finished": 0, "errors": 0, "skipped": 0, "budget": 0}

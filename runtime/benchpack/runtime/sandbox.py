@@ -272,6 +272,31 @@ async def run_command(command: list[str], *, sandbox: Sandbox, work: Path, files
     return CommandResult(proc.returncode, out, err, error)
 
 
+async def selftest(timeout_s: float = 20.0) -> str | None:
+    """Start one sandbox as pack code gets it, running the interpreter pack code runs under:
+    None when it works, else why not. Raises `SandboxUnavailable` when there is no bwrap. A
+    binary that is there but cannot create namespaces (user namespaces disabled, a broken
+    install) fails here — `preflight` calls this once, before a run's first session."""
+    with tempfile.TemporaryDirectory(prefix="benchpack-sandbox-") as tmp:
+        root = Path(tmp)
+        files, work = root / "files", root / "work"
+        files.mkdir()
+        work.mkdir()
+        os.chmod(root, 0o755)
+        try:
+            res = await asyncio.wait_for(run_command(
+                [_python()[0], "-I", "-S", "-c", "pass"], sandbox=Sandbox(timeout_s=timeout_s),
+                work=work, files=files, what="the sandbox check"), timeout_s + 5)
+        except SandboxUnavailable:
+            raise
+        except (OSError, TimeoutError) as exc:  # bwrap not executable, or hanging
+            return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if res.error is None and res.returncode == 0:
+        return None
+    said = (res.stderr.decode("utf-8", "replace").strip().splitlines() or [""])[-1]
+    return (res.error or said or f"exit code {res.returncode}")[:300]
+
+
 @dataclass
 class SandboxResult:
     value: Any
