@@ -35,10 +35,31 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from benchpack.specs.limits import MODEL_REPLY_BYTES
+
+from .limits import reply_refusal
 from .llm import BackendRequest, LLMError
 
 PREFIX = "openai/"
 _PRICES = "model_prices_and_context_window_backup.json"
+
+
+async def _read_capped(resp: Any) -> bytes:
+    """The body, refused past `model_reply_bytes` (an announced size at once, else where
+    reading crosses it): a 2 GB answer read whole, parsed and kept in the history cost
+    gigabytes before anything looked at its size (issue 27)."""
+    length = resp.content_length
+    if length is not None:
+        refusal = reply_refusal(length)
+        if refusal is not None:
+            raise LLMError(refusal, retryable=False)
+    limit = MODEL_REPLY_BYTES.value
+    buf = bytearray()
+    async for chunk in resp.content.iter_chunked(1 << 16):
+        buf += chunk
+        if len(buf) > limit:
+            raise LLMError(str(reply_refusal(len(buf), known=False)), retryable=False)
+    return bytes(buf)
 
 
 class OpenAICompatError(Exception):
@@ -156,7 +177,7 @@ class OpenAIDirectBackend:
             async with session.post(
                     url, data=data,
                     headers=headers, timeout=aiohttp.ClientTimeout(total=req.timeout_s)) as resp:
-                raw = await resp.read()
+                raw = await _read_capped(resp)
                 status, got = resp.status, dict(resp.headers)
         except TimeoutError as exc:  # asyncio's and aiohttp's ServerTimeoutError alike
             raise TimeoutError(f"the request timed out after {req.timeout_s:g} s "

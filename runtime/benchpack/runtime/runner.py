@@ -323,6 +323,14 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         now = store.finished(run_id)
         done = sum(1 for _, r, ss in chains for s in ss if (s.id, s.fingerprint, r) in now)
         raise RunInterrupted(run_id, Path(options.db), done, total) from None
+    except Exception:
+        # the store writer failed (a full disk) or a bug: the run is not `running` any more;
+        # what committed stays, and `--resume` runs the rest
+        with contextlib.suppress(Exception):
+            row["updated_at"] = time.time()
+            row["status"] = "interrupted"
+            store.upsert_run(row)
+        raise
     finally:
         progress.stop()
         closing = getattr(agent, "aclose", None)

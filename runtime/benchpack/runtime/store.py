@@ -33,7 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchpack.specs.limits import STORED_TEXT_BYTES
+
 from .calltexts import CallText, encode_calls
+from .errors import EnvironmentProblem
+from .limits import below_any_limit, clip_cell, clip_json
 from .redact import Redactor
 from .snapblobs import BLOB_MIN_CHARS, BLOB_REF, join_state, split_state
 from .storecheck import (
@@ -46,7 +50,7 @@ from .storecheck import (
     damaged,
     verify_blocks,
 )
-from .storeinsert import _insert, _no_pandas_retries, columns
+from .storeinsert import _insert, _no_pandas_retries, columns, described
 from .storeschema import DDL as DDL
 from .storeschema import SCHEMA_VERSION as SCHEMA_VERSION
 from .storeschema import SESSION_TABLES as SESSION_TABLES
@@ -181,10 +185,18 @@ class Store:
             verify_blocks(self.con, self.path)
 
     def writer_error(self) -> Exception:
-        """The writer thread's failure, as the user error it is when the file is damaged."""
+        """The writer thread's failure, as the user error it is when the file is damaged, or
+        the environment problem when the disk is full or gone; anything else is a bug."""
         why = damage_reason(self._error)
         if why is not None:
             return damaged(self.path, why)
+        text = str(self._error)
+        if isinstance(self._error, OSError) or any(w in text for w in (
+                "No space left", "Disk quota", "Read-only file system", "Input/output error")):
+            return EnvironmentProblem(f"{self.path}: the store cannot be written "
+                                      f"({text.splitlines()[0] if text else self._error!r}); "
+                                      "what committed is kept (hint: free space, then "
+                                      "--resume the run)")
         return RuntimeError(f"store writer failed: {self._error}")
 
     def upsert_run(self, row: dict[str, Any]) -> None:
@@ -367,11 +379,15 @@ class Store:
                     self._blobs = {str(r[0]) for r in con.execute(
                         "SELECT DISTINCT hash FROM blobs").fetchall()}
                 clean = self.redact if self.redact else (lambda text: text)
+
+                def clean_call(text: str) -> str:  # a message, tool list or reply: JSON
+                    return clip_json(clean(text), STORED_TEXT_BYTES)
+
                 new_blobs: dict[str, str] = {}
                 tables: dict[str, list[tuple[Any, ...]]] = {}
                 for rows in batch:
                     if rows.call_texts:
-                        texts, parts = encode_calls(rows.call_texts, clean)
+                        texts, parts = encode_calls(rows.call_texts, clean_call)
                         new_blobs.update((h, d) for h, d in parts.items() if h not in self._blobs)
                         tables.setdefault("llm_call_texts", []).extend(
                             (rows.run_id, rows.session_id, rows.repeat, *t) for t in texts)
@@ -380,7 +396,7 @@ class Store:
                         tables.setdefault(table, []).extend(
                             map(self._clean, data) if self.redact else data)
                 for table, data in tables.items():
-                    _insert(con, table, data)
+                    _insert(con, table, self._clip(table, data))
                 # a snapshot is only ever written with its session's rows, so a session not
                 # yet `known` has none, and a known one's was deleted above: a plain INSERT
                 # does what INSERT OR REPLACE did, in one statement and in batch order
@@ -399,7 +415,7 @@ class Store:
                     sess = dict(rows.session)
                     sess["extra"] = _json(sess.get("extra"))
                     session_rows.append(self._clean(tuple(sess.get(c) for c in cols)))
-                _insert(con, "sessions", session_rows)
+                _insert(con, "sessions", self._clip("sessions", session_rows))
                 con.execute("COMMIT")
                 self._blobs.update(new_blobs)
                 for r in batch:
@@ -407,6 +423,18 @@ class Store:
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
+
+    def _clip(self, table: str, data: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """`data` with every text over its named limit clipped (`limits.clip_cell`: a prefix
+        and the digest of the whole): a 2 GB tool argument stored whole took the writer down
+        (issue 27). Rows with no long text, nearly all, pass as they are."""
+        near = below_any_limit()
+        if not any(type(v) is str and len(v) > near for row in data for v in row):
+            return data
+        types = described(self.con, table)
+        return [tuple(clip_cell(v, table, name, sql == "JSON")
+                      for v, (name, sql) in zip(row, types, strict=False))
+                if any(type(v) is str and len(v) > near for v in row) else row for row in data]
 
     def _clean(self, row: Sequence[Any]) -> tuple[Any, ...]:
         if not self.redact:
