@@ -297,9 +297,10 @@ async def _rejudge(options: RejudgeOptions, store: Store, started: float) -> Rej
     store.upsert_run(run_row)
     summary = summarise(store, new_id, len(rows), stats, len(rows) - len(todo),
                         time.time() - started, int(given.get("repeats") or 1))
-    calls = store.con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE cache_hit) FROM llm_calls WHERE run_id = ? "
-        "AND role = 'judge'", [new_id]).fetchone()
+    with store.reading() as con:
+        calls = con.execute(
+            "SELECT count(*), count(*) FILTER (WHERE cache_hit) FROM llm_calls WHERE run_id = ? "
+            "AND role = 'judge'", [new_id]).fetchone()
     return RejudgeSummary(**summary.__dict__, rejudge_of=options.run_id, source_run=source,
                           judge=options.judge, judge_calls=int(calls[0]),
                           judge_cache_hits=int(calls[1]))

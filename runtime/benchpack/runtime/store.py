@@ -25,15 +25,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from benchpack.specs.limits import STORED_TEXT_BYTES
+from benchpack.specs.storefile import write_request_path
 
 from .calltexts import CallText, encode_calls
 from .errors import EnvironmentProblem
@@ -95,7 +97,8 @@ def connect(path: str | Path, read_only: bool = False) -> Any:
     try:
         if not read_only:
             p.parent.mkdir(parents=True, exist_ok=True)
-        con = duckdb.connect(str(p), read_only=read_only)
+        con = (duckdb.connect(str(p), read_only=True) if read_only
+               else _connect_writing(p, LOCK_WAIT_S))
     except OSError as exc:
         raise StoreOpenError(f"{p}: cannot create the store ({exc.strerror or exc})") from None
     except duckdb.Error as exc:
@@ -103,9 +106,13 @@ def connect(path: str | Path, read_only: bool = False) -> Any:
         if why is not None:
             raise damaged(p, why) from None
         first = str(exc).splitlines()[0]
-        hint = ("is a `bench run` writing it?" if _is_lock(first)
-                else "is it a DuckDB file written by `bench run`?")
-        raise StoreOpenError(f"{p}: cannot open the store ({first}); {hint}") from None
+        if _is_lock(first):
+            raise StoreOpenError(
+                f"{p}: another program holds the store ({first}) (hint: a `bench run` writing "
+                "it keeps it until it ends, readers let go within seconds; wait for it, or "
+                "pass another --db)") from None
+        raise StoreOpenError(f"{p}: cannot open the store ({first}); is it a DuckDB file "
+                             "written by `bench run`?") from None
     try:  # before anything is written: DDL on a cut file would build on the lost blocks
         check_complete(con, p)
     except BaseException:
@@ -129,6 +136,41 @@ def connect(path: str | Path, read_only: bool = False) -> Any:
                 raise damaged(p, why) from None
             raise
     return con
+
+
+LOCK_WAIT_S = 30.0
+"""How long a writer opening the store waits for readers to let go (they never hold it for
+long: a `bench view` page, a `bench query`); another writer holds it until it ends."""
+
+
+def _connect_writing(p: Path, wait_s: float) -> Any:
+    """A writing connection to `p`. While readers hold the file, `<store>.write-request` asks
+    them to stay away (`benchpack.specs.storefile.writer_waiting`) and the open is retried:
+    without it a viewer polled every second kept 5 `bench run`s out of 6 from starting
+    (issue 27). Raises DuckDB's lock error after `wait_s` (another writer holds it)."""
+    import duckdb
+
+    request = write_request_path(p)
+    deadline = time.monotonic() + wait_s
+    asked = False
+    delay = 0.01
+    try:
+        while True:
+            try:
+                return duckdb.connect(str(p))
+            except duckdb.IOException as exc:
+                if not _is_lock(str(exc)) or time.monotonic() > deadline:
+                    raise
+            if not asked:
+                with contextlib.suppress(OSError):
+                    request.write_text(str(os.getpid()), encoding="utf-8")
+                asked = True
+            time.sleep(delay)
+            delay = min(0.1, delay * 1.5)
+    finally:
+        if asked:
+            with contextlib.suppress(OSError):
+                request.unlink()
 
 
 READ_REQUEST_SUFFIX = ".read-request"
@@ -198,6 +240,14 @@ class Store:
                                       "what committed is kept (hint: free space, then "
                                       "--resume the run)")
         return RuntimeError(f"store writer failed: {self._error}")
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Any]:
+        """The connection, for queries of the caller's own (the run's summary): held so the
+        writer thread does not close it under them to let a reader in (a viewer polled during
+        the run's last moments ended it in "No open result set", exit 3)."""
+        with self._lock:
+            yield self.con
 
     def upsert_run(self, row: dict[str, Any]) -> None:
         with self._lock:
@@ -447,7 +497,6 @@ class Store:
         class docstring). Runs on the writer thread between commits."""
         if not self._request.exists():
             return
-        import duckdb
 
         with self._lock:
             self.con.close()
@@ -458,16 +507,9 @@ class Store:
             if self._request.exists():  # a reader that died without cleaning up
                 with contextlib.suppress(OSError):
                     self._request.unlink()
-            delay = 0.01
-            while True:
-                try:
-                    self.con = duckdb.connect(str(self.path))
-                    return
-                except duckdb.IOException as exc:
-                    if not _is_lock(str(exc)):
-                        raise
-                    time.sleep(delay)  # the reader's read-only connection is still open
-                    delay = min(0.25, delay * 2)
+            # the reader's read-only connection may still be open; new readers stay away
+            # meanwhile (the write request), so a polled viewer cannot keep the run out
+            self.con = _connect_writing(self.path, float("inf"))
 
     def _writer(self) -> None:
         while True:

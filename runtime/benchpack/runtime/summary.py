@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from .graders.python import REFUSED as PYTHON_REFUSED
 from .run_types import RunSummary
@@ -14,7 +15,12 @@ _FULL = "coalesce(json_extract_string(extra, '$.context'), '') <> 'alone'"
 
 def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resumed: int,
               wall: float, repeats: int = 1) -> RunSummary:
-    con = store.con
+    with store.reading() as con:  # the writer may still step aside for readers meanwhile
+        return _summarise(con, store, run_id, total, stats, resumed, wall, repeats)
+
+
+def _summarise(con: Any, store: Store, run_id: str, total: int, stats: dict[str, int],
+               resumed: int, wall: float, repeats: int) -> RunSummary:
     row = con.execute(
         # headline figures over finished sessions and those the agent errored in (stored with
         # the protocol's worst score); other errors are unknown, excluded and counted. Each

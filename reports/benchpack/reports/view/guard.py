@@ -52,12 +52,16 @@ def host_name(value: str) -> str:
 
 
 class Guard:
-    """See the module docstring. `hosts`: the names allowed besides `LOCAL_NAMES`; `token`:
-    the access token (None: none needed)."""
+    """See the module docstring. `hosts`: the names allowed besides `LOCAL_NAMES` (`*`: any,
+    for `--host 0.0.0.0`, where the token is what keeps others out); `token`: the access token
+    (None: none needed)."""
 
     def __init__(self, app: ASGIApp, *, hosts: frozenset[str] = frozenset(),
                  token: str | None = None) -> None:
         self.app = app
+        self.any_host = "*" in hosts
+        if self.any_host and token is None:
+            raise ValueError("a viewer served under any name needs an access token")
         self.hosts = LOCAL_NAMES | {h.lower().strip("[]") for h in hosts}
         self.token = token
 
@@ -80,7 +84,7 @@ class Guard:
 
     def _refusal(self, scope: Scope, headers: dict[str, str]) -> str | None:
         host = headers.get("host", "")
-        if host_name(host) not in self.hosts:
+        if not self.any_host and host_name(host) not in self.hosts:
             return (f"Host {host or '(none)'} is not a name this viewer is served under "
                     "(open it at the address `bench view` printed)")
         origin = headers.get("origin")
@@ -98,7 +102,7 @@ class Guard:
     def _own_origin(self, origin: str, host: str) -> bool:
         parts = urlsplit(origin)
         return parts.scheme in ("http", "https") and parts.netloc.lower() == host.lower() \
-            and host_name(host) in self.hosts
+            and (self.any_host or host_name(host) in self.hosts)
 
     def _has_token(self, scope: Scope, headers: dict[str, str]) -> bool:
         assert self.token is not None
