@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchpack.specs.secrets import MASK, Redactor
 from benchpack.specs.storefile import damage_reason
 
 from .access import (
@@ -211,12 +212,14 @@ def export_store(db: str | Path, out: str | Path, fmt: str = "parquet", *,
             "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM "
             "duckdb_views()").fetchall()}
         names = [n for n in (*TABLES, *(VIEW_NAMES if views else ())) if n in present]
+        redactor = Redactor.from_environment()
         for name in names:
             path = target / f"{name}.{fmt}"
             options = "(FORMAT parquet)" if fmt == "parquet" else "(FORMAT csv, HEADER true)"
             literal = str(path).replace("'", "''")
             try:
-                con.execute(f"COPY (SELECT * FROM {name}) TO '{literal}' {options}")
+                con.execute(f"COPY ({_masked_select(con, name, redactor)}) TO '{literal}' "
+                            f"{options}")
             except duckdb.Error as exc:
                 if damage_reason(exc):  # not the output's fault: `open_store` says so
                     raise
@@ -224,6 +227,26 @@ def export_store(db: str | Path, out: str | Path, fmt: str = "parquet", *,
                                  f"({str(exc).splitlines()[0]})") from None
             written.append(path)
     return written
+
+
+def _masked_select(con: Any, name: str, redactor: Redactor) -> str:
+    """`SELECT * FROM name`, with every secret of this environment masked in its text columns
+    (`specs.secrets`, in SQL: a store written by an older benchpack, or under other variables,
+    may hold one). The forms are SQL literals of this statement only, never stored."""
+    if not redactor:
+        return f"SELECT * FROM {name}"
+    picks = []
+    for column, sql_type in con.execute(f"SELECT column_name, column_type FROM "
+                                        f"(DESCRIBE {name})").fetchall():
+        quoted = '"' + str(column).replace('"', '""') + '"'
+        if sql_type not in ("VARCHAR", "JSON"):
+            picks.append(quoted)
+            continue
+        expr = f"CAST({quoted} AS VARCHAR)"
+        for form in redactor.forms:  # longest first, as the Redactor masks
+            expr = f"replace({expr}, '{form.replace(chr(39), chr(39) * 2)}', '{MASK}')"
+        picks.append(f"CAST({expr} AS {sql_type}) AS {quoted}")
+    return f"SELECT {', '.join(picks)} FROM {name}"
 
 
 def install_views_into(db: str | Path) -> list[str]:

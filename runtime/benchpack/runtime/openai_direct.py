@@ -44,6 +44,23 @@ PREFIX = "openai/"
 _PRICES = "model_prices_and_context_window_backup.json"
 
 
+def _without_credentials(url: str) -> tuple[str, str | None]:
+    """(`url` without `user:password@`, the Basic authorization they stand for or None):
+    aiohttp refuses a URL with credentials next to an Authorization header (every call of an
+    `--api-base` with a password failed)."""
+    import base64
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.hostname or ""
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
+    pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+    return (urlunsplit(parts._replace(netloc=netloc)),
+            "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii"))
+
+
 async def _read_capped(resp: Any) -> bytes:
     """The body, refused past `model_reply_bytes` (an announced size at once, else where
     reading crosses it): a 2 GB answer read whole, parsed and kept in the history cost
@@ -169,9 +186,11 @@ class OpenAIDirectBackend:
 
         data = _body(req)
         headers = {"Content-Type": "application/json"}
-        if req.api_key:
+        url, basic = _without_credentials(str(req.api_base).rstrip("/") + "/chat/completions")
+        if req.api_key and (basic is None or req.api_key != "no-key"):
             headers["Authorization"] = f"Bearer {req.api_key}"
-        url = str(req.api_base).rstrip("/") + "/chat/completions"
+        elif basic is not None:  # `http://user:password@host/v1`, and no key of its own
+            headers["Authorization"] = basic
         session = await self._session()
         try:
             async with session.post(

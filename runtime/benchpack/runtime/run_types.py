@@ -223,7 +223,7 @@ def make_llm_client(options: ClientOptions) -> Any:
     from .llm import LLMClient, LLMConfig
 
     cache_dir = Path(options.cache_dir) if options.cache_dir else Path(".bench-cache")
-    cache = ResponseCache(cache_dir)
+    cache = ResponseCache(cache_dir, redact=redactor_for(options))
     cache.enabled = options.use_cache
     api_key = os.environ.get(options.api_key_env) if options.api_key_env else None
     if api_key is None and options.api_base and not os.environ.get("OPENAI_API_KEY"):

@@ -39,9 +39,11 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from benchpack.specs.secrets import Redactor
+
 from ..access import LOCKED, SharedReader, StoreError
 from . import queries as q
-from .guard import Guard, new_token
+from .guard import Guard, MaskSecrets, new_token
 from .sqlpage import SqlPages
 
 PAIRS_PER_PAGE = 100
@@ -412,6 +414,7 @@ def create_app(db: str | Path, *, wait_s: float = 30.0, hosts: frozenset[str] = 
         Route("/sql.csv", sql.csv, methods=["GET", "POST"]),
         Route("/report.css", _report_css),
         Mount("/static", StaticFiles(directory=_STATIC), name="static"),
-    ], middleware=[Middleware(Guard, hosts=hosts, token=token)])
+    ], middleware=[Middleware(Guard, hosts=hosts, token=token),
+                   Middleware(MaskSecrets, redact=Redactor.from_environment() or None)])
     app.state.viewer = viewer
     return app

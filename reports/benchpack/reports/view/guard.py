@@ -133,4 +133,50 @@ async def _redirect(send: Send, path: str, token: str) -> None:
     await send({"type": "http.response.body", "body": b""})
 
 
-__all__ = ["COOKIE", "LOCAL_NAMES", "Guard", "host_name", "new_token"]
+
+
+class MaskSecrets:
+    """Every text response (pages, fragments, CSV) with the secrets of the viewer's environment
+    masked (`specs.secrets`): a store written by an older benchpack, or under other
+    variables, may hold one, and the viewer is a way out of the process like any other.
+    Responses are buffered whole to be masked (pages are kilobytes, a CSV download at most
+    `view_csv_rows` rows); static files pass as they are."""
+
+    def __init__(self, app: ASGIApp, *, redact: Callable[[str], str] | None) -> None:
+        self.app = app
+        self.redact = redact
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.redact is None:
+            await self.app(scope, receive, send)
+            return
+        redact = self.redact
+        start: MutableMapping[str, Any] | None = None
+        chunks: list[bytes] = []
+
+        async def masked(message: MutableMapping[str, Any]) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message
+                return
+            if message["type"] != "http.response.body" or start is None:
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            body = b"".join(chunks)
+            kind = dict(start.get("headers", [])).get(b"content-type", b"")
+            if kind.startswith((b"text/html", b"text/csv", b"text/plain", b"application/json")):
+                body = redact(body.decode("utf-8", "surrogateescape")).encode(
+                    "utf-8", "surrogateescape")
+            headers = [(k, v) for k, v in start.get("headers", [])
+                       if k.lower() != b"content-length"]
+            headers.append((b"content-length", str(len(body)).encode()))
+            await send({**start, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+
+        await self.app(scope, receive, masked)
+
+
+__all__ = ["COOKIE", "LOCAL_NAMES", "Guard", "MaskSecrets", "host_name", "new_token"]
