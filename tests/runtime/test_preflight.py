@@ -125,3 +125,41 @@ def test_an_unreachable_ray_cluster_is_one_line(bookshop: Path, tmp_path: Path) 
     assert f"--ray-address 127.0.0.1:{port}" in line, line
     assert time.monotonic() - started < 60
     assert not (tmp_path / "b.duckdb").exists()
+
+
+HOLDER = """
+import sys, time
+import duckdb
+con = duckdb.connect(sys.argv[1])  # another writer: holds the file until it ends
+print("holding", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_store_another_writer_holds_is_one_line(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's lock is asked for before anything runs: readers let go within seconds
+    (the writer waits for them), another writer does not, and the run says who holds it."""
+    from click.testing import CliRunner
+
+    import benchpack.runtime.store as store
+    from benchpack.cli import cli
+
+    monkeypatch.setattr(store, "LOCK_WAIT_S", 1.0)
+    plan = tmp_path / "build"
+    assert compile_pack(TASKPACKS / "pharmacist-week", plan, use_cache=False).ok
+    db = tmp_path / "held.duckdb"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(db)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        agent = TASKPACKS / "pharmacist-week" / "demo" / "agent.yaml"
+        res = CliRunner().invoke(cli, ["run", str(plan), "--agent", f"scripted:{agent}",
+                                       "--db", str(db), "--quiet"])
+    finally:
+        holder.communicate("", timeout=30)
+    assert res.exit_code == 1, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"✗ {db}: another program holds the store"), \
+        res.output
+    assert f"(PID {holder.pid})" in lines[0] and "pass another --db" in lines[0]

@@ -12,10 +12,10 @@ copied once; human ratings rows already present are not copied again.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from . import tmpdirs
 from .errors import UsageError
 from .store import (
     SCHEMA_VERSION,
@@ -47,8 +47,8 @@ def merge_stores(inputs: list[str | Path], out: str | Path) -> dict[str, int]:
                          "B.duckdb -o OUT.duckdb)")
     if out.exists():
         raise MergeError(f"{out}: already exists; merge into a new file (hint: another -o)")
-    with tempfile.TemporaryDirectory(prefix="bench-merge-") as scratch:
-        return _merge([Path(p) for p in inputs], out, Path(scratch))
+    with tmpdirs.temporary("benchpack-merge-") as scratch:
+        return _merge([Path(p) for p in inputs], out, scratch)
 
 
 def _merge(paths: list[Path], out: Path, scratch: Path) -> dict[str, int]:

@@ -83,10 +83,12 @@ async def run_plan_async(options: RunOptions) -> RunSummary:
     store = Store(options.db, redactor_for(options))
     stop_on_sigterm = _cancel_on_sigterm()
     summary: RunSummary | None = None
+    made: dict[str, str] = {}
+    """`starting`: the run id whose placeholder row this invocation wrote."""
     try:
         if options.resume:  # the run keeps the store's rows: they must all be readable
             store.verify()
-        summary = await _run(options, plan, store, started)
+        summary = await _run(options, plan, store, started, made)
         return summary
     except Exception as exc:  # a block found damaged mid-run (an index, a row group)
         why = damage_reason(exc)
@@ -95,6 +97,9 @@ async def run_plan_async(options: RunOptions) -> RunSummary:
         raise damaged(options.db, why) from None
     finally:
         stop_on_sigterm()
+        if summary is None and "starting" in made:  # refused before it started: no trace
+            with contextlib.suppress(Exception):
+                store.forget_starting(made["starting"])
         try:  # a mistake stopped the run before its run row: leave no new store behind
             unused = fresh and store.run_count() == 0
         except Exception:  # keep the file: the original error is what matters
@@ -142,7 +147,21 @@ def _cancel_on_sigterm() -> Callable[[], None]:
     return undo
 
 
-async def _run(options: RunOptions, plan: Plan, store: Store, started: float) -> RunSummary:
+def _starting_row(run_id: str, started: float, options: RunOptions, plan: Plan
+                  ) -> dict[str, Any]:
+    """A run's row before its checks are done (`status` starting): enough for `--resume` to
+    find it and for its checks (the pack, the agent); the full row replaces it at the start."""
+    return {"run_id": run_id, "created_at": started, "updated_at": started,
+            "plan_path": str(options.plan), "plan_hash": plan.pack.content_hash,
+            "pack_name": plan.pack.name, "pack_version": plan.pack.version,
+            "benchpack_version": plan.benchpack_version, "agent": options.agent,
+            "simulator": options.simulator, "judge": options.judge,
+            "repeats": options.repeats or plan.defaults.repeats, "config": {},
+            "status": "starting"}
+
+
+async def _run(options: RunOptions, plan: Plan, store: Store, started: float,
+               made: dict[str, str]) -> RunSummary:
     if options.resume:
         if not options.run_id:
             raise UsageError("--resume needs the RUN_ID to continue")
@@ -207,6 +226,12 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
             clients[0].budget = budget
         return clients[0]
 
+    if not options.resume:
+        # the run's row, before anything slow (the agent's import, the cost estimate, the
+        # machine checks): a run killed from here on is one `--resume RUN_ID` finds (issue
+        # 27). A refusal below removes it again (`run_plan_async`)
+        store.upsert_run(_starting_row(run_id, started, options, plan))
+        made["starting"] = run_id
     agent = make_agent(options.agent, options, llm)
     check = getattr(agent, "check_plan", None)
     if check is not None:  # a script naming no plan session: one located error, nothing run

@@ -40,11 +40,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import tmpdirs
 from .errors import EnvironmentProblem
 
 SENTINEL = "\x1ebenchpack-result\x1e"
@@ -277,8 +277,7 @@ async def selftest(timeout_s: float = 20.0) -> str | None:
     None when it works, else why not. Raises `SandboxUnavailable` when there is no bwrap. A
     binary that is there but cannot create namespaces (user namespaces disabled, a broken
     install) fails here — `preflight` calls this once, before a run's first session."""
-    with tempfile.TemporaryDirectory(prefix="benchpack-sandbox-") as tmp:
-        root = Path(tmp)
+    with tmpdirs.temporary("benchpack-sandbox-") as root:
         files, work = root / "files", root / "work"
         files.mkdir()
         work.mkdir()
@@ -309,8 +308,7 @@ async def run_function(source: str, func: str, args: list[Any], *, what: str,
     """Call `func` of the module `source` with the first parameters-many `args`; `what` names
     it in error messages (e.g. "python grader")."""
     box = sandbox or Sandbox(timeout_s=timeout_s, memory_mb=memory_mb)
-    with tempfile.TemporaryDirectory(prefix="benchpack-sandbox-") as tmp:
-        root = Path(tmp)
+    with tmpdirs.temporary("benchpack-sandbox-") as root:
         files, work = root / "files", root / "work"
         files.mkdir()
         work.mkdir()

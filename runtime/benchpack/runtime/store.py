@@ -257,6 +257,13 @@ class Store:
             self.con.execute(f"INSERT OR REPLACE INTO runs VALUES ({', '.join('?' * len(cols))})",
                              values)
 
+    def forget_starting(self, run_id: str) -> None:
+        """Remove the run's row if it is still the placeholder of a run that never started
+        (`status` starting: refused by a check, or interrupted before its first session)."""
+        with self._lock:
+            self.con.execute("DELETE FROM runs WHERE run_id = ? AND status = 'starting'",
+                             [run_id])
+
     def run_count(self) -> int:
         with self._lock:
             row = self.con.execute("SELECT count(*) FROM runs").fetchone()

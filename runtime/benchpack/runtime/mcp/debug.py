@@ -12,13 +12,13 @@ import contextlib
 import fnmatch
 import json
 import sys
-import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from benchpack.specs.plan import Plan, PlanSession
 
+from .. import tmpdirs
 from ..errors import UsageError
 from ..types import ToolRecord
 
@@ -55,8 +55,7 @@ async def session_toolbox(plan: Plan, session: PlanSession, allow_python: bool =
     _check_allow_python(plan, {session.id}, allow_python)
     _check_process_services(plan, {session.id}, allow_python)
     with contextlib.ExitStack() as stack:
-        root = work_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(
-            prefix="bench-mcp-")))
+        root = work_dir or stack.enter_context(tmpdirs.temporary("benchpack-mcp-"))
         pool = ServicePool(plan, root / "services")
         env = EpisodeEnvironment.create(plan, session.environment, root / "workspace")
         env.process_pool = pool
