@@ -56,7 +56,8 @@ def run_settings(con: Any, runs: Sequence[str]) -> dict[str, dict[str, str | Non
     out: dict[str, dict[str, str | None]] = {}
     for run, name, version, plan_hash, bp_version, judge, simulator, raw in rows:
         config = _config(raw)
-        files = config.get("role_files") if isinstance(config.get("role_files"), dict) else {}
+        files: dict[str, Any] = (config["role_files"] if isinstance(config.get("role_files"),
+                                                                   dict) else {})
         out[str(run)] = {
             "pack": f"{name} {version} (fingerprint {str(plan_hash or '?')[:12]})",
             "judge": _role(judge, files, "judge"),

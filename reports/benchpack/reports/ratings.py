@@ -139,8 +139,8 @@ def import_ratings(con: Any, path: str | Path, run_id: str, *, fmt: str | None =
                                 f"answers than run `{run.run_id}`'s agent (hint: import them "
                                 "into the run of the model the item ids name)"))
     if not rows and not problems:
-        where = "directory" if path.is_dir() else "file"
-        problems.append(Problem(str(path), 1, f"no ratings in the {where}"))
+        kind = "directory" if path.is_dir() else "file"
+        problems.append(Problem(str(path), 1, f"no ratings in the {kind}"))
     if problems:
         raise RatingsError(sorted(problems, key=lambda p: (p.path, p.line)))
     result = _store(con, run.run_id, ratings)

@@ -120,7 +120,7 @@ class Roles:
     def file_digests(self) -> dict[str, str]:
         """Role → sha256 of its scripted file, for the roles that are scripted (recorded in the
         run's config as `role_files`)."""
-        out = {}
+        out: dict[str, str] = {}
         for role, uri in self.choices.items():
             if uri.startswith("scripted:"):
                 script = self._scripts.get(uri.split(":", 1)[1])
