@@ -135,6 +135,8 @@ def test_the_access_token_with_host(db: Path) -> None:
     assert client.get("/").status_code == 200  # the cookie, from now on
     other = TestClient(app, base_url="http://benchbox.lan:8765")
     assert other.get("/?token=wrong").status_code == 403
+    link = other.get("/runs/run-a?status=finished&token=s3cret-token", follow_redirects=False)
+    assert link.headers["location"] == "/runs/run-a?status=finished"  # the rest kept
 
 
 # --------------------------------------------------------------------------- a real server

@@ -28,7 +28,7 @@ import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import SimpleCookie
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -75,10 +75,13 @@ class Guard:
         if why is not None:
             await _plain(send, 403, f"✗ bench view: {why}\n")
             return
-        if self.token is not None and "token" in parse_qs(scope.get("query_string", b"")
-                                                          .decode("latin-1")):
+        query = scope.get("query_string", b"").decode("latin-1")
+        if self.token is not None and "token" in parse_qs(query):
             # the printed address: keep the token in a cookie, and drop it from the address
-            await _redirect(send, scope.get("path", "/"), self.token)
+            rest = urlencode([(k, v) for k, v in parse_qsl(query, keep_blank_values=True)
+                              if k != "token"])
+            await _redirect(send, scope.get("path", "/") + (f"?{rest}" if rest else ""),
+                            self.token)
             return
         await self.app(scope, receive, send)
 
