@@ -29,10 +29,11 @@ def _modules(*args: str) -> set[str]:
     return set(json.loads(line.removeprefix("MODULES=")))
 
 
-# every command masks secrets; readers check the store file (the specs package loads its
-# pydantic models only when they are used)
-LIGHT = {"benchpack.runtime", "benchpack.runtime.redact", "benchpack.specs",
-         "benchpack.specs.storefile"}
+# every command masks secrets and maps errors to exit codes; readers check the store file
+# (the specs package loads its pydantic models only when they are used); all stdlib only
+LIGHT = {"benchpack.runtime", "benchpack.runtime.redact", "benchpack.runtime.errors",
+         "benchpack.specs", "benchpack.specs.storefile", "benchpack.specs.secrets",
+         "benchpack.specs.limits"}
 
 
 def _heavy(modules: set[str], extra: tuple[str, ...] = ()) -> list[str]:

@@ -1,5 +1,5 @@
 """A store cut short or corrupted: every reader and `bench run --resume` ends with
-`✗ <db>: the store is damaged (…) (hint: …)` and exit 1 — never exit 3, a traceback, a 30 s wait
+`✗ <db>: the store is damaged (…) (hint: …)` and exit 1 (`bench merge` too) — never exit 3, a traceback, a 30 s wait
 for a writer that does not exist, or a silent success over missing rows.
 
 The store is a real one: the pharmacist-week reference pack run with its scripted demo agent.
@@ -87,6 +87,8 @@ def _all_commands(store: Path, db: Path, out: Path, table: str) -> None:
         "resume": ["run", str(plan), "--agent", agent, "--simulator", "rules", "--judge",
                    "rules", "--db", str(db), "--resume", "r1", "--quiet", "--cache-dir",
                    str(out / "cache")],
+        # issue 27: a damaged input of `bench merge` exited 3
+        "merge": ["merge", str(db), "-o", str(out / "merged.duckdb")],
     }
     before = db.read_bytes()
     for args in cases.values():

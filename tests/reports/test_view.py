@@ -22,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 from starlette.testclient import TestClient
 from store_fixture import HOSTILE, build_store
+from view_client import local_client, run_sql
 
 from benchpack.cli.main import cli
 from benchpack.compiler import compile_pack
@@ -68,7 +69,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def client(store: Path) -> TestClient:
-    return TestClient(create_app(store))
+    return local_client(create_app(store))
 
 
 def _sql(db: Path, sql: str, params: list[object] | None = None) -> list[tuple[object, ...]]:
@@ -226,7 +227,7 @@ def test_session_with_repeats_and_side_by_side(client: TestClient, store: Path) 
 
 def test_stored_text_is_escaped(tmp_path: Path) -> None:
     db = build_store(tmp_path / "h.duckdb")
-    client = TestClient(create_app(db))
+    client = local_client(create_app(db))
     html = client.get("/session?run=run-a&session=s1&repeat=1").text
     assert "Check the INR log please." in html
     assert '<script>alert("x")</script>' not in html
@@ -235,7 +236,7 @@ def test_stored_text_is_escaped(tmp_path: Path) -> None:
     # a run id and a query that look like HTML come back escaped too
     page = client.get("/runs/" + "%3Cscript%3Ex").text
     assert "<script>x" not in page and "&lt;script&gt;x" in page
-    sql = client.get("/sql?" + urlencode({"q": f"SELECT '{HOSTILE}' AS x"})).text
+    sql = run_sql(client, f"SELECT '{HOSTILE}' AS x").text
     assert "<b>not bold</b>" not in sql and "&lt;b&gt;not bold&lt;/b&gt;" in sql
 
 
@@ -280,7 +281,7 @@ def _calls_store(db: Path) -> Path:
 
 
 def test_model_call_prompt_and_reply_on_demand(tmp_path: Path) -> None:
-    client = TestClient(create_app(_calls_store(tmp_path / "c.duckdb")))
+    client = local_client(create_app(_calls_store(tmp_path / "c.duckdb")))
     page = client.get("/session?run=r&session=s&repeat=0").text
     links = re.findall(r'data-src="(/call\?[^"]+)"', page)
     assert len(links) == 4
@@ -308,7 +309,7 @@ def test_model_calls_of_a_schema_5_store_say_not_stored(tmp_path: Path) -> None:
     con.execute("DROP TABLE llm_call_texts")
     con.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
     con.close()
-    client = TestClient(create_app(db))
+    client = local_client(create_app(db))
     assert client.get("/session?run=r&session=s&repeat=0").status_code == 200
     frag = client.get("/call?run=r&session=s&repeat=0&seq=1", headers={"X-Fragment": "1"})
     assert frag.status_code == 200 and "not stored" in frag.text
@@ -346,7 +347,7 @@ def _long_store(db: Path) -> Path:
 
 
 def test_500_turn_transcript_is_paginated_server_side(tmp_path: Path) -> None:
-    client = TestClient(create_app(_long_store(tmp_path / "long.duckdb")))
+    client = local_client(create_app(_long_store(tmp_path / "long.duckdb")))
     first = client.get("/session?run=r&session=long&repeat=0")
     assert first.status_code == 200
     html = first.text
@@ -375,16 +376,16 @@ def test_500_turn_transcript_is_paginated_server_side(tmp_path: Path) -> None:
 
 def test_sql_box_table_csv_and_guard(client: TestClient, store: Path, tmp_path: Path) -> None:
     q = "SELECT run_id, count(*) AS n FROM sessions GROUP BY run_id ORDER BY run_id"
-    html = client.get("/sql?" + urlencode({"q": q})).text
+    html = run_sql(client, q).text
     assert '<table id="result">' in html and "5 rows" in html
-    res = client.get("/sql.csv?" + urlencode({"q": q}))
+    res = run_sql(client, q, "/sql.csv")
     assert res.headers["content-type"].startswith("text/csv")
     rows = list(csv.reader(io.StringIO(res.text)))
     assert rows == [["run_id", "n"], *[[str(a), str(b)] for a, b in _sql(store, q)]]
-    drop = client.get("/sql?" + urlencode({"q": "DROP TABLE runs"})).text
+    drop = run_sql(client, "DROP TABLE runs").text
     assert "✗ query failed:" in drop and "read-only" in drop
     target = tmp_path / "leak.csv"
-    copy = client.get("/sql?" + urlencode({"q": f"COPY runs TO '{target}'"})).text
+    copy = run_sql(client, f"COPY runs TO '{target}'").text
     assert "✗ query failed" in copy and not target.exists()
     assert _sql(store, "SELECT count(*) FROM runs")[0][0] == 5
 
@@ -425,7 +426,7 @@ def test_sessions_appear_while_a_run_writes(tmp_path: Path) -> None:
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
-        client = TestClient(create_app(db, wait_s=10))
+        client = local_client(create_app(db, wait_s=10))
         first = client.get("/runs/live")
         assert first.status_code == 200 and "0 session runs" in first.text
         go.touch()

@@ -15,6 +15,7 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 from starlette.testclient import TestClient
+from view_client import local_client
 
 from benchpack.cli.main import cli
 from benchpack.compiler import compile_pack
@@ -52,7 +53,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def client(store: Path) -> TestClient:
-    return TestClient(create_app(store))
+    return local_client(create_app(store))
 
 
 def _sql(db: Path, sql: str, params: list[object] | None = None) -> list[tuple[object, ...]]:
@@ -239,7 +240,7 @@ def test_runs_that_do_not_differ_say_so(tmp_path: Path, store: Path) -> None:
     code, out = _bench("compare", "claw-demo", "claw-copy", "--db", db, "--format", "md")
     assert code == 0, out
     assert "no session run differs from the baseline" in out
-    page = TestClient(create_app(db)).get("/compare?" + urlencode({"a": "claw-demo",
+    page = local_client(create_app(db)).get("/compare?" + urlencode({"a": "claw-demo",
                                                                    "b": "claw-copy"})).text
     assert "6 session runs in both runs, 0 scored differently" in page
 

@@ -463,7 +463,9 @@ def test_without_ray_the_flag_is_a_one_line_error(plan: Path, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
     proc_db = tmp_path / "b.duckdb"
-    with pytest.raises(ValueError) as err:
+    from benchpack.runtime.errors import EnvironmentProblem
+
+    with pytest.raises(EnvironmentProblem) as err:  # what the machine lacks (issue 27)
         run_plan(RunOptions(plan=plan, agent="python:ray_case_agent:agent", judge="rules",
                             db=proc_db, progress=False, executor="ray"))
     assert str(err.value) == ("--executor ray: Ray is not installed (hint: pip install "

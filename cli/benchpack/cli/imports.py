@@ -138,6 +138,7 @@ def import_run_cmd(fmt: str, source: Path, db: Path, run_id: str | None,
     token usage; tau2 — a τ²-bench results file: one session run per task × trial with τ²'s
     reward, termination, transcript, costs and models, so that `bench report pass-k` gives
     τ²'s own metrics)."""
+    from benchpack.runtime import PlanError
     from benchpack.runtime.imports.base import ImportRunError
     from benchpack.runtime.store import StoreOpenError
 
@@ -156,7 +157,8 @@ def import_run_cmd(fmt: str, source: Path, db: Path, run_id: str | None,
         s = import_run(source, db, run_id=run_id, plan_path=plan_path)
     except (ImportRunError, StoreOpenError) as exc:
         raise PackErrors(f"✗ {exc}") from None
-    except (FileNotFoundError, ValueError) as exc:  # a plan that cannot be read
+    except (FileNotFoundError, PlanError) as exc:  # a plan that cannot be read (a bare
+        # ValueError is a bug, issue 27: exit 3)
         raise PackErrors(f"✗ {plan_path}: {exc} (give the plan.json `bench compile` wrote)"
                          ) from None
     for note in s.notes:

@@ -1,6 +1,8 @@
 """`bench`: thin commands over the library. Exceptions map to exit codes in one place (`main`).
 
-Exit codes: 0 success, 1 the pack (or run) has errors, 2 usage errors, 3 internal errors.
+Exit codes: 0 success, 1 the pack (or run) has errors, or a user or environment error (every
+`benchpack.runtime.errors.BenchError`), 2 usage errors, 3 internal errors (anything else: a
+bug), 4 a run stopped by `--max-cost`, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import click
+
+from benchpack.runtime.errors import BenchError
 
 from . import process
 from .compare import compare
@@ -84,6 +88,10 @@ class _Bench(click.Group):
 @click.version_option(package_name="benchpack", prog_name="bench")
 def cli() -> None:
     """benchpack: compile task packs into session plans, run them against agents, report."""
+    if os.environ.get("NO_COLOR"):  # https://no-color.org: set and not empty, colour off
+        # every subcommand's context inherits it, so `click.style` text is printed plain even
+        # on a terminal (rich reads NO_COLOR itself)
+        click.get_current_context().color = False
 
 
 for _command in (init, validate, compile_cmd, graph, schema, run, rejudge, report, ratings, query,
@@ -161,6 +169,9 @@ def _main() -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except BenchError as exc:  # a command that did not catch it: still the user's to fix
+        click.echo(f"✗ {exc}", err=True)
+        sys.exit(1)
     except Exception as exc:  # a bug in benchpack, not in the pack: say so plainly
         click.echo(f"internal error: {type(exc).__name__}: {exc}\n"
                    "this is a benchpack bug; please report it with the pack that triggers it",

@@ -33,8 +33,8 @@ def mcp_cmd(plan: Path, session: str, transport: str, host: str, port: int,
     and executed as in `bench run`; nothing is stored."""
     import asyncio
 
-    from benchpack.runtime import PlanError
     from benchpack.runtime.env.processes import ServiceError
+    from benchpack.runtime.errors import BenchError
     from benchpack.runtime.mcp.debug import serve_session
     from benchpack.runtime.mcp.server import McpServerError
 
@@ -58,7 +58,7 @@ def mcp_cmd(plan: Path, session: str, transport: str, host: str, port: int,
 
     try:
         asyncio.run(main())
-    except (PlanError, ValueError, McpServerError, ServiceError) as exc:
+    except (BenchError, McpServerError, ServiceError) as exc:
         raise PackErrors(f"✗ {exc}") from None
     except (KeyboardInterrupt, asyncio.CancelledError):
         click.echo("stopped", err=True)

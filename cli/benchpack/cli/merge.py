@@ -16,11 +16,12 @@ from .params import PackErrors
 def merge_cmd(stores: tuple[Path, ...], out: Path) -> None:
     """Combine the runs of several STORES into the new store OUT (refusing duplicate runs,
     sessions in two stores and other schema versions)."""
-    from benchpack.runtime.merge import MergeError, merge_stores
+    from benchpack.runtime.errors import BenchError
+    from benchpack.runtime.merge import merge_stores
 
     try:
         copied = merge_stores(list(stores), out)
-    except MergeError as exc:
+    except BenchError as exc:  # MergeError, or a damaged input (StoreDamagedError)
         raise PackErrors(f"✗ {exc}") from None
     runs, sessions = copied.get("runs", 0), copied.get("sessions", 0)
     click.echo(f"✓ merged {len(stores)} stores into {out}: {runs} runs, {sessions} session rows")

@@ -89,8 +89,13 @@ def emit(text: str, out: Path | None) -> None:
     """A rendered report: to `out` (its folders made; a one-line error if it cannot be
     written), else to stdout."""
     if out is None:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False)  # the console is masked as a whole (`main`)
         return
+    from benchpack.specs.secrets import Redactor
+
+    # a store written by an older benchpack, or under other variables, may hold a secret of
+    # this environment: masked on the way out like everything else (`specs.secrets`)
+    text = Redactor.from_environment()(text)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text, encoding="utf-8")

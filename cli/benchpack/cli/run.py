@@ -82,7 +82,7 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
         force: bool, executor: str, ray_address: str | None, ray_workers: int | None,
         quiet: bool, as_json: bool, **client: Any) -> None:
     """Run a compiled PLAN (directory with plan.json) against an agent."""
-    from benchpack.runtime import PlanError
+    from benchpack.runtime.errors import BenchError
     from benchpack.runtime.runner import RunInterrupted, RunOptions, run_plan
 
     options = RunOptions(
@@ -113,7 +113,7 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
         gc.set_threshold(20_000, 10, 10)
     try:
         summary = run_plan(options)
-    except (PlanError, ValueError) as exc:
+    except BenchError as exc:
         raise PackErrors(f"✗ {exc}") from None
     except RunInterrupted as exc:
         click.echo(f"✗ {exc}; it is marked `interrupted` in {exc.db} (continue it with the "
@@ -126,7 +126,7 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
         if summary.wait_closed is not None:
             try:
                 summary.wait_closed()
-            except ValueError as exc:  # damaged: named, with the file
+            except BenchError as exc:  # damaged: named, with the file
                 raise PackErrors(f"✗ {exc}") from None
 
 
@@ -187,7 +187,7 @@ def rejudge(run_id: str, judge: str, new_run_id: str | None, plan: Path | None, 
             **client: Any) -> None:
     """Re-judge the finished sessions of RUN_ID with another judge, as a new run (no agent or
     simulator calls; identical judge prompts come from the response cache)."""
-    from benchpack.runtime import PlanError
+    from benchpack.runtime.errors import BenchError
     from benchpack.runtime.rejudge import RejudgeOptions
     from benchpack.runtime.rejudge import rejudge as rejudge_run
 
@@ -196,7 +196,7 @@ def rejudge(run_id: str, judge: str, new_run_id: str | None, plan: Path | None, 
                              progress=not quiet and not as_json, **_client_settings(**client))
     try:
         summary = rejudge_run(options)
-    except (PlanError, ValueError) as exc:
+    except BenchError as exc:
         raise PackErrors(f"✗ {exc}") from None
     _finish(summary, as_json)
 
@@ -291,7 +291,10 @@ def _print_summary(s: Any) -> None:
     if getattr(s, "rejudge_of", None):
         t.add_row("re-judged", f"{s.rejudge_of} with {s.judge}: {s.judge_calls} judge calls "
                   f"({s.judge_cache_hits} from cache)")
-    t.add_row("LLM calls", f"{s.llm_calls} ({s.cache_hits} from cache)")
+    imported = getattr(s, "imported_calls", 0)
+    t.add_row("LLM calls", f"{s.llm_calls} ({s.cache_hits} from cache" + (
+        f"; {imported} imported, not made here: their tokens are counted below)" if imported
+        else ")"))
     t.add_row("tokens", f"{s.prompt_tokens:,} in / {s.completion_tokens:,} out")
     unpriced = getattr(s, "unpriced_calls", 0)
     # a call with no price is unknown, not free: the figure is then only a lower bound

@@ -5,6 +5,9 @@ While `bench run` writes a store, readers ask it to step aside: they create
 `<store>.read-request` and retry; the run's writer checks for that file after each commit,
 closes its connection until the file is gone (or a few seconds pass), then carries on. So
 `bench report` / `bench query` work during a run, waiting at most about one session commit.
+The other way round, a writer that finds readers holding the file (a `bench run` starting while
+`bench view` serves pages) creates `<store>.write-request`, and readers do not open the file
+while it exists: readers come and go, and would otherwise keep it out.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,12 +23,24 @@ from typing import Any
 
 from benchpack.specs.storefile import DAMAGED_HINT as DAMAGED_HINT  # re-exported for readers
 from benchpack.specs.storefile import check_complete as _check_complete
-from benchpack.specs.storefile import damage_reason, damaged_message, read_every_block
+from benchpack.specs.storefile import (
+    damage_reason,
+    damaged_message,
+    read_every_block,
+    writer_waiting,
+)
 from benchpack.specs.storefile import is_lock as _is_lock
 
 from .views import check_schema, install_views
 
 READ_REQUEST_SUFFIX = ".read-request"
+
+LOCKED: dict[str, Any] = {"enable_external_access": False, "lock_configuration": True}
+"""The settings user SQL runs with: a read-only store does not make the file system read-only
+(`COPY … TO`, `ATTACH`, `read_csv`, extensions reach any file the user can), and locked, no
+query can turn that back on. Given when the connection opens, not set after: DuckDB shares one
+database instance between a process's connections to a file, so a `SET` on one request's
+connection locked the next one's `SET` out (every other viewer request answered 500)."""
 
 
 class StoreError(Exception):
@@ -62,24 +78,41 @@ def existing_store(db: str | Path) -> Path:
 
 @contextlib.contextmanager
 def open_store(db: str | Path, *, wait_s: float = 30.0, views: bool | tuple[str, ...] = True,
-               verify: bool = False) -> Iterator[Any]:
+               verify: bool = False, config: dict[str, Any] | None = None) -> Iterator[Any]:
     """A read-only connection to `db` with the report views installed (TEMP views); with
     `views=False` only the store's schema version is checked (a query that names no view);
-    with a tuple of names, only those views (a query that reads those alone).
+    with a tuple of names, only those views (a query that reads those alone). `config`:
+    DuckDB settings fixed when the connection opens (`LOCKED`: what `bench query` and
+    `bench view` read with).
     A damaged file (cut short, or a checksum failing on any read made in the `with` block, or
     on any data block with `verify`) raises `damaged`."""
+    path = existing_store(db)
+    con = _connect(path, wait_s, config)
+    try:
+        with _prepared(con, path, views, verify) as ready:
+            yield ready
+    finally:
+        con.close()
+
+
+def _connect(path: Path, wait_s: float, config: dict[str, Any] | None) -> Any:
+    """A read-only connection, asking a running writer to step aside (module docstring) and
+    letting a writer that waits for the file in first."""
     import duckdb
 
-    path = existing_store(db)
     request = read_request_path(path)
     deadline = time.monotonic() + wait_s
-    con = None
     asked = False
     delay = 0.02
     try:
-        while con is None:
+        while True:
+            if writer_waiting(path) and time.monotonic() < deadline:
+                # a `bench run` is starting (or reopening after stepping aside): let it in
+                # first, or readers polling all the time would keep it out (issue 27)
+                time.sleep(0.02)
+                continue
             try:
-                con = duckdb.connect(str(path), read_only=True)
+                return duckdb.connect(str(path), read_only=True, config=dict(config or {}))
             except duckdb.Error as exc:
                 why = damage_reason(exc)
                 if why is not None:
@@ -99,31 +132,99 @@ def open_store(db: str | Path, *, wait_s: float = 30.0, views: bool | tuple[str,
         if asked:
             with contextlib.suppress(OSError):
                 request.unlink()
+
+
+@contextlib.contextmanager
+def _prepared(con: Any, path: Path, views: bool | tuple[str, ...], verify: bool,
+              checked: bool = False) -> Iterator[Any]:
+    """`con` checked whole (unless `checked`), with the views asked for; a damaged block met
+    in the caller's block raises `damaged`."""
     try:
-        try:
+        if not checked:
             check_complete(con, path)
-            if verify:
-                verify_blocks(con, path)
-            if views is True:
-                install_views(con)
-            elif views:
-                install_views(con, only=views)
-            else:
-                check_schema(con)
-        except StoreError:
+        if verify:
+            verify_blocks(con, path)
+        if views is True:
+            install_views(con)
+        elif views:
+            install_views(con, only=views)
+        else:
+            check_schema(con)
+    except StoreError:
+        raise
+    except Exception as exc:
+        why = damage_reason(exc)
+        raise (damaged(path, why) if why else StoreError(f"{path}: {exc}")) from None
+    try:
+        yield con
+    except Exception as exc:  # a read in the caller's block met a damaged block
+        why = damage_reason(exc)
+        if why is None:
             raise
-        except Exception as exc:
-            why = damage_reason(exc)
-            raise (damaged(path, why) if why else StoreError(f"{path}: {exc}")) from None
+        raise damaged(path, why) from None
+
+
+class SharedReader:
+    """Read-only connections to one store for the threads of one process (`bench view`'s
+    requests): each request gets a connection of its own (a cursor: its own temp views), all
+    of one database instance that this class opens and closes — the last request out closes
+    it, so a run's writer can have the file between requests.
+
+    Why not `open_store` per request: DuckDB shares one instance between a process's
+    connections to a file, and opening and closing them from many threads at once let a
+    `bench run` write the file under a reader that still had it (POSIX file locks are the
+    process's, not the connection's): pages then read a file "cut short" (issue 27). Here the
+    instance is opened and closed under one lock, and a writer waiting for the file
+    (`writer_waiting`) stops new requests from joining it, so it closes as soon as those in
+    flight end."""
+
+    def __init__(self, db: str | Path, *, wait_s: float = 30.0,
+                 config: dict[str, Any] | None = None) -> None:
+        self.path = existing_store(db)
+        self.wait_s = wait_s
+        self.config = dict(config or {})
+        self._lock = threading.Lock()
+        self._base: Any = None
+        self._users = 0
+
+    @contextlib.contextmanager
+    def connection(self, *, views: bool | tuple[str, ...] = True) -> Iterator[Any]:
+        cur = self._join()
         try:
-            yield con
-        except Exception as exc:  # a read in the caller's block met a damaged block
-            why = damage_reason(exc)
-            if why is None:
-                raise
-            raise damaged(path, why) from None
-    finally:
-        con.close()
+            with _prepared(cur, self.path, views, False, checked=True) as ready:
+                yield ready
+        finally:
+            with contextlib.suppress(Exception):
+                cur.close()
+            self._leave()
+
+    def _join(self) -> Any:
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            with self._lock:
+                if self._base is not None and not (writer_waiting(self.path)
+                                                   and time.monotonic() < deadline):
+                    self._users += 1
+                    return self._base.cursor()
+                if self._base is None:
+                    existing_store(self.path)
+                    base = _connect(self.path, max(0.0, deadline - time.monotonic()),
+                                    self.config)
+                    try:
+                        check_complete(base, self.path)
+                    except BaseException:
+                        base.close()
+                        raise
+                    self._base, self._users = base, 1
+                    return base.cursor()
+            time.sleep(0.02)  # a writer waits: the requests in flight end, then it gets in
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users == 0 and self._base is not None:
+                base, self._base = self._base, None
+                base.close()
 
 
 def select_runs(con: Any, patterns: list[str] | tuple[str, ...]) -> list[str]:

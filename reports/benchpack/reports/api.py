@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchpack.specs.secrets import MASK, Redactor
 from benchpack.specs.storefile import damage_reason
 
 from .access import (
+    LOCKED,
+    SharedReader,
     StoreError,
     check_complete,
     damaged,
@@ -112,9 +116,41 @@ class QueryResult:
     rows: list[tuple[Any, ...]]
 
 
-def run_query(db: str | Path, sql: str, *, wait_s: float = 30.0, limit: int | None = None
+class QueryHandle:
+    """Stops a running `run_query` from another thread (`bench view`: its time limit, its
+    client gone, SIGTERM): `stop(why)` interrupts the query (DuckDB checks between vectors,
+    so within milliseconds) and `run_query` raises `StoreError("query stopped: why")`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._con: Any = None
+        self.stopped: str | None = None
+
+    def started(self, con: Any) -> None:
+        with self._lock:
+            self._con = con
+            if self.stopped is not None:
+                con.interrupt()
+
+    def finished(self) -> None:
+        with self._lock:
+            self._con = None
+
+    def stop(self, why: str) -> None:
+        with self._lock:
+            if self.stopped is None:
+                self.stopped = why
+            if self._con is not None:
+                self._con.interrupt()
+
+
+def run_query(db: str | Path, sql: str, *, wait_s: float = 30.0, limit: int | None = None,
+              handle: QueryHandle | None = None, reader: SharedReader | None = None
               ) -> QueryResult:
-    """Run one SQL statement on a read-only connection with the report views installed."""
+    """Run one SQL statement on a read-only connection with the report views installed, with
+    no access to files, extensions or settings (`access.LOCKED`). `handle` lets another
+    thread stop it; `reader`: the process's shared connections to `db` (`bench view`),
+    opened with `LOCKED`."""
     import duckdb
 
     if not sql.strip():
@@ -129,13 +165,12 @@ def run_query(db: str | Path, sql: str, *, wait_s: float = 30.0, limit: int | No
                          "(its result is the table shown)")
     # creating the views costs more than most queries: only when the query names one
     words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql.lower()))
-    with open_store(db, wait_s=wait_s, views=bool(words & set(VIEW_NAMES))) as con:
-        # a read-only store does not make the file system read-only: COPY … TO, EXPORT
-        # DATABASE, ATTACH, read_csv/read_text/glob and extensions reach any file the user
-        # can; locked, so the query cannot turn it back on
-        con.execute("SET enable_external_access = false")
-        con.execute("SET lock_configuration = true")
+    views = bool(words & set(VIEW_NAMES))
+    with (reader.connection(views=views) if reader is not None else
+          open_store(db, wait_s=wait_s, views=views, config=LOCKED)) as con:
         try:
+            if handle is not None:
+                handle.started(con)
             cur = con.execute(sql)
             if cur.description is None:
                 return QueryResult([], [])
@@ -145,6 +180,8 @@ def run_query(db: str | Path, sql: str, *, wait_s: float = 30.0, limit: int | No
         except duckdb.Error as exc:
             if damage_reason(exc):  # `open_store` says so, in its words
                 raise
+            if handle is not None and handle.stopped is not None:
+                raise StoreError(f"query stopped: {handle.stopped}") from None
             text = str(exc)
             hint = (" (`bench query` only reads)" if "read-only mode" in text else
                     " (`bench query` reads only the store: no other files, no extensions, no "
@@ -153,6 +190,9 @@ def run_query(db: str | Path, sql: str, *, wait_s: float = 30.0, limit: int | No
                     else "")
             raise StoreError(f"query failed: {text.splitlines()[0] if hint else text}"
                              f"{hint}") from None
+        finally:
+            if handle is not None:
+                handle.finished()
         return QueryResult(columns, [tuple(r) for r in rows])
 
 
@@ -175,12 +215,14 @@ def export_store(db: str | Path, out: str | Path, fmt: str = "parquet", *,
             "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM "
             "duckdb_views()").fetchall()}
         names = [n for n in (*TABLES, *(VIEW_NAMES if views else ())) if n in present]
+        redactor = Redactor.from_environment()
         for name in names:
             path = target / f"{name}.{fmt}"
             options = "(FORMAT parquet)" if fmt == "parquet" else "(FORMAT csv, HEADER true)"
             literal = str(path).replace("'", "''")
             try:
-                con.execute(f"COPY (SELECT * FROM {name}) TO '{literal}' {options}")
+                con.execute(f"COPY ({_masked_select(con, name, redactor)}) TO '{literal}' "
+                            f"{options}")
             except duckdb.Error as exc:
                 if damage_reason(exc):  # not the output's fault: `open_store` says so
                     raise
@@ -188,6 +230,26 @@ def export_store(db: str | Path, out: str | Path, fmt: str = "parquet", *,
                                  f"({str(exc).splitlines()[0]})") from None
             written.append(path)
     return written
+
+
+def _masked_select(con: Any, name: str, redactor: Redactor) -> str:
+    """`SELECT * FROM name`, with every secret of this environment masked in its text columns
+    (`specs.secrets`, in SQL: a store written by an older benchpack, or under other variables,
+    may hold one). The forms are SQL literals of this statement only, never stored."""
+    if not redactor:
+        return f"SELECT * FROM {name}"
+    picks = []
+    for column, sql_type in con.execute(f"SELECT column_name, column_type FROM "
+                                        f"(DESCRIBE {name})").fetchall():
+        quoted = '"' + str(column).replace('"', '""') + '"'
+        if sql_type not in ("VARCHAR", "JSON"):
+            picks.append(quoted)
+            continue
+        expr = f"CAST({quoted} AS VARCHAR)"
+        for form in redactor.forms:  # longest first, as the Redactor masks
+            expr = f"replace({expr}, '{form.replace(chr(39), chr(39) * 2)}', '{MASK}')"
+        picks.append(f"CAST({expr} AS {sql_type}) AS {quoted}")
+    return f"SELECT {', '.join(picks)} FROM {name}"
 
 
 def install_views_into(db: str | Path) -> list[str]:

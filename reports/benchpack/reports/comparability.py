@@ -39,6 +39,14 @@ def _config(raw: Any) -> dict[str, Any]:
     return raw if isinstance(raw, dict) else {}
 
 
+def _role(uri: Any, files: dict[str, Any], role: str) -> str | None:
+    """A role as compared: a scripted file by its content (one file named by a relative and
+    an absolute path is one simulator), anything else by its URI."""
+    if isinstance(uri, str) and uri.startswith("scripted:") and files.get(role):
+        return f"scripted file sha256 {str(files[role])[:12]}"
+    return None if uri is None else str(uri)
+
+
 def run_settings(con: Any, runs: Sequence[str]) -> dict[str, dict[str, str | None]]:
     """Run id → the settings that must agree for a comparison (None: not recorded)."""
     if not runs:
@@ -50,10 +58,13 @@ def run_settings(con: Any, runs: Sequence[str]) -> dict[str, dict[str, str | Non
     out: dict[str, dict[str, str | None]] = {}
     for run, name, version, plan_hash, bp_version, judge, simulator, raw in rows:
         config = _config(raw)
+        files: dict[str, Any] = (config["role_files"] if isinstance(config.get("role_files"),
+                                                                   dict) else {})
         out[str(run)] = {
             "pack": f"{name} {version} (fingerprint {str(plan_hash or '?')[:12]})",
-            "judge": judge, "simulator": simulator,
-            "planner": config.get("planner") or _DEFAULT,
+            "judge": _role(judge, files, "judge"),
+            "simulator": _role(simulator, files, "simulator"),
+            "planner": _role(config.get("planner"), files, "planner") or _DEFAULT,
             # recorded since `bench compare` exists; older runs: covered by the pack
             # fingerprint (the pack's overrides) and the benchpack version (built-ins)
             "prompt templates": (str(config["prompt_templates"])[:12]

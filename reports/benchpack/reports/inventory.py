@@ -3,7 +3,8 @@ finished, errored with its kind, skipped or not run — so that no report shrink
 silently. `bench report inventory` shows it; every other report carries its one-line summary.
 
 The promise is what `bench run` recorded (`runs.config.planned_sessions` × `runs.repeats`); a
-run recorded before that has no promise, and its inventory says so and counts what the store
+run imported from released results (`runs.config.imported`) promised what the release holds; a
+run recorded before either has no promise, and its inventory says so and counts what the store
 holds. Errors of the agent are its failures (scored with the protocol's worst score, in the
 figures); errors of the infrastructure, the simulator or the judge, skipped sessions (a
 dependency failed) and sessions never run are left out of the figures, and counted here."""
@@ -39,6 +40,9 @@ class Inventory:
     """Rows in another state (a session still running, or interrupted mid-write)."""
     not_run: int | None = None
     """Promised pairs with no row in the store."""
+    imported: str | None = None
+    """`<format>, <source file>` of a run imported from released results (`bench import-run`,
+    or a rejudge of one): it promised what the release holds, every row it stored."""
 
     @property
     def excluded(self) -> int:
@@ -58,7 +62,9 @@ class Inventory:
             parts.append(f"{self.skipped:,} skipped (a dependency failed; excluded)")
         if self.other:
             parts.append(f"{self.other:,} unfinished (excluded)")
-        if self.promised is None:
+        if self.imported is not None:
+            head = f"{label}: {self.promised:,} imported ({self.imported})"
+        elif self.promised is None:
             head = (f"{label}: promised not recorded (a run from before benchpack recorded its "
                     f"plan); in the store")
         else:
@@ -76,6 +82,14 @@ def inventories(ctx: ReportContext) -> dict[str, Inventory]:
         cfg = json.loads(config) if isinstance(config, str) else (config or {})
         planned = cfg.get("planned_sessions")
         reps = int(repeats)
+        imported = cfg.get("imported") if isinstance(cfg.get("imported"), dict) else None
+        if imported is not None and planned is None:
+            # a release's results: what it holds is the promise, and every row was stored
+            (n,) = ctx.rows("""SELECT count(DISTINCT (session_id, repeat)) FROM sessions
+                WHERE run_id = ?""", [run])
+            out[run] = Inventory(run, int(n[0]), None, reps, not_run=0, imported=", ".join(
+                str(imported[k]) for k in ("format", "source") if imported.get(k)))
+            continue
         out[run] = Inventory(run, None if planned is None else len(planned) * reps,
                              None if planned is None else len(planned), reps)
         if planned is not None:
@@ -126,7 +140,8 @@ def inventory(ctx: ReportContext) -> ReportResult:
                           Column("not_run", "not run", "int"),
                           Column("excluded", "excluded", "int")],
               notes=["promised = the plan's selected sessions × the run's repeats, as `bench "
-                     "run` recorded them (– for a run recorded before it did). Agent errors "
+                     "run` recorded them (an imported run: the session runs of the release; – "
+                     "for a run recorded before either). Agent errors "
                      "count in every figure as failures; the other errors, skipped sessions "
                      "(a dependency failed), unfinished and never-run ones are excluded. "
                      "finished + agent errors + excluded = promised."])

@@ -134,12 +134,13 @@ def import_ratings(con: Any, path: str | Path, run_id: str, *, fmt: str | None =
             continue
         seen[key] = line
         ratings.append((*rating, f"{where.name}:{line}"))
-    if not rows and not problems:
-        problems.append(Problem(str(path), 1, "no ratings in the file"))
-    if not rows and other and not problems:
+    if not rows and other and not problems:  # before "no ratings": there were, of others
         problems.append(Problem(str(path), 1, f"all {other} ratings are of other models' "
-                                "answers than run `{run.run_id}`'s agent (hint: import them "
+                                f"answers than run `{run.run_id}`'s agent (hint: import them "
                                 "into the run of the model the item ids name)"))
+    if not rows and not problems:
+        kind = "directory" if path.is_dir() else "file"
+        problems.append(Problem(str(path), 1, f"no ratings in the {kind}"))
     if problems:
         raise RatingsError(sorted(problems, key=lambda p: (p.path, p.line)))
     result = _store(con, run.run_id, ratings)

@@ -19,7 +19,8 @@ entry does not parse or names another format or key is a miss, and the next `put
 - Other files in the directory (e.g. an older one-file-per-entry layout) are ignored.
 
 Values are plain JSON dicts chosen by the caller (`llm.LLMClient` stores the assistant message
-and token usage, never credentials).
+and token usage, never credentials), masked by `redact` before they are kept: a reply that
+echoes a key is stored with `***` (and served so from then on).
 
 A commit still costs ~0.1 ms, so the LLM client uses `put_soon`: one job on the event loop's
 default executor writes entries as they come, all those queued in one transaction (and waits
@@ -42,7 +43,7 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -153,8 +154,12 @@ class ResponseCache:
     """See the module docstring. `enabled = False` makes every `get` a miss and `put` a no-op;
     nothing is opened or created before the first `get` or `put` of an enabled cache."""
 
-    def __init__(self, directory: str | Path, *, enabled: bool = True) -> None:
+    def __init__(self, directory: str | Path, *, enabled: bool = True,
+                 redact: Callable[[str], str] | None = None) -> None:
         self.directory = Path(directory)
+        self._redact = redact
+        """Applied to each entry's text before it is kept or written (`specs.secrets`): a
+        provider that echoes the key in its reply left it in plain text in the cache."""
         self.db_path = self.directory / DB_NAME
         self.enabled = enabled
         self.hits = 0
@@ -278,10 +283,13 @@ class ResponseCache:
 
     def _entry(self, key: str, value: dict[str, Any]) -> str | None:
         try:
-            return canonical_json({"format": CACHE_FORMAT, "key": key, "value": value})
+            text = canonical_json({"format": CACHE_FORMAT, "key": key, "value": value})
         except (TypeError, ValueError):
             self.errors += 1
             return None
+        # masking inside JSON strings keeps the entry JSON (`***` needs no escaping); the key
+        # is a digest, never masked
+        return self._redact(text) if self._redact is not None else text
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         if not self.enabled:

@@ -52,6 +52,7 @@ from typing import Any
 
 from .cache import ResponseCache, canonical_json, json_list, message_chunks, sha256_text
 from .env.copying import copy_json
+from .limits import reply_refusal, tool_calls_refusal
 
 # re-exported (`X as X`): agents, backends and tests import these from here
 from .llmerrors import RETRYABLE_STATUS as RETRYABLE_STATUS
@@ -287,6 +288,20 @@ class FakeBackend:
         return reply
 
 
+def over_limits(raw: dict[str, Any]) -> str | None:
+    """The refusal of a normalised reply that asks for more tool calls than
+    `tool_calls_per_reply`, or is larger than `model_reply_bytes` (a backend that read it
+    whole: the direct path stops reading at the limit), else None. Nothing acts on a refused
+    reply: it is neither cached nor returned, and the call is an error."""
+    calls = raw.get("tool_calls") or []
+    refusal = tool_calls_refusal(len(calls))
+    if refusal is not None:
+        return refusal
+    # characters: a lower bound of the bytes, counted without encoding megabytes
+    size = len(raw.get("content") or "") + sum(len(c["function"]["arguments"]) for c in calls)
+    return reply_refusal(size)
+
+
 # --------------------------------------------------------------------------- the client
 
 
@@ -347,7 +362,9 @@ class LLMClient:
     def _describe(self, exc: BaseException) -> str:
         text = str(exc) or repr(exc)
         name = type(exc).__name__
-        if not text.startswith(name) and "." + name not in text.split(":", 1)[0]:
+        if isinstance(exc, LLMError):  # ours, and saying what it is (`limit …: …`)
+            text = exc.message
+        elif not text.startswith(name) and "." + name not in text.split(":", 1)[0]:
             text = f"{name}: {text}"
         text = self._scrub(text)
         return text if len(text) <= 1000 else text[:1000] + "…"
@@ -500,6 +517,9 @@ class LLMClient:
                     raw, pt, ct, cost, finish = normalize_output(out)
                 except (ValueError, KeyError, TypeError) as exc:
                     raise LLMError(f"unusable response: {exc}", retryable=True) from None
+                refusal = over_limits(raw)
+                if refusal is not None:  # asking again would get the same: not retried
+                    raise LLMError(refusal, retryable=False)
                 break
             except asyncio.CancelledError:
                 self.failures += 1

@@ -3,7 +3,8 @@ hand-sharded plans) in one new store, row for row.
 
 An input of an older schema version is migrated first, in a temporary copy (the input is never
 changed). Refused, each with a one-line `MergeError` and nothing written: an input that is not a
-store or of a newer schema version than this benchpack writes, a run id in two inputs, a
+store, is damaged (cut short, or a block failing its checksum: every block is read first), or of
+a newer schema version than this benchpack writes, a run id in two inputs, a
 (run, session, repeat) in two inputs, an existing OUT. Snapshot blobs (content-addressed) are
 copied once; human ratings rows already present are not copied again.
 """
@@ -11,14 +12,24 @@ copied once; human ratings rows already present are not copied again.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from .store import SCHEMA_VERSION, StoreOpenError, connect
+from . import tmpdirs
+from .errors import UsageError
+from .store import (
+    SCHEMA_VERSION,
+    StoreDamagedError,
+    StoreOpenError,
+    check_complete,
+    connect,
+    damage_reason,
+    damaged,
+    verify_blocks,
+)
 
 
-class MergeError(ValueError):
+class MergeError(UsageError):
     pass
 
 
@@ -36,8 +47,8 @@ def merge_stores(inputs: list[str | Path], out: str | Path) -> dict[str, int]:
                          "B.duckdb -o OUT.duckdb)")
     if out.exists():
         raise MergeError(f"{out}: already exists; merge into a new file (hint: another -o)")
-    with tempfile.TemporaryDirectory(prefix="bench-merge-") as scratch:
-        return _merge([Path(p) for p in inputs], out, Path(scratch))
+    with tmpdirs.temporary("benchpack-merge-") as scratch:
+        return _merge([Path(p) for p in inputs], out, scratch)
 
 
 def _merge(paths: list[Path], out: Path, scratch: Path) -> dict[str, int]:
@@ -53,9 +64,14 @@ def _merge(paths: list[Path], out: Path, scratch: Path) -> dict[str, int]:
         try:
             con = duckdb.connect(str(p), read_only=True)
         except duckdb.Error as exc:
+            if damage_reason(exc) is not None:
+                raise damaged(p, str(damage_reason(exc))) from None
             raise MergeError(f"{p}: cannot open it ({str(exc).splitlines()[0]}); is it a "
                              "store written by `bench run`?") from None
         try:
+            # every block read (and its checksum checked) before anything is written: a
+            # damaged input met mid-copy ended the merge in DuckDB's error, exit 3
+            _readable(con, p)
             here = (con.execute("SELECT current_database()").fetchone() or ("",))[0]
             if "meta" not in _tables(con, here):
                 raise MergeError(f"{p}: not a benchpack store (no `meta` table)")
@@ -122,6 +138,20 @@ def _merge(paths: list[Path], out: Path, scratch: Path) -> dict[str, int]:
         raise
     target.close()
     return copied
+
+
+def _readable(con: Any, p: Path) -> None:
+    """`p` whole: not cut short, every data block's checksum right (else `damaged`)."""
+    try:
+        check_complete(con, p)
+        verify_blocks(con, p)
+    except StoreDamagedError:
+        raise
+    except Exception as exc:
+        why = damage_reason(exc)
+        if why is None:
+            raise
+        raise damaged(p, why) from None
 
 
 def _quote(p: Path) -> str:

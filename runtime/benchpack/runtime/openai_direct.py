@@ -35,10 +35,48 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from benchpack.specs.limits import MODEL_REPLY_BYTES
+
+from .limits import reply_refusal
 from .llm import BackendRequest, LLMError
 
 PREFIX = "openai/"
 _PRICES = "model_prices_and_context_window_backup.json"
+
+
+def _without_credentials(url: str) -> tuple[str, str | None]:
+    """(`url` without `user:password@`, the Basic authorization they stand for or None):
+    aiohttp refuses a URL with credentials next to an Authorization header (every call of an
+    `--api-base` with a password failed)."""
+    import base64
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.hostname or ""
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
+    pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+    return (urlunsplit(parts._replace(netloc=netloc)),
+            "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii"))
+
+
+async def _read_capped(resp: Any) -> bytes:
+    """The body, refused past `model_reply_bytes` (an announced size at once, else where
+    reading crosses it): a 2 GB answer read whole, parsed and kept in the history cost
+    gigabytes before anything looked at its size (issue 27)."""
+    length = resp.content_length
+    if length is not None:
+        refusal = reply_refusal(length)
+        if refusal is not None:
+            raise LLMError(refusal, retryable=False)
+    limit = MODEL_REPLY_BYTES.value
+    buf = bytearray()
+    async for chunk in resp.content.iter_chunked(1 << 16):
+        buf += chunk
+        if len(buf) > limit:
+            raise LLMError(str(reply_refusal(len(buf), known=False)), retryable=False)
+    return bytes(buf)
 
 
 class OpenAICompatError(Exception):
@@ -148,15 +186,17 @@ class OpenAIDirectBackend:
 
         data = _body(req)
         headers = {"Content-Type": "application/json"}
-        if req.api_key:
+        url, basic = _without_credentials(str(req.api_base).rstrip("/") + "/chat/completions")
+        if req.api_key and (basic is None or req.api_key != "no-key"):
             headers["Authorization"] = f"Bearer {req.api_key}"
-        url = str(req.api_base).rstrip("/") + "/chat/completions"
+        elif basic is not None:  # `http://user:password@host/v1`, and no key of its own
+            headers["Authorization"] = basic
         session = await self._session()
         try:
             async with session.post(
                     url, data=data,
                     headers=headers, timeout=aiohttp.ClientTimeout(total=req.timeout_s)) as resp:
-                raw = await resp.read()
+                raw = await _read_capped(resp)
                 status, got = resp.status, dict(resp.headers)
         except TimeoutError as exc:  # asyncio's and aiohttp's ServerTimeoutError alike
             raise TimeoutError(f"the request timed out after {req.timeout_s:g} s "

@@ -16,8 +16,10 @@ from benchpack.specs import PLAN_VERSION, Plan
 from benchpack.specs.plan import PlanGroup
 from benchpack.specs.schema import json_schemas
 
+from .errors import UsageError
 
-class PlanError(Exception):
+
+class PlanError(UsageError):
     """The plan cannot be used: missing, not JSON, wrong version, or not matching the schema."""
 
 

@@ -50,6 +50,7 @@ from benchpack.specs.plan import Plan, PlanSession
 
 from . import tmpdirs
 from .chains import run_chain
+from .errors import EnvironmentProblem, UsageError
 from .protocols.base import default_protocols
 from .ray_limits import ClusterBudget, Limiter, use_cluster_limits
 from .run_types import Progress, RunContext, RunOptions, make_agent, make_llm_client
@@ -65,7 +66,7 @@ so a chain's end and the next one's start cost no driver round trip (≈ 4 ms a 
 MISSING = ("--executor ray: Ray is not installed (hint: pip install 'benchpack[ray]')")
 
 
-class RayUnavailable(ValueError):
+class RayUnavailable(EnvironmentProblem):
     """`--executor ray` without Ray installed (a one-line CLI error)."""
 
 
@@ -80,7 +81,7 @@ def import_ray() -> Any:
 def check_options(options: RunOptions) -> None:
     """What the Ray executor refuses before anything runs."""
     if options.ray_workers is not None and options.ray_workers < 1:
-        raise ValueError("--ray-workers: at least 1")
+        raise UsageError("--ray-workers: at least 1")
     import_ray()
 
 
@@ -333,7 +334,16 @@ async def run_chains(ctx: RunContext, chains: list[tuple[str, int, list[PlanSess
                 p for p in [os.getcwd(), *sys.path] if p)}}
             if options.ray_workers:
                 kwargs["num_cpus"] = options.ray_workers
-        ray.init(**kwargs)  # on the main thread: Ray installs its signal handlers there
+        try:  # on the main thread: Ray installs its signal handlers there
+            ray.init(**kwargs)
+        except Exception as exc:  # a token-protected cluster, another Ray version…: not a bug
+            first = (str(exc).strip().splitlines() or [""])[0][:300]
+            where = f"--ray-address {options.ray_address}" if options.ray_address else \
+                "--executor ray"
+            raise EnvironmentProblem(f"{where}: cannot join the Ray cluster ({type(exc).__name__}"
+                                     f"{': ' + first if first else ''}) (hint: check the "
+                                     "address, the cluster's authentication and that it runs "
+                                     "the same Ray and Python versions)") from None
     try:
         await _run_on_cluster(ray, ctx, chains, finished, progress, stats)
     finally:

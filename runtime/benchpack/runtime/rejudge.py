@@ -62,6 +62,7 @@ from typing import Any
 from benchpack.specs.plan import Plan, PlanSession
 
 from .env.workspace import snapshot_files
+from .errors import UsageError
 from .graders import CapHit
 from .graders.graph import ParsedGraph, Triple
 from .judges.base import Templates
@@ -185,7 +186,7 @@ def rejudge(options: RejudgeOptions) -> RejudgeSummary:
 
 async def rejudge_async(options: RejudgeOptions) -> RejudgeSummary:
     if not Path(options.db).exists():
-        raise ValueError(f"{options.db}: no such store")
+        raise UsageError(f"{options.db}: no such store")
     started = time.time()
     store = Store(options.db, redactor_for(options))  # a StoreOpenError says why it cannot be opened for writing
     try:
@@ -202,21 +203,24 @@ def _config(row: dict[str, Any]) -> dict[str, Any]:
 async def _rejudge(options: RejudgeOptions, store: Store, started: float) -> RejudgeSummary:
     given = store.run_exists(options.run_id)
     if given is None:
-        raise ValueError(f"no run `{options.run_id}` in {options.db}")
+        raise UsageError(f"no run `{options.run_id}` in {options.db}")
     source = str(_config(given).get("source_run") or options.run_id)
     if store.run_exists(source) is None:
-        raise ValueError(f"run `{options.run_id}` re-judges `{source}`, which is no longer in "
+        raise UsageError(f"run `{options.run_id}` re-judges `{source}`, which is no longer in "
                          f"{options.db}")
     new_id = options.new_run_id or default_run_id(options.run_id, options.judge)
     if new_id in (options.run_id, source):
-        raise ValueError(f"--as `{new_id}` would overwrite the run being re-judged")
+        raise UsageError(f"--as `{new_id}` would overwrite the run being re-judged")
     existing = store.run_exists(new_id)
     if existing is not None:
         cfg = _config(existing)
         if cfg.get("rejudge_of") != options.run_id or existing.get("judge") != options.judge:
-            raise ValueError(f"run `{new_id}` already exists and is not a re-judging of "
+            raise UsageError(f"run `{new_id}` already exists and is not a re-judging of "
                              f"`{options.run_id}` by `{options.judge}`; choose another --as")
     plan_path = options.plan or given["plan_path"]
+    if not plan_path:  # `bench import-run` without --plan records none
+        raise UsageError(f"run `{options.run_id}` recorded no plan (it was imported without "
+                         "--plan); pass --plan with the plan compiled from its corpus")
     plan = load_plan(plan_path)
     rows = store.session_rows(source)
     for r in rows:
@@ -226,11 +230,11 @@ async def _rejudge(options: RejudgeOptions, store: Store, started: float) -> Rej
         r["session_id"] not in plan.sessions
         or plan.sessions[r["session_id"]].fingerprint != r["fingerprint"])]
     if changed:
-        raise ValueError(f"the plan {plan_path} is not the one run `{source}` ran: "
+        raise UsageError(f"the plan {plan_path} is not the one run `{source}` ran: "
                          f"{len(changed)} session(s) are missing or changed, e.g. "
                          f"{', '.join(sorted(set(changed))[:3])}; pass --plan with its plan")
     if options.graph_grader not in ("auto", "llm", "match"):
-        raise ValueError(f"unknown graph grader `{options.graph_grader}` (auto, llm or match)")
+        raise UsageError(f"unknown graph grader `{options.graph_grader}` (auto, llm or match)")
     clients: list[Any] = []
 
     def llm() -> Any:
@@ -242,9 +246,12 @@ async def _rejudge(options: RejudgeOptions, store: Store, started: float) -> Rej
                           plan.defaults.seed)
     roles.seeds = list(plan.defaults.repeat_seeds or [])
     if options.graph_grader == "llm" and roles.mode("judge") == "rules":
-        raise ValueError("--graph-grader llm needs a judge: pass --judge litellm:<model> or "
+        raise UsageError("--graph-grader llm needs a judge: pass --judge litellm:<model> or "
                          "--judge scripted:<file>")
+    role_files = {k: v for k, v in (_config(given).get("role_files") or {}).items()
+                  if k != "judge"}  # the source's judge is not this run's
     config = {**_config(given), "run_id": new_id, "judge": options.judge,
+              "role_files": {**role_files, **roles.file_digests()},
               "rejudge_of": options.run_id, "source_run": source,
               "rejudge": {"plan": str(plan_path), "graph_grader": options.graph_grader,
                           "max_concurrency": options.max_concurrency,
@@ -291,9 +298,10 @@ async def _rejudge(options: RejudgeOptions, store: Store, started: float) -> Rej
     store.upsert_run(run_row)
     summary = summarise(store, new_id, len(rows), stats, len(rows) - len(todo),
                         time.time() - started, int(given.get("repeats") or 1))
-    calls = store.con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE cache_hit) FROM llm_calls WHERE run_id = ? "
-        "AND role = 'judge'", [new_id]).fetchone()
+    with store.reading() as con:
+        calls = con.execute(
+            "SELECT count(*), count(*) FILTER (WHERE cache_hit) FROM llm_calls WHERE run_id = ? "
+            "AND role = 'judge'", [new_id]).fetchone()
     return RejudgeSummary(**summary.__dict__, rejudge_of=options.run_id, source_run=source,
                           judge=options.judge, judge_calls=int(calls[0]),
                           judge_cache_hits=int(calls[1]))
@@ -507,7 +515,7 @@ async def _reward(ctx: _Rejudge, site: _Site, extra: dict[str, Any], messages: l
         return None
     stored = extra.get("reward")
     if not isinstance(stored, dict):
-        raise ValueError("the source run stored no reward for this session (extra.reward)")
+        raise UsageError("the source run stored no reward for this session (extra.reward)")
     sc = reward_spec(s)
     components = dict(stored.get("components") or {})
     out = {k: v for k, v in stored.items()

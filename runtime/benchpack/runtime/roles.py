@@ -15,6 +15,7 @@ judges from that, in its own module, so adding a protocol never touches this fil
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
@@ -22,6 +23,7 @@ from typing import Any, Literal, Protocol, TypeVar
 from benchpack.specs.plan import PlanSession
 
 from .agents.scripted import load_script
+from .errors import UsageError
 from .judges.base import JudgeCall, Templates
 from .types import LLMCallRecord
 
@@ -56,8 +58,11 @@ class Script:
     def __init__(self, path: Path) -> None:
         data = load_script(path)
         if not isinstance(data, dict) or not isinstance(data.get("sessions"), dict):
-            raise ValueError(f"{path}: expected a mapping with `sessions:`")
+            raise UsageError(f"{path}: expected a mapping with `sessions:`")
         self.path = path
+        self.sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+        """Of the file's bytes: what `bench compare` compares (a relative and an absolute path
+        to one file are one simulator)."""
         self.sessions: dict[str, Any] = data["sessions"]
 
     def for_session(self, session_id: str, name: str) -> dict[str, Any]:
@@ -99,20 +104,31 @@ class Roles:
         for role, uri in choices.items():
             mode, _, argument = uri.partition(":")
             if argument and mode not in ("scripted", "litellm") and "/" not in mode:
-                raise ValueError(f"--{role} {uri}: unknown kind `{mode}:` (use rules, "
+                raise UsageError(f"--{role} {uri}: unknown kind `{mode}:` (use rules, "
                                  "scripted:<file> or litellm:<model>)")
             if mode in ("scripted", "litellm") and not argument:
                 thing = "file" if mode == "scripted" else "model"
-                raise ValueError(f"--{role} {uri}: name the {thing} after `{mode}:`")
+                raise UsageError(f"--{role} {uri}: name the {thing} after `{mode}:`")
             if mode == "scripted":  # read now: a broken file stops the run before it starts
                 try:
                     roles._scripts[argument] = Script(Path(argument))
                 except ValueError as exc:
-                    raise ValueError(f"--{role} {uri}: {exc}") from None
+                    raise UsageError(f"--{role} {uri}: {exc}") from None
         return roles
 
     def uri(self, role: Role) -> str:
         return self.choices[role]
+
+    def file_digests(self) -> dict[str, str]:
+        """Role → sha256 of its scripted file, for the roles that are scripted (recorded in the
+        run's config as `role_files`)."""
+        out: dict[str, str] = {}
+        for role, uri in self.choices.items():
+            if uri.startswith("scripted:"):
+                script = self._scripts.get(uri.split(":", 1)[1])
+                if script is not None:
+                    out[role] = script.sha256
+        return out
 
     def mode(self, role: Role) -> Mode:
         uri = self.choices[role]

@@ -149,6 +149,9 @@ class RunSummary:
     judge, budget; `unclassified` for errors stored before error kinds)."""
     unpriced_calls: int = 0
     """LLM calls answered by a model litellm has no price for: `cost` leaves them out."""
+    imported_calls: int = 0
+    """`llm_calls` rows of an imported run (a release's token counts): no call benchpack made,
+    so not in `llm_calls` (their tokens are)."""
     max_cost: float | None = None
     estimate: float | None = None
     """`--max-cost`: the estimated cost of what this invocation was to run."""
@@ -221,7 +224,7 @@ def make_llm_client(options: ClientOptions) -> Any:
     from .llm import LLMClient, LLMConfig
 
     cache_dir = Path(options.cache_dir) if options.cache_dir else Path(".bench-cache")
-    cache = ResponseCache(cache_dir)
+    cache = ResponseCache(cache_dir, redact=redactor_for(options))
     cache.enabled = options.use_cache
     api_key = os.environ.get(options.api_key_env) if options.api_key_env else None
     if api_key is None and options.api_base and not os.environ.get("OPENAI_API_KEY"):

@@ -27,8 +27,10 @@ from benchpack.specs.toolsets import PyToolImpl
 from . import tmpdirs
 from .chains import ERROR_KINDS, error_kind_of, run_chain, run_one, store_sink
 from .env.service_pool import needs_replay, process_services
+from .errors import UsageError
 from .judges.base import templates_fingerprint
 from .planfile import load_plan
+from .preflight import check_machine
 from .protocols.base import default_protocols
 from .run_types import (
     RUNS_VERSION,
@@ -82,10 +84,12 @@ async def run_plan_async(options: RunOptions) -> RunSummary:
     store = Store(options.db, redactor_for(options))
     stop_on_sigterm = _cancel_on_sigterm()
     summary: RunSummary | None = None
+    made: dict[str, str] = {}
+    """`starting`: the run id whose placeholder row this invocation wrote."""
     try:
         if options.resume:  # the run keeps the store's rows: they must all be readable
             store.verify()
-        summary = await _run(options, plan, store, started)
+        summary = await _run(options, plan, store, started, made)
         return summary
     except Exception as exc:  # a block found damaged mid-run (an index, a row group)
         why = damage_reason(exc)
@@ -94,6 +98,9 @@ async def run_plan_async(options: RunOptions) -> RunSummary:
         raise damaged(options.db, why) from None
     finally:
         stop_on_sigterm()
+        if summary is None and "starting" in made:  # refused before it started: no trace
+            with contextlib.suppress(Exception):
+                store.forget_starting(made["starting"])
         try:  # a mistake stopped the run before its run row: leave no new store behind
             unused = fresh and store.run_count() == 0
         except Exception:  # keep the file: the original error is what matters
@@ -141,16 +148,30 @@ def _cancel_on_sigterm() -> Callable[[], None]:
     return undo
 
 
-async def _run(options: RunOptions, plan: Plan, store: Store, started: float) -> RunSummary:
+def _starting_row(run_id: str, started: float, options: RunOptions, plan: Plan
+                  ) -> dict[str, Any]:
+    """A run's row before its checks are done (`status` starting): enough for `--resume` to
+    find it and for its checks (the pack, the agent); the full row replaces it at the start."""
+    return {"run_id": run_id, "created_at": started, "updated_at": started,
+            "plan_path": str(options.plan), "plan_hash": plan.pack.content_hash,
+            "pack_name": plan.pack.name, "pack_version": plan.pack.version,
+            "benchpack_version": plan.benchpack_version, "agent": options.agent,
+            "simulator": options.simulator, "judge": options.judge,
+            "repeats": options.repeats or plan.defaults.repeats, "config": {},
+            "status": "starting"}
+
+
+async def _run(options: RunOptions, plan: Plan, store: Store, started: float,
+               made: dict[str, str]) -> RunSummary:
     if options.resume:
         if not options.run_id:
-            raise ValueError("--resume needs the RUN_ID to continue")
+            raise UsageError("--resume needs the RUN_ID to continue")
         existing = store.run_exists(options.run_id)
         if existing is None:
-            raise ValueError(f"no run `{options.run_id}` in {options.db}")
+            raise UsageError(f"no run `{options.run_id}` in {options.db}")
         run_id = options.run_id
         if existing.get("pack_name") != plan.pack.name:  # a recompiled plan of it is fine
-            raise ValueError(f"--resume {run_id}: that run is of pack `{existing.get('pack_name')}`"
+            raise UsageError(f"--resume {run_id}: that run is of pack `{existing.get('pack_name')}`"
                              f", this plan of `{plan.pack.name}`; pass the plan it ran "
                              f"({existing.get('plan_path')})")
         if options.repeats is None:
@@ -159,21 +180,21 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
     else:
         run_id = options.run_id or new_run_id(plan, options.agent)
         if store.run_exists(run_id):
-            raise ValueError(f"run `{run_id}` already exists in {options.db}; pass --resume "
+            raise UsageError(f"run `{run_id}` already exists in {options.db}; pass --resume "
                              "to continue it or choose another --run-id")
     if options.dialogue_from:  # checked per session too; here so a typo stops the whole run
         if options.trigger_mode == "live":
-            raise ValueError("--dialogue-from replays a fixed dialogue; use --trigger-mode "
+            raise UsageError("--dialogue-from replays a fixed dialogue; use --trigger-mode "
                              "offline or auto")
         if store.run_exists(options.dialogue_from) is None:
-            raise ValueError(f"--dialogue-from: no run `{options.dialogue_from}` in "
+            raise UsageError(f"--dialogue-from: no run `{options.dialogue_from}` in "
                              f"{options.db}")
     selected = set(_select(plan, options.sessions))
     unmatched = [p for p in options.sessions if not _select(plan, [p])]
     if unmatched:
         names = sorted({s.name for s in plan.sessions.values()})
         shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
-        raise ValueError(f"--session {', '.join(unmatched)} matches no session of the plan "
+        raise UsageError(f"--session {', '.join(unmatched)} matches no session of the plan "
                          f"(its sessions: {shown}; ids and names take * globs)")
     missing: dict[str, list[str]] = {}
     if options.sessions and not options.alone:
@@ -188,7 +209,7 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         from .ray_executor import check_options
         check_options(options)
     elif options.executor != "local":
-        raise ValueError(f"--executor {options.executor}: not an executor (hint: local or ray)")
+        raise UsageError(f"--executor {options.executor}: not an executor (hint: local or ray)")
     _check_process_services(plan, selected, options.allow_python)
     repeats = options.repeats or plan.defaults.repeats
     # a temporary work directory is made just before the sessions start (below): a run
@@ -206,6 +227,12 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
             clients[0].budget = budget
         return clients[0]
 
+    if not options.resume:
+        # the run's row, before anything slow (the agent's import, the cost estimate, the
+        # machine checks): a run killed from here on is one `--resume RUN_ID` finds (issue
+        # 27). A refusal below removes it again (`run_plan_async`)
+        store.upsert_run(_starting_row(run_id, started, options, plan))
+        made["starting"] = run_id
     agent = make_agent(options.agent, options, llm)
     check = getattr(agent, "check_plan", None)
     if check is not None:  # a script naming no plan session: one located error, nothing run
@@ -215,16 +242,17 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
     if options.resume:
         # one run, one agent: sessions of two agents under one name mix their figures
         if existing and existing.get("agent") and existing["agent"] != options.agent:
-            raise ValueError(f"run `{run_id}` was run with --agent {existing['agent']}; "
+            raise UsageError(f"run `{run_id}` was run with --agent {existing['agent']}; "
                              f"resume it with the same agent (or start a new run)")
         for role in ("simulator", "judge"):
             if existing and existing.get(role) and existing[role] != ctx.roles.uri(role):
-                raise ValueError(f"run `{run_id}` was run with --{role} {existing[role]}; "
+                raise UsageError(f"run `{run_id}` was run with --{role} {existing[role]}; "
                                  f"resume it with the same {role} (or start a new run)")
     config = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.__dict__.items()
               if k not in ("api_key_env", "llm_backend")}
     config["api_key_env"] = options.api_key_env  # the variable's name, never its value
     config["prompt_templates"] = templates_fingerprint(plan.prompts)  # for `bench compare`
+    config["role_files"] = ctx.roles.file_digests()  # scripted roles compare by content
     if plan.pack.origin is not None:  # the pack's `origin:` label, which every report shows
         config[ORIGIN_KEY] = plan.pack.origin.model_dump(mode="json")
     # what the run promised, so reports can account for every (session, repeat) that never
@@ -276,7 +304,7 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
             options.announce(f"estimated cost: {estimate.describe()}; --max-cost "
                              f"${options.max_cost:.4f}" + unpriced_note(estimate))
         if estimate.cost > options.max_cost and not options.force:
-            raise ValueError(
+            raise UsageError(
                 f"--max-cost ${options.max_cost:.4f}: the run is estimated at "
                 f"${estimate.cost:.4f} ({estimate.sessions} session runs) (hint: raise "
                 "--max-cost, run fewer sessions with --session or fewer --repeats, or pass "
@@ -285,6 +313,10 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         budget = ctx.budget = Budget(options.max_cost)
         if clients:
             clients[0].budget = budget
+    # what the run needs from the machine, once, before its row and first session: a lack is
+    # one line and exit 1, never a run of errors (or of silent failures) — preflight.py
+    await check_machine(plan, selected, allow_python=options.allow_python,
+                        executor=options.executor, ray_address=options.ray_address)
     store.upsert_run(row)
     progress = Progress(todo, options.progress)
     stats = {"run": 0, "finished": 0, "errors": 0, "skipped": 0, "budget": 0}
@@ -319,6 +351,14 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
         now = store.finished(run_id)
         done = sum(1 for _, r, ss in chains for s in ss if (s.id, s.fingerprint, r) in now)
         raise RunInterrupted(run_id, Path(options.db), done, total) from None
+    except Exception:
+        # the store writer failed (a full disk) or a bug: the run is not `running` any more;
+        # what committed stays, and `--resume` runs the rest
+        with contextlib.suppress(Exception):
+            row["updated_at"] = time.time()
+            row["status"] = "interrupted"
+            store.upsert_run(row)
+        raise
     finally:
         progress.stop()
         closing = getattr(agent, "aclose", None)
@@ -359,7 +399,7 @@ def _check_allow_python(plan: Plan, selected: set[str], allow_python: bool) -> N
                     or isinstance(getattr(plan.tools.get(t), "impl", None), PyToolImpl)})
     if needs:
         shown = ", ".join(f"`{t}`" for t in needs[:5]) + (", …" if len(needs) > 5 else "")
-        raise ValueError(f"this plan's sessions offer tools that run code ({shown}: python "
+        raise UsageError(f"this plan's sessions offer tools that run code ({shown}: python "
                          "toolsets or the shell); pass --allow-python to run them in the "
                          "sandbox")
 
@@ -374,7 +414,7 @@ def _check_process_services(plan: Plan, selected: set[str], allow_python: bool) 
     if names:
         which = ", ".join(f"`{n}`" for n in names)
         many = len(names) > 1
-        raise ValueError(f"HTTP service{'s' if many else ''} {which}: {'they run' if many else 'it runs'} "
+        raise UsageError(f"HTTP service{'s' if many else ''} {which}: {'they run' if many else 'it runs'} "
                          "the pack's own code (a process, in the sandbox), which needs "
                          f"--allow-python (pass it to run {'them' if many else 'it'})")
 

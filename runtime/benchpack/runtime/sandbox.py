@@ -40,10 +40,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from . import tmpdirs
+from .errors import EnvironmentProblem
 
 SENTINEL = "\x1ebenchpack-result\x1e"
 NOBODY = 65534
@@ -92,7 +94,7 @@ def next_uid() -> int:
     return _UID_BASE + (os.getpid() % 1000) * 1_000_000 + next(_uids) % 1_000_000
 
 
-class SandboxUnavailable(RuntimeError):
+class SandboxUnavailable(EnvironmentProblem):
     """No working bubblewrap: pack code must not run."""
 
 
@@ -270,6 +272,30 @@ async def run_command(command: list[str], *, sandbox: Sandbox, work: Path, files
     return CommandResult(proc.returncode, out, err, error)
 
 
+async def selftest(timeout_s: float = 20.0) -> str | None:
+    """Start one sandbox as pack code gets it, running the interpreter pack code runs under:
+    None when it works, else why not. Raises `SandboxUnavailable` when there is no bwrap. A
+    binary that is there but cannot create namespaces (user namespaces disabled, a broken
+    install) fails here — `preflight` calls this once, before a run's first session."""
+    with tmpdirs.temporary("benchpack-sandbox-") as root:
+        files, work = root / "files", root / "work"
+        files.mkdir()
+        work.mkdir()
+        os.chmod(root, 0o755)
+        try:
+            res = await asyncio.wait_for(run_command(
+                [_python()[0], "-I", "-S", "-c", "pass"], sandbox=Sandbox(timeout_s=timeout_s),
+                work=work, files=files, what="the sandbox check"), timeout_s + 5)
+        except SandboxUnavailable:
+            raise
+        except (OSError, TimeoutError) as exc:  # bwrap not executable, or hanging
+            return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if res.error is None and res.returncode == 0:
+        return None
+    said = (res.stderr.decode("utf-8", "replace").strip().splitlines() or [""])[-1]
+    return (res.error or said or f"exit code {res.returncode}")[:300]
+
+
 @dataclass
 class SandboxResult:
     value: Any
@@ -282,8 +308,7 @@ async def run_function(source: str, func: str, args: list[Any], *, what: str,
     """Call `func` of the module `source` with the first parameters-many `args`; `what` names
     it in error messages (e.g. "python grader")."""
     box = sandbox or Sandbox(timeout_s=timeout_s, memory_mb=memory_mb)
-    with tempfile.TemporaryDirectory(prefix="benchpack-sandbox-") as tmp:
-        root = Path(tmp)
+    with tmpdirs.temporary("benchpack-sandbox-") as root:
         files, work = root / "files", root / "work"
         files.mkdir()
         work.mkdir()

@@ -25,15 +25,21 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchpack.specs.limits import STORED_TEXT_BYTES
+from benchpack.specs.storefile import write_request_path
+
 from .calltexts import CallText, encode_calls
+from .errors import EnvironmentProblem
+from .limits import below_any_limit, clip_cell, clip_json
 from .redact import Redactor
 from .snapblobs import BLOB_MIN_CHARS, BLOB_REF, join_state, split_state
 from .storecheck import (
@@ -46,7 +52,7 @@ from .storecheck import (
     damaged,
     verify_blocks,
 )
-from .storeinsert import _insert, _no_pandas_retries, columns
+from .storeinsert import _insert, _no_pandas_retries, columns, described
 from .storeschema import DDL as DDL
 from .storeschema import SCHEMA_VERSION as SCHEMA_VERSION
 from .storeschema import SESSION_TABLES as SESSION_TABLES
@@ -91,7 +97,8 @@ def connect(path: str | Path, read_only: bool = False) -> Any:
     try:
         if not read_only:
             p.parent.mkdir(parents=True, exist_ok=True)
-        con = duckdb.connect(str(p), read_only=read_only)
+        con = (duckdb.connect(str(p), read_only=True) if read_only
+               else _connect_writing(p, LOCK_WAIT_S))
     except OSError as exc:
         raise StoreOpenError(f"{p}: cannot create the store ({exc.strerror or exc})") from None
     except duckdb.Error as exc:
@@ -99,9 +106,13 @@ def connect(path: str | Path, read_only: bool = False) -> Any:
         if why is not None:
             raise damaged(p, why) from None
         first = str(exc).splitlines()[0]
-        hint = ("is a `bench run` writing it?" if _is_lock(first)
-                else "is it a DuckDB file written by `bench run`?")
-        raise StoreOpenError(f"{p}: cannot open the store ({first}); {hint}") from None
+        if _is_lock(first):
+            raise StoreOpenError(
+                f"{p}: another program holds the store ({first}) (hint: a `bench run` writing "
+                "it keeps it until it ends, readers let go within seconds; wait for it, or "
+                "pass another --db)") from None
+        raise StoreOpenError(f"{p}: cannot open the store ({first}); is it a DuckDB file "
+                             "written by `bench run`?") from None
     try:  # before anything is written: DDL on a cut file would build on the lost blocks
         check_complete(con, p)
     except BaseException:
@@ -125,6 +136,41 @@ def connect(path: str | Path, read_only: bool = False) -> Any:
                 raise damaged(p, why) from None
             raise
     return con
+
+
+LOCK_WAIT_S = 30.0
+"""How long a writer opening the store waits for readers to let go (they never hold it for
+long: a `bench view` page, a `bench query`); another writer holds it until it ends."""
+
+
+def _connect_writing(p: Path, wait_s: float) -> Any:
+    """A writing connection to `p`. While readers hold the file, `<store>.write-request` asks
+    them to stay away (`benchpack.specs.storefile.writer_waiting`) and the open is retried:
+    without it a viewer polled every second kept 5 `bench run`s out of 6 from starting
+    (issue 27). Raises DuckDB's lock error after `wait_s` (another writer holds it)."""
+    import duckdb
+
+    request = write_request_path(p)
+    deadline = time.monotonic() + wait_s
+    asked = False
+    delay = 0.01
+    try:
+        while True:
+            try:
+                return duckdb.connect(str(p))
+            except duckdb.IOException as exc:
+                if not _is_lock(str(exc)) or time.monotonic() > deadline:
+                    raise
+            if not asked:
+                with contextlib.suppress(OSError):
+                    request.write_text(str(os.getpid()), encoding="utf-8")
+                asked = True
+            time.sleep(delay)
+            delay = min(0.1, delay * 1.5)
+    finally:
+        if asked:
+            with contextlib.suppress(OSError):
+                request.unlink()
 
 
 READ_REQUEST_SUFFIX = ".read-request"
@@ -181,11 +227,27 @@ class Store:
             verify_blocks(self.con, self.path)
 
     def writer_error(self) -> Exception:
-        """The writer thread's failure, as the user error it is when the file is damaged."""
+        """The writer thread's failure, as the user error it is when the file is damaged, or
+        the environment problem when the disk is full or gone; anything else is a bug."""
         why = damage_reason(self._error)
         if why is not None:
             return damaged(self.path, why)
+        text = str(self._error)
+        if isinstance(self._error, OSError) or any(w in text for w in (
+                "No space left", "Disk quota", "Read-only file system", "Input/output error")):
+            return EnvironmentProblem(f"{self.path}: the store cannot be written "
+                                      f"({text.splitlines()[0] if text else self._error!r}); "
+                                      "what committed is kept (hint: free space, then "
+                                      "--resume the run)")
         return RuntimeError(f"store writer failed: {self._error}")
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Any]:
+        """The connection, for queries of the caller's own (the run's summary): held so the
+        writer thread does not close it under them to let a reader in (a viewer polled during
+        the run's last moments ended it in "No open result set", exit 3)."""
+        with self._lock:
+            yield self.con
 
     def upsert_run(self, row: dict[str, Any]) -> None:
         with self._lock:
@@ -194,6 +256,13 @@ class Store:
                                   for c in cols])
             self.con.execute(f"INSERT OR REPLACE INTO runs VALUES ({', '.join('?' * len(cols))})",
                              values)
+
+    def forget_starting(self, run_id: str) -> None:
+        """Remove the run's row if it is still the placeholder of a run that never started
+        (`status` starting: refused by a check, or interrupted before its first session)."""
+        with self._lock:
+            self.con.execute("DELETE FROM runs WHERE run_id = ? AND status = 'starting'",
+                             [run_id])
 
     def run_count(self) -> int:
         with self._lock:
@@ -367,11 +436,15 @@ class Store:
                     self._blobs = {str(r[0]) for r in con.execute(
                         "SELECT DISTINCT hash FROM blobs").fetchall()}
                 clean = self.redact if self.redact else (lambda text: text)
+
+                def clean_call(text: str) -> str:  # a message, tool list or reply: JSON
+                    return clip_json(clean(text), STORED_TEXT_BYTES)
+
                 new_blobs: dict[str, str] = {}
                 tables: dict[str, list[tuple[Any, ...]]] = {}
                 for rows in batch:
                     if rows.call_texts:
-                        texts, parts = encode_calls(rows.call_texts, clean)
+                        texts, parts = encode_calls(rows.call_texts, clean_call)
                         new_blobs.update((h, d) for h, d in parts.items() if h not in self._blobs)
                         tables.setdefault("llm_call_texts", []).extend(
                             (rows.run_id, rows.session_id, rows.repeat, *t) for t in texts)
@@ -380,7 +453,7 @@ class Store:
                         tables.setdefault(table, []).extend(
                             map(self._clean, data) if self.redact else data)
                 for table, data in tables.items():
-                    _insert(con, table, data)
+                    _insert(con, table, self._clip(table, data))
                 # a snapshot is only ever written with its session's rows, so a session not
                 # yet `known` has none, and a known one's was deleted above: a plain INSERT
                 # does what INSERT OR REPLACE did, in one statement and in batch order
@@ -399,7 +472,7 @@ class Store:
                     sess = dict(rows.session)
                     sess["extra"] = _json(sess.get("extra"))
                     session_rows.append(self._clean(tuple(sess.get(c) for c in cols)))
-                _insert(con, "sessions", session_rows)
+                _insert(con, "sessions", self._clip("sessions", session_rows))
                 con.execute("COMMIT")
                 self._blobs.update(new_blobs)
                 for r in batch:
@@ -407,6 +480,18 @@ class Store:
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
+
+    def _clip(self, table: str, data: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """`data` with every text over its named limit clipped (`limits.clip_cell`: a prefix
+        and the digest of the whole): a 2 GB tool argument stored whole took the writer down
+        (issue 27). Rows with no long text, nearly all, pass as they are."""
+        near = below_any_limit()
+        if not any(type(v) is str and len(v) > near for row in data for v in row):
+            return data
+        types = described(self.con, table)
+        return [tuple(clip_cell(v, table, name, sql == "JSON")
+                      for v, (name, sql) in zip(row, types, strict=False))
+                if any(type(v) is str and len(v) > near for v in row) else row for row in data]
 
     def _clean(self, row: Sequence[Any]) -> tuple[Any, ...]:
         if not self.redact:
@@ -419,7 +504,6 @@ class Store:
         class docstring). Runs on the writer thread between commits."""
         if not self._request.exists():
             return
-        import duckdb
 
         with self._lock:
             self.con.close()
@@ -430,16 +514,9 @@ class Store:
             if self._request.exists():  # a reader that died without cleaning up
                 with contextlib.suppress(OSError):
                     self._request.unlink()
-            delay = 0.01
-            while True:
-                try:
-                    self.con = duckdb.connect(str(self.path))
-                    return
-                except duckdb.IOException as exc:
-                    if not _is_lock(str(exc)):
-                        raise
-                    time.sleep(delay)  # the reader's read-only connection is still open
-                    delay = min(0.25, delay * 2)
+            # the reader's read-only connection may still be open; new readers stay away
+            # meanwhile (the write request), so a polled viewer cannot keep the run out
+            self.con = _connect_writing(self.path, float("inf"))
 
     def _writer(self) -> None:
         while True:

@@ -16,6 +16,8 @@ from benchpack.specs.storefile import (
 from benchpack.specs.storefile import check_complete as _check_complete
 from benchpack.specs.storefile import is_lock as _is_lock
 
+from .errors import UsageError
+
 __all__ = [
     "DAMAGED_HINT",
     "StoreDamagedError",
@@ -28,7 +30,7 @@ __all__ = [
 ]
 
 
-class StoreOpenError(ValueError):
+class StoreOpenError(UsageError):
     """The store file cannot be opened, or it is not a benchpack store (a user error: the CLI
     reports it as one)."""
 

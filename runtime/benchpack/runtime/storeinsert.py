@@ -30,6 +30,11 @@ def _described(con: Any, table: str) -> list[tuple[str, str]]:
     return _COLUMNS[table]
 
 
+def described(con: Any, table: str) -> list[tuple[str, str]]:
+    """(name, SQL type) of each column of `table`, in order (read once per process)."""
+    return _described(con, table)
+
+
 def columns(con: Any, table: str) -> list[str]:
     return [name for name, _ in _described(con, table)]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from .graders.python import REFUSED as PYTHON_REFUSED
 from .run_types import RunSummary
@@ -14,7 +15,12 @@ _FULL = "coalesce(json_extract_string(extra, '$.context'), '') <> 'alone'"
 
 def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resumed: int,
               wall: float, repeats: int = 1) -> RunSummary:
-    con = store.con
+    with store.reading() as con:  # the writer may still step aside for readers meanwhile
+        return _summarise(con, store, run_id, total, stats, resumed, wall, repeats)
+
+
+def _summarise(con: Any, store: Store, run_id: str, total: int, stats: dict[str, int],
+               resumed: int, wall: float, repeats: int) -> RunSummary:
     row = con.execute(
         # headline figures over finished sessions and those the agent errored in (stored with
         # the protocol's worst score); other errors are unknown, excluded and counted. Each
@@ -43,11 +49,15 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
     kinds = dict(con.execute(
         "SELECT coalesce(error_kind, 'unclassified'), count(*) FROM sessions WHERE run_id = ? "
         "AND status = 'error' GROUP BY ALL", [run_id]).fetchall()) if errored else {}
+    # rows of an imported run (`purpose` 'imported': a release's token counts) are no call
+    # benchpack made: counted apart, and their missing price is not an unknown cost
+    made = "coalesce(purpose, '') <> 'imported'"
     llm = con.execute(
-        "SELECT count(*), coalesce(sum(prompt_tokens),0), coalesce(sum(completion_tokens),0), "
-        "coalesce(sum(cost),0), count(*) FILTER (WHERE cache_hit), count(*) FILTER (WHERE "
-        "cost IS NULL AND error IS NULL AND NOT coalesce(cache_hit, false)) FROM llm_calls "
-        "WHERE run_id = ?", [run_id]).fetchone()
+        f"SELECT count(*) FILTER (WHERE {made}), coalesce(sum(prompt_tokens),0), "
+        "coalesce(sum(completion_tokens),0), coalesce(sum(cost),0), count(*) FILTER (WHERE "
+        f"cache_hit AND {made}), count(*) FILTER (WHERE cost IS NULL AND error IS NULL AND "
+        f"NOT coalesce(cache_hit, false) AND {made}), count(*) FILTER (WHERE NOT ({made})) "
+        "FROM llm_calls WHERE run_id = ?", [run_id]).fetchone()
     # verified outcome: per session, graded repeats and passes (a NULL `passed` is ungraded)
     # tasks as the `verified_tasks` view folds them (style variants into their base), so
     # this summary and `bench report pass-k` count the same (n, c)
@@ -73,7 +83,7 @@ def summarise(store: Store, run_id: str, total: int, stats: dict[str, int], resu
         trigger_score=row[8],
         judge_errors=int(row[3]), prompt_tokens=int(llm[1]), completion_tokens=int(llm[2]),
         cost=float(llm[3]), llm_calls=int(llm[0]), cache_hits=int(llm[4]), wall_s=wall,
-        unpriced_calls=int(llm[5]),
+        unpriced_calls=int(llm[5]), imported_calls=int(llm[6]),
         repeats=repeats, pass_counts=[(int(n), int(c)) for n, c in counts if n],
         grader_errors=int(row[9]),
         python_refused=int(refused[0]) if refused else 0,

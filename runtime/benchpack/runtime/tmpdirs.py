@@ -1,7 +1,9 @@
 """Temporary directories a killed run does not leave behind.
 
 A run makes directories in the system's temporary directory: its own work directory, one per
-harness opening and python toolset worker, sockets of HTTP services, a Ray worker's. Every
+harness opening and python toolset worker, sockets of HTTP services, a Ray worker's, and a
+scratch directory per sandboxed call (python graders and tools, the shell) and per replayed
+state check (`temporary`). Every
 `finally` removes them, but a SIGKILL (the OOM killer, a CI job's hard timeout, `kill -9`) runs
 none: each killed run left them, with whatever the sessions wrote, for good.
 
@@ -21,6 +23,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 _NAME = re.compile(r"^(?:benchpack-|bp-svc-)(?:[a-z0-9]+-)*o([0-9a-z]+)\.([0-9a-z]+)\.([0-9a-f]{6})-")
@@ -33,6 +36,19 @@ def temp_dir(prefix: str, dir: str | Path | None = None) -> Path:
     """`tempfile.mkdtemp(prefix=…)` with this process's owner tag after `prefix`."""
     tag = owner_tag()
     return Path(tempfile.mkdtemp(prefix=f"{prefix}{tag}-" if tag else prefix, dir=dir))
+
+
+@contextlib.contextmanager
+def temporary(prefix: str, dir: str | Path | None = None) -> Iterator[Path]:
+    """`tempfile.TemporaryDirectory(prefix=…)` named with this process's owner tag: removed
+    on the way out, and by the next run's `sweep` when a SIGKILL skipped the way out. For
+    the scratch directory of one call (a sandboxed grader, the shell, a replayed state
+    check). `prefix` must start with `benchpack-` to be swept."""
+    path = temp_dir(prefix, dir)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def owner_tag() -> str | None:

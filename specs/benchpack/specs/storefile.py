@@ -81,3 +81,42 @@ def read_every_block(con: Any) -> None:
 def is_lock(text: str) -> bool:
     """DuckDB's lock conflict; not "block" (as in a corrupt block's message)."""
     return re.search(r"\block\b", text.lower()) is not None
+
+
+# --------------------------------------------------------------------------- who may open it
+
+WRITE_REQUEST_SUFFIX = ".write-request"
+"""`<store>.write-request`: a writer (`bench run`, `--resume`, `rejudge`…) that found the file
+held by readers (`bench view` pages, `bench query`) asks them to let go: readers do not open
+the file while it exists, so readers that come and go all the time (a viewer polled every
+second) cannot keep a run from starting. The writer removes it once it has the file. The
+other direction is `<store>.read-request` (a reader asking a running writer to step aside)."""
+WRITE_REQUEST_STALE_S = 120.0
+"""A request older than this is from a writer that died waiting: ignored."""
+
+
+def write_request_path(db: str | Path) -> Path:
+    return Path(f"{db}{WRITE_REQUEST_SUFFIX}")
+
+
+def writer_waiting(db: str | Path) -> bool:
+    """Whether a live writer waits for the file (its request exists, is recent, and its
+    process runs): a reader then waits before opening it."""
+    import os
+    import time
+
+    path = write_request_path(db)
+    try:
+        age = time.time() - path.stat().st_mtime
+        pid = int(path.read_text(encoding="utf-8").strip() or "0")
+    except (OSError, ValueError):
+        return False
+    if age > WRITE_REQUEST_STALE_S or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True

@@ -1,11 +1,17 @@
 """The `bench view` web app: Starlette routes over a read-only store, Jinja2 pages (autoescaped:
 stored text is arbitrary, transcripts hold `<script>` as often as prose), one small JS file.
 
-Live: every request opens its own read-only connection (`access.open_store`, which asks a
-running `bench run` to step aside for a moment) and closes it before answering. Holding one
-open would stop the run's writer from reopening the file after it stepped aside, and a
-snapshot would not show sessions finishing. Opening costs a few milliseconds on the demo's
-store and about 0.1 s on a store of 1 M turns (benchmarks/view_bench.py).
+Live: every request gets its own read-only connection — a cursor of the one DuckDB instance
+the process opens while requests are in flight and closes when the last one ends
+(`access.SharedReader`): a running `bench run` is asked to step aside while requests come,
+and a `bench run` that starts meanwhile is let in as soon as those in flight end (issue 27).
+Holding the file open would stop the run's writer from reopening it after it stepped aside,
+and a snapshot would not show sessions finishing. Opening costs a few milliseconds on the
+demo's store and about 0.1 s on a store of 1 M turns (benchmarks/view_bench.py).
+
+Every connection has the settings user SQL needs (`access.LOCKED`: no files, no extensions,
+no settings): they are the instance's, fixed when it opens. Who may ask at all is decided in
+front of every route (`guard.py`); the SQL box is `sqlpage.py`.
 
 Headline figures with their intervals take the report code's time (~0.1 s a run at 1 M turns),
 so the runs page does not wait for them: it names them (`/headline?run=…`, a fragment the page
@@ -16,8 +22,6 @@ fetches once shown), and they are kept while the runs' sessions do not change
 from __future__ import annotations
 
 import contextlib
-import csv
-import io
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -29,20 +33,23 @@ from urllib.parse import urlencode
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..access import StoreError, open_store
+from benchpack.specs.secrets import Redactor
+
+from ..access import LOCKED, SharedReader, StoreError
 from . import queries as q
+from .guard import Guard, MaskSecrets, new_token
+from .sqlpage import SqlPages
 
 PAIRS_PER_PAGE = 100
 """Session runs a page of a run pair's comparison lists."""
 PAIR_SORTS = ("differs", "label", "repeat", "a", "b", "delta")
 """`differs`: discordant first, then by |Δ| (as `bench compare` lists them)."""
-SQL_ROWS = 1000
-"""Rows of a SQL result shown in the page (the CSV download has them all)."""
 HEADLINE_CACHE = 64
 HEADLINE_VIEWS = ("session_results", "trigger_results")
 """The views the headline reads: installing the other thirty costs ~20 ms a request."""
@@ -100,6 +107,7 @@ class Viewer:
     def __init__(self, db: str | Path, *, wait_s: float = 30.0) -> None:
         self.db = Path(db)
         self.wait_s = wait_s
+        self.reader = SharedReader(db, wait_s=wait_s, config=LOCKED)
         self.env = Environment(loader=PackageLoader("benchpack.reports.view", "templates"),
                                autoescape=select_autoescape(default=True, default_for_string=True))
         from ..compare import session_label
@@ -107,6 +115,9 @@ class Viewer:
         self.env.filters.update(when=_when, pct=_pct)
         self.env.globals.update(session_label=session_label)
         self.env.globals.update(qs=self._qs)
+        self.form_token = new_token()
+        """Embedded in the SQL page's form: a query runs only with it (`sqlpage.py`)."""
+        self.sql: SqlPages | None = None
         self._headlines: OrderedDict[tuple[Any, ...], str] = OrderedDict()
         self._compared: OrderedDict[tuple[Any, ...], Markup] = OrderedDict()
         self._lock = threading.Lock()
@@ -118,7 +129,9 @@ class Viewer:
 
     @contextlib.contextmanager
     def store(self, *, views: bool | tuple[str, ...] = False) -> Iterator[Any]:
-        with open_store(self.db, wait_s=self.wait_s, views=views) as con:
+        """This request's connection: its own, of the one instance the process shares
+        (`access.SharedReader`), with the settings user SQL needs (`access.LOCKED`)."""
+        with self.reader.connection(views=views) as con:
             yield con
 
     def page(self, template: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -362,34 +375,6 @@ class Viewer:
         return self.page("call.html", run_id=run, session=session, repeat=repeat, seq=seq,
                          body=Markup(body), title=f"Model call {seq} of {session} · {run}")
 
-    def sql(self, request: Request) -> Response:
-        from ..api import run_query
-
-        text = request.query_params.get("q", "")
-        result = error = None
-        if text.strip():
-            try:
-                result = run_query(self.db, text, wait_s=self.wait_s, limit=SQL_ROWS + 1)
-            except StoreError as exc:
-                error = str(exc)
-        return self.page("sql.html", sql=text, result=result, error=error, limit=SQL_ROWS,
-                         title="SQL")
-
-    def sql_csv(self, request: Request) -> Response:
-        from ..api import run_query
-
-        text = request.query_params.get("q", "")
-        try:
-            result = run_query(self.db, text, wait_s=self.wait_s)
-        except StoreError as exc:
-            return Response(f"✗ {exc}\n", status_code=400, media_type="text/plain")
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(result.columns)
-        writer.writerows(result.rows)
-        return Response(buf.getvalue(), media_type="text/csv; charset=utf-8",
-                        headers={"Content-Disposition": 'attachment; filename="query.csv"'})
-
 
 def _report_css(request: Request) -> Response:
     from ..html_common import _asset  # the transcript's styles, shared with the HTML report
@@ -397,8 +382,13 @@ def _report_css(request: Request) -> Response:
     return Response(_asset("report.css"), media_type="text/css; charset=utf-8")
 
 
-def create_app(db: str | Path, *, wait_s: float = 30.0) -> Starlette:
+def create_app(db: str | Path, *, wait_s: float = 30.0, hosts: frozenset[str] = frozenset(),
+               token: str | None = None) -> Starlette:
+    """The app over `db`, behind `guard.Guard`: served under the localhost names (and
+    `hosts`), and with `token` only to who has it (`bench view --host`)."""
     viewer = Viewer(db, wait_s=wait_s)
+    sql = SqlPages(viewer)
+    viewer.sql = sql
 
     def guarded(handler: Any) -> Any:
         def endpoint(request: Request) -> Response:
@@ -420,10 +410,11 @@ def create_app(db: str | Path, *, wait_s: float = 30.0) -> Starlette:
         Route("/compare/table", guarded(viewer.compare_table)),
         Route("/call", guarded(viewer.call)),
         Route("/headline", guarded(viewer.headline)),
-        Route("/sql", guarded(viewer.sql)),
-        Route("/sql.csv", guarded(viewer.sql_csv)),
+        Route("/sql", sql.page, methods=["GET", "POST"]),
+        Route("/sql.csv", sql.csv, methods=["GET", "POST"]),
         Route("/report.css", _report_css),
         Mount("/static", StaticFiles(directory=_STATIC), name="static"),
-    ])
+    ], middleware=[Middleware(Guard, hosts=hosts, token=token),
+                   Middleware(MaskSecrets, redact=Redactor.from_environment() or None)])
     app.state.viewer = viewer
     return app

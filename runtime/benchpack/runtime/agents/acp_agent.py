@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..errors import UsageError
 from ..types import AgentReply, Message, SessionBrief
 from . import render_event, tool_call_messages
 from .cmd_agent import (
@@ -97,7 +98,7 @@ def parse_argument(argument: str) -> AcpOptions:
     try:
         words = shlex.split(argument)
     except ValueError as exc:
-        raise ValueError(f"acp:{argument}: cannot split the command line ({exc})") from None
+        raise UsageError(f"acp:{argument}: cannot split the command line ({exc})") from None
     model: str | None = None
     keep: list[str] = []
     allow = False
@@ -111,10 +112,10 @@ def parse_argument(argument: str) -> AcpOptions:
             allow = True
             continue
         if name not in ("--model", "--pass-env", "--mcp"):
-            raise ValueError(f"acp: unknown option `{name}` (use {USAGE})")
+            raise UsageError(f"acp: unknown option `{name}` (use {USAGE})")
         if not eq:
             if not words:
-                raise ValueError(f"acp: `{name}` needs a value (use {USAGE})")
+                raise UsageError(f"acp: `{name}` needs a value (use {USAGE})")
             value = words.pop(0)
         if name == "--model":
             model = value
@@ -123,9 +124,9 @@ def parse_argument(argument: str) -> AcpOptions:
         elif value in ("http", "stdio"):
             mcp = value  # type: ignore[assignment]
         else:
-            raise ValueError(f"acp: --mcp takes `http` or `stdio`, not `{value}`")
+            raise UsageError(f"acp: --mcp takes `http` or `stdio`, not `{value}`")
     if not words:
-        raise ValueError(f"acp: needs a command ({USAGE})")
+        raise UsageError(f"acp: needs a command ({USAGE})")
     return AcpOptions(shlex.join(words), model, tuple(keep), allow, mcp)
 
 

@@ -39,6 +39,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..errors import UsageError
 from ..types import AgentReply, Message, SessionBrief
 from . import render_event
 from .cmd_agent import (
@@ -85,7 +86,7 @@ def parse_argument(argument: str) -> Cmd2Options:
     try:
         words = shlex.split(argument)
     except ValueError as exc:
-        raise ValueError(f"cmd2:{argument}: cannot split the command line ({exc})") from None
+        raise UsageError(f"cmd2:{argument}: cannot split the command line ({exc})") from None
     model: str | None = None
     keep: list[str] = []
     transport: str | None = "http"
@@ -97,28 +98,28 @@ def parse_argument(argument: str) -> Cmd2Options:
         name, eq, value = word.partition("=")
         if name == "--no-mcp":
             if eq:
-                raise ValueError(f"cmd2: `--no-mcp` takes no value (use {USAGE})")
+                raise UsageError(f"cmd2: `--no-mcp` takes no value (use {USAGE})")
             no_mcp = True
             continue
         if name not in ("--model", "--pass-env", "--mcp-transport"):
-            raise ValueError(f"cmd2: unknown option `{name}` (use {USAGE})")
+            raise UsageError(f"cmd2: unknown option `{name}` (use {USAGE})")
         if not eq:
             if not words:
-                raise ValueError(f"cmd2: `{name}` needs a value (use {USAGE})")
+                raise UsageError(f"cmd2: `{name}` needs a value (use {USAGE})")
             value = words.pop(0)
         if name == "--model":
             model = value
         elif name == "--mcp-transport":
             if value not in MCP_TRANSPORTS:
-                raise ValueError(f"cmd2: `--mcp-transport {value}`: use http or stdio")
+                raise UsageError(f"cmd2: `--mcp-transport {value}`: use http or stdio")
             transport, chosen = value, True
         else:
             keep.extend(check_pass_env([value]))
     if no_mcp and chosen:
-        raise ValueError("cmd2: `--no-mcp` and `--mcp-transport` contradict each other "
+        raise UsageError("cmd2: `--no-mcp` and `--mcp-transport` contradict each other "
                          "(keep one)")
     if not words:
-        raise ValueError(f"cmd2: needs a command ({USAGE})")
+        raise UsageError(f"cmd2: needs a command ({USAGE})")
     return Cmd2Options(model, keep, shlex.join(words), None if no_mcp else transport)
 
 
@@ -148,7 +149,7 @@ class Cmd2Agent(ProxiedAdapter):
                  uri: str | None = None) -> None:
         argv = shlex.split(command)
         if not argv:
-            raise ValueError(f"cmd2: needs a command ({USAGE})")
+            raise UsageError(f"cmd2: needs a command ({USAGE})")
         self.argv = _anchor(argv, Path.cwd())
         self.name = uri or f"cmd2:{command}"
         self.llm = llm

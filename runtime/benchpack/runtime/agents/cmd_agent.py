@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..errors import UsageError
 from ..types import AgentReply, LLMCallRecord, Message, SessionBrief, ToolRecord
 from . import Recorder, render_event, tool_call_messages
 
@@ -88,9 +89,9 @@ class CmdAgent:
         try:
             argv = shlex.split(command)
         except ValueError as exc:
-            raise ValueError(f"cmd:{command}: cannot split the command line ({exc})") from None
+            raise UsageError(f"cmd:{command}: cannot split the command line ({exc})") from None
         if not argv:
-            raise ValueError("cmd: needs a command, e.g. cmd:python my_harness.py")
+            raise UsageError("cmd: needs a command, e.g. cmd:python my_harness.py")
         self.argv = _anchor(argv, Path.cwd())
         self.name = f"cmd:{command}"
         self.close_grace_s = close_grace_s
@@ -99,7 +100,7 @@ class CmdAgent:
         path = (self.env if self.env is not None else os.environ).get("PATH")
         if shutil.which(self.argv[0], path=path) is None:  # fail before the run, not per session
             where = "no such executable file" if os.sep in argv[0] else "not found on PATH"
-            raise ValueError(f"cmd:{command}: `{argv[0]}`: {where} (hint: give the program's "
+            raise UsageError(f"cmd:{command}: `{argv[0]}`: {where} (hint: give the program's "
                              "path, e.g. cmd:./my_harness or cmd:python my_harness.py)")
 
     async def open(self, brief: SessionBrief) -> CmdSession:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import UsageError
 from ..tmpdirs import temp_dir
 
 CREDENTIAL_NAME = re.compile(
@@ -91,7 +92,7 @@ def check_pass_env(names: Iterable[str]) -> list[str]:
     out = []
     for name in names:
         if not name or "=" in name or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise ValueError(f"--pass-env {name!r}: give a variable's name, not a value "
+            raise UsageError(f"--pass-env {name!r}: give a variable's name, not a value "
                              "(e.g. --pass-env GITHUB_TOKEN)")
         out.append(name)
     return out

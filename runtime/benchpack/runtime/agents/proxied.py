@@ -10,6 +10,8 @@ import shutil
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from ..errors import UsageError
+
 if TYPE_CHECKING:
     from ..llm import LLMClient
     from ..proxy import ModelProxy
@@ -27,7 +29,7 @@ def check_executable(argv: list[str], shown: str, name: str, example: str) -> No
     """`argv[0]` can be run, else a one-line error naming `shown` (what the user typed)."""
     if shutil.which(argv[0]) is None:
         where = "no such executable file" if os.sep in shown else "not found on PATH"
-        raise ValueError(f"{name}: `{shown}`: {where} (hint: give the program's path, e.g. "
+        raise UsageError(f"{name}: `{shown}`: {where} (hint: give the program's path, e.g. "
                          f"{example})")
 
 

@@ -15,6 +15,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UsageError
 from ..types import AgentReply, Message, SessionBrief
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ class PythonAgent:
     def __init__(self, spec: str) -> None:
         module_name, _, attr = spec.rpartition(":")
         if not module_name or not attr:
-            raise ValueError("use python:<module>:<callable>, e.g. python:my_agent:make_agent")
+            raise UsageError("use python:<module>:<callable>, e.g. python:my_agent:make_agent")
         if "" not in sys.path and os.getcwd() not in sys.path:
             # as `python -m` does: a module next to where `bench` runs is found
             sys.path.insert(0, os.getcwd())
@@ -62,18 +63,18 @@ class PythonAgent:
             hint = (" (hint: the module must be importable from the current directory, an "
                     "installed package, or PYTHONPATH=<its directory>)" if exc.name == module_name.split(".")[0]
                     else "")
-            raise ValueError(f"python:{spec}: cannot import `{module_name}`: {exc}{hint}"
+            raise UsageError(f"python:{spec}: cannot import `{module_name}`: {exc}{hint}"
                              ) from None
         except Exception as exc:  # the user's module fails while importing
-            raise ValueError(f"python:{spec}: importing `{module_name}` failed: "
+            raise UsageError(f"python:{spec}: importing `{module_name}` failed: "
                              f"{type(exc).__name__}: {exc}") from None
         try:
             self.target = getattr(module, attr)
         except AttributeError:
-            raise ValueError(f"python:{spec}: `{module_name}` has no attribute `{attr}`"
+            raise UsageError(f"python:{spec}: `{module_name}` has no attribute `{attr}`"
                              ) from None
         if not callable(self.target):
-            raise ValueError(f"python:{spec}: `{attr}` is a {type(self.target).__name__}, not "
+            raise UsageError(f"python:{spec}: `{attr}` is a {type(self.target).__name__}, not "
                              "callable; name a factory (brief) -> agent or a function "
                              "(brief, message, event) -> str")
         self.name = f"python:{spec}"
@@ -87,7 +88,7 @@ class PythonAgent:
         if inspect.isawaitable(made):
             made = await made
         if not hasattr(made, "respond"):
-            raise ValueError(f"{self.name}: the factory must return an object with respond()")
+            raise UsageError(f"{self.name}: the factory must return an object with respond()")
         return _PySession(brief, made, None)
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UsageError
 from ..types import AgentAdapter
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class AgentContext:
 AgentFactory = Callable[[str, AgentContext], AgentAdapter]
 
 
-class AgentAdapterError(ValueError):
+class AgentAdapterError(UsageError):
     """An agent URI that cannot be turned into an adapter."""
 
 

@@ -32,6 +32,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UsageError
 from ..types import AgentReply, Message, SessionBrief
 from . import tool_call_messages
 
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from .registry import AgentContext
 
 
-class ScriptError(ValueError):
+class ScriptError(UsageError):
     pass
 
 

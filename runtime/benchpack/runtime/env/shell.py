@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from .. import tmpdirs
 from ..sandbox import Sandbox, SandboxUnavailable, run_command
 from .errors import ToolError
 from .workspace import Workspace
@@ -81,8 +81,7 @@ async def run_shell(workspace: Workspace, command: Any, *, allow_python: bool,
                         f"{MAX_COMMAND_CHARS})")
     box = Sandbox(timeout_s=timeout_s, memory_mb=1024, max_processes=64,
                   max_output=max_output, max_open_files=256)
-    with tempfile.TemporaryDirectory(prefix="benchpack-shell-") as tmp:
-        files = Path(tmp)
+    with tmpdirs.temporary("benchpack-shell-") as files:
         os.chmod(files, 0o755)
         try:
             res = await run_command(["/bin/bash", "-c", command], sandbox=box,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from ..errors import UsageError
 
-class ImportRunError(ValueError):
+
+class ImportRunError(UsageError):
     """A results file that cannot be imported: a located one-line message."""
 
 

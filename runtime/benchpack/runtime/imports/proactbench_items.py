@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import UsageError
 from ..store import SessionRows, Store
 
 RUN_ID = "proactbench-human-eval"
@@ -40,7 +41,7 @@ LABELS = {"pass": "PASS", "partial": "PARTIAL", "fail": "FAIL"}
 SCORES = {"PASS": 1.0, "PARTIAL": 0.5, "FAIL": 0.0}
 
 
-class ItemsError(ValueError):
+class ItemsError(UsageError):
     """A sample file that cannot be used: one located line."""
 
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from benchpack.specs.plan import PlanStage
 from benchpack.specs.text import question_sentences as question_sentences
 
+from ..errors import UsageError
 from ..graders.graph import COVERAGE_KINDS, Coverage, Triple, match_coverage
 from .base import JudgeCall, JudgeError, ParseError, Templates, ask, extract_json
 from .intent import coverage, tokens
@@ -536,7 +537,7 @@ def graph_judge(ctx: JudgeSite, grader: str) -> GraphJudge:
     if grader == "match" or (grader == "auto" and judge_mode == "rules"):
         return MatchGraphJudge()
     if judge_mode == "rules":
-        raise ValueError("--graph-grader llm needs a judge: pass --judge litellm:<model> or "
+        raise UsageError("--graph-grader llm needs a judge: pass --judge litellm:<model> or "
                          "--judge scripted:<file>")
     if judge_mode == "scripted":
         return ScriptedGraphJudge(roles.script(ctx, "judge"))

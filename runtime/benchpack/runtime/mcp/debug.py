@@ -12,13 +12,14 @@ import contextlib
 import fnmatch
 import json
 import sys
-import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from benchpack.specs.plan import Plan, PlanSession
 
+from .. import tmpdirs
+from ..errors import UsageError
 from ..types import ToolRecord
 
 
@@ -36,9 +37,9 @@ def pick_session(plan: Plan, pattern: str) -> PlanSession:
         close = difflib.get_close_matches(pattern, names, n=3, cutoff=0.5)
         hint = (f"did you mean {', '.join(f'`{c}`' for c in close)}?" if close
                 else f"sessions: {', '.join(names[:8])}{' …' if len(names) > 8 else ''}")
-        raise ValueError(f"--session {pattern}: no session has this id or name ({hint})")
+        raise UsageError(f"--session {pattern}: no session has this id or name ({hint})")
     shown = ", ".join(sorted(s.name for s in found)[:5])
-    raise ValueError(f"--session {pattern}: {len(found)} sessions match ({shown}"
+    raise UsageError(f"--session {pattern}: {len(found)} sessions match ({shown}"
                      f"{' …' if len(found) > 5 else ''}); give one id or name")
 
 
@@ -54,8 +55,7 @@ async def session_toolbox(plan: Plan, session: PlanSession, allow_python: bool =
     _check_allow_python(plan, {session.id}, allow_python)
     _check_process_services(plan, {session.id}, allow_python)
     with contextlib.ExitStack() as stack:
-        root = work_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(
-            prefix="bench-mcp-")))
+        root = work_dir or stack.enter_context(tmpdirs.temporary("benchpack-mcp-"))
         pool = ServicePool(plan, root / "services")
         env = EpisodeEnvironment.create(plan, session.environment, root / "workspace")
         env.process_pool = pool
