@@ -102,5 +102,4 @@ def test_every_scratch_directory_is_made_with_an_owner() -> None:
     found = [f"{p.relative_to(root)}:{n}" for p in root.rglob("*.py") if p.name not in allowed
              for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if re.search(r"tempfile\.(mkdtemp|TemporaryDirectory)\(", line)]
-    # the one left: an issue-23 file (a one-line change to `tmpdirs.temporary`, for the lead)
-    assert [f.split(":")[0] for f in found] in ([], ["protocols/instructed_user.py"]), found
+    assert found == [], found

@@ -67,8 +67,6 @@ scores 0 (`extra.reward.unfinished` names its termination), its assertions unjud
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..graders import actions as actions_grader
@@ -278,9 +276,11 @@ async def replay_state(ctx: SessionContext, initial: dict[str, Any],
     environment (restored to `initial`) and a toolbox over it, so every tool kind replays the
     way it ran for the agent."""
     from ..env import EpisodeEnvironment, ToolBox
+    from ..tmpdirs import temporary
 
-    with tempfile.TemporaryDirectory(prefix="bench-replay-") as tmp:
-        env = EpisodeEnvironment.create(ctx.plan, ctx.session.environment, Path(tmp))
+    # owner-tagged: a SIGKILL mid-replay leaves a directory the next run sweeps
+    with temporary("benchpack-replay-") as tmp:
+        env = EpisodeEnvironment.create(ctx.plan, ctx.session.environment, tmp)
         env.restore(initial)
         box = ToolBox(ctx.plan, ctx.session, env, allow_python=ctx.run.options.allow_python)
 

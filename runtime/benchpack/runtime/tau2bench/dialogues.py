@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -158,7 +157,9 @@ def run_ours(plan_dir: Path, kinds: list[str], task_ids: list[str], base_url: st
     from ..runner import run_plan
 
     out: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-parity-dialogues-") as tmp:
+    from ..tmpdirs import temporary
+
+    with temporary("benchpack-parity-dialogues-") as tmp:
         for kind in kinds:
             if progress is not None:
                 progress(f"benchpack: {kind} × {len(task_ids)} task(s)")
