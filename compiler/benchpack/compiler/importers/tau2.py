@@ -392,10 +392,12 @@ def _report(source: Path, domain: str, tables: dict[str, tuple[str, list[dict[st
         lines.append("- τ²'s quirks are kept, because its gold final states depend on them: new "
                      "reservation ids HATHAT, HATHAU, HATHAV; certificate ids certificate_3221322 "
                      "… 3221324; the clock fixed at 2024-05-15T15:00:00; a cancellation neither "
-                     "credits gift cards nor releases seats; a flight change does not move seats.")
-        lines.append("- Object arguments (flights, passengers, payments) are checked field by "
-                     "field and extra fields are dropped, as τ²'s pydantic models do; a payment "
-                     "amount must be a whole number of dollars.")
+                     "credits gift cards nor releases seats; a flight change does not move seats; "
+                     "a call that fails midway keeps the changes τ²'s keeps.")
+        lines.append("- Arguments are checked only where τ² checks them: the objects it turns into "
+                     "pydantic models (flights, passengers, payments, the new reservation and "
+                     "certificate), with pydantic's error text; any other value is used as τ² "
+                     "uses it (and fails with the same Python error).")
     lines.append("- Errors are `ToolError`s with τ²'s messages; the agent sees them as the "
                  "call's error.")
     lines += ["", "## Gold agent", "",
