@@ -22,9 +22,7 @@ in the same order. What follows from τ²'s code, and shapes ours:
   change charges or refunds the price difference but moves no seat; a booking checks each
   segment's seats before taking any (the same flight twice can go below zero); a one-stop
   search looks for the next-day leg on `2024-05-<day + 1>` (not zero-padded, never June).
-
-Validation errors are pydantic's own text when the sandbox's Python has pydantic (`_models`),
-otherwise our rendering of the same errors (`_lax`)."""
+"""
 
 import json
 from typing import Literal
@@ -42,7 +40,7 @@ _AIRPORTS = (("SFO", "San Francisco"), ("JFK", "New York"), ("LAX", "Los Angeles
              ("CLT", "Charlotte"), ("MSP", "Minneapolis"), ("DTW", "Detroit"),
              ("PHL", "Philadelphia"), ("LGA", "LaGuardia"))
 _CABINS = ("business", "economy", "basic_economy")
-# The objects τ² validates (pydantic models in τ²), as name → [(field, type)] in τ²'s field
+# The objects τ² validates (its pydantic models), as name → [(field, type)] in τ²'s field
 # order. A type is "str", "int", "float", "list" (any list), "list:<Model>", or a tuple of the
 # allowed literal values.
 _SHAPES: dict[str, list[tuple[str, object]]] = {
@@ -100,31 +98,13 @@ def _flight_date(db: State, flight_number: object, date: object) -> dict:
         raise ToolError(f"Flight {flight_number} not found on date {date}")
     return flight["dates"][date]
 
-# ---- validation of the objects τ² turns into models ----
+# ---- validation of the objects τ² turns into models: pydantic's lax validation of python
+# input for the types above, and its error texts (our own code, so the pack does not depend on
+# the sandbox's Python having pydantic, or the same version as τ²'s)
 
-def _pydantic_models() -> dict[str, type] | None:
-    try:
-        from pydantic import create_model
-    except ImportError:
-        return None
-    made: dict[str, type] = {}
-    for name, fields in _SHAPES.items():
-        spec = {}
-        for field, kind in fields:
-            if isinstance(kind, tuple):
-                hint: object = Literal.__getitem__(kind)
-            elif isinstance(kind, str) and kind.startswith("list:"):
-                hint = list[made[kind[5:]]]
-            else:
-                hint = {"str": str, "int": int, "float": float, "list": list}[str(kind)]
-            spec[field] = (hint, ...)
-        made[name] = create_model(name, **spec)
-    return made
-
-
-_MODELS = _pydantic_models()
-# Without pydantic: its lax validation of python input, and its texts, for the types above
-_DOCS_VERSION = "2.12"  # the errors.pydantic.dev version we name: the one τ²'s uv.lock pins
+PYDANTIC_DOCS = "2.14"
+"""The pydantic version (major.minor) in the links of its error texts; `bench import tau2
+--tau2` writes the one τ²'s own Python has."""
 _SAYS = {"string_type": "Input should be a valid string",
          "int_type": "Input should be a valid integer",
          "int_parsing": "Input should be a valid integer, unable to parse string as an integer",
@@ -138,7 +118,7 @@ _SAYS = {"string_type": "Input should be a valid string",
 
 
 class _Obj:
-    """A validated object without pydantic: fields as attributes, `model_dump` as a model."""
+    """A validated object: its fields as attributes, `model_dump` as a pydantic model's."""
 
     def __init__(self, name: str, values: dict) -> None:
         self.__dict__.update(values)
@@ -249,12 +229,7 @@ def _lax_model(name: str, data: dict, loc: tuple, errors: list) -> _Obj:
 
 
 def _make(name: str, data: dict) -> object:
-    """τ²'s `Model(**data)`: the validated object, or ToolError with the text τ² shows."""
-    if _MODELS is not None:
-        try:
-            return _MODELS[name](**data)
-        except ValueError as exc:  # pydantic's ValidationError
-            raise ToolError(str(exc)) from None
+    """τ²'s `Model(**data)`: the validated object, or ToolError with pydantic's text."""
     errors: list = []
     made = _lax_model(name, data, (), errors)
     if not errors:
@@ -265,7 +240,7 @@ def _make(name: str, data: dict) -> object:
                   f"  {message} [type={error}, input_value={_short(value)}, "
                   f"input_type={type(value).__name__}]",
                   f"    For further information visit https://errors.pydantic.dev/"
-                  f"{_DOCS_VERSION}/v/{error}"]
+                  f"{PYDANTIC_DOCS}/v/{error}"]
     raise ToolError("\n".join(lines))
 
 
