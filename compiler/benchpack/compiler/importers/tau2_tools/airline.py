@@ -98,6 +98,7 @@ def _flight_date(db: State, flight_number: object, date: object) -> dict:
         raise ToolError(f"Flight {flight_number} not found on date {date}")
     return flight["dates"][date]
 
+
 # ---- validation of the objects τ² turns into models: pydantic's lax validation of python
 # input for the types above, and its error texts (our own code, so the pack does not depend on
 # the sandbox's Python having pydantic, or the same version as τ²'s)
