@@ -13,7 +13,7 @@ from .params import PackErrors, db_option
 # formats are listed here (not imported from the registries) so `bench --help` stays light;
 # tests/test_imports_cli.py checks the lists equal the registries
 PACK_FORMATS = ("claw", "pibench", "proactbench", "tau2", "vibesearch")
-RUN_FORMATS = ("proactbench",)
+RUN_FORMATS = ("proactbench", "tau2")
 
 
 @click.command(name="import")
@@ -77,18 +77,34 @@ def import_cmd(fmt: str, source: Path, out: Path, selected: Path | None,
 @click.argument("fmt", metavar="FORMAT", type=click.Choice(RUN_FORMATS))
 @click.argument("source", type=click.Path(path_type=Path))
 @db_option
-@click.option("--run-id", help="Id of the new run [default: proactbench-<model>].")
+@click.option("--run-id", help="Id of the new run [default: proactbench-<model>, "
+                               "tau2-<domain>-<agent model>].")
 @click.option("--plan", "plan_path", type=click.Path(path_type=Path),
-              help="The plan compiled from the imported corpus: stores the whole dialogue of "
-                   "each session (needed by `bench rejudge`).")
+              help="The plan compiled from the imported benchmark: proactbench stores the "
+                   "whole dialogue of each session (needed by `bench rejudge`); tau2 joins the "
+                   "run to the pack's sessions (fingerprints, episodes).")
 def import_run_cmd(fmt: str, source: Path, db: Path, run_id: str | None,
                    plan_path: Path | None) -> None:
-    """Store a model's released results as a run: messages, trigger labels with rationale and
-    evidence, token usage (`llm_calls` marked imported)."""
-    from benchpack.runtime.imports.proactbench import ImportRunError, import_run
+    """Store released results as a run (FORMAT: proactbench — a model's
+    *_proactivity_bench_results.jsonl: messages, trigger labels with rationale and evidence,
+    token usage; tau2 — a τ²-bench results file: one session run per task × trial with τ²'s
+    reward, termination, transcript, costs and models, so that `bench report pass-k` gives
+    τ²'s own metrics)."""
+    from benchpack.runtime.imports.base import ImportRunError
     from benchpack.runtime.store import StoreOpenError
 
     try:
+        if fmt == "tau2":
+            from benchpack.runtime.imports.tau2 import import_run as import_tau2
+
+            t = import_tau2(source, db, run_id=run_id, plan_path=plan_path)
+            for note in t.notes:
+                click.echo(f"! {note}", err=True)
+            click.echo(f"✓ {t.line()} in {db}", err=True)
+            click.echo(f"  next: bench report pass-k --db {db} --run {t.run_id}", err=True)
+            return
+        from benchpack.runtime.imports.proactbench import import_run
+
         s = import_run(source, db, run_id=run_id, plan_path=plan_path)
     except (ImportRunError, StoreOpenError) as exc:
         raise PackErrors(f"✗ {exc}") from None

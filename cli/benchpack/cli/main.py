@@ -19,6 +19,7 @@ import click
 
 from . import process
 from .compare import compare
+from .exports import tau2_submission
 from .imports import import_cmd, import_run_cmd
 from .mcp import mcp_cmd
 from .merge import merge_cmd
@@ -93,6 +94,7 @@ cli.add_command(compare)  # issue 15: paired comparisons
 cli.add_command(mcp_cmd)  # issue 14: a session's tools over MCP
 cli.add_command(merge_cmd)  # issue 16: stores of runs made separately
 cli.add_command(view)  # issue 17: the viewer over the store
+export.add_command(tau2_submission)  # issue 23: τ²-bench's leaderboard submission
 
 
 def main() -> None:

@@ -142,7 +142,10 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
         "benchpack_version": version,
         "pack": {"name": b.pack.name, "version": b.pack.version,
                  "description": b.pack.description, "content_hash": content_hash,
-                 "metadata": meta},
+                 "metadata": meta,
+                 # a label outside every fingerprint; only when set, so plans stay byte for byte
+                 **({"origin": b.pack.origin.model_dump(mode="json")} if b.pack.origin
+                    else {})},
         "defaults": {"models": defaults.models.model_dump(), "limits": defaults.limits.model_dump(),
                      "seed": defaults.seed, "repeats": defaults.repeats,
                      "temperature": defaults.temperature},

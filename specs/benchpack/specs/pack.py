@@ -55,6 +55,7 @@ from .environment import (
     ToolImpl,
     WorkspaceFile,
 )
+from .origin import Origin
 from .persona import (
     COHERENT_STYLES,
     STYLE_TRAITS,
@@ -323,6 +324,9 @@ class Pack(_Content):
     """Override built-in simulator and judge prompt templates, inline or from a file."""
     lint: LintSettings | None = None
     """Lint settings for the whole pack."""
+    origin: Origin | None = None
+    """The published benchmark this pack reproduces (importers write it): its name, version
+    and every known difference. Reports say whether the pack's runs are comparable with it."""
 
 
 __all__ = [
@@ -374,6 +378,7 @@ __all__ = [
     "Metadata",
     "Models",
     "Operation",
+    "Origin",
     "Pack",
     "Persona",
     "PersonaProfile",

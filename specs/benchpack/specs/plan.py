@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .origin import Origin
 from .pack import (
     Anchor,
     Assertion,
@@ -43,6 +44,9 @@ class PlanPack(PlanModel):
     content_hash: str
     """sha256 over every input file of the pack (paths and bytes)."""
     metadata: Metadata
+    origin: Origin | None = None
+    """The pack's `origin:` (left out of the plan when unset): a label, outside every
+    fingerprint; `bench run` records it with the run."""
 
 
 class PlanLimits(PlanModel):
