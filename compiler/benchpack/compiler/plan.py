@@ -107,7 +107,7 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
             own["request_discloses"] = s["request_discloses"]
         if s.get("score"):  # verified_outcome `score:`; likewise only when set
             own["score"] = s["score"]
-        for key in ("user", "gold", "reward"):  # instructed_user; likewise only when set
+        for key in ("user", "gold", "reward", "conversation"):  # instructed_user; likewise
             if key in s:
                 own[key] = s[key]
         own["persona_profile"] = b.plan_personas.get(s["persona"])
@@ -146,7 +146,7 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
                  # a label outside every fingerprint; only when set, so plans stay byte for byte
                  **({"origin": b.pack.origin.model_dump(mode="json")} if b.pack.origin
                     else {})},
-        "defaults": {"models": defaults.models.model_dump(), "limits": defaults.limits.model_dump(),
+        "defaults": {"models": defaults.models.model_dump(), "limits": _limits(defaults.limits),
                      "seed": defaults.seed, "repeats": defaults.repeats,
                      "temperature": defaults.temperature},
         "prompts": prompts,
@@ -164,6 +164,16 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
         "child_map": child_map,
         **_toolsets(b, [b.plan_envs[e] for e in used_envs]),
     }
+
+
+_NEWER_LIMITS = ("max_messages", "max_tool_errors", "max_tool_result_chars")
+
+
+def _limits(limits: Any) -> dict[str, Any]:
+    """The pack's default limits; the ones added for τ² parity only when set (plans that do not
+    use them stay byte for byte)."""
+    return {k: v for k, v in limits.model_dump().items()
+            if v is not None or k not in _NEWER_LIMITS}
 
 
 def _toolsets(b: Builder, envs: list[dict[str, Any]]) -> dict[str, Any]:

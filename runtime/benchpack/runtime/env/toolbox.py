@@ -46,7 +46,7 @@ from benchpack.specs.services import HttpImpl
 from benchpack.specs.toolsets import PyToolImpl
 
 from ..sandbox import run_function
-from ..types import ToolHandle, ToolRecord
+from ..types import MessageBudget, ToolHandle, ToolRecord
 from .copying import copy_json
 from .environment import EpisodeEnvironment
 from .errors import ToolError
@@ -271,6 +271,10 @@ plan's tool of a given name has one definition."""
 class ToolBox:
     """Executes and records one session's tool calls (`types.ToolHandle`)."""
 
+    budget: MessageBudget | None = None
+    """Set by a protocol that limits messages and tool errors (`types.MessageBudget`): every
+    finished call is reported to it, and once it is spent calls are refused."""
+
     def __init__(self, plan: Plan, session: PlanSession, env: EpisodeEnvironment,
                  allow_python: bool = False,
                  python_tools: Mapping[str, PythonTool] | None = None,
@@ -359,6 +363,12 @@ class ToolBox:
         started = time.time()
         t0 = time.perf_counter()
         cid = call_id or f"call-{len(self.records) + 1}"
+        if self.budget is not None and self.budget.reason is not None:
+            # the session is over (τ² would have stopped): not run, not recorded, not graded
+            return ToolRecord(call_id=cid, tool_name=name, call=args if isinstance(args, dict)
+                              else {}, result=None, error=f"not executed: the session reached "
+                              f"its {self.budget.reason} limit", started_at=started,
+                              duration=0.0, turn=self.turn, step=self.step)
         tool = self.tools.get(name)
         recorded: dict[str, Any] = copy_json(args) if isinstance(args, dict) else {}
         result: Any = None
@@ -398,6 +408,8 @@ class ToolBox:
                             duration=time.perf_counter() - t0, turn=self.turn, step=self.step,
                             effect=tool.effect if tool is not None else "read")
         self.records.append(record)
+        if self.budget is not None:
+            self.budget.tool_done(record.error is not None)
         return record
 
     async def _dispatch(self, tool: ToolDef, args: dict[str, Any]) -> Any:
