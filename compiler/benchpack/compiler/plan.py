@@ -14,6 +14,7 @@ from .build import Builder, _SessionDraft, check_prompts
 from .diagnostics import PathPart
 from .lint import lint_session
 from .protocols import PROTOCOL_COMPILERS
+from .toolsets import OPTION_DEFAULTS
 
 # What changes outcomes. Titles, descriptions, tags, source files and ids stay out.
 _FINGERPRINT_KEYS = (
@@ -116,6 +117,9 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
         procs = _process_services(b, own["environment"])
         if procs:  # only when used, so other fingerprints do not move
             own["process_services"] = procs
+        options = _toolset_options(b, own["environment"])
+        if options:  # likewise only when a toolset changes a default
+            own["toolset_options"] = options
         own["prompts"] = prompts
         own["models"] = b.pack.defaults.models.model_dump()
         own["seed"] = b.pack.defaults.seed
@@ -182,6 +186,18 @@ def _toolsets(b: Builder, envs: list[dict[str, Any]]) -> dict[str, Any]:
     used = sorted({t for e in envs for t in e.get("toolsets", ())})
     return {"toolsets": {t: b.plan_toolsets[t] for t in used if t in b.plan_toolsets}} \
         if used else {}
+def _toolset_options(b: Builder, env: dict[str, Any] | None) -> dict[str, Any]:
+    """The run-time options (argument checks, atomicity, error texts) of the toolsets an
+    environment offers, where they differ from the defaults: they change what the agent sees."""
+    out: dict[str, Any] = {}
+    for key in (env or {}).get("toolsets", ()):
+        own = {k: v for k, v in (b.plan_toolsets.get(key) or {}).items()
+               if k in OPTION_DEFAULTS}
+        if own:
+            out[key] = own
+    return out
+
+
 def _process_services(b: Builder, env: dict[str, Any] | None) -> dict[str, Any]:
     """The HTTP services an environment runs, as they change outcomes: their settings and a
     hash of their files, without where the pack lies on disk."""

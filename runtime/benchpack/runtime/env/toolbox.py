@@ -3,7 +3,8 @@
 `ToolBox` implements `types.ToolHandle`. It offers exactly `session.tools` (built-ins get the
 fixed specs in `BUILTIN_SPECS`; pack tools, service operations and stream readers use the
 plan's `parameters`), validates every call's arguments against the tool's JSON Schema
-(Draft 2020-12), dispatches by implementation kind, and appends a `ToolRecord` for every call,
+(Draft 2020-12; not for a python toolset with `check_arguments: false`, whose functions get
+the arguments as sent, as τ²-bench's do), dispatches by implementation kind, and appends a `ToolRecord` for every call,
 successful or not, stamped with the caller-set `turn` and `step`. Tool errors come back as the
 record's `error`; `call` never raises for anything the agent did.
 
@@ -274,6 +275,8 @@ class ToolBox:
     budget: MessageBudget | None = None
     """Set by a protocol that limits messages and tool errors (`types.MessageBudget`): every
     finished call is reported to it, and once it is spent calls are refused."""
+    _unchecked: frozenset[str] = frozenset()
+    """Tools of toolsets with `check_arguments: false` (set per session in `__init__`)."""
 
     def __init__(self, plan: Plan, session: PlanSession, env: EpisodeEnvironment,
                  allow_python: bool = False,
@@ -296,6 +299,10 @@ class ToolBox:
         self._specs: list[dict[str, Any]] | None = None
         self._replaced = False
         self._validators = {n: validator(t.parameters) for n, t in self.tools.items()}
+        self._unchecked = frozenset(
+            n for n, t in self.tools.items() if isinstance(t.impl, PyToolImpl)
+            and t.impl.toolset in plan.toolsets
+            and not plan.toolsets[t.impl.toolset].check_arguments)
 
     @property
     def specs(self) -> list[dict[str, Any]]:
@@ -380,7 +387,8 @@ class ToolBox:
                 raise ToolError(f"arguments for `{name}` must be a JSON object, got "
                                 f"{type(args).__name__}")
             try:
-                problems = _problems(self._validators[name], args)
+                problems = _problems(self._validators[name], args) \
+                    if name not in self._unchecked else []
             except SchemaError as exc:
                 problems = [f"the tool's parameter schema is invalid: {exc.message}"]
             if problems:
