@@ -5,7 +5,10 @@ it: flights (key `flight_number`), users (`user_id`), reservations (`reservation
 The contract (issue 23, "Toolset module conventions"): each public function is one τ² tool
 with τ²'s parameters in τ²'s order; it returns the exact text τ² puts in the tool message and
 raises an exception whose `str()` is the text τ² shows after "Error: ", after the same checks
-in the same order. What follows from τ²'s code, and shapes ours:
+in the same order (`bench parity tau2 --domain airline` checks it call by call against τ²'s own
+code). The shared τ² rules (result texts, row lookups, pydantic's cut of a long input, the
+toolkit-qualified names of Python's argument errors) come from tau2_tools/prelude.py, which the
+importer inlines. What follows from τ²'s code, and shapes ours:
 
 - τ² hands the agent's JSON arguments to its methods unchecked. Only the objects it turns into
   pydantic models are validated (flight and passenger lists, payments, the new reservation and
@@ -24,10 +27,14 @@ in the same order. What follows from τ²'s code, and shapes ours:
   search looks for the next-day leg on `2024-05-<day + 1>` (not zero-padded, never June).
 """
 
-import json
 from typing import Literal
 
-from benchpack_tools import State, ToolError
+from benchpack_tools import State
+
+# ---- prelude (tau2_tools/prelude.py; `bench import tau2` inlines it here) ----
+from benchpack.compiler.importers.tau2_tools.prelude import PYDANTIC_DOCS, Model, Tau2
+
+# ---- end of prelude ----
 
 _NOW = "2024-05-15T15:00:00"
 _NEW_RESERVATION_IDS = ("HATHAT", "HATHAU", "HATHAV")
@@ -57,55 +64,32 @@ _SHAPES: dict[str, list[tuple[str, object]]] = {
 }
 
 
-# ---- rendering (τ²'s `to_json_str`: a model or a list of models → json.dumps, ASCII) ----
-
-def _json(value: object) -> str:
-    return json.dumps(value, default=str)
-
-
-# ---- lookups: τ² keeps the tables in dicts, so an unhashable id fails as a dict lookup does
-
-def _find(db: State, table: str, field: str, key: object) -> dict | None:
-    hash(key)
-    rows = db.find(table, **{field: key})
-    return rows[0] if rows else None
-
+# ---- lookups, as τ²'s private helpers word them ----
 
 def _user(db: State, user_id: object) -> dict:
-    user = _find(db, "users", "user_id", user_id)
-    if user is None:
-        raise ToolError(f"User {user_id} not found")
-    return user
+    return Tau2.row(db, "users", user_id, f"User {user_id} not found")
 
 
 def _reservation(db: State, reservation_id: object) -> dict:
-    reservation = _find(db, "reservations", "reservation_id", reservation_id)
-    if reservation is None:
-        raise ToolError(f"Reservation {reservation_id} not found")
-    return reservation
+    return Tau2.row(db, "reservations", reservation_id, f"Reservation {reservation_id} not found")
 
 
 def _flight(db: State, flight_number: object) -> dict:
-    flight = _find(db, "flights", "flight_number", flight_number)
-    if flight is None:
-        raise ToolError(f"Flight {flight_number} not found")
-    return flight
+    return Tau2.row(db, "flights", flight_number, f"Flight {flight_number} not found")
 
 
 def _flight_date(db: State, flight_number: object, date: object) -> dict:
     flight = _flight(db, flight_number)
     if date not in flight["dates"]:
-        raise ToolError(f"Flight {flight_number} not found on date {date}")
+        raise ValueError(f"Flight {flight_number} not found on date {date}")
     return flight["dates"][date]
 
 
 # ---- validation of the objects τ² turns into models: pydantic's lax validation of python
 # input for the types above, and its error texts (our own code, so the pack does not depend on
-# the sandbox's Python having pydantic, or the same version as τ²'s)
+# the sandbox's Python having pydantic, or the same version as τ²'s; the links name
+# PYDANTIC_DOCS, τ²'s version once imported with --tau2)
 
-PYDANTIC_DOCS = "2.14"
-"""The pydantic version (major.minor) in the links of its error texts; `bench import tau2
---tau2` writes the one τ²'s own Python has."""
 _SAYS = {"string_type": "Input should be a valid string",
          "int_type": "Input should be a valid integer",
          "int_parsing": "Input should be a valid integer, unable to parse string as an integer",
@@ -134,15 +118,6 @@ def _plain(value: object) -> object:
     if isinstance(value, list):
         return [_plain(v) for v in value]
     return value.model_dump() if hasattr(value, "model_dump") else value
-
-
-def _short(value: object) -> str:
-    # pydantic cuts a long input's repr in the middle, counting UTF-8 bytes (never inside one
-    # character): the first 25 bytes, "...", the last 24
-    raw = repr(value).encode()
-    if len(raw) <= 50:
-        return raw.decode()
-    return raw[:25].decode("utf-8", "ignore") + "..." + raw[-24:].decode("utf-8", "ignore")
 
 
 def _int_text(text: str) -> int | str:
@@ -230,7 +205,7 @@ def _lax_model(name: str, data: dict, loc: tuple, errors: list) -> _Obj:
 
 
 def _make(name: str, data: dict) -> object:
-    """τ²'s `Model(**data)`: the validated object, or ToolError with pydantic's text."""
+    """τ²'s `Model(**data)`: the validated object, or ValueError with pydantic's text."""
     errors: list = []
     made = _lax_model(name, data, (), errors)
     if not errors:
@@ -238,11 +213,11 @@ def _make(name: str, data: dict) -> object:
     lines = [f"{len(errors)} validation error{'s' if len(errors) > 1 else ''} for {name}"]
     for loc, error, value, message in errors:
         lines += [".".join(map(str, loc)),
-                  f"  {message} [type={error}, input_value={_short(value)}, "
+                  f"  {message} [type={error}, input_value={Tau2.short_repr(value)}, "
                   f"input_type={type(value).__name__}]",
                   f"    For further information visit https://errors.pydantic.dev/"
                   f"{PYDANTIC_DOCS}/v/{error}"]
-    raise ToolError("\n".join(lines))
+    raise ValueError("\n".join(lines))
 
 
 def _convert(items: object, name: str) -> object:
@@ -271,12 +246,12 @@ def _direct_flights(flights: list[dict], date: object, origin: object, destinati
         if leave_after is not None and not flight["scheduled_departure_time_est"] >= leave_after:
             continue
         day = flight["dates"][date]
-        found.append({"flight_number": flight["flight_number"], "origin": flight["origin"],
-                      "destination": flight["destination"], "status": "available",
-                      "scheduled_departure_time_est": flight["scheduled_departure_time_est"],
-                      "scheduled_arrival_time_est": flight["scheduled_arrival_time_est"],
-                      "date": None, "available_seats": dict(day["available_seats"]),
-                      "prices": dict(day["prices"])})
+        found.append(Model(
+            flight_number=flight["flight_number"], origin=flight["origin"],
+            destination=flight["destination"], status="available",
+            scheduled_departure_time_est=flight["scheduled_departure_time_est"],
+            scheduled_arrival_time_est=flight["scheduled_arrival_time_est"], date=None,
+            available_seats=dict(day["available_seats"]), prices=dict(day["prices"])))
     return found
 
 
@@ -285,12 +260,12 @@ def _pay_for_update(db: State, user: dict, payment_id: object, total: object) ->
     a negative one back); a payment is recorded only when the total is not 0. The gift card is
     debited before the payment is validated, so a fractional total keeps the debit."""
     if payment_id not in user["payment_methods"]:
-        raise ToolError("Payment method not found")
+        raise ValueError("Payment method not found")
     method = user["payment_methods"][payment_id]
     if method["source"] == "certificate":
-        raise ToolError("Certificate cannot be used to update reservation")
+        raise ValueError("Certificate cannot be used to update reservation")
     if method["source"] == "gift_card" and method["amount"] < total:
-        raise ToolError("Gift card balance is not enough")
+        raise ValueError("Gift card balance is not enough")
     if method["source"] == "gift_card":
         method["amount"] -= total
         db.put("users", user)
@@ -299,15 +274,8 @@ def _pay_for_update(db: State, user: dict, payment_id: object, total: object) ->
     return None
 
 
-def _tool(fn):
-    # Python's own errors for a missing or unexpected argument name τ²'s method
-    fn.__qualname__ = f"AirlineTools.{fn.__name__}"
-    return fn
-
-
 # ---- the tools ----
 
-@_tool
 def book_reservation(db: State, user_id: str, origin: str, destination: str,
                      flight_type: Literal["round_trip", "one_way"],
                      cabin: Literal["business", "economy", "basic_economy"], flights: list[dict],
@@ -335,7 +303,7 @@ def book_reservation(db: State, user_id: str, origin: str, destination: str,
     reservation_id = next((r for r in _NEW_RESERVATION_IDS
                            if not db.find("reservations", reservation_id=r)), None)
     if reservation_id is None:
-        raise ToolError("Too many reservations")
+        raise ValueError("Too many reservations")
     reservation = _plain(_make("Reservation", {
         "reservation_id": reservation_id, "user_id": user_id, "origin": origin,
         "destination": destination, "flight_type": flight_type, "cabin": cabin, "flights": [],
@@ -351,9 +319,9 @@ def book_reservation(db: State, user_id: str, origin: str, destination: str,
         flight = _flight(db, number)
         day = _flight_date(db, number, info.date)
         if day["status"] != "available":
-            raise ToolError(f"Flight {number} not available on date {info.date}")
+            raise ValueError(f"Flight {number} not available on date {info.date}")
         if day["available_seats"][cabin] < len(passengers):
-            raise ToolError(f"Not enough seats on flight {number}")
+            raise ValueError(f"Not enough seats on flight {number}")
         price = day["prices"][cabin]
         reservation["flights"].append({
             "flight_number": number, "origin": flight["origin"],
@@ -366,13 +334,13 @@ def book_reservation(db: State, user_id: str, origin: str, destination: str,
 
     for payment in payment_methods:
         if payment.payment_id not in user["payment_methods"]:
-            raise ToolError(f"Payment method {payment.payment_id} not found")
+            raise ValueError(f"Payment method {payment.payment_id} not found")
         method = user["payment_methods"][payment.payment_id]
         if method["source"] in ("gift_card", "certificate") and method["amount"] < payment.amount:
-            raise ToolError(f"Not enough balance in payment method {payment.payment_id}")
+            raise ValueError(f"Not enough balance in payment method {payment.payment_id}")
     paid = sum(payment.amount for payment in payment_methods)
     if paid != total:
-        raise ToolError(f"Payment amount does not add up, total price is {total}, but paid {paid}")
+        raise ValueError(f"Payment amount does not add up, total price is {total}, but paid {paid}")
 
     try:
         for payment in payment_methods:
@@ -391,10 +359,9 @@ def book_reservation(db: State, user_id: str, origin: str, destination: str,
     db.put("reservations", reservation)
     user["reservations"].append(reservation_id)
     db.put("users", user)
-    return _json(reservation)
+    return Tau2.text(Model(reservation))
 
 
-@_tool
 def calculate(db: State, expression: str) -> str:
     """Evaluate an arithmetic expression and give the result rounded to 2 decimals.
 
@@ -403,12 +370,11 @@ def calculate(db: State, expression: str) -> str:
     """
     for char in expression:
         if char not in _CALC_CHARS:
-            raise ToolError("Invalid characters in expression")
+            raise ValueError("Invalid characters in expression")
     # only digits and operators get here: no names to look up, nothing else to run
     return str(round(float(eval(expression, {"__builtins__": None}, {})), 2))
 
 
-@_tool
 def cancel_reservation(db: State, reservation_id: str) -> str:
     """Cancel a whole reservation; every payment in its history is refunded.
 
@@ -421,36 +387,32 @@ def cancel_reservation(db: State, reservation_id: str) -> str:
     reservation["payment_history"].extend(refunds)
     reservation["status"] = "cancelled"
     db.put("reservations", reservation)
-    return _json(reservation)
+    return Tau2.text(Model(reservation))
 
 
-@_tool
 def get_reservation_details(db: State, reservation_id: str) -> str:
     """Look up a reservation.
 
     Args:
         reservation_id: The reservation's ID, e.g. '8JX2WO'.
     """
-    return _json(_reservation(db, reservation_id))
+    return Tau2.text(Model(_reservation(db, reservation_id)))
 
 
-@_tool
 def get_user_details(db: State, user_id: str) -> str:
     """Look up a user's profile, payment methods and reservation IDs.
 
     Args:
         user_id: The user's ID, e.g. 'sara_doe_496'.
     """
-    return _json(_user(db, user_id))
+    return Tau2.text(Model(_user(db, user_id)))
 
 
-@_tool
 def list_all_airports(db: State) -> str:
     """List every airport served, as IATA code and city."""
-    return _json([{"iata": code, "city": city} for code, city in _AIRPORTS])
+    return Tau2.text([Model(iata=code, city=city) for code, city in _AIRPORTS])
 
 
-@_tool
 def search_direct_flight(db: State, origin: str, destination: str, date: str) -> str:
     """Find the bookable direct flights from one airport to another on a date.
 
@@ -459,10 +421,9 @@ def search_direct_flight(db: State, origin: str, destination: str, date: str) ->
         destination: IATA code of the arrival airport, e.g. 'LAX'.
         date: The date as 'YYYY-MM-DD', e.g. '2024-01-01'.
     """
-    return _json(_direct_flights(db.rows("flights"), date, origin, destination))
+    return Tau2.text(_direct_flights(db.rows("flights"), date, origin, destination))
 
 
-@_tool
 def search_onestop_flight(db: State, origin: str, destination: str, date: str) -> str:
     """Find the bookable connections with one stop from one airport to another on a date.
 
@@ -482,10 +443,9 @@ def search_onestop_flight(db: State, origin: str, destination: str, date: str) -
                                       first["scheduled_arrival_time_est"]):
             second["date"] = second_date
             pairs.append([first, second])
-    return _json(pairs)
+    return Tau2.text(pairs)
 
 
-@_tool
 def send_certificate(db: State, user_id: str, amount: int) -> str:
     """Give a user a travel certificate of some amount. Use with care.
 
@@ -501,10 +461,9 @@ def send_certificate(db: State, user_id: str, amount: int) -> str:
             user["payment_methods"][payment_id] = _plain(certificate)
             db.put("users", user)
             return f"Certificate {payment_id} added to user {user_id} with amount {amount}."
-    raise ToolError("Too many certificates")
+    raise ValueError("Too many certificates")
 
 
-@_tool
 def transfer_to_human_agents(db: State, summary: str) -> str:
     """Hand the conversation to a human agent, with a summary of the user's issue. Only when
     the user asks for a human, or when the policy and tools cannot resolve the issue.
@@ -515,7 +474,6 @@ def transfer_to_human_agents(db: State, summary: str) -> str:
     return "Transfer successful"
 
 
-@_tool
 def update_reservation_baggages(db: State, reservation_id: str, total_baggages: int,
                                 nonfree_baggages: int, payment_id: str) -> str:
     """Change a reservation's bags, charging the added paid bags.
@@ -535,10 +493,9 @@ def update_reservation_baggages(db: State, reservation_id: str, total_baggages: 
     reservation["total_baggages"] = total_baggages
     reservation["nonfree_baggages"] = nonfree_baggages
     db.put("reservations", reservation)
-    return _json(reservation)
+    return Tau2.text(Model(reservation))
 
 
-@_tool
 def update_reservation_flights(db: State, reservation_id: str,
                                cabin: Literal["business", "economy", "basic_economy"],
                                flights: list[dict], payment_id: str) -> str:
@@ -567,9 +524,9 @@ def update_reservation_flights(db: State, reservation_id: str,
         flight = _flight(db, info.flight_number)
         day = _flight_date(db, info.flight_number, info.date)
         if day["status"] != "available":
-            raise ToolError(f"Flight {info.flight_number} not available on date {info.date}")
+            raise ValueError(f"Flight {info.flight_number} not available on date {info.date}")
         if day["available_seats"][cabin] < len(reservation["passengers"]):
-            raise ToolError(f"Not enough seats on flight {info.flight_number}")
+            raise ValueError(f"Not enough seats on flight {info.flight_number}")
         segment = {"flight_number": info.flight_number, "origin": flight["origin"],
                    "destination": flight["destination"], "date": info.date,
                    "price": day["prices"][cabin]}
@@ -582,10 +539,9 @@ def update_reservation_flights(db: State, reservation_id: str,
     reservation["flights"] = new_flights
     reservation["cabin"] = cabin
     db.put("reservations", reservation)
-    return _json(reservation)
+    return Tau2.text(Model(reservation))
 
 
-@_tool
 def update_reservation_passengers(db: State, reservation_id: str, passengers: list[dict]) -> str:
     """Replace a reservation's passengers; their number cannot change.
 
@@ -596,13 +552,12 @@ def update_reservation_passengers(db: State, reservation_id: str, passengers: li
     passengers = _convert(passengers, "Passenger")
     reservation = _reservation(db, reservation_id)
     if len(passengers) != len(reservation["passengers"]):
-        raise ToolError("Number of passengers does not match")
+        raise ValueError("Number of passengers does not match")
     reservation["passengers"] = _plain(passengers)
     db.put("reservations", reservation)
-    return _json(reservation)
+    return Tau2.text(Model(reservation))
 
 
-@_tool
 def get_flight_status(db: State, flight_number: str, date: str) -> str:
     """Give a flight's status on a date.
 
@@ -611,3 +566,6 @@ def get_flight_status(db: State, flight_number: str, date: str) -> str:
         date: The date as 'YYYY-MM-DD'.
     """
     return _flight_date(db, flight_number, date)["status"]
+
+
+Tau2.toolkit("AirlineTools", globals())
