@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import random
 import re
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -21,6 +23,7 @@ import pytest
 from benchpack.compiler.importers.tau2 import DOMAINS, TOOLS_DIR
 from benchpack.runtime.env import ServiceState
 from benchpack.runtime.env.pytools import API
+from benchpack.runtime.sandbox import find_bwrap
 from benchpack.specs.plan import PlanService
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "tau2" / "airline" / "tools_db.json"
@@ -469,3 +472,30 @@ def test_error_links_name_the_pydantic_version_the_import_sets(air: Air) -> None
     air.mod.PYDANTIC_DOCS = "2.12"  # what `bench import tau2 --tau2` rewrites
     with pytest.raises(ValueError, match=r"errors\.pydantic\.dev/2\.12/v/missing"):
         air("book_reservation", **_book(flights=[{"date": "2024-05-21"}]))
+
+
+# ---------------------------------------------------------------- against τ² itself
+
+CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
+PYTHON = os.environ.get("BENCH_TAU2_PYTHON")
+
+
+@pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT (a τ²-bench "
+                    "checkout) and BENCH_TAU2_PYTHON (a Python that can import it) to run the "
+                    "τ² tests")
+@pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")
+def test_parity_with_tau2s_airline(tmp_path: Path) -> None:
+    """`bench parity tau2` for airline: every gold list, as given and permuted, and generated
+    calls, through τ²'s own AirlineTools and our real tool path (a small run: the full one is
+    `--calls 1000`)."""
+    if not (Path(str(CHECKOUT)) / "data" / "tau2" / "domains" / "airline" / "db.json").is_file():
+        pytest.skip("the τ² checkout has no airline db.json (τ²'s text snapshots leave it out: "
+                    "take it from a full clone)")
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchpack.cli", "parity", "tau2", "--tau2", str(CHECKOUT),
+         "--tau2-python", str(PYTHON), "--domain", "airline", "--calls", "200", "--seed", "3",
+         "--json"], capture_output=True, text=True, timeout=1800, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert report["undeclared"] == 0 and report["calls"] >= 200
+    assert len(report["tools"]) == 14
