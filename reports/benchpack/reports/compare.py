@@ -184,15 +184,22 @@ def compare(con: Any, options: CompareOptions) -> tuple[list[Row], list[Differen
         found = _varied(con, runs, found, options.vary)
     if found and not options.allow_incomparable:
         raise IncomparableRuns(found)
+    return compare_pairs(con, [(runs[0], other) for other in runs[1:]], options), found
+
+
+def compare_pairs(con: Any, pairs: Sequence[tuple[str, str]], options: CompareOptions
+                  ) -> list[Row]:
+    """The rows of every (baseline, run) pair, each metric read once for all of them, with
+    `options.correction` over all their p-values. No checks: `compare` makes them (the
+    simulation of `benchmarks/stat_sim.py` compares thousands of pairs through here)."""
     group = ("'all'" if options.by is None
              else f"coalesce(CAST(s.{options.by} AS VARCHAR), '(none)')")
-    chosen = chosen_metrics(options)
+    runs = list(dict.fromkeys(r for pair in pairs for r in pair))
     rows: list[Row] = []
-    base = runs[0]
-    for metric in chosen:
+    for metric in chosen_metrics(options):
         data = _collect(con, runs, metric, group)
         groups = sorted({g for (_, g) in data})
-        for other in runs[1:]:
+        for base, other in pairs:
             for grp in groups:
                 a, b = data.get((base, grp), {}), data.get((other, grp), {})
                 if not a and not b:
@@ -204,7 +211,7 @@ def compare(con: Any, options: CompareOptions) -> tuple[list[Row], list[Differen
     adjusted = paired.CORRECTIONS[options.correction]([r.p for r in rows])
     for row, adj in zip(rows, adjusted, strict=True):
         row.p_adj = adj
-    return rows, found
+    return rows
 
 
 def banner(found: list[Difference]) -> str:
