@@ -17,6 +17,7 @@ from benchpack.specs.plan import PlanSession
 
 from .budget import BUDGET_ERROR
 from .env import EpisodeEnvironment, ToolBox
+from .graders.guards import needs_guards, session_guards
 from .judges.base import JudgeError
 from .protocols.base import ProtocolResult
 from .run_types import Progress, RunContext
@@ -125,6 +126,9 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
                           chain)
     if s.id in ctx.alone:
         sctx.extra.update(context="alone", missing_dependencies=ctx.alone[s.id])
+    if needs_guards(s):  # before the agent acts: what holds now, it did not bring about
+        sctx.guards = session_guards(s, env.workspace.files(),
+                                     {name: svc.snapshot() for name, svc in env.services.items()})
     result: ProtocolResult
     error: str | None = None
     kind: str | None = None
