@@ -362,9 +362,9 @@ def test_demo_against_done_is_large_and_significant(store: Path) -> None:
 def test_claw_one_episode_has_no_interval_and_no_test(store: Path) -> None:
     rows = _rows(_json(store, "claw-demo", "claw-done"))
     score, pass_ = rows["verified score"], rows["pass rate"]
-    # per task (repeats identical): demo 0.941667 and 0.8, "Done." 0.2075 and 0.2; both
-    # tasks are sessions of one episode (one calendar, one mailbox): one cluster
-    d1, d2 = 0.2075 - 0.9416666666666667, 0.2 - 0.8
+    # per task (repeats identical): demo 0.941667 and 0.8, "Done." 0 (it achieves nothing:
+    # issue 25); both tasks are sessions of one episode (one calendar, one mailbox): one cluster
+    d1, d2 = 0.0 - 0.9416666666666667, 0.0 - 0.8
     assert score["delta"]["value"] == pytest.approx((d1 + d2) / 2)
     for r in (score, pass_):
         assert (r["clusters"], r["cluster"]) == (1, "episode")

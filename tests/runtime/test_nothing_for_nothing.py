@@ -137,3 +137,18 @@ def test_gate_items_spares_gates_and_unscored() -> None:
     assert gate_items(met, ["g"]) is False and met[0].score == 1.0
     unknown = [ItemScore("g", "c", 1.0, 1.0), ItemScore("o", "c", 1.0, None)]
     assert gate_items(unknown, ["g"]) is False and unknown[0].score == 1.0
+
+
+def test_the_adversaries_arguments_and_names() -> None:
+    from benchpack.runtime.agents.adversary import Adversary, plain_args
+
+    params = {"type": "object", "required": ["id", "n", "ok", "tags", "kind", "opt"],
+              "properties": {"id": {"type": "string"}, "n": {"type": "integer"},
+                             "ok": {"type": "boolean"}, "tags": {"type": "array"},
+                             "kind": {"enum": ["cancel", "refund"]},
+                             "opt": {"type": ["null", "number"]}, "extra": {"type": "string"}}}
+    assert plain_args(params) == {"id": "", "n": 0, "ok": False, "tags": [], "kind": "cancel",
+                                  "opt": 0}
+    assert Adversary("echo").name == "adversary:echo"
+    with pytest.raises(ValueError, match="no such adversary"):
+        Adversary("lazy")

@@ -44,9 +44,12 @@ def lint_credit(s: dict[str, Any], report: Report, files: dict[str, str],
     null = NullTrace(files=files, state=state)
     # (path, item id, rule, counts towards the outcome) of every deterministic item
     items: list[tuple[tuple[Any, ...], str, dict[str, Any] | None, bool]] = []
-    for i, it in enumerate(s.get("checklist") or []):
+    checklist = s.get("checklist") or []
+    any_outcome = any(it.get("aspect") == "outcome" for it in checklist)
+    for i, it in enumerate(checklist):
         rule = it.get("rule") if it.get("grader") != "python" else None
-        items.append((("checklist", i), str(it["id"]), rule, it.get("aspect") == "outcome"))
+        items.append((("checklist", i), str(it["id"]), rule,
+                      it.get("aspect") == "outcome" or not any_outcome))
     score = s.get("score") or {}
     for i, it in enumerate(score.get("items") or []):
         items.append((("score", "items", i), str(it.get("id") or f"s{i + 1}"), it.get("rule"),

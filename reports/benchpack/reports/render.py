@@ -46,7 +46,7 @@ def cell_text(value: Any, column: Column) -> str:
             text += f" ± {_num(value.std, kind)}"
         if value.low is not None and value.high is not None and (value.clusters or value.n) > 1:
             text += f" [{_num(value.low, kind)}, {_num(value.high, kind)}]"
-        if value.se is not None:
+        if value.se is not None or value.clusters is not None:  # `(n 6 in 1 episode)` too
             text += f" ({sample_text(value, kind)})"
         if value.few and value.value is not None:
             text += FEW

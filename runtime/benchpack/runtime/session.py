@@ -391,7 +391,7 @@ def checklist_outcome(s: PlanSession, results: dict[str, ItemResult],
         score, detail, err = results.get(item.id, (None, "", "not graded"))
         if err and item.grader == "rubric":
             judge_errors += 1
-        if counted[item.id] != score:
+        if counted[item.id] != score and NO_CREDIT not in detail:  # (a rejudge reads it)
             detail = f"{detail} — counted 0, {NO_CREDIT}"
         rows.append((item.id, item.text, item.grader, score, item.weight, item.aspect, detail,
                      err))

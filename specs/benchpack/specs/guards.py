@@ -9,7 +9,8 @@ worth something next to work done, not instead of it. Before this, an agent that
 
 **The gate**: a session scores 0 on its checklist (COMP, the verified soft score) and on its
 `score:` block unless it *achieved* something — an item that is not a guard, counts towards
-the outcome (checklist `aspect: outcome`; in a `score:` block any item but a gate) and is met
+the outcome (checklist `aspect: outcome`, or any item of a checklist without one; in a
+`score:` block any item but a gate) and is met
 (scores above 0). Guards, process items ("the log was read before the calendar changed") and
 robustness items then count as written; without an achievement they are credit for doing
 nothing, or for activity (an agent that calls every tool once meets "the rules were

@@ -1,6 +1,10 @@
 """Headline uncertainty: clustered standard errors (Miller 2024, "Adding Error Bars to Evals"),
 intervals that keep their coverage at small n (Clopper–Pearson for proportions, widened by the
-design effect of clusters; Student t for other means), and the flip rate of repeated tasks.
+design effect of clusters, over the number of clusters at 0 % and 100 %; Student t for other
+means, with a quarter cluster at each bound), and the flip rate of repeated tasks. The clusters
+are episodes (`cluster.CLUSTER`); `benchmarks/stat_sim.py` measures every interval's coverage
+with a known truth (≥ 93.7 % in every design it runs, where a pass rate at 100 % over 10
+identical repeats of 10 tasks covered 38.5 % and per-session clusters 83.0 %).
 
 Why not the percentile bootstrap for headline figures: simulated 1,000 times at nominal 95 %,
 it covers a pass rate of 0.95 over 10 sessions about 40 % of the time (most resamples are all
@@ -179,7 +183,8 @@ class Uncertainty:
 
     estimate: float | None
     se: float | None
-    """Clustered standard error (Miller 2024, CR0), ``None`` without data."""
+    """Clustered standard error (Miller 2024, CR0), ``None`` without data or from one
+    cluster (whose spread says nothing about how clusters vary)."""
     low: float | None
     high: float | None
     n: int
@@ -251,8 +256,8 @@ def headline_interval(
     # (value, weight, cluster): each unit weighs 1 (macro) or its count (pooled)
     weighted = [(s / c, 1.0 if macro else c, k) for s, c, k in units]
     est, se, g = _clustered_mean(weighted)
-    if g < 2:
-        return Uncertainty(est, se, None, None, n_obs, g, level, "none")
+    if g < 2:  # one cluster: its spread is no SE (printing SE 0 would claim certainty)
+        return Uncertainty(est, None, None, None, n_obs, g, level, "none")
     if binary:
         p = min(max(est, 0.0), 1.0)
         iid = p * (1.0 - p) / n_obs

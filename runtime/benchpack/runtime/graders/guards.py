@@ -55,10 +55,14 @@ def gate_checklist(s: PlanSession, results: dict[str, tuple[float | None, str, s
                    guards: Iterable[str]) -> dict[str, float | None]:
     """Item id → the score COMP and the soft score count: as graded, or 0 for every scored
     item when the session achieved no outcome (`specs.guards.achieved`, outcome = `aspect:
-    outcome`). The checklist rows keep each item's own verdict (`bench rejudge` re-decides
+    outcome`, or every item of a checklist without one). The checklist rows keep each item's own verdict (`bench rejudge` re-decides
     the gate from them)."""
     scores = {item.id: results.get(item.id, (None, "", None))[0] for item in s.checklist}
-    items = [(item.id, scores[item.id], item.aspect == "outcome") for item in s.checklist]
+    # a checklist of process items only: they are its outcome (as the soft score gives an
+    # aspect without items its weight to the other)
+    any_outcome = any(item.aspect == "outcome" for item in s.checklist)
+    items = [(item.id, scores[item.id], item.aspect == "outcome" or not any_outcome)
+             for item in s.checklist]
     if achieved(items, guards) is not False:
         return scores
     return {k: (0.0 if v is not None else None) for k, v in scores.items()}
