@@ -156,3 +156,23 @@ def test_pass_k_flip_rate_and_the_named_estimator(db: Path) -> None:
     assert (row["flip"].n, row["flip"].method) == (4, "clopper-pearson")
     assert (row["pass1"].n, row["pass1"].clusters) == (11, 4)
     assert any("τ²-bench's estimator C(c,k)/C(n,k)" in n and "(c/n)^k" in n for n in t.notes)
+
+
+def test_pass_hat_k_for_every_k_up_to_the_fewest_graded_trials(db: Path) -> None:
+    """τ²'s rule on a run of our own: K = the fewest graded trials any task has (t4: 2, its
+    judge error excluded), pass^k for k = 1 … K over every task with its own n:
+    pass^1 = (1 + 1/3 + 0 + 1)/4, pass^2 = (1 + 0 + 0 + 1)/4; avg reward over the 11 graded
+    session runs = (3 + 1 + 0 + 2)/11."""
+    t = _report(db, "pass-k").tables[1]
+    assert t.title == "pass^k for k = 1 … K (τ²-bench)"
+    row = _row(t)
+    assert (row["tasks"], row["trials"], row["k_max"]) == (4, "2–3", 2)
+    assert row["pass_hat_1"].value == pytest.approx(7 / 12)
+    assert row["pass_hat_2"].value == pytest.approx(1 / 2)
+    assert row["avg_reward"].value == pytest.approx(6 / 11)
+    assert (row["avg_reward"].n, row["avg_reward"].clusters) == (11, 4)
+    assert (row["pass_hat_2"].n, row["pass_hat_2"].clusters) == (4, 4)
+    assert "pass_hat_3" not in row
+    notes = " ".join(t.notes)
+    assert "K = 2, not the 3 repeats: task t4 has 2 graded trials" in notes
+    assert "τ²-bench's rule" in notes

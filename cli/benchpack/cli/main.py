@@ -19,11 +19,13 @@ import click
 
 from . import process
 from .compare import compare
+from .exports import tau2_submission
 from .imports import import_cmd, import_run_cmd
 from .mcp import mcp_cmd
 from .merge import merge_cmd
 from .pack import compile_cmd, graph, init, schema, validate
 from .params import PackErrors
+from .parity import parity
 from .run import rejudge, run
 from .store import export, query, ratings, report, views
 from .view import view
@@ -93,6 +95,8 @@ cli.add_command(compare)  # issue 15: paired comparisons
 cli.add_command(mcp_cmd)  # issue 14: a session's tools over MCP
 cli.add_command(merge_cmd)  # issue 16: stores of runs made separately
 cli.add_command(view)  # issue 17: the viewer over the store
+export.add_command(tau2_submission)  # issue 23: τ²-bench's leaderboard submission
+cli.add_command(parity)  # issue 23: an imported benchmark against its own code
 
 
 def main() -> None:

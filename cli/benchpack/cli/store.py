@@ -191,7 +191,7 @@ def query(sql: str, db: Path, fmt: str, limit: int | None, wait_s: float) -> Non
                 "columns in the SELECT, or --format csv)")
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @db_option
 @click.option("-o", "--out", type=click.Path(path_type=Path), default=Path("export"),
               show_default=True, help="Directory to write the files into.")
@@ -199,8 +199,13 @@ def query(sql: str, db: Path, fmt: str, limit: int | None, wait_s: float) -> Non
               show_default=True)
 @click.option("--no-views", is_flag=True, help="Tables only.")
 @wait_option
-def export(db: Path, out: Path, fmt: str, no_views: bool, wait_s: float) -> None:
-    """Export every table (and report view) of the store as Parquet or CSV files."""
+@click.pass_context
+def export(ctx: click.Context, db: Path, out: Path, fmt: str, no_views: bool,
+           wait_s: float) -> None:
+    """Export every table (and report view) of the store as Parquet or CSV files; `bench
+    export tau2-submission RUN…` writes τ²-bench's leaderboard submission instead."""
+    if ctx.invoked_subcommand is not None:
+        return
     from benchpack.reports.access import StoreError
     from benchpack.reports.api import export_store
 

@@ -207,10 +207,7 @@ class Builder(CheckBuilder):
             if pf:
                 files.append(pf)
 
-        limits: dict[str, Any] = dict(DEFAULT_LIMITS[s.protocol])
-        for lim in (self.pack.defaults.limits, s.limits):
-            if lim is not None:
-                limits.update({k: v for k, v in lim.model_dump().items() if v is not None})
+        limits = self.session_limits(s, loc)
 
         trigger = s.trigger.model_dump(mode="json")
         request = r(s.request, "request")
@@ -250,6 +247,26 @@ class Builder(CheckBuilder):
         }
         if s.request_discloses:  # left out when empty: older plans stay byte for byte
             d.data["request_discloses"] = list(s.request_discloses)
+
+    def session_limits(self, s: P.Session, loc: Loc) -> dict[str, Any]:
+        """The protocol's default limits under the pack's, under the session's; a limit only
+        another protocol honours is an E204 on the session and ignored from the pack."""
+        compiler = PROTOCOL_COMPILERS[s.protocol]
+        foreign = {k: c.name for c in PROTOCOL_COMPILERS.values() for k in c.own_limits
+                   if k not in compiler.own_limits}
+        given: dict[str, Any] = {}
+        for lim in (self.pack.defaults.limits, s.limits):
+            if lim is not None:
+                given.update({k: v for k, v in lim.model_dump().items() if v is not None})
+        for key, owner in foreign.items():
+            if s.limits is not None and getattr(s.limits, key) is not None:
+                self.err("E204", f"`limits.{key}` is honoured by the {owner} protocol only, "
+                         f"but this session is {s.protocol}", loc, ("limits", key),
+                         "drop it here (the agent's own limits are `max_turns`, "
+                         "`max_steps_per_turn` and `turn_timeout_s`)", at_key=True)
+            given.pop(key, None)
+        limits: dict[str, Any] = {**DEFAULT_LIMITS[s.protocol], **given}
+        return compiler.limits(limits, given) if compiler.limits is not None else limits
 
     def protocol_material(self, s: P.Session, loc: Loc) -> None:
         for key, protos in SESSION_FIELD_OWNERS.items():

@@ -15,6 +15,7 @@ from .diagnostics import PathPart
 from .lint import lint_session
 from .lint_credit import lint_credit
 from .protocols import PROTOCOL_COMPILERS
+from .toolsets import OPTION_DEFAULTS
 
 # What changes outcomes. Titles, descriptions, tags, source files and ids stay out.
 _FINGERPRINT_KEYS = (
@@ -111,7 +112,7 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
             own["request_discloses"] = s["request_discloses"]
         if s.get("score"):  # verified_outcome `score:`; likewise only when set
             own["score"] = s["score"]
-        for key in ("user", "gold", "reward"):  # instructed_user; likewise only when set
+        for key in ("user", "gold", "reward", "conversation"):  # instructed_user; likewise
             if key in s:
                 own[key] = s[key]
         own["persona_profile"] = b.plan_personas.get(s["persona"])
@@ -120,6 +121,9 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
         procs = _process_services(b, own["environment"])
         if procs:  # only when used, so other fingerprints do not move
             own["process_services"] = procs
+        options = _toolset_options(b, own["environment"])
+        if options:  # likewise only when a toolset changes a default
+            own["toolset_options"] = options
         own["prompts"] = prompts
         own["models"] = b.pack.defaults.models.model_dump()
         own["seed"] = b.pack.defaults.seed
@@ -146,8 +150,11 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
         "benchpack_version": version,
         "pack": {"name": b.pack.name, "version": b.pack.version,
                  "description": b.pack.description, "content_hash": content_hash,
-                 "metadata": meta},
-        "defaults": {"models": defaults.models.model_dump(), "limits": defaults.limits.model_dump(),
+                 "metadata": meta,
+                 # a label outside every fingerprint; only when set, so plans stay byte for byte
+                 **({"origin": b.pack.origin.model_dump(mode="json")} if b.pack.origin
+                    else {})},
+        "defaults": {"models": defaults.models.model_dump(), "limits": _limits(defaults.limits),
                      "seed": defaults.seed, "repeats": defaults.repeats,
                      "temperature": defaults.temperature},
         "prompts": prompts,
@@ -167,12 +174,34 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
     }
 
 
+_NEWER_LIMITS = ("max_messages", "max_tool_errors", "max_tool_result_chars")
+
+
+def _limits(limits: Any) -> dict[str, Any]:
+    """The pack's default limits; the ones added for τ² parity only when set (plans that do not
+    use them stay byte for byte)."""
+    return {k: v for k, v in limits.model_dump().items()
+            if v is not None or k not in _NEWER_LIMITS}
+
+
 def _toolsets(b: Builder, envs: list[dict[str, Any]]) -> dict[str, Any]:
     """`toolsets` of the plan: the ones an environment offers, and only when there are some
     (plans without toolsets stay byte for byte)."""
     used = sorted({t for e in envs for t in e.get("toolsets", ())})
     return {"toolsets": {t: b.plan_toolsets[t] for t in used if t in b.plan_toolsets}} \
         if used else {}
+def _toolset_options(b: Builder, env: dict[str, Any] | None) -> dict[str, Any]:
+    """The run-time options (argument checks, atomicity, error texts) of the toolsets an
+    environment offers, where they differ from the defaults: they change what the agent sees."""
+    out: dict[str, Any] = {}
+    for key in (env or {}).get("toolsets", ()):
+        own = {k: v for k, v in (b.plan_toolsets.get(key) or {}).items()
+               if k in OPTION_DEFAULTS}
+        if own:
+            out[key] = own
+    return out
+
+
 def _process_services(b: Builder, env: dict[str, Any] | None) -> dict[str, Any]:
     """The HTTP services an environment runs, as they change outcomes: their settings and a
     hash of their files, without where the pack lies on disk."""

@@ -4,6 +4,12 @@ The module is read with `benchpack.specs.pytools.read_tools` (`ast`, never impor
 problems become diagnostics located in the .py file itself (E217, W319). The service must
 exist, `include`/`read_only` must name real functions, and every derived tool name must be
 free (E214 through `add_tool`). Called from the world phase (`world.py`), after pack tools.
+
+A `specs:` file (`{function: {description, parameters}}`, an imported benchmark's own tool
+definitions) replaces what the docstrings and type hints would give for the functions it names;
+its mistakes are located in the JSON file itself (E013 shape, E202 unknown function, E207
+schema). The run-time options (`check_arguments`, `atomic`, `plain_errors`) go into the plan
+only when they differ from the defaults, so plans without them stay byte for byte.
 """
 
 from __future__ import annotations
@@ -12,17 +18,25 @@ import ast
 import hashlib
 from typing import TYPE_CHECKING, Any
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
 from benchpack.specs import pack as P
 from benchpack.specs.pytools import ModuleTools, PyToolSpec, read_tools
 
 from .core import _Item
-from .diagnostics import display_path, suggest_fix
+from .datafiles import DataError, parse_json
+from .diagnostics import PathPart, display_path, suggest_fix
 from .loader import pack_relative
+from .sourcefile import SourceFile
 
 if TYPE_CHECKING:
     from .world import WorldBuilder
 
 _READ_METHODS = frozenset(("get", "find", "rows", "next_id"))
+OPTION_DEFAULTS: dict[str, bool] = {"check_arguments": True, "atomic": True,
+                                    "plain_errors": False}
+"""The run-time options of a toolset and their defaults (a plan records only changed ones)."""
 
 
 def toolset_key(ts: P.Toolset) -> str:
@@ -58,12 +72,17 @@ def _compile(b: WorldBuilder, key: str, it: _Item) -> None:
         return
     path = it.src.path.parent / ts.module
     shown = display_path(path)
-    found: ModuleTools = read_tools(source, shown)
+    defined = _public_functions(source)
+    given: dict[str, tuple[str, dict[str, Any]]] | None = None
+    if ts.specs is not None:
+        given = _read_specs(b, ts, loc, defined)
+        if given is None:
+            return  # reported: offering derived tools instead would hide the mistake
+    found: ModuleTools = read_tools(source, shown, given)
     for p in found.problems:
         b.diags.error("E217" if p.severity == "error" else "W319", p.message, shown, (),
                       p.hint or None, line=p.line, col=p.col)
     # functions the module defines, even broken ones: `include: [a_broken_one]` is not a typo
-    defined = _public_functions(source)
     for field in ("include", "read_only"):
         if defined is None:
             break  # the module does not parse (E217): its names are unknown, not missing
@@ -76,8 +95,9 @@ def _compile(b: WorldBuilder, key: str, it: _Item) -> None:
     if found.errors:
         return  # the plan would offer tools whose module cannot be trusted to load
     digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
-    b.plan_toolsets[key] = {"name": key, "file": pack_relative(path, b.loaded.root), "service": ts.service,
-                            "source": source, "sha256": digest}
+    b.plan_toolsets[key] = {"name": key, "file": pack_relative(path, b.loaded.root),
+                            "service": ts.service, "source": source, "sha256": digest,
+                            **toolset_options(ts)}
     wanted = set(ts.include) if ts.include is not None else None
     read_only = set(ts.read_only or ())
     tree = ast.parse(source)
@@ -103,6 +123,74 @@ def _compile(b: WorldBuilder, key: str, it: _Item) -> None:
         if b.plan_tools.get(name, {}).get("impl") is impl:  # not refused as a clash
             names.append(name)
     b.toolset_tools[key] = names
+
+
+def toolset_options(ts: P.Toolset) -> dict[str, bool]:
+    """The toolset's run-time options that differ from the defaults."""
+    return {k: getattr(ts, k) for k, default in OPTION_DEFAULTS.items()
+            if getattr(ts, k) != default}
+
+
+def _read_specs(b: WorldBuilder, ts: P.Toolset, loc: Any, defined: set[str] | None
+                ) -> dict[str, tuple[str, dict[str, Any]]] | None:
+    """function → (description, parameters) from the `specs:` file, or None after reporting
+    what is wrong (located in the JSON file)."""
+    assert ts.specs is not None
+    text = b.read_text(ts.specs, loc, ("specs",))
+    if text is None:
+        return None
+    path = loc[0].path.parent / ts.specs
+    shown = display_path(path)
+    hint = ('{"<function>": {"description": "…", "parameters": {"type": "object", '
+            '"properties": {…}}}}')
+    try:
+        data = parse_json(text)
+    except DataError as exc:
+        b.err("E013", f"`{ts.specs}`: {exc}", loc, ("specs",), exc.hint or hint)
+        return None
+    src = SourceFile(path, shown, text.encode("utf-8"), text=text)
+    ok = True
+
+    def bad(code: str, message: str, where: tuple[PathPart, ...], why: str | None,
+            at_key: bool = False) -> None:
+        nonlocal ok
+        ok = False
+        line, col = src.locate(where, at_key) or (1, 1)
+        b.diags.error(code, message, shown, where, why, line=line, col=col, at_key=at_key)
+
+    if not isinstance(data, dict):
+        bad("E013", "a tool specs file is an object of functions", (), hint)
+        return None
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    for fn, spec in data.items():
+        if defined is not None and fn not in defined:
+            found, _ = suggest_fix(fn, sorted(defined))
+            bad("E202", f"`{ts.module}` has no public function `{fn}`", (fn,),
+                found or ("its functions: " + ", ".join(sorted(defined))), at_key=True)
+            continue
+        if not isinstance(spec, dict) or set(spec) != {"description", "parameters"}:
+            bad("E013", f"the spec of `{fn}` must have exactly `description` and `parameters`",
+                (fn,), hint)
+            continue
+        if not isinstance(spec["description"], str):
+            bad("E013", f"the description of `{fn}` must be text", (fn, "description"), None)
+            continue
+        params = spec["parameters"]
+        if not isinstance(params, dict) or params.get("type") != "object":
+            bad("E207", f"the parameters of `{fn}` must be a JSON Schema object "
+                        '(`"type": "object"`)', (fn, "parameters"), hint)
+            continue
+        try:
+            Draft202012Validator.check_schema(params)
+        except SchemaError as exc:
+            inner = tuple(p for p in exc.path if isinstance(p, str | int))
+            where = "/".join(str(p) for p in inner) or "top level"
+            bad("E207", f"the parameters of `{fn}` are not a valid JSON Schema ({where}: "
+                        f"{exc.message})", (fn, "parameters", *inner),
+                "see https://json-schema.org/understanding-json-schema/")
+            continue
+        out[fn] = (spec["description"], params)
+    return out if ok else None
 
 
 def _public_functions(source: str) -> set[str] | None:

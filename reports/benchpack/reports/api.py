@@ -63,6 +63,7 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
     from .builtin import ReportContext
     from .comparability import mixed_note
     from .inventory import inventory_note
+    from .origin import origin_notes
     from .registry import default_reports
 
     registry = registry or default_reports()
@@ -78,6 +79,8 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
         if result.name != "inventory" and runs:  # no report shrinks a denominator silently
             result.notes.append(inventory_note(ctx))
         result.store = str(options.db)
+        # whether each run is comparable with the published benchmark its pack reproduces
+        result.notes[:0] = origin_notes(con, runs)
         mixed = mixed_note(con, runs)  # figures side by side that differ not only by agent
         if mixed:
             result.notes.insert(0, mixed)

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from benchpack.specs.origin_label import origin_of_config
+
 _DEFAULT = "(default)"
 
 
@@ -59,12 +61,16 @@ def run_settings(con: Any, runs: Sequence[str]) -> dict[str, dict[str, str | Non
             "benchpack version": bp_version,
             "trigger mode": config.get("trigger_mode"),
             "graph grader": config.get("graph_grader"),
+            # the pack's `origin:` label (benchpack.specs.origin): a run comparable with a
+            # published benchmark beside one that is not
+            "origin": (origin.verdict() if (origin := origin_of_config(config)) is not None
+                       else None),
         }
     return out
 
 
 FIELDS = ("pack", "judge", "simulator", "planner", "prompt templates", "benchpack version",
-          "trigger mode", "graph grader")
+          "trigger mode", "graph grader", "origin")
 """What must agree, in the order differences are listed. An unrecorded value (None, a run
 from before it was recorded) is not a difference."""
 

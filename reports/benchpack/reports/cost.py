@@ -99,7 +99,8 @@ def cost(ctx: Any) -> ReportResult:
     res.tables.append(st)
 
     imported = ctx.rows("""SELECT run_id, role, model, coalesce(sum(attempts), 0),
-        coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0)
+        coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0),
+        CASE WHEN count(*) FILTER (WHERE cost IS NULL) = 0 THEN sum(cost) END
         FROM llm_calls WHERE run_id IN $runs AND purpose = 'imported'
         GROUP BY ALL ORDER BY ALL""")
     if imported:
@@ -107,9 +108,12 @@ def cost(ctx: Any) -> ReportResult:
             Column("agent", "run (agent)"), Column("run", "run"), Column("role", "role"),
             Column("model", "model"), Column("calls", "calls (as released)", "int"),
             Column("prompt_tokens", "prompt tokens", "int"),
-            Column("completion_tokens", "completion tokens", "int")],
-            notes=["Imported runs carry the released call counts only: no prices, latencies "
-                   "or prompts; their cost is unknown and left out of every total above."])
+            Column("completion_tokens", "completion tokens", "int"),
+            Column("cost", "cost (as released)", "money")],
+            notes=["Imported runs carry what the release recorded: call counts and tokens "
+                   "(ProactBench), or each simulation's agent and user cost (τ²-bench; "
+                   "unknown when one simulation has none); no latencies or prompts. They "
+                   "are left out of every total above."])
         it.rows = [[labels[r[0]], *r] for r in imported]
         res.tables.append(it)
     return res

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchpack.specs.origin_label import RUN_CONFIG_KEY as ORIGIN_KEY
 from benchpack.specs.plan import Plan, PlanSession
 from benchpack.specs.toolsets import PyToolImpl
 
@@ -224,6 +225,8 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float) ->
               if k not in ("api_key_env", "llm_backend")}
     config["api_key_env"] = options.api_key_env  # the variable's name, never its value
     config["prompt_templates"] = templates_fingerprint(plan.prompts)  # for `bench compare`
+    if plan.pack.origin is not None:  # the pack's `origin:` label, which every report shows
+        config[ORIGIN_KEY] = plan.pack.origin.model_dump(mode="json")
     # what the run promised, so reports can account for every (session, repeat) that never
     # ran; a resumed run keeps what earlier invocations promised
     earlier = (store.run_exists(run_id) or {}).get("config") or {}

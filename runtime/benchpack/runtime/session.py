@@ -213,7 +213,8 @@ class SessionContext:
         for m in produced:
             m.turn = turn
             self.messages.append(m)
-        if reply.messages and reply.messages[-1].role != "assistant":
+        if reply.messages and reply.messages[-1].role != "assistant" and \
+                reply.stop_reason != "session_limit":  # τ² ends there, after the results
             self.messages.append(Message("assistant", reply.text, turn))
         records = self.toolbox.records[first_record:]
         read, written = self.env.workspace.take_io()
@@ -459,7 +460,8 @@ def session_brief(plan: Plan, session: PlanSession, repeat: int, toolbox: ToolBo
         system_prompt=_system_prompt(plan, session), prior=prior, tools=toolbox,
         max_steps=session.limits.max_steps_per_turn or 30,
         turn_timeout_s=session.limits.turn_timeout_s or 600.0, seed=seed,
-        temperature=plan.defaults.temperature)
+        temperature=plan.defaults.temperature,
+        max_tool_result_chars=session.limits.max_tool_result_chars)
 
 
 def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any, ...],

@@ -101,10 +101,58 @@ class AgentReply:
     messages: list[Message] = field(default_factory=list)
     """Assistant/tool messages produced during the turn, in order (the final text last)."""
     steps: int = 0
-    stop_reason: Literal["answer", "step_budget", "timeout", "error", "script_end"] = "answer"
+    stop_reason: Literal["answer", "step_budget", "timeout", "error", "script_end",
+                         "session_limit"] = "answer"
+    """`session_limit`: the session's `MessageBudget` ran out mid-turn (the session ends)."""
     compactions: int = 0
     """Context compactions the agent reported during the turn."""
     error: str | None = None
+
+
+@dataclass
+class MessageBudget:
+    """τ²-bench's `max_steps` and `max_errors` for one session (`limits.max_messages`,
+    `limits.max_tool_errors`), shared by the protocol, the toolbox and the agent adapter.
+
+    Messages are τ²'s steps: user messages, agent messages (each model response, tool calls
+    included) and tool-result batches. `check` is τ²'s termination check — the message limit,
+    then the error limit, the later one naming the ending when both hold — and is made where
+    τ² makes it: after a user message, an agent text message or a tool-result batch, never
+    after an agent message that calls tools. The first check that fires sets `reason` for good.
+
+    Who counts: an adapter that sees each model response (`litellm:`) sets `agent_counts` and
+    counts its responses and batches itself, checking mid-turn. For any other adapter the
+    toolbox counts each call as a call message plus its result batch (exact for agents making
+    one call per response), checks after it and refuses every call once `reason` is set; the
+    protocol counts the turn's final text. Failed tool calls are counted by the toolbox for
+    every adapter (`tool_done`)."""
+
+    max_messages: int | None = None
+    max_tool_errors: int | None = None
+    messages: int = 0
+    tool_errors: int = 0
+    agent_counts: bool = False
+    reason: Literal["max_messages", "max_tool_errors"] | None = None
+
+    def count(self, messages: int = 1) -> None:
+        self.messages += messages
+
+    def tool_done(self, failed: bool) -> None:
+        """A tool call finished (the toolbox's hook; `litellm:` too for calls it refuses
+        itself)."""
+        self.tool_errors += failed
+        if not self.agent_counts:
+            self.messages += 2  # the agent's call message and its result
+            self.check()
+
+    def check(self) -> str | None:
+        """τ²'s check; the reason the session ends, if it must."""
+        if self.reason is None:
+            if self.max_messages is not None and self.messages >= self.max_messages:
+                self.reason = "max_messages"
+            if self.max_tool_errors is not None and self.tool_errors >= self.max_tool_errors:
+                self.reason = "max_tool_errors"
+        return self.reason
 
 
 class ToolHandle(Protocol):
@@ -139,6 +187,12 @@ class SessionBrief:
     recorder: Callable[[LLMCallRecord], None] | None = None
     """Where an LLM-backed adapter records its own calls (they land in the session's
     `llm_calls`)."""
+    budget: MessageBudget | None = None
+    """The session's message and tool-error limits, when the protocol enforces them
+    (instructed_user's `limits.max_messages` / `max_tool_errors`); see `MessageBudget`."""
+    max_tool_result_chars: int | None = None
+    """How much of a tool result an LLM agent shows its model (`limits.max_tool_result_chars`;
+    0: all); None: the adapter's own default."""
 
 
 class AgentSession(Protocol):

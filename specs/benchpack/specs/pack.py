@@ -55,6 +55,7 @@ from .environment import (
     ToolImpl,
     WorkspaceFile,
 )
+from .origin import Origin
 from .persona import (
     COHERENT_STYLES,
     STYLE_TRAITS,
@@ -65,7 +66,7 @@ from .persona import (
     normalise_style,
 )
 from .protocols import PROTOCOLS, SESSION_FIELDS
-from .protocols.instructed_user import Gold, Instruction, UserScenario
+from .protocols.instructed_user import Conversation, Gold, Instruction, UserScenario
 from .protocols.intent_tracking import HiddenIntent
 from .protocols.staged_disclosure import GroundTruthGraph, GroundTruthTriple, Stage, StageTrigger
 from .protocols.trigger_rubric import Anchor, DialogueTurn, Rubric, Scenario, TriggerPoint
@@ -93,6 +94,8 @@ PromptName = Literal[
     "heartbeat.wake",
     "verified_outcome.score_judge",
     "instructed_user.user_turn",
+    "instructed_user.user_system",
+    "instructed_user.assertions_judge",
 ]
 PROMPT_NAMES: tuple[str, ...] = PromptName.__args__  # type: ignore[attr-defined]
 
@@ -140,6 +143,20 @@ class Limits(Spec):
     """Maximum agent steps (model calls) while answering one user turn."""
     turn_timeout_s: float | None = Field(default=None, gt=0, le=86400)
     """Wall-clock limit for one agent turn, in seconds."""
+    max_messages: int | None = Field(default=None, ge=1, le=100_000)
+    """instructed_user (τ²'s `max_steps`): the dialogue ends with `max_messages` once this many
+    messages were exchanged — user messages, agent messages (each model response, tool calls
+    included) and tool-result batches; the greeting does not count. Checked where τ² checks:
+    after each user message, each agent text message and each tool-result batch (so a stop
+    signal in the message that reaches the limit loses to it). Unset: no limit, and then
+    `max_turns` defaults to this number (a turn takes at least two messages)."""
+    max_tool_errors: int | None = Field(default=None, ge=1, le=100_000)
+    """instructed_user (τ²'s `max_errors`): the dialogue ends with `max_tool_errors` once this
+    many tool calls of the session failed (checked with `max_messages`; when both are reached
+    at once, this one names the ending)."""
+    max_tool_result_chars: int | None = Field(default=None, ge=0, le=10_000_000)
+    """How much of a tool result an LLM agent (`litellm:`) is shown, in characters, the rest
+    replaced by a note; 0: all of it (τ²). Default 20,000."""
 
 
 class Defaults(Spec):
@@ -154,7 +171,11 @@ class Defaults(Spec):
     repeats: int = Field(default=1, ge=1, le=100)
     """How many times `bench run` repeats each session by default (pass@k needs k repeats)."""
     temperature: float | None = Field(default=None, ge=0, le=2)
-    """Sampling temperature for the agent, when set."""
+    """Sampling temperature for the agent, when set (τ²: 0). Simulators and judges run at 0
+    (an instructed_user simulator: `conversation.simulator_temperature`)."""
+    conversation: Conversation | None = None
+    """instructed_user: the dialogue rules of every session of this protocol (a session's own
+    `conversation:` overrides them field by field)."""
 
 
 class PromptFile(Spec):
@@ -251,6 +272,9 @@ class Session(Spec):
     credit, keywords, joins across tool records), safety gates, caps, named dimensions and a
     score formula, replacing the checklist soft score of `verify`. instructed_user: τ²'s reward,
     the product of `reward: [state, actions, communicate, assertions]` (all or nothing)."""
+    conversation: Conversation | None = None
+    """instructed_user: how the dialogue runs and ends (greeting, simulator prompting, stop
+    tokens, unfinished dialogues); over `defaults.conversation`."""
     # --- end issue 12
 
 
@@ -323,6 +347,9 @@ class Pack(_Content):
     """Override built-in simulator and judge prompt templates, inline or from a file."""
     lint: LintSettings | None = None
     """Lint settings for the whole pack."""
+    origin: Origin | None = None
+    """The published benchmark this pack reproduces (importers write it): its name, version
+    and every known difference. Reports say whether the pack's runs are comparable with it."""
 
 
 __all__ = [
@@ -347,6 +374,7 @@ __all__ = [
     "BuiltinToolName",
     "ChecklistItem",
     "CommunicationStyle",
+    "Conversation",
     "Corpus",
     "CorpusImpl",
     "CountBound",
@@ -374,6 +402,7 @@ __all__ = [
     "Metadata",
     "Models",
     "Operation",
+    "Origin",
     "Pack",
     "Persona",
     "PersonaProfile",

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .origin import Origin
 from .pack import (
     Anchor,
     Assertion,
@@ -43,12 +44,20 @@ class PlanPack(PlanModel):
     content_hash: str
     """sha256 over every input file of the pack (paths and bytes)."""
     metadata: Metadata
+    origin: Origin | None = None
+    """The pack's `origin:` (left out of the plan when unset): a label, outside every
+    fingerprint; `bench run` records it with the run."""
 
 
 class PlanLimits(PlanModel):
     max_turns: int | None = None
     max_steps_per_turn: int | None = None
     turn_timeout_s: float | None = None
+    max_messages: int | None = None
+    """instructed_user; written only when set (as the two below), so older plans stay byte for
+    byte."""
+    max_tool_errors: int | None = None
+    max_tool_result_chars: int | None = None
 
 
 class PlanModels(PlanModel):
@@ -299,6 +308,19 @@ class PlanUser(PlanModel):
     unknown: list[str]
     instructions: list[PlanInstruction]
     language: str | None = None
+    text: str | None = None
+    """The scenario an LLM simulator reads, verbatim (written only when given)."""
+
+
+class PlanConversation(PlanModel):
+    """instructed_user's dialogue rules, resolved (`defaults.conversation` under the session's
+    own); see `benchpack.specs.protocols.instructed_user.Conversation`."""
+
+    greeting: str | None
+    simulator: Literal["tagged", "chat"]
+    stop_tokens: Literal["end", "anywhere"]
+    unfinished: Literal["score", "fail"]
+    simulator_temperature: float
 
 
 class PlanSession(PlanModel):
@@ -349,7 +371,11 @@ class PlanSession(PlanModel):
     """instructed_user: `{actions: [{id, tool, args, match, info}], ordered}`."""
     reward: dict[str, Any] | None = None
     """instructed_user: its compiled `score:` — `{reward: [components], communicate,
-    assertions, pass_threshold}` (the pack's `score:` of a verified_outcome session is `score`)."""
+    assertions, pass_threshold}`, plus `communicate_match` and `assertions_judge` when not the
+    defaults (the pack's `score:` of a verified_outcome session is `score`)."""
+    conversation: PlanConversation | None = None
+    """instructed_user: the dialogue rules, when the session or `defaults.conversation` gives
+    any (left out otherwise: today's behaviour)."""
     reference_solution: str | None = None
     fingerprint: str
     """sha256 of what changes outcomes, chained with the fingerprints of its dependencies."""

@@ -24,6 +24,11 @@ Anything else — no annotation, `*args`/`**kwargs`, positional-only parameters,
 type, a missing docstring, a syntax error — is a `ToolProblem` with a 1-based line and column
 in the module, a message naming the function and parameter, and a hint. Pure: no execution,
 no file access (the caller passes the source).
+
+A function the caller gives a definition for (`given`: the toolset's `specs:` file, e.g. an
+imported benchmark's own tool descriptions) is offered with exactly that description and
+parameters schema; its docstring and type hints are then not read, so neither may be missing
+(only the `State` annotation still matters).
 """
 
 from __future__ import annotations
@@ -253,7 +258,8 @@ def _is_state(node: ast.AST | None) -> bool:
 
 
 def _function_tool(fn: ast.FunctionDef | ast.AsyncFunctionDef,
-                   problems: list[ToolProblem]) -> PyToolSpec | None:
+                   problems: list[ToolProblem],
+                   given: tuple[str, dict[str, Any]] | None = None) -> PyToolSpec | None:
     def bad(node: ast.AST, message: str, hint: str) -> None:
         problems.append(ToolProblem(getattr(node, "lineno", fn.lineno),
                                     getattr(node, "col_offset", fn.col_offset) + 1, message, hint))
@@ -274,7 +280,9 @@ def _function_tool(fn: ast.FunctionDef | ast.AsyncFunctionDef,
         bad(a.kwarg, f"tool function `{fn.name}`: `**{a.kwarg.arg}` cannot be described to an "
                      "agent", "list each parameter by name with its type")
     description, documented = parse_docstring(ast.get_docstring(fn, clean=False))
-    if not description:
+    if given is not None:
+        description, documented = given[0], {}
+    elif not description:
         bad(fn, f"tool function `{fn.name}` has no docstring; the agent needs a description",
             'add a docstring: a summary line, then an `Args:` section describing each parameter')
     positional = [*a.posonlyargs, *a.args]
@@ -293,6 +301,8 @@ def _function_tool(fn: ast.FunctionDef | ast.AsyncFunctionDef,
                     "remove the second `State` parameter")
             state = p.arg
             continue
+        if given is not None:
+            continue  # the given schema describes the parameters
         if p.annotation is None:
             bad(p, f"{where} has no type annotation", f"annotate it, e.g. `{p.arg}: str` "
                                                        f"(supported: {_SUPPORTED})")
@@ -325,13 +335,17 @@ def _function_tool(fn: ast.FunctionDef | ast.AsyncFunctionDef,
                                   "additionalProperties": False}
     if required:
         parameters["required"] = required
+    if given is not None:
+        parameters = given[1]
     return PyToolSpec(fn.name, description, parameters, state,
                       isinstance(fn, ast.AsyncFunctionDef), fn.lineno, fn.col_offset + 1)
 
 
-def read_tools(source: str, filename: str = "<module>") -> ModuleTools:
+def read_tools(source: str, filename: str = "<module>",
+               given: dict[str, tuple[str, dict[str, Any]]] | None = None) -> ModuleTools:
     """Every public function of the module `source` as a tool, and the problems found (all of
-    them: one bad function does not hide another's)."""
+    them: one bad function does not hide another's). `given`: function → (description,
+    parameters schema) offered instead of what the docstring and type hints say."""
     out = ModuleTools()
     try:
         tree = ast.parse(source, filename=filename)
@@ -357,7 +371,7 @@ def read_tools(source: str, filename: str = "<module>") -> ModuleTools:
             out.tools = [t for t in out.tools if t.name != node.name]
             continue
         seen[node.name] = node.lineno
-        tool = _function_tool(node, out.problems)
+        tool = _function_tool(node, out.problems, (given or {}).get(node.name))
         if tool is not None:
             out.tools.append(tool)
     if not seen and not out.problems:

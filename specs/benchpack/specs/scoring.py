@@ -41,12 +41,29 @@ class GoldAction(Spec):
     """The tool's name."""
     args: dict[str, Any] = Field(default_factory=dict)
     """The arguments of the call."""
-    match: Literal["exact", "normalised", "subset"] = "exact"
+    match: Literal["exact", "normalised", "subset", "tau2"] = "exact"
     """How the agent's arguments are compared: `exact` (equal JSON; 3 equals 3.0), `normalised`
     (strings compared case-folded without spaces, `-` or `_`; numbers as numbers, so `"3"`
-    equals `3`), `subset` (only the keys listed in `args` are compared, exactly)."""
+    equals `3`), `subset` (only the keys listed in `args` are compared, exactly). Each of these
+    needs its own successful call. `tau2` is τ²-bench's action check: the keys in `compare`
+    (else the keys of the agent's call, so a call with no arguments matches) are compared with
+    Python's `==` (3 equals 3.0 and `true` equals 1); any call of the tool counts, failed ones
+    too, and one call may match several actions; never ordered."""
+    compare: list[str] | None = None
+    """`match: tau2` only: the argument names compared (τ²'s `compare_args`); `[]` compares
+    none, so any call of the tool matches. Default: the keys of the agent's call."""
+    requestor: Literal["assistant", "user"] | None = None
+    """Who makes the call in τ² (`assistant`, or `user` for the user's own tools). Recorded
+    only: τ²'s check ignores it, and so does ours."""
     info: str | None = None
     """What the action is for (shown in reports; τ²'s `info`)."""
+
+    @model_validator(mode="after")
+    def _compare_is_tau2(self) -> GoldAction:
+        if self.compare is not None and self.match != "tau2":
+            raise ValueError("`compare` is for `match: tau2` (τ²'s compare_args); with "
+                             f"`match: {self.match}` every key of `args` is compared")
+        return self
 
 
 class Gold(Spec):
@@ -227,8 +244,19 @@ class Score(Spec):
     communicate: list[str] = Field(default_factory=list)
     """Information the agent must tell the user: each must occur in some agent message
     (case-insensitive, ignoring spaces, `-`, `_` and commas; `#` kept; Chinese works)."""
+    communicate_match: Literal["words", "tau2"] | None = None
+    """instructed_user: how `communicate` strings are found. `words` (default): as above, never
+    cutting a word or number of the message. `tau2` (τ²-bench): `text.lower()` is a substring
+    of an agent text message (the greeting included) lower-cased with its commas removed; so
+    `W12` is found in `W123`, and a string that itself has a comma is never found."""
     assertions: list[str] = Field(default_factory=list)
     """Natural-language assertions judged YES/NO by the rubric judge (Jinja)."""
+    assertions_judge: Literal["rubric", "tau2"] | None = None
+    """instructed_user: who judges `assertions`. `rubric` (default): the rubric judge, YES/NO
+    per assertion. `tau2` (τ²-bench): one judge call for all of them with the template
+    `instructed_user.assertions_judge` over the whole trajectory as `role: content` lines; the
+    answer is JSON `{"results": [{"expectedOutcome", "reasoning", "metExpectation"}]}` and the
+    component holds when every `metExpectation` does (an empty list holds, as in τ²)."""
     items: list[ScoreItem] = Field(default_factory=list)
     """Graded criteria."""
     formula: str | None = None

@@ -11,6 +11,10 @@ toolsets:
     service: shop             # the tables the functions read and change (`State`)
     prefix: ""                # tool names = prefix + function name
     include: [get_order_details, cancel_pending_order]
+    specs: tools/shop.specs.json   # optional: {function: {description, parameters}} as offered
+    check_arguments: true     # JSON-Schema check of the arguments before each call
+    atomic: true              # a call that raises changes nothing
+    plain_errors: false       # an exception's tool error text: `Type: message (line N of file)`
 environments:
   - id: store
     toolsets: [tools/shop.py] # the module as written, or the toolset's `name`
@@ -26,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .base import ID_PATTERN, Spec
 
 PY_MODULE_PATTERN = r"^[^:\x00]+\.py$"
+JSON_FILE_PATTERN = r"^[^:\x00]+\.json$"
 PREFIX_PATTERN = r"^([A-Za-z_][A-Za-z0-9_-]{0,31})?$"
 
 
@@ -49,6 +54,24 @@ class Toolset(Spec):
     """Functions that only read the state (`effect: read`; grounding checks compare replies
     with read results). Default: a function is `read` when its `State` parameter is only
     used for `get`, `find`, `rows` and `next_id`, `write` otherwise."""
+    specs: Annotated[str, Field(pattern=JSON_FILE_PATTERN)] | None = None
+    """A JSON file, relative to the declaring YAML file, `{function: {"description": …,
+    "parameters": {JSON Schema object}}}`: exactly what the agent is offered for each function
+    it names, instead of the description and schema derived from the docstring and type hints
+    (a released benchmark's own tool definitions, e.g. `bench import tau2 --tau2`). It may
+    name only public functions of the module."""
+    check_arguments: bool = True
+    """Check each call's arguments against the tool's JSON Schema before calling (a mismatch is
+    the call's error and the function does not run). `false`: the function receives whatever
+    the agent sent, and fails with its own errors (τ²-bench validates nothing)."""
+    atomic: bool = True
+    """A call that raises changes nothing. `false`: the changes it made before raising stay
+    (applied, and checked against the row schemas, like a success's), as with tools that
+    change their database in place (τ²-bench)."""
+    plain_errors: bool = False
+    """An exception other than `ToolError` is shown to the agent as `Type: message (line N of
+    file)`. `true`: the tool error text of every exception is `str(exc)` alone (what τ²-bench
+    shows after its `Error: `)."""
 
 
 class _PlanModel(BaseModel):
@@ -78,3 +101,9 @@ class PlanToolset(_PlanModel):
     source: str
     """The module's source, embedded (the runtime never reads pack files)."""
     sha256: str
+    check_arguments: bool = True
+    """`Toolset.check_arguments` (written to the plan only when `false`)."""
+    atomic: bool = True
+    """`Toolset.atomic` (written to the plan only when `false`)."""
+    plain_errors: bool = False
+    """`Toolset.plain_errors` (written to the plan only when `true`)."""

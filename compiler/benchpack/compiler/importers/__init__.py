@@ -47,6 +47,9 @@ class ImportResult:
     """Source items not imported (each with why), as listed in IMPORT_REPORT.md."""
     notes: list[str] = field(default_factory=list)
     """One-line remarks for the terminal (details are in IMPORT_REPORT.md)."""
+    differences: list[dict[str, str]] = field(default_factory=list)
+    """Deliberate differences from the original benchmark the import made (`id`, `what`,
+    `why`), also listed in IMPORT_REPORT.md: a pack with any is not comparable with it."""
 
 
 def formats() -> list[str]:

@@ -1,6 +1,11 @@
 """`bench import tau2 DOMAIN_DIR -o PACK`: a τ²-bench domain folder (`tasks.json`, `db.json`,
 `policy.md`) as a pack of `instructed_user` sessions over our own Python toolset.
 
+With `tau2=` (the CLI's `--tau2 CHECKOUT`: what τ²'s own code says, `tau2_parity.py`) the pack
+offers τ²'s own tool definitions and starts from τ²'s own loaded database, so its scores can be
+compared with τ²'s; without, the tool descriptions are ours and the pack says it is not
+comparable.
+
 What becomes of each source field is decided in one place (`FIELDS`, the table of
 IMPORT_REPORT.md) so the report and the code cannot disagree. Output is deterministic: the same
 source gives byte-identical files (no dates, no absolute paths, source order kept)."""
@@ -16,6 +21,7 @@ from typing import Any
 import yaml
 
 from . import ImportError_, ImportResult
+from . import tau2_parity as parity
 
 TOOLS_DIR = Path(__file__).with_name("tau2_tools")
 # domains whose tools we implement ourselves (telecom needs user-side tools). τ²'s repository
@@ -30,11 +36,13 @@ FIELDS: list[tuple[str, str, str]] = [
     # (source field, fate, where / why)
     ("db.json", "mapped", "one table per top-level key (`data/<table>.json`, rows in source "
      "order; the key field is the one equal to each row's dictionary key) of the service "
-     "`<domain>`"),
+     "`<domain>`; with --tau2 the rows are τ²'s loaded database (`model_dump()`: every field "
+     "its models default, numbers as they load), else db.json as released"),
     ("policy.md", "mapped", "`policy.md`, the environment's `policy:` (literal: braces are kept)"),
     ("policy_solo.md", "dropped", "the solo mode (agent without a user) is not imported"),
-    ("split_tasks.json", "dropped", "benchpack selects sessions with `bench run --session`; "
-     "the split lists are not needed to run"),
+    ("split_tasks.json", "mapped", "each session's `metadata.tags` `split:<name>` for every "
+     "split listing it (`bench report … --by split`; a task in several splits shows as e.g. "
+     "`base, train`)"),
     ("tasks[].id", "mapped", "session id (and episode `task-<id>`)"),
     ("tasks[].description.purpose", "mapped with loss", "a YAML comment above the session "
      "(for people; not used by simulators or scores)"),
@@ -126,13 +134,16 @@ def _comment(text: str, n: int) -> str:
 class _Task:
     """One τ² task mapped to a session (or the reason it cannot be)."""
 
-    def __init__(self, raw: dict[str, Any], tools: set[str]) -> None:
+    def __init__(self, raw: dict[str, Any], tools: set[str], splits: list[str] | None = None
+                 ) -> None:
         self.raw = raw
         self.id = str(raw.get("id"))
         self.skip: str | None = None
         self.lossy: list[str] = []
         self.session: dict[str, Any] = {}
         self._map(tools)
+        if self.session and splits:
+            self.session["metadata"] = {"tags": sorted(f"split:{s}" for s in splits)}
 
     def _map(self, tools: set[str]) -> None:
         raw = self.raw
@@ -257,7 +268,23 @@ def _gold_turn(t: _Task) -> list[dict[str, Any]]:
     return [turn]
 
 
-def import_pack(source: Path, out: Path) -> ImportResult:
+def _splits(source: Path, extract: dict[str, Any] | None) -> dict[str, list[str]]:
+    """task id → the splits listing it (split_tasks.json, or τ²'s own loader)."""
+    path = source / "split_tasks.json"
+    raw = _load_json(path) if path.is_file() else (extract or {}).get("splits") or {}
+    if not isinstance(raw, dict) or not all(isinstance(v, list) for v in raw.values()):
+        raise ImportError_(str(path), "expected an object of splits {name: [task id, …]}")
+    out: dict[str, list[str]] = {}
+    for name, ids in raw.items():
+        for i in ids:
+            out.setdefault(str(i), []).append(str(name))
+    return out
+
+
+def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
+                fixes: list[str] | tuple[str, ...] = ()) -> ImportResult:
+    """`tau2`: the τ² driver's `extract` of this domain (parity import); `fixes`: recorded
+    differences from τ² to switch on (`tau2_parity.FIXES`)."""
     source = Path(source)
     if not source.is_dir():
         raise ImportError_(str(source), "not a directory",
@@ -267,7 +294,10 @@ def import_pack(source: Path, out: Path) -> ImportResult:
         raise ImportError_(str(source), f"no toolset for the τ² domain `{domain}`",
                            "supported: " + ", ".join(sorted(DOMAINS))
                            + "; the folder's name is the domain")
+    fixes = parity.check_fixes(domain, fixes)
     for name in ("tasks.json", "db.json", "policy.md"):
+        if name == "db.json" and tau2 is not None:
+            continue  # τ²'s own loaded database
         if not (source / name).is_file():
             hint = "a τ² domain folder holds tasks.json, db.json and policy.md"
             if name == "db.json":
@@ -277,11 +307,23 @@ def import_pack(source: Path, out: Path) -> ImportResult:
     tasks_raw = _load_json(source / "tasks.json")
     if not isinstance(tasks_raw, list) or not all(isinstance(t, dict) for t in tasks_raw):
         raise ImportError_(str(source / "tasks.json"), "expected a list of task objects")
-    tables = _tables(_load_json(source / "db.json"), source / "db.json")
-    policy = (source / "policy.md").read_text(encoding="utf-8")
     module = TOOLS_DIR / DOMAINS[domain]
     tools = _tool_names(module)
-    tasks = [_Task(t, tools) for t in tasks_raw]
+    if tau2 is not None:
+        parity.check_extract(tau2, domain, sorted(tools))
+        tables = _tables(tau2["db"], source / "db.json")
+        policy = str(tau2["policy"])
+        theirs = {t["id"] for t in tau2.get("tasks") or []}
+        ours = {str(t.get("id")) for t in tasks_raw}
+        if theirs and theirs != ours:
+            raise ImportError_(str(source / "tasks.json"), "its task ids are not those of the "
+                               "τ² checkout's domain", "import the domain folder of that "
+                               "checkout")
+    else:
+        tables = _tables(_load_json(source / "db.json"), source / "db.json")
+        policy = (source / "policy.md").read_text(encoding="utf-8")
+    splits = _splits(source, tau2)
+    tasks = [_Task(t, tools, splits.get(str(t.get("id")))) for t in tasks_raw]
     ids = [t.id for t in tasks]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
@@ -292,7 +334,7 @@ def import_pack(source: Path, out: Path) -> ImportResult:
     if out.exists() and any(out.iterdir()) and not (out / "IMPORT_REPORT.md").is_file():
         raise ImportError_(str(out), "exists and is not an imported pack",
                            "give a new or empty directory (re-importing over an import is fine)")
-    for sub in ("data", "tools", "demo"):
+    for sub in ("data", "tools", "demo", "tau2"):
         if (out / sub).exists():
             shutil.rmtree(out / sub)  # a re-import replaces what an import wrote
     (out / "data").mkdir(parents=True, exist_ok=True)
@@ -306,27 +348,61 @@ def import_pack(source: Path, out: Path) -> ImportResult:
 
     for name, (_, rows) in tables.items():
         write(f"data/{name}.json", json.dumps(rows, ensure_ascii=False, indent=1) + "\n")
-    write(f"tools/{domain}.py", module.read_text(encoding="utf-8"))
+    write(f"tools/{domain}.py", parity.toolset_source(
+        module, tau2.get("pydantic") if tau2 is not None else None, fixes))
+    prompts: dict[str, tuple[str, str]] = {}
+    if tau2 is not None:
+        write(f"tools/{domain}.specs.json", parity.specs_json(tau2))
+        prompts = parity.prompt_files(tau2)
+        (out / "tau2").mkdir(exist_ok=True)
+        for rel, (text, _) in prompts.items():
+            write(rel, text)
+    diffs = parity.differences(domain, fixes)
     write("policy.md", policy)
-    write("pack.yaml", _pack_yaml(domain, tables))
+    write("pack.yaml", _pack_yaml(domain, tables, tau2, sorted(tools), diffs))
     write("tasks.yaml", _tasks_yaml(domain, kept))
     agent = {"sessions": {t.id: _gold_turn(t) for t in kept}}
     write("demo/gold_agent.yaml", "# The gold agent: each task's gold actions in one turn, "
           "then the communicate strings and\n# assertions (`bench import tau2` wrote it; see "
           "IMPORT_REPORT.md). Run it to check the environment.\n" + _dump(agent))
-    write("IMPORT_REPORT.md", _report(source, domain, tables, tasks))
+    write("IMPORT_REPORT.md", _report(source, domain, tables, tasks, tau2, prompts, diffs))
+    notes = [] if tau2 is not None and not diffs else [
+        "not comparable with τ²-bench: " + ("our own tool descriptions (give --tau2 CHECKOUT "
+                                           "for τ²'s)" if tau2 is None else
+                                           ", ".join(d["id"] for d in diffs))]
     return ImportResult(out=out, files=files, sessions=len(kept),
-                        dropped=[f"task {t.id}: {t.skip}" for t in tasks if t.skip])
+                        dropped=[f"task {t.id}: {t.skip}" for t in tasks if t.skip],
+                        notes=notes, differences=diffs)
 
 
-def _pack_yaml(domain: str, tables: dict[str, tuple[str, list[dict[str, Any]]]]) -> str:
+def _pack_yaml(domain: str, tables: dict[str, tuple[str, list[dict[str, Any]]]],
+               tau2: dict[str, Any] | None, tools: list[str], diffs: list[dict[str, str]]) -> str:
     table_lines = "".join(f"      {name}: {{key: {key}, fixture: data/{name}.json}}\n"
                           for name, (key, _) in tables.items())
+    if tau2 is None:
+        description = (f"τ²-bench {domain}, NOT comparable with τ²'s scores: the tool "
+                       "descriptions are benchpack's own (import with --tau2 CHECKOUT for "
+                       "τ²'s).")
+    elif diffs:
+        description = (f"τ²-bench {domain}, NOT comparable with τ²'s scores: deliberate "
+                       "differences " + ", ".join(d["id"] for d in diffs) + " (IMPORT_REPORT.md).")
+    else:
+        description = (f"τ²-bench {domain} with τ²'s own tool definitions, database and "
+                       "policy (IMPORT_REPORT.md lists what τ²'s runner does that benchpack "
+                       "does not yet).")
+    options = "".join(f"    {k}: {str(v).lower()}\n" for k, v in parity.OPTIONS.items())
+    if tau2 is not None:
+        options = f"    specs: tools/{domain}.specs.json   # τ²'s own tool definitions\n" \
+            + options
+        wanted = parity.tool_order(tau2)
+        if set(wanted) != set(tools):
+            options += "    include: [" + ", ".join(wanted) + "]\n"
     return (
         f"# τ²-bench, domain `{domain}`, imported by `bench import tau2` (IMPORT_REPORT.md says\n"
         "# what became of every source field). Edit freely; re-importing overwrites the files.\n"
         "benchpack: 1\n"
         f"name: tau2-{domain}\n"
+        f"description: {json.dumps(description, ensure_ascii=False)}\n"
         "personas:\n"
         "  - id: customer\n"
         f"    profile: {{role: a customer contacting {domain} customer service}}\n"
@@ -339,6 +415,7 @@ def _pack_yaml(domain: str, tables: dict[str, tuple[str, list[dict[str, Any]]]])
         "--allow-python)\n"
         f"  - module: tools/{domain}.py\n"
         f"    service: {domain}\n"
+        f"{options}"
         "environments:\n"
         f"  - id: {domain}\n"
         "    builtin_tools: []\n"
@@ -365,7 +442,8 @@ def _sha(path: Path) -> str:
 
 
 def _report(source: Path, domain: str, tables: dict[str, tuple[str, list[dict[str, Any]]]],
-            tasks: list[_Task]) -> str:
+            tasks: list[_Task], tau2: dict[str, Any] | None,
+            prompts: dict[str, tuple[str, str]], diffs: list[dict[str, str]]) -> str:
     kept = [t for t in tasks if t.skip is None]
     lines = [f"# Import report: τ²-bench `{domain}`", "",
              f"`bench import tau2 {domain}` read these files of the domain folder "
@@ -380,24 +458,7 @@ def _report(source: Path, domain: str, tables: dict[str, tuple[str, list[dict[st
               "## Every source field", "", "| source field | what became of it | where / why |",
               "|---|---|---|"]
     lines += [f"| `{f}` | {fate} | {why} |" for f, fate, why in FIELDS]
-    lines += ["", "## Tools", "",
-              f"`tools/{domain}.py` is benchpack's own implementation of τ²'s `{domain}` tools, "
-              "written from their documented behaviour (names, arguments, business rules, "
-              "error messages). Known deliberate differences:", ""]
-    if domain == "retail":
-        lines.append("- `modify_pending_order_items`: each changed item takes its own new "
-                     "variant's price and options (τ²'s code gives every changed item those of "
-                     "the last new item; identical when one item changes).")
-    if domain == "airline":
-        lines.append("- τ²'s quirks are kept, because its gold final states depend on them: new "
-                     "reservation ids HATHAT, HATHAU, HATHAV; certificate ids certificate_3221322 "
-                     "… 3221324; the clock fixed at 2024-05-15T15:00:00; a cancellation neither "
-                     "credits gift cards nor releases seats; a flight change does not move seats.")
-        lines.append("- Object arguments (flights, passengers, payments) are checked field by "
-                     "field and extra fields are dropped, as τ²'s pydantic models do; a payment "
-                     "amount must be a whole number of dollars.")
-    lines.append("- Errors are `ToolError`s with τ²'s messages; the agent sees them as the "
-                 "call's error.")
+    lines += ["", *parity.report(domain, tau2, prompts, diffs)]
     lines += ["", "## Gold agent", "",
               "`demo/gold_agent.yaml` makes each task's gold actions in one turn and then says "
               "the `communicate` strings and the assertions verbatim, so that with the rules "

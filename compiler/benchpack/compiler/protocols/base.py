@@ -17,6 +17,8 @@ Material = Callable[["Builder", "P.Session", "Loc", Any, list[str], dict[str, An
                     dict[str, Any]]
 """(builder, session, its location, the session's render function, its tools, its environment)
 → the plan keys this protocol contributes to the compiled session."""
+Limits = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
+"""(the merged limits, the limits the pack defaults and the session set) → the limits."""
 Opening = Callable[["Builder", "P.Session", "Loc", Any, "str | None"], "str | None"]
 """(builder, session, location, render, the rendered `request`) → the opening request."""
 PlanCheck = Callable[["Builder", "_SessionDraft", dict[str, Any], dict[str, dict[str, Any]],
@@ -38,3 +40,9 @@ class ProtocolCompiler:
     """Only for sessions of this protocol: derive or check the opening request."""
     plan_check: PlanCheck | None = None
     """Called for every session once the order is known."""
+    own_limits: tuple[str, ...] = ()
+    """`limits` keys only this protocol honours: set on another protocol's session they are an
+    E204; from the pack's `defaults.limits` they reach only this protocol's sessions."""
+    limits: Limits | None = None
+    """Only for sessions of this protocol: adjust the merged limits (e.g. a default derived
+    from another limit); gets the limits the pack and the session set themselves."""

@@ -34,11 +34,14 @@ def user(s: P.Session, r: Any) -> dict[str, Any] | None:
             instructions.append({"text": r(x.say, "user", "instructions", i, "say"),
                                  "if": list(x.if_) if x.if_ is not None else None,
                                  "after_turn": x.after_turn, "stop": x.stop})
-    return {"reason": r(u.reason, "user", "reason"),
-            "known": [r(k, "user", "known", i) for i, k in enumerate(u.known)],
-            "unknown": [r(k, "user", "unknown", i) for i, k in enumerate(u.unknown)],
-            "instructions": instructions,
-            "language": u.language or (s.metadata.language if s.metadata else None)}
+    out = {"reason": r(u.reason, "user", "reason"),
+           "known": [r(k, "user", "known", i) for i, k in enumerate(u.known)],
+           "unknown": [r(k, "user", "unknown", i) for i, k in enumerate(u.unknown)],
+           "instructions": instructions,
+           "language": u.language or (s.metadata.language if s.metadata else None)}
+    if u.text is not None:  # verbatim; only when given, so older plans stay byte for byte
+        out["text"] = u.text
+    return out
 
 
 def gold(b: Builder, s: P.Session, loc: Loc, tools: list[str]) -> dict[str, Any] | None:
@@ -62,7 +65,8 @@ def gold(b: Builder, s: P.Session, loc: Loc, tools: list[str]) -> dict[str, Any]
         else:
             spec = b.plan_tools.get(a.tool)
             schema = spec.get("parameters") if spec else None
-            if isinstance(schema, dict) and a.match != "subset":
+            if isinstance(schema, dict) and a.match != "subset" and (
+                    a.match != "tau2" or a.compare is None):
                 try:
                     errors = sorted(Draft202012Validator(schema).iter_errors(a.args),
                                     key=lambda e: list(e.absolute_path))
@@ -74,8 +78,18 @@ def gold(b: Builder, s: P.Session, loc: Loc, tools: list[str]) -> dict[str, Any]
                     b.err("E211", f"gold action `{aid}` ({a.tool}): {e.message}", loc, sub,
                           "the arguments must be valid for the tool's `parameters`, as an "
                           "agent's call would have to be")
-        actions.append({"id": aid, "tool": a.tool, "args": a.args, "match": a.match,
-                        "info": a.info})
+        action: dict[str, Any] = {"id": aid, "tool": a.tool, "args": a.args, "match": a.match,
+                                  "info": a.info}
+        if a.match == "tau2":  # the τ² keys only when used: older plans stay byte for byte
+            action["compare"] = a.compare
+            if a.requestor is not None:
+                action["requestor"] = a.requestor
+            if g.ordered:
+                b.err("E211", f"gold action `{aid}` matches as τ² does, which has no order",
+                      loc, (*at, "match"), "drop `ordered: true`, or use another `match`")
+        elif a.requestor is not None:
+            action["requestor"] = a.requestor
+        actions.append(action)
     return {"actions": actions, "ordered": g.ordered}
 
 
@@ -101,9 +115,36 @@ def score(b: Builder, s: P.Session, loc: Loc, r: Any, has_gold: bool) -> dict[st
     if s.protocol == NAME and "assertions" in reward and not sc.assertions:
         b.err("E211", "the reward uses `assertions`, but `score.assertions` is empty", loc,
               ("score", "reward"), "list the assertions the judge checks")
-    return {"reward": reward, "communicate": list(sc.communicate),
-            "assertions": [r(a, "score", "assertions", i) for i, a in enumerate(sc.assertions)],
-            "pass_threshold": sc.pass_threshold}
+    out: dict[str, Any] = {"reward": reward, "communicate": list(sc.communicate),
+                           "assertions": [r(a, "score", "assertions", i)
+                                          for i, a in enumerate(sc.assertions)],
+                           "pass_threshold": sc.pass_threshold}
+    # τ²'s matching and judging only when chosen: older plans stay byte for byte
+    if sc.communicate_match not in (None, "words"):
+        out["communicate_match"] = sc.communicate_match
+    if sc.assertions_judge not in (None, "rubric"):
+        out["assertions_judge"] = sc.assertions_judge
+    return out
+
+
+def conversation(b: Builder, s: P.Session) -> dict[str, Any] | None:
+    """The dialogue rules: `defaults.conversation` under the session's own, field by field;
+    None when neither gives any (the plan then has no `conversation`: today's behaviour)."""
+    layers = [c for c in (b.pack.defaults.conversation, s.conversation) if c is not None]
+    if s.protocol != NAME or not layers:
+        return None
+    out = P.Conversation().model_dump(mode="json")
+    for layer in layers:
+        out.update({k: getattr(layer, k) for k in layer.model_fields_set})
+    return out
+
+
+def limits(merged: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    # with a message limit, the turn budget must not end the dialogue first: a turn takes at
+    # least two messages (the user's and the agent's answer), so max_messages turns never bind
+    if merged.get("max_messages") is not None and "max_turns" not in given:
+        return {**merged, "max_turns": merged["max_messages"]}
+    return merged
 
 
 def material(b: Builder, s: P.Session, loc: Loc, r: Any, tools: list[str],
@@ -118,7 +159,8 @@ def material(b: Builder, s: P.Session, loc: Loc, r: Any, tools: list[str],
     sc = score(b, s, loc, r, g is not None)
     # only when given: the plans of other protocols stay byte for byte
     # the compiled `score:` is the plan's `reward` (a verified_outcome `score:` is `score`)
-    for key, value in (("user", u), ("gold", g), ("reward", sc)):
+    for key, value in (("user", u), ("gold", g), ("reward", sc),
+                       ("conversation", conversation(b, s))):
         if value is not None:
             out[key] = value
     return out
@@ -136,4 +178,6 @@ COMPILER = ProtocolCompiler(
     default_limits={"max_turns": 30, "max_steps_per_turn": 30, "turn_timeout_s": 600.0},
     material=material,
     opening=opening,
+    own_limits=("max_messages", "max_tool_errors"),
+    limits=limits,
 )

@@ -57,6 +57,10 @@ def score(b: Builder, s: P.Session, loc: Loc, r: Any, tools: list[str],
     if "verify" in s.model_fields_set and s.verify is not None:
         b.err("E226", "give `verify` (the checklist's soft score) or `score`, not both", loc,
               ("verify",), "move the caps into `score.items` with `cap:`", at_key=True)
+    for key in ("communicate_match", "assertions_judge"):
+        if getattr(sc, key) is not None:
+            b.err("E226", f"`score.{key}` is for instructed_user sessions (τ²'s rules)", loc,
+                  ("score", key), "drop it here", at_key=True)
     builtins = [n for n, given in (("communicate", sc.communicate),
                                    ("assertions", sc.assertions)) if given]
     items: list[dict[str, Any]] = []

@@ -7,7 +7,7 @@ The statistics and the shared table helpers (`builtin`) are imported inside the 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..model import BuiltinReport, Column, Estimate, ReportResult, Table, View
@@ -112,10 +112,94 @@ def pass_k(ctx: ReportContext) -> ReportResult:
                            f"than {k} graded repeats (errors outside the agent) left out of "
                            f"pass@{k} and pass^{k}, which average {summary.tasks_k} tasks.")
     res.tables.append(t)
+    res.tables.append(pass_hat_table(ctx, labels, by_run))
     dims = dimension_table(ctx, labels)
     if dims is not None:
         res.tables.append(dims)
     return res
+
+
+PASS_HAT_K_RULE = ("pass^k = C(c,k)/C(n,k) per task from its n graded trials with c passes, "
+                   "averaged over tasks, for every k = 1 … K, where K is the fewest graded "
+                   "trials any task has (at most the run's repeats): τ²-bench's rule "
+                   "(metrics/agent_metrics.py), since every task must have k trials for "
+                   "pass^k to average them all. Graded trials leave out errors outside the "
+                   "agent (τ²: infrastructure errors).")
+"""What the pass^k-for-every-k table says about its k (the τ² export states the same)."""
+
+
+def pass_hat_ks(counts: Sequence[tuple[int, int]], repeats: int | None
+                ) -> tuple[int, dict[int, list[float]]]:
+    """τ²'s pass^k of one run: `(n, c)` graded trials and passes per task (n > 0) → K (the
+    fewest trials any task has, capped at `repeats`) and, for k = 1 … K, the tasks' pass^k
+    values (their mean is the figure)."""
+    from .. import stats
+
+    if not counts:
+        return 0, {}
+    k_max = min(n for n, _ in counts)
+    if repeats:
+        k_max = min(k_max, repeats)
+    return k_max, {k: [stats.pass_hat_k(n, c, k) for n, c in counts]
+                   for k in range(1, k_max + 1)}
+
+
+def pass_hat_table(ctx: ReportContext, labels: dict[str, str],
+                   by_run: dict[str, list[tuple[Any, ...]]]) -> Table:
+    """Per run: τ²'s average reward (over graded session runs) and pass^k for k = 1 … K."""
+    from .. import stats
+
+    rewards: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    episodes: dict[str, list[str]] = defaultdict(list)
+    binary: dict[str, bool] = defaultdict(lambda: True)
+    for run, total, count, is01, episode in ctx.rows("""SELECT run_id, sum(score),
+            count(score), bool_and(score IN (0, 1)), any_value(coalesce(episode, task))
+            FROM verified_results
+            WHERE run_id IN $runs AND passed IS NOT NULL GROUP BY run_id, task
+            ORDER BY run_id, task"""):
+        if count:
+            rewards[run].append((float(total), float(count)))
+            episodes[run].append(str(episode))
+            binary[run] = binary[run] and bool(is01)
+    per_run = {run: pass_hat_ks([(int(r[2]), int(r[3])) for r in rs], int(rs[0][5] or 0))
+               for run, rs in by_run.items()}
+    widest = max((k for k, _ in per_run.values()), default=0)
+    t = Table("pass^k for k = 1 … K (τ²-bench)", [
+        Column("agent", "agent"), Column("tasks", "tasks", "int"),
+        Column("trials", "graded trials a task"), Column("k_max", "K", "int"),
+        Column("avg_reward", "avg reward", "pct"),
+        *[Column(f"pass_hat_{k}", f"pass^{k}", "pct") for k in range(1, widest + 1)]],
+        notes=[PASS_HAT_K_RULE,
+               "avg reward = mean score over the graded session runs (τ²'s avg_reward: each "
+               "simulation weighs the same; the Per agent table's mean score weighs each task "
+               "the same — they differ when tasks have different numbers of graded trials).",
+               stats.interval_note(ctx.level, "tasks") + " (avg reward: n = graded session "
+               "runs; pass^k: one value a task)"])
+    for run, rs in by_run.items():
+        k_max, values = per_run[run]
+        trials = sorted(int(r[2]) for r in rs)
+        repeats = int(rs[0][5] or 0)
+        cells: list[Any] = [labels[run], len(rs), f"{trials[0]}–{trials[-1]}"
+                            if trials[0] != trials[-1] else str(trials[0]), k_max,
+                            ctx.interval(rewards.get(run, []), binary=binary[run],
+                                         macro=False, clusters=episodes.get(run, []))]
+        for k in range(1, widest + 1):
+            v = values.get(k)  # in `rs` order: one value a task
+            cells.append(ctx.interval([(x, 1.0) for x in v],
+                                      binary=all(x in (0.0, 1.0) for x in v),
+                                      clusters=[r[6] for r in rs])
+                         if v else Estimate(None))
+        t.rows.append(cells)
+        short = [str(r[1]) for r in rs if int(r[2]) == trials[0]]
+        if trials[0] < repeats:
+            t.notes.append(f"{labels[run]}: K = {k_max}, not the {repeats} repeats: task"
+                           f"{'' if len(short) == 1 else 's'} {', '.join(short[:5])}"
+                           f"{' …' if len(short) > 5 else ''} {'has' if len(short) == 1 else 'have'}"
+                           f" {trials[0]} graded trial{'' if trials[0] == 1 else 's'}.")
+        else:
+            t.notes.append(f"{labels[run]}: K = {k_max} = the run's repeats (every task has "
+                           "them all graded).")
+    return t
 
 
 def dimension_table(ctx: ReportContext, labels: dict[str, str]) -> Table | None:

@@ -17,6 +17,7 @@ session that caused them.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -35,12 +36,14 @@ def render_event(event: dict[str, Any] | None) -> str:
 
 
 def tool_call_messages(record: ToolRecord, turn: int = 0) -> list[Message]:
-    """The transcript of one executed call: the assistant's call, then the tool's result (the
-    result as JSON, or `{"error": …}`)."""
-    result = record.result if record.error is None else {"error": record.error}
+    """The transcript of one executed call: the assistant's call, then the tool's result as a
+    `litellm:` agent's model reads it (`env.toolbox.render_result`, whole: `Error: …`, a
+    string as is, anything else as JSON), so transcripts read alike whichever adapter ran."""
+    from ..env.toolbox import render_result
+
     return [Message("assistant", "", turn, tool_calls=[
                 {"id": record.call_id, "name": record.tool_name, "arguments": record.call}]),
-            Message("tool", json.dumps(result, ensure_ascii=False, default=str), turn,
+            Message("tool", render_result(record, sys.maxsize), turn,
                     tool_call_id=record.call_id, name=record.tool_name)]
 
 

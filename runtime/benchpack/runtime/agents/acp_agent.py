@@ -299,7 +299,8 @@ class AcpSession:
                                         turn=self._turn_number, seed=self.brief.seed,
                                         repeat=self.brief.repeat)
         # the step budget holds over MCP as for `cmd:`/`cmd2:` (tool calls per turn)
-        self.mcp = await start_mcp_server(self.brief.tools, max_steps=self.brief.max_steps)
+        self.mcp = await start_mcp_server(self.brief.tools, max_steps=self.brief.max_steps,
+                                          result_chars=self.brief.max_tool_result_chars)
         workspace = _workspace(self.brief)
         cwd = workspace or str(self.iso.root)
         proc, self._lifeline = await spawn_group(self.agent.argv, cwd,

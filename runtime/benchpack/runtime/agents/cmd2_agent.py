@@ -128,7 +128,8 @@ def mcp_factory(transport: str = "http") -> McpFactory:
         from ..mcp import start_mcp_server
 
         return await start_mcp_server(brief.tools, transport,  # type: ignore[arg-type]
-                                      max_steps=brief.max_steps)
+                                      max_steps=brief.max_steps,
+                                      result_chars=brief.max_tool_result_chars)
     return start
 
 
@@ -226,7 +227,10 @@ class Cmd2Session:
             "workspace": workspace, "mcp": mcp,
             "model": {"base_url": self.route.base_url, "api_key": self.route.api_key,
                       "name": self.agent.model or ""},
-            "limits": {"max_steps": brief.max_steps, "turn_timeout_s": brief.turn_timeout_s},
+            "limits": {"max_steps": brief.max_steps, "turn_timeout_s": brief.turn_timeout_s,
+                       # how much of a result a litellm: agent shows its model; only when set
+                       **({"max_tool_result_chars": brief.max_tool_result_chars}
+                          if brief.max_tool_result_chars is not None else {})},
             "paths": {"home": str(self.iso.home), "tmp": str(self.iso.tmp)},
         }
 

@@ -186,7 +186,10 @@ class CmdSession:
             "system_prompt": brief.system_prompt, "tools": brief.tools.specs,
             "prior": [m for m in prior if m is not None],
             "history": [m for m in history if m is not None] + self.transcript,
-            "limits": {"max_steps": brief.max_steps, "turn_timeout_s": brief.turn_timeout_s},
+            "limits": {"max_steps": brief.max_steps, "turn_timeout_s": brief.turn_timeout_s,
+                       # how much of a result a litellm: agent shows its model; only when set
+                       **({"max_tool_result_chars": brief.max_tool_result_chars}
+                          if brief.max_tool_result_chars is not None else {})},
         })
 
     async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:

@@ -11,12 +11,19 @@ Each session keeps an OpenAI-format history:
    becomes a user-role message `[environment event] {...json...}`.
 
 A turn calls the model with `brief.tools.specs`; every tool call it asks for is executed through
-`brief.tools.call(name, args, call_id)` and its result (`json.dumps(record.result)`, or
-`Error: <record.error>`, truncated) goes back as a tool message. The loop ends when the model
-answers without tool calls (`answer`), after `brief.max_steps` model calls (`step_budget`), when
-`brief.turn_timeout_s` runs out (`timeout`; a model call in flight is cancelled, a tool call in
-flight is left to finish — tools own their time limits), or when the LLM fails after the
-client's retries (`error`, with the message in `AgentReply.error`).
+`brief.tools.call(name, args, call_id)` and its result goes back as a tool message, rendered by
+`env.toolbox.render_result` as every adapter's model sees it: `Error: <record.error>`, a string
+result as is, anything else as JSON, cut to `brief.max_tool_result_chars` characters (pack
+`limits.max_tool_result_chars`; 0: all; default 20,000) with a note saying so. The loop ends
+when the model answers without tool calls (`answer`), after `brief.max_steps` model calls
+(`step_budget`), when `brief.turn_timeout_s` runs out (`timeout`; a model call in flight is
+cancelled, a tool call in flight is left to finish — tools own their time limits), when the
+LLM fails after the client's retries (`error`, with the message in `AgentReply.error`), or when
+the session's `brief.budget` (τ²'s max steps and max errors, `types.MessageBudget`) runs out
+after a tool-result batch (`session_limit`). With a budget this adapter counts its own
+messages: each model response is one, each batch of tool results another, and the budget is
+checked after the batch and after a response without tool calls, never after one that calls
+tools (where τ² checks).
 
 Tool calls whose arguments are not valid JSON are not executed: the model gets an error tool
 message asking it to retry, and the reply carries a `ToolRecord` with that error.
@@ -27,11 +34,12 @@ LLM call records go to the session's recorder: see `benchpack.runtime.agents` fo
 from __future__ import annotations
 
 import asyncio
-import json
+import sys
 import time
 from typing import TYPE_CHECKING, Any
 
 from ..cache import canonical_json
+from ..env.toolbox import render_result
 from ..llm import LLMClient, LLMError, LLMResponse, malformed_arguments, normalize_model
 from ..types import AgentReply, LLMCallRecord, Message, SessionBrief, ToolRecord
 from . import Recorder, render_event
@@ -102,6 +110,13 @@ class LiteLLMSession:
                 self._add({"role": m.role, "content": self._prefix + m.content})
                 self._prefix = ""
         self.turns = 0
+        self.budget = brief.budget
+        if self.budget is not None:  # this adapter sees each response: it counts them itself
+            self.budget.agent_counts = True
+        limit = brief.max_tool_result_chars
+        if limit is None:
+            limit = agent.max_tool_result_chars
+        self.result_chars = limit if limit > 0 else sys.maxsize
         self.params: dict[str, Any] = {}
         if brief.temperature is not None:
             self.params["temperature"] = brief.temperature
@@ -155,11 +170,15 @@ class LiteLLMSession:
                 return self._reply(text, records, produced, steps, "error", str(exc))
             steps += 1
             self._add(resp.raw_message)
+            if self.budget is not None:
+                self.budget.count()
             said = resp.content or ""
             if said:
                 text = said
             if not resp.tool_calls:
                 produced.append(Message("assistant", said, turn))
+                if self.budget is not None:
+                    self.budget.check()  # a limit reached here ends the session after the turn
                 return self._reply(said, records, produced, steps, "answer")
             produced.append(Message("assistant", said, turn, tool_calls=[
                 {"id": tc.id, "name": tc.name, "arguments": tc.args} for tc in resp.tool_calls]))
@@ -172,13 +191,12 @@ class LiteLLMSession:
                     return self._reply(text, records, produced, steps, "timeout")
                 record = await self._execute(tc.id, tc.name, tc.args, turn, steps)
                 records.append(record)
-                if record.error is not None:
-                    result = f"Error: {record.error}"
-                else:
-                    result = json.dumps(record.result, ensure_ascii=False, default=str)
-                self._tool_message(tc.id, tc.name,
-                                   _clip(result, self.agent.max_tool_result_chars), turn,
-                                   produced)
+                self._tool_message(tc.id, tc.name, render_result(record, self.result_chars),
+                                   turn, produced)
+            if self.budget is not None:
+                self.budget.count()  # the batch of tool results
+                if self.budget.check() is not None:
+                    return self._reply(text, records, produced, steps, "session_limit")
         return self._reply(text, records, produced, steps, "step_budget")
 
     async def _execute(self, call_id: str, name: str, args: dict[str, Any], turn: int,
@@ -186,6 +204,8 @@ class LiteLLMSession:
         tools = self.brief.tools
         raw = malformed_arguments(args)
         if raw is not None:
+            if self.budget is not None:  # not run by the toolbox, which counts the others
+                self.budget.tool_done(failed=True)
             return ToolRecord(call_id=call_id, tool_name=name, call=args, result=None,
                               error=f"the arguments are not valid JSON ({_clip(raw, 200)!r}); "
                                     "call the tool again with a JSON object",

@@ -99,6 +99,7 @@ class _TurnsSession:
         self.index += 1
         records = []
         messages: list[Message] = []
+        budget = self.brief.budget
         for step, call in enumerate(spec.get("tool_calls") or [], start=1):
             tools = self.brief.tools
             tools.step = step  # type: ignore[attr-defined]
@@ -106,6 +107,10 @@ class _TurnsSession:
                                    call.get("id"))
             records.append(rec)
             messages.extend(tool_call_messages(rec))
+            if budget is not None and budget.reason is not None:
+                # the session's message or tool-error limit: τ² stops after this result
+                return AgentReply(text="", tool_records=records, messages=messages,
+                                  steps=len(records), stop_reason="session_limit")
         text = str(spec.get("say") or "")
         messages.append(Message("assistant", text, 0))
         return AgentReply(text=text, tool_records=records, messages=messages,

@@ -97,7 +97,8 @@ class EpisodeEnvironment:
                  for name, t in self.plan.tools.items()
                  if isinstance(t.impl, PyToolImpl) and t.impl.toolset == toolset}
         worker = self._workers[toolset] = PyToolWorker(
-            ts.source, tools, state, filename=ts.file, allow_python=allow_python)
+            ts.source, tools, state, filename=ts.file, allow_python=allow_python,
+            check_arguments=ts.check_arguments, atomic=ts.atomic, plain_errors=ts.plain_errors)
         return worker
 
     async def aclose(self) -> None:

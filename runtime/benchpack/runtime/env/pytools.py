@@ -10,7 +10,10 @@ service tables, and then answers one JSON line per call, `{function, args, state
 The runner's `ServiceState` stays the source of truth (it is what episodes snapshot): a call's
 `changes` (the journal of `put`/`delete`) are checked against the row schemas and applied to
 it only when the call succeeded, so a call is all-or-nothing — one that raises, or writes an
-invalid row, changes nothing (the worker rolls its replica back, or is restarted). A call that
+invalid row, changes nothing (the worker rolls its replica back, or is restarted). A toolset
+with `atomic: false` keeps, like τ²-bench's tools that change their database in place, the
+changes a raising call made before it raised: the worker sends them with the error and they
+are checked and applied like a success's. A call that
 passes its time limit, or a worker that crashes, is a tool error for that call; the worker is
 killed and the next call starts a new one from the runner's state, as after `reset()` (call it
 after restoring a snapshot). `close()` kills it; so does the runner's exit (`atexit`), and
@@ -19,7 +22,9 @@ bwrap's `--die-with-parent` if the runner is killed outright.
 `State` keys compare as Python values (`3` is not `"3"`), both in the worker and in
 `ServiceState.put_row`; `next_id(table)` gives the key a declarative `create` would (it does
 not reserve it: the counter advances when a row with it is `put`). Arguments are validated
-against the tool's JSON Schema before the call.
+against the tool's JSON Schema before the call (unless `check_arguments: false`). The error
+text of an exception other than `ToolError` is `Type: message (line N of file)`, or with
+`plain_errors: true` just `str(exc)`.
 """
 
 from __future__ import annotations
@@ -185,6 +190,19 @@ def send(obj):
     proto_out.flush()
 
 
+def failed(state):
+    """After a call raised: nothing changed (atomic), or the changes made so far stay."""
+    if ATOMIC:
+        state._rollback()
+        return {}
+    try:
+        json.dumps(state._journal, allow_nan=False)
+    except (TypeError, ValueError):  # a row that is not JSON: as an atomic call
+        state._rollback()
+        return {}
+    return {"changes": state._journal}
+
+
 def where(exc):
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == MODULE]
     return f" (line {frames[-1].lineno} of {SHOWN})" if frames else ""
@@ -192,6 +210,7 @@ def where(exc):
 
 init = json.load(open("/sandbox/init.json", encoding="utf-8"))
 MODULE, SHOWN = "/sandbox/pack/" + init["file"], init["shown"]
+ATOMIC, PLAIN = init.get("atomic", True), init.get("plain_errors", False)
 try:
     spec = importlib.util.spec_from_file_location(init["module"], MODULE)
     mod = importlib.util.module_from_spec(spec)
@@ -219,11 +238,13 @@ for line in proto_in:
         answer = {"result": out, "changes": state._journal}
         json.dumps(answer, allow_nan=False)
     except benchpack_tools.ToolError as exc:
-        state._rollback()
-        answer = {"error": str(exc) or type(exc).__name__, "kind": "tool"}
+        answer = {"error": str(exc) if PLAIN else str(exc) or type(exc).__name__,
+                  "kind": "tool"}
+        answer.update(failed(state))
     except BaseException as exc:  # the pack's bug (or sys.exit): the call fails, we go on
-        state._rollback()
-        answer = {"error": f"{type(exc).__name__}: {exc}{where(exc)}", "kind": "crash"}
+        answer = {"error": str(exc) if PLAIN else f"{type(exc).__name__}: {exc}{where(exc)}",
+                  "kind": "crash"}
+        answer.update(failed(state))
     send(answer)
 '''
 
@@ -263,8 +284,13 @@ class PyToolWorker:
     def __init__(self, source: str, tools: Mapping[str, ToolBinding],
                  state: ServiceState | None, *, filename: str = "tools.py",
                  allow_python: bool = False, call_timeout_s: float = CALL_TIMEOUT_S,
-                 memory_mb: int = 512, cpu_budget_s: int = CPU_BUDGET_S) -> None:
+                 memory_mb: int = 512, cpu_budget_s: int = CPU_BUDGET_S,
+                 check_arguments: bool = True, atomic: bool = True,
+                 plain_errors: bool = False) -> None:
         self.source = source
+        self.check_arguments = check_arguments
+        self.atomic = atomic
+        self.plain_errors = plain_errors
         self.tools = dict(tools)
         self.state = state
         self.filename = filename
@@ -300,7 +326,8 @@ class PyToolWorker:
         stem = Path(self.filename).stem
         (files / "init.json").write_text(json.dumps(
             {"file": "module.py", "shown": self.filename, "tables": tables, "info": info,
-             "module": stem if stem.isidentifier() else "pack_tools"},
+             "module": stem if stem.isidentifier() else "pack_tools",
+             "atomic": self.atomic, "plain_errors": self.plain_errors},
             ensure_ascii=False), encoding="utf-8")
         for d in (self._dir, files, files / "api", files / "pack"):
             os.chmod(d, 0o755)
@@ -409,7 +436,8 @@ class PyToolWorker:
             raise ToolError(f"`{name}` is a python tool; python tools need --allow-python")
         if not isinstance(args, dict):
             raise ToolError(f"arguments for `{name}` must be a JSON object")
-        errors = sorted(self._validators[name].iter_errors(args), key=lambda e: e.message)
+        errors = sorted(self._validators[name].iter_errors(args), key=lambda e: e.message) \
+            if self.check_arguments else []
         if errors:
             raise ToolError(f"invalid arguments for `{name}`: " + "; ".join(
                 (".".join(str(p) for p in e.absolute_path) + ": " if e.absolute_path else "")
@@ -442,12 +470,15 @@ class PyToolWorker:
                 self.close()
                 raise
         if "error" in answer:
+            # a non-atomic toolset's failed call keeps what it changed before raising
+            self._apply(name, answer.get("changes") or [])
             raise ToolError(str(answer["error"]))
         self._apply(name, answer.get("changes") or [])
         return answer.get("result")
 
     def _apply(self, name: str, changes: list[dict[str, Any]]) -> None:
-        """Apply a successful call's journal to the runner's state, all or nothing."""
+        """Apply a call's journal to the runner's state, all or nothing (a successful call's,
+        or with `atomic: false` a failed one's)."""
         if not changes:
             return
         if self.state is None:

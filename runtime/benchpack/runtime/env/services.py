@@ -116,6 +116,12 @@ class ServiceState:
         """Every table's rows by table name (a copy; JSON-serialisable)."""
         return copy_json(self._rows)
 
+    def live_rows(self) -> dict[str, list[dict[str, Any]]]:
+        """The rows themselves, not copied: only to look at. A row is never changed in
+        place (`put_row` stores a new object), so keeping a reference keeps its content —
+        a cheap before/after for comparisons (`bench parity tau2`)."""
+        return {t: list(rows) for t, rows in self._rows.items()}
+
     def counters(self) -> dict[str, int]:
         """The last number used for generated keys, per table (kept in episode snapshots so
         a resumed run never reuses the key of a deleted row)."""

@@ -3,7 +3,8 @@
 `ToolBox` implements `types.ToolHandle`. It offers exactly `session.tools` (built-ins get the
 fixed specs in `BUILTIN_SPECS`; pack tools, service operations and stream readers use the
 plan's `parameters`), validates every call's arguments against the tool's JSON Schema
-(Draft 2020-12), dispatches by implementation kind, and appends a `ToolRecord` for every call,
+(Draft 2020-12; not for a python toolset with `check_arguments: false`, whose functions get
+the arguments as sent, as τ²-bench's do), dispatches by implementation kind, and appends a `ToolRecord` for every call,
 successful or not, stamped with the caller-set `turn` and `step`. Tool errors come back as the
 record's `error`; `call` never raises for anything the agent did.
 
@@ -46,7 +47,7 @@ from benchpack.specs.services import HttpImpl
 from benchpack.specs.toolsets import PyToolImpl
 
 from ..sandbox import run_function
-from ..types import ToolHandle, ToolRecord
+from ..types import MessageBudget, ToolHandle, ToolRecord
 from .copying import copy_json
 from .environment import EpisodeEnvironment
 from .errors import ToolError
@@ -271,6 +272,12 @@ plan's tool of a given name has one definition."""
 class ToolBox:
     """Executes and records one session's tool calls (`types.ToolHandle`)."""
 
+    budget: MessageBudget | None = None
+    """Set by a protocol that limits messages and tool errors (`types.MessageBudget`): every
+    finished call is reported to it, and once it is spent calls are refused."""
+    _unchecked: frozenset[str] = frozenset()
+    """Tools of toolsets with `check_arguments: false` (set per session in `__init__`)."""
+
     def __init__(self, plan: Plan, session: PlanSession, env: EpisodeEnvironment,
                  allow_python: bool = False,
                  python_tools: Mapping[str, PythonTool] | None = None,
@@ -292,6 +299,10 @@ class ToolBox:
         self._specs: list[dict[str, Any]] | None = None
         self._replaced = False
         self._validators = {n: validator(t.parameters) for n, t in self.tools.items()}
+        self._unchecked = frozenset(
+            n for n, t in self.tools.items() if isinstance(t.impl, PyToolImpl)
+            and t.impl.toolset in plan.toolsets
+            and not plan.toolsets[t.impl.toolset].check_arguments)
 
     @property
     def specs(self) -> list[dict[str, Any]]:
@@ -359,6 +370,12 @@ class ToolBox:
         started = time.time()
         t0 = time.perf_counter()
         cid = call_id or f"call-{len(self.records) + 1}"
+        if self.budget is not None and self.budget.reason is not None:
+            # the session is over (τ² would have stopped): not run, not recorded, not graded
+            return ToolRecord(call_id=cid, tool_name=name, call=args if isinstance(args, dict)
+                              else {}, result=None, error=f"not executed: the session reached "
+                              f"its {self.budget.reason} limit", started_at=started,
+                              duration=0.0, turn=self.turn, step=self.step)
         tool = self.tools.get(name)
         recorded: dict[str, Any] = copy_json(args) if isinstance(args, dict) else {}
         result: Any = None
@@ -370,7 +387,8 @@ class ToolBox:
                 raise ToolError(f"arguments for `{name}` must be a JSON object, got "
                                 f"{type(args).__name__}")
             try:
-                problems = _problems(self._validators[name], args)
+                problems = _problems(self._validators[name], args) \
+                    if name not in self._unchecked else []
             except SchemaError as exc:
                 problems = [f"the tool's parameter schema is invalid: {exc.message}"]
             if problems:
@@ -398,6 +416,8 @@ class ToolBox:
                             duration=time.perf_counter() - t0, turn=self.turn, step=self.step,
                             effect=tool.effect if tool is not None else "read")
         self.records.append(record)
+        if self.budget is not None:
+            self.budget.tool_done(record.error is not None)
         return record
 
     async def _dispatch(self, tool: ToolDef, args: dict[str, Any]) -> Any:

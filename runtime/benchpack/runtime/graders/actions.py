@@ -9,6 +9,13 @@ two identical gold actions need two calls. Order-free by default, the assignment
 actions is a maximum bipartite matching, so a loose action cannot steal the only call a strict
 one matches. With `ordered`, the matched calls must come in the gold order (a subsequence).
 Only calls that succeeded count: a failed call did not do the action.
+
+`match: tau2` is τ²-bench's `Action.compare_with_tool_call` instead: same tool name, then the
+keys in `compare` (τ²'s `compare_args`; without it the keys of the agent's call, so a call with
+no arguments matches) taken from both sides and compared as dicts with Python's `==` (3 equals
+3.0, `true` equals 1, `"3"` does not equal 3; a key on one side only makes them differ). Any
+call counts, failed ones too, and one call may match several such actions: each looks at every
+call on its own, outside the matching above and never ordered.
 """
 
 from __future__ import annotations
@@ -90,10 +97,28 @@ def args_match(want: dict[str, Any], got: Any, match: str = "exact") -> bool:
     return _exact(want, got)
 
 
+def tau2_match(action: dict[str, Any], record: Any) -> bool:
+    """τ²'s `compare_with_tool_call` of a gold action (`match: tau2`) and one call."""
+    if record.tool_name != action["tool"]:
+        return False
+    got = record.call if isinstance(record.call, dict) else {}
+    compare = action.get("compare")
+    keys = list(got) if compare is None else list(compare)
+    if not keys:
+        return True
+    want = action.get("args") or {}
+    return bool({k: v for k, v in got.items() if k in keys} ==
+                {k: v for k, v in want.items() if k in keys})
+
+
 def _why_not(action: dict[str, Any], calls: Sequence[tuple[int, Any]]) -> str:
     same = [c for _, c in calls if c.tool_name == action["tool"]]
     if not same:
         return f"never called {action['tool']}"
+    if action.get("match") == "tau2":
+        compared = action.get("compare")
+        return (f"{len(same)} call(s) of {action['tool']}, none with these arguments"
+                + (f" (compared: {', '.join(compared)})" if compared else ""))
     got = same[-1].call if isinstance(same[-1].call, dict) else {}
     want = action.get("args") or {}
     match = action.get("match") or "exact"
@@ -119,9 +144,16 @@ def match_actions(actions: Sequence[dict[str, Any]], records: Sequence[Any],
     calls = [(i, r) for i, r in enumerate(records) if r.error is None]
     fits = [_fit(a) for a in actions]
     chosen: dict[int, int] = {}  # action index → call index
+    tau2 = {ai for ai, a in enumerate(actions) if a.get("match") == "tau2"}
+    for ai in tau2:  # τ²: every call, failed ones too; the first that fits, shared freely
+        hit = next((i for i, r in enumerate(records) if tau2_match(actions[ai], r)), None)
+        if hit is not None:
+            chosen[ai] = hit
     if ordered:
         pos = 0
         for ai, fit in enumerate(fits):
+            if ai in tau2:
+                continue
             while pos < len(calls) and not fit(calls[pos][1]):
                 pos += 1
             if pos == len(calls):
@@ -129,19 +161,21 @@ def match_actions(actions: Sequence[dict[str, Any]], records: Sequence[Any],
             chosen[ai] = calls[pos][0]
             pos += 1
     else:
-        chosen = _matching([[ci for ci, r in calls if fit(r)] for fit in fits])
+        chosen.update(_matching([[] if ai in tau2 else [ci for ci, r in calls if fit(r)]
+                                 for ai, fit in enumerate(fits)]))
     out = []
     for ai, a in enumerate(actions):
         aid = str(a.get("id") or f"a{ai + 1}")
         if ai in chosen:
             out.append(ActionResult(aid, a["tool"], True, chosen[ai],
                                     f"{a['tool']} matched call #{chosen[ai] + 1}"))
-        elif ordered and any(fits[ai](r) for _, r in calls):
+        elif ordered and ai not in tau2 and any(fits[ai](r) for _, r in calls):
             out.append(ActionResult(aid, a["tool"], False, None,
                                     f"{a['tool']} was called, but not after the earlier "
                                     "gold actions"))
         else:
-            out.append(ActionResult(aid, a["tool"], False, None, _why_not(a, calls)))
+            everyone = list(enumerate(records)) if ai in tau2 else calls
+            out.append(ActionResult(aid, a["tool"], False, None, _why_not(a, everyone)))
     return out
 
 
@@ -170,4 +204,4 @@ def all_passed(results: Sequence[ActionResult]) -> float:
     return 1.0 if all(r.passed for r in results) else 0.0
 
 
-__all__ = ["ActionResult", "all_passed", "args_match", "match_actions"]
+__all__ = ["ActionResult", "all_passed", "args_match", "match_actions", "tau2_match"]

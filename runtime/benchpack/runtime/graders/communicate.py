@@ -7,6 +7,11 @@ commas are dropped, so `#W123 has been cancelled` matches `#w-123 has been cance
 `1200` matches `$1,200`. `#` and other punctuation are kept. Unlike a bare substring test, a
 match must not cut a word or number of the message: `W12` does not match `W123`. Chinese and
 Japanese have no spaces between words, so there a match may start or end anywhere.
+
+`match="tau2"` (`score.communicate_match: tau2`) is τ²-bench's own test instead: the string
+lower-cased is a substring of an agent message with text (not blank) lower-cased and with its
+commas removed — nothing else is normalised, the string's own commas stay (so it is then never
+found), and `W12` is found in `W123`.
 """
 
 from __future__ import annotations
@@ -67,14 +72,22 @@ class InfoResult:
     """Index (among the session's messages) of the first agent message that says it."""
 
 
-def check(items: Sequence[str], messages: Sequence[Any]) -> list[InfoResult]:
+def find_tau2(needle: str, text: str) -> bool:
+    """τ²'s `info.lower() in content.lower().replace(",", "")` over a message with text."""
+    return bool(text.strip()) and needle.lower() in text.lower().replace(",", "")
+
+
+def check(items: Sequence[str], messages: Sequence[Any], match: str = "words"
+          ) -> list[InfoResult]:
     """For each item, whether some agent (assistant) message says it and which. A message is
-    anything with `role` and `content` (`benchpack.runtime.types.Message`)."""
+    anything with `role` and `content` (`benchpack.runtime.types.Message`). `match`: `words`
+    (`find`) or `tau2` (`find_tau2`)."""
+    found = find_tau2 if match == "tau2" else find
     out = []
     for item in items:
         hit = next((i for i, m in enumerate(messages)
                     if getattr(m, "role", None) == "assistant" and getattr(m, "content", None)
-                    and find(item, m.content)), None)
+                    and found(item, m.content)), None)
         out.append(InfoResult(item, hit is not None, hit))
     return out
 
@@ -85,4 +98,4 @@ def all_passed(results: Sequence[InfoResult]) -> float:
     return 1.0 if all(r.passed for r in results) else 0.0
 
 
-__all__ = ["InfoResult", "all_passed", "check", "find"]
+__all__ = ["InfoResult", "all_passed", "check", "find", "find_tau2"]

@@ -7,5 +7,6 @@ from __future__ import annotations
 # ---- registry: one line per format ----
 RUN_IMPORTERS: dict[str, str] = {
     "proactbench": "benchpack.runtime.imports.proactbench",
+    "tau2": "benchpack.runtime.imports.tau2",
 }
 # ---- end of registry ----

@@ -32,13 +32,10 @@ from benchpack.specs.jsonl import read_jsonl
 from benchpack.specs.persona import COHERENT_STYLES
 
 from ..store import SessionRows, Store
+from .base import ImportRunError
 
 SCORES = {"PASS": 1.0, "PARTIAL": 0.5, "FAIL": 0.0}
 TYPES = ("EMERGENT", "CRITICAL", "RECOVERY")
-
-
-class ImportRunError(ValueError):
-    """A results file that cannot be imported: a located one-line message."""
 
 
 def _safe_id(text: str) -> str:

@@ -164,19 +164,23 @@ class JudgeCall:
     role: str = "judge"
 
 
-async def ask(call: JudgeCall, prompt: str, parse: Callable[[str], T], *, purpose: str,
-              turn: int | None = None) -> T:
+async def ask(call: JudgeCall, prompt: str | list[dict[str, Any]], parse: Callable[[str], T], *,
+              purpose: str, turn: int | None = None, temperature: float = 0.0) -> T:
     """One strict question: ask, parse; on a parse failure ask once more showing the error;
     then give up with JudgeError. Provider errors (after the client's own retries) also end in
-    JudgeError."""
-    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    JudgeError. `prompt` is the user message, or the whole chat (a system message first, say).
+    Judges and simulators sample at `temperature` 0 unless a pack says otherwise."""
+    messages: list[dict[str, Any]] = ([{"role": "user", "content": prompt}]
+                                      if isinstance(prompt, str) else list(prompt))
     last_error = ""
     for attempt in range(2):
         try:
             resp = await call.client.complete(
                 role=call.role, model=call.model, messages=messages, seed=call.seed,
                 repeat=call.repeat, purpose=purpose if attempt == 0 else f"{purpose}:retry",
-                turn=turn, recorder=call.recorder, params={"temperature": 0})
+                turn=turn, recorder=call.recorder,
+                # an int 0 as always: the cache keys of existing runs stay the same
+                params={"temperature": 0 if temperature == 0 else temperature})
         except Exception as exc:  # provider failure after retries
             raise JudgeError(purpose, f"model call failed: {exc}", call.role) from None
         text = resp.content or ""

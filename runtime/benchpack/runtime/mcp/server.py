@@ -59,11 +59,14 @@ class _Caller:
     One at a time because native agents call a turn's tools in order: the store's `seq` and
     `step` then follow the order the harness asked in, whatever the HTTP scheduling."""
 
-    def __init__(self, tools: ToolHandle, log: Any = None, max_steps: int | None = None
-                 ) -> None:
+    def __init__(self, tools: ToolHandle, log: Any = None, max_steps: int | None = None,
+                 result_chars: int | None = None) -> None:
         self.tools = tools
         self.log = log
         self.max_steps = max_steps
+        self.result_chars = result_chars
+        """How much of a result the harness gets (`limits.max_tool_result_chars`; 0: all;
+        None: `render_result`'s default), as a `litellm:` agent's model would see it."""
         self.refused: dict[int, int] = {}
         """Per turn, the calls refused because the step budget was spent."""
         self._lock = asyncio.Lock()
@@ -89,20 +92,21 @@ class _Caller:
         return record
 
 
-def _result(record: ToolRecord | str) -> mcp_types.CallToolResult:
+def _result(record: ToolRecord | str, limit: int | None = None) -> mcp_types.CallToolResult:
     """What the harness gets back: the text a native LLM agent sees (`render_result`); a
     recorded error is an MCP tool error (`isError`), not a protocol error, so the model reads
     it and can try again, as with native calls."""
     import mcp_types
 
-    from ..env.toolbox import render_result
+    from ..env.toolbox import MAX_RENDER_CHARS, render_result
 
     if isinstance(record, str):  # refused without running (step budget)
         return mcp_types.CallToolResult(
             content=[mcp_types.TextContent(type="text", text=f"Error: {record}")],
             is_error=True)
     return mcp_types.CallToolResult(
-        content=[mcp_types.TextContent(type="text", text=render_result(record))],
+        content=[mcp_types.TextContent(type="text", text=render_result(
+            record, MAX_RENDER_CHARS if limit is None else limit or sys.maxsize))],
         is_error=record.error is not None)
 
 
@@ -121,7 +125,7 @@ def build_server(tools: ToolHandle, log: Any = None, name: str = SERVER_NAME,
 
     async def call_tool(ctx: Any, params: mcp_types.CallToolRequestParams
                         ) -> mcp_types.CallToolResult:
-        return _result(await caller.call(params.name, params.arguments))
+        return _result(await caller.call(params.name, params.arguments), caller.result_chars)
 
     server: Server[Any] = Server(name, version=_version(), on_list_tools=list_tools,
                                  on_call_tool=call_tool)
@@ -203,16 +207,18 @@ def _bind(host: str, port: int) -> socket.socket:
 
 async def start_mcp_server(tools: ToolHandle, transport: Transport = "http", *,
                            host: str = "127.0.0.1", port: int = 0, log: Any = None,
-                           max_steps: int | None = None) -> McpEndpoint:
+                           max_steps: int | None = None,
+                           result_chars: int | None = None) -> McpEndpoint:
     """Serve `tools` (a session's `ToolBox`) over MCP streamable HTTP on `host:port` (0: any
     free port) until `close()`. Call it from the event loop the session runs on. `log`, if
     given, receives every `ToolRecord` after its call. With `max_steps`, a turn's calls past
-    that many are refused with a tool error and not run (`McpEndpoint.refused(turn)`)."""
+    that many are refused with a tool error and not run (`McpEndpoint.refused(turn)`).
+    `result_chars`: results cut as `limits.max_tool_result_chars` says (0: whole)."""
     import uvicorn
 
     if transport not in ("http", "stdio"):
         raise ValueError(f"transport must be `http` or `stdio`, not `{transport}`")
-    caller = _Caller(tools, log, max_steps)
+    caller = _Caller(tools, log, max_steps, result_chars)
     server = build_server(tools, log, caller=caller)
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, json_response=True,
                                      stateless_http=True, host=host)

@@ -1,17 +1,30 @@
 """Instructed users (τ²-bench). The user simulator follows the session's scenario (`user:` —
 reason for contact, what it knows, what it does not know, conditional instructions), the agent
-works with its tools, and the dialogue ends with the user's stop signal or the turn budget.
-Afterwards the session is scored pass/fail from the `score:` block (`reward`, τ²-style).
+works with its tools, and the dialogue ends with the user's stop signal, the turn budget or a
+message limit. Afterwards the session is scored pass/fail from the `score:` block (`reward`,
+τ²-style).
 
-Dialogue: the user opens with the session's request (by default the scenario's `reason`); then,
-after each agent turn, the simulator either replies or ends with a stop signal — `done` (the
-goal is reached or the agent considers it finished), `transfer` (the agent handed the user to a
-human), `out_of_scope` (the scenario does not cover what is needed). Terminations: the stop
-signal, `turn_budget` (still talking at `limits.max_turns` agent turns), `agent_stopped` (a
+Dialogue: with `conversation.greeting` the transcript starts with the agent's greeting (turn
+0, also the agent's `brief.history`); the user opens with the session's request (by default
+the scenario's `reason`), or, an LLM user after a greeting, with its reply to it; then, after
+each agent turn, the simulator either replies or ends with a stop signal — `done` (the goal is
+reached or the agent considers it finished), `transfer` (the agent handed the user to a human),
+`out_of_scope` (the scenario does not cover what is needed). Terminations: the stop signal,
+`turn_budget` (still talking at `limits.max_turns` agent turns), `max_messages` and
+`max_tool_errors` (τ²'s `max_steps` and `max_errors`, `types.MessageBudget`: counted and checked
+where τ² counts and checks — user messages, each agent model response and each tool-result
+batch; a stop signal in the message that reaches the limit loses to it), `agent_stopped` (a
 scripted agent ran out of turns), `error`. The signal is in `sessions.termination` and
-`extra.stop_signal` (None when the user never gave one).
+`extra.stop_signal` (None when the user never gave one or a limit won).
 
-Simulators, by the run's `simulator` role:
+Message limits and adapters: `litellm:` counts its own responses and batches and stops
+mid-turn (`session_limit`) right after the batch that reaches a limit. Any other adapter is
+counted by the toolbox, two messages a call (its call message and its result) — exact for an
+agent making one call per model response, an overcount for parallel calls — and the final text
+by this module; once a limit is reached the toolbox refuses every further call (not run, not
+recorded) and the session ends when the turn does (`scripted:` agents stop at once, as τ²).
+
+Simulators, by the run's `simulator` role (`judges.instructed_user`):
 
 - `rules` (deterministic, offline; `RulesUser`), after each agent turn, in this order:
   1. the agent transferred (a successful call of a tool whose name contains `transfer`, or a
@@ -28,35 +41,53 @@ Simulators, by the run's `simulator` role:
      → "I don't have any other information."
   Plain-text instructions are for the LLM simulator; the rules simulator ignores them.
 - `scripted:<file>`: `sessions: {<session>: {opening: …, turns: [text | {say, stop}]}}`; one
-  entry per agent turn, in order; a text may end with a stop token (below); after the last
-  entry the user says `done`.
-- LLM: the `instructed_user.user_turn` template; the answer is one `<message>` block whose text
-  may end with exactly one stop token: `###STOP###` (done), `###TRANSFER###`,
-  `###OUT-OF-SCOPE###`. Anything else that looks like a token, two tokens, or a token followed
-  by text is malformed: asked once more, then the session ends as a simulator error.
+  entry per agent turn, in order; a text may carry a stop token (below); after the last entry
+  the user says `done`.
+- LLM, `conversation.simulator: tagged` (default): the `instructed_user.user_turn` template, the
+  answer in one `<message>` block; `chat` (τ²): the `instructed_user.user_system` system prompt
+  and the dialogue with roles flipped, the reply's content being the message. Stop tokens
+  (`###STOP###` done, `###TRANSFER###`, `###OUT-OF-SCOPE###`): with `conversation.stop_tokens:
+  end` (default) at most one, at the end — anything else that looks like a token, two tokens,
+  or a token followed by text is malformed: asked once more, then the session ends as a
+  simulator error; with `anywhere` (τ²) any token anywhere ends the dialogue.
 
 Scoring (`reward` components, each 0 or 1, stored in `extra.reward`; `score` is their product
 and `passed` is `score >= pass_threshold`): `state` replays the gold actions through the same
 tools on a copy of the environment as the session found it and compares the final service
 states (hash, and a readable diff when they differ); `actions` finds each gold action among the
-agent's successful calls; `communicate` finds each string in an agent message; `assertions`
-asks the rubric judge (YES/NO). A component that could not be decided (the gold failed on
-replay, a judge error) is None and so are `score` and `passed`: unknown, never 0.
+agent's calls (`graders.actions`: successful ones; `match: tau2` any); `communicate` finds each
+string in an agent message (`graders.communicate`, `score.communicate_match`); `assertions`
+asks the rubric judge (YES/NO), or with `score.assertions_judge: tau2` one τ²-style judge call
+for all (`judges.instructed_user.judge_tau2`; LLM judges only — rules and scripted judges
+decide them as for `rubric`). A component that could not be decided (the gold failed on replay,
+a judge error) is None and so are `score` and `passed`: unknown, never 0. With
+`conversation.unfinished: fail` (τ²) a dialogue that did not end with the user's stop signal
+scores 0 (`extra.reward.unfinished` names its termination), its assertions unjudged.
 """
 
 from __future__ import annotations
 
-import re
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
-
-from benchpack.specs.text import fold
+from typing import TYPE_CHECKING, Any
 
 from ..graders import actions as actions_grader
 from ..graders import communicate as communicate_grader
 from ..graders.state import check_state
-from ..judges.base import JudgeCall, JudgeError, ParseError, Templates, ask, parse_tagged
+from ..judges.base import JudgeError, ParseError
+from ..judges.instructed_user import (
+    STOP_TOKENS,
+    TOKEN_FOR,
+    ChatUser,
+    LLMUser,
+    RulesUser,
+    ScriptedUser,
+    UserSimulator,
+    judge_tau2,
+    parse_stop,
+    simulator,
+)
+from ..types import AgentReply, Message, MessageBudget
 from .base import ProtocolResult
 
 if TYPE_CHECKING:
@@ -64,178 +95,74 @@ if TYPE_CHECKING:
 
     from benchpack.specs.plan import Plan
 
-    from ..judges.intent import TurnEvidence
     from ..roles import JudgeSite
     from ..session import SessionContext
-    from ..types import Message
 
 NAME = "instructed_user"
-STOP_TOKENS = {"###STOP###": "done", "###TRANSFER###": "transfer",
-               "###OUT-OF-SCOPE###": "out_of_scope"}
-TOKEN_FOR = {v: k for k, v in STOP_TOKENS.items()}
-_TOKEN = re.compile(r"#{2,}\s*[A-Za-z_\- ]+?\s*#{2,}")
-_QUESTION = re.compile(r"[?？]")
-_TRANSFER_TEXT = re.compile(r"transfer\w*\b.{0,60}\b(human|person|representative|specialist)|"
-                            r"转(接)?人工|人工客服", re.IGNORECASE | re.DOTALL)
-_LATIN = re.compile(r"[^\W\d_]{3,}")
-_CJK = re.compile(r"[\u3400-\u9fff]+")
-_STOPWORDS = frozenset(
-    ["the", "and", "you", "your", "yours", "for", "are", "was", "were", "with", "that", "this", "what", "which", "have", "has", "had", "can", "could", "would", "will", "please", "tell", "give", "need", "may", "might", "our", "out", "from", "about", "into", "any", "all", "not", "but", "do", "does", "did", "how", "who", "whom", "when", "where", "why", "its", "it's"])
-
-PHRASES = {
-    "en": {"done": "Thank you, that's all I needed.", "nothing": "I don't have any other "
-           "information.", "unknown": "Sorry, I don't know that: {item}"},
-    "zh": {"done": "谢谢，就这些。", "nothing": "我没有其他信息了。",
-           "unknown": "抱歉，这个我不知道：{item}"},
-}
+USER_STOPS = frozenset(STOP_TOKENS.values())
+"""Terminations that are the user's stop signal: the only finished dialogues for
+`conversation.unfinished: fail`."""
 
 
-def parse_stop(text: str) -> tuple[str, str | None]:
-    """A user message and its stop signal (None when it continues). Strict: at most one known
-    token, and only at the end."""
-    found = _TOKEN.findall(text)
-    if not found:
-        return text.strip(), None
-    if len(found) > 1:
-        raise ParseError(f"found {len(found)} stop tokens; give at most one, at the end")
-    token = re.sub(r"\s+", "", found[0]).upper()
-    if token not in STOP_TOKENS:
-        raise ParseError(f"unknown stop token {found[0]!r} (use one of "
-                         f"{', '.join(STOP_TOKENS)})")
-    body = text.strip()
-    if not body.endswith(found[0]):
-        raise ParseError("the stop token must end the message")
-    return body[: -len(found[0])].strip(), STOP_TOKENS[token]
+def budget_of(ctx: SessionContext) -> MessageBudget | None:
+    """The session's message budget (None without `limits.max_messages`/`max_tool_errors`),
+    handed to the toolbox and the agent's brief."""
+    lim = ctx.session.limits
+    if lim.max_messages is None and lim.max_tool_errors is None:
+        return None
+    budget = MessageBudget(lim.max_messages, lim.max_tool_errors)
+    ctx.toolbox.budget = budget
+    ctx.brief.budget = budget
+    return budget
 
 
-def _words(text: str) -> set[str]:
-    folded = fold(text)
-    out = {w for w in _LATIN.findall(folded) if w not in _STOPWORDS}
-    for run in _CJK.findall(folded):
-        out |= {run[i:i + 2] for i in range(len(run) - 1)}
-    return out
+def greet(ctx: SessionContext) -> None:
+    """The agent's greeting, in the transcript (turn 0) and in the agent's history."""
+    conv = ctx.session.conversation
+    if conv is not None and conv.greeting:
+        ctx.messages.append(Message("assistant", conv.greeting, 0))
+        ctx.brief.history = [*ctx.brief.history, Message("assistant", conv.greeting, 0)]
 
 
-def _contains(text: str, phrase: str) -> bool:
-    return fold(phrase).strip() in fold(text)
+class _Dialogue:
+    """The user side of one session's loop: the simulator, the budget, the termination."""
 
+    def __init__(self, ctx: SessionContext) -> None:
+        self.ctx = ctx
+        self.budget = budget_of(ctx)
+        greet(ctx)
+        self.sim: UserSimulator = simulator(ctx)
+        self.termination: str = "turn_budget"
+        self.stop: str | None = None
 
-def asked(ev: TurnEvidence) -> str:
-    """The agent's questions this turn ('' when it asked none)."""
-    qs = [q for q in ev.questions if q.strip()]
-    if qs:
-        return " ".join(qs)
-    return ev.text if _QUESTION.search(ev.text or "") else ""
+    def user_said(self, text: str, stop: str | None, turn: int) -> bool:
+        """Count a user message; True when the dialogue ends with it (its stop signal, or a
+        limit it reached — then the limit names the ending). A message that ends the dialogue
+        is stored here; one that goes on is stored by the agent's next turn."""
+        reason = None
+        if self.budget is not None:
+            self.budget.count()
+            reason = self.budget.check()
+        if stop is None and reason is None:
+            return False
+        if text:
+            self.ctx.messages.append(Message("user", text, turn))
+        if reason is not None:
+            self.termination, self.stop = reason, None
+        elif stop is not None:
+            self.termination, self.stop = stop, stop
+        return True
 
-
-def transferred(ev: TurnEvidence) -> bool:
-    return any("transfer" in str(c["tool_name"]).lower() and c["error"] is None
-               for c in ev.tool_calls) or bool(_TRANSFER_TEXT.search(ev.text or ""))
-
-
-class UserSimulator(Protocol):
-    async def open(self, request: str) -> str:
-        ...
-
-    async def reply(self, ev: TurnEvidence, ctx: SessionContext, turn: int
-                    ) -> tuple[str, str | None]:
-        ...
-
-
-class RulesUser:
-    """The deterministic simulator (see the module docstring)."""
-
-    def __init__(self, user: dict[str, Any], gold: list[dict[str, Any]], language: str | None
-                 ) -> None:
-        self.user = user
-        self.gold = gold
-        self.pending = [i for i in user.get("instructions") or []
-                        if i.get("if") is not None or i.get("after_turn") is not None]
-        self.phrases = PHRASES["zh" if (language or "").lower().startswith("zh") else "en"]
-
-    async def open(self, request: str) -> str:
-        return request
-
-    async def reply(self, ev: TurnEvidence, ctx: SessionContext, turn: int
-                    ) -> tuple[str, str | None]:
-        if transferred(ev):
-            return "", "transfer"
-        fired = [i for i in self.pending
-                 if any(_contains(ev.text or "", w) for w in i.get("if") or [])
-                 or (i.get("after_turn") is not None and turn >= i["after_turn"])]
-        if fired:
-            self.pending = [i for i in self.pending if i not in fired]
-            stop = next((i["stop"] for i in fired if i.get("stop")), None)
-            return " ".join(i["text"] for i in fired), stop
-        question = asked(ev)
-        finished = not question or (self.gold and all(
-            r.passed for r in actions_grader.match_actions(self.gold, ctx.toolbox.records)))
-        if finished:
-            # a user with a request still to come raises it now instead of leaving
-            later = [i for i in self.pending if i.get("after_turn") is not None]
-            if later:
-                self.pending.remove(later[0])
-                return later[0]["text"], later[0].get("stop")
-            return self.phrases["done"], "done"
-        words = _words(question)
-        said = [k for k in self.user.get("known") or [] if _words(k) & words]
-        said += [self.phrases["unknown"].format(item=k)
-                 for k in self.user.get("unknown") or [] if _words(k) & words]
-        return (" ".join(said) if said else self.phrases["nothing"]), None
-
-
-class ScriptedUser:
-    def __init__(self, script: dict[str, Any]) -> None:
-        self.opening = script.get("opening")
-        self.turns = list(script.get("turns") or [])
-        self.used = 0
-
-    async def open(self, request: str) -> str:
-        return str(self.opening) if self.opening else request
-
-    async def reply(self, ev: TurnEvidence, ctx: SessionContext, turn: int
-                    ) -> tuple[str, str | None]:
-        if self.used >= len(self.turns):
-            return "", "done"
-        entry = self.turns[self.used]
-        self.used += 1
-        if isinstance(entry, dict):
-            text, stop = parse_stop(str(entry.get("say") or ""))
-            return text, entry.get("stop") or stop
-        return parse_stop(str(entry))
-
-
-class LLMUser:
-    def __init__(self, call: JudgeCall, templates: Templates, persona: dict[str, Any],
-                 user: dict[str, Any]) -> None:
-        self.call = call
-        self.templates = templates
-        self.persona = persona
-        self.user = user
-
-    async def open(self, request: str) -> str:
-        return request
-
-    async def reply(self, ev: TurnEvidence, ctx: SessionContext, turn: int
-                    ) -> tuple[str, str | None]:
-        prompt = self.templates.render(
-            "instructed_user.user_turn", persona=self.persona, user=self.user,
-            history=ctx.history()[-30:], turn=turn, tokens=TOKEN_FOR)
-        return await ask(self.call, prompt, lambda t: parse_stop(parse_tagged(t, "message")),
-                         purpose="user_turn", turn=turn)
-
-
-def simulator(ctx: SessionContext) -> UserSimulator:
-    s = ctx.session
-    user: dict[str, Any] = s.user.model_dump(mode="json", by_alias=True) if s.user else {
-        "reason": s.request or "", "known": [], "unknown": [], "instructions": []}
-    language = user.get("language") or s.metadata.language
-    gold = list((s.gold or {}).get("actions") or [])
-    sim: UserSimulator = ctx.roles.build(
-        ctx, "simulator", rules=lambda: RulesUser(user, gold, language), scripted=ScriptedUser,
-        llm=lambda call: LLMUser(call, ctx.roles.templates, ctx.persona.model_dump(mode="json"),
-                                 user))
-    return sim
+    def agent_done(self, reply: AgentReply) -> bool:
+        """After an agent turn: True when a limit ended the dialogue."""
+        if self.budget is None:
+            return False
+        if not self.budget.agent_counts and reply.stop_reason != "session_limit":
+            self.budget.count()  # the turn's answer; its tool calls were counted by the toolbox
+        reason = self.budget.check()
+        if reason is not None:
+            self.termination = reason
+        return reason is not None
 
 
 class InstructedUser:
@@ -245,50 +172,47 @@ class InstructedUser:
         s = ctx.session
         initial = ctx.env.snapshot()  # the state the gold actions are replayed on
         max_turns = s.limits.max_turns or 30
-        sim = simulator(ctx)
-        message: str | None = await sim.open(s.request or "")
-        termination, stop = "turn_budget", None
-        for turn in range(1, max_turns + 1):
-            reply, ev = await ctx.agent_turn(turn, message, None)
-            if reply.stop_reason == "error":
-                return ProtocolResult(termination="error", extra={"stop_signal": None})
-            if reply.stop_reason == "script_end":
-                termination = "agent_stopped"
-                break
-            try:
-                text, stop = await sim.reply(ev, ctx, turn)
-            except (JudgeError, ParseError) as exc:
-                return ProtocolResult(termination="error", error=f"user simulator: {exc}",
-                                      error_kind="simulator", extra={"stop_signal": None})
-            if stop is not None:
-                if text:  # the closing words belong to the transcript, with no agent turn
-                    ctx.messages.append(_user_message(text, turn + 1))
-                termination = stop
-                break
-            if turn == max_turns:
-                break
-            message = text
-        reward, judge_errors = await score(ctx, initial)
-        extra = {"stop_signal": stop, "reward": reward}
-        return ProtocolResult(termination=termination, judge_errors=judge_errors,
+        d = _Dialogue(ctx)
+        try:
+            message, stop = await d.sim.open(s.request or "", ctx)
+            ended = d.user_said(message, stop, 1)
+            for turn in range(1, max_turns + 1):
+                if ended:
+                    break
+                reply, ev = await ctx.agent_turn(turn, message, None)
+                if reply.stop_reason == "error":
+                    return ProtocolResult(termination="error", extra={"stop_signal": None})
+                if reply.stop_reason == "script_end":
+                    d.termination = "agent_stopped"
+                    break
+                if d.agent_done(reply):
+                    break
+                message, stop = await d.sim.reply(ev, ctx, turn)
+                # the closing words belong to the transcript, with no agent turn
+                ended = d.user_said(message, stop, turn + 1)
+        except (JudgeError, ParseError) as exc:
+            return ProtocolResult(termination="error", error=f"user simulator: {exc}",
+                                  error_kind="simulator", extra={"stop_signal": None})
+        reward, judge_errors = await score(ctx, initial, d.termination)
+        extra = {"stop_signal": d.stop, "reward": reward}
+        return ProtocolResult(termination=d.termination, judge_errors=judge_errors,
                               metrics={"score": reward["score"], "passed": reward["passed"]},
                               extra=extra)
 
 
-def _user_message(text: str, turn: int) -> Any:
-    from ..types import Message
-
-    return Message("user", text, turn)
-
-
-async def score(ctx: SessionContext, initial: dict[str, Any]) -> tuple[dict[str, Any], int]:
-    """The reward components, the product and pass, and the number of judge errors."""
+async def score(ctx: SessionContext, initial: dict[str, Any], termination: str = "done"
+                ) -> tuple[dict[str, Any], int]:
+    """The reward components, the product and pass, and the number of judge errors. With
+    `conversation.unfinished: fail` a dialogue the user did not end scores 0, unjudged."""
     s = ctx.session
     sc = reward_spec(s)
     gold = s.gold or {"actions": [], "ordered": False}
     components: dict[str, float | None] = {}
     out: dict[str, Any] = {}
     judge_errors = 0
+    conv = s.conversation
+    if conv is not None and conv.unfinished == "fail" and termination not in USER_STOPS:
+        out["unfinished"] = termination  # τ² scores it 0 before evaluating anything
     records = ctx.toolbox.records
     if gold["actions"] or "state" in sc["reward"]:
         final = {name: svc.snapshot() for name, svc in ctx.env.services.items()}
@@ -303,10 +227,11 @@ async def score(ctx: SessionContext, initial: dict[str, Any]) -> tuple[dict[str,
                           for r in results]
         components["actions"] = actions_grader.all_passed(results)
     if sc["communicate"]:
-        info = communicate_grader.check(sc["communicate"], ctx.messages)
+        info = communicate_grader.check(sc["communicate"], ctx.messages,
+                                         sc.get("communicate_match") or "words")
         out["communicate"] = [{"text": r.text, "passed": r.passed} for r in info]
         components["communicate"] = communicate_grader.all_passed(info)
-    if sc["assertions"]:
+    if sc["assertions"] and "unfinished" not in out:
         verdicts, errors = await judge_assertions(ctx, sc["assertions"])
         judge_errors += errors
         out["assertions"] = verdicts
@@ -328,10 +253,13 @@ def assertions_component(verdicts: list[dict[str, Any]]) -> float | None:
 def combine_reward(sc: dict[str, Any], components: dict[str, float | None],
                    out: dict[str, Any]) -> dict[str, Any]:
     """`extra.reward`: the product of the `reward:` components, its pass, and `out` (the
-    detail of each check). `bench rejudge` recombines re-judged assertions with it."""
+    detail of each check). `bench rejudge` recombines re-judged assertions with it. An
+    unfinished dialogue under `conversation.unfinished: fail` (`out["unfinished"]`) is 0."""
     reward_of = [components.get(c) for c in sc["reward"]]
     total: float | None
-    if not sc["reward"]:
+    if out.get("unfinished"):
+        total = 0.0
+    elif not sc["reward"]:
         total = None  # nothing to score: unknown, not a pass
     elif any(v is None for v in reward_of):
         total = None
@@ -358,16 +286,18 @@ async def replay_state(ctx: SessionContext, initial: dict[str, Any],
 
         async def call(state: dict[str, Any], tool: str, args: dict[str, Any]) -> Any:
             record = await box.call(tool, args)
-            if record.error is not None:
-                if not _atomic(ctx, tool):
-                    raise RuntimeError(record.error)
-                # τ²'s gold lists include calls that fail (a product looked up by an item id,
-                # a refused change); τ² replays them as errors that change nothing. A read tool
-                # or a toolset function (a call that raises changes nothing) is such a no-op;
-                # any other failing tool leaves the state unknown.
-                return {"error": record.error}
+            # after every call, failed ones too: a toolset function that is not atomic
+            # (`atomic: false`) keeps what it changed before raising, as τ²'s tools do
             state.clear()
             state.update({n: svc.snapshot() for n, svc in env.services.items()})
+            if record.error is not None:
+                if not _replayable_failure(ctx, tool):
+                    raise RuntimeError(record.error)
+                # τ²'s gold lists include calls that fail (a product looked up by an item id,
+                # a refused change); τ² ignores the error and keeps the state as the call left
+                # it. A read tool or a toolset function leaves it as τ² would; any other
+                # failing tool leaves the state unknown.
+                return {"error": record.error}
             return record.result
 
         try:
@@ -377,7 +307,7 @@ async def replay_state(ctx: SessionContext, initial: dict[str, Any],
             await env.aclose()
 
 
-def _atomic(ctx: SessionContext, tool: str) -> bool:
+def _replayable_failure(ctx: SessionContext, tool: str) -> bool:
     spec = ctx.plan.tools.get(tool)
     return spec is not None and (spec.effect == "read" or spec.impl.kind == "python_tool")
 
@@ -397,8 +327,12 @@ async def judge_assertion_texts(site: JudgeSite, plan: Plan, assertions: list[st
                                 ) -> tuple[list[dict[str, Any]], int]:
     """Each assertion's verdict (`{text, score, detail, error}`) and the number of judge
     errors, from the session's messages, tool records and final files (`bench run` and
-    `bench rejudge` alike)."""
+    `bench rejudge` alike). With `score.assertions_judge: tau2` and an LLM judge: one
+    τ²-style call for all (`judges.instructed_user.judge_tau2`)."""
     from ..judges.rubric import RubricItem, agent_output, rubric_judge
+    if reward_spec(site.session).get("assertions_judge") == "tau2" and \
+            site.roles.mode("judge") == "llm":
+        return await judge_tau2(site, assertions, messages)
     from ..session import initial_files, judge_rubric_items
 
     items = [RubricItem(f"assert{i + 1}", text, "") for i, text in enumerate(assertions)]
@@ -412,6 +346,7 @@ async def judge_assertion_texts(site: JudgeSite, plan: Plan, assertions: list[st
     return out, errors
 
 
-__all__ = ["NAME", "STOP_TOKENS", "InstructedUser", "LLMUser", "RulesUser", "ScriptedUser",
-           "assertions_component", "combine_reward", "judge_assertion_texts", "parse_stop",
-           "reward_spec", "score", "simulator"]
+__all__ = ["NAME", "STOP_TOKENS", "TOKEN_FOR", "USER_STOPS", "ChatUser", "InstructedUser",
+           "LLMUser", "RulesUser", "ScriptedUser", "assertions_component", "budget_of",
+           "combine_reward", "greet", "judge_assertion_texts", "parse_stop", "reward_spec",
+           "score", "simulator"]

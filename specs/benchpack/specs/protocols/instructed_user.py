@@ -11,7 +11,7 @@ from ..base import Spec
 from ..scoring import Gold, Score
 
 NAME = "instructed_user"
-SESSION_FIELDS: tuple[str, ...] = ("user", "gold", "score")
+SESSION_FIELDS: tuple[str, ...] = ("user", "gold", "score", "conversation")
 """Session keys that belong to this protocol (another protocol's session giving one is E204)."""
 
 StopSignal = Literal["done", "transfer", "out_of_scope"]
@@ -56,6 +56,11 @@ class UserScenario(Spec):
     `{if: [words], say: …}` / `{after_turn: N, say: …, stop: done}` (every simulator)."""
     language: str | None = None
     """The user's language (BCP-47, e.g. `en`, `zh`); default: the session's metadata."""
+    text: str | None = None
+    """The scenario exactly as an LLM simulator reads it (verbatim, not Jinja), e.g. τ²'s
+    `str(user_scenario)` put there by the τ² importer: the `chat` simulator's `{{ scenario }}`
+    (default: built from `reason`, `known`, `unknown` and `instructions`), and for the `tagged`
+    one in place of those four sections. The rules and scripted simulators never read it."""
 
     @field_validator("known", "unknown")
     @classmethod
@@ -65,5 +70,44 @@ class UserScenario(Spec):
         return v
 
 
-__all__ = ["NAME", "SESSION_FIELDS", "Gold", "Instruction", "Score", "StopSignal",
-           "UserScenario"]
+
+
+class Conversation(Spec):
+    """How an instructed_user dialogue runs and ends: τ²-bench's orchestrator rules, each one
+    opt-in (every default is the behaviour of packs written before these fields). Give it on a
+    session, or pack-wide as `defaults.conversation` (a session's fields override the pack's,
+    field by field). The step and error limits are `limits.max_messages` and
+    `limits.max_tool_errors`."""
+
+    greeting: str | None = None
+    """The agent's first message, already in the transcript before the user speaks (verbatim,
+    not Jinja; τ²: "Hi! How can I help you today?"). Stored as an assistant message, handed to
+    every agent adapter as the session's history (`brief.history`), counted by the
+    `communicate` check and never by `limits.max_messages`. An LLM simulator's first message is
+    its reply to it; the rules and scripted simulators still open with the scenario's `reason`
+    (or the script's `opening`)."""
+    simulator: Literal["tagged", "chat"] = "tagged"
+    """How an LLM simulator is prompted. `tagged`: one prompt per user message (template
+    `instructed_user.user_turn`), the answer inside `<message>…</message>`. `chat` (τ²): a
+    system prompt (template `instructed_user.user_system`, rendered with the scenario text, the
+    persona and the user) and the dialogue as chat messages with the roles flipped — the
+    agent's text messages as `user`, the user's own as `assistant`, tool calls and results not
+    shown; the reply's content is the user's message."""
+    stop_tokens: Literal["end", "anywhere"] = "end"
+    """Where a user message may carry `###STOP###`, `###TRANSFER###` or `###OUT-OF-SCOPE###`.
+    `end`: at most one, at the end (it is cut from the stored message; anything else that looks
+    like a token is malformed and asked again once). `anywhere` (τ²): any of the three anywhere
+    in the message ends the dialogue (the first one found names the signal) and the message is
+    stored as written, token included."""
+    unfinished: Literal["score", "fail"] = "score"
+    """A dialogue that did not end with the user's stop signal (turn budget, message or tool
+    error limit, a scripted agent out of turns). `score`: scored like any other. `fail` (τ²):
+    reward 0 and not passed; only the components that need no judge are computed, for the
+    record."""
+    simulator_temperature: float = Field(default=0.0, ge=0, le=2)
+    """Sampling temperature of an LLM simulator (τ²: 0). Every simulator and judge call of
+    benchpack is made at 0 unless said otherwise here; the agent's is `defaults.temperature`."""
+
+
+__all__ = ["NAME", "SESSION_FIELDS", "Conversation", "Gold", "Instruction", "Score",
+           "StopSignal", "UserScenario"]

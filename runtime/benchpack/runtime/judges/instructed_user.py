@@ -1,0 +1,378 @@
+"""The instructed_user protocol's simulated users and its τ²-style assertions judge.
+
+Simulators (`simulator(ctx)` picks one from the run's `simulator` role; the protocol module's
+docstring says what each does): `RulesUser`, `ScriptedUser`, and two LLM users — `LLMUser`
+(`conversation.simulator: tagged`, one prompt per message, answer in `<message>…</message>`) and
+`ChatUser` (`chat`, τ²'s way: a system prompt with the scenario, then the dialogue as chat
+messages with the roles flipped). Each offers `open(request, ctx)` — the user's first message,
+the simulator's reply to the greeting when there is one and it is an LLM — and
+`reply(evidence, ctx, turn)`, both returning `(text, stop signal or None)`.
+
+Stop tokens (`conversation.stop_tokens`): `end` reads at most one token at the end of a message
+and cuts it (`parse_stop`, strict: anything else that looks like a token is malformed);
+`anywhere` is τ²'s `UserSimulator.is_stop` — any of the three tokens anywhere — and keeps the
+message as written (`find_stop`).
+
+The τ² assertions judge (`score.assertions_judge: tau2`, LLM judges only) makes one call for all
+assertions with the template `instructed_user.assertions_judge`, rendered twice — `part:
+"system"` (the system message, left out when empty) and `part: "user"` — with `trajectory`
+(every message as a `role: content` line, as τ² builds it: tool results and the agent's
+tool-call messages included, the latter as `assistant: None`), `assertions` (the list) and
+`assertions_text` (the list as Python prints it, τ²'s format). The answer is parsed as τ² does
+(`parse_tau2_results`): `json.loads` of the whole reply, `results` (missing: an empty list),
+each entry's `expectedOutcome`, `reasoning` and `metExpectation` read as pydantic reads τ²'s
+`NLAssertionCheck` (`"yes"`, `1` and `true` are true). An answer τ² could not read is a parse
+error here: asked once more, then a judge error (the component is unknown, never 0).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any, Protocol
+
+from benchpack.specs.text import fold
+
+from ..graders import actions as actions_grader
+from .base import JudgeCall, ParseError, Templates, ask, parse_tagged
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from ..roles import JudgeSite
+    from ..session import SessionContext
+    from .intent import TurnEvidence
+
+STOP_TOKENS = {"###STOP###": "done", "###TRANSFER###": "transfer",
+               "###OUT-OF-SCOPE###": "out_of_scope"}
+TOKEN_FOR = {v: k for k, v in STOP_TOKENS.items()}
+_TOKEN = re.compile(r"#{2,}\s*[A-Za-z_\- ]+?\s*#{2,}")
+_ANY_TOKEN = re.compile("|".join(re.escape(t) for t in STOP_TOKENS))
+_QUESTION = re.compile(r"[?？]")
+_TRANSFER_TEXT = re.compile(r"transfer\w*\b.{0,60}\b(human|person|representative|specialist)|"
+                            r"转(接)?人工|人工客服", re.IGNORECASE | re.DOTALL)
+_LATIN = re.compile(r"[^\W\d_]{3,}")
+_CJK = re.compile(r"[\u3400-\u9fff]+")
+_STOPWORDS = frozenset(
+    ["the", "and", "you", "your", "yours", "for", "are", "was", "were", "with", "that", "this", "what", "which", "have", "has", "had", "can", "could", "would", "will", "please", "tell", "give", "need", "may", "might", "our", "out", "from", "about", "into", "any", "all", "not", "but", "do", "does", "did", "how", "who", "whom", "when", "where", "why", "its", "it's"])
+
+PHRASES = {
+    "en": {"done": "Thank you, that's all I needed.", "nothing": "I don't have any other "
+           "information.", "unknown": "Sorry, I don't know that: {item}"},
+    "zh": {"done": "谢谢，就这些。", "nothing": "我没有其他信息了。",
+           "unknown": "抱歉，这个我不知道：{item}"},
+}
+
+Reply = tuple[str, str | None]
+
+
+# --------------------------------------------------------------------------- stop tokens
+
+
+def parse_stop(text: str) -> Reply:
+    """A user message and its stop signal (None when it continues). Strict: at most one known
+    token, and only at the end."""
+    found = _TOKEN.findall(text)
+    if not found:
+        return text.strip(), None
+    if len(found) > 1:
+        raise ParseError(f"found {len(found)} stop tokens; give at most one, at the end")
+    token = re.sub(r"\s+", "", found[0]).upper()
+    if token not in STOP_TOKENS:
+        raise ParseError(f"unknown stop token {found[0]!r} (use one of "
+                         f"{', '.join(STOP_TOKENS)})")
+    body = text.strip()
+    if not body.endswith(found[0]):
+        raise ParseError("the stop token must end the message")
+    return body[: -len(found[0])].strip(), STOP_TOKENS[token]
+
+
+def find_stop(text: str) -> Reply:
+    """τ²'s rule: the message as written, and the signal of the first of the three tokens found
+    anywhere in it (None when there is none)."""
+    hit = _ANY_TOKEN.search(text)
+    return text, STOP_TOKENS[hit.group(0)] if hit else None
+
+
+def stop_parser(mode: str) -> Callable[[str], Reply]:
+    """The reader of a user message for `conversation.stop_tokens` (`end` or `anywhere`)."""
+    return find_stop if mode == "anywhere" else parse_stop
+
+
+def _not_empty(reply: Reply) -> Reply:
+    if not reply[0].strip() and reply[1] is None:
+        raise ParseError("the message is empty")
+    return reply
+
+
+# --------------------------------------------------------------------------- the rules user
+
+
+def _words(text: str) -> set[str]:
+    folded = fold(text)
+    out = {w for w in _LATIN.findall(folded) if w not in _STOPWORDS}
+    for run in _CJK.findall(folded):
+        out |= {run[i:i + 2] for i in range(len(run) - 1)}
+    return out
+
+
+def _contains(text: str, phrase: str) -> bool:
+    return fold(phrase).strip() in fold(text)
+
+
+def asked(ev: TurnEvidence) -> str:
+    """The agent's questions this turn ('' when it asked none)."""
+    qs = [q for q in ev.questions if q.strip()]
+    if qs:
+        return " ".join(qs)
+    return ev.text if _QUESTION.search(ev.text or "") else ""
+
+
+def transferred(ev: TurnEvidence) -> bool:
+    return any("transfer" in str(c["tool_name"]).lower() and c["error"] is None
+               for c in ev.tool_calls) or bool(_TRANSFER_TEXT.search(ev.text or ""))
+
+
+class UserSimulator(Protocol):
+    async def open(self, request: str, ctx: SessionContext) -> Reply:
+        ...
+
+    async def reply(self, ev: TurnEvidence, ctx: SessionContext, turn: int) -> Reply:
+        ...
+
+
+class RulesUser:
+    """The deterministic simulator (see the protocol module's docstring)."""
+
+    def __init__(self, user: dict[str, Any], gold: list[dict[str, Any]], language: str | None
+                 ) -> None:
+        self.user = user
+        self.gold = gold
+        self.pending = [i for i in user.get("instructions") or []
+                        if i.get("if") is not None or i.get("after_turn") is not None]
+        self.phrases = PHRASES["zh" if (language or "").lower().startswith("zh") else "en"]
+
+    async def open(self, request: str, ctx: SessionContext) -> Reply:
+        return request, None
+
+    async def reply(self, ev: TurnEvidence, ctx: SessionContext, turn: int) -> Reply:
+        if transferred(ev):
+            return "", "transfer"
+        fired = [i for i in self.pending
+                 if any(_contains(ev.text or "", w) for w in i.get("if") or [])
+                 or (i.get("after_turn") is not None and turn >= i["after_turn"])]
+        if fired:
+            self.pending = [i for i in self.pending if i not in fired]
+            stop = next((i["stop"] for i in fired if i.get("stop")), None)
+            return " ".join(i["text"] for i in fired), stop
+        question = asked(ev)
+        finished = not question or (self.gold and all(
+            r.passed for r in actions_grader.match_actions(self.gold, ctx.toolbox.records)))
+        if finished:
+            # a user with a request still to come raises it now instead of leaving
+            later = [i for i in self.pending if i.get("after_turn") is not None]
+            if later:
+                self.pending.remove(later[0])
+                return later[0]["text"], later[0].get("stop")
+            return self.phrases["done"], "done"
+        words = _words(question)
+        said = [k for k in self.user.get("known") or [] if _words(k) & words]
+        said += [self.phrases["unknown"].format(item=k)
+                 for k in self.user.get("unknown") or [] if _words(k) & words]
+        return (" ".join(said) if said else self.phrases["nothing"]), None
+
+
+class ScriptedUser:
+    def __init__(self, script: dict[str, Any], stop_tokens: str = "end") -> None:
+        self.opening = script.get("opening")
+        self.turns = list(script.get("turns") or [])
+        self.used = 0
+        self.parse = stop_parser(stop_tokens)
+
+    async def open(self, request: str, ctx: SessionContext) -> Reply:
+        return (str(self.opening) if self.opening else request), None
+
+    async def reply(self, ev: TurnEvidence, ctx: SessionContext, turn: int) -> Reply:
+        if self.used >= len(self.turns):
+            return "", "done"
+        entry = self.turns[self.used]
+        self.used += 1
+        if isinstance(entry, dict):
+            text, stop = self.parse(str(entry.get("say") or ""))
+            return text, entry.get("stop") or stop
+        return self.parse(str(entry))
+
+
+# --------------------------------------------------------------------------- LLM users
+
+
+def scenario_text(user: dict[str, Any]) -> str:
+    """What an LLM user reads as its scenario: `user.text` verbatim, else our own rendering of
+    the reason, what the user knows and does not know, and the instructions."""
+    if user.get("text"):
+        return str(user["text"])
+    lines = [f"Why you are contacting the agent: {user.get('reason') or ''}"]
+    if user.get("known"):
+        lines += ["", "What you know (say it when it is needed or asked for):",
+                  *(f"- {k}" for k in user["known"])]
+    if user.get("unknown"):
+        lines += ["", "What you do not know (if asked, say so; never make it up):",
+                  *(f"- {k}" for k in user["unknown"])]
+    if user.get("instructions"):
+        lines += ["", "Instructions:"]
+        for i in user["instructions"]:
+            if i.get("if"):
+                line = f"- If the agent mentions {' or '.join(i['if'])}, say: \"{i['text']}\""
+            elif i.get("after_turn"):
+                line = f"- After the agent's answer number {i['after_turn']}, say: " \
+                       f"\"{i['text']}\""
+            else:
+                line = f"- {i['text']}"
+            if i.get("stop"):
+                line += f" Then end the conversation with {TOKEN_FOR[i['stop']]}."
+            lines.append(line)
+    return "\n".join(lines)
+
+
+class LLMUser:
+    """`conversation.simulator: tagged`: the `instructed_user.user_turn` template."""
+
+    def __init__(self, call: JudgeCall, templates: Templates, persona: dict[str, Any],
+                 user: dict[str, Any], conversation: Any = None) -> None:
+        self.call = call
+        self.templates = templates
+        self.persona = persona
+        self.user = user
+        self.greeted = conversation is not None and bool(conversation.greeting)
+        self.parse = stop_parser(conversation.stop_tokens if conversation is not None else "end")
+        self.temperature = (conversation.simulator_temperature if conversation is not None
+                            else 0.0)
+
+    async def open(self, request: str, ctx: SessionContext) -> Reply:
+        # after a greeting the user answers it; without one, it opens with its reason
+        return await self._say(ctx, 0) if self.greeted else (request, None)
+
+    async def reply(self, ev: TurnEvidence, ctx: SessionContext, turn: int) -> Reply:
+        return await self._say(ctx, turn)
+
+    async def _say(self, ctx: SessionContext, turn: int) -> Reply:
+        prompt = self.templates.render(
+            "instructed_user.user_turn", persona=self.persona, user=self.user,
+            history=ctx.history()[-30:], turn=turn, tokens=TOKEN_FOR)
+        return await ask(self.call, prompt,
+                         lambda t: _not_empty(self.parse(parse_tagged(t, "message"))),
+                         purpose="user_turn", turn=turn, temperature=self.temperature)
+
+
+class ChatUser(LLMUser):
+    """`conversation.simulator: chat` (τ²'s user simulator): the system prompt
+    `instructed_user.user_system` (with `scenario`, `persona`, `user`, `tokens` and
+    `stop_tokens`), then every user and agent text message of the session with the roles
+    flipped; the reply's content is the message."""
+
+    def chat(self, ctx: SessionContext, stop_tokens: str) -> list[dict[str, Any]]:
+        system = self.templates.render(
+            "instructed_user.user_system", scenario=scenario_text(self.user),
+            persona=self.persona, user=self.user, tokens=TOKEN_FOR, stop_tokens=stop_tokens)
+        out = [{"role": "system", "content": system}]
+        for m in ctx.messages:
+            if not m.content:
+                continue
+            if m.role == "assistant" and not m.tool_calls:  # what the agent said to the user
+                out.append({"role": "user", "content": m.content})
+            elif m.role == "user" and m.name is None:  # the simulator's own earlier messages
+                out.append({"role": "assistant", "content": m.content})
+        return out
+
+    async def _say(self, ctx: SessionContext, turn: int) -> Reply:
+        mode = "anywhere" if self.parse is find_stop else "end"
+        return await ask(self.call, self.chat(ctx, mode), lambda t: _not_empty(self.parse(t)),
+                         purpose="user_turn", turn=turn, temperature=self.temperature)
+
+
+def simulator(ctx: SessionContext) -> UserSimulator:
+    """The session's user simulator, from the run's `simulator` role."""
+    s = ctx.session
+    user: dict[str, Any] = s.user.model_dump(mode="json", by_alias=True) if s.user else {
+        "reason": s.request or "", "known": [], "unknown": [], "instructions": []}
+    language = user.get("language") or s.metadata.language
+    gold = list((s.gold or {}).get("actions") or [])
+    conv = s.conversation
+    stop_tokens = conv.stop_tokens if conv is not None else "end"
+    kind = ChatUser if conv is not None and conv.simulator == "chat" else LLMUser
+    sim: UserSimulator = ctx.roles.build(
+        ctx, "simulator", rules=lambda: RulesUser(user, gold, language),
+        scripted=lambda script: ScriptedUser(script, stop_tokens),
+        llm=lambda call: kind(call, ctx.roles.templates, ctx.persona.model_dump(mode="json"),
+                              user, conv))
+    return sim
+
+
+# --------------------------------------------------------------------------- τ²'s assertions
+
+
+def trajectory_text(messages: Sequence[Any]) -> str:
+    """Every message as τ²'s NL-assertions judge reads it: `role: content`, one per line. An
+    agent message without text is a tool-call message, whose content τ² prints as `None`."""
+    return "\n".join(f"{m.role}: {m.content if m.content or m.role != 'assistant' else None}"
+                     for m in messages)
+
+
+def parse_tau2_results(text: str) -> list[dict[str, Any]]:
+    """The `results` of a τ²-style judge answer: `[{text, met, reasoning}]` (see the module
+    docstring); a ParseError where τ²'s own reading would fail."""
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"the answer is not JSON ({exc.msg} at position {exc.pos}); give the "
+                         "JSON object only") from None
+    if not isinstance(data, dict):
+        raise ParseError("the answer must be a JSON object with a `results` list")
+    results = data.get("results", [])
+    if not isinstance(results, list):
+        raise ParseError("`results` must be a list")
+    as_bool, as_str = TypeAdapter(bool), TypeAdapter(str)
+    out = []
+    for n, r in enumerate(results, start=1):
+        missing = [k for k in ("expectedOutcome", "reasoning", "metExpectation")
+                   if not isinstance(r, dict) or k not in r]
+        if missing:
+            raise ParseError(f"result {n} lacks {', '.join(missing)}")
+        try:
+            out.append({"text": as_str.validate_python(r["expectedOutcome"]),
+                        "reasoning": as_str.validate_python(r["reasoning"]),
+                        "met": as_bool.validate_python(r["metExpectation"])})
+        except ValidationError as exc:
+            raise ParseError(f"result {n}: {exc.errors()[0]['msg']}") from None
+    return out
+
+
+async def judge_tau2(site: JudgeSite, assertions: list[str], messages: Sequence[Any]
+                     ) -> tuple[list[dict[str, Any]], int]:
+    """One τ²-style judge call for all `assertions`: verdicts (`{text, score, detail, error}`,
+    one per result the judge gave) and the number of judge errors (0 or 1)."""
+    from .base import JudgeError
+
+    templates = site.roles.templates
+    context = {"trajectory": trajectory_text(messages), "assertions": list(assertions),
+               "assertions_text": str(list(assertions))}
+    system = templates.render("instructed_user.assertions_judge", part="system", **context)
+    prompt = templates.render("instructed_user.assertions_judge", part="user", **context)
+    chat = ([{"role": "system", "content": system}] if system.strip() else []) + \
+        [{"role": "user", "content": prompt}]
+    try:
+        results = await ask(site.roles.call(site, "judge"), chat, parse_tau2_results,
+                            purpose="assertions")
+    except JudgeError as exc:
+        return [{"text": a, "score": None, "detail": "", "error": exc.message}
+                for a in assertions], 1
+    return [{"text": r["text"], "score": float(r["met"]), "detail": r["reasoning"],
+             "error": None} for r in results], 0
+
+
+__all__ = ["PHRASES", "STOP_TOKENS", "TOKEN_FOR", "ChatUser", "LLMUser", "RulesUser",
+           "ScriptedUser", "UserSimulator", "asked", "find_stop", "judge_tau2", "parse_stop",
+           "parse_tau2_results", "scenario_text", "simulator", "stop_parser", "trajectory_text",
+           "transferred"]

@@ -1,0 +1,175 @@
+"""`bench parity tau2`, the execution half: the same call sequences through τ²'s own code (the
+driver's `apply`) and through benchpack's real tool path — `EpisodeEnvironment` + `ToolBox` +
+the sandboxed toolset worker, compared on `render_result`, the exact text an agent reads —
+each sequence on a fresh database (a task's initial state for its gold list).
+
+The compiled plan comes from the CLI (import and compile are the compiler's); this module only
+reads it. τ² and ours run in turn per sequence; a τ² answer for the next sequence is fetched
+in a thread while ours runs (the driver is a separate process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchpack.specs.plan import Plan, PlanSession
+
+from ..env.copying import copy_json
+from ..env.environment import EpisodeEnvironment
+from ..env.toolbox import ToolBox, render_result
+from .callgen import Call, CallMaker, Sequence, Tool, gold_sequences
+from .compare import FIXTURES, Declared, Mismatch, Report, compare_sequence, declare, diff
+
+Apply = Callable[[Sequence], dict[str, Any]]
+"""τ²'s side: a sequence → the driver's `apply` answer."""
+
+
+@dataclass
+class ParityRun:
+    plan: Plan
+    domain: str
+    extract: dict[str, Any]
+    """The driver's `extract` of the domain (tools, database)."""
+    tasks: list[dict[str, Any]]
+    """tasks.json."""
+    workdir: Path
+    calls: int = 1000
+    seed: int = 0
+    permuted: bool = True
+    """Also every gold list with its list arguments in another order."""
+
+    @property
+    def tools(self) -> list[Tool]:
+        return [Tool(t["name"], t["schema"]["function"]["parameters"], bool(t["mutates_state"]))
+                for t in self.extract["tools"]]
+
+    def sequences(self) -> list[Sequence]:
+        """Every task's gold list (and permuted), then `calls` generated calls."""
+        gold = gold_sequences(self.tasks)
+        out = list(gold)
+        if self.permuted:
+            out += gold_sequences(self.tasks, permute_seed=self.seed)
+        maker = CallMaker(self.tools, self.extract["db"], [c for s in gold for c in s.calls],
+                          seed=self.seed)
+        return out + maker.sequences(self.calls)
+
+
+def _session(plan: Plan, environment: str) -> PlanSession:
+    for s in plan.sessions.values():
+        if s.environment == environment:
+            return s
+    raise ValueError(f"the plan has no session in the environment `{environment}`")
+
+
+def _keyed(rows: dict[str, list[dict[str, Any]]], keys: dict[str, str]
+           ) -> dict[str, dict[str, Any]]:
+    return {t: {str(r.get(keys[t])): r for r in table} for t, table in rows.items()}
+
+
+def _changes(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]],
+             exact: bool) -> dict[str, dict[str, Any]]:
+    """Rows that differ (`exact`: by canonical JSON, else by Python equality, as the driver's
+    per-call changes). The same object is the same row (rows are never changed in place)."""
+    out: dict[str, dict[str, Any]] = {}
+    for t in sorted(set(before) | set(after)):
+        a, b = before.get(t, {}), after.get(t, {})
+        for k in [*a, *(k for k in b if k not in a)]:
+            if k in a and k in b:
+                if a[k] is b[k]:
+                    continue
+                equal = (json.dumps(a[k], sort_keys=True) == json.dumps(b[k], sort_keys=True)
+                         if exact else a[k] == b[k])
+                if equal:
+                    continue
+            row = b.get(k)
+            out.setdefault(t, {})[k] = copy_json(row) if row is not None else None
+    return out
+
+
+async def run_ours(plan: Plan, environment: str, service: str, calls: list[Call],
+                   start: dict[str, dict[str, Any]], track: set[str], root: Path
+                   ) -> dict[str, Any]:
+    """One sequence through benchpack's tool path, on a fresh environment (with τ²'s start
+    changes applied first): each call's text as the agent reads it, error flag and changes."""
+    env = EpisodeEnvironment.create(plan, environment, root)
+    state = env.services[service]
+    keys = {t: spec.key for t, spec in state.tables.items()}
+    for table, rows in start.items():
+        for key, row in rows.items():
+            if row is None:
+                state.delete_row(table, key)
+            else:
+                state.put_row(table, row)
+    box = ToolBox(plan, _session(plan, environment), env, allow_python=True)
+    first = before = _keyed(state.live_rows(), keys)
+    out: list[dict[str, Any]] = []
+    try:
+        for call in calls:
+            record = await box.call(call.name, call.arguments)
+            item: dict[str, Any] = {"content": render_result(record),
+                                    "error": record.error is not None}
+            if call.name in track:
+                after = _keyed(state.live_rows(), keys)
+                item["changes"] = _changes(before, after, exact=False)
+                before = after
+            out.append(item)
+    finally:
+        await env.aclose()
+    final = _keyed(state.live_rows(), keys)
+    return {"calls": out, "changes": _changes(first, final, exact=True)}
+
+
+def fixture_mismatches(plan: Plan, service: str, db: dict[str, Any]) -> list[Mismatch]:
+    """The pack's fixtures against τ²'s loaded database, row by row."""
+    svc = plan.services[service]
+    found = []
+    for table, spec in svc.tables.items():
+        ours = {str(r.get(spec.key)): r for r in spec.rows}
+        theirs = db.get(table) or {}
+        lines: list[str] = []
+        for key in [*theirs, *(k for k in ours if k not in theirs)]:
+            a, b = theirs.get(key), ours.get(key)
+            if json.dumps(a, sort_keys=True) != json.dumps(b, sort_keys=True):
+                diff(a, b, f"{table}[{json.dumps(key)}]", lines, limit=10)
+        if lines:
+            found.append(Mismatch("fixtures", None, FIXTURES, "db", lines))
+    return found
+
+
+async def run_parity(run: ParityRun, apply: Apply, declared: list[Declared],
+                     progress: Callable[[str], None] | None = None) -> Report:
+    """Every sequence on both sides, compared (see the module docstring)."""
+    report = Report(run.domain, declared=list(declared))
+    service = run.domain
+    fixtures = fixture_mismatches(run.plan, service, run.extract["db"])
+    declare(fixtures, declared)
+    report.mismatches.extend(fixtures)
+    for m in fixtures:
+        report.row(FIXTURES).db += 1
+        report.row(FIXTURES).declared += m.declared is not None
+    track = {t.name for t in run.tools if t.mutates}
+    sequences = run.sequences()
+    pending = asyncio.ensure_future(asyncio.to_thread(apply, sequences[0])) if sequences \
+        else None
+    for i, seq in enumerate(sequences):
+        assert pending is not None
+        theirs = await pending
+        pending = asyncio.ensure_future(asyncio.to_thread(apply, sequences[i + 1])) \
+            if i + 1 < len(sequences) else None
+        root = run.workdir / "ws"
+        ours = await run_ours(run.plan, service, service, seq.calls,
+                              (theirs.get("start") or {}).get("db", {}), track, root)
+        shutil.rmtree(root, ignore_errors=True)
+        found = compare_sequence(seq.id, [c.as_json() for c in seq.calls], theirs, ours)
+        declare(found, declared)
+        report.add(found, [c.name for c in seq.calls])
+        if progress is not None and (i + 1) % 20 == 0:
+            progress(f"{i + 1}/{len(sequences)} sequences, "
+                     f"{len(report.undeclared)} undeclared mismatches so far")
+    return report

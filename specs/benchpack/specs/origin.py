@@ -1,0 +1,42 @@
+"""The pack's `origin:`: which published benchmark a pack reproduces, at which commit or
+release, and every known way it differs from it — what an importer writes so that a figure is
+never shown as comparable with a benchmark's leaderboard unless the pack says so.
+
+A pack with an origin and no differences claims parity: its scores stand beside the
+benchmark's own (e.g. τ²-bench's pass^k). Any difference — a saner arithmetic offered as an
+explicit import option, a task left out, a rule not implemented — is listed; every report of
+such a run says "not comparable" and lists them, and `bench export tau2-submission` refuses it
+unless told `--allow-differences` (and then says so in the submission). The reading side and
+the words reports use are `origin_label` (no pydantic); the plan keeps this model as
+`pack.origin`, `bench run` records it in `runs.config.origin`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from .base import Spec
+from .origin_label import OriginLabel
+
+
+class Origin(Spec):
+    """The published benchmark this pack reproduces, as importers write it, e.g. `{benchmark:
+    tau2-bench, version: a2c0247, differences: []}`. Reports say whether a run of the pack is
+    comparable with the benchmark (no differences) or list the differences."""
+
+    benchmark: Annotated[str, Field(min_length=1, max_length=100)]
+    """The benchmark's name, e.g. `tau2-bench`."""
+    version: Annotated[str, Field(min_length=1, max_length=100)]
+    """The benchmark's commit or release the pack was made from, e.g. `a2c0247` or `v1.0.1`."""
+    differences: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    """Every known way this pack differs from the benchmark in what decides a score or what the
+    agent sees, one short sentence each. Empty: the pack claims parity, and reports call its
+    runs comparable with the benchmark."""
+
+    def as_label(self) -> OriginLabel:
+        return OriginLabel(self.benchmark, self.version, tuple(self.differences))
+
+
+__all__ = ["Origin"]

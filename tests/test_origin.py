@@ -1,0 +1,114 @@
+"""Issue 23 item 4: the pack's `origin:` label — written in the pack, compiled into the plan
+(only when set), recorded with the run, and shown by every report: comparable with the
+benchmark (no differences) or not, with each difference; `bench compare` lists an origin that
+differs between runs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from benchpack.cli.main import cli
+from benchpack.specs.origin_label import OriginLabel, origin_of_config
+
+PACK = Path(__file__).resolve().parents[1] / "taskpacks" / "claw-lab-ops"
+ORIGIN = ("origin: {benchmark: tau2-bench, version: a2c0247, differences: "
+          "[\"modify_pending_order_items rounds the payment difference to cents\"]}\n")
+
+
+def bench(*args: Any) -> Any:
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def _pack(tmp: Path, origin: str | None) -> Path:
+    out = tmp / "pack"
+    shutil.copytree(PACK, out)
+    if origin is not None:
+        text = (out / "pack.yaml").read_text()
+        (out / "pack.yaml").write_text(text.replace("version: 0.1.0\n",
+                                                    "version: 0.1.0\n" + origin, 1))
+    return out
+
+
+def _run(tmp: Path, origin: str | None, run_id: str, db: Path) -> dict[str, Any]:
+    pack = _pack(tmp / run_id, origin)
+    r = bench("compile", pack, "-o", tmp / run_id / "build")
+    assert r.exit_code == 0, r.output
+    plan: dict[str, Any] = json.loads((tmp / run_id / "build" / "plan.json").read_text())
+    r = bench("run", tmp / run_id / "build", "--agent", f"scripted:{pack}/demo/agent.yaml",
+              "--judge", "rules", "--db", db, "--run-id", run_id, "--quiet")
+    assert r.exit_code == 0, r.output
+    return plan
+
+
+def test_origin_from_pack_to_plan_to_run_to_every_report(tmp_path: Path) -> None:
+    db = tmp_path / "b.duckdb"
+    plan = _run(tmp_path, ORIGIN, "with", db)
+    assert plan["pack"]["origin"] == {
+        "benchmark": "tau2-bench", "version": "a2c0247",
+        "differences": ["modify_pending_order_items rounds the payment difference to cents"]}
+    con = duckdb.connect(str(db), read_only=True)
+    row = con.execute("SELECT config FROM runs WHERE run_id = 'with'").fetchone()
+    con.close()
+    assert row is not None
+    assert json.loads(row[0])["origin"] == plan["pack"]["origin"]
+    for name in ("summary", "pass-k", "inventory"):
+        r = bench("report", name, "--db", db, "--run", "with", "--format", "json")
+        notes = json.loads(r.output)["notes"]
+        assert notes[0] == ("⚠ Origin (with): not comparable with tau2-bench a2c0247: 1 "
+                            "difference — modify_pending_order_items rounds the payment "
+                            "difference to cents. These figures are not comparable with the "
+                            "benchmark's own (its leaderboard)."), name
+    r = bench("report", "--format", "html", "-o", tmp_path / "r.html", "--db", db)
+    assert r.exit_code == 0, r.output
+    assert "not comparable with tau2-bench a2c0247" in (tmp_path / "r.html").read_text()
+
+    # a second run of the pack without differences: comparable, and bench compare names the
+    # origin among what differs between the two runs
+    plan2 = _run(tmp_path, ORIGIN.replace('"modify_pending_order_items rounds the payment '
+                                          'difference to cents"', ""), "parity", db)
+    assert plan2["pack"]["origin"]["differences"] == []
+    notes = json.loads(bench("report", "summary", "--db", db, "--run", "parity", "--format",
+                             "json").output)["notes"]
+    assert notes[0] == ("Origin (parity): comparable with tau2-bench a2c0247 (no "
+                        "differences declared).")
+    r = bench("compare", "with", "parity", "--db", db)
+    assert r.exit_code != 0
+    assert "origin: with not comparable with tau2-bench a2c0247" in " ".join(r.output.split())
+    assert "parity comparable with tau2-bench a2c0247" in " ".join(r.output.split())
+
+
+def test_a_pack_without_origin_keeps_its_plan_and_reports_say_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "b.duckdb"
+    plan = _run(tmp_path, None, "plain", db)
+    assert "origin" not in plan["pack"]
+    notes = json.loads(bench("report", "summary", "--db", db, "--format", "json").output)["notes"]
+    assert not any("Origin" in n for n in notes)
+
+
+@pytest.mark.parametrize("origin, expect", [
+    ("origin: {benchmark: tau2-bench}\n", "`origin` is missing the required key `version`"),
+    ("origin: {benchmark: tau2-bench, version: x, diferences: []}\n",
+     "unknown key `diferences` in `origin`"),
+    ("origin: {benchmark: tau2-bench, version: x, differences: [\"\"]}\n", "differences"),
+])
+def test_origin_mistakes_are_located(tmp_path: Path, origin: str, expect: str) -> None:
+    pack = _pack(tmp_path, origin)
+    r = bench("validate", pack)
+    assert r.exit_code == 1
+    line = next(x for x in r.output.splitlines() if "origin" in x)
+    assert line.startswith(f"{pack / 'pack.yaml'}:25:") and expect in r.output, r.output
+
+
+def test_an_unreadable_recorded_origin_is_never_comparable() -> None:
+    assert origin_of_config({}) is None
+    assert origin_of_config({"origin": {"benchmark": "b", "version": "1", "differences": []}}
+                            ) == OriginLabel("b", "1", ())
+    bad = origin_of_config({"origin": {"benchmark": "b", "differences": "x"}})
+    assert bad is not None and not bad.comparable and "not readable" in bad.verdict()
