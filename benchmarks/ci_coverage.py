@@ -1,7 +1,9 @@
 """Coverage of the reports' intervals, simulated: how often a nominal 95 % interval holds the
 true value, the percentile bootstrap (what the reports used) against the intervals they use now
 (`stats.headline_interval`: exact Clopper–Pearson for proportions, widened by the design effect
-of clusters; estimate ± t(G−1)·√(G/(G−1))·clustered SE for other means).
+of clusters; estimate ± t(G−1)·√(G/(G−1))·clustered SE for other means, with a quarter cluster
+at each bound). The error rates of `bench compare`'s tests, and these intervals over episodes
+of several sessions, are `stat_sim.py`'s.
 
 Scenarios (sessions are the clusters):
 - pass rate 0.95, 10 sessions; 0.5, 10 sessions; 0.5, 30 sessions (one repeat each)

@@ -119,7 +119,8 @@ def table_counts(con: Any) -> dict[str, int]:
 
 def _generator_sql(turns: int, per_run: int, total: int) -> list[str]:
     """The statements that fill the store. Plan session `p` of a run has slot `p % 20`:
-    0–8 intent tracking (5–7 a dependency group, 8 the without-dependencies variant of 7),
+    0–8 intent tracking (5–7 a dependency group, 8 the without-dependencies variant of 7; the
+    group is one episode, every other session an episode of its own),
     9–12 staged disclosure, 13–16 trigger rubrics, 17–19 verified outcome (19 proactive).
 
     Session attempt `k` of run `r` (`gen_s`); a re-judged run's attempts get a copy `k` in its
@@ -524,7 +525,9 @@ def _generator_sql(turns: int, per_run: int, total: int) -> list[str]:
             FROM gen_s s JOIN gen_agg a USING (k)
         )
         SELECT run_id, session_id, rep AS repeat, 'fp' || h(p, 'fp') AS fingerprint,
-               'ep' || (p // 10) AS episode, name, protocol,
+               -- an episode per session, but the dependency group (slots 5–8) shares one
+               'ep' || (p // 20) || CASE WHEN slot BETWEEN 5 AND 8 THEN '.group'
+                                         ELSE '.s' || slot END AS episode, name, protocol,
                'persona-' || (p // 10) % 40 AS persona,
                CASE WHEN slot IN (13, 14, 15, 16) THEN
                    ['terse', 'chatty', 'precise', 'emotional'][1 + (p // 20) % 4] END AS style,

@@ -139,6 +139,19 @@ PLAN = "$.episodes[0].sessions[0]"
 SEARCH = "$.episodes[0].sessions[1]"
 DIALOGUE = "$.episodes[0].sessions[2]"
 INBOX = "$.episodes[0].sessions[3]"
+INBOX_END = "        verify: {pass_threshold: 0.5}\n"
+STATUS = """\
+      - id: status
+        protocol: instructed_user
+        user:
+          reason: You want to know whether the show organiser got your entry form.
+          known: [You sent the form on Monday.]
+        gold:
+          actions: {gold}
+        score:
+          reward: [state, actions]
+"""
+STATUS_AT = "$.episodes[0].sessions[4]"
 
 REQUEST = "request: Help me get ready for the regional quilt show."
 # code -> (edit that triggers it, expected JSON path, near-miss edit that must stay clean)
@@ -248,9 +261,26 @@ CASES: dict[str, list[tuple[tuple[tuple[str, str], ...], str, tuple[tuple[str, s
            "verify: {pass_threshold: 0.5, caps: [{when: {tool: 'mail__*'}, reason: No mail}]}"),
           ("rule: {tool: mail__send}", "rule: {all: [{tool: mail__send, count: {min: 1}}]}")),
          f"{INBOX}.verify.caps[0].when",
+         # (the polite item made an outcome: a checklist of guards alone would be W320)
          (("rule: {tool: mail__send}", "rule: {tool: mail__send, exists: false}"),
           ("verify: {pass_threshold: 0.5}",
-           "verify: {pass_threshold: 0.5, caps: [{when: {tool: 'mail__*'}, reason: No mail}]}"))),
+           "verify: {pass_threshold: 0.5, caps: [{when: {tool: 'mail__*'}, reason: No mail}]}"),
+          ("            aspect: process\n", ""))),
+    ],
+    # issue 25: the only outcome item holds when nothing happens (no reply sent), so the gate
+    # leaves every agent at 0; a judged outcome item beside it is left to the judge
+    "W320": [
+        ((("rule: {tool: mail__send}", "rule: {tool: mail__send, exists: false}"),),
+         f"{INBOX}.checklist[0]",
+         (("rule: {tool: mail__send}", "rule: {tool: mail__send, exists: false}"),
+          ("            aspect: process\n", ""))),
+    ],
+    # issue 25: a τ²-style reward an agent doing nothing earns (no gold action, so the state
+    # stays right and every gold action is "made"); one read it must make is enough to fix it
+    "W321": [
+        (((INBOX_END, INBOX_END + STATUS.format(gold="[]")),), f"{STATUS_AT}.score.reward",
+         ((INBOX_END, INBOX_END + STATUS.format(
+             gold="\n            - {tool: lookup, args: {topic: labels}}")),)),
     ],
     "W315": [
         ((("conflicts_with: E-1", "conflicts_with: E-9"),), "$.event_streams[0].events[1].conflicts_with",

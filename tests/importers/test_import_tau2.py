@@ -52,8 +52,12 @@ def _files(root: Path) -> dict[str, bytes]:
 
 
 def _compile(pack: Path, out: Path) -> Path:
+    """Compiled with no diagnostic but W321 (issue 25): τ²'s data holds tasks an agent doing
+    nothing passes (no gold write, nothing to communicate — the fixture's task 5), and the
+    lint says which; the reward stays τ²'s, for parity."""
     result = compile_pack(pack, out, use_cache=False)
-    assert result.ok and not result.diagnostics, [d.format() for d in result.diagnostics]
+    assert result.ok and all(d.code == "W321" for d in result.diagnostics), \
+        [d.format() for d in result.diagnostics]
     return out
 
 

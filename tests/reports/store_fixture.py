@@ -35,7 +35,8 @@ RUNS = {"run-a": "model-a", "run-b": "model-b"}
 def _session(run: str, sid: str, repeat: int, protocol: str, **cols: Any) -> dict[str, Any]:
     base = {
         "run_id": run, "session_id": sid, "repeat": repeat, "fingerprint": "f" + sid,
-        "episode": "ep", "name": sid.split(".")[-1], "protocol": protocol, "persona": "p",
+        # one episode per session (a variant in its base's): every session is its own cluster
+        "episode": "ep-" + sid.split("~")[0], "name": sid.split(".")[-1], "protocol": protocol, "persona": "p",
         "agent": RUNS[run], "status": "finished", "termination": "all_resolved",
         "turns": 3, "user_turns": 2, "assistant_turns": 4, "tool_calls": 1, "compactions": 0,
         "judge_errors": 0, "grader_errors": 0, "prompt_tokens": 100, "completion_tokens": 10,

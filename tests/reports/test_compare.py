@@ -120,6 +120,98 @@ def test_mcnemar_against_enumeration() -> None:
             assert paired.mcnemar_exact(b, c) == pytest.approx(min(1.0, ref))
 
 
+def _sign_flip_reference(pairs: list[tuple[object, float, float]]) -> float:
+    """Every one of the 2^G sign patterns of the clusters' summed differences, enumerated."""
+    sums: dict[object, float] = {}
+    for c, a, b in pairs:
+        sums[c] = sums.get(c, 0.0) + b - a
+    xs = list(sums.values())
+    observed = abs(math.fsum(xs))
+    hits = 0
+    for mask in range(2 ** len(xs)):
+        t = math.fsum(x if mask >> i & 1 else -x for i, x in enumerate(xs))
+        hits += abs(t) >= observed - 1e-9
+    return hits / 2 ** len(xs)
+
+
+def test_sign_flip_by_hand() -> None:
+    # 6 episodes, B better in 5 by one task, tied in 1: of the 2^5 patterns of the 5 that
+    # differ, |Σ| ≥ 5 only for all + and all −: p = 2/32
+    pairs = [(g, 0.0, 1.0) for g in range(5)] + [(5, 1.0, 1.0)]
+    assert paired.sign_flip_p(pairs) == pytest.approx(2 / 32)
+    flip = paired.sign_flip(pairs)
+    assert (flip.method, flip.differing) == ("exact", 5)
+    # sums 3, −1, 1, 1, 1, 1: observed |Σ| = 6. With +3: Σ = 3 − ε_b + S (S the other four,
+    # −4…4 by 2) ≥ 6 needs ε_b = −1 and S ≥ 2 (C(4,3) + C(4,4) = 5 patterns) or ε_b = +1 and
+    # S = 4 (1): 6; Σ ≤ −6 is out of reach. Mirrored with −3: 6 more. p = 12/64
+    sums = [("a", 0.0, 3.0), ("b", 1.0, 0.0), *[(g, 0.0, 1.0) for g in "cdef"]]
+    assert paired.sign_flip_p(sums) == pytest.approx(12 / 64)
+    assert paired.sign_flip_p(sums) == pytest.approx(_sign_flip_reference(sums))
+
+
+def test_sign_flip_is_mcnemar_when_every_episode_is_one_pair() -> None:
+    for b in range(8):
+        for c in range(8):
+            pairs = ([(f"b{i}", 1, 0) for i in range(b)] + [(f"c{i}", 0, 1) for i in range(c)]
+                     + [(f"t{i}", 1, 1) for i in range(6)])  # ties: 6 clusters at least
+            assert paired.sign_flip_p(pairs) == pytest.approx(paired.mcnemar_exact(b, c))
+
+
+def test_sign_flip_counts_an_episode_once_however_many_repeats_agree() -> None:
+    """The adversarial case of issue 25: agents deterministic per task, so a discordant task
+    is discordant on every repeat. McNemar over repeat-matched pairs counts it 3 times."""
+    # 6 tasks (episodes) × 3 identical repeats; B passes 5 tasks A fails, task 6 tied
+    units = [(g, 0.0, 1.0) for g in range(5)] + [(5, 1.0, 1.0)]
+    assert paired.mcnemar_exact(0, 15) == pytest.approx(2 / 2 ** 15)  # "p < 0.0001"
+    assert paired.sign_flip_p(units) == pytest.approx(2 / 32)        # not below 0.05
+    # 5 episodes: too few for any p below 0.05, so none is given
+    assert paired.sign_flip(units[:5]).method == "too few"
+    assert paired.sign_flip_p(units[:5]) is None
+    # a run against itself: p = 1 at any size
+    assert paired.sign_flip_p([(g, 0.5, 0.5) for g in range(3)]) == 1.0
+
+
+def test_sign_flip_against_enumeration() -> None:
+    rng = random.Random(11)
+    for _ in range(60):
+        g = rng.randint(6, 11)
+        pairs = [(rng.randrange(g), rng.random(), rng.random()) for _ in range(2 * g)]
+        pairs += [(k, 0.0, 0.0) for k in range(g)]  # every cluster present
+        assert paired.sign_flip_p(pairs) == pytest.approx(_sign_flip_reference(pairs),
+                                                          abs=1e-12)
+    # pass/fail with repeats: lattice sums, exact at any size (here 40 episodes)
+    pairs = [(g, rng.randint(0, 3) / 3, rng.randint(0, 3) / 3) for g in range(40)]
+    flip = paired.sign_flip(pairs)
+    assert flip.method == "exact" and 0 < flip.p <= 1
+
+
+def test_sign_flip_random_patterns_past_the_size_limit() -> None:
+    """Continuous differences over 30 episodes: 2^30 patterns, so random ones (seeded), p =
+    (1 + b)/(1 + R): within Monte-Carlo error of the exact p, and never 0."""
+    rng = random.Random(5)
+    pairs = [(g, rng.random(), rng.random() + 0.05) for g in range(30)]
+    flip = paired.sign_flip(pairs, resamples=4000, seed=1)
+    assert flip.method == "random"
+    assert flip.p == paired.sign_flip_p(pairs, resamples=4000, seed=1)  # seeded
+    # the exact p by meet in the middle: the two halves' sums, 2^15 each
+    sums = [b - a for _, a, b in pairs]
+    observed = abs(math.fsum(sums))
+
+    def half(xs: list[float]) -> list[float]:
+        out = [0.0]
+        for x in xs:
+            out = [t + x for t in out] + [t - x for t in out]
+        return sorted(out)
+
+    import bisect
+
+    left, right = half(sums[:15]), half(sums[15:])
+    hits = sum(len(right) - bisect.bisect_left(right, observed - t - 1e-9)
+               + bisect.bisect_right(right, -observed - t + 1e-9) for t in left)
+    exact = hits / 2 ** 30
+    assert flip.p == pytest.approx(exact, abs=4 * math.sqrt(exact * (1 - exact) / 4000) + 1e-3)
+
+
 def test_holm_bh_against_definitions() -> None:
     rng = random.Random(7)
     for _ in range(200):
@@ -247,34 +339,39 @@ def test_a_run_against_itself_is_zero_with_p_one(store: Path) -> None:
 
 def test_demo_against_done_is_large_and_significant(store: Path) -> None:
     rows = _rows(_json(store, "shop-demo", "shop-done"))
-    # demo 1.0 on 12/12 tasks, "Done." 0 on 12/12 (tests/taskpacks/test_reference_runs.py)
+    # demo 1.0 on 12/12 tasks, "Done." 0 on 12/12 (tests/taskpacks/test_reference_runs.py);
+    # each task is an episode of its own
     score, pass_ = rows["verified score"], rows["pass rate"]
     assert score["delta"]["value"] == pytest.approx(-1.0)
     assert pass_["delta"]["value"] == pytest.approx(-1.0)
-    assert pass_["test"] == "McNemar exact (b=12, c=0)"
-    assert pass_["p"] == pytest.approx(2 / 4096)  # 2 · ½^12
-    assert score["p"] == pytest.approx(1 / 2001)  # every resample is −1: none near 0
-    # Holm over the two: the smaller, 2/4096 = 0.000488 < 1/2001, times 2; the other
-    # max(that, 1 · 1/2001)
-    assert pass_["p_adj"] == pytest.approx(4 / 4096)
-    assert score["p_adj"] == pytest.approx(4 / 4096)
-    assert score["paired"] == 12 and score["clusters"] == 12
+    # 12 episodes, all −1: only the two patterns of all-equal signs are as far from 0,
+    # p = 2/2^12 (what McNemar's b = 12, c = 0 gives, each episode one pair)
+    for r in (score, pass_):
+        assert r["test"] == "sign-flip, exact (12 of 12 episodes differ)"
+        assert r["p"] == pytest.approx(2 / 4096)
+        assert r["p_adj"] == pytest.approx(4 / 4096)  # Holm: both 2/4096, × 2 and × 1 → max
+        assert (r["paired"], r["clusters"], r["cluster"]) == (12, 12, "episodes")
+        assert r["se"]["value"] == 0.0 and r["delta"]["low"] == pytest.approx(-1.0)
+    # every episode alike (SE 0): not Δ ± 0, but the difference of the two runs' intervals at
+    # 97.5 % each — 12 passes of 12 episodes [0.0125^(1/12), 1], 0 of 12 [0, 1 − that]
+    edge = 0.0125 ** (1 / 12)
+    assert pass_["delta"]["high"] == pytest.approx((1 - edge) - edge, abs=1e-9)
+    assert -1 < score["delta"]["high"] < -0.5
 
 
-def test_claw_two_tasks_by_hand(store: Path) -> None:
+def test_claw_one_episode_has_no_interval_and_no_test(store: Path) -> None:
     rows = _rows(_json(store, "claw-demo", "claw-done"))
     score, pass_ = rows["verified score"], rows["pass rate"]
-    # per task (repeats identical): demo 0.941667 and 0.8, "Done." 0.2075 and 0.2
-    d1, d2 = 0.2075 - 0.9416666666666667, 0.2 - 0.8
-    mean = (d1 + d2) / 2
-    se = abs(d1 - d2) / 2  # two clusters of one unit: sd/√2 with sd = |d1 − d2|/√2
-    assert score["delta"]["value"] == pytest.approx(mean)
-    assert score["se"]["value"] == pytest.approx(se)
-    assert score["delta"]["low"] == pytest.approx(mean - 12.7062047 * se, abs=1e-6)
-    assert score["p"] is None and "2 tasks" in score["test"]  # too few clusters to test
-    assert score["mde"]["value"] == pytest.approx((12.7062047 + 1.3763819) * se, abs=1e-6)
-    # 3 repeats × 2 tasks matched by repeat: all 6 pass in the baseline only
-    assert pass_["test"] == "McNemar exact (b=6, c=0)" and pass_["p"] == pytest.approx(2 / 64)
+    # per task (repeats identical): demo 0.941667 and 0.8, "Done." 0 (it achieves nothing:
+    # issue 25); both tasks are sessions of one episode (one calendar, one mailbox): one cluster
+    d1, d2 = 0.0 - 0.9416666666666667, 0.0 - 0.8
+    assert score["delta"]["value"] == pytest.approx((d1 + d2) / 2)
+    for r in (score, pass_):
+        assert (r["clusters"], r["cluster"]) == (1, "episode")
+        assert r["se"]["value"] is None and r["delta"]["low"] is None
+        assert r["p"] is None and r["mde"]["value"] is None
+        assert r["test"] == "– (1 episode; a test needs ≥ 6)"
+    # (McNemar over the 6 repeat-matched pairs of this one episode said p = 2/64)
 
 
 def test_units_in_one_run_only_are_counted(store: Path, tmp_path: Path) -> None:
@@ -289,7 +386,7 @@ def test_units_in_one_run_only_are_counted(store: Path, tmp_path: Path) -> None:
     for r in rows.values():
         assert (r["paired"], r["only_a"], r["only_b"]) == (11, 1, 0)
     code, out = _bench("compare", "shop-done", "shop-demo", "--db", db, "--format", "md")
-    assert code == 0 and "| 11 | 11 | task | 0 | 1 |" in out
+    assert code == 0 and "| 11 | 11 | episodes | 0 | 1 |" in out
 
 
 def test_guard_refuses_runs_with_different_judges(store: Path, tmp_path: Path) -> None:

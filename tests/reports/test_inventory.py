@@ -84,9 +84,10 @@ def test_done_only_agent_keeps_every_session_in_the_denominator(db: Path) -> Non
     passk = _row(_report(db, "pass-k", "run-done"))
     assert passk["pass1"].value == 0.0
     assert (passk["pass1"].n, passk["pass1"].clusters) == (8, 4)
-    # 0 of 8 in 4 clusters with no spread: design effect 1, Clopper–Pearson 0/8
+    # 0 of 8 in 4 episodes with no spread: how alike an episode's repeats are is unknown,
+    # so each episode counts once (issue 25): Clopper–Pearson 0/4, not 0/8
     assert passk["pass1"].low == 0.0
-    assert passk["pass1"].high == pytest.approx(1 - 0.025 ** (1 / 8))
+    assert passk["pass1"].high == pytest.approx(1 - 0.025 ** (1 / 4))
     assert passk["pass1"].few
 
 

@@ -236,61 +236,70 @@ def test_benchmark_main_runs_end_to_end(db: Path, monkeypatch: pytest.MonkeyPatc
 # --------------------------------------------------------------------------- SQL vs Python
 
 
-OBS = """SELECT run_id, session_id, repeat, coalesce(proc_group, proc), comp
+OBS = """SELECT run_id, episode, session_id, repeat, coalesce(proc_group, proc), comp
     FROM session_results WHERE run_id IN $runs AND protocol = 'intent_tracking'
     AND status = 'finished' AND ablation IS NULL"""
 
 
 def _reference(con: Any, runs: list[str], metric: int
-               ) -> dict[str, tuple[list[list[float]], list[float]]]:
-    """Per run: the units' values (units in id order) and the per-repeat means, in Python."""
+               ) -> dict[str, tuple[list[list[float]], list[str], list[float]]]:
+    """Per run: the units' values (units in id order), their episodes and the per-repeat
+    means, in Python."""
     rows = con.execute(OBS.replace("$runs", "(" + ", ".join(f"'{r}'" for r in runs) + ")")
                        ).fetchall()
     units: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    episodes: dict[str, str] = {}
     repeats: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for run, unit, repeat, *values in rows:
+    for run, episode, unit, repeat, *values in rows:
         if values[metric] is not None:
             units[run][unit].append(values[metric])
+            episodes[unit] = episode
             repeats[run][repeat].append(values[metric])
     return {run: ([units[run][u] for u in sorted(units[run])],
+                  [episodes[u] for u in sorted(units[run])],
                   [math.fsum(v) / len(v) for _, v in sorted(repeats[run].items())])
             for run in units}
 
 
 def test_sql_estimates_match_a_python_reference(db: Path) -> None:
     """The headline interval from SQL's per-unit means and counts = `headline_interval` over
-    the units' values in Python (clustered by session, PROC and COMP not binary: t)."""
+    the units' values in Python (sessions clustered by episode, PROC and COMP not binary:
+    t)."""
     with open_store(db) as con:
         runs = select_runs(con, ["all"])
         got = ReportContext(con, runs).estimates(OBS, 1, 2)
         for metric in (0, 1):
-            for run, (units, repeat_means) in _reference(con, runs, metric).items():
+            for run, (units, episodes, repeat_means) in _reference(con, runs, metric).items():
                 est: Estimate = got[(run,)][metric]
                 ref = stats.headline_interval([(math.fsum(u), len(u)) for u in units],
-                                              binary=all(x in (0, 1) for u in units for x in u))
+                                              binary=all(x in (0, 1) for u in units for x in u),
+                                              clusters=episodes)
                 assert (est.value, est.low, est.high, est.se) == pytest.approx(
                     (ref.estimate, ref.low, ref.high, ref.se), abs=1e-12)
-                assert est.clusters == len(units) > 1
+                assert est.clusters == len(set(episodes)) > 1
                 assert est.n == sum(len(u) for u in units)
                 assert est.std == pytest.approx(statistics.stdev(repeat_means), abs=1e-12)
 
 
 def test_trigger_rates_from_counts_match_the_outcomes(db: Path) -> None:
-    """The trigger pass rate's interval is clustered by session (their triggers and repeats
-    together), from per-session counts summed in SQL: Clopper–Pearson over n / design effect."""
+    """The trigger pass rate's interval is clustered by episode (its sessions' triggers and
+    repeats together), from per-session counts summed in SQL: Clopper–Pearson over n /
+    design effect."""
     with open_store(db) as con:
         runs = select_runs(con, ["all"])
-        per_session = con.execute("""SELECT count(*) FILTER (WHERE label = 'PASS'), count(*)
+        per_session = con.execute("""SELECT count(*) FILTER (WHERE label = 'PASS'), count(*),
+                any_value(episode)
             FROM trigger_results WHERE run_id = ? AND label IN ('PASS', 'PARTIAL', 'FAIL')
             GROUP BY session_id ORDER BY session_id""", [runs[0]]).fetchall()
-        totals = [(float(p), float(n)) for p, n in per_session]
-        expected = stats.headline_interval(totals, binary=True, macro=False)
+        totals = [(float(p), float(n)) for p, n, _ in per_session]
+        episodes = [e for *_, e in per_session]
+        expected = stats.headline_interval(totals, binary=True, macro=False, clusters=episodes)
         res = trigger_rubric.triggers(ReportContext(con, runs))
         row = next(r for r in res.tables[0].rows if r[1] == "overall")
         assert row[2] == sum(n for _, n in totals)
         assert (row[3].value, row[3].low, row[3].high) == pytest.approx(
             (expected.estimate, expected.low, expected.high), abs=1e-12)
-        assert row[3].clusters == len(totals) and row[3].method == "clopper-pearson"
+        assert row[3].clusters == len(set(episodes)) and row[3].method == "clopper-pearson"
 
 
 def test_judge_errors_lists_a_capped_number_of_sessions(

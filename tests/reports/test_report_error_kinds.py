@@ -37,7 +37,7 @@ from benchpack.runtime.store import SessionRows, Store
 def _session(sid: str, repeat: int, protocol: str, status: str = "finished",
              kind: str | None = None, **cols: Any) -> SessionRows:
     row = {"run_id": "run-x", "session_id": sid, "repeat": repeat, "fingerprint": "f",
-           "episode": "ep", "name": sid, "protocol": protocol, "agent": "model-x",
+           "episode": "ep-" + sid, "name": sid, "protocol": protocol, "agent": "model-x",
            "status": status, "error_kind": kind, "termination": "error" if kind else "done",
            "error": f"{kind} error" if kind else None, "turns": 2, "user_turns": 1,
            "assistant_turns": 2, "tool_calls": 0, "compactions": 0, "judge_errors": 0,

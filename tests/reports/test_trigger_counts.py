@@ -130,11 +130,12 @@ def test_repeating_every_dialogue_does_not_narrow_the_trigger_ci(tmp_path: Path)
     # the weighted score's t interval rests on sessions only: identical
     assert (thrice["weighted"].low, thrice["weighted"].high) == \
         pytest.approx((once["weighted"].low, once["weighted"].high))
-    # the pass rate's Clopper–Pearson runs over n / design effect: tripling every dialogue
-    # triples both, so the interval is that of the single copy's own design effect (here
-    # below 1, which the report floors at 1 for the single copy: wider, never narrower)
+    # the pass rate's Clopper–Pearson runs over n / design effect (CR1: × G/(G − 1), 12
+    # episodes): tripling every dialogue triples both, so the interval is that of the single
+    # copy's own design effect (here below 1, which the report floors at 1 for the single
+    # copy: wider, never narrower)
     p, se, n = once["pass_rate"].value, once["pass_rate"].se, 36
-    n_eff = n / (se * se / (p * (1 - p) / n))
+    n_eff = n / (se * se * 12 / 11 / (p * (1 - p) / n))
     low, high = stats.clopper_pearson(p * n_eff, n_eff)
     assert (thrice["pass_rate"].low, thrice["pass_rate"].high) == pytest.approx((low, high))
     assert thrice["pass_rate"].high - thrice["pass_rate"].low <= \

@@ -81,19 +81,76 @@ def test_clustered_se_on_three_clusters_by_hand() -> None:
 
 
 def test_design_effect_of_perfectly_correlated_repeats_by_hand() -> None:
-    # 4 sessions × 3 identical repeats (3 pass, 1 fails): SE² = 0.75/16, iid SE² = 0.1875/12,
-    # design effect 3: the interval of 3 passes in 4 independent items, not of 9 in 12
+    # 4 sessions × 3 identical repeats (3 pass, 1 fails): SE² = 0.75/16 (CR0), × 4/3 (CR1)
+    # = 0.0625; iid SE² = 0.1875/12 = 0.015625: design effect 4, n_eff 3, 2.25 passes — never
+    # narrower than the interval of 3 passes in 4 independent items
     u = headline_interval([(3, 3), (3, 3), (0, 3), (3, 3)], binary=True)
     assert u.estimate == 0.75
-    assert u.design_effect == pytest.approx(3.0)
-    assert (u.low, u.high) == (pytest.approx(clopper_pearson(3, 4)[0]),
-                               pytest.approx(clopper_pearson(3, 4)[1]))
-    assert u.low < clopper_pearson(9, 12)[0]
+    assert u.design_effect == pytest.approx(4.0)
+    assert (u.low, u.high) == (pytest.approx(clopper_pearson(2.25, 3)[0]),
+                               pytest.approx(clopper_pearson(2.25, 3)[1]))
+    assert u.low < clopper_pearson(3, 4)[0] < clopper_pearson(9, 12)[0]
     assert u.method == "clopper-pearson" and u.few
-    # independent items: design effect 1, the textbook interval of 9/10
+    # independent items (one a cluster): design effect 1, the textbook interval of 9/10
     iid = headline_interval([(1, 1)] * 9 + [(0, 1)], binary=True)
     assert iid.design_effect == 1.0
     assert (iid.low, iid.high) == clopper_pearson(9, 10)
+
+
+def test_all_passing_clusters_count_once_each() -> None:
+    # issue 25: 12 tasks passing on every one of 10 identical repeats gave [97.0, 100], the
+    # interval of 120 items; now the 12 tasks: lower end 0.025^(1/12) = 0.73535
+    u = headline_interval([(10, 10)] * 12, binary=True)
+    assert (u.estimate, u.high, u.clusters, u.n) == (1.0, 1.0, 12, 120)
+    assert u.low == pytest.approx(0.025 ** (1 / 12), abs=1e-12)
+    assert u.low == pytest.approx(0.73535, abs=5e-5)
+    assert u.design_effect == pytest.approx(10.0)
+    nothing = headline_interval([(0, 10)] * 12, binary=True)
+    assert nothing.high == pytest.approx(1 - 0.025 ** (1 / 12), abs=1e-12)
+    # sessions grouped into episodes: 6 sessions in 2 episodes, all passing → 2 trials
+    two = headline_interval([(3, 3)] * 6, binary=True, clusters="aaabbb")
+    assert (two.clusters, two.low) == (2, pytest.approx(0.025 ** 0.5, abs=1e-12))
+
+
+def test_one_cluster_has_no_interval() -> None:
+    # 8 sessions of one episode: how episodes vary is unknown, whatever the figure
+    for binary, totals in ((True, [(1, 2)] * 8), (False, [(0.7, 1)] * 4 + [(0.2, 1)] * 4)):
+        u = headline_interval(totals, binary=binary, clusters=["ep"] * 8)
+        assert (u.low, u.high, u.method, u.clusters, u.n) == (None, None, "none", 1, 16 if
+                                                                  binary else 8)
+
+
+def test_macro_figure_clustered_by_episode_by_hand() -> None:
+    # sessions (mean over repeats): e1 {0.2, 0.4}, e2 {0.9}; macro mean over 3 sessions 0.5;
+    # deviations per episode: (−0.3 − 0.1)/3, 0.4/3 → SE² = (0.16 + 0.16)/9
+    u = headline_interval([(0.4, 2), (0.8, 2), (0.9, 1)], binary=False, bounds=None,
+                          clusters=["e1", "e1", "e2"])
+    assert u.estimate == pytest.approx(0.5)
+    assert u.se == pytest.approx(math.sqrt(0.32) / 3)
+    half = 12.706205 * math.sqrt(2) * math.sqrt(0.32) / 3
+    assert (u.low, u.high) == (pytest.approx(0.5 - half, abs=1e-5),
+                               pytest.approx(0.5 + half, abs=1e-5))
+    assert (u.n, u.clusters) == (5, 2)
+    # each session its own episode: the SE of 3 session means
+    alone = headline_interval([(0.4, 2), (0.8, 2), (0.9, 1)], binary=False, bounds=None)
+    assert alone.se == pytest.approx(math.sqrt(0.09 + 0.01 + 0.16) / 3)
+
+
+def test_bounded_scores_get_a_quarter_cluster_at_each_bound_by_hand() -> None:
+    # 4 clusters scoring 0.9, 1, 1, 1 in [0, 1]: pseudo-weight 0.25·4/4 = 0.25 at 0 and at 1
+    # centre (3.9 + 0.25)/4.5 = 0.92222; deviations 0.9 − c, 3 × (1 − c), 0.25·(0 − c),
+    # 0.25·(1 − c): SE² = Σ²/4.5²; half = t(3)·√(4/3)·SE
+    c = 4.15 / 4.5
+    devs = [0.9 - c, 1 - c, 1 - c, 1 - c, 0.25 * (0 - c), 0.25 * (1 - c)]
+    se = math.sqrt(sum(d * d for d in devs)) / 4.5
+    half = 3.182446 * math.sqrt(4 / 3) * se
+    u = headline_interval([(0.9, 1), (1.0, 1), (1.0, 1), (1.0, 1)], binary=False)
+    assert u.estimate == pytest.approx(0.975)
+    assert u.se == pytest.approx(math.sqrt(3 * 0.025 ** 2 + 0.075 ** 2) / 4)
+    assert (u.low, u.high) == (pytest.approx(c - half, abs=1e-5), 1.0)
+    # without the pseudo-observations the same data gave [0.895, 1]: the interval of a score
+    # that rarely falls far cannot end near the few values seen
+    assert u.low < 0.975 - 3.182446 * math.sqrt(4 / 3) * u.se
 
 
 def test_t_interval_on_three_clusters_by_hand() -> None:

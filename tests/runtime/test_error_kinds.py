@@ -112,3 +112,91 @@ def test_a_schema_2_store_migrates(tmp_path: Path) -> None:
             == [("a", None), ("b", None)]
     finally:
         con.close()
+
+
+# ------------------------------------------------------------ the agent's model endpoint fails
+
+
+def test_endpoint_failures_are_the_endpoints_not_the_requests() -> None:
+    """`is_endpoint_failure`: unreachable, overloaded, timing out (after every retry) or
+    refusing credentials, account or model → the endpoint (infrastructure); refusing what
+    was asked (context window, content policy, a malformed request) → the agent's request."""
+    from benchpack.runtime.llmerrors import LLMError, is_endpoint_failure, is_retryable
+
+    class Status(Exception):
+        def __init__(self, status: int) -> None:
+            super().__init__(f"HTTP {status}")
+            self.status_code = status
+
+    class AuthenticationError(Exception):
+        pass
+
+    class ContextWindowExceededError(Exception):
+        pass
+
+    for exc in (Status(503), Status(500), Status(429), TimeoutError("read timed out"),
+                ConnectionResetError("reset by peer"), LLMError("unusable response", True)):
+        assert is_retryable(exc) and is_endpoint_failure(exc, True), exc
+    for exc in (Status(401), Status(403), Status(404), AuthenticationError("bad key"),
+                Exception("Missing credentials. Please pass an `api_key`")):
+        assert not is_retryable(exc) and is_endpoint_failure(exc, False), exc
+    for exc in (Status(400), Status(422), ContextWindowExceededError("too long"),
+                LLMError("content policy", False)):
+        assert not is_retryable(exc) and not is_endpoint_failure(exc, False), exc
+
+
+def test_a_provider_outage_is_infrastructure_and_resumes_to_the_same_scores(
+        tmp_path: Path) -> None:
+    """Issue 25: the agent's model answers HTTP 503 for a stretch of the run (no retries left):
+    the sessions it ends are infrastructure errors — excluded, counted — never the agent's
+    failures; their dependents are skipped; `--resume` with the endpoint back reruns them, and
+    the run's figures equal those of a run that never saw the outage."""
+    from fake_openai import FakeOpenAI, FakeReply, list_files_agent
+
+    from benchpack.reports.api import ReportOptions, build_reports
+
+    plan = _plan(tmp_path, "pharmacist-week")
+    db = tmp_path / "bench.duckdb"
+    outage = {"on": False, "seen": 0}
+
+    def agent(body: dict[str, object]) -> object:
+        outage["seen"] += 1
+        if outage["on"] and 3 <= outage["seen"] <= 4:  # two calls into the run, for two calls
+            return FakeReply(status=503, body={"error": {"message": "overloaded"}})
+        return list_files_agent(body)  # type: ignore[arg-type]
+
+    with FakeOpenAI() as server:
+        server.route("agent-model", agent)
+        opts = dict(plan=plan, agent="litellm:openai/agent-model", simulator="rules",
+                    judge="rules", api_base=server.base_url, db=db, progress=False,
+                    max_retries=0, cache_dir=tmp_path / "cache", use_cache=False)
+        clean = run_plan(RunOptions(**opts, run_id="clean"))  # type: ignore[arg-type]
+        assert clean.errors == 0 and clean.finished == 8
+        outage.update(on=True, seen=0)
+        hit = run_plan(RunOptions(**opts, run_id="hit"))  # type: ignore[arg-type]
+        kinds = _rows(db, "SELECT status, error_kind, count(*) FROM sessions WHERE "
+                          "run_id = 'hit' AND status <> 'finished' GROUP BY ALL ORDER BY 1")
+        # the sessions the outage ended (their dependents skipped): none the agent's
+        ended = sum(n for status, _, n in kinds if status == "error")
+        assert ended >= 1 and all(k == "infrastructure" for st, k, _ in kinds if st == "error")
+        assert hit.agent_errors == 0 and hit.excluded.get("infrastructure") == ended
+        err = _rows(db, "SELECT error FROM sessions WHERE run_id = 'hit' AND status = 'error'")
+        assert "model endpoint failed" in str(err[0][0]) and "503" in str(err[0][0])
+        # the finished sessions scored as they did without the outage; none scored 0 for it
+        same = _rows(db, """SELECT count(*) FROM sessions h JOIN sessions c USING (session_id)
+            WHERE h.run_id = 'hit' AND c.run_id = 'clean' AND h.status = 'finished'
+              AND h.proc IS NOT DISTINCT FROM c.proc AND h.comp IS NOT DISTINCT FROM c.comp""")
+        done = _rows(db, "SELECT count(*) FROM sessions WHERE run_id = 'hit' "
+                         "AND status = 'finished'")
+        assert same == done and 0 < done[0][0] < 8
+        inv = build_reports(ReportOptions(db=db, names=["inventory"], runs=["hit"]))[0]
+        cells = dict(zip([c.key for c in inv.tables[0].columns], inv.tables[0].rows[0],
+                         strict=True))
+        assert cells["agent_errors"] == 0 and cells["excluded"] == 8 - done[0][0]
+        # the endpoint is back: --resume reruns what the outage ended or skipped
+        outage["on"] = False
+        resumed = run_plan(RunOptions(**opts, run_id="hit", resume=True))  # type: ignore[arg-type]
+        assert resumed.errors == 0
+    figures = _rows(db, """SELECT run_id, avg(proc), avg(comp), count(*) FROM sessions
+        WHERE status = 'finished' GROUP BY run_id ORDER BY run_id""")
+    assert figures[0][1:] == figures[1][1:] and figures[0][3] == 8, figures

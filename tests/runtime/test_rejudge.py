@@ -349,8 +349,11 @@ def test_llm_rejudge_calls_only_the_judge_and_repeats_for_free(fake_openai: Fake
                                         "run_id = ? AND error IS NOT NULL", pw_b)}) == 1
     errors = query(db, "SELECT sum(judge_errors) FROM sessions WHERE run_id = ?", pw_b)[0][0]
     assert errors == len(rows)
-    # judged rubric items NO: COMP is the rule items' share, never counting the errors as 0
-    known = query(db, "SELECT session_id, avg(score) FROM checklist_results WHERE run_id = ? "
+    # judged rubric items NO: COMP is the rule items' share, never counting the errors as 0;
+    # where the rule items met held before the agent acted (guards) and nothing else was
+    # achieved, they count 0 and their rows say so (issue 25)
+    known = query(db, "SELECT session_id, avg(CASE WHEN detail LIKE '%counted 0, no credit%' "
+                      "THEN 0 ELSE score END) FROM checklist_results WHERE run_id = ? "
                       "AND score IS NOT NULL GROUP BY ALL ORDER BY ALL", pw_b)
     assert query(db, "SELECT session_id, comp FROM sessions WHERE run_id = ? AND comp IS NOT "
                      "NULL ORDER BY ALL", pw_b) == known

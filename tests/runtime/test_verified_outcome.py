@@ -133,8 +133,15 @@ def test_sloppy_agent_fails_with_the_hand_computed_score(plan_dir: Path, tmp_pat
                 judge=f"scripted:{judge_file(tmp_path, yes=False)}")
     s = session(db, LUMORA)
     # outcome: only lightsheet-untouched, morning-untouched, no-mail-petra hold = 3 / 24;
-    # process: no-booking-for-aiko and grounded-ids (no ids at all) = 2 / 5
-    assert s["score"] == pytest.approx(0.7 * 3 / 24 + 0.3 * 2 / 5)
+    # process: no-booking-for-aiko and grounded-ids (no ids at all) = 2 / 5. That was
+    # 0.7·3/24 + 0.3·2/5 = 0.2075; but the three outcome items that hold are guards (they held
+    # before the agent acted) and none other is met: nothing achieved, so every item counts 0
+    # (issue 25); the rows keep each item's own verdict
+    assert s["score"] == 0.0 and s["comp"] == 0.0
+    assert {"lightsheet-untouched", "morning-untouched", "no-mail-petra"} <= \
+        set(s["extra"]["guards"])
+    held = item(db, LUMORA, "no-mail-petra")
+    assert held[0] == 1.0 and "counted 0, no credit" in held[1]
     assert s["passed"] is False
     assert item(db, LUMORA, "hold-aiko")[0] == 0.0
     assert item(db, LUMORA, "log-before-calendar-change")[1] == \
@@ -513,7 +520,7 @@ personas: [{id: p, profile: {role: Site manager}}]
 services:
   - name: door
     group: phone-gui
-    tables: {locks: {key: id, rows: [{id: L-1, state: locked}]}}
+    tables: {locks: {key: id, rows: [{id: L-1, state: open}]}}
     operations: [{name: list, kind: list, table: locks}, {name: set, kind: update, table: locks}]
 tools:
   - {name: badge_log, description: Badge reader log, group: laptop-cli,

@@ -82,6 +82,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W317": ("warning", "too-few-anchors"),
     "W318": ("warning", "required-and-capped"),
     "W319": ("warning", "tool-module"),
+    "W320": ("warning", "nothing-to-achieve"),  # issue 25: guards only (lint_credit.py)
+    "W321": ("warning", "do-nothing-credit"),  # issue 25: a reward nothing earns
 }
 LINT_CODES = tuple(code for code, (severity, _) in CODES.items() if severity == "warning")
 """The codes a `lint: {ignore: […]}` list may name."""

@@ -13,6 +13,7 @@ from benchpack.specs import PLAN_SCHEMA_ID, PLAN_VERSION
 from .build import Builder, _SessionDraft, check_prompts
 from .diagnostics import PathPart
 from .lint import lint_session
+from .lint_credit import lint_credit
 from .protocols import PROTOCOL_COMPILERS
 from .toolsets import OPTION_DEFAULTS
 
@@ -85,6 +86,9 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
             b.lint(code, msg, (_d.src, _d.path), _map_sub(_d, sub), hint, _ignore)
 
         lint_session(s, report, earlier, ws)
+        lint_credit(s, report, _start_files(b, s, [sessions[o] for o in
+                                                    ep_order[d.episode][: position[sid] + 1]]),
+                    _declared_state(b, s), {n: t["effect"] for n, t in b.plan_tools.items()})
 
     if b.options.ablation:
         for g in groups:
@@ -257,3 +261,23 @@ def write_plan(plan: dict[str, Any], out: Path) -> bytes:
         tmp.write_bytes(data)
         tmp.replace(target)
     return data
+
+
+def _start_files(b: Any, s: dict[str, Any], upto: list[dict[str, Any]]) -> dict[str, str]:
+    """The text files a session starts with, as far as the plan knows them: its environment's
+    and those the episode's sessions up to it place (what agents wrote is not known here)."""
+    out: dict[str, str] = {}
+    for f in [*b.plan_envs[s["environment"]]["files"], *(f for o in upto for f in o["files"])]:
+        if f["encoding"] == "utf-8":
+            out[f["path"]] = f["content"]
+    return out
+
+
+def _declared_state(b: Any, s: dict[str, Any]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """The rows of the session's declarative services (process services' are not known)."""
+    out = {}
+    for name in b.plan_envs[s["environment"]]["services"]:
+        svc = b.plan_services.get(name) or {}
+        if svc and not svc.get("process"):
+            out[name] = {t: list(tab["rows"]) for t, tab in svc["tables"].items()}
+    return out

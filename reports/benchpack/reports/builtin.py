@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import stats
+from .cluster import cluster_sql
 from .cost import cost
 from .model import BuiltinReport, Column, Estimate, ReportResult, Table
 
@@ -100,15 +101,17 @@ class ReportContext:
 
     def ci_note(self, unit: str = "sessions") -> str:
         return ("± = sample std (ddof 1) of the per-repeat figures, not an uncertainty of the "
-                "mean; " + stats.interval_note(self.level, unit) + f" ({unit}: their repeats "
-                "together)")
+                "mean; " + stats.interval_note(self.level, unit))
 
     def interval(self, totals: Sequence[tuple[float, float]], *, binary: bool,
                  macro: bool = True, std: float | None = None,
-                 bounds: tuple[float, float] | None = (0.0, 1.0)) -> Estimate:
-        """The headline interval (`stats.headline_interval`) of `(sum, count)` per cluster."""
+                 bounds: tuple[float, float] | None = (0.0, 1.0),
+                 clusters: Sequence[Any] | None = None) -> Estimate:
+        """The headline interval (`stats.headline_interval`) of `(sum, count)` per unit, the
+        units grouped into `clusters` (episodes; None: each unit its own)."""
         return Estimate.of(stats.headline_interval(totals, binary=binary, macro=macro,
-                                                   level=self.level, bounds=bounds), std)
+                                                   level=self.level, bounds=bounds,
+                                                   clusters=clusters), std)
 
     def bootstrap(self, units: Sequence[Sequence[float]], statistic: Literal["mean", "unit_mean"]
                   ) -> stats.BootstrapCI:
@@ -119,12 +122,12 @@ class ReportContext:
                   bounds: Sequence[tuple[float, float] | None] | None = None
                   ) -> dict[tuple[Any, ...], list[Estimate]]:
         """Macro figures per group, aggregated in SQL. `obs` selects `keys` group columns, then
-        the unit (cluster), the repeat and `metrics` values (NULL = unknown; |value| < 1e14),
-        one row per observation.
+        the cluster (the episode, `stats.CLUSTER`), the unit (a session, a task), the repeat and
+        `metrics` values (NULL = unknown; |value| < 1e14), one row per observation.
 
         Per group and metric: the mean of the per-unit means; `std` over the per-repeat means;
-        the clustered SE and CI over units (`stats.headline_interval`: Clopper–Pearson with the
-        design effect when every value is 0 or 1, else t) clipped to the metric's `bounds`
+        the SE and CI clustered by episode (`stats.headline_interval`: Clopper–Pearson with
+        the design effect when every value is 0 or 1, else t) clipped to the metric's `bounds`
         (default 0–1). Means are summed as DECIMAL(38, 18): unlike DuckDB's parallel float
         sums, that does not depend on the order rows arrive in, so figures do not change from
         one run to the next. A group without a known value of a metric gets `Estimate(None)`."""
@@ -133,12 +136,13 @@ class ReportContext:
         cast = ", ".join(f"CAST(v{i} AS DOUBLE) AS v{i}" for i in range(metrics))
         rows = self.rows(f"""
             WITH long AS (
-                SELECT {k}, unit, repeat, m, x
-                FROM (SELECT {k}, unit, repeat, {cast}
-                      FROM ({obs}) o({k}, unit, repeat, {v}))
+                SELECT {k}, cluster, unit, repeat, m, x
+                FROM (SELECT {k}, cluster, unit, repeat, {cast}
+                      FROM ({obs}) o({k}, cluster, unit, repeat, {v}))
                 UNPIVOT (x FOR m IN ({v}))
             ), units AS (
-                SELECT {k}, m, unit, (sum(x::DECIMAL(38, 18)) / count(*))::DOUBLE AS mean,
+                SELECT {k}, m, unit, any_value(cluster) AS cluster,
+                       (sum(x::DECIMAL(38, 18)) / count(*))::DOUBLE AS mean,
                        count(*) AS cnt, bool_and(x = 0 OR x = 1) AS is01
                 FROM long GROUP BY ALL
             ), repeats AS (
@@ -148,21 +152,21 @@ class ReportContext:
                       FROM long GROUP BY ALL)
                 GROUP BY ALL
             )
-            SELECT {k}, m, list(mean ORDER BY unit), list(cnt ORDER BY unit), bool_and(is01),
-                   any_value(r.means)
+            SELECT {k}, m, list(mean ORDER BY unit), list(cnt ORDER BY unit),
+                   list(cluster ORDER BY unit), bool_and(is01), any_value(r.means)
             FROM units JOIN repeats r USING ({k}, m)
             GROUP BY ALL""")
         out: dict[tuple[Any, ...], list[Estimate]] = {}
         for row in rows:
             key, metric = tuple(row[:keys]), int(str(row[keys])[1:])
-            means, counts, binary, repeat_means = row[keys + 1:]
+            means, counts, clusters, binary, repeat_means = row[keys + 1:]
             spread = stats.mean_std(repeat_means)
             clip = (0.0, 1.0) if bounds is None else bounds[metric]
             ests = out.setdefault(key, [Estimate(None)] * metrics)
             ests[metric] = self.interval([(m * c, c) for m, c in zip(means, counts, strict=True)],
                                          # a difference is never a proportion
                                          binary=bool(binary) and (clip is None or clip[0] >= 0),
-                                         std=spread.std, bounds=clip)
+                                         std=spread.std, bounds=clip, clusters=clusters)
         return out
 
 
@@ -231,8 +235,8 @@ def _metric_table(ctx: ReportContext, title: str, protocol_filter: str,
         (SELECT *, {group} AS grp FROM session_results WHERE {base})
         GROUP BY ALL ORDER BY run_id, grp""")
     cols = ", ".join(expr for expr, _, _ in metrics)
-    estimates = ctx.estimates(f"""SELECT run_id, {group}, session_id, repeat, {cols}
-        FROM session_results WHERE {where}""", 2, len(metrics))
+    estimates = ctx.estimates(f"""SELECT run_id, {group}, {cluster_sql()}, session_id, repeat,
+        {cols} FROM session_results WHERE {where}""", 2, len(metrics))
     # scores the rules judge decided are word counts: say so, in the title when every run
     # was judged so (once, not on every column), else on those runs' rows
     heuristic = ctx.rules_judged()

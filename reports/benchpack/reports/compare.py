@@ -1,8 +1,8 @@
 """`bench compare`: is run B better than run A? Paired differences per protocol metric and
-slice, over the units both runs share, with a clustered CI, a test (McNemar's exact test for
-pass/fail, a paired cluster bootstrap for scores), Holm or BH adjustment across every row shown,
-and the minimum detectable effect. Statistics in `paired.py`; the comparability guard in
-`comparability.py`.
+slice, over the units both runs share, with a CI clustered by episode (`stats.CLUSTER`), the
+cluster sign-flip test (exact; pass/fail and scores alike), Holm or BH adjustment across every
+row shown, and the minimum detectable effect. Statistics in `paired.py`; the comparability
+guard in `comparability.py`.
 
 What is paired: sessions (their repeats averaged) for session metrics, triggers (their repeats
 averaged) for trigger metrics, matched on the plan's stable ids. A unit with a known value in
@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from . import paired
 from .builtin import GROUPABLE, HEURISTIC
+from .cluster import CLUSTER_NOTE, cluster_name, cluster_sql
 from .comparability import Difference, differences
 from .model import Column, Estimate, ReportResult, Table
 
@@ -41,30 +42,25 @@ class Metric:
     protocols: tuple[str, ...]
     kind: Literal["binary", "continuous"]
     expr: str
-    cluster: str
-    """SQL over session_results `s`: the protocol's independent unit."""
-    cluster_name: str
     triggers: bool = False
     """Units are triggers (`t`), not sessions."""
 
 
-SCENARIO = "s.episode || ' / ' || s.name"
-TASK = "coalesce(s.base_session, s.session_id)"
 METRICS: tuple[Metric, ...] = (
-    Metric("proc", "PROC", ("intent_tracking",), "continuous", "coalesce(s.proc_group, s.proc)",
-           "s.episode", "episode"),
-    Metric("comp", "COMP", ("intent_tracking",), "continuous", "s.comp", "s.episode", "episode"),
-    Metric("f1", "triple F1", ("staged_disclosure",), "continuous", "s.f1", "s.episode",
-           "episode"),
+    Metric("proc", "PROC", ("intent_tracking",), "continuous", "coalesce(s.proc_group, s.proc)"),
+    Metric("comp", "COMP", ("intent_tracking",), "continuous", "s.comp"),
+    Metric("f1", "triple F1", ("staged_disclosure",), "continuous", "s.f1"),
     Metric("score", "verified score", ("verified_outcome", "instructed_user"), "continuous",
-           "s.score", TASK, "task"),
+           "s.score"),
     Metric("pass", "pass rate", ("verified_outcome", "instructed_user"), "binary",
-           "CAST(s.passed AS INTEGER)", TASK, "task"),
+           "CAST(s.passed AS INTEGER)"),
     Metric("trigger_score", "trigger score", ("trigger_rubric",), "continuous", "t.score",
-           SCENARIO, "scenario", triggers=True),
+           triggers=True),
     Metric("trigger_pass", "trigger pass rate", ("trigger_rubric",), "binary",
-           "CAST(t.label = 'PASS' AS INTEGER)", SCENARIO, "scenario", triggers=True),
+           "CAST(t.label = 'PASS' AS INTEGER)", triggers=True),
 )
+CLUSTER_SQL = cluster_sql("s")
+"""Every metric's cluster: the episode (`cluster.CLUSTER`, the same as every report's)."""
 METRIC_KEYS = tuple(m.key for m in METRICS)
 
 
@@ -120,7 +116,7 @@ def _collect(con: Any, runs: Sequence[str], metric: Metric, group: str
         known = "t.label IN ('PASS', 'PARTIAL', 'FAIL')"
     else:
         source, unit, known = "session_results s", "s.session_id", f"{metric.expr} IS NOT NULL"
-    rows = con.execute(f"""SELECT s.run_id, {group}, {metric.cluster}, {unit}, s.repeat,
+    rows = con.execute(f"""SELECT s.run_id, {group}, {CLUSTER_SQL}, {unit}, s.repeat,
             CAST({metric.expr} AS DOUBLE)
         FROM {source}
         WHERE s.run_id IN ({marks}) AND s.ablation IS NULL AND s.scored
@@ -143,26 +139,57 @@ def _compare_units(a: Units, b: Units, metric: Metric, level: float, resamples: 
         ra, rb = a[uid][1], b[uid][1]
         pairs.append((a[uid][0], sum(ra.values()) / len(ra), sum(rb.values()) / len(rb)))
     diff = paired.paired_difference(pairs, level)
+    if diff.se == 0.0:
+        diff = _without_spread(diff, [(a[uid][0], a[uid][1], b[uid][1]) for uid in shared],
+                               metric.kind == "binary", level)
     extra: dict[str, Any] = {}
     if metric.kind == "binary":
-        # repeats matched by index: under H0 a session's (pass, fail) and (fail, pass) repeat
-        # pairs are equally likely, whatever the session's own pass probability
-        b_n = c_n = unmatched = 0
+        # repeat-matched discordant pairs, for reading: McNemar over them treats every pair as
+        # independent, which a task deterministic across repeats is not (the test below is not)
+        b_n = c_n = 0
         for uid in shared:
             ra, rb = a[uid][1], b[uid][1]
             for r in set(ra) & set(rb):
                 b_n += ra[r] >= 0.5 > rb[r]
                 c_n += rb[r] >= 0.5 > ra[r]
-            unmatched += len(set(ra) ^ set(rb))
-        extra.update(discordant_a=b_n, discordant_b=c_n, unmatched_repeats=unmatched)
-        p = paired.mcnemar_exact(b_n, c_n) if shared else None
-        test = f"McNemar exact (b={b_n}, c={c_n})"
-    else:
-        p = paired.cluster_bootstrap_p(pairs, resamples=resamples, seed=seed)
-        test = ("paired cluster bootstrap" if p is not None else
-                f"– ({diff.clusters} {metric.cluster_name}{'s' * (diff.clusters != 1)}; a test "
-                f"needs ≥ {paired.MIN_CLUSTERS_TEST})")
-    return diff, only_a, only_b, test, p, extra
+        extra.update(discordant_a=b_n, discordant_b=c_n)
+    flip = paired.sign_flip(pairs, resamples=resamples, seed=seed)
+    extra.update(test_method=flip.method, differing_clusters=flip.differing)
+    return diff, only_a, only_b, test_text(flip, diff.clusters, resamples), flip.p, extra
+
+
+def _without_spread(diff: paired.PairedDiff,
+                    units: list[tuple[Any, dict[int, float], dict[int, float]]], binary: bool,
+                    level: float) -> paired.PairedDiff:
+    """Differences alike in every episode (both runs pass everything, or the one everything
+    the other fails) have SE 0, and Δ ± t·0 would claim Δ is known exactly. It is not: each
+    run's figure is known only to its own headline interval, which at 0 % and 100 % rests on
+    the number of episodes. Δ's interval is then the difference of the two runs' intervals,
+    each at 1 − (1 − level)/2 (so that both hold together at `level`, by Bonferroni). Every
+    compared metric lies in 0–1."""
+    from .stats import headline_interval
+
+    clusters = [c for c, _, _ in units]
+    ends = []
+    for side in (1, 2):
+        u = headline_interval([(sum(r[side].values()), len(r[side])) for r in units],
+                              binary=binary, clusters=clusters, level=(1.0 + level) / 2.0)
+        if u.low is None or u.high is None:
+            return diff
+        ends.append((u.low, u.high))
+    (low_a, high_a), (low_b, high_b) = ends
+    return replace(diff, low=low_b - high_a, high=high_b - low_a)
+
+
+def test_text(flip: paired.SignFlip, clusters: int, resamples: int) -> str:
+    """The `test` cell: which test, how it was computed, and on how many episodes it rests."""
+    unit = cluster_name(clusters)
+    if flip.method == "too few":
+        return f"– ({clusters} {unit}; a test needs ≥ {paired.MIN_CLUSTERS_TEST})"
+    if flip.method == "equal":
+        return "sign-flip (no episode differs)"
+    how = "exact" if flip.method == "exact" else f"{resamples:,} random flips"
+    return f"sign-flip, {how} ({flip.differing} of {clusters} {unit} differ)"
 
 
 def compare(con: Any, options: CompareOptions) -> tuple[list[Row], list[Difference]]:
@@ -184,15 +211,22 @@ def compare(con: Any, options: CompareOptions) -> tuple[list[Row], list[Differen
         found = _varied(con, runs, found, options.vary)
     if found and not options.allow_incomparable:
         raise IncomparableRuns(found)
+    return compare_pairs(con, [(runs[0], other) for other in runs[1:]], options), found
+
+
+def compare_pairs(con: Any, pairs: Sequence[tuple[str, str]], options: CompareOptions
+                  ) -> list[Row]:
+    """The rows of every (baseline, run) pair, each metric read once for all of them, with
+    `options.correction` over all their p-values. No checks: `compare` makes them (the
+    simulation of `benchmarks/stat_sim.py` compares thousands of pairs through here)."""
     group = ("'all'" if options.by is None
              else f"coalesce(CAST(s.{options.by} AS VARCHAR), '(none)')")
-    chosen = chosen_metrics(options)
+    runs = list(dict.fromkeys(r for pair in pairs for r in pair))
     rows: list[Row] = []
-    base = runs[0]
-    for metric in chosen:
+    for metric in chosen_metrics(options):
         data = _collect(con, runs, metric, group)
         groups = sorted({g for (_, g) in data})
-        for other in runs[1:]:
+        for base, other in pairs:
             for grp in groups:
                 a, b = data.get((base, grp), {}), data.get((other, grp), {})
                 if not a and not b:
@@ -204,7 +238,7 @@ def compare(con: Any, options: CompareOptions) -> tuple[list[Row], list[Differen
     adjusted = paired.CORRECTIONS[options.correction]([r.p for r in rows])
     for row, adj in zip(rows, adjusted, strict=True):
         row.p_adj = adj
-    return rows, found
+    return rows
 
 
 def banner(found: list[Difference]) -> str:
@@ -406,7 +440,7 @@ def build(con: Any, options: CompareOptions) -> ReportResult:
         d = r.diff
         t.rows.append([labels[r.run], r.group, r.metric.title, Estimate(d.mean_a),
                        Estimate(d.mean_b), Estimate(d.delta, None, d.low, d.high, d.n),
-                       Estimate(d.se), d.n, d.clusters, r.metric.cluster_name, r.only_a,
+                       Estimate(d.se), d.n, d.clusters, cluster_name(d.clusters), r.only_a,
                        r.only_b, r.test, r.p, r.p_adj, Estimate(r.mde)])
     if options.by is None:
         t.columns.pop(1)
@@ -416,14 +450,16 @@ def build(con: Any, options: CompareOptions) -> ReportResult:
         "Δ = this run − baseline, the mean over paired units (a session, its repeats "
         "averaged; for trigger metrics a trigger); baseline and this run are the two means over "
         "the same paired units, so they can differ from each run's headline over all its units.",
-        f"[ ] = {options.level:.0%} CI: Δ ± t(clusters − 1) · SE, SE clustered (CR1) by the "
-        "protocol's independent unit (`cluster`); – with fewer than two clusters.",
-        "p: pass/fail metrics by McNemar's exact test over repeat-matched pairs (b = passed "
-        "in the baseline only, c = in this run only; it treats pairs as independent, the "
-        "clustered CI does not); scores by the paired cluster bootstrap (clusters resampled, "
-        f"{options.resamples} resamples, seed {options.seed}; p = share of resampled Δ at "
-        f"least as far from Δ as Δ is from 0), given from {paired.MIN_CLUSTERS_TEST} "
-        "clusters on.",
+        f"[ ] = {options.level:.0%} CI: Δ ± t(clusters − 1) · SE, SE clustered (CR1) by "
+        "episode; – with fewer than two episodes.",
+        CLUSTER_NOTE[0].upper() + CLUSTER_NOTE[1:] + ".",
+        "p: the cluster sign-flip test (pass/fail and scores alike): each episode's summed "
+        "difference is as likely to have the other sign when the runs do not differ, so |Σ Δ| "
+        "is compared with all 2^G sign patterns (exact; past a size limit "
+        f"{options.resamples:,} random patterns, seed {options.seed}). Its error rate is "
+        "at most α at any number of episodes; with one paired unit of one repeat an episode "
+        "it is McNemar's exact test. Given from "
+        f"{paired.MIN_CLUSTERS_TEST} episodes on: with fewer no p can be below 0.05.",
         f"p adj.: {CORRECTION_NAMES[options.correction]} over all {sum(r.p is not None for r in rows)} "
         "p-values of this table (every metric, slice and run).",
         "MDE: the smallest true Δ this comparison detects with 80 % power at α = 0.05 "

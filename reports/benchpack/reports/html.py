@@ -57,7 +57,7 @@ def _estimate_html(value: Estimate, column: Column) -> str:
     if value.low is not None and value.high is not None and units > 1:
         out += (f'<span class="ci" title="{esc(value.method or "CI")} over {units} units">'
                 f"[{esc(_num(value.low, kind))}, {esc(_num(value.high, kind))}]</span>")
-    if value.se is not None:
+    if value.se is not None or value.clusters is not None:
         out += f' <span class="se">({esc(sample_text(value, kind))})</span>'
     if value.few:
         out += f'<span class="few" title="fewer than 10 independent units">{FEW}</span>'

@@ -7,6 +7,7 @@ import json
 import re
 from typing import Any
 
+from .cluster import cluster_name
 from .model import Column, Estimate, ReportResult, Table
 
 DASH = "–"
@@ -32,7 +33,8 @@ def _num(value: float, kind: str) -> str:
 
 def cell_text(value: Any, column: Column) -> str:
     """A cell as text: percentages as 0–100 with one decimal, estimates as
-    `value ± std [low, high] (SE se; n N in G)` (`†`: too few clusters), unknown as –."""
+    `value ± std [low, high] (SE se; n N in G episodes)` (`†`: too few clusters), unknown
+    as –."""
     if value is None:  # a cost is NULL only when a price was unknown: never a dash for $0
         return "unknown" if column.kind == "money" else DASH
     if isinstance(value, Estimate):
@@ -44,7 +46,7 @@ def cell_text(value: Any, column: Column) -> str:
             text += f" ± {_num(value.std, kind)}"
         if value.low is not None and value.high is not None and (value.clusters or value.n) > 1:
             text += f" [{_num(value.low, kind)}, {_num(value.high, kind)}]"
-        if value.se is not None:
+        if value.se is not None or value.clusters is not None:  # `(n 6 in 1 episode)` too
             text += f" ({sample_text(value, kind)})"
         if value.few and value.value is not None:
             text += FEW
@@ -57,10 +59,11 @@ def cell_text(value: Any, column: Column) -> str:
 
 
 def sample_text(value: Estimate, kind: str) -> str:
-    """`SE 3.1; n 30 in 10`: the clustered SE, the observations and the clusters they form."""
+    """`SE 3.1; n 30 in 10 episodes`: the clustered SE, the observations and the clusters they
+    form, named beside every figure (`stats.CLUSTER`: one definition for every report)."""
     n = f"n {value.n:,}"
-    if value.clusters is not None and value.clusters != value.n:
-        n += f" in {value.clusters:,}"
+    if value.clusters is not None:
+        n += f" in {value.clusters:,} {cluster_name(value.clusters)}"
     return f"SE {_num(value.se, kind)}; {n}" if value.se is not None else n
 
 

@@ -17,6 +17,7 @@ from benchpack.specs.plan import PlanSession
 
 from .budget import BUDGET_ERROR
 from .env import EpisodeEnvironment, ToolBox
+from .graders.guards import needs_guards, session_guards
 from .judges.base import JudgeError
 from .protocols.base import ProtocolResult
 from .run_types import Progress, RunContext
@@ -125,6 +126,9 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
                           chain)
     if s.id in ctx.alone:
         sctx.extra.update(context="alone", missing_dependencies=ctx.alone[s.id])
+    if needs_guards(s):  # before the agent acts: what holds now, it did not bring about
+        sctx.guards = session_guards(s, env.workspace.files(),
+                                     {name: svc.snapshot() for name, svc in env.services.items()})
     result: ProtocolResult
     error: str | None = None
     kind: str | None = None
@@ -148,6 +152,9 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
     if not ok and kind is None:
         kind = result.error_kind or ("agent" if any(r.stop_reason == "error"
                                                     for r in sctx.replies) else "infrastructure")
+    if kind == "agent" and endpoint_failed(calls):
+        kind = "infrastructure"
+        error = f"the model endpoint failed (infrastructure, not scored): {error}"
     refused = next((c.error for c in calls if c.error and c.error.startswith(BUDGET_ERROR)),
                    None)
     if refused is not None:  # whichever role's call it was, the session is not finished:
@@ -171,8 +178,20 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
 ERROR_KINDS = ("agent", "infrastructure", "simulator", "judge", "budget")
 """Whose error ended a session. Only `agent` (the evaluated agent crashed or sent malformed
 output) is the agent's failure and scores the protocol's worst score; the others are excluded
-from the figures and counted beside them. `budget`: `--max-cost` refused a call of the session
-(rerun by `--resume`)."""
+from the figures and counted beside them, and rerun by `--resume`. `infrastructure` includes
+the agent's model endpoint failing for good (`endpoint_failed`). `budget`: `--max-cost` refused
+a call of the session (rerun by `--resume`)."""
+
+
+def endpoint_failed(calls: list[LLMCallRecord]) -> bool:
+    """Whether the agent's model endpoint failed for good in this session (after retries, or
+    refusing its credentials): a session the agent "errored" in because its model could not
+    be reached was never evaluated. The endpoint is the evaluator's — benchpack's client
+    calling it for the `litellm:` agent, or relaying a harness's calls through the model proxy
+    (`cmd2:`) — so it is infrastructure: excluded, counted, rerun by `--resume`. A harness
+    that crashes by itself, or an agent whose own service fails, records no such call and
+    stays the agent's failure."""
+    return any(c.role == "agent" and c.endpoint_failure for c in calls)
 
 
 def error_kind_of(exc: BaseException) -> str:

@@ -57,7 +57,7 @@ from .limits import reply_refusal, tool_calls_refusal
 # re-exported (`X as X`): agents, backends and tests import these from here
 from .llmerrors import RETRYABLE_STATUS as RETRYABLE_STATUS
 from .llmerrors import LLMError as LLMError
-from .llmerrors import _status_of
+from .llmerrors import _status_of, is_endpoint_failure
 from .llmerrors import is_retryable as is_retryable
 from .llmerrors import retry_after_s as retry_after_s
 from .llmoutput import _tool_calls_of, _usage_numbers
@@ -413,14 +413,15 @@ class LLMClient:
 
         def record(*, pt: int = 0, ct: int = 0, cost: float | None = None,
                    cache_hit: bool = False, error: str | None = None, attempts: int = 0,
-                   reply: dict[str, Any] | None = None) -> None:
+                   reply: dict[str, Any] | None = None, endpoint: bool = False) -> None:
             recorder(LLMCallRecord(
                 role=role,  # type: ignore[arg-type]
                 model=name, prompt_hash=prompt_hash, prompt_tokens=pt, completion_tokens=ct,
                 cost=cost, latency_s=time.perf_counter() - t0, cache_hit=cache_hit,
                 error=error, attempts=attempts, started_at=started, turn=turn, purpose=purpose,
                 messages_json=list(chunks), tools_json=tools_json,  # the caller appends to chunks
-                reply=None if reply is None else canonical_json(reply)))
+                reply=None if reply is None else canonical_json(reply),
+                endpoint_failure=endpoint))
 
         cache = self.cache if self.cache is not None and self.cache.enabled else None
         key = ResponseCache.key_of_chunks(self._cache_model(name), chunks, tools_json,
@@ -542,7 +543,8 @@ class LLMClient:
                 message = self._describe(exc)
                 if retryable:
                     message = f"{message} (gave up after {attempt} attempts)"
-                record(error=message, attempts=attempt)
+                record(error=message, attempts=attempt,
+                       endpoint=is_endpoint_failure(exc, retryable))
                 raise LLMError(message, retryable, attempts=attempt,
                                status_code=_status_of(exc)) from None
         return raw, pt, ct, cost, finish, attempt

@@ -1,7 +1,8 @@
 """How a failed model call is classified: retryable or not (`is_retryable`, by exception class
 name, status code and message, whether it came from litellm, the direct path or a custom
-backend) and how long the server asked us to wait (`retry_after_s`). Kept apart from the client
-so backends can raise `LLMError` without importing it."""
+backend), whether the endpoint failed rather than the request (`is_endpoint_failure`), and how
+long the server asked us to wait (`retry_after_s`). Kept apart from the client so backends can
+raise `LLMError` without importing it."""
 
 from __future__ import annotations
 
@@ -23,6 +24,15 @@ _FATAL_NAMES = frozenset({
 _FATAL_MESSAGES = ("Missing credentials", "api_key client option must be set")
 """Missing API keys, which litellm reports as an InternalServerError (a 500): no retry fixes
 them."""
+
+
+_ENDPOINT_NAMES = frozenset({
+    "AuthenticationError", "PermissionDeniedError", "NotFoundError", "PaymentRequiredError",
+    "BudgetExceededError",
+})
+ENDPOINT_STATUS = frozenset({401, 402, 403, 404})
+"""Refusals of the endpoint itself (credentials, quota, an unknown model): the evaluator's
+configuration, not anything the agent asked."""
 
 
 class LLMError(Exception):
@@ -78,6 +88,22 @@ def retry_after_s(exc: BaseException) -> float | None:
 def _status_of(exc: BaseException) -> int | None:
     status = getattr(exc, "status_code", None)
     return status if isinstance(status, int) else None
+
+
+def is_endpoint_failure(exc: BaseException, retryable: bool) -> bool:
+    """Whether a call that failed for good failed at the model endpoint — unreachable,
+    overloaded or timing out after every retry (`retryable`), or refusing the credentials,
+    account or model it was given — rather than on what was asked of it (a context window
+    exceeded, a content policy, a malformed request: those answer the agent's own request).
+    The endpoint is the evaluator's infrastructure: a session it ended is not the agent's
+    failure (`chains.run_one`)."""
+    if retryable:
+        return True
+    if any(m in str(exc) for m in _FATAL_MESSAGES):
+        return True
+    if any(cls.__name__ in _ENDPOINT_NAMES for cls in type(exc).__mro__):
+        return True
+    return _status_of(exc) in ENDPOINT_STATUS
 
 
 def is_retryable(exc: BaseException) -> bool:

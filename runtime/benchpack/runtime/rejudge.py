@@ -65,6 +65,7 @@ from .env.workspace import snapshot_files
 from .errors import UsageError
 from .graders import CapHit
 from .graders.graph import ParsedGraph, Triple
+from .graders.guards import GUARDS_KEY
 from .judges.base import Templates
 from .judges.rubric import agent_output, rubric_judge
 from .judges.staged import graph_judge
@@ -361,7 +362,8 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
         _graph(ctx, site, row, stored["triples"], extra),
         intent_checks(site, stored, records, files, extra)
         if s.protocol == "intent_tracking" else _nothing(([], {})),
-        _score(ctx, site, messages, records, in_task, files, state, replies, end),
+        _score(ctx, site, messages, records, in_task, files, state, replies, end,
+               extra.get(GUARDS_KEY) or ()),
         _reward(ctx, site, extra, messages, records, files))
     (outcome, (trigger_rows, trigger_errors, labels), graph, (checks, audit), graded,
      reward) = judged
@@ -487,13 +489,15 @@ async def _checklist(site: _Site, stored: list[tuple[Any, ...]], messages: list[
     caps = [CapHit(str(c.get("id") or ""), float(c["cap"]), str(c.get("reason") or ""),
                    str(c.get("detail") or ""))
             for c in (extra.get("verify") or {}).get("caps") or []]
-    return checklist_outcome(s, results, caps)
+    # the gate is re-decided with the new judge's verdicts: the guards held before the agent
+    # acted, whatever the judge (recorded by `bench run`)
+    return checklist_outcome(s, results, caps, extra.get(GUARDS_KEY) or ())
 
 
 async def _score(ctx: _Rejudge, site: _Site, messages: list[Message],
                  records: list[ToolRecord], in_task: list[ToolRecord], files: dict[str, str],
                  state: dict[str, dict[str, list[dict[str, Any]]]], replies: list[str],
-                 end: int | None) -> ScoreOutcome | None:
+                 end: int | None, guards: Sequence[str] = ()) -> ScoreOutcome | None:
     """A `score:` block graded by the code `bench run` grades it with, over the trace as it
     was at the end of the session: its deterministic items come out as they did."""
     if site.session.score is None:
@@ -501,7 +505,7 @@ async def _score(ctx: _Rejudge, site: _Site, messages: list[Message],
     task = [m for m in messages if end is None or m.turn <= end]
     trace = grading_trace(in_task, files, state, task, replies)
     return await grade_score_block(site, ctx.plan, trace, task,
-                                   render_transcript(messages, records))
+                                   render_transcript(messages, records), guards)
 
 
 async def _reward(ctx: _Rejudge, site: _Site, extra: dict[str, Any], messages: list[Message],

@@ -34,12 +34,14 @@ class ScoreOutcome:
 
 
 async def grade_score_block(site: JudgeSite, plan: Plan, trace: Trace,
-                            messages: Sequence[Message], history: str) -> ScoreOutcome:
+                            messages: Sequence[Message], history: str,
+                            guards: Sequence[str] = ()) -> ScoreOutcome:
     """Grade `site.session.score` (`graders.verify.score_card`): judged items and assertions go
     to the score judge, the rest are computed from `trace` (the in-task trace,
     `session.grading_trace`). `messages`: the in-task messages, all roles; `history`: the
     transcript the judge reads. A judge error leaves its item unscored (and what depends on it
-    unknown), never 0."""
+    unknown), never 0. `guards`: the items that held before the agent acted
+    (`graders.guards`): without an achieved outcome the block scores 0."""
     from .graders.evidence import render as render_fields
     from .graders.verify import score_card, score_questions, score_rows
     from .judges.rubric import agent_output
@@ -57,7 +59,7 @@ async def grade_score_block(site: JudgeSite, plan: Plan, trace: Trace,
     if questions:
         own = agent_output(messages, records, trace.files, initial_files(plan, s))
         judged = await score_judge(site).answer(questions, history, own)
-    card, detail = score_card(score, trace, judged)
+    card, detail = score_card(score, trace, judged, guards)
     errors = [f"{q.id}: {err}" for q in questions
               if (err := judged.get(q.id, (None, "", "the judge gave no answer"))[2])]
     errors += [f"{it.id}: {it.error}" for it in card.items

@@ -14,16 +14,18 @@ import contextlib
 import copy
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from benchpack.specs.guards import NO_CREDIT
 from benchpack.specs.plan import Plan, PlanChecklistItem, PlanSession
 
 from .calltexts import CallText
 from .env import EpisodeEnvironment, ToolBox
 from .graders import CapHit, Trace, evaluate, fired_caps, run_python_grader, soft_score
+from .graders.guards import GUARDS_KEY, gate_checklist
 from .judges.base import JudgeError
 from .judges.intent import Intent, TurnEvidence
 from .judges.rubric import (
@@ -125,6 +127,9 @@ class SessionContext:
         """What grading adds to `sessions.extra` (e.g. the verified-outcome caps that fired)."""
         self.score_rows: list[tuple[Any, ...]] = []
         """`score_components` rows of a `score:` block (`grade_score`)."""
+        self.guards: list[str] = []
+        """Items that held before the agent acted (`graders.guards.session_guards`, set by
+        `chains.run_one`): they earn nothing unless the session achieves an outcome."""
         self._agent: AgentSession | None = None
         self._opened: list[AgentSession] = []
 
@@ -301,14 +306,16 @@ async def grade_checklist(ctx: SessionContext) -> tuple[list[tuple[Any, ...]], f
     if s.verify is not None:
         verify = s.verify.model_dump(mode="json", by_alias=True, exclude_unset=True)
         caps = fired_caps(verify.get("caps") or [], trace)
-    outcome = checklist_outcome(s, results, caps)
+    outcome = checklist_outcome(s, results, caps, ctx.guards)
+    if ctx.guards:
+        ctx.extra[GUARDS_KEY] = ctx.guards
     if outcome.verify is not None:
         ctx.extra["verify"] = outcome.verify
     score, passed, judge_errors = outcome.score, outcome.passed, outcome.judge_errors
     if s.score is not None:  # issue 12: a `score:` block decides the score and the pass
         graded = await grade_score_block(ctx, ctx.plan, trace,
                                          [m for m in ctx.messages if ctx.in_task(m.turn)],
-                                         render_history(ctx))
+                                         render_history(ctx), ctx.guards)
         score, passed = graded.final, graded.passed
         judge_errors += graded.judge_errors
         ctx.score_rows = graded.rows
@@ -370,20 +377,26 @@ class ChecklistOutcome:
 
 
 def checklist_outcome(s: PlanSession, results: dict[str, ItemResult],
-                      caps: list[CapHit] | None) -> ChecklistOutcome:
+                      caps: list[CapHit] | None, guards: Iterable[str] = ()
+                      ) -> ChecklistOutcome:
     """Rows, COMP and (with `s.verify`) the soft score and pass from every item's result and
     the safety caps that fired. An item without a result is an error (`not graded`); rubric
-    items with an error count as judge errors; unscored items are left out, never 0."""
+    items with an error count as judge errors; unscored items are left out, never 0. COMP and
+    the soft score give nothing for nothing (`graders.guards.gate_checklist`: `guards` are
+    the items that held before the agent acted)."""
     rows = []
     scored = []
     judge_errors = 0
+    counted = gate_checklist(s, results, guards)
     for item in s.checklist:
         score, detail, err = results.get(item.id, (None, "", "not graded"))
         if err and item.grader == "rubric":
             judge_errors += 1
+        if counted[item.id] != score and NO_CREDIT not in detail:  # (a rejudge reads it)
+            detail = f"{detail} — counted 0, {NO_CREDIT}"
         rows.append((item.id, item.text, item.grader, score, item.weight, item.aspect, detail,
                      err))
-        scored.append((item.weight, item.aspect, score))
+        scored.append((item.weight, item.aspect, counted[item.id]))
     known = [sc for _, _, sc in scored if sc is not None]
     comp = sum(known) / len(known) if known else None
     if s.verify is None:

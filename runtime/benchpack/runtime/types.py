@@ -87,6 +87,9 @@ class LLMCallRecord:
     tools_json: str | None = None
     reply: str | None = None
     """Canonical JSON of the reply message; None when no reply came."""
+    endpoint_failure: bool = False
+    """The call failed for good at the model endpoint (`llmerrors.is_endpoint_failure`): the
+    evaluator's infrastructure, so a session it ends is not scored as the agent's failure."""
 
 
 @dataclass

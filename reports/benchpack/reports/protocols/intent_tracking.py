@@ -172,7 +172,9 @@ def ablation(ctx: ReportContext) -> ReportResult:
                        "sessions (compile with --ablation).", ctx.runs)
     pairs = ctx.rows("""SELECT run_id, count(*) FROM dependency_ablation
         WHERE run_id IN $runs GROUP BY run_id ORDER BY run_id""")
-    estimates = ctx.estimates("""SELECT run_id, session_id, repeat, proc_with, proc_without,
+    estimates = ctx.estimates("""SELECT run_id, coalesce(episode, session_id), session_id,
+        repeat, proc_with,
+        proc_without,
         proc_delta, comp_with, comp_without, comp_delta, proc_group_with
         FROM dependency_ablation WHERE run_id IN $runs""", 1, 7,
         [(0.0, 1.0), (0.0, 1.0), (-1.0, 1.0), (0.0, 1.0), (0.0, 1.0), (-1.0, 1.0), (0.0, 1.0)])

@@ -1,5 +1,5 @@
 """Trigger rubric (ProactBench) in the reports stage: scored trigger points, outcomes per type,
-and the triggers report (pooled rates with CIs over sessions). The summary report's trigger
+and the triggers report (pooled rates with CIs over episodes). The summary report's trigger
 score is `trigger_estimates`.
 
 The statistics and the shared table helpers (`builtin`) are imported inside the reports:
@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..cluster import cluster_sql
 from ..model import BuiltinReport, Chart, Column, Estimate, ReportResult, Table, View
 from .base import ProtocolReports
 
@@ -53,35 +54,38 @@ def trigger_estimates(ctx: ReportContext, where: str = "TRUE", *, by_type: bool 
                       ) -> dict[tuple[str, str], dict[str, Any]]:
     """(run, type or 'overall') → counts and the pooled pass rate and weighted score over judged
     triggers (ProactBench: SKIPPED and judge errors not in N), with clustered SEs and CIs over
-    **sessions**: a dialogue's triggers and all its repeats share the agent, persona and judge,
-    so they are one cluster; treating triggers as independent items narrows the interval with
-    every repeat. One row per (session, type) reaches Python; with `by_type=False` only the
-    'overall' figures (the headline's), one row per session: a quarter of the intervals."""
+    **episodes** (`stats.CLUSTER`): a dialogue's triggers and all its repeats share the agent,
+    persona and judge, and an episode's dialogues (style variants of one scenario) its
+    content, so they are one cluster; treating triggers as independent items narrows the
+    interval with every repeat. One row per (session, type) reaches Python; with
+    `by_type=False` only the 'overall' figures (the headline's), one row per session: a
+    quarter of the intervals."""
     judged = "label IN ('PASS', 'PARTIAL', 'FAIL')"
     typ, sets = (("CASE WHEN grouping(type) = 1 THEN 'overall' ELSE type END",
-                  "(run_id, type, session_id), (run_id, session_id)") if by_type
-                 else ("'overall'", "(run_id, session_id)"))
-    rows = ctx.rows(f"""SELECT run_id, {typ} AS typ, session_id,
+                  "(run_id, type, session_id), (run_id, session_id)")
+                 if by_type else ("'overall'", "(run_id, session_id)"))
+    rows = ctx.rows(f"""SELECT run_id, {typ} AS typ, session_id, any_value({cluster_sql()}),
                count(*) FILTER (WHERE {judged}), count(*) FILTER (WHERE label = 'PASS'),
                count(*) FILTER (WHERE label = 'PARTIAL'), count(*) FILTER (WHERE label IS NULL)
         FROM trigger_results WHERE run_id IN $runs AND {where}
         GROUP BY GROUPING SETS ({sets})
         ORDER BY run_id, typ, session_id""")
-    units: dict[tuple[str, str], list[tuple[int, int, int, int]]] = defaultdict(list)
-    for run, typ, _, n, n_pass, n_partial, errors in rows:
-        units[(run, typ)].append((int(n), int(n_pass), int(n_partial), int(errors)))
+    units: dict[tuple[str, str], list[tuple[int, int, int, int, str]]] = defaultdict(list)
+    for run, typ, _, episode, n, n_pass, n_partial, errors in rows:
+        units[(run, typ)].append((int(n), int(n_pass), int(n_partial), int(errors),
+                                  str(episode)))
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for key, us in units.items():
         n = sum(u[0] for u in us)
         n_pass, n_partial = sum(u[1] for u in us), sum(u[2] for u in us)
         scored = [u for u in us if u[0]]
 
-        def ci(num: Callable[[tuple[int, int, int, int]], float], binary: bool,
-               _us: list[tuple[int, int, int, int]] = scored) -> Estimate:
+        def ci(num: Callable[[tuple[int, int, int, int, str]], float], binary: bool,
+               _us: list[tuple[int, int, int, int, str]] = scored) -> Estimate:
             if not _us:
                 return Estimate(None)
             return ctx.interval([(num(u), float(u[0])) for u in _us], binary=binary,
-                                macro=False)
+                                macro=False, clusters=[u[4] for u in _us])
 
         out[key] = {"n": n, "pass": n_pass, "partial": n_partial, "fail": n - n_pass - n_partial,
                     "judge_errors": sum(u[3] for u in us), "sessions": len(scored),
@@ -98,7 +102,7 @@ def triggers(ctx: ReportContext) -> ReportResult:
     labels = ctx.labels()
     res = ReportResult("triggers", "Trigger points by type",
                        "ProactBench: pass rate and weighted score per trigger type, pooled over "
-                       "triggers, with bootstrap CIs over sessions.", ctx.runs)
+                       "triggers, with CIs clustered by episode.", ctx.runs)
     found = trigger_estimates(ctx)
     order = ["emergent", "critical", "recovery", "overall"]
     t = Table("Pass rate and weighted score", [
@@ -106,8 +110,8 @@ def triggers(ctx: ReportContext) -> ReportResult:
         Column("pass_rate", "pass rate", "pct"), Column("partial_rate", "partial", "pct"),
         Column("weighted", "weighted", "pct"), Column("judge_errors", "judge errors", "int"),
         Column("excluded", "excluded sessions")],
-        notes=[stats.interval_note(ctx.level, "sessions") + " (a dialogue's triggers and "
-               "repeats together: N counts triggers, the SE and CI rest on sessions)",
+        notes=[stats.interval_note(ctx.level, "triggers, pooled") + " (N counts triggers, the "
+               "SE and CI rest on episodes)",
                "N counts judged triggers; weighted = (PASS + 0.5·PARTIAL) / N, the trigger "
                "score. Judge errors and SKIPPED triggers (beyond the end of the dialogue) are "
                "not in N (ProactBench). A session the agent errored in counts its triggers as "

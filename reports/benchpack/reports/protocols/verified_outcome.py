@@ -21,14 +21,15 @@ VIEWS: tuple[View, ...] = (
 `score` is the τ² reward): score and pass per repeat.""",
          """
 SELECT run_id, session_id, repeat, agent, name, coalesce(base_session, session_id) AS task,
-       category, domain, difficulty, score, passed, comp, heartbeats, termination, tool_calls,
-       prompt_tokens, completion_tokens, cost
+       episode, category, domain, difficulty, score, passed, comp, heartbeats, termination,
+       tool_calls, prompt_tokens, completion_tokens, cost
 FROM session_results WHERE protocol IN ('verified_outcome', 'instructed_user')
 """),
     View("verified_tasks", """Per task (session, style/ablation variants folded into their base):
-n runs with a known outcome and c passes — the inputs of pass@k and pass^k.""", """
-SELECT run_id, agent, task, count(passed) AS n, count(*) FILTER (WHERE passed) AS c,
-       avg(score) AS mean_score
+n runs with a known outcome and c passes — the inputs of pass@k and pass^k — and its episode
+(the cluster of every interval).""", """
+SELECT run_id, agent, task, any_value(coalesce(episode, task)) AS episode, count(passed) AS n,
+       count(*) FILTER (WHERE passed) AS c, avg(score) AS mean_score
 FROM verified_results GROUP BY run_id, agent, task
 """),
     View("score_results", """Every named score component of every scored verified-outcome
@@ -54,13 +55,13 @@ def pass_k(ctx: ReportContext) -> ReportResult:
     res = ReportResult("pass-k", "pass@k and pass^k",
                        "Verified-outcome tasks (Claw-Anything): unbiased pass@k and pass^k per "
                        "task from n repeats with c passes, averaged over tasks.", ctx.runs)
-    rows = ctx.rows("""SELECT t.run_id, t.task, t.n, t.c, t.mean_score, r.repeats
+    rows = ctx.rows("""SELECT t.run_id, t.task, t.n, t.c, t.mean_score, r.repeats, t.episode
         FROM verified_tasks t JOIN runs r USING (run_id)
         WHERE t.run_id IN $runs AND t.n > 0 ORDER BY t.run_id, t.task""")
     by_run: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     for r in rows:
         by_run[r[0]].append(r)
-    scores = ctx.estimates("""SELECT run_id, task, 0, mean_score FROM verified_tasks
+    scores = ctx.estimates("""SELECT run_id, episode, task, 0, mean_score FROM verified_tasks
         WHERE run_id IN $runs AND n > 0""", 1, 1)
     excluded = _excluded(ctx, "run_id IN $runs AND protocol IN ('verified_outcome', "
                                   "'instructed_user')")
@@ -77,7 +78,7 @@ def pass_k(ctx: ReportContext) -> ReportResult:
                      "flip rate = tasks with both a pass and a fail among their graded repeats "
                      "/ tasks with ≥ 2 graded repeats.",
                      stats.interval_note(ctx.level, "tasks") + " (pass@1: n = graded "
-                     "repeats in G tasks; pass@k, pass^k, flip rate: one value a task)",
+                     "repeats; pass@k, pass^k, flip rate: one value a task)",
                      EXCLUDED_NOTE])
     for run, rs in by_run.items():
         k = max(1, int(rs[0][5] or 1))
@@ -90,14 +91,17 @@ def pass_k(ctx: ReportContext) -> ReportResult:
                 return Estimate(None)
             values = [est(int(r[2]), int(r[3]), kk) for r in _rs]
             return ctx.interval([(v, 1.0) for v in values],
-                                binary=all(v in (0.0, 1.0) for v in values))
+                                binary=all(v in (0.0, 1.0) for v in values),
+                                clusters=[r[6] for r in _rs])
 
         # pass@1 is the mean of c/n over tasks: a proportion of graded repeats, clustered
-        # by task (the repeats of one task are not independent items)
-        pass1 = ctx.interval([(float(r[3]), float(r[2])) for r in rs], binary=True)
+        # by episode (the repeats of one task, the tasks of one episode are not independent)
+        pass1 = ctx.interval([(float(r[3]), float(r[2])) for r in rs], binary=True,
+                             clusters=[r[6] for r in rs])
         multi = [r for r in rs if int(r[2]) >= 2]
         flip = (ctx.interval([(float(0 < int(r[3]) < int(r[2])), 1.0) for r in multi],
-                             binary=True) if multi else Estimate(None))
+                             binary=True, clusters=[r[6] for r in multi])
+                if multi else Estimate(None))
         score = scores.get((run,), [Estimate(None)])[0]
         t.rows.append([labels[run], summary.tasks, k, score, pass1,
                        over(stats.pass_at_k, k, full), over(stats.pass_hat_k, k, full), flip,
@@ -146,13 +150,16 @@ def pass_hat_table(ctx: ReportContext, labels: dict[str, str],
     from .. import stats
 
     rewards: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    episodes: dict[str, list[str]] = defaultdict(list)
     binary: dict[str, bool] = defaultdict(lambda: True)
-    for run, total, count, is01 in ctx.rows("""SELECT run_id, sum(score), count(score),
-            bool_and(score IN (0, 1)) FROM verified_results
+    for run, total, count, is01, episode in ctx.rows("""SELECT run_id, sum(score),
+            count(score), bool_and(score IN (0, 1)), any_value(coalesce(episode, task))
+            FROM verified_results
             WHERE run_id IN $runs AND passed IS NOT NULL GROUP BY run_id, task
             ORDER BY run_id, task"""):
         if count:
             rewards[run].append((float(total), float(count)))
+            episodes[run].append(str(episode))
             binary[run] = binary[run] and bool(is01)
     per_run = {run: pass_hat_ks([(int(r[2]), int(r[3])) for r in rs], int(rs[0][5] or 0))
                for run, rs in by_run.items()}
@@ -167,7 +174,7 @@ def pass_hat_table(ctx: ReportContext, labels: dict[str, str],
                "simulation weighs the same; the Per agent table's mean score weighs each task "
                "the same — they differ when tasks have different numbers of graded trials).",
                stats.interval_note(ctx.level, "tasks") + " (avg reward: n = graded session "
-               "runs in G tasks; pass^k: one value a task)"])
+               "runs; pass^k: one value a task)"])
     for run, rs in by_run.items():
         k_max, values = per_run[run]
         trials = sorted(int(r[2]) for r in rs)
@@ -175,11 +182,12 @@ def pass_hat_table(ctx: ReportContext, labels: dict[str, str],
         cells: list[Any] = [labels[run], len(rs), f"{trials[0]}–{trials[-1]}"
                             if trials[0] != trials[-1] else str(trials[0]), k_max,
                             ctx.interval(rewards.get(run, []), binary=binary[run],
-                                         macro=False)]
+                                         macro=False, clusters=episodes.get(run, []))]
         for k in range(1, widest + 1):
-            v = values.get(k)
+            v = values.get(k)  # in `rs` order: one value a task
             cells.append(ctx.interval([(x, 1.0) for x in v],
-                                      binary=all(x in (0.0, 1.0) for x in v))
+                                      binary=all(x in (0.0, 1.0) for x in v),
+                                      clusters=[r[6] for r in rs])
                          if v else Estimate(None))
         t.rows.append(cells)
         short = [str(r[1]) for r in rs if int(r[2]) == trials[0]]

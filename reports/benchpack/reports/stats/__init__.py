@@ -19,6 +19,7 @@ Conventions shared by every function here:
 
 from __future__ import annotations
 
+from ..cluster import CLUSTER, CLUSTER_NOTE, cluster_name
 from .kappa import (
     Agreement,
     AlphaLevel,
@@ -74,6 +75,8 @@ from .uncertainty import (
 )
 
 __all__ = [
+    "CLUSTER",
+    "CLUSTER_NOTE",
     "PASS_K_DEFINITION",
     "PROPORTION_METHOD",
     "TOO_FEW_CLUSTERS",
@@ -94,6 +97,7 @@ __all__ = [
     "bootstrap_counts",
     "clopper_pearson",
     "cluster_kappa_cis",
+    "cluster_name",
     "clustered_se",
     "cohen_kappa",
     "confusion_matrix",

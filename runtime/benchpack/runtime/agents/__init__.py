@@ -7,6 +7,7 @@
 | `acp:<command>` | `acp_agent` | a harness speaking the Agent Client Protocol on its stdio |
 | `python:<module>:<callable>` | `python_agent` | an agent written in Python, in process |
 | `scripted:<file>`, `replay:<file>` | `scripted` | authored or recorded turns |
+| `adversary:<kind>` | `adversary` | what must score 0: saying nothing, "Done.", echoing the user, calling every tool |
 
 This package holds what the adapters share: the message helpers below. An LLM-backed adapter
 records its own LLM calls through `brief.recorder`, so they land in the `llm_calls` of the

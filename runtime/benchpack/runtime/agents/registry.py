@@ -80,6 +80,8 @@ BUILTIN_ADAPTERS: Mapping[str, AdapterRef] = {
     "scripted": AdapterRef("benchpack.runtime.agents.scripted:make_scripted",
                            "scripted:<file>"),
     "replay": AdapterRef("benchpack.runtime.agents.scripted:make_replay", "replay:<file>"),
+    "adversary": AdapterRef("benchpack.runtime.agents.adversary:make_adapter",
+                            "adversary:nothing|done|echo|every-tool"),
 }
 
 

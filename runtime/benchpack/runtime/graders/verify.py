@@ -132,13 +132,18 @@ def score_questions(score: dict[str, Any]) -> list[tuple[str, str, tuple[float, 
 
 
 def score_card(score: dict[str, Any], trace: Trace,
-               judged: dict[str, tuple[Any, str, str | None]]) -> tuple[Any, dict[str, Any]]:
+               judged: dict[str, tuple[Any, str, str | None]], guards: Sequence[str] = ()
+               ) -> tuple[Any, dict[str, Any]]:
     """The `ScoreCard` of a plan `score` block and the detail of each built-in component.
-    `judged[id] = (raw answer, rationale, error)` for the ids of `score_questions`."""
+    `judged[id] = (raw answer, rationale, error)` for the ids of `score_questions`. Without
+    an achieved outcome (`guards`: the items that held before the agent acted) every item but
+    the gates counts 0 and the final score is 0 (`graders.guards.gate_items`)."""
     from benchpack.specs.formula import Formula, parse
+    from benchpack.specs.guards import NO_CREDIT
 
     from .communicate import check
     from .graded import combine, grade_item, normalise_judged
+    from .guards import gate_items
 
     builtins: dict[str, float | None] = {}
     detail: dict[str, Any] = {}
@@ -160,9 +165,12 @@ def score_card(score: dict[str, Any], trace: Trace,
         builtins["assertions"] = 0.0 if 0.0 in values else None if None in values else 1.0
         detail["assertions"] = rows
     items = [grade_item(it, i, trace, judged) for i, it in enumerate(score.get("items") or [])]
+    nothing = gate_items(items, guards) if items else False
     formula = parse(score["formula"]) if score.get("formula") else None
     card = combine(items, builtins, formula if isinstance(formula, Formula) else None,
                    score.get("reward"), float(score.get("pass_threshold", 1.0)))
+    if nothing and card.final:  # a built-in component (`communicate`) is no outcome either
+        card.final, card.passed, card.reason = 0.0, False, NO_CREDIT
     if score.get("formula") and not isinstance(formula, Formula):  # the compiler refuses it
         card.final, card.passed, card.reason = None, None, f"formula: {formula}"
     return card, detail
