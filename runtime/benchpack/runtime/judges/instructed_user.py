@@ -28,7 +28,6 @@ error here: asked once more, then a judge error (the component is unknown, never
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import re
 from typing import TYPE_CHECKING, Any, Protocol

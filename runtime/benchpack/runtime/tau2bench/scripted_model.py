@@ -77,7 +77,7 @@ class ScriptedModel:
             def log_message(self, *args: Any) -> None:
                 return None
 
-            def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
+            def do_POST(self) -> None:
                 size = int(self.headers.get("content-length") or 0)
                 try:
                     body = json.loads(self.rfile.read(size) or b"{}")
