@@ -27,6 +27,7 @@ from benchpack.runtime.tau2bench.dialogues import (
     opening,
     run_ours,
     shown,
+    without_tools,
 )
 from benchpack.runtime.tau2bench.scripted_model import ScriptedModel
 
@@ -121,6 +122,18 @@ def test_outcomes_and_requests_are_compared() -> None:
     assert report.requests == {"agent": 1}
     assert [(m.key, m.detail) for m in report.mismatches] == [
         ("7/gold/agent", "τ² made 1, benchpack 2")]
+    # a declared difference explains a request only when dropping it leaves them equal
+    report = DialogueReport()
+    u2, ub = _user_body(), _user_body()
+    u2["model"], ub["model"] = "tau2-user-gold", "bp-user-gold"
+    u2["tools"] = [{"type": "function", "function": {"name": "check", "parameters": {}}}]
+    why = ("user tools", "user", without_tools)
+    compare_requests([u2, ub], SCRIPT, ("tau2", "bp"), report, [why])
+    assert report.mismatches == [] and report.declared == {"user tools": 1}
+    ub["messages"][0]["content"] += "!"
+    report = DialogueReport()
+    compare_requests([u2, ub], SCRIPT, ("tau2", "bp"), report, [why])
+    assert [m.what for m in report.mismatches] == ["shown"] and report.declared == {}
 
 
 def test_benchpacks_half_runs_every_kind_against_the_scripted_model(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,6 +80,9 @@ class Script:
         if role == "user":
             system = "".join(_text(m) for m in body["messages"] if m.get("role") == "system")
             found = [t for t in self.tasks.values() if t.scenario and t.scenario in system]
+            # a short scenario may be part of a longer one: the longest found is the prompt's
+            longest = max((len(t.scenario) for t in found), default=0)
+            found = [t for t in found if len(t.scenario) == longest]
             if len(found) != 1:
                 raise LookupError(f"{len(found)} tasks' scenarios are in the user simulator's "
                                   "system prompt")
@@ -236,13 +239,16 @@ class DialogueReport:
     requests: dict[str, int] = field(default_factory=dict)
     """role → requests compared (pairs)."""
     mismatches: list[DialogueMismatch] = field(default_factory=list)
+    declared: dict[str, int] = field(default_factory=dict)
+    """A declared difference → how many requests it explained."""
     notes: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {"outcomes": {k: {"tau2": a, "benchpack": b} for k, (a, b) in
                              self.outcomes.items()},
                 "requests": self.requests,
-                "mismatches": [m.__dict__ for m in self.mismatches], "notes": self.notes}
+                "mismatches": [m.__dict__ for m in self.mismatches],
+                "declared": self.declared, "notes": self.notes}
 
 
 def compare_outcomes(theirs: dict[str, Any], ours: dict[str, Any], report: DialogueReport
@@ -268,9 +274,20 @@ def compare_outcomes(theirs: dict[str, Any], ours: dict[str, Any], report: Dialo
                     key, "component", f"{comp}: τ² {value}, benchpack {b['breakdown'][comp]}"))
 
 
+Declaration = tuple[str, str, Callable[[dict[str, Any]], dict[str, Any]]]
+"""A declared difference: (its text, the role it concerns, what to drop from both sides'
+`shown` before comparing again)."""
+
+
+def without_tools(x: dict[str, Any]) -> dict[str, Any]:
+    return {**x, "tools": [], "tool_choice": None}
+
+
 def compare_requests(requests: list[dict[str, Any]], script: Script, sides: tuple[str, str],
-                     report: DialogueReport) -> None:
-    """Pair each side's requests by (task, kind, role) in order and compare what they show."""
+                     report: DialogueReport,
+                     declared: Sequence[Declaration] = ()) -> None:
+    """Pair each side's requests by (task, kind, role) in order and compare what they show; a
+    difference a declaration removes is counted under it, not as a mismatch."""
     seqs: dict[tuple[str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for body in requests:
         m = _MODEL.search(str(body.get("model", "")))
@@ -291,10 +308,16 @@ def compare_requests(requests: list[dict[str, Any]], script: Script, sides: tupl
             report.mismatches.append(DialogueMismatch(
                 where, "requests", f"τ² made {len(a)}, benchpack {len(b)}"))
         for i, (x, y) in enumerate(zip(a, b, strict=False)):
-            if x != y:
-                report.mismatches.append(DialogueMismatch(where, "shown", f"request {i + 1}: "
-                                                          + first_difference(x, y)))
-                break
+            if x == y:
+                continue
+            why = next((text for text, who, drop in declared
+                        if who == role and drop(x) == drop(y)), None)
+            if why is not None:
+                report.declared[why] = report.declared.get(why, 0) + 1
+                continue
+            report.mismatches.append(DialogueMismatch(where, "shown", f"request {i + 1}: "
+                                                      + first_difference(x, y)))
+            break
 
 
 def first_difference(a: Any, b: Any, path: str = "") -> str:
@@ -337,7 +360,9 @@ def render(report: DialogueReport, examples: int = 10) -> str:
             lines.append(f"  … and {len(report.mismatches) - examples} more (--json)")
     else:
         lines.append("no mismatch: every dialogue ended alike, scored alike, and showed every "
-                     "model the same requests")
+                     "model the same requests" + (" but for the declared differences below"
+                                                  if report.declared else ""))
+    lines += [f"declared: {why} ({n} request(s))" for why, n in report.declared.items()]
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join(lines)
 

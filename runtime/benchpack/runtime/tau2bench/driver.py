@@ -243,8 +243,14 @@ class Driver:
                     llm_agent=f"openai/{prefix}-agent-{kind}", llm_args_agent=dict(args),
                     llm_user=f"openai/{prefix}-user-{kind}", llm_args_user=dict(args),
                     max_steps=int(req["max_steps"]), max_errors=int(req["max_errors"]))
-                sim = run_single_task(config, tasks[str(task_id)], seed=req.get("seed"),
-                                      evaluation_type=EvaluationType.ALL)
+                try:
+                    sim = run_single_task(config, tasks[str(task_id)], seed=req.get("seed"),
+                                          evaluation_type=EvaluationType.ALL)
+                except Exception as exc:  # τ²'s runner or evaluator raised: that run's result
+                    out[f"{task_id}/{kind}"] = {
+                        "termination": "crashed", "reward": None, "breakdown": {},
+                        "error": " ".join(f"{type(exc).__name__}: {exc}".split())[:500]}
+                    continue
                 info = sim.reward_info
                 out[f"{task_id}/{kind}"] = {
                     "termination": getattr(sim.termination_reason, "value",
