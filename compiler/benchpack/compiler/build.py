@@ -17,6 +17,7 @@ from .core import DEFAULT_ENV, BuilderCore, Built, CompileOptions, Loc, _Item, _
 from .diagnostics import PathPart, suggest_fix
 from .graph import build_dag, dependency_groups, find_cycles, stable_order
 from .http import http_services_of
+from .knowledge import session_knowledge
 from .loader import SourceFile
 from .protocols import PROTOCOL_COMPILERS, SESSION_FIELD_OWNERS, SESSION_KEY_ORDER
 from .render import check_syntax
@@ -247,6 +248,9 @@ class Builder(CheckBuilder):
         }
         if s.request_discloses:  # left out when empty: older plans stay byte for byte
             d.data["request_discloses"] = list(s.request_discloses)
+        knowledge = session_knowledge(self, s.required_documents, env, loc)  # type: ignore[arg-type]
+        if knowledge is not None:  # likewise only with a knowledge base
+            d.data["knowledge"] = knowledge
 
     def session_limits(self, s: P.Session, loc: Loc) -> dict[str, Any]:
         """The protocol's default limits under the pack's, under the session's; a limit only

@@ -112,7 +112,8 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
             own["request_discloses"] = s["request_discloses"]
         if s.get("score"):  # verified_outcome `score:`; likewise only when set
             own["score"] = s["score"]
-        for key in ("user", "gold", "reward", "conversation"):  # instructed_user; likewise
+        for key in ("user", "gold", "reward", "conversation",  # instructed_user; likewise
+                    "knowledge"):  # knowledge bases (issue 24); likewise
             if key in s:
                 own[key] = s[key]
         own["persona_profile"] = b.plan_personas.get(s["persona"])
@@ -175,6 +176,7 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
         "parent_map": parent_map,
         "child_map": child_map,
         **_toolsets(b, [b.plan_envs[e] for e in used_envs]),
+        **_knowledge(b, [b.plan_envs[e] for e in used_envs]),
     }
 
 
@@ -186,6 +188,12 @@ def _limits(limits: Any) -> dict[str, Any]:
     use them stay byte for byte)."""
     return {k: v for k, v in limits.model_dump().items()
             if v is not None or k not in _NEWER_LIMITS}
+
+
+def _knowledge(b: Builder, envs: list[dict[str, Any]]) -> dict[str, Any]:
+    """`knowledge` of the plan: the bases an environment offers, only when there are some."""
+    used = sorted({k for e in envs for k in e.get("knowledge", ())})
+    return {"knowledge": {k: b.plan_knowledge[k] for k in used}} if used else {}
 
 
 def _toolsets(b: Builder, envs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from .core import DEFAULT_ENV, BuilderCore, Loc, _Item, iso
 from .datafiles import DataError, first_error, read_rows
 from .diagnostics import PathPart, suggest_fix
 from .http import check_http_tool, http_services_of, process_service
+from .knowledge import compile_knowledge, environment_knowledge
 from .render import RenderError, render
 from .toolsets import compile_toolsets, environment_toolsets
 from .validate import node_at
@@ -109,6 +110,7 @@ class WorldBuilder(BuilderCore):
                 tool["python_source"] = source
             self.add_tool(name, tool, f"the tool in {it.src.shown}", loc, ("name",))
         compile_toolsets(self)
+        compile_knowledge(self)
         for name, it in self.environments.items():
             self.environment(name, it)
         if DEFAULT_ENV not in self.plan_envs:
@@ -306,6 +308,7 @@ class WorldBuilder(BuilderCore):
             pf = self.workspace_file(f, loc, ("files", i), {"vars": self.pack.vars})
             if pf:
                 files.append(pf)
+        knowledge = environment_knowledge(self, name, env.knowledge, loc, tools, files)
         self.check_time(env.clock, loc, ("clock",))
         hb = None
         if env.heartbeat:
@@ -320,6 +323,8 @@ class WorldBuilder(BuilderCore):
         }
         if toolsets:  # only when used, so plans without toolsets stay byte for byte
             self.plan_envs[name]["toolsets"] = toolsets
+        if knowledge:  # only when used, so plans without knowledge bases stay byte for byte
+            self.plan_envs[name]["knowledge"] = knowledge
         policy = self.policy(env, loc)
         if policy is not None:  # only when given: other plans and fingerprints stay as they were
             self.plan_envs[name]["policy"] = policy

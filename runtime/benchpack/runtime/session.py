@@ -254,11 +254,16 @@ class SessionContext:
 def _system_prompt(plan: Plan, session: PlanSession) -> str:
     env = plan.environments[session.environment]
     clock = env.clock
+    # a knowledge base's documents given in the prompt (`full`, `golden` retrieval), last
+    kb = session.knowledge.context if session.knowledge is not None else None
+    tail = f"\n\n{kb.strip()}" if kb else ""
     if env.policy is not None:
         # the environment's policy replaces the generic prompt; the simulated clock is still
         # the agent's only way to know "today"
-        return env.policy.rstrip() + (f"\n\nThe current time is {clock}." if clock else "")
-    return SYSTEM_PROMPT.format(clock=f"The current time is {clock}.\n" if clock else "")
+        return env.policy.rstrip() + (f"\n\nThe current time is {clock}." if clock else "") \
+            + tail
+    return SYSTEM_PROMPT.format(clock=f"The current time is {clock}.\n" if clock else "") \
+        + tail
 
 
 ItemResult = tuple[float | None, str, str | None]

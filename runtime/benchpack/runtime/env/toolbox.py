@@ -34,6 +34,7 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from benchpack.specs.knowledge import KnowledgeImpl
 from benchpack.specs.pack import (
     BuiltinImpl,
     CorpusImpl,
@@ -51,6 +52,7 @@ from ..types import MessageBudget, ToolHandle, ToolRecord
 from .copying import copy_json
 from .environment import EpisodeEnvironment
 from .errors import ToolError
+from .knowledge import call_knowledge
 from .shell import SHELL_SPEC, SHELL_TIMEOUT_S, run_shell
 from .streams import read_stream
 
@@ -428,6 +430,12 @@ class ToolBox:
             return await worker.call(tool.name, args)
         if tool.builtin == "shell":
             return await self._shell(args)
+        # --- knowledge bases (issue 24): ranking 700 documents is CPU work, off the loop
+        if isinstance(impl, KnowledgeImpl):
+            kb = self.plan.knowledge.get(impl.knowledge)
+            if kb is None:
+                raise ToolError(f"the knowledge base `{impl.knowledge}` is not in this plan")
+            return await asyncio.to_thread(call_knowledge, kb, impl.operation, args, impl.top_k)
         # ---
         if tool.builtin is not None or isinstance(impl, CorpusImpl | StreamImpl):
             deadline = time.monotonic() + self.tool_timeout_s
