@@ -292,6 +292,9 @@ class Builder(CheckBuilder):
         used_streams = {s for e in self.environments.values() for s in e.obj.event_streams}
         used_tools = {t for e in self.environments.values() for t in e.obj.tools}
         used_tools |= {t for d in drafts for t in d.model.tools}
+        used_tools |= {t for e in self.environments.values() if e.obj.discoverable  # issue 24
+                       for t in e.obj.discoverable.tools}
+        used_knowledge = {k for e in self.environments.values() for k in e.obj.knowledge}
         used_corpora = {it.obj.impl.corpus for it in self.tools.values()
                         if isinstance(it.obj.impl, P.CorpusImpl)}
         used_toolsets = {t for e in self.environments.values() for t in e.obj.toolsets}
@@ -307,6 +310,7 @@ class Builder(CheckBuilder):
             (self.personas, used_personas, "persona"), (self.environments, used_envs, "environment"),
             (self.services, used_services, "service"), (self.streams, used_streams, "event stream"),
             (self.tools, used_tools, "tool"), (self.corpora, used_corpora, "corpus"),
+            (self.knowledge, used_knowledge, "knowledge base"),
         ):
             for name, it in table.items():
                 if name not in used:

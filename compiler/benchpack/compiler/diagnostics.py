@@ -65,6 +65,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E231": ("error", "invalid-http-tool"),
     # knowledge bases (issue 24, item 5; knowledge.py)
     "E240": ("error", "invalid-knowledge-base"),
+    "E241": ("error", "discoverable-tool-unavailable"),  # issue 24, item 4: discoverable.py
     # lints (warnings; errors under --strict)
     "W301": ("warning", "leak-intent"),
     "W302": ("warning", "leak-stage"),

@@ -119,6 +119,9 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
         own["persona_profile"] = b.plan_personas.get(s["persona"])
         own["environment"] = b.plan_envs.get(s["environment"])
         own["tool_specs"] = {t: b.plan_tools.get(t) for t in s["tools"]}
+        locked = (own["environment"] or {}).get("discoverable")
+        if locked:  # tools unlocked mid-session (issue 24); only when there are some
+            own["discoverable_specs"] = {t: b.plan_tools.get(t) for t in locked}
         procs = _process_services(b, own["environment"])
         if procs:  # only when used, so other fingerprints do not move
             own["process_services"] = procs
@@ -142,7 +145,8 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
             child_map[p].append(sid)
 
     defaults = b.pack.defaults
-    used_tools = sorted({t for s in sessions.values() for t in s["tools"]} | set(b.tools))
+    used_tools = sorted({t for s in sessions.values() for t in s["tools"]} | set(b.tools)
+                        | {t for e in b.plan_envs.values() for t in e.get("discoverable", ())})
     used_envs = sorted({s["environment"] for s in sessions.values()})
     meta: dict[str, Any] = {"category": None, "domain": None, "difficulty": None, "language": None, "tags": []}
     if b.pack.metadata:

@@ -19,6 +19,7 @@ from benchpack.specs import pack as P
 from .core import DEFAULT_ENV, BuilderCore, Loc, _Item, iso
 from .datafiles import DataError, first_error, read_rows
 from .diagnostics import PathPart, suggest_fix
+from .discoverable import environment_discoverable
 from .http import check_http_tool, http_services_of, process_service
 from .knowledge import compile_knowledge, environment_knowledge
 from .render import RenderError, render
@@ -309,6 +310,7 @@ class WorldBuilder(BuilderCore):
             if pf:
                 files.append(pf)
         knowledge = environment_knowledge(self, name, env.knowledge, loc, tools, files)
+        locked = environment_discoverable(self, env.discoverable, loc, tools, services)
         self.check_time(env.clock, loc, ("clock",))
         hb = None
         if env.heartbeat:
@@ -325,6 +327,8 @@ class WorldBuilder(BuilderCore):
             self.plan_envs[name]["toolsets"] = toolsets
         if knowledge:  # only when used, so plans without knowledge bases stay byte for byte
             self.plan_envs[name]["knowledge"] = knowledge
+        if locked:  # likewise
+            self.plan_envs[name]["discoverable"] = locked
         policy = self.policy(env, loc)
         if policy is not None:  # only when given: other plans and fingerprints stay as they were
             self.plan_envs[name]["policy"] = policy

@@ -524,6 +524,9 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
         "extra": {**result.extra, **ctx.extra,
                   **({"dialogue_end": ctx.dialogue_end} if ctx.dialogue_end is not None
                      else {}),
+                  # tools the agent unlocked (issue 24), with when and by which call
+                  **({"unlocked": ctx.toolbox.unlocked} if getattr(ctx.toolbox, "unlocked",
+                                                                    None) else {}),
                   # `key:value` tags are what `bench report --by key` groups by (π-Bench's
                   # task_type); the sessions table has columns only for the fixed labels
                   **({"tags": list(s.metadata.tags)} if s.metadata.tags else {}),

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .discoverable import UnlockImpl
 from .knowledge import KnowledgeImpl, PlanKnowledge, PlanSessionKnowledge
 from .origin import Origin
 from .pack import (
@@ -114,7 +115,7 @@ class PlanTool(PlanModel):
     name: str
     description: str
     parameters: dict[str, Any]
-    impl: ToolImpl | PyToolImpl | KnowledgeImpl
+    impl: ToolImpl | PyToolImpl | KnowledgeImpl | UnlockImpl
     """`python_tool` (a function of a toolset) exists only in plans."""
     group: str | None = None
     effect: Literal["read", "write"]
@@ -206,6 +207,8 @@ class PlanEnvironment(PlanModel):
     """Python toolsets offered (keys of `Plan.toolsets`); left out of the plan when empty."""
     knowledge: list[str] = Field(default_factory=list)
     """Knowledge bases offered (keys of `Plan.knowledge`); left out of the plan when empty."""
+    discoverable: list[str] = Field(default_factory=list)
+    """Tools offered only once unlocked (keys of `Plan.tools`); left out when empty."""
     policy: str | None = None
     """The rendered policy: the agent's system prompt (left out of the plan when unset)."""
 
