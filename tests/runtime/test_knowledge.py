@@ -305,3 +305,30 @@ def test_golden_documents_reach_the_system_prompt(fake_openai: FakeOpenAI,
         "You run the help desk.\n\n# Knowledge base\n\n## Router lights (id: router-lights)"
         "\n\nA red blinking light means no signal. Restart the router.")
     assert "tools" not in fake_openai.requests[0] or not fake_openai.requests[0]["tools"]
+
+
+def test_shell_retrieval_puts_the_documents_in_the_workspace(tmp_path: Path) -> None:
+    res, _ = _compile(_pack(tmp_path), tmp_path / "plan", retrieval="shell")
+    assert res.ok, _errors(res)
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(
+        "sessions:\n  s:\n    - tool_calls:\n"
+        "        - {name: list_files, args: {path: knowledge}}\n"
+        "        - {name: grep, args: {pattern: red blinking, path: knowledge}}\n"
+        "        - {name: read_file, args: {path: knowledge/handbook/wifi-zh.md}}\n"
+        "      say: Restart the router.\n", encoding="utf-8")
+    summary = run_plan(RunOptions(plan=tmp_path / "plan", agent=f"scripted:{agent}",
+                                  db=tmp_path / "b.duckdb", progress=False, judge="rules",
+                                  cache_dir=tmp_path / "cache", run_id="r",
+                                  allow_python=True))  # `shell` is offered: it needs the flag
+    assert summary.errors == 0
+    import duckdb
+
+    con = duckdb.connect(str(tmp_path / "b.duckdb"), read_only=True)
+    rows = con.execute("SELECT tool_name, error, result FROM tool_calls ORDER BY seq").fetchall()
+    con.close()
+    assert all(e is None for _, e, _ in rows), rows
+    listing, grep, read = (json.loads(r) for _, _, r in rows)
+    assert "knowledge/handbook/router-lights.md" in json.dumps(listing)
+    assert "knowledge/handbook/router-lights.md" in json.dumps(grep)
+    assert read["content"] == "路由器密码在底部标签上。"

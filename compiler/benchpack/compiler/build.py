@@ -248,7 +248,7 @@ class Builder(CheckBuilder):
         }
         if s.request_discloses:  # left out when empty: older plans stay byte for byte
             d.data["request_discloses"] = list(s.request_discloses)
-        knowledge = session_knowledge(self, s.required_documents, env, loc)  # type: ignore[arg-type]
+        knowledge = session_knowledge(self, s.required_documents, env, loc)
         if knowledge is not None:  # likewise only with a knowledge base
             d.data["knowledge"] = knowledge
 

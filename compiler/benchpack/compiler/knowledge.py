@@ -59,9 +59,9 @@ def _compile(b: WorldBuilder, name: str, it: _Item) -> None:
     kb: KnowledgeBase = it.obj
     loc: Loc = (it.src, it.path)
     docs: list[tuple[dict[str, Any], tuple[Any, ...]]] = []
-    for i, d in enumerate(kb.documents):
-        docs.append(({"id": d.id, "title": d.title or _title(d.text, d.id), "text": d.text},
-                     ("documents", i, "id")))
+    for i, doc in enumerate(kb.documents):
+        docs.append(({"id": doc.id, "title": doc.title or _title(doc.text, doc.id),
+                      "text": doc.text}, ("documents", i, "id")))
     for i, pattern in enumerate(kb.files):
         docs.extend(_files(b, pattern, loc, ("files", i)))
     if kb.file is not None:

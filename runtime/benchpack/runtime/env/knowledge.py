@@ -60,7 +60,7 @@ class KnowledgeIndex:
     def _ranker(self) -> Any:
         with self._lock:
             if self._bm25 is None:
-                from rank_bm25 import BM25Okapi  # numpy: only when a search runs
+                from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]  # no stubs
 
                 self._bm25 = BM25Okapi([tokenise(d.text) for d in self.kb.documents])
             return self._bm25
