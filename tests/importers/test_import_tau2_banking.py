@@ -132,3 +132,13 @@ def test_search_tools_agree_with_tau2s_own_retrieval() -> None:
     assert TAU2_CHECKOUT and TAU2_PYTHON
     report = check_banking_retrieval(Path(TAU2_CHECKOUT), TAU2_PYTHON)
     assert report.compared > 900 and report.mismatches == [], report.mismatches[:3]
+
+
+def test_cli_parity_refuses_a_folder_that_is_no_checkout(tmp_path: Path) -> None:
+    r = CliRunner().invoke(cli, ["parity", "tau2-retrieval", "--tau2", str(tmp_path)])
+    assert r.exit_code == 1 and "not a τ²-bench checkout" in r.output, r.output
+    (tmp_path / "src" / "tau2").mkdir(parents=True)
+    (tmp_path / "data" / "tau2").mkdir(parents=True)
+    r = CliRunner().invoke(cli, ["parity", "tau2-retrieval", "--tau2", str(tmp_path),
+                                 "--tau2-python", "python3"])
+    assert r.exit_code == 1 and "banking_knowledge" in r.output and "not found" in r.output
