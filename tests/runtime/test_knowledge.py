@@ -174,7 +174,7 @@ def test_unknown_configuration_and_document_are_located_with_the_nearest(
     assert any("embeddings need an embedding model" in t for t in _errors(res)), _errors(res)
 
 
-def test_duplicate_ids_and_golden_without_documents(tmp_path: Path) -> None:
+def test_w340_golden_without_documents_and_duplicate_ids(tmp_path: Path) -> None:
     pack = _pack(tmp_path, required="[]")
     (pack / "more.jsonl").write_text('{"id": "billing", "text": "again"}\n', encoding="utf-8")
     res = compile_pack(pack, tmp_path / "o", use_cache=False, variables={"retrieval": "golden"})
