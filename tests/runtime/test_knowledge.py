@@ -285,9 +285,15 @@ def test_litellm_agent_searches_and_the_call_is_recorded(fake_openai: FakeOpenAI
 
     con = duckdb.connect(str(tmp_path / "b.duckdb"), read_only=True)
     rows = con.execute("SELECT tool_name, error, result FROM tool_calls").fetchall()
+    extra = json.loads(con.execute("SELECT extra FROM sessions").fetchone()[0])
     con.close()
     assert len(rows) == 1 and rows[0][0] == "handbook__search" and rows[0][1] is None
     assert json.loads(rows[0][2])[0]["id"] == "router-lights"
+    # the one required document was among what the search returned: a share of 1/1
+    assert extra["knowledge"] == {"retrieval": "bm25", "searches": 1,
+                                  "documents_found": ["router-lights"],
+                                  "required_documents": ["router-lights"],
+                                  "required_found": 1.0}
 
 
 def test_golden_documents_reach_the_system_prompt(fake_openai: FakeOpenAI,

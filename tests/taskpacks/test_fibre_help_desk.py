@@ -65,6 +65,12 @@ def test_the_technician_tool_appears_after_the_unlock_and_the_tables_are_right(
     assert [u["tool"] for u in unlocked] == ["schedule_technician"]
     assert all("unlocked" not in json.loads(extra[t] or "{}") for t in TASKS
                if t != "red-light-cable")
+    # required documents found by the demo's searches, by hand: red-light-cable needs
+    # router-lights, remote-reset, technician-visits (all three returned); outage-credit-zh
+    # needs outage-credits and faq-zh (its Chinese query finds only faq-zh): 1/2
+    found = {t: json.loads(extra[t])["knowledge"]["required_found"] for t in TASKS}
+    assert found == {"red-light-cable": 1.0, "red-light-config": 1.0,
+                     "outage-credit-zh": 0.5, "wifi-password": 1.0}
     by_tool = {(t, json.dumps(json.loads(r), sort_keys=True)) for t, e, r in calls
                if e is None}
     assert ("apply_outage_credit", json.dumps({"amount": 12.0, "customer_id": "C-203",

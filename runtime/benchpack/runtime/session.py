@@ -24,6 +24,7 @@ from benchpack.specs.plan import Plan, PlanChecklistItem, PlanSession
 
 from .calltexts import CallText
 from .env import EpisodeEnvironment, ToolBox
+from .env.knowledge import knowledge_extra
 from .graders import CapHit, Trace, evaluate, fired_caps, run_python_grader, soft_score
 from .graders.guards import GUARDS_KEY, gate_checklist
 from .judges.base import JudgeError
@@ -527,6 +528,11 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
                   # tools the agent unlocked (issue 24), with when and by which call
                   **({"unlocked": ctx.toolbox.unlocked} if getattr(ctx.toolbox, "unlocked",
                                                                     None) else {}),
+                  # a knowledge base's use (issue 24): searches, documents found, the share
+                  # of the required documents among them
+                  **({"knowledge": kx} if (kx := knowledge_extra(
+                      ctx.plan, s, [r for r in ctx.toolbox.records if ctx.in_task(r.turn)]))
+                     else {}),
                   # `key:value` tags are what `bench report --by key` groups by (π-Bench's
                   # task_type); the sessions table has columns only for the fixed labels
                   **({"tags": list(s.metadata.tags)} if s.metadata.tags else {}),

@@ -121,3 +121,26 @@ def call_knowledge(kb: PlanKnowledge, operation: str, args: dict[str, Any],
     if operation == "search":
         return index.search(args.get("query"), top_k)
     return index.grep(args.get("pattern"), top_k)
+
+
+def knowledge_extra(plan: Any, session: Any, records: list[Any]) -> dict[str, Any] | None:
+    """What `sessions.extra.knowledge` records: the configuration, the searches made, the
+    documents they returned, and which of the session's `required_documents` were among them
+    (`required_found`, a share; None when the session names none or the configuration put them
+    in the prompt)."""
+    sk = session.knowledge
+    if sk is None:
+        return None
+    tools = {n for n, t in plan.tools.items() if getattr(t.impl, "kind", None) == "knowledge"}
+    searches = [r for r in records if r.tool_name in tools]
+    found: list[str] = []
+    for r in searches:
+        if r.error is None and isinstance(r.result, list):
+            found.extend(d["id"] for d in r.result if isinstance(d, dict) and "id" in d)
+    found = list(dict.fromkeys(found))
+    required = list(sk.required_documents)
+    share = None
+    if required and sk.retrieval not in ("full", "golden"):
+        share = sum(1 for d in required if d in found) / len(required)
+    return {"retrieval": sk.retrieval, "searches": len(searches), "documents_found": found,
+            "required_documents": required, "required_found": share}
