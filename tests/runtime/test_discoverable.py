@@ -147,3 +147,14 @@ def test_nothing_unlocked_leaves_no_trace(fake_openai: FakeOpenAI, tmp_path: Pat
     extra = con.execute("SELECT extra FROM sessions").fetchone()[0]
     con.close()
     assert "unlocked" not in json.loads(extra or "{}")
+
+
+def test_a_built_in_tool_can_be_discoverable(tmp_path: Path) -> None:
+    res, plan = _compile(tmp_path, PACK.replace("    builtin_tools: []\n",
+                                                "    builtin_tools: [read_file, glob]\n")
+                         .replace("tools: [schedule_technician]",
+                                  "tools: [schedule_technician, read_file]"))
+    assert res.ok, [d.format() for d in res.diagnostics]
+    s = next(iter(plan["sessions"].values()))
+    assert s["tools"] == ["glob", "line_status", "unlock_tool"]
+    assert plan["environments"]["desk"]["discoverable"] == ["schedule_technician", "read_file"]

@@ -338,3 +338,10 @@ def test_shell_retrieval_puts_the_documents_in_the_workspace(tmp_path: Path) -> 
     assert "knowledge/handbook/router-lights.md" in json.dumps(listing)
     assert "knowledge/handbook/router-lights.md" in json.dumps(grep)
     assert read["content"] == "路由器密码在底部标签上。"
+
+
+def test_a_document_glob_outside_the_pack_is_located(tmp_path: Path) -> None:
+    pack = _pack(tmp_path, **{"kb/*.md]": "../*.md]"})
+    lines = _errors(compile_pack(pack, tmp_path / "o", use_cache=False))
+    assert any("pack.yaml:8:13: error E010 `../*.md` is outside the pack directory" in t
+               for t in lines), lines

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from benchpack.specs import pack as P
 from benchpack.specs.discoverable import Discoverable
 
 from .core import Loc
@@ -34,7 +35,8 @@ def environment_discoverable(b: WorldBuilder, spec: Discoverable | None, loc: Lo
     locked: list[str] = []
     for i, name in enumerate(spec.tools):
         sub = ("discoverable", "tools", i)
-        if name not in b.plan_tools:
+        builtin = name in P.BUILTIN_TOOLS or name == "shell"  # run by the runtime itself
+        if not builtin and name not in b.plan_tools:
             if b.lost_tool(name):
                 continue
             hint, fix = suggest_fix(name, sorted(b.plan_tools))
@@ -43,7 +45,7 @@ def environment_discoverable(b: WorldBuilder, spec: Discoverable | None, loc: Lo
                   fix=fix)
             continue
         origin = b.tool_origin.get(name, "")
-        if name not in tools and _needs_service(b, name, services):
+        if not builtin and name not in tools and _needs_service(b, name, services):
             b.err("E241", f"discoverable tool `{name}` ({origin}) needs a service this "
                   "environment does not have", loc, sub,
                   "add its service or toolset to the environment")
