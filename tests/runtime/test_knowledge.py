@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
 
 from benchpack.cli.main import cli
@@ -345,3 +347,39 @@ def test_a_document_glob_outside_the_pack_is_located(tmp_path: Path) -> None:
     lines = _errors(compile_pack(pack, tmp_path / "o", use_cache=False))
     assert any("pack.yaml:8:13: error E010 `../*.md` is outside the pack directory" in t
                for t in lines), lines
+
+
+# --------------------------------------------------------------------------- properties
+
+_WORDS = st.sampled_from(["router", "red", "light", "fee", "card", "路由器", "wifi", "reset",
+                          "billing", "Fee", "a", "the"])
+_TEXTS = st.lists(st.lists(_WORDS, min_size=1, max_size=12).map(" ".join), min_size=1,
+                  max_size=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=_TEXTS, query=st.lists(_WORDS, min_size=1, max_size=3).map(" ".join),
+       top_k=st.integers(1, 5))
+def test_search_returns_matching_documents_best_first(texts: list[str], query: str,
+                                                       top_k: int) -> None:
+    index = KnowledgeIndex(_kb(*texts))
+    out = index.search(query, top_k)
+    q = set(tokenise(query))
+    matching = [i for i, t in enumerate(texts) if q & set(tokenise(t))]
+    assert len(out) == min(top_k, len(matching))
+    assert all(q & set(tokenise(texts[int(r["id"][1:])])) for r in out)
+    scores = [r["score"] for r in out]
+    assert scores == sorted(scores, reverse=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=_TEXTS, word=_WORDS, top_k=st.integers(1, 8))
+def test_grep_counts_like_python_re_for_plain_words(texts: list[str], word: str,
+                                                    top_k: int) -> None:
+    import re
+
+    out = KnowledgeIndex(_kb(*texts)).grep(word, top_k)
+    counts = [(len(re.findall(re.escape(word), t, re.IGNORECASE)), i)
+              for i, t in enumerate(texts)]
+    expected = sorted([c for c in counts if c[0]], key=lambda c: -c[0])[:top_k]
+    assert [(r["score"], r["id"]) for r in out] == [(float(n), f"d{i}") for n, i in expected]
