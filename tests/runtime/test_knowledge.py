@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
 
 from benchpack.cli.main import cli
 from benchpack.compiler import compile_pack
