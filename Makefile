@@ -55,6 +55,9 @@ demo: setup
 	  --agent scripted:taskpacks/bookshop-service/demo/agent.yaml \
 	  --simulator scripted:taskpacks/bookshop-service/demo/simulator.yaml
 	$(DEMO_RUN) build/claw-ops-desk --allow-python --agent scripted:taskpacks/claw-ops-desk/demo/agent.yaml
+	$(DEMO_RUN) build/fibre-help-desk --allow-python \
+	  --agent scripted:taskpacks/fibre-help-desk/demo/agent.yaml \
+	  --simulator scripted:taskpacks/fibre-help-desk/demo/simulator.yaml
 	$(BENCH) report summary --run all --db bench.duckdb
 	$(BENCH) report --format html --run all --db bench.duckdb -o report.html
 

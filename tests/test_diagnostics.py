@@ -239,6 +239,13 @@ CASES: dict[str, tuple[dict[str, str | bytes], str]] = {
     parameters: {type: object, properties: {id: {type: string}}}
     impl: {kind: http, service: todo, path: "/tasks/{task_id}", query: {q: "{text}"}}
 environments:"""), "E231"),
+    # knowledge bases and discoverable tools (issue 24)
+    "E240-knowledge": (_base("environments:", """knowledge:
+  - {name: handbook, documents: [{id: a, text: x}, {id: a, text: y}], files: [kb/*.md],
+     retrieval: bm25grep}
+environments:"""), "E240"),
+    "E241-discoverable": (_base("    services: [todo]\n", "    services: []\n"
+                                "    discoverable: {tools: [todo__create]}\n"), "E241"),
 }
 
 

@@ -1,4 +1,4 @@
-"""Nothing for nothing (issue 25): on each of the six reference packs, the four adversarial
+"""Nothing for nothing (issue 25): on each of the reference packs, the four adversarial
 agents (`adversary:nothing`, `done`, `echo`, `every-tool`) score 0 on every headline figure —
 PROC, COMP, triple F1, trigger score, verified score and pass rate — with the rules judge and
 simulator (bookshop-service: its scripted customers). Before, "Done." had claw-lab-ops 20.4
@@ -17,7 +17,8 @@ from benchpack.runtime.agents.adversary import KINDS
 from benchpack.runtime.runner import RunOptions, run_plan
 from conftest import TASKPACKS
 
-PACKS = ("bookshop-service", "claw-lab-ops", "claw-ops-desk", "mussel-genome-search",
+PACKS = ("bookshop-service", "claw-lab-ops", "claw-ops-desk", "fibre-help-desk",
+         "mussel-genome-search",
          "pharmacist-week", "proact-quilt-show")
 FIGURES = ("proc", "comp", "f1", "trigger_score", "score")
 SUBSET = {"bookshop-service": ["cancel-by-mistake", "refuse-delivered-cancel",

@@ -118,6 +118,17 @@ def _validate_fix(pack: Path, strict: bool, fmt: str, dry_run: bool) -> None:
         raise PackErrors("")
 
 
+def _parse_vars(given: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in given:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip().isidentifier():
+            raise click.BadParameter(f"`{item}`: write NAME=VALUE, e.g. retrieval=grep",
+                                     param_hint="--var")
+        out[name.strip()] = value
+    return out
+
+
 @click.command(name="compile")
 @pack_argument
 @click.option("-o", "--out", type=click.Path(path_type=Path), default=Path("build"),
@@ -125,14 +136,17 @@ def _validate_fix(pack: Path, strict: bool, fmt: str, dry_run: bool) -> None:
 @click.option("--ablation", is_flag=True,
               help="Also emit each dependency group's final session without its dependencies.")
 @click.option("--no-cache", is_flag=True, help="Ignore the compile cache.")
+@click.option("--var", "variables", multiple=True, metavar="NAME=VALUE",
+              help="Set a pack variable (`{{ vars.NAME }}`), e.g. --var retrieval=grep.")
 @strict_option
 @format_option
-def compile_cmd(pack: Path, out: Path, ablation: bool, no_cache: bool, strict: bool,
-                fmt: str) -> None:
+def compile_cmd(pack: Path, out: Path, ablation: bool, no_cache: bool, variables: tuple[str, ...],
+                strict: bool, fmt: str) -> None:
     """Compile PACK into OUT/plan.json."""
     from benchpack.compiler import compile_pack
 
-    result = compile_pack(pack, out, ablation=ablation, strict=strict, use_cache=not no_cache)
+    result = compile_pack(pack, out, ablation=ablation, strict=strict, use_cache=not no_cache,
+                          variables=_parse_vars(variables))
     _print_diagnostics(result.diagnostics, fmt)
     _note_internal_error(result)
     if not result.ok:

@@ -329,3 +329,9 @@ def _rounds(tasks: list[Any]) -> list[list[Any]]:
         else:
             rounds.append([t])
     return rounds
+
+
+# issue 24: the knowledge-base search tools against τ²'s retrieval (its own module)
+from .parity_retrieval import parity_tau2_retrieval  # noqa: E402
+
+parity.add_command(parity_tau2_retrieval)

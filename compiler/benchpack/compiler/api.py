@@ -218,6 +218,13 @@ def _store(target: Path, options: CompileOptions, loaded: LoadedPack, content_ha
                 full = str(src.path.parent / pattern)
                 globs[full] = sorted(str(Path(p).resolve()) for p in
                                      globlib.glob(full, recursive=True) if Path(p).is_file())
+        # knowledge bases' `files:` globs (issue 24): a document added or removed recompiles
+        for kb in data.get("knowledge", []) or []:
+            for pattern in (kb.get("files") or []) if isinstance(kb, dict) else []:
+                if isinstance(pattern, str):
+                    full = str(src.path.parent / pattern)
+                    globs[full] = sorted(str(Path(p).resolve()) for p in
+                                         globlib.glob(full, recursive=True) if Path(p).is_file())
     files = {str(f.path): f.sha256 for f in loaded.files}
     files.update({str(p): sha256(b) for p, b in loaded.data_files.items()})
     key = hashlib.sha256(f"{content_hash}|{options.ablation}|{options.strict}|"
@@ -242,10 +249,12 @@ def _store(target: Path, options: CompileOptions, loaded: LoadedPack, content_ha
 # --------------------------------------------------------------------------- public API
 
 
-def validate_pack(target: str | Path, *, strict: bool = False) -> CompileResult:
+def validate_pack(target: str | Path, *, strict: bool = False,
+                  variables: dict[str, str] | None = None) -> CompileResult:
     """Check a pack without writing anything."""
     diags = Diagnostics()
-    c = _compile_loaded(Path(target), CompileOptions(strict=strict), diags)
+    c = _compile_loaded(Path(target), CompileOptions(
+        strict=strict, vars=tuple(sorted((variables or {}).items()))), diags)
     return _result(c, diags)
 
 
@@ -261,11 +270,15 @@ def _result(c: _Compiled, diags: Diagnostics) -> CompileResult:
 
 
 def compile_pack(target: str | Path, out: str | Path | None = None, *, ablation: bool = False,
-                 strict: bool = False, use_cache: bool = True) -> CompileResult:
+                 strict: bool = False, use_cache: bool = True,
+                 variables: dict[str, str] | None = None) -> CompileResult:
     """Compile a pack into `out/plan.json` (when `out` is given). Unchanged packs are served
-    from the compile cache, keyed by the content of every input file."""
+    from the compile cache, keyed by the content of every input file. `variables` override
+    the pack's `vars:` (`bench compile --var NAME=VALUE`)."""
     target = Path(target)
-    options = CompileOptions(ablation=ablation, strict=strict)
+    options = CompileOptions(ablation=ablation, strict=strict,
+                             vars=tuple(sorted((variables or {}).items())))
+    use_cache = use_cache and not options.vars  # the cache keys the pack's files, not --var
     if use_cache:
         hit = _cached(target, options)
         if hit is not None:

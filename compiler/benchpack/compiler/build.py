@@ -17,6 +17,7 @@ from .core import DEFAULT_ENV, BuilderCore, Built, CompileOptions, Loc, _Item, _
 from .diagnostics import PathPart, suggest_fix
 from .graph import build_dag, dependency_groups, find_cycles, stable_order
 from .http import http_services_of
+from .knowledge import session_knowledge
 from .loader import SourceFile
 from .protocols import PROTOCOL_COMPILERS, SESSION_FIELD_OWNERS, SESSION_KEY_ORDER
 from .render import check_syntax
@@ -247,6 +248,9 @@ class Builder(CheckBuilder):
         }
         if s.request_discloses:  # left out when empty: older plans stay byte for byte
             d.data["request_discloses"] = list(s.request_discloses)
+        knowledge = session_knowledge(self, s.required_documents, env, loc)
+        if knowledge is not None:  # likewise only with a knowledge base
+            d.data["knowledge"] = knowledge
 
     def session_limits(self, s: P.Session, loc: Loc) -> dict[str, Any]:
         """The protocol's default limits under the pack's, under the session's; a limit only
@@ -288,6 +292,9 @@ class Builder(CheckBuilder):
         used_streams = {s for e in self.environments.values() for s in e.obj.event_streams}
         used_tools = {t for e in self.environments.values() for t in e.obj.tools}
         used_tools |= {t for d in drafts for t in d.model.tools}
+        used_tools |= {t for e in self.environments.values() if e.obj.discoverable  # issue 24
+                       for t in e.obj.discoverable.tools}
+        used_knowledge = {k for e in self.environments.values() for k in e.obj.knowledge}
         used_corpora = {it.obj.impl.corpus for it in self.tools.values()
                         if isinstance(it.obj.impl, P.CorpusImpl)}
         used_toolsets = {t for e in self.environments.values() for t in e.obj.toolsets}
@@ -303,6 +310,7 @@ class Builder(CheckBuilder):
             (self.personas, used_personas, "persona"), (self.environments, used_envs, "environment"),
             (self.services, used_services, "service"), (self.streams, used_streams, "event stream"),
             (self.tools, used_tools, "tool"), (self.corpora, used_corpora, "corpus"),
+            (self.knowledge, used_knowledge, "knowledge base"),
         ):
             for name, it in table.items():
                 if name not in used:

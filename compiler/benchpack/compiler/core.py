@@ -39,6 +39,9 @@ class CompileOptions:
     """Also emit the without-dependencies variant of every dependency group's final session."""
     strict: bool = False
     """Treat warnings as errors."""
+    vars: tuple[tuple[str, str], ...] = ()
+    """`--var NAME=VALUE` overrides of the pack's `vars:` (e.g. a knowledge base's retrieval
+    configuration chosen per run)."""
 
 
 @dataclass
@@ -87,6 +90,8 @@ class BuilderCore:
         self.diags = diags
         self.options = options
         self.pack: P.Pack = models[0][1]
+        if options.vars:
+            self.pack.vars.update(dict(options.vars))
         self.pack_src = models[0][0]
         self.models = models
         self.personas: dict[str, _Item] = {}
@@ -109,6 +114,13 @@ class BuilderCore:
         self.plan_toolsets: dict[str, dict[str, Any]] = {}
         self.toolset_tools: dict[str, list[str]] = {}
         """Toolset → the plan tools it contributed."""
+        # knowledge bases (knowledge.py, issue 24)
+        self.knowledge: dict[str, _Item] = {}
+        self.plan_knowledge: dict[str, dict[str, Any]] = {}
+        self.knowledge_retrieval: dict[str, str] = {}
+        self.knowledge_tools: dict[str, list[str]] = {}
+        self.knowledge_unresolved: set[str] = set()
+        """Environments naming an unknown knowledge base (already reported)."""
         self._pack_paths: dict[str, str] = {}
         self.pack_ignore = self.lint_settings(self.pack.lint, (self.pack_src, ()))
         self.session_ignore: set[str] = set()
@@ -243,6 +255,8 @@ class BuilderCore:
                 self.collect(self.episodes, x.id, x, src, ("episodes", i), "episode")
         from .toolsets import collect_toolsets
         collect_toolsets(self)  # type: ignore[arg-type]
+        from .knowledge import collect_knowledge
+        collect_knowledge(self)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ rendering
 

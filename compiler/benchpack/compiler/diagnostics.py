@@ -63,6 +63,9 @@ CODES: dict[str, tuple[Severity, str]] = {
     # parallel additions to it do not collide)
     "E230": ("error", "invalid-process-service"),
     "E231": ("error", "invalid-http-tool"),
+    # knowledge bases (issue 24, item 5; knowledge.py)
+    "E240": ("error", "invalid-knowledge-base"),
+    "E241": ("error", "discoverable-tool-unavailable"),  # issue 24, item 4: discoverable.py
     # lints (warnings; errors under --strict)
     "W301": ("warning", "leak-intent"),
     "W302": ("warning", "leak-stage"),
@@ -84,6 +87,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W319": ("warning", "tool-module"),
     "W320": ("warning", "nothing-to-achieve"),  # issue 25: guards only (lint_credit.py)
     "W321": ("warning", "do-nothing-credit"),  # issue 25: a reward nothing earns
+    "W340": ("warning", "golden-without-documents"),  # issue 24: knowledge.py
 }
 LINT_CODES = tuple(code for code, (severity, _) in CODES.items() if severity == "warning")
 """The codes a `lint: {ignore: […]}` list may name."""

@@ -112,12 +112,16 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
             own["request_discloses"] = s["request_discloses"]
         if s.get("score"):  # verified_outcome `score:`; likewise only when set
             own["score"] = s["score"]
-        for key in ("user", "gold", "reward", "conversation"):  # instructed_user; likewise
+        for key in ("user", "gold", "reward", "conversation",  # instructed_user; likewise
+                    "knowledge"):  # knowledge bases (issue 24); likewise
             if key in s:
                 own[key] = s[key]
         own["persona_profile"] = b.plan_personas.get(s["persona"])
         own["environment"] = b.plan_envs.get(s["environment"])
         own["tool_specs"] = {t: b.plan_tools.get(t) for t in s["tools"]}
+        locked = (own["environment"] or {}).get("discoverable")
+        if locked:  # tools unlocked mid-session (issue 24); only when there are some
+            own["discoverable_specs"] = {t: b.plan_tools.get(t) for t in locked}
         procs = _process_services(b, own["environment"])
         if procs:  # only when used, so other fingerprints do not move
             own["process_services"] = procs
@@ -141,7 +145,8 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
             child_map[p].append(sid)
 
     defaults = b.pack.defaults
-    used_tools = sorted({t for s in sessions.values() for t in s["tools"]} | set(b.tools))
+    used_tools = sorted({t for s in sessions.values() for t in s["tools"]} | set(b.tools)
+                        | {t for e in b.plan_envs.values() for t in e.get("discoverable", ())})
     used_envs = sorted({s["environment"] for s in sessions.values()})
     meta: dict[str, Any] = {"category": None, "domain": None, "difficulty": None, "language": None, "tags": []}
     if b.pack.metadata:
@@ -175,6 +180,7 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
         "parent_map": parent_map,
         "child_map": child_map,
         **_toolsets(b, [b.plan_envs[e] for e in used_envs]),
+        **_knowledge(b, [b.plan_envs[e] for e in used_envs]),
     }
 
 
@@ -186,6 +192,12 @@ def _limits(limits: Any) -> dict[str, Any]:
     use them stay byte for byte)."""
     return {k: v for k, v in limits.model_dump().items()
             if v is not None or k not in _NEWER_LIMITS}
+
+
+def _knowledge(b: Builder, envs: list[dict[str, Any]]) -> dict[str, Any]:
+    """`knowledge` of the plan: the bases an environment offers, only when there are some."""
+    used = sorted({k for e in envs for k in e.get("knowledge", ())})
+    return {"knowledge": {k: b.plan_knowledge[k] for k in used}} if used else {}
 
 
 def _toolsets(b: Builder, envs: list[dict[str, Any]]) -> dict[str, Any]:

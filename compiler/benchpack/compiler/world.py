@@ -19,7 +19,9 @@ from benchpack.specs import pack as P
 from .core import DEFAULT_ENV, BuilderCore, Loc, _Item, iso
 from .datafiles import DataError, first_error, read_rows
 from .diagnostics import PathPart, suggest_fix
+from .discoverable import environment_discoverable
 from .http import check_http_tool, http_services_of, process_service
+from .knowledge import compile_knowledge, environment_knowledge
 from .render import RenderError, render
 from .toolsets import compile_toolsets, environment_toolsets
 from .validate import node_at
@@ -109,6 +111,7 @@ class WorldBuilder(BuilderCore):
                 tool["python_source"] = source
             self.add_tool(name, tool, f"the tool in {it.src.shown}", loc, ("name",))
         compile_toolsets(self)
+        compile_knowledge(self)
         for name, it in self.environments.items():
             self.environment(name, it)
         if DEFAULT_ENV not in self.plan_envs:
@@ -306,6 +309,8 @@ class WorldBuilder(BuilderCore):
             pf = self.workspace_file(f, loc, ("files", i), {"vars": self.pack.vars})
             if pf:
                 files.append(pf)
+        knowledge = environment_knowledge(self, name, env.knowledge, loc, tools, files)
+        locked = environment_discoverable(self, env.discoverable, loc, tools, services)
         self.check_time(env.clock, loc, ("clock",))
         hb = None
         if env.heartbeat:
@@ -320,6 +325,10 @@ class WorldBuilder(BuilderCore):
         }
         if toolsets:  # only when used, so plans without toolsets stay byte for byte
             self.plan_envs[name]["toolsets"] = toolsets
+        if knowledge:  # only when used, so plans without knowledge bases stay byte for byte
+            self.plan_envs[name]["knowledge"] = knowledge
+        if locked:  # likewise
+            self.plan_envs[name]["discoverable"] = locked
         policy = self.policy(env, loc)
         if policy is not None:  # only when given: other plans and fingerprints stay as they were
             self.plan_envs[name]["policy"] = policy

@@ -24,6 +24,7 @@ from benchpack.specs.plan import Plan, PlanChecklistItem, PlanSession
 
 from .calltexts import CallText
 from .env import EpisodeEnvironment, ToolBox
+from .env.knowledge import knowledge_extra
 from .graders import CapHit, Trace, evaluate, fired_caps, run_python_grader, soft_score
 from .graders.guards import GUARDS_KEY, gate_checklist
 from .judges.base import JudgeError
@@ -254,11 +255,16 @@ class SessionContext:
 def _system_prompt(plan: Plan, session: PlanSession) -> str:
     env = plan.environments[session.environment]
     clock = env.clock
+    # a knowledge base's documents given in the prompt (`full`, `golden` retrieval), last
+    kb = session.knowledge.context if session.knowledge is not None else None
+    tail = f"\n\n{kb.strip()}" if kb else ""
     if env.policy is not None:
         # the environment's policy replaces the generic prompt; the simulated clock is still
         # the agent's only way to know "today"
-        return env.policy.rstrip() + (f"\n\nThe current time is {clock}." if clock else "")
-    return SYSTEM_PROMPT.format(clock=f"The current time is {clock}.\n" if clock else "")
+        return env.policy.rstrip() + (f"\n\nThe current time is {clock}." if clock else "") \
+            + tail
+    return SYSTEM_PROMPT.format(clock=f"The current time is {clock}.\n" if clock else "") \
+        + tail
 
 
 ItemResult = tuple[float | None, str, str | None]
@@ -518,6 +524,14 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
         "started_at": started, "finished_at": finished, "duration_s": finished - started,
         "extra": {**result.extra, **ctx.extra,
                   **({"dialogue_end": ctx.dialogue_end} if ctx.dialogue_end is not None
+                     else {}),
+                  # tools the agent unlocked (issue 24), with when and by which call
+                  **({"unlocked": ctx.toolbox.unlocked} if getattr(ctx.toolbox, "unlocked",
+                                                                    None) else {}),
+                  # a knowledge base's use (issue 24): searches, documents found, the share
+                  # of the required documents among them
+                  **({"knowledge": kx} if (kx := knowledge_extra(
+                      ctx.plan, s, [r for r in ctx.toolbox.records if ctx.in_task(r.turn)]))
                      else {}),
                   # `key:value` tags are what `bench report --by key` groups by (π-Bench's
                   # task_type); the sessions table has columns only for the fixed labels

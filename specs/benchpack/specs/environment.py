@@ -17,6 +17,7 @@ from .base import (
     Timestamp,
     ToolName,
 )
+from .discoverable import Discoverable
 
 # HTTP services and tools (issue 12, section 2): their models live in services.py
 from .services import HttpImpl, ProcessService
@@ -327,6 +328,10 @@ class Environment(Spec):
     toolsets: list[str] = Field(default_factory=list)
     """Python toolsets offered, by `name` (default: the `module` path as written); their
     functions become tools and their service's state is part of the environment."""
+    knowledge: list[str] = Field(default_factory=list)
+    """Knowledge bases available, by name; each one's `retrieval` says how (issue 24)."""
+    discoverable: Discoverable | None = None
+    """Tools offered only once the agent unlocks them during the session (issue 24)."""
     policy: str | PolicyFile | None = None
     """The agent's system prompt / domain policy (τ²-bench's `policy.md`), inline (Jinja; tag
     it `!literal` to keep braces) or `{file: policy.md}`. Every agent adapter shows it as the

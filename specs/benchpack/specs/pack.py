@@ -55,6 +55,7 @@ from .environment import (
     ToolImpl,
     WorkspaceFile,
 )
+from .knowledge import KnowledgeBase
 from .origin import Origin
 from .persona import (
     COHERENT_STYLES,
@@ -280,6 +281,9 @@ class Session(Spec):
     """instructed_user: how the dialogue runs and ends (greeting, simulator prompting, stop
     tokens, unfinished dialogues); over `defaults.conversation`."""
     # --- end issue 12
+    required_documents: list[str] = Field(default_factory=list)
+    """Knowledge-base documents this task needs, by id: what the `golden` retrieval
+    configuration puts in the agent's system prompt."""
 
 
 class Episode(Spec):
@@ -324,6 +328,8 @@ class _Content(Spec):
     """Episodes."""
     toolsets: list[Toolset] = Field(default_factory=list)
     """Python modules whose public functions are tools with state (need --allow-python)."""
+    knowledge: list[KnowledgeBase] = Field(default_factory=list)
+    """Knowledge bases: document collections with a retrieval configuration (issue 24)."""
 
 
 class Fragment(_Content):
@@ -399,6 +405,7 @@ __all__ = [
     "HttpImpl",
     "Id",
     "Instruction",
+    "KnowledgeBase",
     "Limits",
     "LintSettings",
     "MatchValue",

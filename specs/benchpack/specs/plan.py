@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .discoverable import UnlockImpl
+from .knowledge import KnowledgeImpl, PlanKnowledge, PlanSessionKnowledge
 from .origin import Origin
 from .pack import (
     Anchor,
@@ -113,7 +115,7 @@ class PlanTool(PlanModel):
     name: str
     description: str
     parameters: dict[str, Any]
-    impl: ToolImpl | PyToolImpl
+    impl: ToolImpl | PyToolImpl | KnowledgeImpl | UnlockImpl
     """`python_tool` (a function of a toolset) exists only in plans."""
     group: str | None = None
     effect: Literal["read", "write"]
@@ -203,6 +205,10 @@ class PlanEnvironment(PlanModel):
     heartbeat: PlanHeartbeat | None = None
     toolsets: list[str] = Field(default_factory=list)
     """Python toolsets offered (keys of `Plan.toolsets`); left out of the plan when empty."""
+    knowledge: list[str] = Field(default_factory=list)
+    """Knowledge bases offered (keys of `Plan.knowledge`); left out of the plan when empty."""
+    discoverable: list[str] = Field(default_factory=list)
+    """Tools offered only once unlocked (keys of `Plan.tools`); left out when empty."""
     policy: str | None = None
     """The rendered policy: the agent's system prompt (left out of the plan when unset)."""
 
@@ -384,6 +390,8 @@ class PlanSession(PlanModel):
     """instructed_user: the dialogue rules, when the session or `defaults.conversation` gives
     any (left out otherwise: today's behaviour)."""
     reference_solution: str | None = None
+    knowledge: PlanSessionKnowledge | None = None
+    """The environment's knowledge bases as this session gets them (left out without any)."""
     fingerprint: str
     """sha256 of what changes outcomes, chained with the fingerprints of its dependencies."""
 
@@ -419,3 +427,5 @@ class Plan(PlanModel):
     child_map: dict[str, list[str]]
     toolsets: dict[str, PlanToolset] = Field(default_factory=dict)
     """Python toolsets by name: module source and hash; left out of the plan when empty."""
+    knowledge: dict[str, PlanKnowledge] = Field(default_factory=dict)
+    """Knowledge bases by name, with their documents; left out of the plan when empty."""

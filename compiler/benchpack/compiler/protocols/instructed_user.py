@@ -155,7 +155,8 @@ def material(b: Builder, s: P.Session, loc: Loc, r: Any, tools: list[str],
               at_key=True)
     out: dict[str, Any] = {}
     u = user(s, r)
-    g = gold(b, s, loc, tools)
+    # a discoverable tool (issue 24) is offered once unlocked: gold may use it after the unlock
+    g = gold(b, s, loc, [*tools, *env.get("discoverable", ())])
     sc = score(b, s, loc, r, g is not None)
     # only when given: the plans of other protocols stay byte for byte
     # the compiled `score:` is the plan's `reward` (a verified_outcome `score:` is `score`)

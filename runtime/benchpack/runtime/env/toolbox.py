@@ -34,6 +34,8 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from benchpack.specs.discoverable import UnlockImpl
+from benchpack.specs.knowledge import KnowledgeImpl
 from benchpack.specs.pack import (
     BuiltinImpl,
     CorpusImpl,
@@ -51,6 +53,7 @@ from ..types import MessageBudget, ToolHandle, ToolRecord
 from .copying import copy_json
 from .environment import EpisodeEnvironment
 from .errors import ToolError
+from .knowledge import call_knowledge
 from .shell import SHELL_SPEC, SHELL_TIMEOUT_S, run_shell
 from .streams import read_stream
 
@@ -296,12 +299,22 @@ class ToolBox:
             tool = self._define(name)
             if tool is not None:
                 self.tools[name] = tool
+        # discoverable tools (issue 24): defined now, offered once the agent unlocks them
+        self.locked: dict[str, ToolDef] = {}
+        env_plan = plan.environments.get(session.environment)
+        for name in (env_plan.discoverable if env_plan is not None else ()):
+            tool = self._define(name) if name not in self.tools else None
+            if tool is not None:
+                self.locked[name] = tool
+        self.unlocked: list[dict[str, Any]] = []
+        """Each unlock: `{tool, turn, step, call_id}` (stored in `sessions.extra.unlocked`)."""
         self._specs: list[dict[str, Any]] | None = None
         self._replaced = False
-        self._validators = {n: validator(t.parameters) for n, t in self.tools.items()}
+        self._validators = {n: validator(t.parameters)
+                            for n, t in (*self.tools.items(), *self.locked.items())}
         self._unchecked = frozenset(
-            n for n, t in self.tools.items() if isinstance(t.impl, PyToolImpl)
-            and t.impl.toolset in plan.toolsets
+            n for n, t in (*self.tools.items(), *self.locked.items())
+            if isinstance(t.impl, PyToolImpl) and t.impl.toolset in plan.toolsets
             and not plan.toolsets[t.impl.toolset].check_arguments)
 
     @property
@@ -354,7 +367,31 @@ class ToolBox:
         tool = self.tools.get(name)
         return tool.effect if tool is not None else "read"
 
+    def _unlock(self, args: dict[str, Any], cid: str) -> dict[str, Any]:
+        name = args.get("tool_name")
+        if not isinstance(name, str) or not name.strip():
+            raise ToolError("give `tool_name`, the exact name of the tool to unlock")
+        name = name.strip()
+        if name in self.tools:
+            return {"status": "already available", "tool": name}
+        tool = self.locked.pop(name, None)
+        if tool is None:  # no list of what could be unlocked: finding the name is the task
+            raise ToolError(f"there is no tool `{name}` to unlock; check the exact name in "
+                            "the documentation")
+        self.tools[name] = tool
+        if self._replaced and self._specs is not None:  # a harness's own list: extend it
+            self._specs.append(tool.spec())
+        else:
+            self._specs = None
+        self.unlocked.append({"tool": name, "turn": self.turn, "step": self.step,
+                              "call_id": cid})
+        return {"status": "unlocked", "tool": name, "description": tool.description,
+                "parameters": copy_json(tool.parameters)}
+
     def _unknown(self, name: str) -> ToolError:
+        if name in self.locked:  # exists, but not unlocked yet
+            return ToolError(f"unknown tool `{name}`; available tools: "
+                             f"{', '.join(self.tools) or '(none)'}")
         if name in self.plan.tools or name in BUILTIN_SPECS:
             return ToolError(f"the tool `{name}` is not available in this session; available "
                              f"tools: {', '.join(self.tools) or '(none)'}")
@@ -394,10 +431,15 @@ class ToolBox:
             if problems:
                 raise ToolError(f"invalid arguments for `{name}`: " + "; ".join(problems))
             limit = self.tool_timeout_s
+            if isinstance(tool.impl, UnlockImpl):
+                result = self._unlock(args, cid)
+                limit = 0.0
             if isinstance(tool.impl, HttpImpl):  # the request has its own, pack-set limit
                 limit = max(limit, tool.impl.timeout_s + 1.0)
             try:
-                result = await asyncio.wait_for(self._dispatch(tool, copy_json(args)), limit)
+                if limit:
+                    result = await asyncio.wait_for(self._dispatch(tool, copy_json(args)),
+                                                    limit)
             except TimeoutError:
                 raise ToolError(f"`{name}` timed out after {self.tool_timeout_s:g} s; ask for "
                                 "less (a narrower path, pattern or query)") from None
@@ -428,6 +470,12 @@ class ToolBox:
             return await worker.call(tool.name, args)
         if tool.builtin == "shell":
             return await self._shell(args)
+        # --- knowledge bases (issue 24): ranking 700 documents is CPU work, off the loop
+        if isinstance(impl, KnowledgeImpl):
+            kb = self.plan.knowledge.get(impl.knowledge)
+            if kb is None:
+                raise ToolError(f"the knowledge base `{impl.knowledge}` is not in this plan")
+            return await asyncio.to_thread(call_knowledge, kb, impl.operation, args, impl.top_k)
         # ---
         if tool.builtin is not None or isinstance(impl, CorpusImpl | StreamImpl):
             deadline = time.monotonic() + self.tool_timeout_s
