@@ -98,6 +98,16 @@ def test_fixture_compiles_strict_and_reimport_is_byte_identical(tmp_path: Path) 
     assert "app:gmail" in s["curator_task_002"]["metadata"]["tags"]
 
 
+def test_verbosity_is_a_preference_not_invented_word_bounds(tmp_path: Path) -> None:
+    """Issue 28: `verbosity: low/medium/high` stays a profile preference, verbatim; no style
+    (whose word bounds π-Bench never states) and so no directive contradicting them (W322)."""
+    plan = _compile(_import(FIX, tmp_path / "a"), tmp_path / "build")
+    for pid, want in (("curator", "verbosity: low"), ("laoshi", "verbosity: medium")):
+        persona = plan["personas"][pid]
+        assert persona["style"] is None
+        assert want in persona["profile"]["preferences"]
+
+
 def test_dag_is_kept_exactly(tmp_path: Path) -> None:
     pack = _import(FIX, tmp_path / "p")
     for persona in ("curator", "laoshi"):

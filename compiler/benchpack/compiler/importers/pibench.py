@@ -51,9 +51,9 @@ FIELDS: list[tuple[str, str, str]] = [
      "background, shown to the user simulator only)"),
     ("profile.yaml: preferences.language", "mapped", "`profile.language` and the sessions' "
      "`metadata.language`"),
-    ("profile.yaml: preferences.verbosity", "mapped with loss", "the persona's communication "
-     "style: `style: {code: NONE, directives: [...]}` plus `profile.preferences`; π-Bench gives "
-     "no word bounds, so none are set"),
+    ("profile.yaml: preferences.verbosity", "mapped", "`profile.preferences` as "
+     "`verbosity: <value>`, verbatim, shown to the user simulator; no `style:` (a style brings "
+     "word bounds π-Bench does not state, so none are invented)"),
     ("profile.yaml: preferences (other keys)", "mapped", "`profile.preferences` as `key: value`"),
     ("profile.yaml: long_term_goals[]", "mapped", "`profile.long_term_goals`"),
     ("episode.yaml: schema_version", "dropped", "format version (see profile.yaml)"),
@@ -455,10 +455,10 @@ def _persona_yaml(p: _Persona) -> tuple[dict[str, Any], str]:
     if prof.get("long_term_goals"):
         profile["long_term_goals"] = [str(g) for g in prof["long_term_goals"]]
     profile["language"] = language
+    # No `style:`: a style always carries word bounds (terse 5–25, chatty 40–100, ProactBench's),
+    # which π-Bench never states; `verbosity: high` next to them contradicted them (W322).
+    # The preference stays in `profile.preferences`, word for word, as the release gives it.
     persona: dict[str, Any] = {"id": safe_id(p.user_id), "name": p.user_id, "profile": profile}
-    if isinstance(prefs, dict) and prefs.get("verbosity"):
-        persona["style"] = {"code": "NONE", "directives": [
-            f"Verbosity preference from the π-Bench profile: {prefs['verbosity']}."]}
     return persona, language
 
 
