@@ -91,10 +91,14 @@ def test_fixture_compiles_strict_and_reimport_is_byte_identical(tmp_path: Path) 
         FIX / "laoshi" / "tasks" / "laoshi_task_001" / "单元计划.md").read_bytes()
     # nested asset directories are kept
     assert (a / "files" / "curator" / "curator_task_002" / "notes" / "labels.md").is_file()
-    # the app task keeps its evidence selection and grader as comments, its app as a tag
+    # the app task gets our Gmail toolset under AppWorld's tool name; its evidence selection
+    # and its (undescribed) grader are kept as comments, its app as a tag
     ep = (a / "episodes" / "curator.yaml").read_text(encoding="utf-8")
-    assert "mcp_appworld_gmail__send_email call ['email_addresses', 'subject', 'body']" in ep
-    assert "grader script (not run): data/curator/scripts/curator_task_002_gmail.py" in ep
+    assert ("app tool (benchpack toolset): mcp_appworld_gmail__send_email; grader evidence "
+            "call ['email_addresses', 'subject', 'body']") in ep
+    assert ("grader script (kept as a comment, not run): "
+            "data/curator/scripts/curator_task_002_gmail.py") in ep
+    assert (a / "tools" / "pibench" / "gmail.py").is_file()
     assert "app:gmail" in s["curator_task_002"]["metadata"]["tags"]
 
 
@@ -137,7 +141,13 @@ def test_import_report_lists_every_source_field(tmp_path: Path) -> None:
             assert key in names, f"{path.name}: `{key}` is not in the report"
     fates = [fate for _, fate, _ in FIELDS]
     assert (f"Fields: {fates.count('mapped')} mapped, {fates.count('mapped with loss')} mapped "
-            f"with loss, {fates.count('dropped')} dropped.") in report
+            f"with loss, {fates.count('kept as a comment')} kept as a comment (in the pack's "
+            f"YAML, not used), {fates.count('dropped')} dropped.") in report
+    # issue 28: what survives only as a comment is not called mapped
+    assert set(fates) == {"mapped", "mapped with loss", "kept as a comment", "dropped"}
+    assert all("comment" not in why.split(";")[0] or fate == "kept as a comment"
+               for _, fate, why in FIELDS if why.startswith(("kept in a comment", "in the comment",
+                                                             "listed in a comment")))
     assert "Sessions 5, hidden intents 8, checklist items 5, dependencies 3, assets 3." in report
 
 
@@ -237,7 +247,8 @@ def test_reports_group_by_task_type_and_domain(tmp_path: Path) -> None:
     agent.write_text("default:\n" + "  - say: Done.\n" * 12, encoding="utf-8")
     db = tmp_path / "s.duckdb"
     r = bench("run", tmp_path / "build", "--agent", f"scripted:{agent}", "--simulator", "rules",
-              "--judge", "rules", "--db", db, "--run-id", "r1", "--quiet")
+              "--judge", "rules", "--db", db, "--run-id", "r1", "--quiet",
+              "--allow-python")  # the app task's Gmail is a python toolset
     assert r.exit_code == 0, r.output
     groups = {}
     for by in ("task_type", "category", "domain", "benchmark_role"):
