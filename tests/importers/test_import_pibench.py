@@ -291,3 +291,44 @@ def test_peer_data_all_personas_compile_and_financier_dag_equals_episode(tmp_pat
     assert len(_sessions(_compile(fin, tmp_path / "fin-build"))) == 20
     again = _import(PEER / "Financier", tmp_path / "fin2")
     assert _files(fin) == _files(again)
+
+
+@needs_peer
+def test_peer_data_each_mapped_field_count_equals_the_source(tmp_path: Path) -> None:
+    """Issue 28, per field, counted on the source files and on the compiled plan (not on the
+    import report): sessions = task.yaml files, hidden intents and checklist criteria verbatim
+    and in order, app tools offered = the `objectives.tools` names of our apps, grader items =
+    the documented checks (9 + 3 + 7 for Financier 002, 017, 020), assets byte for byte."""
+    out = _import(PEER, tmp_path / "p", "--partial")
+    plan = _compile(out, tmp_path / "build")
+    sessions = _sessions(plan)
+    tasks = sorted(PEER.glob("*/tasks/*/task.yaml"))
+    assert len(sessions) == len(tasks)
+    intents = criteria = 0
+    app_tools: set[str] = set()
+    for path in tasks:
+        src = yaml.safe_load(path.read_text(encoding="utf-8"))
+        got = sessions[src["task_id"]]
+        want_i = [h["content"] for h in src["intent"]["hidden_intent"]]
+        assert [h["text"] for h in got["hidden_intents"]] == want_i
+        obj = src.get("objectives") or {}
+        want_c = [c["criterion"] for c in obj.get("checklist") or []]
+        assert [c["text"] for c in got["checklist"] if c["id"].startswith("c")] == want_c
+        assert got["request"] == src["intent"]["initial_input"]
+        intents += len(want_i)
+        criteria += len(want_c)
+        for spec in obj.get("tools") or []:
+            app_tools |= set(spec)
+        grader = obj.get("tools_evaluation_path") or ""
+        g = [c for c in got["checklist"] if c["id"].startswith("g")]
+        assert len(g) == {"Financier_task_002_simple_note.py": 9, "Financier_task_017.py": 3,
+                          "Financier_task_020.py": 7}.get(grader.rsplit("/", 1)[-1], 0), grader
+    assert (intents, criteria) == (sum(len(s["hidden_intents"]) for s in sessions.values()),
+                                   sum(1 for s in sessions.values() for c in s["checklist"]
+                                       if c["id"].startswith("c")))
+    offered = {t for env in plan["environments"].values() for t in env["tools"]}
+    assert app_tools <= offered, sorted(app_tools - offered)
+    report = (out / "IMPORT_REPORT.md").read_text(encoding="utf-8")
+    assert "Grader checks mapped to rules: 19." in report
+    assert "Financier_task_005_gmail.py` dropped: its binary checks are not in the release" \
+        in report

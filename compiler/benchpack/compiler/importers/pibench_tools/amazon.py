@@ -37,3 +37,14 @@ def add_product_to_cart(db: State, product_id: str, quantity: int = 1) -> dict:
 def show_cart(db: State) -> dict:
     """The cart's items."""
     return {"cart_items": db.rows("cart")}
+
+
+def login(db: State, username: str, password: str) -> dict:
+    """Log in to the app (tasks give the credentials). There are no accounts to check them
+    against: the release holds none, so any credentials are accepted.
+
+    Args:
+        username: The account's email or phone number.
+        password: Its password.
+    """
+    return {"message": "Logged in.", "username": username}

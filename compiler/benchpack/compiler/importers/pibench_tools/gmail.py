@@ -103,3 +103,14 @@ def show_thread(db: State, email_thread_id: str) -> dict:
     if not found:
         raise ToolError(f"Thread with id {email_thread_id} does not exist.")
     return found[0]
+
+
+def login(db: State, username: str, password: str) -> dict:
+    """Log in to the app (tasks give the credentials). There are no accounts to check them
+    against: the release holds none, so any credentials are accepted.
+
+    Args:
+        username: The account's email or phone number.
+        password: Its password.
+    """
+    return {"message": "Logged in.", "username": username}

@@ -45,3 +45,14 @@ def send_text_message(db: State, phone_number: str, message: str) -> dict:
     db.put("texts", {"text_message_id": text_id, "phone_number": phone_number,
                      "message": message, "direction": "sent"})
     return {"message": "Text message sent.", "text_message_id": text_id}
+
+
+def login(db: State, username: str, password: str) -> dict:
+    """Log in to the app (tasks give the credentials). There are no accounts to check them
+    against: the release holds none, so any credentials are accepted.
+
+    Args:
+        username: The account's email or phone number.
+        password: Its password.
+    """
+    return {"message": "Logged in.", "username": username}

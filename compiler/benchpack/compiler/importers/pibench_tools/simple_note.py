@@ -110,3 +110,14 @@ def delete_note(db: State, note_id: str) -> dict:
     db.delete("notes", note_id)
     db.put("deleted", note)
     return {"message": "Note deleted."}
+
+
+def login(db: State, username: str, password: str) -> dict:
+    """Log in to the app (tasks give the credentials). There are no accounts to check them
+    against: the release holds none, so any credentials are accepted.
+
+    Args:
+        username: The account's email or phone number.
+        password: Its password.
+    """
+    return {"message": "Logged in.", "username": username}
