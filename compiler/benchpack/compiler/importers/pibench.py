@@ -342,9 +342,8 @@ def _session(p: _Persona, tid: str, report: _Report, files_out: dict[Path, bytes
                 if f"app:{app}" not in tags:
                     tags.append(f"app:{app}")
                 sel = sel if isinstance(sel, dict) else {}
-                named = apps.app_of(str(tool))
-                ours = named is not None and named[0] in apps.APPS and \
-                    named[1] in apps.operations(named[0])
+                named = apps.app_of(str(tool)) or ("", "")
+                ours = named[0] in apps.APPS and named[1] in apps.operations(named[0])
                 if ours:
                     p.apps.add(named[0])
                     if named[0] == "amazon":
@@ -571,8 +570,8 @@ def _report_md(source: Path, personas: list[_Persona], report: _Report) -> str:
     if report.apps:
         out += ["", "## App tasks and grader scripts", "",
                 f"Grader checks mapped to rules: {report.counts['grader checks']}.", ""]
-        for tid, fates in sorted(report.apps.items()):
-            out += [f"- `{tid}`: " + ("; ".join(fates) if fates else "its app tools are "
+        for tid, said in sorted(report.apps.items()):
+            out += [f"- `{tid}`: " + ("; ".join(said) if said else "its app tools are "
                                       "benchpack's toolsets; no grader script")]
     if report.unknown:
         out += ["", "## Fields not in the π-Bench v2 shape (dropped)", ""]

@@ -26,7 +26,7 @@ from typing import Any
 
 TOOLS_DIR = Path(__file__).with_name("pibench_tools")
 
-APPS: dict[str, dict[str, dict[str, str]]] = {
+APPS: dict[str, dict[str, str]] = {
     "simple_note": {"notes": "note_id", "deleted": "note_id"},
     "gmail": {"drafts": "draft_id", "threads": "email_thread_id"},
     "todoist": {"projects": "project_id", "sections": "section_id", "tasks": "task_id",

@@ -31,6 +31,7 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -180,7 +181,7 @@ def import_rated_items(results: Path, db: Path, run_id: str = RUN_ID) -> ItemsRu
                 problems.append(f"{f}:{line}: item_id {json.dumps(iid)} is not "
                                 "{uuid}__{SCENARIO}__s{style}__{Model}__t{turn}")
                 continue
-            turns.setdefault(iid.rsplit("__t", 1)[0], set()).add(int(m.group(5)))
+            turns.setdefault(m.group(0).rsplit("__t", 1)[0], set()).add(int(m.group(5)))
     if problems:
         raise ItemsError("\n".join(problems) + f"\n{len(problems)} problem(s); nothing imported")
     ids = sorted(f"{k}__t{t}" for k, ts in turns.items() for t in ts)
@@ -222,7 +223,7 @@ def _text(value: Any) -> str | None:
 
 
 def _session(rid: str, sid: str,
-             rows: list[tuple[dict[str, Any], int, str | None, str | None]]) -> SessionRows:
+             rows: Sequence[tuple[dict[str, Any], int, str | None, str | None]]) -> SessionRows:
     """One session of rated answers; type and label None for a run of rated items alone."""
     prefix = (rid, sid, 0)
     triggers = []
