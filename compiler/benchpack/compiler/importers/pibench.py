@@ -406,7 +406,7 @@ def _session(p: _Persona, tid: str, report: _Report, files_out: dict[Path, bytes
     s["metadata"] = md
     report.counts["sessions"] += 1
     report.counts["hidden intents"] += len(hidden)
-    report.counts["checklist items"] += len(checklist)
+    report.counts["checklist items"] += len(checklist) - len(derived)  # the release's criteria
     report.counts["dependencies"] += len(p.depends.get(tid, []))
     return s, comments, None
 
