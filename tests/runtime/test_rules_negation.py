@@ -106,6 +106,25 @@ def test_a_mixed_criterion_needs_its_positive_part_and_the_absence() -> None:
     assert raw is None and "undecided" in error
 
 
+@pytest.mark.parametrize("text, positive, forbidden", [
+    # what a sentence asks before its prohibition is asked for, not forbidden
+    ("Asks before booking, and does not book without confirmation.", "Asks before booking",
+     "book"),
+    ("Asks before booking and does not book without confirmation.", "Asks before booking",
+     "book"),
+    ("先查询CRM，但不要发送初次认识的邮件", "先查询CRM", "发送初次认识的邮件"),
+    # a leading condition belongs to the prohibition; what follows it continues it
+    ("Without checking the CRM, the agent should not send an email.", "", "send an email"),
+    ("The agent should not pay or email the vendor.", "", "pay or email the vendor"),
+])
+def test_clauses_before_a_prohibition_are_asked_for(text: str, positive: str,
+                                                     forbidden: str) -> None:
+    got, (neg,) = negation.split(text)
+    assert (got, neg.forbidden) == (positive, forbidden)
+    # so doing nothing does not meet a criterion that also asks for something
+    assert _score(text, "")[0] == ("NO" if positive else "YES")
+
+
 def test_scale_questions_are_not_read_as_prohibitions() -> None:
     raw, _, error = _score("Rate the email; it should not be a template.", "", (1, 10))
     assert error is None and raw == 1.0

@@ -47,6 +47,16 @@ _CONDITIONS = [
     re.compile(r"\b(?:without|before|unless|until|prior\s+to)\b[^,;]*", re.IGNORECASE),
 ]
 _SENTENCES = re.compile(r"[^.!?。！？;；\n]+[.!?。！？;；]?")
+# Within a sentence that forbids, the clauses before the prohibition may ask for something
+# ("Asks before booking, and does not book without confirmation"): those are positive. A
+# clause opening with a condition belongs to the prohibition after it; clauses after it
+# continue it ("should not pay or email the vendor").
+_CLAUSE = re.compile(r"\s*(?:[,，]\s*(?:and|but)?|\b(?:and|but)\b|并且|而且|但是|但)\s*",
+                     re.IGNORECASE)
+_CLAUSE_NEG = re.compile(r"^\W*(?:does\s+not|doesn[’']t|do\s+not|don[’']t|avoid|never)\b",
+                         re.IGNORECASE)
+_CONDITION_START = re.compile(r"^\W*(?:without|before|unless|until|prior\s+to|if|在未|未经|在)",
+                              re.IGNORECASE)
 
 
 @dataclass
@@ -65,8 +75,14 @@ def split(text: str) -> tuple[str, list[Negative]]:
         s = m.group(0).strip()
         if not s:
             continue
-        hit = _NEG.search(s) or _NEG_START.search(s)
-        if hit is None:
+        if not (_NEG.search(s) or _NEG_START.search(s)
+                or any(_CLAUSE_NEG.search(c) for c in _CLAUSE.split(s))):
+            positive.append(s)
+            continue
+        before, s = _asked_first(s)
+        positive += before
+        hit = _NEG.search(s) or _NEG_START.search(s) or _CLAUSE_NEG.search(s)
+        if hit is None:  # the prohibition was a clause's opening "does not …"
             positive.append(s)
             continue
         rest = s[hit.end():]
@@ -75,6 +91,31 @@ def split(text: str) -> tuple[str, list[Negative]]:
             rest = rest.replace(c, " ")
         negatives.append(Negative(s, rest.strip(" ，,。.;；:："), "; ".join(conditions)))
     return " ".join(positive), negatives
+
+
+def _asked_first(sentence: str) -> tuple[list[str], str]:
+    """(the clauses before the prohibition that ask for something, the prohibition with what
+    follows it)."""
+    parts = _CLAUSE.split(sentence)
+    for i, part in enumerate(parts):
+        if _NEG.search(part) or _CLAUSE_NEG.search(part) or (i == 0 and _NEG_START.search(part)):
+            start = i
+            while start > 0 and _CONDITION_START.search(parts[start - 1]):
+                start -= 1
+            if start == 0:
+                return [], sentence
+            # the prohibition keeps its own wording from where its first clause starts
+            cut = _find(sentence, parts[:start], parts[start])
+            return [p for p in parts[:start] if p.strip()], sentence[cut:]
+    return [], sentence
+
+
+def _find(sentence: str, before: list[str], part: str) -> int:
+    """Where `part` starts in `sentence`, after the clauses `before` it."""
+    pos = 0
+    for b in before:
+        pos = sentence.index(b, pos) + len(b)
+    return sentence.index(part, pos)
 
 
 def judge(text: str, own: str) -> tuple[bool | None, str, float | None] | None:
