@@ -240,6 +240,24 @@ CASES: dict[str, list[tuple[tuple[tuple[str, str], ...], str, tuple[tuple[str, s
     "W311": [
         ((("style: Q", "style: P+E"),), "$.personas[0].style", (("style: Q", "style: E+Q"),)),
     ],
+    "W322": [
+        # terse Q (5–25 words) told to write at length: the simulator gets both
+        ((("style: Q", "style: {code: Q, directives: [Writes verbose long-winded messages]}"),),
+         "$.personas[0].style.directives[0]",
+         (("style: Q", "style: {code: Q, max_words: 80, directives: [Writes verbose "
+           "long-winded messages]}"),)),
+        # π-Bench's `verbosity: high` as a directive on a terse style (issue 28)
+        ((("style: Q", "style: {code: Q, directives: ['Verbosity preference: high.']}"),),
+         "$.personas[0].style.directives[0]",
+         (("style: Q", "style: {code: E+Q, directives: ['Verbosity preference: high.']}"),)),
+        # explicit word counts outside the bounds, and Chinese
+        ((("style: Q", "style: {code: E+Q, directives: [Keeps to 5-10 words]}"),),
+         "$.personas[0].style.directives[0]",
+         (("style: Q", "style: {code: E+Q, directives: [Keeps to 50-60 words]}"),)),
+        ((("style: Q", "style: {code: E+Q, directives: [说话简短]}"),),
+         "$.personas[0].style.directives[0]",
+         (("style: Q", "style: {code: Q, directives: [说话简短]}"),)),
+    ],
     "W312": [
         ((("    tools: [lookup]\n", ""),), "$.tools[0]",
          (("    tools: [lookup]\n", ""), ("      - id: inbox\n", "      - id: inbox\n        tools: [lookup]\n"))),

@@ -335,3 +335,107 @@ def test_released_ratings_give_the_released_alpha_interval(tmp_path: Path) -> No
         low, high = want["krippendorff_alpha_ci95"]
         assert got["low"] == pytest.approx(low, abs=0.02), typ
         assert got["high"] == pytest.approx(high, abs=0.02), typ
+
+
+# ------------------------------------------------------------ ratings without sample_items.json
+
+
+def _alpha_ordinal(units: list[list[int]]) -> float:
+    """Krippendorff's α (ordinal, labels 0 < 1 < 2) written out from its definition, apart from
+    the report's SQL: coincidences o_ck = Σ_u Σ_{i≠j} [v_i = c][v_j = k] / (m_u − 1) over units
+    of ≥ 2 values; δ²(c, k) = (Σ_{g=c}^{k} n_g − (n_c + n_k) / 2)²; α = 1 − (n − 1) D_o / D_e."""
+    o = [[0.0] * 3 for _ in range(3)]
+    for vals in units:
+        m = len(vals)
+        if m < 2:
+            continue
+        for i, a in enumerate(vals):
+            for j, b in enumerate(vals):
+                if i != j:
+                    o[a][b] += 1 / (m - 1)
+    n_c = [sum(row) for row in o]
+    n = sum(n_c)
+
+    def d2(c: int, k: int) -> float:
+        lo, hi = min(c, k), max(c, k)
+        return (sum(n_c[lo:hi + 1]) - (n_c[lo] + n_c[hi]) / 2) ** 2
+
+    d_o = sum(o[c][k] * d2(c, k) for c in range(3) for k in range(3))
+    d_e = sum(n_c[c] * n_c[k] * d2(c, k) for c in range(3) for k in range(3))
+    return 1 - (n - 1) * d_o / d_e
+
+
+def _units(results: Path) -> list[list[int]]:
+    by: dict[str, list[int]] = {}
+    for f in sorted(results.glob("*.jsonl")):
+        for line in f.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                r = json.loads(line)
+                by.setdefault(r["item_id"], []).append(
+                    {"Fail": 0, "Partial": 1, "Pass": 2}[r["score"]])
+    return list(by.values())
+
+
+def _rated_only(tmp: Path, results: Path) -> tuple[Any, dict[str, Any]]:
+    db = tmp / "r.duckdb"
+    r = bench("ratings", "import", results, "--format", "proactbench", "--db", db)
+    assert r.exit_code == 0, r.output
+    out = bench("report", "agreement", "--humans", "--db", db, "--run", "proactbench-human-eval",
+                "--format", "json", "--consensus", "majority")
+    assert out.exit_code == 0, out.output
+    (table, *rest) = json.loads(out.output)["tables"]
+    assert rest == []  # no "each rater vs the judge" table: there is no judge
+    return r, table
+
+
+def test_ratings_without_the_sample_give_alpha_among_raters_and_name_the_rest(
+        tmp_path: Path) -> None:
+    """Issue 28: no --items, no --run: the rated items make the run. The fixture's 12 rated
+    items pooled: α among the 4 raters equals the definition computed here (E1–E5, C1–C3 and
+    R1 (Partial, Partial) are the units of ≥ 2 ratings), and every judge figure is named as
+    needing sample_items.json instead of being shown as 0 or as judge errors."""
+    r, table = _rated_only(tmp_path, FIX / "results")
+    assert "rated items in" in r.output and "no judge labels" in r.output
+    assert "need the judge labels" in r.output and "κ" in r.output
+    (row,) = table["rows"]
+    assert (row["kind"], row["type"], row["ratings"]) == ("trigger", "all", 25)
+    assert set(row) == {"kind", "type", "items", "ratings", "ties", "alpha_humans"}
+    assert est(row["alpha_humans"]) == pytest.approx(_alpha_ordinal(_units(FIX / "results")),
+                                                     abs=1e-12)
+    notes = " ".join(table["notes"])
+    for figure in ("per-type rows", "Cohen's κ", "α humans + judge", "each rater vs the judge"):
+        assert figure in notes
+    # importing the same ratings again reuses the run and replaces them: nothing counted twice
+    r = bench("ratings", "import", FIX / "results", "--format", "proactbench", "--db",
+              tmp_path / "r.duckdb")
+    assert r.exit_code == 0 and "in run proactbench-human-eval" in r.output
+    assert "25 replaced" in r.output
+    # the sample into the same run id is refused (another --run keeps both)
+    r = bench("ratings", "import", FIX / "results", "--format", "proactbench", "--items",
+              FIX / "sample_items.json", "--db", tmp_path / "r.duckdb")
+    assert r.exit_code == 1 and "pass --run NEW_ID" in r.output
+
+
+def test_ratings_without_the_sample_report_bad_lines_all_at_once(tmp_path: Path) -> None:
+    bad = tmp_path / "results"
+    bad.mkdir()
+    (bad / "A01.jsonl").write_text('{"item_id": "nope", "score": "Pass"}\n{oops\n',
+                                   encoding="utf-8")
+    r = bench("ratings", "import", bad, "--format", "proactbench", "--db", tmp_path / "r.duckdb")
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert f"{bad / 'A01.jsonl'}:1: item_id" in r.output
+    assert f"{bad / 'A01.jsonl'}:2:2: invalid JSON" in r.output
+    assert not (tmp_path / "r.duckdb").exists() or "nothing imported" in r.output
+
+
+@pytest.mark.skipif(not (PEER / "results").is_dir(),
+                    reason="../shared/peer-data/proactbench not present")
+def test_released_ratings_without_the_sample_give_the_pooled_alpha(tmp_path: Path) -> None:
+    """The released 275 ratings by 18 raters on 59 items, no sample_items.json: α among all
+    raters over all rated items, 0.296 (no exclusion), as the definition gives it."""
+    _, table = _rated_only(tmp_path, PEER / "results")
+    (row,) = table["rows"]
+    assert (row["items"], row["ratings"]) == (59, 275)
+    want = _alpha_ordinal(_units(PEER / "results"))
+    assert round(want, 3) == 0.296
+    assert est(row["alpha_humans"]) == pytest.approx(want, abs=1e-12)

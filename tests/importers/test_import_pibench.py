@@ -91,11 +91,25 @@ def test_fixture_compiles_strict_and_reimport_is_byte_identical(tmp_path: Path) 
         FIX / "laoshi" / "tasks" / "laoshi_task_001" / "单元计划.md").read_bytes()
     # nested asset directories are kept
     assert (a / "files" / "curator" / "curator_task_002" / "notes" / "labels.md").is_file()
-    # the app task keeps its evidence selection and grader as comments, its app as a tag
+    # the app task gets our Gmail toolset under AppWorld's tool name; its evidence selection
+    # and its (undescribed) grader are kept as comments, its app as a tag
     ep = (a / "episodes" / "curator.yaml").read_text(encoding="utf-8")
-    assert "mcp_appworld_gmail__send_email call ['email_addresses', 'subject', 'body']" in ep
-    assert "grader script (not run): data/curator/scripts/curator_task_002_gmail.py" in ep
+    assert ("app tool (benchpack toolset): mcp_appworld_gmail__send_email; grader evidence "
+            "call ['email_addresses', 'subject', 'body']") in ep
+    assert ("grader script (kept as a comment, not run): "
+            "data/curator/scripts/curator_task_002_gmail.py") in ep
+    assert (a / "tools" / "pibench" / "gmail.py").is_file()
     assert "app:gmail" in s["curator_task_002"]["metadata"]["tags"]
+
+
+def test_verbosity_is_a_preference_not_invented_word_bounds(tmp_path: Path) -> None:
+    """Issue 28: `verbosity: low/medium/high` stays a profile preference, verbatim; no style
+    (whose word bounds π-Bench never states) and so no directive contradicting them (W322)."""
+    plan = _compile(_import(FIX, tmp_path / "a"), tmp_path / "build")
+    for pid, want in (("curator", "verbosity: low"), ("laoshi", "verbosity: medium")):
+        persona = plan["personas"][pid]
+        assert persona["style"] is None
+        assert want in persona["profile"]["preferences"]
 
 
 def test_dag_is_kept_exactly(tmp_path: Path) -> None:
@@ -127,7 +141,13 @@ def test_import_report_lists_every_source_field(tmp_path: Path) -> None:
             assert key in names, f"{path.name}: `{key}` is not in the report"
     fates = [fate for _, fate, _ in FIELDS]
     assert (f"Fields: {fates.count('mapped')} mapped, {fates.count('mapped with loss')} mapped "
-            f"with loss, {fates.count('dropped')} dropped.") in report
+            f"with loss, {fates.count('kept as a comment')} kept as a comment (in the pack's "
+            f"YAML, not used), {fates.count('dropped')} dropped.") in report
+    # issue 28: what survives only as a comment is not called mapped
+    assert set(fates) == {"mapped", "mapped with loss", "kept as a comment", "dropped"}
+    assert all("comment" not in why.split(";")[0] or fate == "kept as a comment"
+               for _, fate, why in FIELDS if why.startswith(("kept in a comment", "in the comment",
+                                                             "listed in a comment")))
     assert "Sessions 5, hidden intents 8, checklist items 5, dependencies 3, assets 3." in report
 
 
@@ -227,7 +247,8 @@ def test_reports_group_by_task_type_and_domain(tmp_path: Path) -> None:
     agent.write_text("default:\n" + "  - say: Done.\n" * 12, encoding="utf-8")
     db = tmp_path / "s.duckdb"
     r = bench("run", tmp_path / "build", "--agent", f"scripted:{agent}", "--simulator", "rules",
-              "--judge", "rules", "--db", db, "--run-id", "r1", "--quiet")
+              "--judge", "rules", "--db", db, "--run-id", "r1", "--quiet",
+              "--allow-python")  # the app task's Gmail is a python toolset
     assert r.exit_code == 0, r.output
     groups = {}
     for by in ("task_type", "category", "domain", "benchmark_role"):
@@ -270,3 +291,44 @@ def test_peer_data_all_personas_compile_and_financier_dag_equals_episode(tmp_pat
     assert len(_sessions(_compile(fin, tmp_path / "fin-build"))) == 20
     again = _import(PEER / "Financier", tmp_path / "fin2")
     assert _files(fin) == _files(again)
+
+
+@needs_peer
+def test_peer_data_each_mapped_field_count_equals_the_source(tmp_path: Path) -> None:
+    """Issue 28, per field, counted on the source files and on the compiled plan (not on the
+    import report): sessions = task.yaml files, hidden intents and checklist criteria verbatim
+    and in order, app tools offered = the `objectives.tools` names of our apps, grader items =
+    the documented checks (9 + 3 + 7 for Financier 002, 017, 020), assets byte for byte."""
+    out = _import(PEER, tmp_path / "p", "--partial")
+    plan = _compile(out, tmp_path / "build")
+    sessions = _sessions(plan)
+    tasks = sorted(PEER.glob("*/tasks/*/task.yaml"))
+    assert len(sessions) == len(tasks)
+    intents = criteria = 0
+    app_tools: set[str] = set()
+    for path in tasks:
+        src = yaml.safe_load(path.read_text(encoding="utf-8"))
+        got = sessions[src["task_id"]]
+        want_i = [h["content"] for h in src["intent"]["hidden_intent"]]
+        assert [h["text"] for h in got["hidden_intents"]] == want_i
+        obj = src.get("objectives") or {}
+        want_c = [c["criterion"] for c in obj.get("checklist") or []]
+        assert [c["text"] for c in got["checklist"] if c["id"].startswith("c")] == want_c
+        assert got["request"] == src["intent"]["initial_input"]
+        intents += len(want_i)
+        criteria += len(want_c)
+        for spec in obj.get("tools") or []:
+            app_tools |= set(spec)
+        grader = obj.get("tools_evaluation_path") or ""
+        g = [c for c in got["checklist"] if c["id"].startswith("g")]
+        assert len(g) == {"Financier_task_002_simple_note.py": 9, "Financier_task_017.py": 3,
+                          "Financier_task_020.py": 7}.get(grader.rsplit("/", 1)[-1], 0), grader
+    assert (intents, criteria) == (sum(len(s["hidden_intents"]) for s in sessions.values()),
+                                   sum(1 for s in sessions.values() for c in s["checklist"]
+                                       if c["id"].startswith("c")))
+    offered = {t for env in plan["environments"].values() for t in env["tools"]}
+    assert app_tools <= offered, sorted(app_tools - offered)
+    report = (out / "IMPORT_REPORT.md").read_text(encoding="utf-8")
+    assert "Grader checks mapped to rules: 19." in report
+    assert "Financier_task_005_gmail.py` dropped: its binary checks are not in the release" \
+        in report

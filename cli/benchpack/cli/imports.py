@@ -91,6 +91,9 @@ def import_cmd(fmt: str, source: Path, out: Path, selected: Path | None,
     if fmt == "claw":
         click.echo(f"  next: bench compile {out} -o build/ && bench run build/ --agent … "
                    "--allow-python", err=True)
+    if fmt == "pibench" and any(str(f).startswith("tools/") for f in result.files):
+        click.echo(f"  next: bench compile {out} -o build/ && bench run build/ --agent … "
+                   "--allow-python  (the app tasks' toolsets run code, in the sandbox)", err=True)
     if fmt == "tau2" and result.sessions:  # banking_knowledge: a knowledge base, no tasks yet
         click.echo(f"  next: bench compile {out} -o build/ && bench run build/ "
                    f"--agent scripted:{out}/demo/gold_agent.yaml --allow-python", err=True)

@@ -76,7 +76,9 @@ def ratings() -> None:
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--run", "run_id", metavar="RUN_ID",
               help="The run whose judged items were rated (a rejudge stands for its source); "
-                   "with --items, the run to make of them [default: proactbench-human-eval].")
+                   "with --format proactbench and --items, the run to make of them "
+                   "[default: proactbench-human-eval]; with --format proactbench alone, the run "
+                   "is made of the rated items (no judge labels).")
 @click.option("--format", "fmt", type=click.Choice(["csv", "jsonl", "proactbench"]),
               help="File format [default: from the extension]; proactbench: the released "
                    "human_eval results files as they are (a file or their directory).")
@@ -114,8 +116,29 @@ def ratings_import(file: Path, run_id: str | None, fmt: str | None, items: Path 
         run_id = made.run_id
         click.echo(f"✓ {items}: {made.items} items in {made.sessions} sessions "
                    f"{'→ new' if made.created else 'in'} run {run_id}", err=True)
+    elif run_id is None and fmt == "proactbench":
+        # No sample at hand: the rated items alone make the run; α among the raters needs
+        # nothing more, and the user is told which figures need the sample's judge labels.
+        from benchpack.runtime.imports.proactbench_items import (
+            JUDGE_FIGURES,
+            RUN_ID,
+            ItemsError,
+            import_rated_items,
+        )
+        try:
+            made = import_rated_items(file, db, RUN_ID)
+        except ItemsError as exc:
+            raise PackErrors(f"✗ {exc}") from None
+        run_id = made.run_id
+        click.echo(f"✓ {file}: {made.items} rated items in {made.sessions} sessions "
+                   f"{'→ new' if made.created else 'in'} run {run_id} (no judge labels: "
+                   "without --items sample_items.json)", err=True)
+        click.echo("! α among the raters needs only the ratings; these need the judge labels "
+                   "and trigger types of --items sample_items.json: " + "; ".join(JUDGE_FIGURES),
+                   err=True)
     elif run_id is None:
-        raise click.UsageError("Missing option '--run' (or --items with --format proactbench)")
+        raise click.UsageError("Missing option '--run' (or --format proactbench, with or "
+                               "without --items)")
     if not db.exists():
         raise PackErrors(f"✗ {db}: no such store")
     try:

@@ -249,3 +249,37 @@ def lint_session(s: dict[str, Any], report: Report, earlier_text: Iterable[str],
             report("W309", f"persistent intent `{it['id']}` has no supporting evidence in earlier "
                    "sessions or the workspace", ("hidden_intents", i),
                    "list where it can be recovered with `evidence: [session-id or file path]`")
+
+
+# W322: a style directive that contradicts the style's word bounds. The simulator is told both
+# ("terse messages of 5-25 words; write at length"), and an LLM user follows one at random.
+_LONG = re.compile(r"\b(?:verbose|wordy|lengthy|long-winded|at length|long messages?)\b"
+                   r"|verbosity\W+(?:\w+\W+){0,6}?(?:high|very high)\b|冗长|长篇|啰嗦|话多",
+                   re.IGNORECASE)
+_SHORT = re.compile(r"\b(?:concise|terse|brief|succinct|short messages?|one-liners?)\b"
+                    r"|verbosity\W+(?:\w+\W+){0,6}?(?:low|very low)\b|简洁|简短|言简意赅",
+                    re.IGNORECASE)
+_WORDS = re.compile(r"(\d+)\s*(?:-|–|to)\s*(\d+)\s*words|(?:at most|under|no more than)\s*(\d+)"
+                    r"\s*words|(?:at least|over|more than)\s*(\d+)\s*words", re.IGNORECASE)
+CHATTY_FROM = 40
+"""The fewest words of a chatty style (40–100 by default): a "write at length" directive with
+an upper bound under it contradicts the bounds, as a "be brief" one does with a lower bound
+above a terse style's 25."""
+
+
+def style_contradictions(directives: Iterable[str], lo: int, hi: int) -> list[tuple[int, str]]:
+    """(directive index, why) for each directive contradicting the word bounds `lo`–`hi`."""
+    out = []
+    for i, d in enumerate(directives):
+        m = _WORDS.search(d)
+        if m:
+            a, b, most, least = (int(x) if x else None for x in m.groups())
+            want_lo, want_hi = (a, b) if a is not None else (least, most)
+            if (want_hi is not None and want_hi < lo) or (want_lo is not None and want_lo > hi):
+                out.append((i, f"it asks for {m.group(0)}, the bounds are {lo}–{hi} words"))
+            continue
+        if _LONG.search(d) and not _SHORT.search(d) and hi < CHATTY_FROM:
+            out.append((i, f"it asks for long messages, the bounds are {lo}–{hi} words"))
+        elif _SHORT.search(d) and not _LONG.search(d) and lo > 25:
+            out.append((i, f"it asks for short messages, the bounds are {lo}–{hi} words"))
+    return out

@@ -22,6 +22,7 @@ from .diagnostics import PathPart, suggest_fix
 from .discoverable import environment_discoverable
 from .http import check_http_tool, http_services_of, process_service
 from .knowledge import compile_knowledge, environment_knowledge
+from .lint import style_contradictions
 from .render import RenderError, render
 from .toolsets import compile_toolsets, environment_toolsets
 from .validate import node_at
@@ -405,6 +406,11 @@ class WorldBuilder(BuilderCore):
         hi = st.max_words or hi
         if lo > hi:
             self.err("E104", f"min_words ({lo}) is above max_words ({hi})", loc, sub)
+        else:
+            for i, why in style_contradictions(st.directives, lo, hi):
+                self.lint("W322", f"style directive contradicts the style's length: {why}",
+                          loc, (*sub, "directives", i),
+                          "set min_words/max_words to what the directive asks, or drop it")
         return {
             "code": code,
             "traits": {n: (letter in letters) for letter, n in P.STYLE_TRAITS.items()},

@@ -24,6 +24,7 @@ shown.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -460,11 +461,15 @@ def _against_humans(ctx: ReportContext, res: ReportResult,
                                     else (kind, typ, stat, n))
         else:
             by_run[str(run)].append((kind, typ, stat, int(m), c, d, unit, n))
+    unlabelled = _without_judge_labels(ctx, runs)
     any_rows = False
     for run in runs:
         if run not in by_run:
             continue
         any_rows = True
+        if run in unlabelled:
+            res.tables.append(_raters_only(ctx, run, by_run[run], unlabelled[run]))
+            continue
         t = Table(f"Human consensus vs {_name(run, lineage)}", [
             *_columns("humans"), Column("ratings", "ratings", "int"),
             Column("ties", "ties", "int"), Column("alpha_humans", "α humans", "float"),
@@ -485,10 +490,46 @@ def _against_humans(ctx: ReportContext, res: ReportResult,
         return
     from .judge_validity import ppi_table
 
-    ppi = ppi_table(ctx, [r for r in runs if r in by_run],
+    ppi = ppi_table(ctx, [r for r in runs if r in by_run and r not in unlabelled],
                     {r: _name(r, lineage) for r in runs}, label)
     if ppi is not None:
         res.tables.append(ppi)
+
+
+def _without_judge_labels(ctx: ReportContext, runs: list[str]) -> dict[str, list[str]]:
+    """Runs made of rated items alone (`bench ratings import --format proactbench` without
+    `--items`), each with the figures it cannot give (recorded by the import)."""
+    out: dict[str, list[str]] = {}
+    for run in runs:
+        row = ctx.con.execute("SELECT config FROM runs WHERE run_id = ?", [run]).fetchone()
+        config = json.loads(row[0]) if row and isinstance(row[0], str) else (
+            row[0] if row and isinstance(row[0], dict) else {})
+        needs = (config.get("imported") or {}).get("needs_sample_items")
+        if needs:
+            out[run] = [str(x) for x in needs]
+    return out
+
+
+def _raters_only(ctx: ReportContext, run: str, rows: list[tuple[Any, ...]],
+                 needs: list[str]) -> Table:
+    """Agreement among the raters of a run that holds no judge labels: the rated items,
+    ratings, ties and α among the humans; what needs the judge is named, not shown as 0 or as
+    judge errors."""
+    t = Table(f"Human raters ({run}: rated items, no judge labels)", [
+        Column("kind", "kind"), Column("type", "type"), Column("items", "rated items", "int"),
+        Column("ratings", "ratings", "int"), Column("ties", "ties", "int"),
+        Column("alpha_humans", "α humans", "float")],
+        notes=[f"α: Krippendorff's α (ordinal) among the human raters over the rated items; "
+               f"{_ALPHA_CI}.",
+               "Made from the rating files alone (no sample_items.json), so these need the "
+               "judge labels and trigger types of `bench ratings import RESULTS --format "
+               "proactbench --items sample_items.json`: " + "; ".join(needs) + "."])
+    for kind, typ, cube in _groups(rows):
+        scale = scale_of(kind)
+        items = sum(n for k, n in cube.items() if k[0] == "pair")
+        t.rows.append([kind, typ, items, cube[("ratings",)], cube[("ties",)],
+                       _alpha(cube, "humans", scale, ctx)])
+    return t
 
 
 def _raters(rows: list[tuple[str, str, str, str, int]], run: str,

@@ -7,9 +7,10 @@ exactly as `episode.yaml` gives it (sessions are written in a dependency order, 
 file's order). Task assets are copied to `files/<persona>/<task_id>/` and placed in the
 workspace when their session starts, under the path the task names them by.
 
-The release's AppWorld apps (`tools.yaml`, `objectives.tools`) and its grader scripts
-(`tools_evaluation_path`) are not implemented here: they are kept as comments and tags and
-reported as lossy, never turned into tools that would answer differently from AppWorld.
+The AppWorld apps the tasks use (`objectives.tools`: Simple Note, Gmail, Todoist, Phone,
+Amazon) become benchpack's own stateful toolsets under the same tool names, and the grader
+scripts (`tools_evaluation_path`) we have descriptions of become rules (`pibench_apps.py`);
+the rest is kept as comments and reported so, never passed off as mapped.
 
 Every text is copied verbatim (`# benchpack: literal`: braces are never Jinja). Output depends
 only on the input bytes, so importing again writes byte-identical files. `partial=True` accepts
@@ -28,80 +29,13 @@ from typing import Any
 import yaml
 
 from . import ImportError_, ImportResult
+from . import pibench_apps as apps
+from .pibench_fields import FATES, FIELDS, LINT_IGNORED  # noqa: F401 (re-exported)
 from .proactbench import dump, safe_id
 
 DIFFICULTIES = ("easy", "medium", "hard")
 TRIGGERS = {"user": "user_message"}
 """π-Bench trigger types → benchpack session trigger kinds (the release uses only `user`)."""
-
-LINT_IGNORED = {
-    "W307": "some released checklist criteria bundle several requirements; they are π-Bench's "
-            "own items, split them only knowing COMP then differs from the paper's",
-    "W308": "π-Bench tasks without `objectives.checklist` are scored on PROC only (no COMP), "
-            "as in the release",
-}
-"""Lint warnings about the release's own content, silenced in the pack with the reason."""
-
-# (source field, fate, what became of it / why) — the rows of IMPORT_REPORT.md
-FIELDS: list[tuple[str, str, str]] = [
-    ("profile.yaml: schema_version", "dropped", "format version of the release (`v2` "
-     "expected; another value is reported below)"),
-    ("profile.yaml: user_id", "mapped", "persona id and the episode's persona"),
-    ("profile.yaml: role", "mapped", "`personas[].profile.role`, verbatim (the simulated user's "
-     "background, shown to the user simulator only)"),
-    ("profile.yaml: preferences.language", "mapped", "`profile.language` and the sessions' "
-     "`metadata.language`"),
-    ("profile.yaml: preferences.verbosity", "mapped with loss", "the persona's communication "
-     "style: `style: {code: NONE, directives: [...]}` plus `profile.preferences`; π-Bench gives "
-     "no word bounds, so none are set"),
-    ("profile.yaml: preferences (other keys)", "mapped", "`profile.preferences` as `key: value`"),
-    ("profile.yaml: long_term_goals[]", "mapped", "`profile.long_term_goals`"),
-    ("episode.yaml: schema_version", "dropped", "format version (see profile.yaml)"),
-    ("episode.yaml: episode_id", "mapped", "episode id"),
-    ("episode.yaml: user_id", "mapped", "checked against profile.yaml; the episode's persona"),
-    ("episode.yaml: tasks[].task_id", "mapped", "session ids, in a dependency order stable on "
-     "the file's order"),
-    ("episode.yaml: tasks[].depends_on[]", "mapped", "session `depends_on`, exactly (unknown "
-     "ids and cycles are errors)"),
-    ("tools.yaml: tool_names[]", "mapped with loss", "listed in a comment of pack.yaml: "
-     "AppWorld apps are not implemented in benchpack, so no tool is declared for them"),
-    ("task.yaml: schema_version", "dropped", "format version (see profile.yaml)"),
-    ("task.yaml: task_id", "mapped", "session id (checked against the directory name)"),
-    ("task.yaml: user_id", "mapped", "checked against the persona directory"),
-    ("task.yaml: environment_id", "mapped with loss", "tag `environment_id:<id>`: π-Bench's "
-     "AppWorld environment; the session runs in benchpack's default workspace environment"),
-    ("task.yaml: title", "mapped", "session `title` (left out when empty)"),
-    ("task.yaml: description", "mapped", "session `description` (left out when empty)"),
-    ("task.yaml: task_type", "mapped", "`metadata.category` and tag `task_type:<type>`: both "
-     "`--by category` and `--by task_type` group by it"),
-    ("task.yaml: trigger.type", "mapped", "session `trigger` (`user` → a user message, the "
-     "default)"),
-    ("task.yaml: intent.initial_input", "mapped", "session `request`, verbatim"),
-    ("task.yaml: intent.hidden_intent[].content", "mapped", "`hidden_intents[].text` (ids "
-     "`i1`, `i2`, …), verbatim"),
-    ("task.yaml: objectives.checklist[].criterion", "mapped", "`checklist[].text` (ids `c1`, "
-     "`c2`, …), graded by the rubric judge as in π-Bench"),
-    ("task.yaml: objectives.files_read[]", "mapped with loss", "`evidence.files` of every "
-     "checklist item, so the judge sees their final content; π-Bench also shows them to its "
-     "intent judge every turn, benchpack's intent judge sees the files the agent touched in "
-     "that turn. A task with no checklist keeps them in a comment"),
-    ("task.yaml: objectives.tools[].<tool>.call / .result", "mapped with loss", "kept in a "
-     "comment over the session, and tag `app:<app>` per AppWorld app; they select fields of "
-     "AppWorld tool records for the grader script, and neither exists here"),
-    ("task.yaml: objectives.tools_evaluation_path", "mapped with loss", "kept in a comment; "
-     "the script (program code, not in the release data) is not run: its binary checks are "
-     "not scored, only the checklist is"),
-    ("task.yaml: metadata.difficulty", "mapped", "`metadata.difficulty` (a value other than "
-     "easy/medium/hard becomes tag `difficulty:<value>`)"),
-    ("task.yaml: metadata.<key> (other scalars and lists)", "mapped", "tags `<key>:<value>` "
-     "(one per list item), so `--by <key>` groups by them"),
-    ("tasks/<task_id>/<asset> (every other file)", "mapped", "copied byte for byte to "
-     "`files/<persona>/<task_id>/`; placed in the workspace under the same relative path when "
-     "the session starts"),
-    ("(persona directory) name", "mapped", "`metadata.domain` of the episode: `--by domain` "
-     "(or `--by persona`) gives π-Bench's per-persona columns"),
-]
-
 
 # --------------------------------------------------------------------------- reading
 
@@ -182,6 +116,8 @@ class _Report:
     unknown: Counter[str] = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
+    apps: dict[str, list[str]] = field(default_factory=dict)
+    """Per task: what became of its app tools and grader script (the report's app section)."""
 
     def version(self, obj: dict[str, Any], path: Path) -> None:
         v = obj.get("schema_version")
@@ -205,6 +141,10 @@ class _Persona:
     depends: dict[str, list[str]]
     tasks: dict[str, dict[str, Any]]
     tool_names: list[str]
+    apps: set[str] = field(default_factory=set)
+    """The apps of benchpack's toolsets its tasks use."""
+    products: list[dict[str, Any]] = field(default_factory=list)
+    """Amazon products its tasks name (the shop's seed)."""
 
 
 TASK_KEYS = {"schema_version", "task_id", "user_id", "environment_id", "title", "description",
@@ -394,6 +334,7 @@ def _session(p: _Persona, tid: str, report: _Report, files_out: dict[Path, bytes
         else:
             report.unknown[f"task.yaml metadata.{k} (not a scalar or list)"] += 1
     comments = [f"{tid}: tasks/{tid}/task.yaml"]
+    fates: list[str] = []
     for spec in obj.get("tools") or []:
         if isinstance(spec, dict):
             for tool, sel in spec.items():
@@ -401,11 +342,36 @@ def _session(p: _Persona, tid: str, report: _Report, files_out: dict[Path, bytes
                 if f"app:{app}" not in tags:
                     tags.append(f"app:{app}")
                 sel = sel if isinstance(sel, dict) else {}
-                comments.append(f"  AppWorld evidence (not implemented): {tool} call "
+                named = apps.app_of(str(tool)) or ("", "")
+                ours = named[0] in apps.APPS and named[1] in apps.operations(named[0])
+                if ours:
+                    p.apps.add(named[0])
+                    if named[0] == "amazon":
+                        known = {x["name"] for x in p.products}
+                        p.products += [x for x in apps.seed_products(request)
+                                       if x["name"] not in known]
+                elif f"`{tool}`" not in " ".join(fates):
+                    fates.append(f"`{tool}`: not offered (no such operation in benchpack's "
+                                 "toolsets)")
+                comments.append(f"  {'app tool (benchpack toolset)' if ours else 'AppWorld tool (not implemented)'}"
+                                f": {tool}; grader evidence call "
                                 f"{list(sel.get('call') or [])} result "
-                                f"{list(sel.get('result') or [])}")
-    if obj.get("tools_evaluation_path"):
-        comments.append(f"  grader script (not run): {obj['tools_evaluation_path']}")
+                                f"{list(sel.get('result') or [])} (kept as a comment)")
+    grader = obj.get("tools_evaluation_path")
+    derived: list[dict[str, Any]] = []
+    if grader:
+        derived, why = apps.grader_rules(str(grader), request, p.user_id)
+        if why:
+            comments.append(f"  grader script (kept as a comment, not run): {grader}: {why}")
+            fates.append(f"grader `{grader}` dropped: {why}")
+        else:
+            comments.append(f"  grader script: {grader}: its {len(derived)} documented checks "
+                            "are the checklist items g1… (rules)")
+            fates.append(f"grader `{grader}`: {len(derived)} checks mapped to rules g1–"
+                         f"g{len(derived)}")
+            report.counts["grader checks"] += len(derived)
+    if fates or any(t.startswith("app:") for t in tags):
+        report.apps[tid] = fates
     if files_read and not checklist:
         comments.append(f"  files read (no checklist to attach them to): {files_read}")
     s: dict[str, Any] = {"id": safe_id(tid)}
@@ -428,6 +394,7 @@ def _session(p: _Persona, tid: str, report: _Report, files_out: dict[Path, bytes
     if assets:
         s["files"] = assets
     s["hidden_intents"] = hidden
+    checklist += [{"id": f"g{k}", **item} for k, item in enumerate(derived, 1)]
     if checklist:
         s["checklist"] = checklist
     md: dict[str, Any] = {}
@@ -439,7 +406,7 @@ def _session(p: _Persona, tid: str, report: _Report, files_out: dict[Path, bytes
     s["metadata"] = md
     report.counts["sessions"] += 1
     report.counts["hidden intents"] += len(hidden)
-    report.counts["checklist items"] += len(checklist)
+    report.counts["checklist items"] += len(checklist) - len(derived)  # the release's criteria
     report.counts["dependencies"] += len(p.depends.get(tid, []))
     return s, comments, None
 
@@ -455,10 +422,10 @@ def _persona_yaml(p: _Persona) -> tuple[dict[str, Any], str]:
     if prof.get("long_term_goals"):
         profile["long_term_goals"] = [str(g) for g in prof["long_term_goals"]]
     profile["language"] = language
+    # No `style:`: a style always carries word bounds (terse 5–25, chatty 40–100, ProactBench's),
+    # which π-Bench never states; `verbosity: high` next to them contradicted them (W322).
+    # The preference stays in `profile.preferences`, word for word, as the release gives it.
     persona: dict[str, Any] = {"id": safe_id(p.user_id), "name": p.user_id, "profile": profile}
-    if isinstance(prefs, dict) and prefs.get("verbosity"):
-        persona["style"] = {"code": "NONE", "directives": [
-            f"Verbosity preference from the π-Bench profile: {prefs['verbosity']}."]}
     return persona, language
 
 
@@ -497,6 +464,11 @@ def import_pack(source: Path, out: Path, partial: bool = False) -> ImportResult:
         ep = {"id": safe_id(p.episode_id), "title": f"π-Bench {p.user_id}",
               "persona": persona["id"], "memory": "carry_over",
               "metadata": {"domain": p.user_id}, "sessions": sessions}
+        world: dict[str, Any] = {}
+        if p.apps:
+            world = {"environments": [apps.app_env(p.user_id, p.apps)]}
+            ep = {**dict(list(ep.items())[:4]), "environment": world["environments"][0]["id"],
+                  **dict(list(ep.items())[4:])}
         rel = p.dir.name
         head = ["benchpack: literal", "", f"Imported by `bench import pibench` from {rel}/ "
                 "(episode.yaml, tasks/*/task.yaml).",
@@ -504,10 +476,21 @@ def import_pack(source: Path, out: Path, partial: bool = False) -> ImportResult:
                 "Where each session came from, and what is not imported (see IMPORT_REPORT.md):"]
         for b in blocks:
             head += b
+        if p.apps:
+            head += ["", "The apps its tasks use are benchpack's own stateful toolsets "
+                     "(tools/pibench/<app>.py), under AppWorld's tool names; they start empty "
+                     "(the release holds no AppWorld state) but for Amazon products the tasks "
+                     "name. They are not AppWorld: see IMPORT_REPORT.md."]
         text = ("# yaml-language-server: $schema=../schemas/fragment.schema.json\n"
-                + _comment(head) + dump({"episodes": [ep]}))
+                + _comment(head) + dump({**world, "episodes": [ep]}))
         episodes.append((safe_id(p.dir.name), text))
     name = "pibench" if len(personas) > 1 else safe_id(f"pibench-{personas[0].dir.name}").lower()
+    products: list[dict[str, Any]] = []
+    for p in personas:
+        products += [x for x in p.products if x["name"] not in {y["name"] for y in products}]
+    app_world, tool_files = apps.app_world(sorted({a for p in personas for a in p.apps}),
+                                           products)
+    files_out.update(tool_files)
     out.mkdir(parents=True, exist_ok=True)
     (out / "episodes").mkdir(exist_ok=True)
     for eid, text in episodes:
@@ -515,8 +498,8 @@ def import_pack(source: Path, out: Path, partial: bool = False) -> ImportResult:
     for dest, data in sorted(files_out.items()):
         (out / dest).parent.mkdir(parents=True, exist_ok=True)
         _write(out, dest, data, result)
-    _write(out, Path("pack.yaml"), _pack_yaml(name, personas, persona_specs).encode("utf-8"),
-           result)
+    _write(out, Path("pack.yaml"), _pack_yaml(name, personas, persona_specs, app_world)
+           .encode("utf-8"), result)
     _write(out, Path("IMPORT_REPORT.md"), _report_md(source, personas, report).encode("utf-8"),
            result)
     result.sessions = report.counts["sessions"]
@@ -532,14 +515,15 @@ def _write(out: Path, rel: Path, data: bytes, result: ImportResult) -> None:
     result.files.append(rel)
 
 
-def _pack_yaml(name: str, personas: list[_Persona], specs: list[dict[str, Any]]) -> str:
+def _pack_yaml(name: str, personas: list[_Persona], specs: list[dict[str, Any]],
+               app_world: dict[str, Any]) -> str:
     head = ["yaml-language-server: $schema=../schemas/pack.schema.json", "benchpack: literal",
             "", "Imported by `bench import pibench` from "
             + ", ".join(f"{p.dir.name}/" for p in personas) + ".",
             "Personas come from profile.yaml; episodes/ holds one episode per persona; files/ "
             "the task assets.", "IMPORT_REPORT.md lists what became of every source field.",
-            "", "AppWorld tools named by tools.yaml are NOT declared (benchpack does not "
-            "implement AppWorld):"]
+            "", "AppWorld tools named by tools.yaml (kept as a comment; the tools the tasks "
+            "use come from benchpack's own app toolsets, see episodes/):"]
     for p in personas:
         if p.tool_names:
             head += textwrap.wrap(f"{p.user_id}: " + ", ".join(p.tool_names), 96,
@@ -549,8 +533,12 @@ def _pack_yaml(name: str, personas: list[_Persona], specs: list[dict[str, Any]])
             "description": "π-Bench personas (imported): multi-session episodes with hidden "
                            "intents (PROC) and checklists (COMP), intent-tracking protocol.",
             "metadata": {"tags": ["pibench", "imported"]},
-            "include": ["episodes/*.yaml"], "personas": specs,
+            "include": ["episodes/*.yaml"], "personas": specs, **app_world,
             "lint": {"ignore": list(LINT_IGNORED)}}
+    if app_world:
+        head += ["", "services/toolsets: the AppWorld apps the tasks use, as benchpack's own "
+                 "stateful toolsets (tools/pibench/), under AppWorld's tool names; not AppWorld "
+                 "(see IMPORT_REPORT.md). They run code: bench run … --allow-python."]
     head += ["", "lint.ignore: warnings about the released content itself, kept verbatim:"]
     head += [f"  {code}: {why}" for code, why in LINT_IGNORED.items()]
     return _comment(head) + dump(pack)
@@ -569,15 +557,22 @@ def _report_md(source: Path, personas: list[_Persona], report: _Report) -> str:
            f"Sessions {c['sessions']}, hidden intents {c['hidden intents']}, checklist items "
            f"{c['checklist items']}, dependencies {c['dependencies']}, assets {c['assets']}.",
            f"Fields: {fates['mapped']} mapped, {fates['mapped with loss']} mapped with loss, "
+           f"{fates['kept as a comment']} kept as a comment (in the pack's YAML, not used), "
            f"{fates['dropped']} dropped.", "",
            "## Fields", "", "| field | fate | what became of it / why |", "|---|---|---|"]
     out += [f"| `{f}` | {fate} | {why} |" for f, fate, why in FIELDS]
     out += ["", "## Not imported by design", "",
             "- Scores: PROC needs the simulated user and intent judge, COMP the checklist judge; "
-            "run the pack to get them. The AppWorld grader scripts' binary checks are not "
-            "reproduced, so app tasks are scored by their checklist only.",
+            "run the pack to get them. Of the grader scripts' binary checks, only those of "
+            "the scripts described in GRADERS.md are scored (as rules, items `g…`).",
             "- π-Bench's 18 task categories (paper, Table 5) are not in the task files; "
             "`task_type` is the category here."]
+    if report.apps:
+        out += ["", "## App tasks and grader scripts", "",
+                f"Grader checks mapped to rules: {report.counts['grader checks']}.", ""]
+        for tid, said in sorted(report.apps.items()):
+            out += [f"- `{tid}`: " + ("; ".join(said) if said else "its app tools are "
+                                      "benchpack's toolsets; no grader script")]
     if report.unknown:
         out += ["", "## Fields not in the π-Bench v2 shape (dropped)", ""]
         out += [f"- `{k}` ({n}×)" for k, n in sorted(report.unknown.items())]

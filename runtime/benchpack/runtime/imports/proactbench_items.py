@@ -17,6 +17,12 @@ agreement figures do not use them; the full dialogues come with `bench import pr
 
 The run records the items file's SHA-256: importing more rating files against the same sample
 reuses the run; a different sample under the same run id is refused.
+
+Without the sample (`bench ratings import RESULTS --format proactbench`, no `--items`, no
+`--run`), `import_rated_items` makes the run from the item ids the rating files themselves
+name: the same sessions and triggers, with no trigger type and no judge label. Agreement among
+the raters (Krippendorff's α over the rated items) needs nothing more; everything that compares
+with the judge, and the per-type rows, need the sample (`JUDGE_FIGURES`).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +41,14 @@ from ..store import SessionRows, Store
 
 RUN_ID = "proactbench-human-eval"
 FORMAT = "proactbench-human-eval"
+RATED_FORMAT = "proactbench-rated-items"
+"""A run made from the rating files alone (no sample_items.json)."""
+JUDGE_FIGURES = ("the per-type rows (emergent / critical / recovery: the trigger types are in "
+                 "sample_items.json)", "the consensus-vs-judge confusion matrix, exact "
+                 "agreement and Cohen's κ (unweighted, linear, quadratic)", "α humans + judge",
+                 "each rater vs the judge (and so the paper's pre-registered exclusion of "
+                 "raters with κ_quad < 0.10 against the judge)")
+"""What a run of rated items without the sample cannot give: all need sample_items.json."""
 ITEM = re.compile(r"([0-9a-fA-F-]+)__([A-Z]+_\d+)__s(\d+)__(.+)__t(\d+)")
 """A ProactBench human-eval item id; `reports.ratings` parses rating rows with the same shape."""
 TYPES = ("EMERGENT", "CRITICAL", "RECOVERY")
@@ -135,12 +150,81 @@ def import_items(path: Path, db: Path, run_id: str = RUN_ID) -> ItemsRun:
     return ItemsRun(run_id, len(items), len(batch), True)
 
 
+def import_rated_items(results: Path, db: Path, run_id: str = RUN_ID) -> ItemsRun:
+    """The run the released rating files attach to when sample_items.json is not at hand: one
+    session per rated answer and one trigger per rated turn, as `import_items` makes them, but
+    with no type and no judge label. A run of the same id made from the sample is reused (its
+    items are a superset); one made from other rating files is refused."""
+    files = sorted(results.glob("*.jsonl")) if results.is_dir() else [results]
+    if not files or not all(f.is_file() for f in files):
+        raise ItemsError(f"{results}: no such rating file, or no *.jsonl in the directory "
+                         "(give the released dataset/human_eval/results)")
+    turns: dict[str, set[int]] = {}
+    problems: list[str] = []
+    for f in files:
+        try:
+            text = f.read_bytes().decode("utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"{f}:1: cannot read the file ({exc})")
+            continue
+        for line, raw in enumerate(text.splitlines(), 1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                problems.append(f"{f}:{line}:{exc.colno}: invalid JSON ({exc.msg})")
+                continue
+            iid = row.get("item_id") if isinstance(row, dict) else None
+            m = ITEM.fullmatch(iid) if isinstance(iid, str) else None
+            if m is None:
+                problems.append(f"{f}:{line}: item_id {json.dumps(iid)} is not "
+                                "{uuid}__{SCENARIO}__s{style}__{Model}__t{turn}")
+                continue
+            turns.setdefault(m.group(0).rsplit("__t", 1)[0], set()).add(int(m.group(5)))
+    if problems:
+        raise ItemsError("\n".join(problems) + f"\n{len(problems)} problem(s); nothing imported")
+    ids = sorted(f"{k}__t{t}" for k, ts in turns.items() for t in ts)
+    digest = hashlib.sha256("\n".join(ids).encode("utf-8")).hexdigest()
+    store = Store(db)
+    try:
+        existing = store.run_exists(run_id)
+        if existing is not None:
+            config = existing.get("config")
+            config = json.loads(config) if isinstance(config, str) else (config or {})
+            imported = config.get("imported") or {}
+            if imported.get("format") == FORMAT or (imported.get("format") == RATED_FORMAT
+                                                    and imported.get("sha256") == digest):
+                return ItemsRun(run_id, len(ids), int(imported.get("sessions") or 0), False)
+            raise ItemsError(f"{results}: run `{run_id}` in {db} was not made from these "
+                             "ratings (pass --run NEW_ID to keep both, or use another --db)")
+        batch = [_session(run_id, key, [({"item_id": f"{key}__t{t}"}, t, None, None)
+                                        for t in sorted(ts)])
+                 for key, ts in sorted(turns.items())]
+        now = time.time()
+        store.upsert_run({
+            "run_id": run_id, "created_at": now, "updated_at": now, "plan_path": None,
+            "plan_hash": None, "pack_name": "proactbench", "pack_version": None,
+            "benchpack_version": None, "agent": "several (human-eval ratings)",
+            "simulator": None, "judge": None, "repeats": 1,
+            "config": {"imported": {"format": RATED_FORMAT, "source": results.name,
+                                    "sha256": digest, "items": len(ids),
+                                    "sessions": len(batch),
+                                    "needs_sample_items": list(JUDGE_FIGURES)}},
+            "status": "finished"})
+        store.write_batch(batch)
+    finally:
+        store.close()
+    return ItemsRun(run_id, len(ids), len(batch), True)
+
+
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _session(rid: str, sid: str, rows: list[tuple[dict[str, Any], int, str, str]]
-             ) -> SessionRows:
+def _session(rid: str, sid: str,
+             rows: Sequence[tuple[dict[str, Any], int, str | None, str | None]]) -> SessionRows:
+    """One session of rated answers; type and label None for a run of rated items alone."""
     prefix = (rid, sid, 0)
     triggers = []
     for it, turn, typ, label in sorted(rows, key=lambda r: r[1]):
@@ -149,10 +233,10 @@ def _session(rid: str, sid: str, rows: list[tuple[dict[str, Any], int, str, str]
         triggers.append((*prefix, f"t{turn}", typ, turn, "offline", "authored", "[]",
                          _text(rub.get("pass_criteria")), _text(rub.get("partial_criteria")),
                          _text(rub.get("fail_criteria")), _text(it.get("assistant_response")),
-                         label, SCORES[label], _text(it.get("judge_rationale")),
+                         label, SCORES.get(label or ""), _text(it.get("judge_rationale")),
                          _text(it.get("judge_evidence")), None, None))
     first = rows[0][0]
-    labels = [r[3] for r in rows]
+    labels = [r[3] for r in rows if r[3] is not None]
     category = str(first.get("persona_category") or "").removesuffix("_persona") or None
     model = _text(first.get("evaluated_model")) or sid.rsplit("__", 1)[-1]
     session = {
@@ -161,11 +245,14 @@ def _session(rid: str, sid: str, rows: list[tuple[dict[str, Any], int, str, str]
         "persona": None, "style": None, "category": category, "language": "en",
         "agent": model, "status": "finished", "termination": "script_end", "turns": 0,
         "user_turns": 0, "assistant_turns": 0, "tool_calls": 0, "trigger_mode": "offline",
-        "triggers": len(rows), "trigger_pass_rate": labels.count("PASS") / len(labels),
-        "trigger_score": sum(SCORES[x] for x in labels) / len(labels), "judge_errors": 0,
+        "triggers": len(rows),
+        "trigger_pass_rate": labels.count("PASS") / len(labels) if labels else None,
+        "trigger_score": sum(SCORES[x] for x in labels) / len(labels) if labels else None,
+        "judge_errors": 0,
         "grader_errors": 0, "prompt_tokens": 0, "completion_tokens": 0,
         "extra": {"imported": {"format": FORMAT, "items": [r[0]["item_id"] for r in rows]}}}
     return SessionRows(rid, sid, 0, session, {"triggers": triggers})
 
 
-__all__ = ["FORMAT", "ITEM", "RUN_ID", "ItemsError", "ItemsRun", "import_items"]
+__all__ = ["FORMAT", "ITEM", "JUDGE_FIGURES", "RATED_FORMAT", "RUN_ID", "ItemsError", "ItemsRun",
+           "import_items", "import_rated_items"]

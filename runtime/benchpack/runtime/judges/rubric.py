@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from benchpack.specs.pack import PROMPT_NAMES
 
+from . import negation
 from .base import JudgeCall, JudgeError, Templates, ask, parse_decisions, parse_reasons
 from .intent import coverage, strip_echo
 
@@ -81,12 +82,20 @@ class RulesRubricJudge:
     """Deterministic keyword heuristic: an item is met when ≥ 60 % of its content words appear
     in `own`, what the agent produced (`agent_output`). Not the transcript nor the selected
     evidence: both hold the user's words, tool results and files the agent only read, and an
-    agent saying "Done." would be credited with them."""
+    agent saying "Done." would be credited with them. An item that forbids ("should not",
+    "不应" …) is met by the absence of what it forbids, undecided when that is there
+    (`negation`)."""
 
     async def grade(self, items: Sequence[RubricItem], history: str,
                     intents: Sequence[str], own: str = "") -> dict[str, RubricVerdict]:
         out = {}
         for it in items:
+            neg = negation.judge(it.text, own)
+            if neg is not None:
+                ok, why, _ = neg
+                out[it.id] = (RubricVerdict(1.0 if ok else 0.0, why) if ok is not None
+                              else RubricVerdict(None, "", error=why))
+                continue
             c = coverage(it.text, own)
             out[it.id] = RubricVerdict(1.0 if c >= 0.6 else 0.0,
                                        f"rules (keyword heuristic): {c:.0%} of key words in "

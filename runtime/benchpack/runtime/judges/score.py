@@ -7,7 +7,9 @@ the judge did not answer is an error, never a 0.
 - LLM: template `verified_outcome.score_judge`, one call per distinct evidence selection.
 - rules (deterministic fallback, CI): the share c of the criterion's content words found in what
   the agent produced (`rubric.agent_output`, echoes of the user stripped): YES when c ≥ 0.6, on
-  a scale `lo + c·(hi − lo)` rounded to the scale's step of 1 when the scale is integral.
+  a scale `lo + c·(hi − lo)` rounded to the scale's step of 1 when the scale is integral. A
+  YES/NO criterion that forbids ("should not", "不应" …) is judged by the absence of what it
+  forbids, and is undecided (an error, never NO) when the words are there (`negation`).
 - scripted: the session's `score: {<item id>: <answer>}` (YES/NO or a number), falling back to
   its `checklist:` entry.
 """
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..graders.graded import judge_answer_json
+from . import negation
 from .base import JudgeCall, ParseError, Templates, ask
 from .intent import coverage
 
@@ -90,6 +93,12 @@ class RulesScoreJudge:
                      own: str) -> dict[str, Answer]:
         out: dict[str, Answer] = {}
         for q in questions:
+            neg = negation.judge(q.text, own) if q.scale is None else None
+            if neg is not None:
+                ok, why, _ = neg
+                out[q.id] = (("YES" if ok else "NO"), why, None) if ok is not None else \
+                    (None, why, why)
+                continue
             c = coverage(q.text, own)
             why = (f"rules (keyword heuristic): {c:.0%} of key words in what the agent said, "
                    "did or wrote")
