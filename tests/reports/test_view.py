@@ -350,7 +350,9 @@ def test_500_turn_transcript_is_paginated_server_side(tmp_path: Path) -> None:
     client = local_client(create_app(_long_store(tmp_path / "long.duckdb")))
     first = client.get("/session?run=r&session=long&repeat=0")
     assert first.status_code == 200
-    html = first.text
+    # the transcript, after the "why this score" panel (which lists every intent)
+    html = first.text[first.text.index('class="dim tools"'):]
+    assert 'data-part="intents"' in first.text
     assert "question 1 第1轮" in html and "question 100 第100轮" in html
     assert "question 101 " not in html and "question 500 " not in html
     assert "Turns 1–100 of 500" in html

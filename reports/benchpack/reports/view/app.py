@@ -223,16 +223,21 @@ class Viewer:
 
         run, session, repeat = self._key(request)
         tpage = _int(request.query_params.get("turns"), "turns")
+        from ..explain import load as explain
+        from ..html_explain import panel_html
+
         with self.store() as con:
             rows = q.session_rows(con, run, session, repeat, tpage)
             repeats = q.repeats_of(con, run, session)
             others = [r for r in q.runs_with_session(con, session) if r != run]
-        if rows is None:
+            why = explain(con, run, session, repeat) if rows is not None else None
+        if rows is None or why is None:
             return self.page("error.html", 404, title="No such session",
                              message=f"no session {session!r} repeat {repeat} in run {run!r}")
         tpages = max(1, -(-rows.last_turn // q.TURNS_PER_PAGE))
         return self.page("session.html", s=rows.session, run_id=run, repeats=repeats,
-                         others=others, body=Markup(transcript_html(rows)), tpage=tpage,
+                         others=others, body=Markup(transcript_html(rows)),
+                         why=Markup(panel_html(why)), tpage=tpage,
                          tpages=tpages, per=q.TURNS_PER_PAGE, last_turn=rows.last_turn,
                          title=f"{rows.session.get('name')} · {run}")
 
