@@ -25,6 +25,8 @@ from benchpack.runtime.runner import RunOptions, run_plan
 from benchpack.specs.formula import Formula, parse
 from conftest import TASKPACKS
 
+LONG_RUN = "nightly-regression-of-the-lab-ops-assistant-against-gpt-4o-mini-2024-07-18"
+"""A run id and agent path longer than any column should be (the layout test)."""
 RUNS = {  # run id → (pack, agent (None: "Done." only), simulator, sessions)
     "book": ("bookshop-service", "demo/agent.yaml", "scripted:demo/simulator.yaml",
              ["order-address", "cancel-by-mistake"]),
@@ -38,6 +40,7 @@ RUNS = {  # run id → (pack, agent (None: "Done." only), simulator, sessions)
     "pharm": ("pharmacist-week", "demo/agent.yaml", "rules", []),
     "quilt": ("proact-quilt-show", "demo/proactive_agent.yaml", "rules", []),
     "quilt-done": ("proact-quilt-show", None, "rules", []),
+    LONG_RUN: ("claw-lab-ops", "LONG", "rules", []),
 }
 CLOSE = 1e-9
 
@@ -48,6 +51,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp / "bench.duckdb"
     done = tmp / "done.yaml"
     done.write_text("default:\n" + '  - say: "Done."\n' * 12)
+    deep = tmp / "agents" / "nightly" / "lab-ops" / "an-agent-that-only-ever-says-done.yaml"
+    deep.parent.mkdir(parents=True)
+    deep.write_text(done.read_text())
     plans: dict[str, Path] = {}
     for run_id, (pack, agent, sim, sessions) in RUNS.items():
         src = TASKPACKS / pack
@@ -58,7 +64,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
         simulator = f"scripted:{src / sim.split(':', 1)[1]}" if sim.startswith("scripted:") \
             else sim
         summary = run_plan(RunOptions(
-            plan=plans[pack], agent=f"scripted:{src / agent if agent else done}", judge="rules",
+            plan=plans[pack], judge="rules",
+            agent=f"scripted:{deep if agent == 'LONG' else src / agent if agent else done}",
             db=db, progress=False, simulator=simulator, run_id=run_id, allow_python=True,
             cache_dir=tmp / "cache", sessions=sessions))
         assert summary.errors == 0, (run_id, summary)
@@ -327,4 +334,64 @@ def test_panel_in_chromium_for_every_protocol(store: Path, tmp_path: Path) -> No
                                                                    f"explain-{run}.png"))
         finally:
             browser.close()
-    assert problems == []
+    assert problems == [], "\n".join(problems)
+
+
+OFF_SCREEN = """(sel) => { const w = document.documentElement.clientWidth; const out = [];
+  for (const t of document.querySelectorAll(sel)) {
+    const wrap = t.closest('.table-wrap');
+    if (wrap && wrap.scrollWidth > wrap.clientWidth + 1)
+      out.push(`${sel}: scrolls ${wrap.scrollWidth} > ${wrap.clientWidth}`);
+    for (const th of t.querySelectorAll('th')) {
+      const r = th.getBoundingClientRect();
+      if (r.right > w + 1) out.push(`${sel}: column "${th.textContent.trim()}" ends at ${r.right} > ${w}`);
+    }
+  }
+  return out; }"""
+
+
+def test_no_headline_column_off_screen_at_1280_and_1920(store: Path, tmp_path: Path) -> None:
+    """The runs, sessions and run-pair pages at 1280 and 1920 px: every column header within the
+    window and no table scrolling sideways (a long run id and agent path included); long text is
+    cut with its whole in the title. Screenshots: $BENCHPACK_SCREENSHOTS or the test's tmp."""
+    import os
+
+    from test_html import BROWSER_FLAGS, find_chromium
+    from test_view import _serve
+
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip("no Chromium (install one, or set BENCHPACK_CHROMIUM)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    shots = Path(os.environ.get("BENCHPACK_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    pages = {"runs": ("/", ["#runs", "#headline table"], "#headline table"),
+             "sessions": (f"/runs/{LONG_RUN}", ["#sessions"], None),
+             "compare": (f"/compare?a=claw&b={LONG_RUN}", ["#compare table", "#pairs"],
+                         "#compare table")}
+    problems: list[str] = []
+    with _serve(create_app(store)) as url, sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=BROWSER_FLAGS)
+        try:
+            for width in (1280, 1920):
+                tab = browser.new_page(viewport={"width": width, "height": 900})
+                for name, (path, tables, wait) in pages.items():
+                    tab.goto(url + path)
+                    if wait:
+                        tab.wait_for_selector(wait)
+                    for sel in tables:
+                        assert tab.locator(sel).count() >= 1, (name, sel)
+                        problems += [f"{width}px {name} {p}" for p in
+                                     tab.evaluate(OFF_SCREEN, sel)]
+                    tab.screenshot(path=str(shots / f"layout-{name}-{width}.png"),
+                                   full_page=True)
+                # cut text keeps its whole in the title
+                tab.goto(url + "/")
+                cell = tab.locator(f"#runs a[title='{LONG_RUN}']")
+                assert cell.count() == 1
+                assert "an-agent-that-only-ever-says-done.yaml" in tab.locator(
+                    "#runs td.agent .clip").first.get_attribute("title")  # type: ignore[operator]
+                tab.close()
+        finally:
+            browser.close()
+    assert problems == [], "\n".join(problems)

@@ -52,16 +52,15 @@ def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | No
     """Print reports over a run store (default: `summary`; with --format html, all of them)."""
     from benchpack.reports.access import StoreError
     from benchpack.reports.api import ReportOptions, render_report
-    from benchpack.reports.registry import UnknownReport, default_reports
+    from benchpack.reports.registry import NOT_ON_THE_PAGE, UnknownReport, default_reports
 
     registry = default_reports()
     if list_:
         for r in registry.items():
             click.echo(f"{r.name:14} {r.description}")
         return
-    # `explain` repeats the drill-down's "why this score" panels as a table: asked for by name
-    chosen = names or (tuple(n for n in registry.names() if n != "explain") if fmt == "html"
-                       else ("summary",))
+    chosen = names or (tuple(n for n in registry.names() if n not in NOT_ON_THE_PAGE)
+                       if fmt == "html" else ("summary",))
     options = ReportOptions(db=db, names=chosen, runs=runs, by=by, level=level,
                             resamples=resamples, seed=seed, wait_s=wait_s, exact_max=exact_max,
                             humans=humans, min_raters=min_raters, consensus=consensus,

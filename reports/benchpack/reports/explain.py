@@ -129,7 +129,14 @@ def explain(s: dict[str, Any], *, checklist: list[dict[str, Any]] = (),  # type:
                        + ": its figures are the protocol's worst where the agent failed, "
                        "unknown otherwise")
     elif not parts:
-        out["note"] = "no score was recorded for this session"
+        figures = [f"{k} {fmt(s[k])}" for k in ("score", "proc", "comp", "f1", "trigger_score")
+                   if s.get(k) is not None]
+        out["note"] = (("stored: " + ", ".join(figures)
+                        + ("" if s.get("passed") is None else
+                           " (passed)" if s["passed"] else " (failed)")
+                        + "; the store holds none of the parts they were made of (an imported "
+                        "run, or one an older benchpack wrote)") if figures
+                       else "no score was recorded for this session")
     return out
 
 

@@ -65,6 +65,16 @@ def _when(ts: float | None) -> str:
     return datetime.fromtimestamp(float(ts), UTC).strftime("%Y-%m-%d %H:%M")
 
 
+def _short(spec: Any) -> str:
+    """An agent or simulator spec as a table shows it: its kind and the file name
+    (`scripted:…/agent.yaml`); the cell's title holds it whole."""
+    text = "" if spec is None else str(spec)
+    kind, sep, rest = text.partition(":")
+    if not sep or "/" not in rest:
+        return text
+    return f"{kind}:…/{rest.rstrip('/').rsplit('/', 1)[-1]}"
+
+
 def _pct(v: Any) -> str:
     return "—" if v is None else f"{100 * float(v):.1f}"
 
@@ -112,7 +122,7 @@ class Viewer:
                                autoescape=select_autoescape(default=True, default_for_string=True))
         from ..compare import session_label
 
-        self.env.filters.update(when=_when, pct=_pct)
+        self.env.filters.update(when=_when, pct=_pct, short=_short)
         self.env.globals.update(session_label=session_label)
         self.env.globals.update(qs=self._qs)
         self.form_token = new_token()
