@@ -332,6 +332,25 @@ def test_panel_in_chromium_for_every_protocol(store: Path, tmp_path: Path) -> No
                     assert el.is_visible(), (run, sel)
                 tab.locator("details.explain").screenshot(path=str(shots /
                                                                    f"explain-{run}.png"))
+            # navigation: next in the sorted list, a transcript search, the timeline
+            tab.goto(url + "/runs/pharm?sort=comp&desc=1")
+            with tab.expect_navigation():
+                tab.click("#sessions tbody tr:first-child a")
+            assert "session run 1 of 8" in tab.locator("#session-nav").inner_text()
+            with tab.expect_navigation():
+                tab.click("#session-nav a[rel=next]")
+            assert "session run 2 of 8" in tab.locator("#session-nav").inner_text()
+            tab.fill("#session-nav input[name=q]", "brennan")
+            with tab.expect_navigation():
+                tab.click("#session-nav button")
+            assert tab.locator("#hits ol.hits li").count() >= 1
+            with tab.expect_navigation():
+                tab.click("#hits ol.hits li:first-child a")
+            assert tab.locator("li.turn:target").count() == 1
+            assert tab.locator("li.turn:target").is_visible()
+            tab.click("details.timeline > summary")
+            assert tab.locator("table.timeline tr.ev-turn").first.is_visible()
+            tab.screenshot(path=str(shots / "nav-timeline.png"), full_page=False)
         finally:
             browser.close()
     assert problems == [], "\n".join(problems)
@@ -395,3 +414,99 @@ def test_no_headline_column_off_screen_at_1280_and_1920(store: Path, tmp_path: P
         finally:
             browser.close()
     assert problems == [], "\n".join(problems)
+
+
+# --------------------------------------------------------------------------- navigation
+
+
+def _links(html: str) -> list[str]:
+    import html as htmllib
+    import re
+
+    return [htmllib.unescape(h) for h in re.findall(r'href="(/session\?[^"]+)"', html)]
+
+
+def test_next_and_previous_walk_the_filtered_sorted_list(store: Path) -> None:
+    """From the first session of a filtered, sorted list, `next →` visits every session run of
+    that list once, in the list's order, and `← previous` walks back."""
+    import html as htmllib
+    import re
+
+    client = local_client(create_app(store))
+    listing = client.get("/runs/pharm?sort=comp&desc=1&status=finished").text
+    order = _links(listing)
+    assert len(order) == 8 and all("l.sort=comp" in h and "l.desc=1" in h for h in order)
+    key = re.compile(r"session=([^&]+)&repeat=(\d+)")
+    want = [key.search(h).groups() for h in order]  # type: ignore[union-attr]
+    seen, page = [], client.get(order[0]).text
+    for k in range(len(order)):
+        here = re.search(r'name="session" value="([^"]+)"', page)
+        assert here is not None
+        seen.append(here.group(1))
+        assert f"session run {k + 1} of 8 in the filtered list" in page
+        nxt = re.search(r'<a rel="next"[^>]*href="([^"]+)"', page)
+        if k == len(order) - 1:
+            assert nxt is None and '<span class="dim">next →</span>' in page
+            break
+        assert nxt is not None
+        page = client.get(htmllib.unescape(nxt.group(1))).text
+    assert [(s, "0") for s in seen] == want
+    back = re.search(r'<a rel="prev"[^>]*href="([^"]+)"', page)
+    assert back is not None and key.search(htmllib.unescape(back.group(1))).groups() \
+        == want[-2]  # type: ignore[union-attr]
+    # the run's crumb goes back to the same list
+    assert 'href="/runs/pharm?status=finished&amp;sort=comp&amp;desc=1"' in page
+    # opened directly (no list): the run's sessions by name
+    direct = client.get("/session?" + urlencode({"run": "pharm", "session": want[0][0],
+                                                 "repeat": 0})).text
+    assert "of 8 in this run" in direct
+
+
+def test_transcript_search_finds_every_message_and_links_its_turn(store: Path,
+                                                                  tmp_path: Path) -> None:
+    from test_view import _long_store
+
+    client = local_client(create_app(_long_store(tmp_path / "long.duckdb")))
+    # Chinese and case-insensitive; a hit on a later page links to that page and turn
+    page = client.get("/session?run=r&session=long&repeat=0&q=第250轮").text
+    assert "1 message contains “第250轮”" in page
+    assert "turns=2&amp;q=" in page and "#t-250" in page
+    assert 'id="t-1"' in page  # every turn of the page has its anchor
+    assert '<mark>第250轮</mark>' in page
+    many = client.get("/session?run=r&session=long&repeat=0&q=QUESTION").text
+    assert "500 messages contain “QUESTION” (the first 50 listed)" in many
+    none = client.get("/session?run=r&session=long&repeat=0&q=nowhere").text
+    assert "0 messages contain “nowhere”" in none
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        sid, want = con.execute(
+            "SELECT session_id, count(*) FROM messages WHERE run_id = 'book-done' AND "
+            "strpos(lower(content), 'order') > 0 GROUP BY 1 ORDER BY 1 LIMIT 1").fetchone()
+    finally:
+        con.close()
+    hit = local_client(create_app(store)).get("/session?" + urlencode(
+        {"run": "book-done", "session": sid, "repeat": 0, "q": "ORDER"})).text
+    assert f"{want} message{'s' * (want != 1)} contain{'s' * (want == 1)} “ORDER”" in hit
+
+
+def test_timeline_lists_every_timed_event_in_order(store: Path) -> None:
+    import re
+
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        sid = con.execute("SELECT min(session_id) FROM sessions WHERE run_id = 'book'"
+                          ).fetchone()[0]
+        counts = {t: con.execute(f"SELECT count(*) FROM {t} WHERE run_id = 'book' AND "
+                                 "session_id = ? AND started_at IS NOT NULL", [sid]
+                                 ).fetchone()[0] for t in ("turns", "tool_calls", "llm_calls")}
+    finally:
+        con.close()
+    page = local_client(create_app(store)).get("/session?" + urlencode(
+        {"run": "book", "session": sid, "repeat": 0})).text
+    rows = re.findall(r'<tr class="ev-(\w+)"><td class="num">([\d.]+)</td>', page)
+    kinds = [k for k, _ in rows]
+    assert kinds.count("turn") == counts["turns"] > 0
+    assert kinds.count("tool") == counts["tool_calls"] > 0
+    assert kinds.count("model") == counts["llm_calls"]
+    at = [float(x) for _, x in rows]
+    assert at == sorted(at) and at[0] == 0.0

@@ -121,6 +121,32 @@ def sessions_page(con: Any, run_id: str, filters: dict[str, str], *, sort: str =
     run = dicts(con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]))
     if not run:
         return SessionsPage(None, [], 0)
+    cond, params = _session_filter(run_id, filters, metric, low, high)
+    order = _session_order(sort, desc)
+    total = int(con.execute(f"SELECT count(*) FROM sessions WHERE {cond}", params)
+                .fetchone()[0])
+    cols = ", ".join(_quoted(c) for c in SESSION_COLUMNS)
+    rows = dicts(con.execute(
+        f"SELECT {cols} FROM sessions WHERE {cond} ORDER BY {order} LIMIT ? OFFSET ?",
+        [*params, SESSIONS_PER_PAGE, page * SESSIONS_PER_PAGE]))
+    # one scan for every drop-down's values
+    opts = con.execute(
+        "SELECT " + ", ".join(f"list(DISTINCT coalesce(CAST({k} AS VARCHAR), '(none)'))"
+                              for k in SESSION_FILTERS)
+        + " FROM sessions WHERE run_id = ?", [run_id]).fetchone()
+    options = {k: sorted(v or [], key=_natural) for k, v in zip(SESSION_FILTERS, opts,
+                                                                  strict=True)}
+    return SessionsPage(run[0], rows, total, options)
+
+
+def _session_order(sort: str, desc: bool) -> str:
+    order = _quoted(sort if sort in SESSION_SORTS else "name")
+    return f"{order} {'DESC' if desc else 'ASC'} NULLS LAST, name, session_id, repeat"
+
+
+def _session_filter(run_id: str, filters: dict[str, str], metric: str | None,
+                    low: float | None, high: float | None) -> tuple[str, list[Any]]:
+    """The WHERE of a sessions list (column names only from the lists above)."""
     where: list[str] = ["run_id = ?"]
     params: list[Any] = [run_id]
     for key in SESSION_FILTERS:
@@ -138,24 +164,66 @@ def sessions_page(con: Any, run_id: str, filters: dict[str, str], *, sort: str =
         if high is not None:
             where.append(f"{_quoted(metric)} <= ?")
             params.append(high)
-    cond = " AND ".join(where)
-    order = _quoted(sort if sort in SESSION_SORTS else "name")
-    direction = "DESC" if desc else "ASC"
-    total = int(con.execute(f"SELECT count(*) FROM sessions WHERE {cond}", params)
+    return " AND ".join(where), params
+
+
+@dataclass
+class Neighbours:
+    """Where a session run stands in a sessions list (filtered and sorted as that page)."""
+
+    position: int
+    """1-based; 0 when the list (its filters) does not hold this session run."""
+    total: int
+    previous: tuple[str, int] | None = None
+    next: tuple[str, int] | None = None
+    """(session id, repeat) of the session run before and after it."""
+
+
+def neighbours(con: Any, run_id: str, session_id: str, repeat: int, filters: dict[str, str],
+               *, sort: str = "name", desc: bool = False, metric: str | None = None,
+               low: float | None = None, high: float | None = None) -> Neighbours:
+    """The session runs before and after this one in the list the sessions page shows with
+    these filters and this sort: one window over the run's sessions (rows, not turns)."""
+    cond, params = _session_filter(run_id, filters, metric, low, high)
+    order = _session_order(sort, desc)
+    row = con.execute(f"""
+        WITH l AS (SELECT session_id, repeat, row_number() OVER (ORDER BY {order}) AS pos,
+                          count(*) OVER () AS total,
+                          lag(session_id) OVER (ORDER BY {order}) AS ps,
+                          lag(repeat) OVER (ORDER BY {order}) AS pr,
+                          lead(session_id) OVER (ORDER BY {order}) AS ns,
+                          lead(repeat) OVER (ORDER BY {order}) AS nr
+                   FROM sessions WHERE {cond})
+        SELECT pos, total, ps, pr, ns, nr FROM l WHERE session_id = ? AND repeat = ?""",
+        [*params, session_id, repeat]).fetchone()
+    if row is None:
+        total = int(con.execute(f"SELECT count(*) FROM sessions WHERE {cond}", params)
+                    .fetchone()[0])
+        return Neighbours(0, total)
+    pos, total, ps, pr, ns, nr = row
+    return Neighbours(int(pos), int(total), None if ps is None else (str(ps), int(pr)),
+                      None if ns is None else (str(ns), int(nr)))
+
+
+SEARCH_HITS = 50
+"""Messages a transcript search lists (the first, by turn)."""
+
+
+def search_messages(con: Any, run_id: str, session_id: str, repeat: int, text: str
+                    ) -> tuple[list[dict[str, Any]], int]:
+    """Messages of one session containing `text` (case-insensitive, any script), the first
+    `SEARCH_HITS` by position, and how many match in all."""
+    key = [run_id, session_id, repeat]
+    needle = text.lower()
+    cond = ("run_id = ? AND session_id = ? AND repeat = ? "
+            "AND strpos(lower(coalesce(content, '') || ' ' || coalesce(CAST(tool_calls AS "
+            "VARCHAR), '')), ?) > 0")
+    total = int(con.execute(f"SELECT count(*) FROM messages WHERE {cond}", [*key, needle])
                 .fetchone()[0])
-    cols = ", ".join(_quoted(c) for c in SESSION_COLUMNS)
-    rows = dicts(con.execute(
-        f"SELECT {cols} FROM sessions WHERE {cond} "
-        f"ORDER BY {order} {direction} NULLS LAST, name, session_id, repeat LIMIT ? OFFSET ?",
-        [*params, SESSIONS_PER_PAGE, page * SESSIONS_PER_PAGE]))
-    # one scan for every drop-down's values
-    opts = con.execute(
-        "SELECT " + ", ".join(f"list(DISTINCT coalesce(CAST({k} AS VARCHAR), '(none)'))"
-                              for k in SESSION_FILTERS)
-        + " FROM sessions WHERE run_id = ?", [run_id]).fetchone()
-    options = {k: sorted(v or [], key=_natural) for k, v in zip(SESSION_FILTERS, opts,
-                                                                  strict=True)}
-    return SessionsPage(run[0], rows, total, options)
+    hits = dicts(con.execute(f"SELECT seq, turn, role, name, content, "
+                             f"CAST(tool_calls AS VARCHAR) AS calls FROM messages WHERE {cond} "
+                             "ORDER BY seq LIMIT ?", [*key, needle, SEARCH_HITS]))
+    return hits, total
 
 
 def _natural(value: str) -> tuple[int, Any]:
