@@ -510,3 +510,30 @@ def test_timeline_lists_every_timed_event_in_order(store: Path) -> None:
     assert kinds.count("model") == counts["llm_calls"]
     at = [float(x) for _, x in rows]
     assert at == sorted(at) and at[0] == 0.0
+
+
+def test_html_report_drilldown_has_the_same_panel(store: Path) -> None:
+    """`bench report --format html`: each drilled-down session carries the panel `bench view`
+    shows for it (the same HTML but its id: the page holds many sessions)."""
+    import re
+
+    from benchpack.reports.api import ReportOptions, render_report
+    from benchpack.reports.html_explain import panel_html
+
+    runs = ["book-done", "desk-done", "claw", "mussel", "pharm", "quilt"]
+    page = render_report(ReportOptions(db=store, names=["summary"], runs=runs), "html")
+    panels = re.findall(r'<details class="explain"( open)?><summary>Why this score', page)
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        n = con.execute("SELECT count(*) FROM sessions WHERE list_contains(?, run_id)",
+                        [runs]).fetchone()[0]
+        sid = con.execute("SELECT session_id FROM sessions WHERE run_id = 'book-done' AND "
+                          "name = 'order-address'").fetchone()[0]
+        x = load(con, "book-done", sid, 0)
+    finally:
+        con.close()
+    assert len(panels) == n
+    assert x is not None and panel_html(x, anchor=None) in page
+    for kind in ("reward", "score", "verify", "checklist", "intents", "graph", "triggers"):
+        assert f'data-part="{kind}"' in page, kind
+    assert 'id="explain"' not in page

@@ -71,16 +71,23 @@ def _tables(con: Any) -> set[str]:
         "SELECT table_name FROM duckdb_tables() WHERE NOT internal").fetchall()}
 
 
-def load(con: Any, run_id: str, session_id: str, repeat: int) -> dict[str, Any] | None:
-    """One session attempt's explanation from an open store (None: no such attempt)."""
+def load(con: Any, run_id: str, session_id: str, repeat: int, *,
+         session: dict[str, Any] | None = None,
+         known: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any] | None:
+    """One session attempt's explanation from an open store (None: no such attempt).
+    `session` and `known` (table → all of the session's rows in it): what the caller has
+    read already (`bench view`'s session page), not read again."""
     key = [run_id, session_id, repeat]
-    found = _dicts(con.execute("SELECT * FROM sessions WHERE run_id = ? AND session_id = ? "
-                               "AND repeat = ?", key))
+    found = [session] if session is not None else _dicts(con.execute(
+        "SELECT * FROM sessions WHERE run_id = ? AND session_id = ? AND repeat = ?", key))
     if not found:
         return None
     have = _tables(con)
+    known = known or {}
 
     def rows(table: str, order: str) -> list[dict[str, Any]]:
+        if table in known:
+            return known[table]
         if table not in have:  # an older store (score_components: schema 4)
             return []
         return _dicts(con.execute(f"SELECT * FROM {table} WHERE run_id = ? AND session_id = ? "

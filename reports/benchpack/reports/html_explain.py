@@ -225,9 +225,10 @@ _BODY = {"reward": _reward, "score": _score, "verify": _verify, "checklist": _ch
          "intents": _intents, "graph": _graph, "triggers": _triggers}
 
 
-def panel_html(x: dict[str, Any], *, open_: bool = True) -> str:
+def panel_html(x: dict[str, Any], *, open_: bool = True, anchor: str | None = "explain") -> str:
     """The panel: a heading with the verdict, then one section per part (formula with the
-    values substituted, then its items)."""
+    values substituted, then its items). `anchor`: its id (None in the HTML report, which
+    holds many sessions)."""
     parts = []
     for p in x.get("parts") or []:
         verdict = p.get("verdict")
@@ -240,7 +241,8 @@ def panel_html(x: dict[str, Any], *, open_: bool = True) -> str:
                      + _BODY.get(str(p.get("kind")), lambda _p: "")(p) + "</section>")
     note = (f'<p class="xp-note dim">{esc(x["note"])}</p>' if x.get("note") else "")
     err = (f'<p class="error">error: {_clip(x["error"])}</p>' if x.get("error") else "")
-    return (f'<details class="explain" id="explain"{" open" * open_}><summary>Why this score'
+    ident = f' id="{esc(anchor)}"' if anchor else ""
+    return (f'<details class="explain"{ident}{" open" * open_}><summary>Why this score'
             "</summary>" + err + note + "".join(parts) + "</details>")
 
 

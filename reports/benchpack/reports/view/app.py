@@ -272,7 +272,15 @@ class Viewer:
             rows = q.session_rows(con, run, session, repeat, tpage)
             repeats = q.repeats_of(con, run, session)
             others = [r for r in q.runs_with_session(con, session) if r != run]
-            why = explain(con, run, session, repeat) if rows is not None else None
+            why = None
+            if rows is not None:
+                # what the page read already: the checklist (never cut by page), and the
+                # intents and triggers when the page holds every turn
+                known = {"checklist_results": rows.tables["checklist_results"]}
+                if tpage == 0 and rows.last_turn <= q.TURNS_PER_PAGE:
+                    known |= {"intent_status": rows.tables["intent_status"],
+                              "triggers": rows.tables["triggers"]}
+                why = explain(con, run, session, repeat, session=rows.session, known=known)
             near = q.neighbours(con, run, session, repeat, **args) if rows is not None else None
             if needle and rows is not None:
                 hits, found = q.search_messages(con, run, session, repeat, needle)
