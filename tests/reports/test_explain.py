@@ -210,6 +210,9 @@ def test_every_explanation_redoes_the_stored_figures(store: Path) -> None:
                 if pred:
                     assert _near(sum(x_["supports"] for x_ in pred) / len(pred),
                                  p["precision"])
+                P, R = p["precision"], p["recall"]
+                if P and R:
+                    assert _near(2 * P * R / (P + R), p["value"])
             elif p["kind"] == "triggers":
                 scores = [t["score"] for t in p["triggers"] if t["score"] is not None]
                 assert _near(sum(scores) / len(scores), p["value"])
@@ -537,3 +540,33 @@ def test_html_report_drilldown_has_the_same_panel(store: Path) -> None:
     for kind in ("reward", "score", "verify", "checklist", "intents", "graph", "triggers"):
         assert f'data-part="{kind}"' in page, kind
     assert 'id="explain"' not in page
+
+
+def test_a_run_imported_from_tau2_explains_with_its_own_checks() -> None:
+    """`bench import-run tau2` keeps τ²'s reward_info: the explanation lists its action,
+    communicate and assertion checks (our own record in that shape, hand-made)."""
+    info = {"reward": 0.0, "db_check": {"db_match": False, "db_reward": 0.0},
+            "action_checks": [{"action": {"action_id": "x1", "name": "book_table",
+                                          "arguments": {"party": 4}},
+                               "action_match": False, "action_reward": 0.0}],
+            "communicate_checks": [{"info": "18:30", "met": True, "justification": "said"}],
+            "nl_assertions": [{"nl_assertion": "Offers the terrace", "met": False,
+                               "justification": "never mentioned"}],
+            "reward_basis": ["DB", "COMMUNICATE"]}
+    s = {"run_id": "r", "session_id": "s", "repeat": 0, "status": "finished", "score": 0.0,
+         "passed": False, "extra": json.dumps({
+             "tau2": {"reward_info": info},
+             "reward": {"basis": ["state", "communicate"],
+                        "components": {"state": 0.0, "communicate": 1.0}, "score": 0.0,
+                        "passed": False}})}
+    p = _part(explain(s), "reward")
+    assert p["formula"] == "reward = state × communicate = 0 × 1 = 0"
+    assert p["state"]["passed"] is False and p["state"]["changes"] == []
+    assert p["actions"] == [{"id": "x1", "tool": "book_table", "passed": False,
+                             "detail": '{"party": 4}'}]
+    assert p["communicate"][0]["passed"] is True
+    assert p["assertions"][0]["score"] == 0.0 and p["source"] == "imported from τ²-bench"
+    from benchpack.reports.html_explain import panel_html
+
+    html = panel_html(explain(s))
+    assert "book_table" in html and "never mentioned" in html and "not how" in html

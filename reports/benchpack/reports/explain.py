@@ -112,7 +112,11 @@ def explain(s: dict[str, Any], *, checklist: list[dict[str, Any]] = (),  # type:
     extra = _js(s.get("extra")) or {}
     parts: list[dict[str, Any]] = []
     if isinstance(extra.get("reward"), dict):
-        parts.append(_reward(extra["reward"], s))
+        part = _reward(extra["reward"], s)
+        tau2: dict[str, Any] = extra["tau2"] if isinstance(extra.get("tau2"), dict) else {}
+        if isinstance(tau2.get("reward_info"), dict):
+            _imported_checks(part, tau2["reward_info"])
+        parts.append(part)
     if components:
         parts.append(_score_block(components, s, extra.get("score") or {}))
     if isinstance(extra.get("verify"), dict):
@@ -188,6 +192,42 @@ def _reward(r: dict[str, Any], s: dict[str, Any]) -> dict[str, Any]:
     if r.get("unfinished"):
         part["unfinished"] = r["unfinished"]
     return part
+
+
+def _imported_checks(part: dict[str, Any], info: dict[str, Any]) -> None:
+    """A run imported from τ²-bench (`bench import-run tau2`): its own checks, from the
+    `reward_info` it recorded — the database match (τ² keeps no diff), each gold action
+    matched or not, each communicate check and natural-language assertion with the judge's
+    justification."""
+    def dicts(key: str) -> list[dict[str, Any]]:
+        v = info.get(key)
+        return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+    db = info.get("db_check")
+    if "state" not in part and isinstance(db, dict):
+        part["state"] = {"passed": db.get("db_match"), "error": None, "changes": [], "more": 0,
+                         "note": "τ²-bench records whether the final databases match, not how "
+                                 "they differ"}
+    if "actions" not in part and dicts("action_checks"):
+        part["actions"] = []
+        for a in dicts("action_checks"):
+            act: dict[str, Any] = a["action"] if isinstance(a.get("action"), dict) else {}
+            args = act.get("arguments")
+            part["actions"].append({
+                "id": act.get("action_id"), "tool": act.get("name"),
+                "passed": a.get("action_match"),
+                "detail": "" if args is None else json.dumps(args, ensure_ascii=False,
+                                                             sort_keys=True)})
+    if "communicate" not in part and dicts("communicate_checks"):
+        part["communicate"] = [{"text": c.get("info"), "passed": c.get("met"),
+                                "detail": c.get("justification")}
+                               for c in dicts("communicate_checks")]
+    if "assertions" not in part and dicts("nl_assertions"):
+        part["assertions"] = [{"text": c.get("nl_assertion"),
+                               "score": None if c.get("met") is None else float(bool(c["met"])),
+                               "detail": c.get("justification"), "error": None}
+                              for c in dicts("nl_assertions")]
+    part["source"] = "imported from τ²-bench"
 
 
 def _verdict(value: Any, passed: Any, threshold: Any) -> str:
@@ -393,7 +433,10 @@ def _graph(rows: list[dict[str, Any]], support: list[dict[str, Any]],
                      f"{fmt(s.get('precision'))}")
     else:
         lines.append(f"precision: nothing predicted (kg status {s.get('kg_status') or '—'})")
-    lines.append(f"F1 = 2·P·R / (P + R) = {fmt(s.get('f1'))}")
+    pr, rc = s.get("precision"), s.get("recall")
+    lines.append("F1 = 2·P·R / (P + R) = " + (f"2·{fmt(pr)}·{fmt(rc)} / ({fmt(pr)} + {fmt(rc)}) = "
+                                              if pr is not None and rc is not None else "")
+                 + fmt(s.get("f1")))
     return {"kind": "graph", "title": "Knowledge graph (P/R/F1)", "value": s.get("f1"),
             "formula": "\n".join(lines), "recall": s.get("recall"),
             "precision": s.get("precision"), "kg_status": s.get("kg_status"),
@@ -434,7 +477,9 @@ def _triggers(rows: list[dict[str, Any]], s: dict[str, Any]) -> dict[str, Any]:
                           "turn": r.get("turn"), "label": r.get("label"),
                           "score": r.get("score"), "rationale": r.get("rationale"),
                           "evidence": r.get("evidence"), "quote_found": r.get("quote_found"),
-                          "judge_error": r.get("judge_error")} for r in rows]}
+                          "judge_error": r.get("judge_error"),
+                          "criteria": {k: r.get(f"{k}_criteria")
+                                       for k in ("pass", "partial", "fail")}} for r in rows]}
 
 
 __all__ = ["explain", "fmt", "load", "substitute"]

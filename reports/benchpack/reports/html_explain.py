@@ -64,6 +64,10 @@ def _reward(p: dict[str, Any]) -> str:
         if st.get("error"):
             out += (f'<p class="xp-state"><b>state</b>: unknown, the gold actions could not be '
                     f'replayed: <span class="warn">{esc(st["error"])}</span></p>')
+        elif st.get("note"):
+            match = _ok(st.get("passed"), "match", "differ")
+            out += (f'<p class="xp-state"><b>state</b>: {match} '
+                    f'<span class="dim">{esc(st["note"])}</span></p>')
         elif st.get("passed"):
             out += ('<p class="xp-state"><b>state</b>: the final state equals the gold '
                     "replay's (same hash)</p>")
@@ -205,6 +209,13 @@ def _graph(p: dict[str, Any]) -> str:
     return out
 
 
+def _criteria(c: dict[str, Any]) -> str:
+    """The rubric the planner committed before the reply existed, folded."""
+    rows = "".join(f"<dt>{esc(k)}</dt><dd>{_clip(v, 400)}</dd>" for k, v in c.items() if v)
+    return (f'<details class="xp-criteria"><summary>criteria</summary><dl class="rubric">{rows}'
+            "</dl></details>") if rows else ""
+
+
 def _triggers(p: dict[str, Any]) -> str:
     return _table("triggers-xp", [("trigger", "txt"), ("type", "txt"), ("turn", "num"),
                                   ("label", "txt"), ("rationale", "txt"), ("evidence", "txt")],
@@ -213,7 +224,7 @@ def _triggers(p: dict[str, Any]) -> str:
                      f'{esc(t.get("label") or "—")}</span>'
                      + (f' <span class="warn">{esc(t["judge_error"])}</span>'
                         if t.get("judge_error") else "")),
-                    _clip(t.get("rationale")),
+                    _clip(t.get("rationale")) + _criteria(t.get("criteria") or {}),
                     (_clip(t.get("evidence"), 300) + ("" if t.get("quote_found") or
                                                       not t.get("evidence") else
                                                       ' <span class="warn">not found in the '
