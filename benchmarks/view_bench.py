@@ -1,5 +1,6 @@
 """`bench view` benchmark: every page kind over the report benchmark's synthetic store of 1 M
-turns (target ≤ 300 ms server-side each, issue 17).
+turns (target ≤ 300 ms server-side each, issue 17; the session page's "why this score" panel,
+previous/next within a list, transcript search and timeline, issue 29).
 
 Each page is requested through Starlette's TestClient (the app in-process, no network), so the
 time is the server's: a fresh read-only connection per request (as `bench view` does, so that a
@@ -100,6 +101,11 @@ def pages(db: Path) -> list[tuple[str, str]]:
         ("sessions, last page", f"/runs/{run}?page={last}"),
         (f"transcript, longest ({longest[2]} turns)", f"/session?{session(run, longest[:2])}"),
         ("transcript, typical", f"/session?{session(run, typical)}"),
+        # issue 29: its place in a filtered, sorted list (previous/next) and a search
+        ("transcript in a list sorted by COMP",
+         f"/session?{session(run, typical)}&l.sort=comp&l.desc=1&l.status=finished"),
+        ("transcript search", f"/session?{session(run, typical)}&q=the"),
+        ("transcript search, 500 turns", f"/session?{session(run, (LONG, 0))}&q=word"),
         ("transcript, 500 turns (turns 1–100)", f"/session?{session(run, (LONG, 0))}"),
         ("transcript, 500 turns (turns 401–500)",
          f"/session?{session(run, (LONG, 0))}&turns=4"),

@@ -30,7 +30,7 @@ from benchpack.reports.html import (
     to_html,
 )
 from benchpack.reports.model import Chart, Column, Estimate, ReportResult, Table
-from benchpack.reports.registry import default_reports
+from benchpack.reports.registry import NOT_ON_THE_PAGE, default_reports
 from benchpack.reports.render import render
 from benchpack.runtime.store import SessionRows, Store
 
@@ -99,7 +99,8 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def page(db: Path) -> str:
-    options = ReportOptions(db=db, names=default_reports().names(), runs=["all"])
+    options = ReportOptions(db=db, names=[n for n in default_reports().names()
+                                          if n not in NOT_ON_THE_PAGE], runs=["all"])
     return render_report(options, "html")
 
 
@@ -127,7 +128,8 @@ def _turns(session: Node) -> dict[int, Node]:
 
 
 def test_every_report_is_in_the_page_and_the_contents(dom: Dom, db: Path) -> None:
-    results = build_reports(ReportOptions(db=db, names=default_reports().names(), runs=["all"]))
+    results = build_reports(ReportOptions(db=db, names=[n for n in default_reports().names()
+                                                       if n not in NOT_ON_THE_PAGE], runs=["all"]))
     titles = [h.text() for h in dom.root.find_all("h2")]
     toc = [a.text() for a in dom.root.find_all("nav")[0].find_all("a")]
     for res in results:
@@ -424,7 +426,8 @@ def test_cli_writes_every_report_with_html(db: Path, dom: Dom, tmp_path: Path) -
     titles = [h.text() for h in Dom(out.read_text(encoding="utf-8")).root.find_all("h2")]
     # with html and no names: every report, as `page` renders them by name
     assert titles == [h.text() for h in dom.root.find_all("h2")]
-    assert len(titles) == len(default_reports().names()) + 2  # + contents, sessions
+    # + contents, sessions
+    assert len(titles) == len(default_reports().names()) - len(NOT_ON_THE_PAGE) + 2
 
 
 # ----------------------------------------------------------------------------- packaging

@@ -22,7 +22,8 @@ HISTORIC_VIEWS = (
     "score_results", "instructed_results")  # added after the split (issue 12): new views go after the historic ones
 HISTORIC_REPORTS = ("summary", "proc-comp", "status", "category", "ablation", "graph",
                     "interaction", "triggers", "pass-k", "cost", "judge-errors", "agreement",
-                    "simulator", "inventory")  # issue 15: generic reports listed after agreement
+                    "simulator", "inventory",  # issue 15: generic reports listed after agreement
+                    "explain")  # issue 29: per-session "why this score", last
 
 OWNED_VIEWS = {
     "intent_tracking": {"intent_status_micro", "intent_status_macro", "dependency_ablation"},

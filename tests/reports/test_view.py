@@ -93,11 +93,12 @@ def test_runs_page_lists_every_run_with_counts(client: TestClient, store: Path) 
     for run_id, sessions, turns in _sql(store, "SELECT run_id, count(*), sum(turns) FROM "
                                                "sessions GROUP BY run_id"):
         row = re.search(rf'<tr>\s*<td class="txt"><input[^>]*value="{run_id}"[^>]*></td>\s*'
-                        rf'<td class="txt"><a href="/runs/{run_id}">.*?</tr>', res.text, re.S)
+                        rf'<td class="txt"><a [^>]*href="/runs/{run_id}"[^>]*>.*?</tr>', res.text, re.S)
         assert row, run_id
         nums = re.findall(r'<td class="num">([\d,—]+)</td>', row.group(0))
-        # repeats, sessions, finished, errors, skipped, turns
-        assert nums[1] == str(sessions) and nums[5] == f"{turns:,}", (run_id, nums)
+        # repeats, sessions, finished, errors, turns (no run skipped any: no skipped column)
+        assert nums[1] == str(sessions) and nums[4] == f"{turns:,}", (run_id, nums)
+    assert "<th class=\"num\">skipped</th>" not in res.text
 
 
 def test_runs_filter_by_agent_and_date(client: TestClient, store: Path) -> None:
@@ -141,9 +142,13 @@ def test_headline_is_the_summary_reports(client: TestClient, store: Path) -> Non
 # --------------------------------------------------------------------------- sessions
 
 
-def _column(html: str, k: int) -> list[str]:
-    """The text of the k-th cell of every row of the sessions table."""
+def _column(html: str, title: str) -> list[str]:
+    """The text of the cell under header `title` in every row of the sessions table (a
+    protocol's columns are there only when a session of the page has the figure)."""
     body = html.split('<table class="sessions"', 1)[1].split("</tbody>", 1)[0]
+    heads = [re.sub(r"<[^>]+>", "", h).rstrip(" ▲▼")
+             for h in re.findall(r"<th[ >][^>]*>(.*?)</th>", body, re.S)]
+    k = heads.index(title)
     rows = body.split("<tr>")[2:]  # the header row, then one per session
     return [re.sub(r"<[^>]+>", "", re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)[k]).strip()
             for r in rows]
@@ -157,7 +162,8 @@ def test_sessions_sorted_filtered_paginated(client: TestClient, store: Path,
     expected = [r[0] for r in _sql(store, "SELECT comp FROM sessions WHERE run_id = 'pharm' "
                                           "ORDER BY comp DESC NULLS LAST, name, session_id, "
                                           "repeat")]
-    assert _column(page, 8) == [f"{100 * v:.1f}" for v in expected]  # COMP
+    assert _column(page, "COMP") == [f"{100 * v:.1f}" for v in expected]
+    assert "<th" in page and ">F1" not in page  # no staged-disclosure session here
     # a score range in percent: only sessions inside it
     inside = [v for v in expected if 0.5 <= v <= 0.9]
     assert f"{len(inside)} session run" in client.get("/runs/pharm?metric=comp&min=50&max=90"
@@ -350,7 +356,9 @@ def test_500_turn_transcript_is_paginated_server_side(tmp_path: Path) -> None:
     client = local_client(create_app(_long_store(tmp_path / "long.duckdb")))
     first = client.get("/session?run=r&session=long&repeat=0")
     assert first.status_code == 200
-    html = first.text
+    # the transcript, after the "why this score" panel (which lists every intent)
+    html = first.text[first.text.index('class="dim tools"'):]
+    assert 'data-part="intents"' in first.text
     assert "question 1 第1轮" in html and "question 100 第100轮" in html
     assert "question 101 " not in html and "question 500 " not in html
     assert "Turns 1–100 of 500" in html

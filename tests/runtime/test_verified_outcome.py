@@ -120,7 +120,8 @@ def test_good_agent_passes_both_tasks_with_scripted_and_rules_judges(plan_dir: P
     assert (watch["score"], watch["passed"], watch["termination"]) == \
         (1.0, True, "heartbeats_done")
     assert lumora["extra"]["verify"] == {"outcome": 1.0, "process": 1.0, "uncapped": 1.0,
-                                         "unscored": 0, "caps": []}
+                                         "unscored": 0, "caps": [],
+                                         "outcome_weight": 0.7, "pass_threshold": 0.7}
     assert summary.pass_counts == [(1, 1), (1, 1)]
     # the deterministic rules judge agrees on the demo trajectory
     (tmp_path / "rules").mkdir()

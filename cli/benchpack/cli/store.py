@@ -41,25 +41,30 @@ from .params import PackErrors, db_option, emit, wait_option
               help="agreement --humans: the human consensus of an item: the lower median, or "
                    "the majority vote (ties: Partial, then Pass, then Fail — ProactBench's "
                    "released analysis).")
+@click.option("--session", "sessions", multiple=True, metavar="NAME",
+              help="explain: only these sessions (name, plan id or glob; repeatable).")
 @click.option("--list", "list_", is_flag=True, help="List the available reports.")
 @wait_option
 def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | None, fmt: str,
            out: Path | None, level: float, resamples: int, seed: int, exact_max: int | None,
-           humans: bool, min_raters: int, consensus: str, list_: bool, wait_s: float) -> None:
+           humans: bool, min_raters: int, consensus: str, sessions: tuple[str, ...], list_: bool,
+           wait_s: float) -> None:
     """Print reports over a run store (default: `summary`; with --format html, all of them)."""
     from benchpack.reports.access import StoreError
     from benchpack.reports.api import ReportOptions, render_report
-    from benchpack.reports.registry import UnknownReport, default_reports
+    from benchpack.reports.registry import NOT_ON_THE_PAGE, UnknownReport, default_reports
 
     registry = default_reports()
     if list_:
         for r in registry.items():
             click.echo(f"{r.name:14} {r.description}")
         return
-    chosen = names or (tuple(registry.names()) if fmt == "html" else ("summary",))
+    chosen = names or (tuple(n for n in registry.names() if n not in NOT_ON_THE_PAGE)
+                       if fmt == "html" else ("summary",))
     options = ReportOptions(db=db, names=chosen, runs=runs, by=by, level=level,
                             resamples=resamples, seed=seed, wait_s=wait_s, exact_max=exact_max,
-                            humans=humans, min_raters=min_raters, consensus=consensus)
+                            humans=humans, min_raters=min_raters, consensus=consensus,
+                            sessions=sessions)
     try:
         text = render_report(options, fmt)
     except (StoreError, UnknownReport, ValueError) as exc:

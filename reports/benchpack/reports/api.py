@@ -54,6 +54,8 @@ class ReportOptions:
     min_raters: int = 1
     consensus: str = "median"
     """`agreement --humans`: `median` or `majority` (ProactBench's released analysis)."""
+    sessions: Sequence[str] = ()
+    """`explain`: session names or plan ids (globs); empty: every session of the runs."""
 
 
 def build_reports(options: ReportOptions, registry: ReportRegistry | None = None
@@ -79,6 +81,7 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
         if options.exact_max is not None:
             ctx.exact_max = options.exact_max
         ctx.consensus = options.consensus
+        ctx.sessions = list(options.sessions)
         result = report.build(ctx)
         if result.name != "inventory" and runs:  # no report shrinks a denominator silently
             result.notes.append(inventory_note(ctx))

@@ -63,6 +63,8 @@ class ReportContext:
     consensus: str = "median"
     """`agreement --humans`: the human consensus, `median` (lower on ties) or `majority` (ties:
     the middle of the scale, then the better label)."""
+    sessions: list[str] = field(default_factory=list)
+    """`explain`: session names or plan ids (globs) to cover; empty: all."""
     _labels: dict[str, str] | None = field(default=None, init=False, repr=False)
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -428,6 +430,12 @@ def judge_errors(ctx: ReportContext) -> ReportResult:
     return res
 
 
+def _explain(ctx: ReportContext) -> ReportResult:
+    from .explain import report
+
+    return report(ctx)  # type: ignore[no-any-return]
+
+
 BUILTIN: tuple[BuiltinReport, ...] = (
     BuiltinReport("summary", "Run summary", "headline scores, errors, tokens and cost per run",
                   summary),
@@ -437,5 +445,8 @@ BUILTIN: tuple[BuiltinReport, ...] = (
                   "session (unknown prices shown as unknown)", cost),
     BuiltinReport("judge-errors", "Judge errors", "failed judgements and affected sessions",
                   judge_errors),
+    BuiltinReport("explain", "Why this score", "each session's score part by part: items, "
+                  "rationales, state diff, formula with its values (--session to narrow)",
+                  lambda ctx: _explain(ctx)),
 )
 """The reports of no one protocol (each protocol's are in `protocols.PROTOCOL_REPORTS`)."""

@@ -42,6 +42,11 @@ class SessionTrace:
     triggers: list[dict[str, Any]] = field(default_factory=list)
     stages: list[dict[str, Any]] = field(default_factory=list)
     checklist: list[dict[str, Any]] = field(default_factory=list)
+    components: list[dict[str, Any]] = field(default_factory=list)
+    triples: list[dict[str, Any]] = field(default_factory=list)
+    support: list[dict[str, Any]] = field(default_factory=list)
+    """`score_components`, `triples`, `triple_support`: what "why this score" reads
+    (`explain.explain`)."""
     messages_total: int = 0
     flagged: bool = False
     """The session errored or had judge or grader errors (`_CHOOSE`)."""
@@ -192,11 +197,18 @@ def _drilldown(con: Any, infos: list[RunInfo], cap: int, messages_per_session: i
         trace = traces[(r["run_id"], r["session_id"], r["repeat"])]
         trace.messages_total = int(r.pop("_total"))
         trace.messages.append(r)
+    have = {str(r[0]) for r in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE NOT internal").fetchall()}
     for table, attr, order in (("tool_calls", "tool_calls", "seq"),
                                ("intent_status", "intents", "turn NULLS LAST, intent_id"),
                                ("triggers", "triggers", "turn, trigger_id"),
                                ("stage_events", "stages", "turn, stage_index"),
-                               ("checklist_results", "checklist", "item_id")):
+                               ("checklist_results", "checklist", "item_id"),
+                               ("score_components", "components", "t.rowid"),
+                               ("triples", "triples", "side, idx"),
+                               ("triple_support", "support", "gt_idx, pred_idx")):
+        if table not in have:  # a store older than the table (score_components: schema 4)
+            continue
         for r in rows(table, order):
             getattr(traces[(r["run_id"], r["session_id"], r["repeat"])], attr).append(r)
     return Drilldown(infos, list(traces.values()), notes)

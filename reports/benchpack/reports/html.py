@@ -96,6 +96,16 @@ def _table_html(table: Table, anchor: str) -> str:
 # --------------------------------------------------------------------------- sessions
 
 
+def _panel(t: SessionTrace) -> str:
+    """The session's "why this score" (as on `bench view`'s session page)."""
+    from .explain import explain
+    from .html_explain import panel_html
+
+    return panel_html(explain(t.session, checklist=t.checklist, components=t.components,
+                              intents=t.intents, triples=t.triples, support=t.support,
+                              triggers=t.triggers), anchor=None)
+
+
 def _drilldown_html(d: Drilldown, labels: dict[str, str], budget: int) -> str:
     out = ['<section id="sessions" class="report"><h2>Sessions</h2>',
            '<p class="lede">Each session attempt: its transcript by turn; under each turn what '
@@ -125,7 +135,7 @@ def _drilldown_html(d: Drilldown, labels: dict[str, str], budget: int) -> str:
                 episode = ep
                 out.append(f"<h4>episode {esc(ep)}</h4>" if ep is not None
                            else "<h4>no episode</h4>")
-            block = session_html(t, transcript=used < share)
+            block = session_html(t, transcript=used < share, panel=_panel(t))
             used += len(block)
             out.append(block)
     out.append("</section>")

@@ -255,16 +255,17 @@ def _session_id(key: tuple[str, str, int]) -> str:
 
 
 def session_html(trace: SessionTrace, *, transcript: bool = True, open_: bool = False,
-                 extra: dict[int, list[str]] | None = None) -> str:
+                 extra: dict[int, list[str]] | None = None, panel: str = "") -> str:
     """One session attempt: summary line, transcript by turn with the statuses, trigger scores
     and stage events of each turn, then the checklist (only the summary with
     `transcript=False`). `extra`: more HTML per turn (`bench view` adds tokens, latency and
-    the judge and simulator calls); `open_`: unfolded."""
+    the judge and simulator calls); `open_`: unfolded; `panel`: "why this score" HTML
+    (`html_explain.panel_html`) shown before the transcript, and without one."""
     s = trace.session
     if not transcript:
         return (f'<details class="session{" flagged" if trace.flagged else ""}" '
                 f'id="{_session_id(trace.key)}"><summary>{_summary(s)}</summary>'
-                '<div class="session-body"><p class="empty">Transcript left out: this run\'s '
+                f'<div class="session-body">{panel}<p class="empty">Transcript left out: this run\'s '
                 "share of the page's size budget is used up. <code>bench query</code> reads "
                 "it.</p></div></details>")
     calls = {(int(r.get("turn") or 0), str(r["call_id"])): r for r in trace.tool_calls
@@ -339,7 +340,7 @@ def session_html(trace: SessionTrace, *, transcript: bool = True, open_: bool = 
     flag = " flagged" if trace.flagged else ""
     return (f'<details class="session{flag}" id="{_session_id(trace.key)}"{" open" * open_}>'
             f'<summary>{_summary(s)}</summary><div class="session-body">'
-            f'<p class="meta">{" · ".join(meta)}</p>{err}'
+            f'<p class="meta">{" · ".join(meta)}</p>{err}{panel}'
             + (f'<ol class="transcript">{"".join(out)}</ol>' if out
                else '<p class="empty">No messages recorded.</p>')
             + (f'<p class="cut">{cut:,} later messages not shown.</p>' if cut > 0 else "")

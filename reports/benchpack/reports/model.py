@@ -90,6 +90,8 @@ class ReportResult:
     tables: list[Table] = field(default_factory=list)
     charts: list[Chart] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+    """More than tables, for `--format json` only (`explain`: `explanations`)."""
     store: str | None = field(default=None, repr=False, compare=False)
     """The run store the report was built from (`bench report`): an HTML page reads its
     drill-down from there. None for a result made otherwise (no drill-down)."""
@@ -99,7 +101,7 @@ class ReportResult:
                 "runs": self.runs, "notes": self.notes,
                 "tables": [{"title": t.title, "notes": t.notes,
                             "columns": [asdict(c) for c in t.columns], "rows": t.as_dicts()}
-                           for t in self.tables]}
+                           for t in self.tables], **self.data}
 
 
 @dataclass(frozen=True)

@@ -71,10 +71,15 @@ class ReportRegistry:
 
 REPORT_ORDER: tuple[str, ...] = (
     "summary", "proc-comp", "status", "category", "ablation", "graph", "interaction", "triggers",
-    "pass-k", "cost", "judge-errors", "agreement", "simulator", "inventory")
+    "pass-k", "cost", "judge-errors", "agreement", "simulator", "inventory", "explain")
 """The order `bench report --list` and the HTML page show the built-in reports in, kept from
 before the protocols had modules; reports not listed here (a new protocol's) follow, in
 registry order."""
+
+
+NOT_ON_THE_PAGE = frozenset({"explain"})
+"""Reports `bench report --format html` leaves out unless named: `explain` is the drill-down's
+"why this score" panels again, as a table over every session."""
 
 
 def default_reports() -> ReportRegistry:

@@ -65,6 +65,30 @@ def _when(ts: float | None) -> str:
     return datetime.fromtimestamp(float(ts), UTC).strftime("%Y-%m-%d %H:%M")
 
 
+def _short(spec: Any) -> str:
+    """An agent or simulator spec as a table shows it: its kind and the file name
+    (`scripted:…/agent.yaml`); the cell's title holds it whole."""
+    text = "" if spec is None else str(spec)
+    kind, sep, rest = text.partition(":")
+    if not sep or "/" not in rest:
+        return text
+    return f"{kind}:…/{rest.rstrip('/').rsplit('/', 1)[-1]}"
+
+
+def _snippet(text: str, needle: str, width: int = 90) -> Markup:
+    """`text` around the first occurrence of `needle` (case-insensitive), escaped, the match
+    marked."""
+    from markupsafe import escape
+
+    at = text.lower().find(needle.lower())
+    if at < 0:
+        return Markup(escape(text[:2 * width]))
+    start, end = max(0, at - width), at + len(needle)
+    return Markup("…" * (start > 0) + str(escape(text[start:at])) + "<mark>"
+                  + str(escape(text[at:end])) + "</mark>" + str(escape(text[end:end + width]))
+                  + "…" * (end + width < len(text)))
+
+
 def _pct(v: Any) -> str:
     return "—" if v is None else f"{100 * float(v):.1f}"
 
@@ -112,9 +136,9 @@ class Viewer:
                                autoescape=select_autoescape(default=True, default_for_string=True))
         from ..compare import session_label
 
-        self.env.filters.update(when=_when, pct=_pct)
+        self.env.filters.update(when=_when, pct=_pct, short=_short)
         self.env.globals.update(session_label=session_label)
-        self.env.globals.update(qs=self._qs)
+        self.env.globals.update(qs=self._qs, snippet=_snippet)
         self.form_token = new_token()
         """Embedded in the SQL page's form: a query runs only with it (`sqlpage.py`)."""
         self.sql: SqlPages | None = None
@@ -184,29 +208,42 @@ class Viewer:
                     self._headlines.popitem(last=False)
         return Markup(cached)
 
-    def sessions(self, request: Request) -> Response:
-        run_id = request.path_params["run_id"]
-        p = request.query_params
-        filters = {k: p.get(k, "") for k in q.SESSION_FILTERS}
-        sort = p.get("sort", "name")
-        desc = p.get("desc") == "1"
-        metric = p.get("metric") or None
+    @staticmethod
+    def _list(p: Any, prefix: str = "") -> tuple[dict[str, Any], dict[str, str]]:
+        """A sessions list's filters and sort from the address (`prefix`: `l.` on a session
+        page, which carries the list it was opened from): the keyword arguments of
+        `queries.sessions_page`/`neighbours`, and the parameters as the address has them."""
+        def get(k: str, default: str = "") -> str:
+            return str(p.get(prefix + k, default))
+
+        filters = {k: get(k) for k in q.SESSION_FILTERS}
+        sort = get("sort") or "name"
+        desc = get("desc") == "1"
+        metric = get("metric") or None
         if metric is not None and metric not in q.SCORES:
             raise _BadRequest(f"metric: {metric!r} is not one of {', '.join(q.SCORES)}")
         if sort not in q.SESSION_SORTS:
             raise _BadRequest(f"sort: {sort!r} is not one of {', '.join(q.SESSION_SORTS)}")
-        low, high = _float(p.get("min"), "min"), _float(p.get("max"), "max")
+        low, high = _float(get("min"), "min"), _float(get("max"), "max")
+        params = {**filters, "sort": sort, "desc": "1" if desc else "", "metric": metric or "",
+                  "min": get("min"), "max": get("max")}
+        return ({"filters": filters, "sort": sort, "desc": desc, "metric": metric,
+                 "low": None if low is None else low / 100,
+                 "high": None if high is None else high / 100}, params)
+
+    def sessions(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        p = request.query_params
+        args, params = self._list(p)
         page = _int(p.get("page"), "page")
         with self.store() as con:
-            data = q.sessions_page(con, run_id, filters, sort=sort, desc=desc, metric=metric,
-                                   low=None if low is None else low / 100,
-                                   high=None if high is None else high / 100, page=page)
+            data = q.sessions_page(con, run_id, page=page, **args)
         if data.run is None:
             return self.page("error.html", 404, title="No such run",
                              message=f"no run {run_id!r} in {self.db}")
-        params = {**filters, "sort": sort, "desc": "1" if desc else "", "metric": metric or "",
-                  "min": p.get("min", ""), "max": p.get("max", "")}
+        listed = {f"l.{k}": v for k, v in params.items() if v and v != "name"}
         return self.page("sessions.html", data=data, run_id=run_id, params=params, page=page,
+                         listed=listed,
                          pages=max(1, -(-data.total // q.SESSIONS_PER_PAGE)),
                          filters=q.SESSION_FILTERS, sorts=q.SESSION_SORTS, scores=q.SCORES,
                          title=f"Sessions of {run_id}")
@@ -219,20 +256,44 @@ class Viewer:
         return run, session, _int(p.get("repeat"), "repeat")
 
     def session(self, request: Request) -> Response:
-        from .transcript import transcript_html
+        from ..explain import load as explain
+        from ..html_explain import panel_html
+        from .transcript import timeline_html, transcript_html
 
         run, session, repeat = self._key(request)
-        tpage = _int(request.query_params.get("turns"), "turns")
+        p = request.query_params
+        tpage = _int(p.get("turns"), "turns")
+        args, params = self._list(p, "l.")
+        listed = {f"l.{k}": v for k, v in params.items() if v and v != "name"}
+        needle = (p.get("q") or "").strip()
+        hits: list[dict[str, Any]] = []
+        found = 0
         with self.store() as con:
             rows = q.session_rows(con, run, session, repeat, tpage)
             repeats = q.repeats_of(con, run, session)
             others = [r for r in q.runs_with_session(con, session) if r != run]
-        if rows is None:
+            why = None
+            if rows is not None:
+                # what the page read already: the checklist (never cut by page), and the
+                # intents and triggers when the page holds every turn
+                known = {"checklist_results": rows.tables["checklist_results"]}
+                if tpage == 0 and rows.last_turn <= q.TURNS_PER_PAGE:
+                    known |= {"intent_status": rows.tables["intent_status"],
+                              "triggers": rows.tables["triggers"]}
+                why = explain(con, run, session, repeat, session=rows.session, known=known)
+            near = q.neighbours(con, run, session, repeat, **args) if rows is not None else None
+            if needle and rows is not None:
+                hits, found = q.search_messages(con, run, session, repeat, needle)
+        if rows is None or why is None:
             return self.page("error.html", 404, title="No such session",
                              message=f"no session {session!r} repeat {repeat} in run {run!r}")
         tpages = max(1, -(-rows.last_turn // q.TURNS_PER_PAGE))
         return self.page("session.html", s=rows.session, run_id=run, repeats=repeats,
-                         others=others, body=Markup(transcript_html(rows)), tpage=tpage,
+                         others=others, body=Markup(transcript_html(rows)),
+                         why=Markup(panel_html(why)), near=near, listed=listed,
+                         list_params={k[2:]: v for k, v in listed.items()}, needle=needle,
+                         hits=hits, found=found, timeline=Markup(timeline_html(rows)),
+                         tpage=tpage,
                          tpages=tpages, per=q.TURNS_PER_PAGE, last_turn=rows.last_turn,
                          title=f"{rows.session.get('name')} · {run}")
 

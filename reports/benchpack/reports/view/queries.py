@@ -121,6 +121,32 @@ def sessions_page(con: Any, run_id: str, filters: dict[str, str], *, sort: str =
     run = dicts(con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]))
     if not run:
         return SessionsPage(None, [], 0)
+    cond, params = _session_filter(run_id, filters, metric, low, high)
+    order = _session_order(sort, desc)
+    total = int(con.execute(f"SELECT count(*) FROM sessions WHERE {cond}", params)
+                .fetchone()[0])
+    cols = ", ".join(_quoted(c) for c in SESSION_COLUMNS)
+    rows = dicts(con.execute(
+        f"SELECT {cols} FROM sessions WHERE {cond} ORDER BY {order} LIMIT ? OFFSET ?",
+        [*params, SESSIONS_PER_PAGE, page * SESSIONS_PER_PAGE]))
+    # one scan for every drop-down's values
+    opts = con.execute(
+        "SELECT " + ", ".join(f"list(DISTINCT coalesce(CAST({k} AS VARCHAR), '(none)'))"
+                              for k in SESSION_FILTERS)
+        + " FROM sessions WHERE run_id = ?", [run_id]).fetchone()
+    options = {k: sorted(v or [], key=_natural) for k, v in zip(SESSION_FILTERS, opts,
+                                                                  strict=True)}
+    return SessionsPage(run[0], rows, total, options)
+
+
+def _session_order(sort: str, desc: bool) -> str:
+    order = _quoted(sort if sort in SESSION_SORTS else "name")
+    return f"{order} {'DESC' if desc else 'ASC'} NULLS LAST, name, session_id, repeat"
+
+
+def _session_filter(run_id: str, filters: dict[str, str], metric: str | None,
+                    low: float | None, high: float | None) -> tuple[str, list[Any]]:
+    """The WHERE of a sessions list (column names only from the lists above)."""
     where: list[str] = ["run_id = ?"]
     params: list[Any] = [run_id]
     for key in SESSION_FILTERS:
@@ -138,24 +164,67 @@ def sessions_page(con: Any, run_id: str, filters: dict[str, str], *, sort: str =
         if high is not None:
             where.append(f"{_quoted(metric)} <= ?")
             params.append(high)
-    cond = " AND ".join(where)
-    order = _quoted(sort if sort in SESSION_SORTS else "name")
-    direction = "DESC" if desc else "ASC"
-    total = int(con.execute(f"SELECT count(*) FROM sessions WHERE {cond}", params)
+    return " AND ".join(where), params
+
+
+@dataclass
+class Neighbours:
+    """Where a session run stands in a sessions list (filtered and sorted as that page)."""
+
+    position: int
+    """1-based; 0 when the list (its filters) does not hold this session run."""
+    total: int
+    previous: tuple[str, int] | None = None
+    next: tuple[str, int] | None = None
+    """(session id, repeat) of the session run before and after it."""
+
+
+def neighbours(con: Any, run_id: str, session_id: str, repeat: int, filters: dict[str, str],
+               *, sort: str = "name", desc: bool = False, metric: str | None = None,
+               low: float | None = None, high: float | None = None) -> Neighbours:
+    """The session runs before and after this one in the list the sessions page shows with
+    these filters and this sort: one window over the run's sessions (rows, not turns)."""
+    cond, params = _session_filter(run_id, filters, metric, low, high)
+    order = _session_order(sort, desc)
+    # one numbering (row_number alone: lag/lead beside it cost ~40 % more at 1 M turns), then
+    # the rows either side of this one
+    found = con.execute(f"""
+        WITH l AS MATERIALIZED (SELECT session_id, repeat,
+                                       row_number() OVER (ORDER BY {order}) AS pos
+                                FROM sessions WHERE {cond}),
+             me AS (SELECT pos FROM l WHERE session_id = ? AND repeat = ?)
+        SELECT l.pos - me.pos, l.pos, l.session_id, l.repeat, (SELECT count(*) FROM l)
+        FROM l, me WHERE l.pos BETWEEN me.pos - 1 AND me.pos + 1""",
+        [*params, session_id, repeat]).fetchall()
+    if not found:
+        total = int(con.execute(f"SELECT count(*) FROM sessions WHERE {cond}", params)
+                    .fetchone()[0])
+        return Neighbours(0, total)
+    at = {int(d): (int(pos), str(s), int(r), int(n)) for d, pos, s, r, n in found}
+    pos, _, _, total = at[0]
+    return Neighbours(pos, total, at[-1][1:3] if -1 in at else None,
+                      at[1][1:3] if 1 in at else None)
+
+
+SEARCH_HITS = 50
+"""Messages a transcript search lists (the first, by turn)."""
+
+
+def search_messages(con: Any, run_id: str, session_id: str, repeat: int, text: str
+                    ) -> tuple[list[dict[str, Any]], int]:
+    """Messages of one session containing `text` (case-insensitive, any script), the first
+    `SEARCH_HITS` by position, and how many match in all."""
+    key = [run_id, session_id, repeat]
+    needle = text.lower()
+    cond = ("run_id = ? AND session_id = ? AND repeat = ? "
+            "AND strpos(lower(coalesce(content, '') || ' ' || coalesce(CAST(tool_calls AS "
+            "VARCHAR), '')), ?) > 0")
+    total = int(con.execute(f"SELECT count(*) FROM messages WHERE {cond}", [*key, needle])
                 .fetchone()[0])
-    cols = ", ".join(_quoted(c) for c in SESSION_COLUMNS)
-    rows = dicts(con.execute(
-        f"SELECT {cols} FROM sessions WHERE {cond} "
-        f"ORDER BY {order} {direction} NULLS LAST, name, session_id, repeat LIMIT ? OFFSET ?",
-        [*params, SESSIONS_PER_PAGE, page * SESSIONS_PER_PAGE]))
-    # one scan for every drop-down's values
-    opts = con.execute(
-        "SELECT " + ", ".join(f"list(DISTINCT coalesce(CAST({k} AS VARCHAR), '(none)'))"
-                              for k in SESSION_FILTERS)
-        + " FROM sessions WHERE run_id = ?", [run_id]).fetchone()
-    options = {k: sorted(v or [], key=_natural) for k, v in zip(SESSION_FILTERS, opts,
-                                                                  strict=True)}
-    return SessionsPage(run[0], rows, total, options)
+    hits = dicts(con.execute(f"SELECT seq, turn, role, name, content, "
+                             f"CAST(tool_calls AS VARCHAR) AS calls FROM messages WHERE {cond} "
+                             "ORDER BY seq LIMIT ?", [*key, needle, SEARCH_HITS]))
+    return hits, total
 
 
 def _natural(value: str) -> tuple[int, Any]:

@@ -13,6 +13,7 @@ unfolded (`call_html`).
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from typing import Any
 from urllib.parse import urlencode
@@ -96,13 +97,96 @@ def transcript_html(rows: SessionRows) -> str:
         meta = _turn_meta(turns.get(n, {}), calls.get(n, []))
         if meta:
             extra[n] = [meta]
-    html = session_html(trace, open_=True, extra=extra)
+    # each turn an anchor (`#t-N`): the transcript search links to it
+    html = _TURN.sub(lambda m: f'{m.group(0)} id="t-{m.group(1)}"',
+                     session_html(trace, open_=True, extra=extra))
     loose = calls.get(None, [])
     if loose:  # calls of no turn (the end-of-session judge): after the transcript
         html += ("<h5>Model calls after the last turn</h5>"
                  + _turn_meta({}, loose).replace('<details class="calls">',
                                                  '<details class="calls" open>', 1))
     return html
+
+
+_TURN = re.compile(r'<li class="turn" data-turn="(-?\d+)"')
+TIMELINE_MAX = 2000
+"""Events a timeline lists (a page's turns rarely hold more; the rest are counted)."""
+
+
+def _events(rows: SessionRows) -> list[dict[str, Any]]:
+    """Every timed event of the page's turns, and the decisions taken at each turn's end
+    (simulator stages, intent statuses, trigger verdicts: stored by turn, not by time)."""
+    t = rows.tables
+    out: list[dict[str, Any]] = []
+    ends: dict[int, float] = {}
+    for r in t["turns"]:
+        if r.get("started_at") is None:
+            continue
+        start, dur = float(r["started_at"]), float(r.get("duration_s") or 0.0)
+        ends[int(r["turn"])] = start + dur
+        out.append({"kind": "turn", "turn": r["turn"], "start": start, "duration": dur,
+                    "what": f"turn {r['turn']}" + (f" · {r['steps']} steps"
+                                                   if r.get("steps") is not None else "")
+                    + (f" · stopped: {r['stop_reason']}" if r.get("stop_reason") else "")})
+    for r in t["tool_calls"]:
+        if r.get("started_at") is not None:
+            out.append({"kind": "tool", "turn": r.get("turn"), "start": float(r["started_at"]),
+                        "duration": float(r.get("duration_s") or 0.0),
+                        "what": str(r.get("tool_name") or "tool"), "error": r.get("error")})
+    for r in t["llm_calls"]:
+        if r.get("started_at") is not None:
+            out.append({"kind": "model", "turn": r.get("turn"), "start": float(r["started_at"]),
+                        "duration": float(r.get("latency_s") or 0.0),
+                        "what": " · ".join(str(x) for x in (r.get("role"), r.get("purpose"),
+                                                             r.get("model")) if x)
+                        + (" · cache" if r.get("cache_hit") else ""),
+                        "error": r.get("error")})
+    decided = [("stage", e.get("turn"), f"stage {e.get('stage_id')}: {e.get('event')}")
+               for e in t["stage_events"]]
+    decided += [("intent", i.get("turn"), f"intent {i.get('intent_id')}: {i.get('status')}")
+                for i in t["intent_status"] if not i.get("pooled_from")]
+    decided += [("trigger", g.get("turn"), f"trigger {g.get('trigger_id')}: "
+                 f"{g.get('label') or g.get('judge_error') or '—'}") for g in t["triggers"]]
+    for kind, turn, what in decided:
+        if turn is not None and int(turn) in ends:
+            out.append({"kind": kind, "turn": turn, "start": ends[int(turn)], "duration": 0.0,
+                        "what": what})
+    order = {"turn": 0, "model": 1, "tool": 2}
+    out.sort(key=lambda e: (e["start"], order.get(e["kind"], 3)))
+    return out
+
+
+def timeline_html(rows: SessionRows) -> str:
+    """The page's turns as a timeline: each turn, tool call and model call at its offset from
+    the first, with its duration as a bar; then what was decided at each turn's end."""
+    events = _events(rows)
+    if not events:
+        return ('<details class="timeline" id="timeline"><summary>Event timeline</summary>'
+                '<p class="dim">No timed events stored for these turns.</p></details>')
+    t0 = events[0]["start"]
+    span = max(max(e["start"] + e["duration"] for e in events) - t0, 1e-9)
+    shown = events[:TIMELINE_MAX]
+    body = []
+    for e in shown:
+        left = 100 * (e["start"] - t0) / span
+        width = max(100 * e["duration"] / span, 0.4)
+        err = f' <span class="warn">{esc(e["error"])}</span>' if e.get("error") else ""
+        body.append(f'<tr class="ev-{esc(e["kind"])}"><td class="num">'
+                    f'{e["start"] - t0:.3f}</td><td class="num">'
+                    + (f'{e["duration"]:.3f}' if e["duration"] else "") + "</td>"
+                    f'<td class="num">{esc(e["turn"])}</td><td class="txt">{esc(e["kind"])}</td>'
+                    f'<td class="txt">{esc(e["what"])}{err}</td><td class="bar">'
+                    f'<span style="left:{left:.2f}%;width:{min(width, 100 - left):.2f}%">'
+                    "</span></td></tr>")
+    more = (f'<p class="dim">{len(events) - len(shown):,} later events not listed.</p>'
+            if len(events) > len(shown) else "")
+    return ('<details class="timeline" id="timeline"><summary>Event timeline: '
+            f'{len(events):,} events over {span:.1f} s (turns, model and tool calls, simulator '
+            'and judge decisions at the end of their turn)</summary>'
+            '<div class="table-wrap"><table class="timeline"><thead><tr>'
+            '<th class="num">at (s)</th><th class="num">took (s)</th><th class="num">turn</th>'
+            '<th class="txt">event</th><th class="txt">what</th><th class="bar"></th></tr>'
+            "</thead><tbody>" + "".join(body) + "</tbody></table></div>" + more + "</details>")
 
 
 def summary_chips(s: dict[str, Any]) -> str:

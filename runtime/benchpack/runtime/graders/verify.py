@@ -42,11 +42,15 @@ class Verdict:
     caps: list[CapHit] = field(default_factory=list)
     unscored: int = 0
     """Items left out because a judge or grader gave no score."""
+    outcome_weight: float | None = None
+    pass_threshold: float | None = None
+    """The weighting and threshold used, so a report can show the arithmetic (issue 29)."""
 
     def extra(self) -> dict[str, Any]:
         """What `sessions.extra.verify` records (reports read the fired caps from here)."""
         return {"outcome": self.outcome, "process": self.process, "uncapped": self.uncapped,
-                "unscored": self.unscored,
+                "unscored": self.unscored, "outcome_weight": self.outcome_weight,
+                "pass_threshold": self.pass_threshold,
                 "caps": [{"id": c.id, "cap": c.cap, "reason": c.reason, "detail": c.detail}
                          for c in self.caps]}
 
@@ -94,7 +98,8 @@ def soft_score(items: Sequence[tuple[float, str, float | None]], verify: dict[st
     if o_unknown or p_unknown or (outcome is None and process is None):
         # the score is unknown; a cap below the threshold still decides the verdict
         passed = False if cap is not None and cap < threshold else None
-        return Verdict(None, passed, outcome, process, None, list(cap_hits), unscored)
+        return Verdict(None, passed, outcome, process, None, list(cap_hits), unscored,
+                       float(verify.get("outcome_weight", 0.7)), threshold)
     ow = float(verify.get("outcome_weight", 0.7))
     if outcome is None:
         uncapped = process or 0.0
@@ -104,7 +109,7 @@ def soft_score(items: Sequence[tuple[float, str, float | None]], verify: dict[st
         uncapped = ow * outcome + (1 - ow) * process
     score = uncapped if cap is None else min(uncapped, cap)
     return Verdict(score, score >= threshold, outcome, process, uncapped, list(cap_hits),
-                   unscored)
+                   unscored, ow, threshold)
 
 
 # --------------------------------------------------------------------------- score: blocks
@@ -196,9 +201,10 @@ def score_rows(card: Any, detail: dict[str, Any], score: dict[str, Any]) -> list
                      js({"items": [it.id for it in group],
                          "weights": [it.weight for it in group],
                          "unscored": [it.id for it in group if it.score is None]})))
+    texts = {str(it.get("id")): it.get("text") for it in score.get("items") or []}
     for it in card.items:
         rows.append((it.id, "item", it.score,
-                     js({"dimension": it.dimension, "weight": it.weight, "detail": it.detail,
+                     js({"text": texts.get(it.id), "dimension": it.dimension, "weight": it.weight, "detail": it.detail,
                          "rationale": it.rationale, "error": it.error, "gate": it.gate,
                          "cap": it.cap, "passed": it.passed})))
     rows.append(("final", "final", card.final,

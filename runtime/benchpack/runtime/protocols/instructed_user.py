@@ -266,7 +266,8 @@ def combine_reward(sc: dict[str, Any], components: dict[str, float | None],
         for v in reward_of:
             total *= float(v or 0.0)
     return {"basis": list(sc["reward"]), "components": components, "score": total,
-            "passed": None if total is None else total >= sc["pass_threshold"], **out}
+            "passed": None if total is None else total >= sc["pass_threshold"],
+            "pass_threshold": sc["pass_threshold"], **out}
 
 
 async def replay_state(ctx: SessionContext, initial: dict[str, Any],
