@@ -22,6 +22,7 @@ from .diagnostics import PathPart, suggest_fix
 from .http import check_http_tool, http_services_of, process_service
 from .render import RenderError, render
 from .toolsets import compile_toolsets, environment_toolsets
+from .user_side import environment_user_toolsets
 from .validate import node_at
 
 _DURATION = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -296,6 +297,7 @@ class WorldBuilder(BuilderCore):
                 if f"{s}__read" in self.plan_tools:
                     tools.append(f"{s}__read")
         toolsets = environment_toolsets(self, env, loc, tools, services)
+        user_toolsets, user_tools = environment_user_toolsets(self, env, loc, toolsets, services)
         files = []
         seen: set[str] = set()
         for i, f in enumerate(env.files):
@@ -318,8 +320,11 @@ class WorldBuilder(BuilderCore):
             "files": files, "tools": list(dict.fromkeys(tools)), "services": services,
             "event_streams": streams, "heartbeat": hb,
         }
-        if toolsets:  # only when used, so plans without toolsets stay byte for byte
-            self.plan_envs[name]["toolsets"] = toolsets
+        if toolsets or user_toolsets:  # only when used: plans without stay byte for byte
+            self.plan_envs[name]["toolsets"] = [*toolsets, *user_toolsets]
+        if user_toolsets:  # dual control (issue 24)
+            self.plan_envs[name]["user_toolsets"] = user_toolsets
+            self.plan_envs[name]["user_tools"] = list(dict.fromkeys(user_tools))
         policy = self.policy(env, loc)
         if policy is not None:  # only when given: other plans and fingerprints stay as they were
             self.plan_envs[name]["policy"] = policy

@@ -327,6 +327,10 @@ class Environment(Spec):
     toolsets: list[str] = Field(default_factory=list)
     """Python toolsets offered, by `name` (default: the `module` path as written); their
     functions become tools and their service's state is part of the environment."""
+    user_toolsets: list[str] = Field(default_factory=list)
+    """Python toolsets the simulated user gets (dual control, τ²'s user tools), by `name` or
+    module: their functions are the user's tools (never offered to the agent) and their
+    service is the user's own state (in the state check, beside the agent's)."""
     policy: str | PolicyFile | None = None
     """The agent's system prompt / domain policy (τ²-bench's `policy.md`), inline (Jinja; tag
     it `!literal` to keep braces) or `{file: policy.md}`. Every agent adapter shows it as the

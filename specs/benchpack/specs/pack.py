@@ -74,6 +74,7 @@ from .protocols.verified_outcome import ScoreCap, Verify
 from .scoring import Score
 from .services import HttpImpl, ProcessService
 from .toolsets import Toolset
+from .user_side import EnvAssertion, InitAction, InitialState, PriorMessage, UserToolCall
 
 # Built from the registry so a new protocol is named in one place; same schema as spelling
 # the Literal out.
@@ -269,6 +270,9 @@ class Session(Spec):
     # --- issue 12: instructed users (τ²-bench) and richer scoring
     user: UserScenario | None = None
     """instructed_user: the scenario the user simulator follows."""
+    initial_state: InitialState | None = None
+    """instructed_user: where the session starts (table patches, replayed set-up calls, a prior
+    conversation); default: the environment as the episode left it."""
     gold: Gold | None = None
     """instructed_user: what a correct agent does (replayed for the state check)."""
     score: Score | None = None
@@ -385,6 +389,7 @@ __all__ = [
     "Defaults",
     "DialogueTurn",
     "Document",
+    "EnvAssertion",
     "Environment",
     "Episode",
     "Event",
@@ -398,6 +403,8 @@ __all__ = [
     "HiddenIntent",
     "HttpImpl",
     "Id",
+    "InitAction",
+    "InitialState",
     "Instruction",
     "Limits",
     "LintSettings",
@@ -411,6 +418,7 @@ __all__ = [
     "Persona",
     "PersonaProfile",
     "PolicyFile",
+    "PriorMessage",
     "ProcessService",
     "PromptFile",
     "PromptName",
@@ -438,6 +446,7 @@ __all__ = [
     "Toolset",
     "TriggerPoint",
     "UserScenario",
+    "UserToolCall",
     "Verify",
     "WorkspaceFile",
     "normalise_style",

@@ -281,8 +281,12 @@ class ToolBox:
     def __init__(self, plan: Plan, session: PlanSession, env: EpisodeEnvironment,
                  allow_python: bool = False,
                  python_tools: Mapping[str, PythonTool] | None = None,
-                 tool_timeout_s: float = TOOL_TIMEOUT_S) -> None:
+                 tool_timeout_s: float = TOOL_TIMEOUT_S, *, tools: list[str] | None = None,
+                 side: Literal["agent", "user"] = "agent") -> None:
+        """`tools`: offer these instead of `session.tools` (the user's own tools, a replay
+        over both sides' tools); `side`: stamped on every record."""
         self.plan = plan
+        self.side = side
         self.tool_timeout_s = tool_timeout_s
         self.session = session
         self.env = env
@@ -292,7 +296,7 @@ class ToolBox:
         self.turn = 0
         self.step = 0
         self.tools: dict[str, ToolDef] = {}
-        for name in session.tools:
+        for name in (session.tools if tools is None else tools):
             tool = self._define(name)
             if tool is not None:
                 self.tools[name] = tool
@@ -414,7 +418,7 @@ class ToolBox:
         record = ToolRecord(call_id=cid, tool_name=name, call=recorded, result=result,
                             error=error, started_at=started,
                             duration=time.perf_counter() - t0, turn=self.turn, step=self.step,
-                            effect=tool.effect if tool is not None else "read")
+                            effect=tool.effect if tool is not None else "read", side=self.side)
         self.records.append(record)
         if self.budget is not None:
             self.budget.tool_done(record.error is not None)

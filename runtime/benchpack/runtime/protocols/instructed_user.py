@@ -71,6 +71,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..graders import actions as actions_grader
 from ..graders import communicate as communicate_grader
+from ..graders import env_assertions
 from ..graders.state import check_state
 from ..judges.base import JudgeError, ParseError
 from ..judges.instructed_user import (
@@ -86,6 +87,7 @@ from ..judges.instructed_user import (
     simulator,
 )
 from ..types import AgentReply, Message, MessageBudget
+from ..user_side import InitialStateError, all_records, apply_initial_state, user_tools
 from .base import ProtocolResult
 
 if TYPE_CHECKING:
@@ -168,6 +170,11 @@ class InstructedUser:
 
     async def run(self, ctx: SessionContext) -> ProtocolResult:
         s = ctx.session
+        try:  # τ²'s set_state: the world and conversation the session starts from
+            await apply_initial_state(ctx)
+        except InitialStateError as exc:
+            return ProtocolResult(termination="error", error=str(exc), error_kind="setup",
+                                  extra={"stop_signal": None})
         initial = ctx.env.snapshot()  # the state the gold actions are replayed on
         max_turns = s.limits.max_turns or 30
         d = _Dialogue(ctx)
@@ -211,7 +218,7 @@ async def score(ctx: SessionContext, initial: dict[str, Any], termination: str =
     conv = s.conversation
     if conv is not None and conv.unfinished == "fail" and termination not in USER_STOPS:
         out["unfinished"] = termination  # τ² scores it 0 before evaluating anything
-    records = ctx.toolbox.records
+    records = all_records(ctx)  # τ²'s action check looks at the user's calls too
     if gold["actions"] or "state" in sc["reward"]:
         final = {name: svc.snapshot() for name, svc in ctx.env.services.items()}
         keys = {f"{n}.{t}": spec.key for n, svc in ctx.env.services.items()
@@ -229,6 +236,11 @@ async def score(ctx: SessionContext, initial: dict[str, Any], termination: str =
                                          sc.get("communicate_match") or "words")
         out["communicate"] = [{"text": r.text, "passed": r.passed} for r in info]
         components["communicate"] = communicate_grader.all_passed(info)
+    if sc.get("env_assertions"):
+        verdicts_env = await env_assertions.check(ctx.env, sc["env_assertions"],
+                                                  ctx.run.options.allow_python)
+        out["env_assertions"] = verdicts_env
+        components["env_assertions"] = env_assertions.component(verdicts_env)
     if sc["assertions"] and "unfinished" not in out:
         verdicts, errors = await judge_assertions(ctx, sc["assertions"])
         judge_errors += errors
@@ -282,7 +294,9 @@ async def replay_state(ctx: SessionContext, initial: dict[str, Any],
     with temporary("benchpack-replay-") as tmp:
         env = EpisodeEnvironment.create(ctx.plan, ctx.session.environment, tmp)
         env.restore(initial)
-        box = ToolBox(ctx.plan, ctx.session, env, allow_python=ctx.run.options.allow_python)
+        # both sides' tools: gold actions with `requestor: user` replay on the user's side
+        box = ToolBox(ctx.plan, ctx.session, env, allow_python=ctx.run.options.allow_python,
+                      tools=[*ctx.session.tools, *user_tools(ctx)])
 
         async def call(state: dict[str, Any], tool: str, args: dict[str, Any]) -> Any:
             record = await box.call(tool, args)

@@ -9,9 +9,11 @@ from pydantic import Field, field_validator, model_validator
 
 from ..base import Spec
 from ..scoring import Gold, Score
+from ..user_side import UserToolCall
 
 NAME = "instructed_user"
-SESSION_FIELDS: tuple[str, ...] = ("user", "gold", "score", "conversation")
+SESSION_FIELDS: tuple[str, ...] = ("user", "gold", "score", "conversation",
+                                   "initial_state")
 """Session keys that belong to this protocol (another protocol's session giving one is E204)."""
 
 StopSignal = Literal["done", "transfer", "out_of_scope"]
@@ -31,6 +33,9 @@ class Instruction(Spec):
     """What the user says then (Jinja)."""
     stop: StopSignal | None = None
     """End the dialogue with this stop signal after saying it."""
+    calls: list[UserToolCall] = Field(default_factory=list)
+    """Calls of the user's own tools (`user_toolsets`) made, in order, before saying it (every
+    simulator but the LLM ones, which decide their own calls)."""
 
     @model_validator(mode="after")
     def _condition(self) -> Instruction:
