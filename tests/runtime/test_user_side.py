@@ -12,6 +12,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
 
 from benchpack.compiler import compile_pack
 from benchpack.runtime.runner import RunOptions, run_plan
@@ -140,3 +141,58 @@ def test_a_failing_setup_call_is_a_run_error(plan: Path, tmp_path: Path) -> None
                                  "'mid-dialogue'")
     assert status == "error"
     assert "initial_state.actions: resume_line" in str(error) and "not suspended" in str(error)
+
+
+# --------------------------------------------------------------------------- the LLM user
+
+
+def _sim(body: dict[str, object]) -> object:
+    """The user's model: asked to switch airplane mode off, it calls its own tool first."""
+    msgs = body["messages"]
+    assert isinstance(msgs, list)
+    last = msgs[-1]
+    if last["role"] == "user" and "airplane" in str(last["content"]):
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "u1", "type": "function",
+             "function": {"name": "toggle_airplane_mode", "arguments": "{}"}}]}
+    if last["role"] == "tool":
+        return "OK, I switched airplane mode off."
+    return "Thanks! ###STOP###"
+
+
+@needs_bwrap
+def test_llm_user_calls_its_own_tools(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    pack = tmp_path / "pack"
+    shutil.copytree(PACK, pack)
+    text = (pack / "pack.yaml").read_text(encoding="utf-8")
+    text = text.replace("      - id: no-internet\n",
+                        "      - id: no-internet\n        conversation: {simulator: chat}\n")
+    (pack / "pack.yaml").write_text(text, encoding="utf-8")
+    assert compile_pack(pack, tmp_path / "plan", use_cache=False).ok
+    fake_openai.route("sim-model", _sim)
+    db = tmp_path / "b.duckdb"
+    run_plan(RunOptions(plan=tmp_path / "plan", agent=f"scripted:{PACK / 'good_agent.yaml'}",
+                        judge="rules", simulator="litellm:openai/sim-model", db=db, run_id="r",
+                        progress=False, cache_dir=tmp_path / "c", allow_python=True,
+                        sessions=["no-internet"], api_base=fake_openai.base_url,
+                        max_retries=0))
+    got = _sessions(db)
+    assert got["no-internet"][:2] == (1.0, {"state": 1.0, "actions": 1.0,
+                                            "env_assertions": 1.0})
+    sims = [r for r in fake_openai.requests if r["model"] == "sim-model"]
+    assert len(sims) == 3
+    # the user is offered its own tools, never the agent's
+    assert sorted(t["function"]["name"] for t in sims[0]["tools"]) == [
+        "check_status_bar", "toggle_airplane_mode"]
+    # its call and the result stay in its own chat, at the point they were made
+    assert sims[1]["messages"][-2]["tool_calls"][0]["function"]["name"] == \
+        "toggle_airplane_mode"
+    assert sims[1]["messages"][-1] == {"role": "tool", "tool_call_id": "u1",
+                                       "content": "airplane mode is off"}
+    assert [m["role"] for m in sims[2]["messages"][1:]] == [
+        "assistant", "user", "assistant", "tool", "assistant", "user"]
+    assert _rows(db, "SELECT tool_name, side, turn FROM tool_calls ORDER BY seq") == [
+        ("resume_line", "agent", 1), ("toggle_airplane_mode", "user", 1)]
+    # the user's calls are LLM calls of the simulator, recorded like any other
+    roles = _rows(db, "SELECT role, count(*) FROM llm_calls GROUP BY role")
+    assert roles == [("simulator", 3)]
