@@ -196,3 +196,41 @@ def test_llm_user_calls_its_own_tools(fake_openai: FakeOpenAI, tmp_path: Path) -
     # the user's calls are LLM calls of the simulator, recorded like any other
     roles = _rows(db, "SELECT role, count(*) FROM llm_calls GROUP BY role")
     assert roles == [("simulator", 3)]
+
+
+# --------------------------------------------------------------------------- solo mode
+
+
+@needs_bwrap
+def test_solo_mode_gives_the_agent_the_users_tools(tmp_path: Path) -> None:
+    pack = tmp_path / "pack"
+    shutil.copytree(PACK, pack)
+    text = (pack / "pack.yaml").read_text(encoding="utf-8")
+    text = text.replace("      - id: no-internet\n",
+                        "      - id: no-internet\n        conversation: {solo: true}\n")
+    (pack / "pack.yaml").write_text(text, encoding="utf-8")
+    assert compile_pack(pack, tmp_path / "plan", use_cache=False).ok
+    plan = json.loads((tmp_path / "plan" / "plan.json").read_text(encoding="utf-8"))
+    tools = {s["name"]: s["tools"] for s in plan["sessions"].values()}
+    assert tools == {"no-internet": ["get_line", "resume_line", "check_status_bar",
+                                     "toggle_airplane_mode"],
+                     "mid-dialogue": ["get_line", "resume_line"]}
+    solo = tmp_path / "solo.yaml"
+    solo.write_text("sessions:\n  no-internet:\n    - tool_calls:\n"
+                    "        - {name: resume_line, args: {line_id: L1}}\n"
+                    "        - {name: toggle_airplane_mode, args: {}}\n"
+                    "      say: Fixed.\n  mid-dialogue:\n    - say: x\n    - say: y\n",
+                    encoding="utf-8")
+    db = _run(tmp_path / "plan", tmp_path, solo)
+    got = _sessions(db)
+    assert got["no-internet"][:2] == (1.0, {"state": 1.0, "actions": 1.0,
+                                            "env_assertions": 1.0})
+    # one agent turn, no user message after it; the agent made both calls
+    assert _rows(db, "SELECT termination, turns, user_turns, tool_calls FROM sessions WHERE "
+                     "name = 'no-internet'") == [("done", 1, 1, 2)]
+    assert _rows(db, "SELECT tool_name, side FROM tool_calls WHERE session_id LIKE "
+                     "'%no-internet' ORDER BY seq") == [("resume_line", "agent"),
+                                                       ("toggle_airplane_mode", "agent")]
+    (tmp_path / "n").mkdir()
+    nothing = _sessions(_run(tmp_path / "plan", tmp_path / "n", PACK / "done_agent.yaml"))
+    assert nothing["no-internet"][0] == 0.0

@@ -336,6 +336,8 @@ class PlanConversation(PlanModel):
     stop_tokens: Literal["end", "anywhere"]
     unfinished: Literal["score", "fail"]
     simulator_temperature: float
+    solo: bool = False
+    """No simulated user; the agent has the user's tools too (written only when true)."""
 
 
 class PlanSession(PlanModel):

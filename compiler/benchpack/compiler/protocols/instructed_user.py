@@ -149,6 +149,8 @@ def conversation(b: Builder, s: P.Session) -> dict[str, Any] | None:
     out = P.Conversation().model_dump(mode="json")
     for layer in layers:
         out.update({k: getattr(layer, k) for k in layer.model_fields_set})
+    if not out.get("solo"):  # issue 24: only when on, so older plans stay byte for byte
+        out.pop("solo", None)
     return out
 
 
@@ -173,13 +175,18 @@ def material(b: Builder, s: P.Session, loc: Loc, r: Any, tools: list[str],
                               strict=True):
             if calls:
                 ins["calls"] = calls
+    conv = conversation(b, s)
+    if conv is not None and conv.get("solo"):
+        # solo mode: the agent is offered the user's tools beside its own (in place: the
+        # session's `tools` is this list)
+        tools.extend(t for t in env.get("user_tools") or () if t not in tools)
     g = gold(b, s, loc, tools, env)
     sc = score(b, s, loc, r, g is not None, env)
     start = us.initial_state(b, s, loc, env, tools) if s.protocol == NAME else None
     # only when given: the plans of other protocols stay byte for byte
     # the compiled `score:` is the plan's `reward` (a verified_outcome `score:` is `score`)
     for key, value in (("user", u), ("gold", g), ("reward", sc), ("initial_state", start),
-                       ("conversation", conversation(b, s))):
+                       ("conversation", conv)):
         if value is not None:
             out[key] = value
     return out

@@ -176,6 +176,8 @@ class InstructedUser:
             return ProtocolResult(termination="error", error=str(exc), error_kind="setup",
                                   extra={"stop_signal": None})
         initial = ctx.env.snapshot()  # the state the gold actions are replayed on
+        if s.conversation is not None and s.conversation.solo:
+            return await solo(ctx, initial)
         max_turns = s.limits.max_turns or 30
         d = _Dialogue(ctx)
         try:
@@ -203,6 +205,22 @@ class InstructedUser:
         return ProtocolResult(termination=d.termination, judge_errors=judge_errors,
                               metrics={"score": reward["score"], "passed": reward["passed"]},
                               extra=extra)
+
+
+async def solo(ctx: SessionContext, initial: dict[str, Any]) -> ProtocolResult:
+    """Solo mode (`conversation.solo`, τ²'s solo mode): no simulated user — the agent, offered
+    both sides' tools by the compiler, works one turn on the request and the session ends
+    `done` when it answers (`agent_stopped` for a scripted agent with no turn, `error` for an
+    agent error)."""
+    budget_of(ctx)
+    reply, _ = await ctx.agent_turn(1, ctx.session.request or "", None)
+    if reply.stop_reason == "error":
+        return ProtocolResult(termination="error", extra={"stop_signal": None})
+    termination = "agent_stopped" if reply.stop_reason == "script_end" else "done"
+    reward, judge_errors = await score(ctx, initial, termination)
+    return ProtocolResult(termination=termination, judge_errors=judge_errors,
+                          metrics={"score": reward["score"], "passed": reward["passed"]},
+                          extra={"stop_signal": None, "solo": True, "reward": reward})
 
 
 async def score(ctx: SessionContext, initial: dict[str, Any], termination: str = "done"

@@ -109,6 +109,12 @@ class Conversation(Spec):
     error limit, a scripted agent out of turns). `score`: scored like any other. `fail` (τ²):
     reward 0 and not passed; only the components that need no judge are computed, for the
     record."""
+    solo: bool = False
+    """Solo mode (τ²'s `--solo-mode`): no simulated user. The agent gets the session's request
+    (by default the scenario's `reason`; τ² imports give the task's `ticket`) and the user's
+    own tools (`user_toolsets`) beside its own, works one turn (its steps bounded by
+    `limits.max_steps_per_turn`), and the session ends `done` when it answers. Written to the
+    plan only when true."""
     simulator_temperature: float = Field(default=0.0, ge=0, le=2)
     """Sampling temperature of an LLM simulator (τ²: 0). Every simulator and judge call of
     benchpack is made at 0 unless said otherwise here; the agent's is `defaults.temperature`."""
