@@ -234,3 +234,26 @@ def test_solo_mode_gives_the_agent_the_users_tools(tmp_path: Path) -> None:
     (tmp_path / "n").mkdir()
     nothing = _sessions(_run(tmp_path / "plan", tmp_path / "n", PACK / "done_agent.yaml"))
     assert nothing["no-internet"][0] == 0.0
+
+
+def test_dialogue_parity_declares_tau2s_raising_assertion_helpers() -> None:
+    from benchpack.runtime.tau2bench.dialogues import (
+        ASSERTION_RAISES,
+        DialogueReport,
+        compare_outcomes,
+    )
+
+    crashed = {"termination": "crashed", "reward": None, "breakdown": {},
+               "error": "ValueError: Task task_2 not found"}
+    ours = {"termination": "user_stop", "reward": 0.0, "error": None, "breakdown": {"DB": 0.0}}
+    report = DialogueReport()
+    compare_outcomes({"t/nothing": crashed}, {"t/nothing": ours}, report)
+    assert report.mismatches == [] and report.declared == {ASSERTION_RAISES: 1}
+    # any other crash, or a reward that is not 0, stays a mismatch
+    report = DialogueReport()
+    compare_outcomes({"t/nothing": {**crashed, "error": "KeyError: x"}},
+                     {"t/nothing": ours}, report)
+    assert [m.what for m in report.mismatches] == ["ending", "reward"]
+    report = DialogueReport()
+    compare_outcomes({"t/gold": crashed}, {"t/gold": {**ours, "reward": 1.0}}, report)
+    assert [m.what for m in report.mismatches] == ["ending", "reward"]

@@ -127,6 +127,10 @@ async def apply_initial_state(ctx: SessionContext) -> None:
                                   for c in calls] or None,
                       tool_call_id=m.get("tool_call_id"))
         history.append(msg)
+    if history and history[-1].role == "user" and not history[-1].tool_calls:
+        # τ²: a history ending with the user's message goes on with the agent answering it —
+        # the session's opening message (`prior_opening`), stored when the agent's turn starts
+        ctx.extra["prior_opening"] = history.pop().content
     if history:
         ctx.messages.extend(history)
         # the agent sees the conversation it is in (its own and the user's messages)

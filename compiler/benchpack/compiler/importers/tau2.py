@@ -349,7 +349,7 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
         raise ImportError_(str(source / "tasks.json"), "expected a list of task objects")
     module = TOOLS_DIR / DOMAINS[domain]
     tools = _tool_names(module) - st.helpers(module)
-    user = _user_side(source, domain)
+    user = _user_side(source, domain, tau2)
     if tau2 is not None:
         parity.check_extract(tau2, domain, sorted(tools))
         tables = _tables(tau2["db"], source / "db.json")
@@ -404,6 +404,8 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
                   + "\n")
         write(f"tools/{domain}_user.py", parity.toolset_source(
             user["module"], tau2.get("pydantic") if tau2 is not None else None, ()))
+        if user["specs"]:
+            write(f"tools/{domain}_user.specs.json", user["specs"])
     prompts: dict[str, tuple[str, str]] = {}
     if tau2 is not None:
         write(f"tools/{domain}.specs.json", parity.specs_json(tau2))
@@ -441,15 +443,22 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
                         notes=notes, differences=diffs)
 
 
-def _user_side(source: Path, domain: str) -> dict[str, Any] | None:
-    """The user's own tools and database (τ²'s `user_tools`, `user_db.json`), when the domain
-    has them: `{module, tools, tables}`."""
+def _user_side(source: Path, domain: str, tau2: dict[str, Any] | None
+               ) -> dict[str, Any] | None:
+    """The user's own tools and database (τ²'s `user_tools`, `user_db.json`; with --tau2 the
+    database as τ²'s models load it and τ²'s own definitions of the user's tools), when the
+    domain has them: `{module, tools, tables, specs}`."""
     name = st.USER_TOOLSETS.get(domain)
-    if name is None or not (source / "user_db.json").is_file():
+    path = source / "user_db.json"
+    if name is None or not (path.is_file() or (tau2 or {}).get("user_db")):
         return None
     module = TOOLS_DIR / name
+    db = tau2["user_db"] if tau2 is not None and tau2.get("user_db") else _load_json(path)
+    specs = None
+    if tau2 is not None and tau2.get("user_tools"):
+        specs = parity.specs_json({"tools": tau2["user_tools"]})
     return {"module": module, "tools": _tool_names(module) - st.helpers(module),
-            "tables": _tables(_load_json(source / "user_db.json"), source / "user_db.json")}
+            "tables": _tables(db, path), "specs": specs}
 
 
 def _pack_yaml(domain: str, tables: dict[str, tuple[str, list[dict[str, Any]]]],
@@ -487,7 +496,9 @@ def _pack_yaml(domain: str, tables: dict[str, tuple[str, list[dict[str, Any]]]],
                                     for n, (k, _) in user["tables"].items()))
         user_toolset = (f"  - module: tools/{domain}_user.py   # the user's own tools\n"
                         f"    service: {svc}\n"
-                        "    include: [" + ", ".join(sorted(user["tools"])) + "]\n"
+                        + (f"    specs: tools/{domain}_user.specs.json   # τ²'s own user tool "
+                           "definitions\n" if user.get("specs") else "")
+                        + "    include: [" + ", ".join(sorted(user["tools"])) + "]\n"
                         + "".join(f"    {k}: {str(v).lower()}\n"
                                   for k, v in parity.OPTIONS.items()))
         user_env = f"    user_toolsets: [tools/{domain}_user.py]\n"

@@ -115,6 +115,8 @@ def env_assertions(crit: dict[str, Any], has_user: bool = True) -> list[dict[str
 def history_turns(session: dict[str, Any]) -> int:
     """User messages of the prior conversation: a scripted agent's entries answer them first."""
     history = (session.get("initial_state") or {}).get("history") or []
+    if history and history[-1]["role"] == "user" and not history[-1].get("tool_calls"):
+        history = history[:-1]  # the session opens with it: the agent's first entry answers it
     return sum(1 for m in history if m["role"] == "user")
 
 

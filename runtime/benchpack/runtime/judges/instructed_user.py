@@ -257,8 +257,9 @@ class LLMUser:
                             else 0.0)
 
     async def open(self, request: str, ctx: SessionContext) -> Reply:
-        # after a greeting the user answers it; without one, it opens with its reason
-        return await self._say(ctx, 0) if self.greeted else (request, None)
+        # after a greeting (or a prior conversation, τ²) the user answers it; without one, it
+        # opens with its reason
+        return await self._say(ctx, 0) if self.greeted or ctx.messages else (request, None)
 
     async def reply(self, ev: TurnEvidence, ctx: SessionContext, turn: int) -> Reply:
         return await self._say(ctx, turn)

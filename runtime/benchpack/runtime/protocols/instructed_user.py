@@ -119,6 +119,8 @@ def budget_of(ctx: SessionContext) -> MessageBudget | None:
 def greet(ctx: SessionContext) -> None:
     """The agent's greeting, in the transcript (turn 0) and in the agent's history."""
     conv = ctx.session.conversation
+    if (ctx.session.initial_state or {}).get("history"):
+        return  # τ²: a session that starts from a prior conversation has no greeting
     if conv is not None and conv.greeting:
         ctx.messages.append(Message("assistant", conv.greeting, 0))
         ctx.brief.history = [*ctx.brief.history, Message("assistant", conv.greeting, 0)]
@@ -181,7 +183,9 @@ class InstructedUser:
         max_turns = s.limits.max_turns or 30
         d = _Dialogue(ctx)
         try:
-            message, stop = await d.sim.open(s.request or "", ctx)
+            prior = ctx.extra.pop("prior_opening", None)
+            message, stop = (prior, None) if prior is not None else \
+                await d.sim.open(s.request or "", ctx)
             ended = d.user_said(message, stop, 1)
             for turn in range(1, max_turns + 1):
                 if ended:
