@@ -21,7 +21,7 @@ import duckdb
 import pytest
 
 from benchpack.compiler import compile_pack
-from benchpack.compiler.importers import run_import
+from benchpack.compiler.importers import import_pack, run_import
 from benchpack.runtime.runner import RunOptions, run_plan
 from benchpack.runtime.sandbox import find_bwrap
 
@@ -112,3 +112,58 @@ def test_mock_rewards_equal_tau2s_own(tmp_path: Path) -> None:
     assert sorted(k for k, v in ours.items() if v["gold"] != 1.0) == [
         "update_task_with_history_and_env_assertions", "update_task_with_user_tools"]
     assert all(v["nothing"] == 0.0 for v in ours.values())
+
+
+# --------------------------------------------------------------------------- the user's tools
+
+
+USER_CALLS = [
+    {"name": "check_notifications", "arguments": {}},
+    {"name": "dismiss_notification", "arguments": {"notification_id": "notif_1"}},
+    {"name": "check_notifications", "arguments": {}},
+    {"name": "dismiss_notification", "arguments": {"notification_id": "notif_9"}},
+    {"name": "dismiss_notification", "arguments": {"notification_id": 7}},
+    {"name": "dismiss_notification", "arguments": {}},
+]
+
+
+def test_mock_user_tools_answer_as_tau2s(tmp_path: Path) -> None:
+    """Our `mock_user.py` against τ²'s `MockUserTools`, call by call, through benchpack's real
+    tool path (the user's toolbox of an imported --tau2 pack): the same text, the same error
+    flag, the same final inbox."""
+    import asyncio
+
+    from benchpack.runtime.env.environment import EpisodeEnvironment
+    from benchpack.runtime.env.toolbox import ToolBox, render_result
+    from benchpack.runtime.planfile import load_plan
+    from benchpack.runtime.tau2bench.client import Tau2Driver
+
+    domain = Path(str(CHECKOUT)) / "data" / "tau2" / "domains" / "mock"
+    with Tau2Driver(Path(str(CHECKOUT)), PYTHON) as driver:
+        extract = driver.extract("mock")
+        theirs = driver.apply("mock", [{**c, "requestor": "user"} for c in USER_CALLS],
+                              track="none")
+    import_pack("tau2", domain, tmp_path / "pack", tau2=extract)
+    assert compile_pack(tmp_path / "pack", tmp_path / "plan", use_cache=False).ok
+    plan = load_plan(tmp_path / "plan")
+    session = next(iter(plan.sessions.values()))
+    specs = json.loads((tmp_path / "pack" / "tools" / "mock_user.specs.json").read_text())
+    assert sorted(specs) == sorted(t["name"] for t in extract["user_tools"])
+
+    async def ours() -> tuple[list[tuple[str, bool]], list[dict[str, object]]]:
+        env = EpisodeEnvironment.create(plan, session.environment, tmp_path / "ws")
+        box = ToolBox(plan, session, env, allow_python=True,
+                      tools=list(plan.environments[session.environment].user_tools),
+                      side="user")
+        out = []
+        try:
+            for c in USER_CALLS:
+                record = await box.call(c["name"], dict(c["arguments"]))
+                out.append((render_result(record), record.error is not None))
+        finally:
+            await env.aclose()
+        return out, env.services["mock_user"].rows("notifications")
+
+    got, inbox = asyncio.run(ours())
+    assert got == [(c["content"], c["error"]) for c in theirs["calls"]]
+    assert [n["status"] for n in inbox] == ["read"]
