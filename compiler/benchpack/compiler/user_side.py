@@ -146,7 +146,7 @@ def initial_state(b: Builder, s: P.Session, loc: Loc, env: dict[str, Any], tools
     data: dict[str, Any] = {}
     services = list(env.get("services") or ())
     for svc, tables in st.data.items():
-        at = ("initial_state", "data", svc)
+        at: tuple[str | int, ...] = ("initial_state", "data", svc)
         if svc not in services:
             hint, fix = suggest_fix(svc, services)
             b.err("E202", f"the environment has no service `{svc}` to patch", loc, at,
