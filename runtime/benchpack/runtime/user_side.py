@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 
 class InitialStateError(RuntimeError):
-    """A set-up call of `initial_state` failed: the session cannot start as described."""
+    """A set-up call of `initial_state` failed: the session cannot start as described (an
+    `infrastructure` error: not the agent's)."""
 
 
 def user_tools(ctx: SessionContext) -> list[str]:

@@ -175,7 +175,7 @@ class InstructedUser:
         try:  # τ²'s set_state: the world and conversation the session starts from
             await apply_initial_state(ctx)
         except InitialStateError as exc:
-            return ProtocolResult(termination="error", error=str(exc), error_kind="setup",
+            return ProtocolResult(termination="error", error=str(exc), error_kind="infrastructure",
                                   extra={"stop_signal": None})
         initial = ctx.env.snapshot()  # the state the gold actions are replayed on
         if s.conversation is not None and s.conversation.solo:
