@@ -257,3 +257,29 @@ def test_dialogue_parity_declares_tau2s_raising_assertion_helpers() -> None:
     report = DialogueReport()
     compare_outcomes({"t/gold": crashed}, {"t/gold": {**ours, "reward": 1.0}}, report)
     assert [m.what for m in report.mismatches] == ["ending", "reward"]
+
+
+def test_tool_parity_compares_the_users_database() -> None:
+    from benchpack.runtime.tau2bench.compare import compare_sequence
+    from benchpack.runtime.tau2bench.parity import _user_tables_only
+
+    calls = [{"name": "dismiss_notification", "arguments": {"notification_id": "n1"},
+              "requestor": "user"}]
+    read = {"notification_id": "n1", "status": "read"}
+    theirs = {"calls": [{"content": "ok", "error": False, "changes": {
+        "db": {}, "user_db": {"notifications": {"n1": read}}}}],
+        "changes": {"db": {}, "user_db": {"notifications": {"n1": read}}}}
+    same = {"calls": [{"content": "ok", "error": False, "changes": {},
+                       "user_changes": {"notifications": {"n1": read}}}],
+            "changes": {}, "user_changes": {"notifications": {"n1": read}}}
+    assert compare_sequence("s", calls, theirs, same) == []
+    unread = {"notifications": {"n1": {**read, "status": "unread"}}}
+    other = {**same, "calls": [{**same["calls"][0], "user_changes": unread}],
+             "user_changes": unread}
+    found = compare_sequence("s", calls, theirs, other)
+    assert [(m.kind, m.index) for m in found] == [("db", 0)]
+    # τ²'s user_db aliased to the agent's after initialization_data: its tables are cut
+    aliased = {**theirs, "start": {"user_db": {"tasks": {"t1": {}}}}}
+    cut, was_cut = _user_tables_only(aliased, {"notifications"})
+    assert was_cut and cut["start"] == {"user_db": {}}
+    assert _user_tables_only(theirs, {"notifications"})[1] is False
