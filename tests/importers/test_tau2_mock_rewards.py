@@ -167,3 +167,24 @@ def test_mock_user_tools_answer_as_tau2s(tmp_path: Path) -> None:
     got, inbox = asyncio.run(ours())
     assert got == [(c["content"], c["error"]) for c in theirs["calls"]]
     assert [n["status"] for n in inbox] == ["read"]
+
+
+def test_mock_dialogues_equal_tau2s_own_runner() -> None:
+    """τ²'s runner and benchpack's on mock tasks with a prior conversation, user tools and env
+    assertions: the same endings, rewards and requests (the user simulator offered its tools
+    as τ²'s is); the one declared difference is τ²'s assertion helper raising."""
+    from click.testing import CliRunner
+
+    from benchpack.cli.main import cli
+    from benchpack.runtime.tau2bench.dialogues import ASSERTION_RAISES
+
+    tasks = ("update_task_with_message_history,update_task_with_user_tools,"
+             "create_task_1_with_env_assertions")
+    result = CliRunner().invoke(cli, [
+        "parity", "tau2-dialogues", "--tau2", str(CHECKOUT), "--tau2-python", str(PYTHON),
+        "--domain", "mock", "--tasks", tasks, "--kinds", "gold,nothing", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output[result.output.index("{"):])
+    assert report["mismatches"] == []
+    assert report["declared"] == {ASSERTION_RAISES: 1}
+    assert len(report["outcomes"]) == 6 and report["requests"]["user"] >= 6
