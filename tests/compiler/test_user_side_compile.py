@@ -74,3 +74,16 @@ def test_a_toolset_on_both_sides(tmp_path: Path) -> None:
     errors = _compile(tmp_path, [("user_toolsets: [tools/phone.py]",
                                   "user_toolsets: [tools/phone.py, tools/isp.py]")])
     assert any("offered to both the agent and the user" in e for e in errors), errors
+
+
+def test_prior_tool_calls_must_be_answered(tmp_path: Path) -> None:
+    errors = _compile(tmp_path, [
+        ("            - {role: tool, tool_call_id: c1, content: "
+         "'{\"line_id\": \"L2\", \"status\": \"suspended\"}'}\n",
+         "            - {role: tool, tool_call_id: c9, content: x}\n")])
+    text = (tmp_path / "pack" / "pack.yaml").read_text(encoding="utf-8")
+    assert len(errors) == 2, errors
+    assert any(f"pack.yaml:{_line(text, 'tool_call_id: c9')}:" in e and "answers `c9`" in e
+               for e in errors), errors
+    assert any(f"pack.yaml:{_line(text, '{id: c1')}:" in e and "`c1` of the history is never "
+               "answered" in e for e in errors), errors

@@ -182,11 +182,38 @@ def initial_state(b: Builder, s: P.Session, loc: Loc, env: dict[str, Any], tools
                 break
             if _call_target(b, env, sides, side, c.tool, loc,
                             (*at, "tool_calls", j, "tool"), False) is not None:
-                calls.append({"id": c.id or f"prior-{i + 1}-{j + 1}", "tool": c.tool,
+                calls.append({"id": c.id or "", "tool": c.tool,
                               "args": c.args, "side": side})
         history.append({"role": m.role, "content": m.content, "tool_calls": calls,
                         "tool_call_id": m.tool_call_id})
+    _answered(b, st, loc)
     return {"data": data, "actions": actions, "history": history}
+
+
+def _answered(b: Builder, st: Any, loc: Loc) -> None:
+    """Every tool call of the prior conversation is answered by a later `tool` message with
+    its id, and every `tool` message answers an earlier call: a model is shown the history, and
+    providers refuse an unanswered call or an answer to nothing (τ² validates it too)."""
+    open_calls: dict[str, tuple[int, int]] = {}
+    for i, m in enumerate(st.history):
+        if m.role == "tool" and m.tool_call_id:
+            if open_calls.pop(m.tool_call_id, None) is None:
+                b.err("E211", f"this `tool` message answers `{m.tool_call_id}`, which no "
+                      "earlier tool call of the history has", loc,
+                      ("initial_state", "history", i, "tool_call_id"),
+                      "give the id of a call above it (`tool_calls: [{id: …, tool: …}]`)")
+        for j, c in enumerate(m.tool_calls if m.role != "tool" else []):
+            if c.id is None:
+                b.err("E211", "a tool call of the history needs an `id`, which the `tool` "
+                      "message answering it names", loc,
+                      ("initial_state", "history", i, "tool_calls", j), "add `id: call_1`",
+                      at_key=True)
+            else:
+                open_calls[c.id] = (i, j)
+    for cid, (i, j) in open_calls.items():
+        b.err("E211", f"the tool call `{cid}` of the history is never answered", loc,
+              ("initial_state", "history", i, "tool_calls", j, "id"),
+              f"add `{{role: tool, tool_call_id: {cid}, content: …}}` after it")
 
 
 def env_assertions(b: Builder, s: P.Session, loc: Loc, env: dict[str, Any]

@@ -75,7 +75,8 @@ class PriorToolCall(Spec):
     """A tool call inside a prior message (replayed before the session, like τ² does)."""
 
     id: str | None = None
-    """The call's id (matched by the `tool` message that answers it)."""
+    """The call's id: needed, and answered by a later `tool` message with this
+    `tool_call_id` (the compiler checks both ways: a model is shown the history)."""
     tool: str = Field(min_length=1)
     """The tool."""
     args: dict[str, Any] = Field(default_factory=dict)
