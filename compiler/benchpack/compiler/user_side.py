@@ -196,12 +196,12 @@ def _answered(b: Builder, st: Any, loc: Loc) -> None:
     providers refuse an unanswered call or an answer to nothing (τ² validates it too)."""
     open_calls: dict[str, tuple[int, int]] = {}
     for i, m in enumerate(st.history):
-        if m.role == "tool" and m.tool_call_id:
-            if open_calls.pop(m.tool_call_id, None) is None:
-                b.err("E211", f"this `tool` message answers `{m.tool_call_id}`, which no "
-                      "earlier tool call of the history has", loc,
-                      ("initial_state", "history", i, "tool_call_id"),
-                      "give the id of a call above it (`tool_calls: [{id: …, tool: …}]`)")
+        if m.role == "tool" and m.tool_call_id and \
+                open_calls.pop(m.tool_call_id, None) is None:
+            b.err("E211", f"this `tool` message answers `{m.tool_call_id}`, which no earlier "
+                  "tool call of the history has", loc,
+                  ("initial_state", "history", i, "tool_call_id"),
+                  "give the id of a call above it (`tool_calls: [{id: …, tool: …}]`)")
         for j, c in enumerate(m.tool_calls if m.role != "tool" else []):
             if c.id is None:
                 b.err("E211", "a tool call of the history needs an `id`, which the `tool` "
