@@ -29,6 +29,12 @@ TOOLS_DIR = Path(__file__).with_name("tau2_tools")
 # domains whose tools we implement ourselves (telecom needs user-side tools). τ²'s repository
 # keeps airline's db.json out of its text snapshot, so an airline import needs the user's copy.
 DOMAINS = {"retail": "retail.py", "mock": "mock.py", "airline": "airline.py"}
+UNSUPPORTED = {
+    "telecom": "telecom's user tools (the customer's phone) read and change the agent's "
+               "database after every call (τ²'s TelecomEnvironment.sync_tools), which a "
+               "toolset bound to one service cannot do yet",
+}
+"""Why a known τ² domain is not imported (said in the error)."""
 # τ²'s default when a task names no reward basis
 DEFAULT_BASIS = ["DB", "COMMUNICATE"]
 BASIS = {"DB": "state", "ACTION": "actions", "COMMUNICATE": "communicate",
@@ -331,9 +337,10 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
                            "give a τ² domain folder such as data/tau2/domains/retail")
     domain = source.name
     if domain not in DOMAINS:
+        why = UNSUPPORTED.get(domain)
         raise ImportError_(str(source), f"no toolset for the τ² domain `{domain}`",
-                           "supported: " + ", ".join(sorted(DOMAINS))
-                           + "; the folder's name is the domain")
+                           (why + "; " if why else "") + "supported: "
+                           + ", ".join(sorted(DOMAINS)) + "; the folder's name is the domain")
     fixes = parity.check_fixes(domain, fixes)
     for name in ("tasks.json", "db.json", "policy.md"):
         if name == "db.json" and tau2 is not None:
