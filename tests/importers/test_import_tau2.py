@@ -61,9 +61,10 @@ def _compile(pack: Path, out: Path) -> Path:
     return out
 
 
-def _run(plan: Path, tmp: Path, agent: str, sessions: list[str] | None = None) -> Path:
+def _run(plan: Path, tmp: Path, agent: str, sessions: list[str] | None = None,
+         simulator: str = "rules") -> Path:
     db = tmp / "bench.duckdb"
-    run_plan(RunOptions(plan=plan, agent=agent, judge="rules", simulator="rules", db=db,
+    run_plan(RunOptions(plan=plan, agent=agent, judge="rules", simulator=simulator, db=db,
                         run_id="r", progress=False, cache_dir=tmp / "cache", allow_python=True,
                         sessions=sessions or []))  # type: ignore[arg-type]
     return db
@@ -102,7 +103,9 @@ def test_tasks_map_to_instructed_user_sessions(tmp_path: Path) -> None:
     assert text.startswith("# benchpack: literal\n")
     sessions = {e["sessions"][0]["id"]: e["sessions"][0]
                 for e in yaml.safe_load(text)["episodes"]}
-    assert sorted(sessions) == ["0", "1", "2", "3", "4", "5"]  # 6 starts from a conversation
+    assert sorted(sessions) == ["0", "1", "2", "3", "4", "5", "6"]
+    # 6 starts from a prior conversation (issue 24): τ²'s message history, as written
+    assert sessions["6"]["initial_state"] == {"history": [{"role": "user", "content": "Hi"}]}
     s0 = sessions["0"]
     assert s0["user"] == {"reason": "You want to cancel your pending order #W1000001 because "
                           "you no longer need it.", "known": ["You are Ana López in zip code "
@@ -143,14 +146,14 @@ def test_report_lists_every_source_field_and_every_task_not_imported(tmp_path: P
     report = (pack / "IMPORT_REPORT.md").read_text(encoding="utf-8")
     for field, fate, _ in FIELDS:
         assert f"| `{field}` | {fate} |" in report
-    assert "- `only_env`: nothing left to score (reward basis: ENV_ASSERTION)" in report
-    assert "- `complete`: reward basis ENV_ASSERTION dropped (not implemented); 1 env " in report
+    # issue 24: env assertions, initial states and the user's own tools are imported
+    assert "Tasks: 4 in tasks.json, 4 imported, 0 not imported" in report
+    assert "not implemented" not in report and "dropped" not in report.split("## Tasks")[1]
     # the mock task names no reward basis: τ²'s default [DB, COMMUNICATE]; its NL assertions
     # are then not part of the reward, and the report says so
     assert "- `create`: nl_assertions are not in the reward basis" in report
     retail = (_import(FIX / "retail", tmp_path / "r") / "IMPORT_REPORT.md").read_text()
-    assert "- `6`: starts from message_history, which benchpack cannot set up yet" in retail
-    assert "Tasks: 7 in tasks.json, 6 imported, 1 not imported" in retail
+    assert "Tasks: 7 in tasks.json, 7 imported, 0 not imported" in retail
 
 
 @pytest.mark.parametrize("case,message", [
@@ -186,7 +189,9 @@ def test_cli_import(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["import", "tau2", str(FIX / "mock"), "-o",
                                       str(tmp_path / "m")])
     assert result.exit_code == 0, result.output
-    assert "1 sessions" not in result.output and "2 sessions" in result.output
+    assert "4 sessions" in result.output
+    # a pack with user-side gold actions names its gold user too
+    assert f"--simulator scripted:{tmp_path / 'm'}/demo/gold_user.yaml" in result.output
 
 
 # ------------------------------------------------------------------------------- running it
@@ -197,24 +202,40 @@ def test_gold_agent_reaches_reward_1_and_do_nothing_fails_every_change(tmp_path:
     pack = _import(FIX / "retail", tmp_path / "p")
     plan = _compile(pack, tmp_path / "plan")
     gold = _results(_run(plan, tmp_path / "g", f"scripted:{pack / 'demo' / 'gold_agent.yaml'}"))
-    assert {k: v[0] for k, v in gold.items()} == {str(i): 1.0 for i in range(6)}
+    assert {k: v[0] for k, v in gold.items()} == {str(i): 1.0 for i in range(7)}
     assert gold["5"][3] == "transfer"
     done = tmp_path / "done.yaml"
-    done.write_text("default:\n  - say: Done.\n", encoding="utf-8")
+    # two entries: task 6 starts from a prior conversation, whose user message the first
+    # entry answers (a scripted agent's entry k answers user message k + 1)
+    done.write_text("default:\n  - say: Done.\n  - say: Done.\n", encoding="utf-8")
     nothing = _results(_run(plan, tmp_path / "d", f"scripted:{done}"))
-    # 0, 1, 3 and 4 change the database; 2 and 5 only read (5 fails on nothing but state)
+    # 0, 1, 3 and 4 change the database; 2, 5 and 6 only read (5 fails on nothing but state,
+    # 6's reward is its state alone: τ² passes doing nothing there too)
     assert {k: v[2] for k, v in nothing.items()} == {
-        "0": 0.0, "1": 0.0, "2": 1.0, "3": 0.0, "4": 0.0, "5": 1.0}
+        "0": 0.0, "1": 0.0, "2": 1.0, "3": 0.0, "4": 0.0, "5": 1.0, "6": 1.0}
     assert {k: v[0] for k, v in nothing.items()} == {
-        "0": 0.0, "1": 0.0, "2": 0.0, "3": 0.0, "4": 0.0, "5": 1.0}
+        "0": 0.0, "1": 0.0, "2": 0.0, "3": 0.0, "4": 0.0, "5": 1.0, "6": 1.0}
 
 
 @needs_bwrap
 def test_mock_gold_agent(tmp_path: Path) -> None:
     pack = _import(FIX / "mock", tmp_path / "m")
     plan = _compile(pack, tmp_path / "plan")
-    gold = _results(_run(plan, tmp_path / "g", f"scripted:{pack / 'demo' / 'gold_agent.yaml'}"))
-    assert {k: v[0] for k, v in gold.items()} == {"create": 1.0, "complete": 1.0}
+    # `notify` (issue 24) starts from patched tables, a user-side set-up call and a prior
+    # conversation; its gold has a user-side action, made by the gold user with its own tool
+    gold = _results(_run(plan, tmp_path / "g", f"scripted:{pack / 'demo' / 'gold_agent.yaml'}",
+                         simulator=f"scripted:{pack / 'demo' / 'gold_user.yaml'}"))
+    assert {k: v[0] for k, v in gold.items()} == {
+        "create": 1.0, "complete": 1.0, "only_env": 1.0, "notify": 1.0}
+    # the rules user never acts on its own phone: the agent's half alone is no pass
+    half = _results(_run(plan, tmp_path / "h", f"scripted:{pack / 'demo' / 'gold_agent.yaml'}"))
+    assert half["notify"][:3] == (0.0, False, 0.0)
+    done = tmp_path / "done.yaml"
+    done.write_text("default:\n  - say: Done.\n  - say: Done.\n", encoding="utf-8")
+    nothing = _results(_run(plan, tmp_path / "d", f"scripted:{done}"))
+    # only_env asserts what already holds (nothing to change): τ² passes doing nothing too
+    assert {k: v[0] for k, v in nothing.items()} == {
+        "create": 0.0, "complete": 0.0, "only_env": 1.0, "notify": 0.0}
 
 
 # ------------------------------------------------------------------ the released τ² domains

@@ -79,7 +79,7 @@ def _transcripts() -> dict[tuple[str, str, int], dict[str, list[tuple[Any, ...]]
             _message(5, 2, "assistant", LONG_REPLY),
         ],
         "tool_calls": [(0, 1, 1, "c1", "read_file", "read", json.dumps({"path": "log.csv"}),
-                        json.dumps({"content": "P-1,4.6"}), None, 0.0, 0.01, None)],
+                        json.dumps({"content": "P-1,4.6"}), None, 0.0, 0.01, None, "agent")],
         "checklist_results": [
             ("note", "A note is filed.", "rule", 1.0, 1.0, "outcome", "1 call matched", None),
             ("email", f"The prescriber is emailed. {HOSTILE}", "rubric", 0.0, 1.0, "outcome",

@@ -589,6 +589,6 @@ def test_store_migrates_tool_calls_to_carry_the_group(tmp_path: Path) -> None:
     con.close()
     con = connect(db)
     cols = [r[0] for r in con.execute("DESCRIBE tool_calls").fetchall()]
-    assert cols[-1] == "tool_group"
+    assert cols[-2:] == ["tool_group", "side"]  # side: schema 7 (issue 24)
     assert con.execute("SELECT value FROM meta").fetchone() == (str(SCHEMA_VERSION),)
     con.close()

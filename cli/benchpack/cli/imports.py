@@ -95,8 +95,11 @@ def import_cmd(fmt: str, source: Path, out: Path, selected: Path | None,
         click.echo(f"  next: bench compile {out} -o build/ && bench run build/ --agent … "
                    "--allow-python  (the app tasks' toolsets run code, in the sandbox)", err=True)
     if fmt == "tau2" and result.sessions:  # banking_knowledge: a knowledge base, no tasks yet
+        # a gold user makes the tasks' user-side gold actions (dual control, issue 24)
+        user = (f" --simulator scripted:{out}/demo/gold_user.yaml"
+                if "demo/gold_user.yaml" in result.files else "")
         click.echo(f"  next: bench compile {out} -o build/ && bench run build/ "
-                   f"--agent scripted:{out}/demo/gold_agent.yaml --allow-python", err=True)
+                   f"--agent scripted:{out}/demo/gold_agent.yaml{user} --allow-python", err=True)
 
 
 def checkout_of(domain_dir: Path, given: str) -> Path:

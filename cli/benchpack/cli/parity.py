@@ -191,19 +191,11 @@ def parity_tau2_dialogues(checkout: Path, domain: str, tau2_python: str | None,
             plan_dir, imported = _dialogue_pack(domain_dir, extract, max_messages, Path(tmp))
             ids = [i for i in ([x.strip() for x in task_list.split(",")] if task_list else
                                [str(t.get("id")) for t in tasks]) if i in imported]
-            # env assertions are not imported yet (issue 24): such tasks cannot score alike
-            asserted = {str(t.get("id")) for t in tasks
-                        if (t.get("evaluation_criteria") or {}).get("env_assertions")}
-            skipped = [i for i in ids if i in asserted]
-            ids = [i for i in ids if i not in asserted]
             ids = ids[:limit] if limit else ids
             if not ids:
                 raise PackErrors("✗ parity tau2-dialogues: no imported task selected")
             report = _dialogues(driver, domain, extract, tasks, ids, wanted, plan_dir,
                                 max_messages)
-            if skipped:
-                report.notes.append("left out, their env assertions are not imported yet: "
-                                    + ", ".join(skipped))
     except Tau2DriverError as exc:
         raise PackErrors(f"✗ parity tau2-dialogues: {exc}") from None
     from benchpack.runtime.tau2bench.dialogues import render
@@ -280,7 +272,6 @@ def _dialogues(driver: Any, domain: str, extract: dict[str, Any], tasks: list[An
         compare_requests,
         run_ours,
         script_tasks,
-        without_tools,
     )
     from benchpack.runtime.tau2bench.scripted_model import ScriptedModel
 
@@ -292,10 +283,6 @@ def _dialogues(driver: Any, domain: str, extract: dict[str, Any], tasks: list[An
     seed = trial_seeds(int(defaults.get("DEFAULT_SEED") or 300), 1)[0]
     report = DialogueReport()
     declared: list[Any] = []
-    if extract.get("user_tools"):
-        declared.append(("τ² offers its user simulator the user's own tools (" + ", ".join(
-            t["name"] for t in extract["user_tools"]) + "); benchpack does not yet (issue 24)",
-            "user", without_tools))
     rounds = _rounds(scripted)
     for n, batch in enumerate(rounds, 1):
         script = Script(batch, failing, passing)

@@ -297,7 +297,8 @@ class Builder(CheckBuilder):
         used_knowledge = {k for e in self.environments.values() for k in e.obj.knowledge}
         used_corpora = {it.obj.impl.corpus for it in self.tools.values()
                         if isinstance(it.obj.impl, P.CorpusImpl)}
-        used_toolsets = {t for e in self.environments.values() for t in e.obj.toolsets}
+        used_toolsets = {t for e in self.environments.values()
+                         for t in [*e.obj.toolsets, *e.obj.user_toolsets]}
         used_toolsets |= {it.obj.module for k, it in self.toolsets.items()
                           if it.obj.module in used_toolsets}
         for name, it in self.toolsets.items():

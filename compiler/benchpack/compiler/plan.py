@@ -145,9 +145,10 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
             child_map[p].append(sid)
 
     defaults = b.pack.defaults
-    used_tools = sorted({t for s in sessions.values() for t in s["tools"]} | set(b.tools)
-                        | {t for e in b.plan_envs.values() for t in e.get("discoverable", ())})
     used_envs = sorted({s["environment"] for s in sessions.values()})
+    used_tools = sorted({t for s in sessions.values() for t in s["tools"]} | set(b.tools)
+                        | {t for e in b.plan_envs.values() for t in e.get("discoverable", ())}
+                        | {t for e in used_envs for t in b.plan_envs[e].get("user_tools", ())})
     meta: dict[str, Any] = {"category": None, "domain": None, "difficulty": None, "language": None, "tags": []}
     if b.pack.metadata:
         meta.update(b.pack.metadata.model_dump())

@@ -25,6 +25,7 @@ from .knowledge import compile_knowledge, environment_knowledge
 from .lint import style_contradictions
 from .render import RenderError, render
 from .toolsets import compile_toolsets, environment_toolsets
+from .user_side import environment_user_toolsets
 from .validate import node_at
 
 _DURATION = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -300,6 +301,7 @@ class WorldBuilder(BuilderCore):
                 if f"{s}__read" in self.plan_tools:
                     tools.append(f"{s}__read")
         toolsets = environment_toolsets(self, env, loc, tools, services)
+        user_toolsets, user_tools = environment_user_toolsets(self, env, loc, toolsets, services)
         files = []
         seen: set[str] = set()
         for i, f in enumerate(env.files):
@@ -324,8 +326,11 @@ class WorldBuilder(BuilderCore):
             "files": files, "tools": list(dict.fromkeys(tools)), "services": services,
             "event_streams": streams, "heartbeat": hb,
         }
-        if toolsets:  # only when used, so plans without toolsets stay byte for byte
-            self.plan_envs[name]["toolsets"] = toolsets
+        if toolsets or user_toolsets:  # only when used: plans without stay byte for byte
+            self.plan_envs[name]["toolsets"] = [*toolsets, *user_toolsets]
+        if user_toolsets:  # dual control (issue 24)
+            self.plan_envs[name]["user_toolsets"] = user_toolsets
+            self.plan_envs[name]["user_tools"] = list(dict.fromkeys(user_tools))
         if knowledge:  # only when used, so plans without knowledge bases stay byte for byte
             self.plan_envs[name]["knowledge"] = knowledge
         if locked:  # likewise

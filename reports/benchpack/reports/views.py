@@ -27,7 +27,7 @@ from typing import Any
 from .model import View
 from .protocols import PROTOCOL_REPORTS, ProtocolReports
 
-STORE_SCHEMA = 6
+STORE_SCHEMA = 7
 """The store schema version these views read (the `meta.schema_version` the runtime writes)."""
 
 

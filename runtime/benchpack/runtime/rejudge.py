@@ -449,7 +449,8 @@ def _tool_record(r: Sequence[Any]) -> ToolRecord:
                       result=json.loads(result) if isinstance(result, str) else result,
                       error=error, started_at=float(started or 0.0),
                       duration=float(duration or 0.0), turn=int(turn), step=int(step or 0),
-                      effect="write" if effect == "write" else "read")
+                      effect="write" if effect == "write" else "read",
+                      side="user" if len(r) > 12 and r[12] == "user" else "agent")
 
 
 def _dialogue_end(row: dict[str, Any], extra: dict[str, Any],

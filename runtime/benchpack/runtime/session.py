@@ -41,6 +41,7 @@ from .protocols.base import ProtocolResult
 from .score_block import grade_score_block
 from .store import SessionRows
 from .types import AgentAdapter, AgentReply, AgentSession, LLMCallRecord, Message, SessionBrief
+from .user_side import all_records
 
 if TYPE_CHECKING:
     from .store import Store
@@ -492,8 +493,8 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
         (*prefix, seq, r.turn, r.step, r.call_id, r.tool_name, r.effect,
          json.dumps(r.call, ensure_ascii=False, default=str),
          json.dumps(r.result, ensure_ascii=False, default=str), r.error, r.started_at,
-         r.duration, tools[r.tool_name].group if r.tool_name in tools else None)
-        for seq, r in enumerate(ctx.toolbox.records)]
+         r.duration, tools[r.tool_name].group if r.tool_name in tools else None, r.side)
+        for seq, r in enumerate(all_records(ctx))]
     tables["checklist_results"] = [(*prefix, *r) for r in rows]
     tables["llm_calls"] = [(*prefix, seq, *llm_call_values(c)) for seq, c in enumerate(llm_calls)]
     if ctx.score_rows:

@@ -11,7 +11,7 @@ from typing import Any
 
 from .storecheck import StoreOpenError
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -65,7 +65,7 @@ CREATE TABLE IF NOT EXISTS tool_calls (
     run_id VARCHAR, session_id VARCHAR, repeat INTEGER, seq INTEGER, turn INTEGER,
     step INTEGER, call_id VARCHAR, tool_name VARCHAR, effect VARCHAR, call JSON, result JSON,
     error VARCHAR, started_at DOUBLE, duration_s DOUBLE,
-    tool_group VARCHAR
+    tool_group VARCHAR, side VARCHAR
 );
 CREATE TABLE IF NOT EXISTS intent_status (
     run_id VARCHAR, session_id VARCHAR, repeat INTEGER, intent_id VARCHAR, text VARCHAR,
@@ -161,6 +161,10 @@ def _migrate(con: Any, path: Path) -> None:
     # from restoring a reference as a file's content.
     # 6: `llm_call_texts` (created by the DDL): each model call's prompt and reply in `blobs`;
     # older calls have no row and read as "not stored"
+    if version < 7:  # 7: tool_calls.side (issue 24: the user's own tool calls); older rows
+        # are the agent's
+        con.execute("ALTER TABLE tool_calls ADD COLUMN IF NOT EXISTS side VARCHAR")
+        con.execute("UPDATE tool_calls SET side = 'agent' WHERE side IS NULL")
     if version < SCHEMA_VERSION:
         con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                     [str(SCHEMA_VERSION)])

@@ -38,6 +38,8 @@ class ToolRecord:
     turn: int = 0
     step: int = 0
     effect: Literal["read", "write"] = "read"
+    side: Literal["agent", "user"] = "agent"
+    """Who made the call: the agent, or the simulated user with its own tools (issue 24)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"tool_name": self.tool_name, "call": self.call, "result": self.result,

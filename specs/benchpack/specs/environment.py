@@ -332,6 +332,10 @@ class Environment(Spec):
     """Knowledge bases available, by name; each one's `retrieval` says how (issue 24)."""
     discoverable: Discoverable | None = None
     """Tools offered only once the agent unlocks them during the session (issue 24)."""
+    user_toolsets: list[str] = Field(default_factory=list)
+    """Python toolsets the simulated user gets (dual control, τ²'s user tools), by `name` or
+    module: their functions are the user's tools (never offered to the agent) and their
+    service is the user's own state (in the state check, beside the agent's)."""
     policy: str | PolicyFile | None = None
     """The agent's system prompt / domain policy (τ²-bench's `policy.md`), inline (Jinja; tag
     it `!literal` to keep braces) or `{file: policy.md}`. Every agent adapter shows it as the

@@ -75,6 +75,7 @@ from .protocols.verified_outcome import ScoreCap, Verify
 from .scoring import Score
 from .services import HttpImpl, ProcessService
 from .toolsets import Toolset
+from .user_side import EnvAssertion, InitAction, InitialState, PriorMessage, UserToolCall
 
 # Built from the registry so a new protocol is named in one place; same schema as spelling
 # the Literal out.
@@ -270,6 +271,9 @@ class Session(Spec):
     # --- issue 12: instructed users (τ²-bench) and richer scoring
     user: UserScenario | None = None
     """instructed_user: the scenario the user simulator follows."""
+    initial_state: InitialState | None = None
+    """instructed_user: where the session starts (table patches, replayed set-up calls, a prior
+    conversation); default: the environment as the episode left it."""
     gold: Gold | None = None
     """instructed_user: what a correct agent does (replayed for the state check)."""
     score: Score | None = None
@@ -391,6 +395,7 @@ __all__ = [
     "Defaults",
     "DialogueTurn",
     "Document",
+    "EnvAssertion",
     "Environment",
     "Episode",
     "Event",
@@ -404,6 +409,8 @@ __all__ = [
     "HiddenIntent",
     "HttpImpl",
     "Id",
+    "InitAction",
+    "InitialState",
     "Instruction",
     "KnowledgeBase",
     "Limits",
@@ -418,6 +425,7 @@ __all__ = [
     "Persona",
     "PersonaProfile",
     "PolicyFile",
+    "PriorMessage",
     "ProcessService",
     "PromptFile",
     "PromptName",
@@ -445,6 +453,7 @@ __all__ = [
     "Toolset",
     "TriggerPoint",
     "UserScenario",
+    "UserToolCall",
     "Verify",
     "WorkspaceFile",
     "normalise_style",

@@ -211,6 +211,11 @@ class PlanEnvironment(PlanModel):
     """Tools offered only once unlocked (keys of `Plan.tools`); left out when empty."""
     policy: str | None = None
     """The rendered policy: the agent's system prompt (left out of the plan when unset)."""
+    user_toolsets: list[str] = Field(default_factory=list)
+    """Toolsets of the simulated user (also in `toolsets`, which the runtime starts); left out
+    when empty."""
+    user_tools: list[str] = Field(default_factory=list)
+    """The user's tools (dual control), never offered to the agent; left out when empty."""
 
 
 class PlanEpisode(PlanModel):
@@ -313,6 +318,9 @@ class PlanInstruction(PlanModel):
     if_: list[str] | None = Field(default=None, alias="if")
     after_turn: int | None = None
     stop: Literal["done", "transfer", "out_of_scope"] | None = None
+    calls: list[dict[str, Any]] | None = None
+    """The user's own tool calls `{tool, args}` made before saying `text` (written only when
+    there are some)."""
 
 
 class PlanUser(PlanModel):
@@ -334,6 +342,8 @@ class PlanConversation(PlanModel):
     stop_tokens: Literal["end", "anywhere"]
     unfinished: Literal["score", "fail"]
     simulator_temperature: float
+    solo: bool = False
+    """No simulated user; the agent has the user's tools too (written only when true)."""
 
 
 class PlanSession(PlanModel):
@@ -386,6 +396,10 @@ class PlanSession(PlanModel):
     """instructed_user: its compiled `score:` — `{reward: [components], communicate,
     assertions, pass_threshold}`, plus `communicate_match` and `assertions_judge` when not the
     defaults (the pack's `score:` of a verified_outcome session is `score`)."""
+    initial_state: dict[str, Any] | None = None
+    """instructed_user: `{data: {service: {table: {key: patch}}}, actions: [{tool | function,
+    toolset, state; args, side}], history: [{role, content, tool_calls: [{id, tool, args,
+    side}], tool_call_id}]}` (issue 24; left out when the session gives none)."""
     conversation: PlanConversation | None = None
     """instructed_user: the dialogue rules, when the session or `defaults.conversation` gives
     any (left out otherwise: today's behaviour)."""

@@ -18,6 +18,7 @@ from pydantic import Field, field_validator, model_validator
 from .base import ID_PATTERN, Spec
 from .checklist import Assertion
 from .formula import Formula, parse
+from .user_side import EnvAssertion
 
 Id = Annotated[str, Field(pattern=ID_PATTERN)]
 COMPONENT_PATTERN = r"^[^\W\d]\w{0,63}$"
@@ -239,7 +240,8 @@ class Score(Spec):
     components, else the product of the `reward` components (τ²-style), else the weighted mean
     of the items; gates and caps apply last."""
 
-    reward: list[Literal["state", "actions", "communicate", "assertions"]] | None = None
+    reward: list[Literal["state", "actions", "communicate", "assertions", "env_assertions"]
+                 ] | None = None
     """τ²'s reward basis: the final score is the product of these components (each 0 or 1)."""
     communicate: list[str] = Field(default_factory=list)
     """Information the agent must tell the user: each must occur in some agent message
@@ -251,6 +253,9 @@ class Score(Spec):
     `W12` is found in `W123`, and a string that itself has a comma is never found."""
     assertions: list[str] = Field(default_factory=list)
     """Natural-language assertions judged YES/NO by the rubric judge (Jinja)."""
+    env_assertions: list[EnvAssertion] = Field(default_factory=list)
+    """instructed_user: predicates over the final world (`user_side.EnvAssertion`), the
+    `env_assertions` component: 1 when every one returns its `expect`."""
     assertions_judge: Literal["rubric", "tau2"] | None = None
     """instructed_user: who judges `assertions`. `rubric` (default): the rubric judge, YES/NO
     per assertion. `tau2` (τ²-bench): one judge call for all of them with the template

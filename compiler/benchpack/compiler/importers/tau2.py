@@ -23,15 +23,22 @@ import yaml
 from . import ImportError_, ImportResult
 from . import tau2_dialogue as dialogue
 from . import tau2_parity as parity
+from . import tau2_state as st
 
 TOOLS_DIR = Path(__file__).with_name("tau2_tools")
 # domains whose tools we implement ourselves (telecom needs user-side tools). τ²'s repository
 # keeps airline's db.json out of its text snapshot, so an airline import needs the user's copy.
 DOMAINS = {"retail": "retail.py", "mock": "mock.py", "airline": "airline.py"}
+UNSUPPORTED = {
+    "telecom": "telecom's user tools (the customer's phone) read and change the agent's "
+               "database after every call (τ²'s TelecomEnvironment.sync_tools), which a "
+               "toolset bound to one service cannot do yet",
+}
+"""Why a known τ² domain is not imported (said in the error)."""
 # τ²'s default when a task names no reward basis
 DEFAULT_BASIS = ["DB", "COMMUNICATE"]
 BASIS = {"DB": "state", "ACTION": "actions", "COMMUNICATE": "communicate",
-         "NL_ASSERTION": "assertions"}
+         "NL_ASSERTION": "assertions", "ENV_ASSERTION": "env_assertions"}
 
 FIELDS: list[tuple[str, str, str]] = [
     # (source field, fate, where / why)
@@ -70,10 +77,16 @@ FIELDS: list[tuple[str, str, str]] = [
      "pack's name says it)"),
     ("tasks[].ticket", "dropped", "the solo-mode task text; the user simulator is given the "
      "scenario instead"),
-    ("tasks[].initial_state", "dropped", "null: nothing to do. Otherwise (message_history, "
-     "initialization_data, initialization_actions) the task is **not imported**: benchpack "
-     "cannot start a session from a prior conversation or a changed database yet, and scoring "
-     "it from the plain database would be wrong"),
+    ("user_db.json", "mapped", "the user's own database (dual control): the service "
+     "`<domain>_user`, one table per top-level key (`data/user/<table>.json`), whose tools "
+     "(`tools/<domain>_user.py`, our own, as the environment's `user_toolsets`) only the "
+     "simulated user gets; domains without user tools ignore it"),
+    ("tasks[].initial_state", "mapped", "`initial_state`, applied as τ²'s `set_state`: "
+     "`initialization_data` → `data` (agent_data patches the domain's service, user_data the "
+     "user's; rows merged key by key), `initialization_actions` → `actions` (`env_type` "
+     "assistant → `side: agent`; τ²'s non-tool helpers run by name), `message_history` → "
+     "`history` (the agent's history and turn 0 of the transcript, its tool calls replayed; "
+     "`turn_idx` dropped). The gold agent's first entries answer the history's user messages"),
     ("tasks[].evaluation_criteria.actions", "mapped", "`gold.actions` (`action_id` → `id`, "
      "`name` → `tool`, `arguments` → `args`, `info` → `info`, `compare_args` → `compare`, "
      "`requestor` → `requestor`), each `match: tau2` (τ²'s comparison: the `compare` keys or "
@@ -83,12 +96,16 @@ FIELDS: list[tuple[str, str, str]] = [
      "as τ² does (`communicate_match: tau2`)"),
     ("tasks[].evaluation_criteria.nl_assertions", "mapped", "`score.assertions`, judged as τ² "
      "does (`assertions_judge: tau2`: one call, τ²'s prompt with --tau2)"),
-    ("tasks[].evaluation_criteria.env_assertions", "dropped", "environment assertion functions "
-     "are not implemented; a task whose reward rests only on them is not imported"),
+    ("tasks[].evaluation_criteria.env_assertions", "mapped", "`score.env_assertions` "
+     "(`func_name` → `function`, `arguments` → `args`, `env_type` → `side`, `assert_value` → "
+     "`expect`): our toolsets' predicate functions (`HELPERS`, not offered as tools) over the "
+     "final state. Where τ²'s raises for a missing row (its evaluation then fails), ours "
+     "does not hold"),
     ("tasks[].evaluation_criteria.reward_basis", "mapped", "`score.reward`: DB → state, ACTION → "
-     "actions, COMMUNICATE → communicate, NL_ASSERTION → assertions; missing → τ²'s default "
-     "[DB, COMMUNICATE]; a component with nothing to check (no communicate_info, no "
-     "nl_assertions) is left out, as τ² scores it 1; ENV_ASSERTION is dropped (above)"),
+     "actions, COMMUNICATE → communicate, NL_ASSERTION → assertions, ENV_ASSERTION → "
+     "env_assertions; missing → τ²'s default [DB, COMMUNICATE]; a component with nothing to "
+     "check (no communicate_info, no nl_assertions, no env_assertions) is left out, as τ² "
+     "scores it 1; the state check covers the user's database too, as τ²'s does"),
     ("tasks[].annotations", "dropped", "curation metadata, not used to run or score"),
     ("tasks[].issues", "mapped with loss", "a YAML comment above the session naming each open "
      "issue (its title); the linked simulation files are not imported"),
@@ -143,9 +160,11 @@ def _comment(text: str, n: int) -> str:
 class _Task:
     """One τ² task mapped to a session (or the reason it cannot be)."""
 
-    def __init__(self, raw: dict[str, Any], tools: set[str], splits: list[str] | None = None
-                 ) -> None:
+    def __init__(self, raw: dict[str, Any], tools: set[str], splits: list[str] | None = None,
+                 domain: str = "", user_tools: set[str] | None = None) -> None:
         self.raw = raw
+        self.domain = domain
+        self.user_tools = user_tools or set()
         self.id = str(raw.get("id"))
         self.skip: str | None = None
         self.lossy: list[str] = []
@@ -159,17 +178,18 @@ class _Task:
         unknown = sorted(set(raw) - _KNOWN_TOP)
         if unknown:
             self.lossy.append("unknown fields dropped: " + ", ".join(unknown))
-        state = raw.get("initial_state")
-        if state:
-            parts = ", ".join(k for k, v in state.items() if v) or "an initial state"
-            self.skip = (f"starts from {parts}, which benchpack cannot set up yet")
-            return
         crit = raw.get("evaluation_criteria") or {}
+        try:  # issue 24: τ²'s initial state and env assertions
+            start = st.initial_state(raw, self.domain, bool(self.user_tools))
+            env_asserts = st.env_assertions(crit, bool(self.user_tools))
+        except st.Unsupported as exc:
+            self.skip = str(exc)
+            return
         unknown = sorted(set(crit) - _KNOWN_CRITERIA)
         if unknown:
             self.lossy.append("unknown evaluation fields dropped: " + ", ".join(unknown))
         actions = crit.get("actions")
-        missing = sorted({a.get("name") for a in actions or []} - tools)
+        missing = sorted({a.get("name") for a in actions or []} - tools - self.user_tools)
         if missing:
             self.skip = ("its gold actions use tools this domain's toolset does not have: "
                          + ", ".join(map(str, missing)))
@@ -185,7 +205,8 @@ class _Task:
             elif comp in ("state", "actions") and actions is None:
                 self.lossy.append(f"reward basis {b} dropped: the task has no gold actions")
             elif (comp == "communicate" and not communicate) or (
-                    comp == "assertions" and not assertions):
+                    comp == "assertions" and not assertions) or (
+                    comp == "env_assertions" and not env_asserts):
                 pass  # nothing to check: τ² scores it 1, and so does leaving it out
             elif comp not in reward:
                 reward.append(comp)
@@ -193,13 +214,16 @@ class _Task:
             if have and comp not in reward:
                 src = "nl_assertions" if comp == "assertions" else "communicate_info"
                 self.lossy.append(f"{src} are not in the reward basis: kept out of the score")
-        if crit.get("env_assertions"):
-            self.lossy.append(f"{len(crit['env_assertions'])} env assertion(s) dropped")
+        if env_asserts and "env_assertions" not in reward:
+            self.lossy.append("env_assertions are not in the reward basis: kept out of the "
+                              "score")
         if not reward:
             self.skip = "nothing left to score (reward basis: " + ", ".join(basis) + ")"
             return
         self.session = {"id": self.id, "protocol": "instructed_user",
                         "user": self._user(), "gold": None, "score": None}
+        if start is not None:
+            self.session["initial_state"] = start
         if actions is not None:
             self.session["gold"] = {"actions": [self._action(i, a) for i, a in
                                                 enumerate(actions)]}
@@ -210,6 +234,8 @@ class _Task:
             score["communicate"] = communicate
         if "assertions" in reward:
             score["assertions"] = assertions
+        if "env_assertions" in reward:
+            score["env_assertions"] = env_asserts
         self.session["score"] = score
 
     def _user(self) -> dict[str, Any]:
@@ -266,15 +292,26 @@ def _tool_names(module: Path) -> set[str]:
 
 def _gold_turn(t: _Task) -> list[dict[str, Any]]:
     s = t.session
+    # the agent's own gold calls (the user makes `requestor: user` ones with its own tools)
     calls = [{"name": a["tool"], "args": a["args"]} for a in (s.get("gold") or {}).get(
-        "actions", [])]
+        "actions", []) if a.get("requestor") != "user"]
     # the rules judge finds an assertion in what the agent said: stating each one lets the gold
     # agent check the environment end to end (it is a check of the pack, not an agent)
     said = ["Done.", *s["score"].get("communicate", []), *s["score"].get("assertions", [])]
     turn: dict[str, Any] = {"say": " ".join(said)}
     if calls:
         turn = {"tool_calls": calls, **turn}
-    return [turn]
+    # a scripted agent's entry k answers user message k + 1, the prior conversation's included
+    answered = {"say": "(answered in the prior conversation)"}
+    return [*[answered] * st.history_turns(s), turn]
+
+
+def _gold_user(t: _Task) -> dict[str, Any] | None:
+    calls = [{"tool": a["tool"], "args": a["args"]} for a in
+             (t.session.get("gold") or {}).get("actions", []) if a.get("requestor") == "user"]
+    if not calls:
+        return None
+    return {"turns": [{"calls": calls, "say": "I did that on my side. Thanks!", "stop": "done"}]}
 
 
 def _splits(source: Path, extract: dict[str, Any] | None) -> dict[str, list[str]]:
@@ -306,9 +343,10 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
         from .tau2_banking import import_banking
         return import_banking(source, out)
     if domain not in DOMAINS:
+        why = UNSUPPORTED.get(domain)
         raise ImportError_(str(source), f"no toolset for the τ² domain `{domain}`",
-                           "supported: " + ", ".join(sorted(DOMAINS))
-                           + "; the folder's name is the domain")
+                           (why + "; " if why else "") + "supported: "
+                           + ", ".join(sorted(DOMAINS)) + "; the folder's name is the domain")
     fixes = parity.check_fixes(domain, fixes)
     for name in ("tasks.json", "db.json", "policy.md"):
         if name == "db.json" and tau2 is not None:
@@ -323,7 +361,8 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
     if not isinstance(tasks_raw, list) or not all(isinstance(t, dict) for t in tasks_raw):
         raise ImportError_(str(source / "tasks.json"), "expected a list of task objects")
     module = TOOLS_DIR / DOMAINS[domain]
-    tools = _tool_names(module)
+    tools = _tool_names(module) - st.helpers(module)
+    user = _user_side(source, domain, tau2)
     if tau2 is not None:
         parity.check_extract(tau2, domain, sorted(tools))
         tables = _tables(tau2["db"], source / "db.json")
@@ -339,7 +378,8 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
         tables = _tables(_load_json(source / "db.json"), source / "db.json")
         policy = (source / "policy.md").read_text(encoding="utf-8")
     splits = _splits(source, tau2)
-    tasks = [_Task(t, tools, splits.get(str(t.get("id")))) for t in tasks_raw]
+    tasks = [_Task(t, tools, splits.get(str(t.get("id"))), domain,
+                   user["tools"] if user else None) for t in tasks_raw]
     scenario = dialogue.scenarios(tau2)
     for t in tasks:
         if t.session:
@@ -370,6 +410,15 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
         write(f"data/{name}.json", json.dumps(rows, ensure_ascii=False, indent=1) + "\n")
     write(f"tools/{domain}.py", parity.toolset_source(
         module, tau2.get("pydantic") if tau2 is not None else None, fixes))
+    if user:
+        (out / "data" / "user").mkdir(exist_ok=True)
+        for name, (_, rows) in user["tables"].items():
+            write(f"data/user/{name}.json", json.dumps(rows, ensure_ascii=False, indent=1)
+                  + "\n")
+        write(f"tools/{domain}_user.py", parity.toolset_source(
+            user["module"], tau2.get("pydantic") if tau2 is not None else None, ()))
+        if user["specs"]:
+            write(f"tools/{domain}_user.specs.json", user["specs"])
     prompts: dict[str, tuple[str, str]] = {}
     if tau2 is not None:
         write(f"tools/{domain}.specs.json", parity.specs_json(tau2))
@@ -381,11 +430,19 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
         write("tau2/assertions_judge.j2", dialogue.judge_template(tau2))
     diffs = parity.differences(domain, fixes)
     write("policy.md", policy)
-    write("pack.yaml", _pack_yaml(domain, tables, tau2, sorted(tools), diffs)
+    write("pack.yaml", _pack_yaml(domain, tables, tau2, sorted(tools), diffs,
+                                  bool(st.helpers(module)), user)
           + dialogue.pack_blocks(domain, tau2, dialogue.version(tau2),
                                  dialogue.differences(tau2, diffs)))
     write("tasks.yaml", _tasks_yaml(domain, kept))
     agent = {"sessions": {t.id: _gold_turn(t) for t in kept}}
+    gold_user = {t.id: _gold_user(t) for t in kept if _gold_user(t)}
+    if gold_user:
+        write("demo/gold_user.yaml", "# The gold user: each task's own gold actions "
+              "(`requestor: user`), made with the user's\n# tools after the gold agent's turn "
+              "(`bench run … --simulator scripted:demo/gold_user.yaml`; see\n# "
+              "IMPORT_REPORT.md). Sessions it does not list get a user who says they are "
+              "done.\n" + _dump({"sessions": gold_user}))
     write("demo/gold_agent.yaml", "# The gold agent: each task's gold actions in one turn, "
           "then the communicate strings and\n# assertions (`bench import tau2` wrote it; see "
           "IMPORT_REPORT.md). Run it to check the environment.\n" + _dump(agent))
@@ -399,8 +456,27 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
                         notes=notes, differences=diffs)
 
 
+def _user_side(source: Path, domain: str, tau2: dict[str, Any] | None
+               ) -> dict[str, Any] | None:
+    """The user's own tools and database (τ²'s `user_tools`, `user_db.json`; with --tau2 the
+    database as τ²'s models load it and τ²'s own definitions of the user's tools), when the
+    domain has them: `{module, tools, tables, specs}`."""
+    name = st.USER_TOOLSETS.get(domain)
+    path = source / "user_db.json"
+    if name is None or not (path.is_file() or (tau2 or {}).get("user_db")):
+        return None
+    module = TOOLS_DIR / name
+    db = tau2["user_db"] if tau2 is not None and tau2.get("user_db") else _load_json(path)
+    specs = None
+    if tau2 is not None and tau2.get("user_tools"):
+        specs = parity.specs_json({"tools": tau2["user_tools"]})
+    return {"module": module, "tools": _tool_names(module) - st.helpers(module),
+            "tables": _tables(db, path), "specs": specs}
+
+
 def _pack_yaml(domain: str, tables: dict[str, tuple[str, list[dict[str, Any]]]],
-               tau2: dict[str, Any] | None, tools: list[str], diffs: list[dict[str, str]]) -> str:
+               tau2: dict[str, Any] | None, tools: list[str], diffs: list[dict[str, str]],
+               has_helpers: bool = False, user: dict[str, Any] | None = None) -> str:
     table_lines = "".join(f"      {name}: {{key: {key}, fixture: data/{name}.json}}\n"
                           for name, (key, _) in tables.items())
     if tau2 is None:
@@ -421,6 +497,24 @@ def _pack_yaml(domain: str, tables: dict[str, tuple[str, list[dict[str, Any]]]],
         wanted = parity.tool_order(tau2)
         if set(wanted) != set(tools):
             options += "    include: [" + ", ".join(wanted) + "]\n"
+    if has_helpers and "include:" not in options:  # τ²'s non-tool helpers are no tools
+        options += "    include: [" + ", ".join(tools) + "]\n"
+    user_service = user_toolset = user_env = ""
+    if user:
+        svc = st.user_service(domain)
+        user_service = (
+            f"  - name: {svc}\n"
+            f"    description: the user's own database (τ²'s user_db.json, dual control).\n"
+            "    tables:\n" + "".join(f"      {n}: {{key: {k}, fixture: data/user/{n}.json}}\n"
+                                    for n, (k, _) in user["tables"].items()))
+        user_toolset = (f"  - module: tools/{domain}_user.py   # the user's own tools\n"
+                        f"    service: {svc}\n"
+                        + (f"    specs: tools/{domain}_user.specs.json   # τ²'s own user tool "
+                           "definitions\n" if user.get("specs") else "")
+                        + "    include: [" + ", ".join(sorted(user["tools"])) + "]\n"
+                        + "".join(f"    {k}: {str(v).lower()}\n"
+                                  for k, v in parity.OPTIONS.items()))
+        user_env = f"    user_toolsets: [tools/{domain}_user.py]\n"
     return (
         f"# τ²-bench, domain `{domain}`, imported by `bench import tau2` (IMPORT_REPORT.md says\n"
         "# what became of every source field). Edit freely; re-importing overwrites the files.\n"
@@ -435,15 +529,18 @@ def _pack_yaml(domain: str, tables: dict[str, tuple[str, list[dict[str, Any]]]],
         f"    description: τ²'s {domain} database (db.json), one table per top-level key.\n"
         "    tables:\n"
         f"{table_lines}"
+        f"{user_service}"
         "toolsets:                    # our own implementation of τ²'s tools (runs with "
         "--allow-python)\n"
         f"  - module: tools/{domain}.py\n"
         f"    service: {domain}\n"
         f"{options}"
+        f"{user_toolset}"
         "environments:\n"
         f"  - id: {domain}\n"
         "    builtin_tools: []\n"
         f"    toolsets: [tools/{domain}.py]\n"
+        f"{user_env}"
         "    policy: {file: policy.md, literal: true}   # τ²'s policy.md, the agent's system "
         "prompt\n"
         "include: [tasks.yaml]        # one episode per τ² task\n")
@@ -452,7 +549,8 @@ def _pack_yaml(domain: str, tables: dict[str, tuple[str, list[dict[str, Any]]]],
 def _tasks_yaml(domain: str, kept: list[_Task]) -> str:
     parts = ["# benchpack: literal\n"
              f"# The τ² tasks of `{domain}` (tasks.json, in source order), one episode each: "
-             "every task\n# starts from the database as released.\n", "episodes:\n"]
+             "every task\n# starts from the database as released, changed by its `initial_state` when it "
+             "has one.\n", "episodes:\n"]
     for t in kept:
         episode = {"id": f"task-{t.id}", "persona": "customer", "environment": domain,
                    "memory": "none", "sessions": [t.session]}

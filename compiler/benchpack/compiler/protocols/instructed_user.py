@@ -12,6 +12,7 @@ from jsonschema.exceptions import SchemaError
 
 from benchpack.specs import pack as P
 
+from .. import user_side as us
 from ..diagnostics import suggest_fix
 from .base import ProtocolCompiler
 
@@ -44,7 +45,8 @@ def user(s: P.Session, r: Any) -> dict[str, Any] | None:
     return out
 
 
-def gold(b: Builder, s: P.Session, loc: Loc, tools: list[str]) -> dict[str, Any] | None:
+def gold(b: Builder, s: P.Session, loc: Loc, tools: list[str],
+         env: dict[str, Any] | None = None) -> dict[str, Any] | None:
     g = s.gold
     if g is None:
         return None
@@ -56,7 +58,10 @@ def gold(b: Builder, s: P.Session, loc: Loc, tools: list[str]) -> dict[str, Any]
             b.err("E201", f"gold action id `{aid}` is used twice", loc, ("gold", "actions", i, "id"))
         seen.add(aid)
         at = ("gold", "actions", i)
-        if a.tool not in tools:
+        user_side = us.gold_side_ok(b, env or {}, tools, a.tool, a.requestor, loc, at)
+        if user_side is False:
+            pass  # reported: not one of the user's tools
+        elif a.tool not in tools and user_side is None:
             if not b.lost_tool(a.tool):
                 hint, fix = suggest_fix(a.tool, tools)
                 b.err("E202", f"gold action uses the tool `{a.tool}`, which this session does "
@@ -93,7 +98,8 @@ def gold(b: Builder, s: P.Session, loc: Loc, tools: list[str]) -> dict[str, Any]
     return {"actions": actions, "ordered": g.ordered}
 
 
-def score(b: Builder, s: P.Session, loc: Loc, r: Any, has_gold: bool) -> dict[str, Any] | None:
+def score(b: Builder, s: P.Session, loc: Loc, r: Any, has_gold: bool,
+          env: dict[str, Any] | None = None) -> dict[str, Any] | None:
     if s.protocol != NAME:  # `score:` of another protocol (verified_outcome) is checked there
         return None
     sc = s.score or P.Score()
@@ -103,7 +109,8 @@ def score(b: Builder, s: P.Session, loc: Loc, r: Any, has_gold: bool) -> dict[st
               loc, ("score", key), "use `reward: [state, actions, communicate, assertions]`")
     reward = list(sc.reward) if sc.reward is not None else (
         (["state"] if has_gold else []) + (["communicate"] if sc.communicate else [])
-        + (["assertions"] if sc.assertions else []))
+        + (["assertions"] if sc.assertions else [])
+        + (["env_assertions"] if sc.env_assertions else []))
     if s.protocol == NAME and ("state" in reward or "actions" in reward) and not has_gold:
         comp = "state" if "state" in reward else "actions"
         b.err("E211", f"the reward uses `{comp}`, which needs gold actions", loc,
@@ -115,6 +122,10 @@ def score(b: Builder, s: P.Session, loc: Loc, r: Any, has_gold: bool) -> dict[st
     if s.protocol == NAME and "assertions" in reward and not sc.assertions:
         b.err("E211", "the reward uses `assertions`, but `score.assertions` is empty", loc,
               ("score", "reward"), "list the assertions the judge checks")
+    if s.protocol == NAME and "env_assertions" in reward and not sc.env_assertions:
+        b.err("E211", "the reward uses `env_assertions`, but `score.env_assertions` is empty",
+              loc, ("score", "reward"), "list the predicates: `env_assertions: [{function: …, "
+              "args: {…}, expect: true}]`")
     out: dict[str, Any] = {"reward": reward, "communicate": list(sc.communicate),
                            "assertions": [r(a, "score", "assertions", i)
                                           for i, a in enumerate(sc.assertions)],
@@ -124,6 +135,8 @@ def score(b: Builder, s: P.Session, loc: Loc, r: Any, has_gold: bool) -> dict[st
         out["communicate_match"] = sc.communicate_match
     if sc.assertions_judge not in (None, "rubric"):
         out["assertions_judge"] = sc.assertions_judge
+    if env is not None and sc.env_assertions:  # issue 24; only when given
+        out["env_assertions"] = us.env_assertions(b, s, loc, env)
     return out
 
 
@@ -136,6 +149,8 @@ def conversation(b: Builder, s: P.Session) -> dict[str, Any] | None:
     out = P.Conversation().model_dump(mode="json")
     for layer in layers:
         out.update({k: getattr(layer, k) for k in layer.model_fields_set})
+    if not out.get("solo"):  # issue 24: only when on, so older plans stay byte for byte
+        out.pop("solo", None)
     return out
 
 
@@ -155,13 +170,24 @@ def material(b: Builder, s: P.Session, loc: Loc, r: Any, tools: list[str],
               at_key=True)
     out: dict[str, Any] = {}
     u = user(s, r)
+    if u is not None:  # the user's own tool calls (issue 24), only where there are some
+        for ins, calls in zip(u["instructions"], us.user_calls(b, s, loc, env, tools),
+                              strict=True):
+            if calls:
+                ins["calls"] = calls
+    conv = conversation(b, s)
+    if conv is not None and conv.get("solo"):
+        # solo mode: the agent is offered the user's tools beside its own (in place: the
+        # session's `tools` is this list)
+        tools.extend(t for t in env.get("user_tools") or () if t not in tools)
     # a discoverable tool (issue 24) is offered once unlocked: gold may use it after the unlock
-    g = gold(b, s, loc, [*tools, *env.get("discoverable", ())])
-    sc = score(b, s, loc, r, g is not None)
+    g = gold(b, s, loc, [*tools, *env.get("discoverable", ())], env)
+    sc = score(b, s, loc, r, g is not None, env)
+    start = us.initial_state(b, s, loc, env, tools) if s.protocol == NAME else None
     # only when given: the plans of other protocols stay byte for byte
     # the compiled `score:` is the plan's `reward` (a verified_outcome `score:` is `score`)
-    for key, value in (("user", u), ("gold", g), ("reward", sc),
-                       ("conversation", conversation(b, s))):
+    for key, value in (("user", u), ("gold", g), ("reward", sc), ("initial_state", start),
+                       ("conversation", conv)):
         if value is not None:
             out[key] = value
     return out

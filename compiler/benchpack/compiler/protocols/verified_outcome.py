@@ -117,7 +117,12 @@ def score(b: Builder, s: P.Session, loc: Loc, r: Any, tools: list[str],
         b.err("E226", "the `score` block scores nothing", loc, ("score",),
               "add `items`, `communicate` or `assertions`", at_key=True)
 
+    if sc.env_assertions:
+        b.err("E204", "`score.env_assertions` belongs to the instructed_user protocol", loc,
+              ("score", "env_assertions"), "check the final state with `rule` items")
     out = sc.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if not out.get("env_assertions"):  # instructed_user's (issue 24): plans stay byte for byte
+        out.pop("env_assertions", None)
     out["items"] = items
     out["assertions"] = [r(a, "score", "assertions", i) or "" for i, a in
                          enumerate(sc.assertions)]

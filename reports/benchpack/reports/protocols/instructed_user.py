@@ -10,7 +10,8 @@ from .base import ProtocolReports
 VIEWS: tuple[View, ...] = (
     View("instructed_results", """Instructed-user sessions: the stop signal that ended the
 dialogue (`done`, `transfer`, `out_of_scope`; NULL at the turn budget), the τ² reward and each
-component (1/0; NULL when not in the session's reward or undecided), and pass.""", """
+component (1/0; NULL when not in the session's reward or undecided; `env_assertions`: the
+predicates over the final world, issue 24), and pass.""", """
 SELECT run_id, session_id, repeat, agent, name, coalesce(base_session, session_id) AS task,
        termination, json_extract_string(extra, '$.stop_signal') AS stop_signal,
        score AS reward, passed,
@@ -19,6 +20,8 @@ SELECT run_id, session_id, repeat, agent, name, coalesce(base_session, session_i
        TRY_CAST(json_extract(extra, '$.reward.components.communicate') AS DOUBLE)
            AS communicate,
        TRY_CAST(json_extract(extra, '$.reward.components.assertions') AS DOUBLE) AS assertions,
+       TRY_CAST(json_extract(extra, '$.reward.components.env_assertions') AS DOUBLE)
+           AS env_assertions,
        json_extract_string(extra, '$.reward.state.diff_text') AS state_diff,
        user_turns, turns, tool_calls, status, error_kind
 FROM session_results WHERE protocol = 'instructed_user'

@@ -34,6 +34,7 @@ LLM call records go to the session's recorder: see `benchpack.runtime.agents` fo
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -106,7 +107,17 @@ class LiteLLMSession:
             self._add(shown)
         self._prefix = CURRENT_PREFIX if prior else ""
         for m in brief.history:  # this session's fixed dialogue so far (offline replay)
-            if m.role in ("user", "assistant") and m.content:
+            if m.role == "assistant" and m.tool_calls:
+                # a prior conversation's tool traffic (issue 24), as τ²'s agent is shown it
+                self._add({"role": "assistant", "content": m.content or None, "tool_calls": [
+                    {"id": c.get("id"), "type": "function", "function": {
+                        "name": c.get("name"),
+                        "arguments": json.dumps(c.get("arguments") or {})}}
+                    for c in m.tool_calls]})
+            elif m.role == "tool" and m.tool_call_id:
+                self._add({"role": "tool", "content": m.content,
+                           "tool_call_id": m.tool_call_id})
+            elif m.role in ("user", "assistant") and m.content:
                 self._add({"role": m.role, "content": self._prefix + m.content})
                 self._prefix = ""
         self.turns = 0

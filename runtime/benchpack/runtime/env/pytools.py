@@ -476,6 +476,17 @@ class PyToolWorker:
         self._apply(name, answer.get("changes") or [])
         return answer.get("result")
 
+    async def call_function(self, function: str, args: dict[str, Any],
+                            state_param: str | None) -> Any:
+        """Run a public function of the module that is not offered as a tool (an environment
+        assertion, a set-up helper of `initial_state.actions`) like a tool; its arguments are
+        the pack's, not an agent's, so they are not checked."""
+        name = f"{function}()"  # never a tool name: tool names are identifiers
+        if name not in self.tools:
+            self.tools[name] = ToolBinding(function, state_param, {"type": "object"})
+            self._validators[name] = Draft202012Validator({"type": "object"})
+        return await self.call(name, args)
+
     def _apply(self, name: str, changes: list[dict[str, Any]]) -> None:
         """Apply a call's journal to the runner's state, all or nothing (a successful call's,
         or with `atomic: false` a failed one's)."""

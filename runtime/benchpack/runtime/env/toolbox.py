@@ -284,8 +284,12 @@ class ToolBox:
     def __init__(self, plan: Plan, session: PlanSession, env: EpisodeEnvironment,
                  allow_python: bool = False,
                  python_tools: Mapping[str, PythonTool] | None = None,
-                 tool_timeout_s: float = TOOL_TIMEOUT_S) -> None:
+                 tool_timeout_s: float = TOOL_TIMEOUT_S, *, tools: list[str] | None = None,
+                 side: Literal["agent", "user"] = "agent") -> None:
+        """`tools`: offer these instead of `session.tools` (the user's own tools, a replay
+        over both sides' tools); `side`: stamped on every record."""
         self.plan = plan
+        self.side = side
         self.tool_timeout_s = tool_timeout_s
         self.session = session
         self.env = env
@@ -295,14 +299,16 @@ class ToolBox:
         self.turn = 0
         self.step = 0
         self.tools: dict[str, ToolDef] = {}
-        for name in session.tools:
+        for name in (session.tools if tools is None else tools):
             tool = self._define(name)
             if tool is not None:
                 self.tools[name] = tool
         # discoverable tools (issue 24): defined now, offered once the agent unlocks them
         self.locked: dict[str, ToolDef] = {}
         env_plan = plan.environments.get(session.environment)
-        for name in (env_plan.discoverable if env_plan is not None else ()):
+        # the user's own toolbox never holds the agent's locked tools
+        unlockable = env_plan.discoverable if env_plan is not None and side == "agent" else ()
+        for name in unlockable:
             tool = self._define(name) if name not in self.tools else None
             if tool is not None:
                 self.locked[name] = tool
@@ -456,7 +462,7 @@ class ToolBox:
         record = ToolRecord(call_id=cid, tool_name=name, call=recorded, result=result,
                             error=error, started_at=started,
                             duration=time.perf_counter() - t0, turn=self.turn, step=self.step,
-                            effect=tool.effect if tool is not None else "read")
+                            effect=tool.effect if tool is not None else "read", side=self.side)
         self.records.append(record)
         if self.budget is not None:
             self.budget.tool_done(record.error is not None)

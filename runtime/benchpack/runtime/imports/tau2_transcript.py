@@ -121,7 +121,8 @@ def transcript(messages: list[Any], prefix: tuple[str, str, int], where: str) ->
                     t.tool_calls.append((*prefix, len(t.tool_calls), turn, steps,
                                          c.get("id"), c.get("name"), None,
                                          json.dumps(c.get("arguments"), ensure_ascii=False),
-                                         None, None, _epoch(m.get("timestamp")), None, None))
+                                         None, None, _epoch(m.get("timestamp")), None, None,
+                                         "agent"))
         call_id = str(m.get("id")) if role == "tool" else None
         if call_id is not None and call_id in pending:
             row = list(t.tool_calls[pending.pop(call_id)])

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from benchpack.specs.text import fold
 
 from ..graders import actions as actions_grader
-from .base import JudgeCall, ParseError, Templates, ask, parse_tagged
+from ..user_side import all_records, user_calls, user_toolbox
+from .base import JudgeCall, JudgeError, ParseError, Templates, ask, parse_tagged
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -65,6 +66,8 @@ PHRASES = {
 }
 
 Reply = tuple[str, str | None]
+MAX_USER_TOOL_STEPS = 10
+"""Model responses with tool calls an LLM user may make in one turn before it must speak."""
 
 
 # --------------------------------------------------------------------------- stop tokens
@@ -164,11 +167,13 @@ class RulesUser:
                  or (i.get("after_turn") is not None and turn >= i["after_turn"])]
         if fired:
             self.pending = [i for i in self.pending if i not in fired]
+            for i in fired:  # the user's own tool calls (dual control), before it speaks
+                await user_calls(ctx, i.get("calls") or [], turn)
             stop = next((i["stop"] for i in fired if i.get("stop")), None)
             return " ".join(i["text"] for i in fired), stop
         question = asked(ev)
         finished = not question or (self.gold and all(
-            r.passed for r in actions_grader.match_actions(self.gold, ctx.toolbox.records)))
+            r.passed for r in actions_grader.match_actions(self.gold, all_records(ctx))))
         if finished:
             # a user with a request still to come raises it now instead of leaving
             later = [i for i in self.pending if i.get("after_turn") is not None]
@@ -199,6 +204,8 @@ class ScriptedUser:
         entry = self.turns[self.used]
         self.used += 1
         if isinstance(entry, dict):
+            # `calls: [{tool, args}]`: the user's own tool calls, made before it speaks
+            await user_calls(ctx, list(entry.get("calls") or []), turn)
             text, stop = self.parse(str(entry.get("say") or ""))
             return text, entry.get("stop") or stop
         return self.parse(str(entry))
@@ -250,8 +257,9 @@ class LLMUser:
                             else 0.0)
 
     async def open(self, request: str, ctx: SessionContext) -> Reply:
-        # after a greeting the user answers it; without one, it opens with its reason
-        return await self._say(ctx, 0) if self.greeted else (request, None)
+        # after a greeting (or a prior conversation, τ²) the user answers it; without one, it
+        # opens with its reason
+        return await self._say(ctx, 0) if self.greeted or ctx.messages else (request, None)
 
     async def reply(self, ev: TurnEvidence, ctx: SessionContext, turn: int) -> Reply:
         return await self._say(ctx, turn)
@@ -276,19 +284,58 @@ class ChatUser(LLMUser):
             "instructed_user.user_system", scenario=scenario_text(self.user),
             persona=self.persona, user=self.user, tokens=TOKEN_FOR, stop_tokens=stop_tokens)
         out = [{"role": "system", "content": system}]
-        for m in ctx.messages:
+        own = list(getattr(self, "own_calls", ()))
+        for at, m in enumerate(ctx.messages):
+            out += [c for pos, c in own if pos == at]
             if not m.content:
                 continue
             if m.role == "assistant" and not m.tool_calls:  # what the agent said to the user
                 out.append({"role": "user", "content": m.content})
             elif m.role == "user" and m.name is None:  # the simulator's own earlier messages
                 out.append({"role": "assistant", "content": m.content})
+        out += [c for pos, c in own if pos >= len(ctx.messages)]
         return out
 
     async def _say(self, ctx: SessionContext, turn: int) -> Reply:
         mode = "anywhere" if self.parse is find_stop else "end"
+        box = user_toolbox(ctx)
+        if box is not None:
+            return await self._say_with_tools(ctx, turn, mode, box)
         return await ask(self.call, self.chat(ctx, mode), lambda t: _not_empty(self.parse(t)),
                          purpose="user_turn", turn=turn, temperature=self.temperature)
+
+    async def _say_with_tools(self, ctx: SessionContext, turn: int, mode: str, box: Any
+                              ) -> Reply:
+        """Dual control (τ²'s user with tools): the user's own tools are offered; each tool
+        call is made on the user's side and answered, until the reply is a message. The
+        user's calls and results stay in its own chat (`own_calls`, at the point of the
+        dialogue they were made), never in the agent's transcript."""
+        from ..env.toolbox import render_result
+
+        if not hasattr(self, "own_calls"):
+            self.own_calls: list[tuple[int, dict[str, Any]]] = []
+        call = self.call
+        box.turn = turn
+        for _ in range(MAX_USER_TOOL_STEPS):
+            try:
+                resp = await call.client.complete(
+                    role=call.role, model=call.model, messages=self.chat(ctx, mode),
+                    tools=box.shared_specs, seed=call.seed, repeat=call.repeat,
+                    purpose="user_turn", turn=turn, recorder=call.recorder,
+                    params={"temperature": 0 if self.temperature == 0 else self.temperature})
+            except Exception as exc:  # provider failure after retries
+                raise JudgeError("user_turn", f"model call failed: {exc}", call.role) from None
+            if not resp.tool_calls:
+                return _not_empty(self.parse(resp.content or ""))
+            at = len(ctx.messages)
+            self.own_calls.append((at, dict(resp.raw_message)))
+            for tc in resp.tool_calls:
+                box.step += 1
+                record = await box.call(tc.name, tc.args, call_id=tc.id)
+                self.own_calls.append((at, {"role": "tool", "tool_call_id": tc.id,
+                                            "content": render_result(record)}))
+        raise JudgeError("user_turn", f"the user made tool calls {MAX_USER_TOOL_STEPS} times "
+                         "without saying anything", call.role)
 
 
 def simulator(ctx: SessionContext) -> UserSimulator:

@@ -71,6 +71,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..graders import actions as actions_grader
 from ..graders import communicate as communicate_grader
+from ..graders import env_assertions
 from ..graders.state import check_state
 from ..judges.base import JudgeError, ParseError
 from ..judges.instructed_user import (
@@ -86,6 +87,7 @@ from ..judges.instructed_user import (
     simulator,
 )
 from ..types import AgentReply, Message, MessageBudget
+from ..user_side import InitialStateError, all_records, apply_initial_state, user_tools
 from .base import ProtocolResult
 
 if TYPE_CHECKING:
@@ -117,6 +119,8 @@ def budget_of(ctx: SessionContext) -> MessageBudget | None:
 def greet(ctx: SessionContext) -> None:
     """The agent's greeting, in the transcript (turn 0) and in the agent's history."""
     conv = ctx.session.conversation
+    if (ctx.session.initial_state or {}).get("history"):
+        return  # τ²: a session that starts from a prior conversation has no greeting
     if conv is not None and conv.greeting:
         ctx.messages.append(Message("assistant", conv.greeting, 0))
         ctx.brief.history = [*ctx.brief.history, Message("assistant", conv.greeting, 0)]
@@ -168,11 +172,20 @@ class InstructedUser:
 
     async def run(self, ctx: SessionContext) -> ProtocolResult:
         s = ctx.session
+        try:  # τ²'s set_state: the world and conversation the session starts from
+            await apply_initial_state(ctx)
+        except InitialStateError as exc:
+            return ProtocolResult(termination="error", error=str(exc), error_kind="infrastructure",
+                                  extra={"stop_signal": None})
         initial = ctx.env.snapshot()  # the state the gold actions are replayed on
+        if s.conversation is not None and s.conversation.solo:
+            return await solo(ctx, initial)
         max_turns = s.limits.max_turns or 30
         d = _Dialogue(ctx)
         try:
-            message, stop = await d.sim.open(s.request or "", ctx)
+            prior = ctx.extra.pop("prior_opening", None)
+            message, stop = (prior, None) if prior is not None else \
+                await d.sim.open(s.request or "", ctx)
             ended = d.user_said(message, stop, 1)
             for turn in range(1, max_turns + 1):
                 if ended:
@@ -198,6 +211,22 @@ class InstructedUser:
                               extra=extra)
 
 
+async def solo(ctx: SessionContext, initial: dict[str, Any]) -> ProtocolResult:
+    """Solo mode (`conversation.solo`, τ²'s solo mode): no simulated user — the agent, offered
+    both sides' tools by the compiler, works one turn on the request and the session ends
+    `done` when it answers (`agent_stopped` for a scripted agent with no turn, `error` for an
+    agent error)."""
+    budget_of(ctx)
+    reply, _ = await ctx.agent_turn(1, ctx.session.request or "", None)
+    if reply.stop_reason == "error":
+        return ProtocolResult(termination="error", extra={"stop_signal": None})
+    termination = "agent_stopped" if reply.stop_reason == "script_end" else "done"
+    reward, judge_errors = await score(ctx, initial, termination)
+    return ProtocolResult(termination=termination, judge_errors=judge_errors,
+                          metrics={"score": reward["score"], "passed": reward["passed"]},
+                          extra={"stop_signal": None, "solo": True, "reward": reward})
+
+
 async def score(ctx: SessionContext, initial: dict[str, Any], termination: str = "done"
                 ) -> tuple[dict[str, Any], int]:
     """The reward components, the product and pass, and the number of judge errors. With
@@ -211,7 +240,7 @@ async def score(ctx: SessionContext, initial: dict[str, Any], termination: str =
     conv = s.conversation
     if conv is not None and conv.unfinished == "fail" and termination not in USER_STOPS:
         out["unfinished"] = termination  # τ² scores it 0 before evaluating anything
-    records = ctx.toolbox.records
+    records = all_records(ctx)  # τ²'s action check looks at the user's calls too
     if gold["actions"] or "state" in sc["reward"]:
         final = {name: svc.snapshot() for name, svc in ctx.env.services.items()}
         keys = {f"{n}.{t}": spec.key for n, svc in ctx.env.services.items()
@@ -229,6 +258,11 @@ async def score(ctx: SessionContext, initial: dict[str, Any], termination: str =
                                          sc.get("communicate_match") or "words")
         out["communicate"] = [{"text": r.text, "passed": r.passed} for r in info]
         components["communicate"] = communicate_grader.all_passed(info)
+    if sc.get("env_assertions"):
+        verdicts_env = await env_assertions.check(ctx.env, sc["env_assertions"],
+                                                  ctx.run.options.allow_python)
+        out["env_assertions"] = verdicts_env
+        components["env_assertions"] = env_assertions.component(verdicts_env)
     if sc["assertions"] and "unfinished" not in out:
         verdicts, errors = await judge_assertions(ctx, sc["assertions"])
         judge_errors += errors
@@ -283,7 +317,9 @@ async def replay_state(ctx: SessionContext, initial: dict[str, Any],
     with temporary("benchpack-replay-") as tmp:
         env = EpisodeEnvironment.create(ctx.plan, ctx.session.environment, tmp)
         env.restore(initial)
-        box = ToolBox(ctx.plan, ctx.session, env, allow_python=ctx.run.options.allow_python)
+        # both sides' tools: gold actions with `requestor: user` replay on the user's side
+        box = ToolBox(ctx.plan, ctx.session, env, allow_python=ctx.run.options.allow_python,
+                      tools=[*ctx.session.tools, *user_tools(ctx)])
 
         async def call(state: dict[str, Any], tool: str, args: dict[str, Any]) -> Any:
             record = await box.call(tool, args)

@@ -32,9 +32,14 @@ class Call:
     arguments: dict[str, Any]
     how: str = ""
     """How it was made (`gold`, `coherent`, `template`, `random`, and each mutation)."""
+    requestor: str = "assistant"
+    """Whose tool it is: `user` for the user's own tools (dual control, issue 24)."""
 
     def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "arguments": self.arguments}
+        out: dict[str, Any] = {"name": self.name, "arguments": self.arguments}
+        if self.requestor != "assistant":  # the driver's default: older requests unchanged
+            out["requestor"] = self.requestor
+        return out
 
 
 @dataclass
@@ -322,8 +327,8 @@ def gold_sequences(tasks: list[dict[str, Any]], permute_seed: int | None = None
     out = []
     for task in tasks:
         actions = (task.get("evaluation_criteria") or {}).get("actions") or []
-        calls = [Call(str(a["name"]), copy.deepcopy(a.get("arguments") or {}), "gold")
-                 for a in actions if (a.get("requestor") or "assistant") == "assistant"]
+        calls = [Call(str(a["name"]), copy.deepcopy(a.get("arguments") or {}), "gold",
+                      str(a.get("requestor") or "assistant")) for a in actions]
         if not calls:
             continue
         if permute_seed is not None:

@@ -197,11 +197,18 @@ def compare_sequence(seq_id: str, calls: list[dict[str, Any]], theirs: dict[str,
             add("content", [text_diff(t["content"], o["content"])])
         if "changes" in t:
             tc, oc = (t.get("changes") or {}).get("db", {}), o.get("changes") or {}
-            if not same_changes(tc, oc):
-                add("db", diff(*_aligned(tc, oc)))
+            # the user's own database (dual control, issue 24) counts as the database
+            tu, ou = (t.get("changes") or {}).get("user_db", {}), o.get("user_changes") or {}
+            if not same_changes(tc, oc) or not same_changes(tu, ou):
+                add("db", diff(*_aligned(tc, oc)) if not same_changes(tc, oc)
+                    else diff(*_aligned(tu, ou)))
     tc, oc = (theirs.get("changes") or {}).get("db", {}), ours.get("changes") or {}
-    if not same_changes(tc, oc) and not any(m.kind == "db" for m in found):
-        found.append(Mismatch(seq_id, None, END, "db", diff(*_aligned(tc, oc))))
+    tu, ou = (theirs.get("changes") or {}).get("user_db", {}), ours.get("user_changes") or {}
+    if not any(m.kind == "db" for m in found):
+        if not same_changes(tc, oc):
+            found.append(Mismatch(seq_id, None, END, "db", diff(*_aligned(tc, oc))))
+        elif not same_changes(tu, ou):
+            found.append(Mismatch(seq_id, None, END, "db", diff(*_aligned(tu, ou))))
     return found
 
 

@@ -46,18 +46,29 @@ class ParityRun:
 
     @property
     def tools(self) -> list[Tool]:
+        """Both sides' tools: the agent's, then the user's own (issue 24)."""
         return [Tool(t["name"], t["schema"]["function"]["parameters"], bool(t["mutates_state"]))
-                for t in self.extract["tools"]]
+                for t in [*self.extract["tools"], *(self.extract.get("user_tools") or [])]]
+
+    @property
+    def user_tools(self) -> set[str]:
+        return {t["name"] for t in self.extract.get("user_tools") or []}
 
     def sequences(self) -> list[Sequence]:
-        """Every task's gold list (and permuted), then `calls` generated calls."""
+        """Every task's gold list (and permuted), then `calls` generated calls over both
+        sides' tools (a user tool's call is made as the user's)."""
         gold = gold_sequences(self.tasks)
         out = list(gold)
         if self.permuted:
             out += gold_sequences(self.tasks, permute_seed=self.seed)
         maker = CallMaker(self.tools, self.extract["db"], [c for s in gold for c in s.calls],
                           seed=self.seed)
-        return out + maker.sequences(self.calls)
+        made = maker.sequences(self.calls)
+        for seq in made:
+            for c in seq.calls:
+                if c.name in self.user_tools:
+                    c.requestor = "user"
+        return out + made
 
 
 def _session(plan: Plan, environment: str) -> PlanSession:
@@ -92,37 +103,63 @@ def _changes(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]
     return out
 
 
-async def run_ours(plan: Plan, environment: str, service: str, calls: list[Call],
-                   start: dict[str, dict[str, Any]], track: set[str], root: Path
-                   ) -> dict[str, Any]:
-    """One sequence through benchpack's tool path, on a fresh environment (with τ²'s start
-    changes applied first): each call's text as the agent reads it, error flag and changes."""
-    env = EpisodeEnvironment.create(plan, environment, root)
-    state = env.services[service]
-    keys = {t: spec.key for t, spec in state.tables.items()}
+def _apply_start(state: Any, start: dict[str, dict[str, Any]]) -> None:
     for table, rows in start.items():
         for key, row in rows.items():
             if row is None:
                 state.delete_row(table, key)
             else:
                 state.put_row(table, row)
-    box = ToolBox(plan, _session(plan, environment), env, allow_python=True)
-    first = before = _keyed(state.live_rows(), keys)
+
+
+async def run_ours(plan: Plan, environment: str, service: str, calls: list[Call],
+                   start: dict[str, dict[str, Any]], track: set[str], root: Path,
+                   user_start: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One sequence through benchpack's tool path, on a fresh environment (with τ²'s start
+    changes applied first): each call's text as the agent reads it, error flag and changes.
+    A call with `requestor: user` goes through the user's toolbox (its own tools, its own
+    service `<service>_user`); its changes are `user_changes`."""
+    env = EpisodeEnvironment.create(plan, environment, root)
+    state = env.services[service]
+    user_state = env.services.get(f"{service}_user")
+    keys = {t: spec.key for t, spec in state.tables.items()}
+    user_keys = {t: spec.key for t, spec in user_state.tables.items()} if user_state else {}
+    _apply_start(state, start)
+    if user_state is not None:
+        _apply_start(user_state, user_start or {})
+    session = _session(plan, environment)
+    box = ToolBox(plan, session, env, allow_python=True)
+    user_box = ToolBox(plan, session, env, allow_python=True, side="user",
+                       tools=list(plan.environments[environment].user_tools))
+
+    def rows() -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+        return (_keyed(state.live_rows(), keys),
+                _keyed(user_state.live_rows(), user_keys) if user_state else {})
+
+    first = before = rows()
     out: list[dict[str, Any]] = []
     try:
         for call in calls:
-            record = await box.call(call.name, call.arguments)
+            record = await (user_box if call.requestor == "user" else box).call(
+                call.name, call.arguments)
             item: dict[str, Any] = {"content": render_result(record),
                                     "error": record.error is not None}
             if call.name in track:
-                after = _keyed(state.live_rows(), keys)
-                item["changes"] = _changes(before, after, exact=False)
+                after = rows()
+                item["changes"] = _changes(before[0], after[0], exact=False)
+                user = _changes(before[1], after[1], exact=False)
+                if user:
+                    item["user_changes"] = user
                 before = after
             out.append(item)
     finally:
         await env.aclose()
-    final = _keyed(state.live_rows(), keys)
-    return {"calls": out, "changes": _changes(first, final, exact=True)}
+    final = rows()
+    result = {"calls": out, "changes": _changes(first[0], final[0], exact=True)}
+    user = _changes(first[1], final[1], exact=True)
+    if user:
+        result["user_changes"] = user
+    return result
 
 
 def fixture_mismatches(plan: Plan, service: str, db: dict[str, Any]) -> list[Mismatch]:
@@ -140,6 +177,30 @@ def fixture_mismatches(plan: Plan, service: str, db: dict[str, Any]) -> list[Mis
         if lines:
             found.append(Mismatch("fixtures", None, FIXTURES, "db", lines))
     return found
+
+
+ALIASED_USER_DB = ("τ²'s set_state points the user's toolkit at the agent's database after a "
+                   "task's initialization_data (its user_db is then the agent's): those "
+                   "tables are left out of the user's side")
+
+
+def _user_tables_only(theirs: dict[str, Any], tables: set[str]) -> tuple[dict[str, Any], bool]:
+    """τ²'s answer with its `user_db` parts cut to the user service's tables, and whether
+    anything was cut (`ALIASED_USER_DB`)."""
+    cut = False
+
+    def keep(part: dict[str, Any] | None) -> dict[str, Any] | None:
+        nonlocal cut
+        if not part or "user_db" not in part:
+            return part
+        mine = {t: rows for t, rows in part["user_db"].items() if t in tables}
+        cut = cut or len(mine) != len(part["user_db"])
+        return {**part, "user_db": mine}
+
+    out = {**theirs, "start": keep(theirs.get("start")), "changes": keep(theirs.get("changes")),
+           "calls": [{**c, "changes": keep(c.get("changes"))} if "changes" in c else c
+                     for c in theirs.get("calls") or []]}
+    return out, cut
 
 
 async def run_parity(run: ParityRun, apply: Apply, declared: list[Declared],
@@ -163,8 +224,13 @@ async def run_parity(run: ParityRun, apply: Apply, declared: list[Declared],
         pending = asyncio.ensure_future(asyncio.to_thread(apply, sequences[i + 1])) \
             if i + 1 < len(sequences) else None
         root = run.workdir / "ws"
-        ours = await run_ours(run.plan, service, service, seq.calls,
-                              (theirs.get("start") or {}).get("db", {}), track, root)
+        user_svc = run.plan.services.get(f"{service}_user")
+        theirs, cut = _user_tables_only(theirs, set(user_svc.tables) if user_svc else set())
+        if cut and ALIASED_USER_DB not in report.notes:
+            report.notes.append(ALIASED_USER_DB)
+        start = theirs.get("start") or {}
+        ours = await run_ours(run.plan, service, service, seq.calls, start.get("db", {}),
+                              track, root, start.get("user_db", {}))
         shutil.rmtree(root, ignore_errors=True)
         found = compare_sequence(seq.id, [c.as_json() for c in seq.calls], theirs, ours)
         declare(found, declared)

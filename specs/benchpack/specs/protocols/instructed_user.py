@@ -9,9 +9,11 @@ from pydantic import Field, field_validator, model_validator
 
 from ..base import Spec
 from ..scoring import Gold, Score
+from ..user_side import UserToolCall
 
 NAME = "instructed_user"
-SESSION_FIELDS: tuple[str, ...] = ("user", "gold", "score", "conversation")
+SESSION_FIELDS: tuple[str, ...] = ("user", "gold", "score", "conversation",
+                                   "initial_state")
 """Session keys that belong to this protocol (another protocol's session giving one is E204)."""
 
 StopSignal = Literal["done", "transfer", "out_of_scope"]
@@ -31,6 +33,9 @@ class Instruction(Spec):
     """What the user says then (Jinja)."""
     stop: StopSignal | None = None
     """End the dialogue with this stop signal after saying it."""
+    calls: list[UserToolCall] = Field(default_factory=list)
+    """Calls of the user's own tools (`user_toolsets`) made, in order, before saying it (every
+    simulator but the LLM ones, which decide their own calls)."""
 
     @model_validator(mode="after")
     def _condition(self) -> Instruction:
@@ -104,6 +109,12 @@ class Conversation(Spec):
     error limit, a scripted agent out of turns). `score`: scored like any other. `fail` (τ²):
     reward 0 and not passed; only the components that need no judge are computed, for the
     record."""
+    solo: bool = False
+    """Solo mode (τ²'s `--solo-mode`): no simulated user. The agent gets the session's request
+    (by default the scenario's `reason`; τ² imports give the task's `ticket`) and the user's
+    own tools (`user_toolsets`) beside its own, works one turn (its steps bounded by
+    `limits.max_steps_per_turn`), and the session ends `done` when it answers. Written to the
+    plan only when true."""
     simulator_temperature: float = Field(default=0.0, ge=0, le=2)
     """Sampling temperature of an LLM simulator (τ²: 0). Every simulator and judge call of
     benchpack is made at 0 unless said otherwise here; the agent's is `defaults.temperature`."""

@@ -67,4 +67,24 @@ def transfer_to_human_agents(summary: str) -> str:
     return "Transfer successful"
 
 
+# ---- not tools: τ²'s helpers for initialization_actions and env_assertions (issue 24) ----
+HELPERS = ("assert_number_of_tasks", "assert_task_status")
+"""Public functions that are not offered to the agent (`bench import tau2` leaves them out of
+the toolset's `include:`): `initial_state.actions` and `score.env_assertions` call them."""
+
+
+def assert_number_of_tasks(db: State, user_id: str, expected_number: int) -> bool:
+    """Environment assertion: the user owns this many tasks. An unknown user does not hold
+    (τ²'s raises ValueError, which ends its evaluation with an error)."""
+    user = next((u for u in db.rows("users") if u["user_id"] == user_id), None)
+    return user is not None and len(user["tasks"]) == expected_number
+
+
+def assert_task_status(db: State, task_id: str, expected_status: str) -> bool:
+    """Environment assertion: the task has this status. An unknown task does not hold (τ²'s
+    raises ValueError, which ends its evaluation with an error)."""
+    task = next((t for t in db.rows("tasks") if t["task_id"] == task_id), None)
+    return task is not None and task["status"] == expected_status
+
+
 Tau2.toolkit("MockTools", globals())
