@@ -1,5 +1,9 @@
 """The recording model proxy: an OpenAI-compatible endpoint on localhost, one per run.
 
+It serves the APIs real harnesses speak, each translated into one Chat Completions call of
+the run's client: Chat Completions itself, OpenAI's Responses API (`proxy_responses.py`; Codex
+CLI), one module per API beside this one.
+
 A harness is handed `http://127.0.0.1:<port>/s/<token>/v1` as its OpenAI base URL. Every
 `POST …/chat/completions` goes through the run's one `LLMClient` (role `agent`, purpose
 `proxy`), so the harness's model calls are cached, rate-limited, retried and recorded in
@@ -39,7 +43,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .llm import LLMClient, LLMError
+from .llm import LLMClient, LLMError, LLMResponse
 from .types import LLMCallRecord
 
 PASSED_PARAMS = frozenset({
@@ -151,6 +155,7 @@ class ModelProxy:
 
         return Starlette(routes=[
             Route("/s/{token}/v1/chat/completions", self._completions, methods=["POST"]),
+            Route("/s/{token}/v1/responses", self._responses, methods=["POST"]),
             Route("/s/{token}/v1/models", self._models, methods=["GET"]),
             Route("/s/{token}/v1/models/{model:path}", self._models, methods=["GET"]),
         ])
@@ -172,17 +177,45 @@ class ModelProxy:
             return JSONResponse(entry)
         return JSONResponse({"object": "list", "data": [entry]})
 
-    async def _completions(self, request: Any) -> Any:
+    async def _body(self, request: Any) -> tuple[ProxyRoute | None, Any]:
+        """(route, JSON object body), or (None, an error to send)."""
         route = self._routes.get(request.path_params["token"])
         if route is None:
-            return self._error(401, "unknown benchpack session token (the session is over, "
-                               "or the URL is not the one it was given)", "invalid_api_key")
+            return None, (401, "unknown benchpack session token (the session is over, or the "
+                          "URL is not the one it was given)", "invalid_api_key")
         try:
             body = json.loads(await request.body() or b"{}")
         except ValueError as exc:
-            return self._error(400, f"the request body is not JSON: {exc}")
+            return None, (400, f"the request body is not JSON: {exc}", None)
         if not isinstance(body, dict):
-            return self._error(400, "the request body must be a JSON object")
+            return None, (400, "the request body must be a JSON object", None)
+        return route, body
+
+    async def _forward(self, route: ProxyRoute, *, model: str, messages: list[dict[str, Any]],
+                       tools: list[dict[str, Any]] | None, params: dict[str, Any],
+                       seed: int | None) -> LLMResponse | tuple[int, str, None]:
+        """One upstream call through the run's client, recorded in the route's session; an
+        upstream failure as (status, message, None) for the API's own error shape."""
+        route.calls += 1
+        try:
+            return await self.client.complete(
+                role="agent", model=model, messages=messages, tools=tools or None,
+                params=params, seed=route.seed if seed is None else seed,
+                repeat=route.repeat, purpose="proxy", turn=route.turn(),
+                recorder=route.recorder)
+        except LLMError as exc:
+            status = exc.status_code if exc.status_code and 400 <= exc.status_code < 600 \
+                else 502
+            return status, f"upstream model call failed: {exc.message}", None
+
+    def _ident(self) -> tuple[str, int]:
+        self._seq += 1
+        return f"benchpack-{self._seq}", int(time.time())
+
+    async def _completions(self, request: Any) -> Any:
+        route, body = await self._body(request)
+        if route is None:
+            return self._error(*body)
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages or \
                 not all(isinstance(m, dict) for m in messages):
@@ -196,24 +229,18 @@ class ModelProxy:
         if body.get("n") not in (None, 1):
             return self._error(400, "the benchpack proxy answers one choice per request (n=1)")
         params = {k: v for k, v in body.items() if k in PASSED_PARAMS and v is not None}
-        seed = body.get("seed") if isinstance(body.get("seed"), int) else route.seed
-        route.calls += 1
-        try:
-            resp = await self.client.complete(
-                role="agent", model=model, messages=messages, tools=tools or None,
-                params=params, seed=seed, repeat=route.repeat, purpose="proxy",
-                turn=route.turn(), recorder=route.recorder)
-        except LLMError as exc:
-            status = exc.status_code if exc.status_code and 400 <= exc.status_code < 600 \
-                else 502
-            return self._error(status, f"upstream model call failed: {exc.message}")
-        self._seq += 1
+        seed = body.get("seed") if isinstance(body.get("seed"), int) else None
+        resp = await self._forward(route, model=model, messages=messages, tools=tools,
+                                   params=params, seed=seed)
+        if isinstance(resp, tuple):
+            return self._error(*resp)
+        ident, created = self._ident()
+        ident = f"chatcmpl-{ident}"
         shown = str(body.get("model") or model)
         finish = resp.finish_reason or ("tool_calls" if resp.tool_calls else "stop")
         usage = {"prompt_tokens": resp.usage.prompt_tokens,
                  "completion_tokens": resp.usage.completion_tokens,
                  "total_tokens": resp.usage.prompt_tokens + resp.usage.completion_tokens}
-        ident, created = f"chatcmpl-benchpack-{self._seq}", int(time.time())
         if body.get("stream"):
             options = body.get("stream_options") or {}
             return _stream(ident, created, shown, resp.raw_message, finish,
@@ -226,6 +253,36 @@ class ModelProxy:
             "choices": [{"index": 0, "message": resp.raw_message, "finish_reason": finish,
                          "logprobs": None}],
             "usage": usage})
+
+    async def _responses(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse, StreamingResponse
+
+        from . import proxy_responses as api
+
+        route, body = await self._body(request)
+        if route is None:
+            return self._error(*body)
+        try:
+            call = api.translate_request(body)
+        except api.RequestError as exc:
+            return self._error(400, str(exc), exc.param)
+        model = self.model or call.model
+        if not model:
+            return self._error(400, "`model` is required")
+        resp = await self._forward(route, model=model, messages=call.messages,
+                                   tools=call.tools, params=call.params, seed=call.seed)
+        if isinstance(resp, tuple):
+            return self._error(*resp)
+        ident, created = self._ident()
+        final = api.response_object(
+            call, ident=ident, model=str(call.model or model), created=created,
+            items=api.output_items(call, resp.raw_message, ident),
+            usage=api.usage_of(resp.usage.prompt_tokens, resp.usage.completion_tokens),
+            finish=resp.finish_reason)
+        if call.stream:
+            return StreamingResponse(api.sse_events(call, final),
+                                     media_type="text/event-stream")
+        return JSONResponse(final)
 
 
 def _stream(ident: str, created: int, model: str, message: dict[str, Any], finish: str,
