@@ -2,7 +2,8 @@
 
 It serves the APIs real harnesses speak, each translated into one Chat Completions call of
 the run's client: Chat Completions itself, OpenAI's Responses API (`proxy_responses.py`; Codex
-CLI), one module per API beside this one.
+CLI), Anthropic's Messages API (`proxy_anthropic.py`; Claude Code), one module per API beside
+this one. `ProxyRoute.environment()` is what points a harness at its route, for each SDK.
 
 A harness is handed `http://127.0.0.1:<port>/s/<token>/v1` as its OpenAI base URL. Every
 `POST …/chat/completions` goes through the run's one `LLMClient` (role `agent`, purpose
@@ -74,6 +75,22 @@ class ProxyRoute:
     """What the harness sends as its key: ignored (the path names the session), but the
     OpenAI SDKs refuse to run without one."""
     calls: int = 0
+
+    @property
+    def root_url(self) -> str:
+        """The route without `/v1`: what Anthropic's SDKs and Claude Code take as base URL."""
+        return self.base_url.removesuffix("/v1")
+
+    def environment(self) -> dict[str, str]:
+        """The variables that point a harness's model calls at this route, whichever API its
+        SDK speaks (each SDK reads its own unprompted)."""
+        return {
+            "BENCHPACK_MODEL_BASE_URL": self.base_url, "BENCHPACK_MODEL_API_KEY": self.api_key,
+            "OPENAI_BASE_URL": self.base_url, "OPENAI_API_BASE": self.base_url,
+            "OPENAI_API_KEY": self.api_key,
+            "BENCHPACK_ANTHROPIC_BASE_URL": self.root_url,
+            "ANTHROPIC_BASE_URL": self.root_url, "ANTHROPIC_API_KEY": self.api_key,
+        }
 
 
 def error_body(status: int, message: str, code: str | None = None) -> dict[str, Any]:
@@ -156,6 +173,9 @@ class ModelProxy:
         return Starlette(routes=[
             Route("/s/{token}/v1/chat/completions", self._completions, methods=["POST"]),
             Route("/s/{token}/v1/responses", self._responses, methods=["POST"]),
+            Route("/s/{token}/v1/messages", self._messages, methods=["POST"]),
+            Route("/s/{token}/v1/messages/count_tokens", self._count_tokens,
+                  methods=["POST"]),
             Route("/s/{token}/v1/models", self._models, methods=["GET"]),
             Route("/s/{token}/v1/models/{model:path}", self._models, methods=["GET"]),
         ])
@@ -283,6 +303,53 @@ class ModelProxy:
             return StreamingResponse(api.sse_events(call, final),
                                      media_type="text/event-stream")
         return JSONResponse(final)
+
+
+    def _anthropic_error(self, status: int, message: str, _code: str | None = None) -> Any:
+        from starlette.responses import JSONResponse
+
+        from .proxy_anthropic import error_body as anthropic_error
+
+        return JSONResponse(anthropic_error(status, message), status_code=status,
+                            headers={"x-should-retry": "false"})
+
+    async def _messages(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse, StreamingResponse
+
+        from . import proxy_anthropic as api
+
+        route, body = await self._body(request)
+        if route is None:
+            return self._anthropic_error(*body)
+        try:
+            call = api.translate_request(body)
+        except api.RequestError as exc:
+            return self._anthropic_error(400, str(exc))
+        model = self.model or call.model
+        if not model:
+            return self._anthropic_error(400, "`model` is required")
+        resp = await self._forward(route, model=model, messages=call.messages,
+                                   tools=call.tools, params=call.params, seed=None)
+        if isinstance(resp, tuple):
+            return self._anthropic_error(*resp)
+        ident, _ = self._ident()
+        final = api.message_object(resp.raw_message, ident=ident, model=str(call.model or model),
+                                   finish=resp.finish_reason,
+                                   prompt_tokens=resp.usage.prompt_tokens,
+                                   completion_tokens=resp.usage.completion_tokens)
+        if call.stream:
+            return StreamingResponse(api.sse_events(final), media_type="text/event-stream")
+        return JSONResponse(final)
+
+    async def _count_tokens(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        from .proxy_anthropic import count_tokens
+
+        route, body = await self._body(request)
+        if route is None:
+            return self._anthropic_error(*body)
+        return JSONResponse({"input_tokens": count_tokens(body)})
 
 
 def _stream(ident: str, created: int, model: str, message: dict[str, Any], finish: str,

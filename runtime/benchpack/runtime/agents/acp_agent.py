@@ -280,11 +280,8 @@ class AcpSession:
             "BENCHPACK_WORKSPACE": workspace or "",
             "BENCHPACK_MCP_URL": str(self.mcp.url) if self.mcp is not None else "",
             "BENCHPACK_MODEL": self.agent.options.model or "",
-            "BENCHPACK_MODEL_BASE_URL": route.base_url,
-            "BENCHPACK_MODEL_API_KEY": route.api_key,
-            # what the OpenAI SDKs and most harnesses read unprompted
-            "OPENAI_BASE_URL": route.base_url, "OPENAI_API_BASE": route.base_url,
-            "OPENAI_API_KEY": route.api_key,
+            # what each model SDK reads unprompted: OpenAI's, Anthropic's
+            **route.environment(),
         })
         return env
 

@@ -251,12 +251,8 @@ class Cmd2Session:
             "BENCHPACK_MCP_TRANSPORT": (config["mcp"] or {}).get("transport", ""),
             "BENCHPACK_MCP_CONFIG": (config["mcp"] or {}).get("config_file", ""),
             "BENCHPACK_MODEL": model["name"],
-            "BENCHPACK_MODEL_BASE_URL": model["base_url"],
-            "BENCHPACK_MODEL_API_KEY": model["api_key"],
-            # what the OpenAI SDKs and most harnesses read unprompted
-            "OPENAI_BASE_URL": model["base_url"], "OPENAI_API_BASE": model["base_url"],
-            "OPENAI_API_KEY": model["api_key"],
         })
+        env.update(self.route.environment())
         if len(text.encode("utf-8")) <= ENV_MESSAGE_MAX:
             env["BENCHPACK_USER_MESSAGE"] = text
         return env
