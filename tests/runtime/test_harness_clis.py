@@ -25,8 +25,9 @@ from benchpack.runtime.runner import RunOptions, run_plan
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT, COMPLETION = 37, 11
 FINAL = "I checked the clinic log and wrote my notes to notes/复核.md. 需要我通知医生吗？"
-HARNESSES = {"codex": ("codex.sh", "@openai/codex"),
-             "claude": ("claude.sh", "@anthropic-ai/claude-code")}
+HARNESSES = {"codex": ("codex.sh", "@openai/codex", "cmd2"),
+             "claude": ("claude.sh", "@anthropic-ai/claude-code", "cmd2"),
+             "codex-acp": ("codex-acp.sh", "@zed-industries/codex-acp", "acp")}
 
 
 def model(body: dict[str, Any]) -> Any:
@@ -41,7 +42,7 @@ def model(body: dict[str, Any]) -> Any:
 def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         ) -> dict[str, Any]:
     name = request.param
-    script_name, package = HARNESSES[name]
+    script_name, package, scheme = HARNESSES[name]
     bindir = cli_or_skip(name, package)
     tmp = tmp_path_factory.mktemp(name)
     plan = tmp / "plan"
@@ -51,7 +52,7 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         mp.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
         fake.route("agent-model", model, prompt_tokens=PROMPT, completion_tokens=COMPLETION)
         summary = run_plan(RunOptions(
-            plan=plan, agent=f"cmd2:--model openai/agent-model sh {script}",
+            plan=plan, agent=f"{scheme}:--model openai/agent-model sh {script}",
             simulator="rules", judge="rules", db=tmp / "run.duckdb", progress=False,
             cache_dir=tmp / "cache", api_base=fake.base_url, max_retries=0,
             sessions=[SESSION], alone=True, run_id=name, work_dir=tmp / "work"))
@@ -66,7 +67,9 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             "session": con.execute("SELECT status, error, turns, tool_calls, prompt_tokens, "
                                    "completion_tokens FROM sessions").fetchone(),
             "answers": con.execute("SELECT turn, content FROM messages WHERE role = "
-                                   "'assistant' ORDER BY seq").fetchall(),
+                                   "'assistant' AND content <> '' ORDER BY seq").fetchall(),
+            "harness": [json.loads(r[0]) for r in con.execute(
+                "SELECT content FROM messages WHERE name = 'harness' ORDER BY seq").fetchall()],
         }
     finally:
         con.close()
@@ -108,3 +111,14 @@ def test_answers_are_the_replies_and_later_turns_continue_the_conversation(
     assert "Clinic log's updated" in last  # the first turn's message, seen at the last turn
     assert last.count(FINAL) == run["session"][2] - 1
 
+
+
+def test_harness_warnings_are_stored_apart_not_answered(run: dict[str, Any]) -> None:
+    notices = [h["text"] for h in run["harness"] if h.get("kind") == "notice"]
+    if run["name"] != "codex-acp":
+        assert notices == []  # cmd2: the answer is stdout, and Codex/Claude Code print none
+        return
+    # Codex's ACP adapter sends its fallback-metadata warning as a message chunk every turn
+    assert len(notices) == run["session"][2]
+    assert all("fallback metadata" in n for n in notices)
+    assert not any("fallback" in a[1] for a in run["answers"])

@@ -43,7 +43,6 @@ from ..errors import UsageError
 from ..types import AgentReply, Message, SessionBrief
 from . import render_event
 from .cmd_agent import (
-    ERROR_TAIL_CHARS,
     MAX_LINE_BYTES,
     STDERR_TAIL_BYTES,
     HarnessError,
@@ -54,6 +53,7 @@ from .cmd_agent import (
     _workspace,
     spawn_group,
 )
+from .harness_output import ERROR_QUOTE_CHARS, failure_detail
 from .isolation import Isolation, check_pass_env
 from .proxied import ProxiedAdapter, check_executable
 
@@ -304,9 +304,9 @@ class Cmd2Session:
             code = proc.returncode or 0
             if code != 0:
                 what = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-                tail = err.decode("utf-8", "replace").rstrip()[-ERROR_TAIL_CHARS:]
-                raise HarnessError(f"the harness {what}" +
-                                   (f"; stderr (last lines):\n{tail}" if tail else ""))
+                raise HarnessError(f"the harness {what}" + failure_detail(
+                    err.decode("utf-8", "replace"),
+                    out[-ERROR_QUOTE_CHARS * 4:].decode("utf-8", "replace")))
             try:
                 return out.decode("utf-8").strip()
             except UnicodeDecodeError:
