@@ -246,7 +246,8 @@ async def serve(config: AssessorConfig, host: str, port: int,
 
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP: asyncio sets TCP_NODELAY only then (else a 40 ms delayed-ACK wait a reply)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     url = f"http://{host}:{sock.getsockname()[1]}"

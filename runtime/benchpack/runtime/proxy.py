@@ -119,7 +119,10 @@ class ModelProxy:
             return
         import uvicorn
 
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say TCP, and
+        # without it every answer waited for the client's delayed ACK: 44 ms a model call
+        # (benchmarks/proxy_overhead.py), against 1 ms with it
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.bind((self.host, 0))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app(), log_level="warning", lifespan="off",
@@ -275,7 +278,7 @@ class ModelProxy:
             "usage": usage})
 
     async def _responses(self, request: Any) -> Any:
-        from starlette.responses import JSONResponse, StreamingResponse
+        from starlette.responses import JSONResponse
 
         from . import proxy_responses as api
 
@@ -300,8 +303,7 @@ class ModelProxy:
             usage=api.usage_of(resp.usage.prompt_tokens, resp.usage.completion_tokens),
             finish=resp.finish_reason)
         if call.stream:
-            return StreamingResponse(api.sse_events(call, final),
-                                     media_type="text/event-stream")
+            return _events(api.sse_events(call, final))
         return JSONResponse(final)
 
 
@@ -314,7 +316,7 @@ class ModelProxy:
                             headers={"x-should-retry": "false"})
 
     async def _messages(self, request: Any) -> Any:
-        from starlette.responses import JSONResponse, StreamingResponse
+        from starlette.responses import JSONResponse
 
         from . import proxy_anthropic as api
 
@@ -338,7 +340,7 @@ class ModelProxy:
                                    prompt_tokens=resp.usage.prompt_tokens,
                                    completion_tokens=resp.usage.completion_tokens)
         if call.stream:
-            return StreamingResponse(api.sse_events(final), media_type="text/event-stream")
+            return _events(api.sse_events(final))
         return JSONResponse(final)
 
     async def _count_tokens(self, request: Any) -> Any:
@@ -354,8 +356,6 @@ class ModelProxy:
 
 def _stream(ident: str, created: int, model: str, message: dict[str, Any], finish: str,
             usage: dict[str, int] | None) -> Any:
-    from starlette.responses import StreamingResponse
-
     def chunk(delta: dict[str, Any] | None, finish_reason: str | None,
               extra: dict[str, Any] | None = None) -> str:
         obj: dict[str, Any] = {
@@ -376,7 +376,17 @@ def _stream(ident: str, created: int, model: str, message: dict[str, Any], finis
             yield chunk(None, None, {"usage": usage})
         yield "data: [DONE]\n\n"
 
-    return StreamingResponse(events(), media_type="text/event-stream")
+    return _events(events())
+
+
+def _events(events: Iterator[str]) -> Any:
+    """Server-sent events sent as one body: the proxy has the whole answer before the first
+    event, and Starlette runs a sync generator's every step on a worker thread (a stream of
+    ten events cost 8 ms more than one body, `benchmarks/proxy_overhead.py`)."""
+    from starlette.responses import Response
+
+    return Response("".join(events), media_type="text/event-stream",
+                    headers={"cache-control": "no-cache"})
 
 
 def _quiet_server_class() -> Any:
