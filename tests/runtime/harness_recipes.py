@@ -40,9 +40,10 @@ def cli_or_skip(program: str, package: str) -> str:
 
 def offered(body: dict[str, Any], name: str) -> str:
     """The offered tool name for the session's tool `name` (harnesses prefix MCP tools:
-    `mcp__benchpack__read_file`)."""
+    Codex and Claude Code `mcp__benchpack__read_file`, opencode `benchpack_read_file`)."""
     names = [t["function"]["name"] for t in body.get("tools") or []]
-    return next((n for n in names if n == name or n.endswith("__" + name)), name)
+    wanted = (f"mcp__benchpack__{name}", f"benchpack_{name}", name)
+    return next((n for w in wanted for n in names if n == w), name)
 
 
 def renamed(reply: Any, body: dict[str, Any]) -> Any:

@@ -1,7 +1,7 @@
 """Issue 26: real CLI harnesses, installed from npm, run by the README's recipe scripts (as
-written there) through `cmd2:` against the fake model server: Codex CLI (OpenAI's Responses
-API) and Claude Code (Anthropic's Messages API), each translated by the proxy. Every model
-call the server saw is one `llm_calls` row with the server's tokens, every MCP call of the
+written there) against the fake model server: Codex CLI (OpenAI's Responses API) and Claude
+Code (Anthropic's Messages API), each translated by the proxy, opencode (Chat Completions)
+through `cmd2:`, and Codex's ACP adapter through `acp:`. Every model call the server saw is one `llm_calls` row with the server's tokens, every MCP call of the
 session's tools is a `tool_calls` row, each answer is the harness's reply, and later turns
 continue the harness's own conversation. Skipped without the CLI (on PATH or in
 `$BENCH_HARNESS_BIN`)."""
@@ -27,12 +27,14 @@ PROMPT, COMPLETION = 37, 11
 FINAL = "I checked the clinic log and wrote my notes to notes/复核.md. 需要我通知医生吗？"
 HARNESSES = {"codex": ("codex.sh", "@openai/codex", "cmd2"),
              "claude": ("claude.sh", "@anthropic-ai/claude-code", "cmd2"),
-             "codex-acp": ("codex-acp.sh", "@zed-industries/codex-acp", "acp")}
+             "codex-acp": ("codex-acp.sh", "@zed-industries/codex-acp", "acp"),
+             "opencode": ("opencode.sh", "opencode-ai", "cmd2")}
 
 
 def model(body: dict[str, Any]) -> Any:
     """The pydantic-ai test's script, under the harness's tool names; a call offering no
-    tools is a harness's side call (Claude Code titles its session) and gets a title."""
+    tools is a harness's side call (Claude Code and opencode title their sessions) and gets
+    a title."""
     if not body.get("tools"):
         return '{"title": "Clinic log review"}'
     return renamed(scripted_model(body), body)
@@ -100,7 +102,8 @@ def test_mcp_tool_calls_are_recorded_and_allowed(run: dict[str, Any]) -> None:
     assert run["session"][3] == len(tools)
     # offered under the harness's MCP prefix; the file's content went back to the model
     with_tools = [r for r in run["requests"] if r.get("tools")]
-    assert "mcp__benchpack__read_file" in [t["function"]["name"] for t in with_tools[0]["tools"]]
+    offered = [t["function"]["name"] for t in with_tools[0]["tools"]]
+    assert "mcp__benchpack__read_file" in offered or "benchpack_read_file" in offered
     assert "P-1042" in json.dumps(with_tools[1]["messages"], ensure_ascii=False)
 
 
