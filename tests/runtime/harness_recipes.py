@@ -40,9 +40,11 @@ def cli_or_skip(program: str, package: str) -> str:
 
 def offered(body: dict[str, Any], name: str) -> str:
     """The offered tool name for the session's tool `name` (harnesses prefix MCP tools:
-    Codex and Claude Code `mcp__benchpack__read_file`, opencode `benchpack_read_file`)."""
+    Codex and Claude Code `mcp__benchpack__read_file`, Gemini CLI `mcp_benchpack_read_file`,
+    opencode `benchpack_read_file`; a bare name last: harnesses have a `read_file` of their
+    own)."""
     names = [t["function"]["name"] for t in body.get("tools") or []]
-    wanted = (f"mcp__benchpack__{name}", f"benchpack_{name}", name)
+    wanted = (f"mcp__benchpack__{name}", f"mcp_benchpack_{name}", f"benchpack_{name}", name)
     return next((n for w in wanted for n in names if n == w), name)
 
 

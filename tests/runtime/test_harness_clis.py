@@ -1,6 +1,7 @@
 """Issue 26: real CLI harnesses, installed from npm, run by the README's recipe scripts (as
 written there) against the fake model server: Codex CLI (OpenAI's Responses API) and Claude
-Code (Anthropic's Messages API), each translated by the proxy, opencode (Chat Completions)
+Code (Anthropic's Messages API) and Gemini CLI (Gemini's generateContent), each translated by
+the proxy, opencode (Chat Completions)
 through `cmd2:`, and Codex's ACP adapter through `acp:`. Every model call the server saw is one `llm_calls` row with the server's tokens, every MCP call of the
 session's tools is a `tool_calls` row, each answer is the harness's reply, and later turns
 continue the harness's own conversation. Skipped without the CLI (on PATH or in
@@ -28,7 +29,8 @@ FINAL = "I checked the clinic log and wrote my notes to notes/复核.md. 需要�
 HARNESSES = {"codex": ("codex.sh", "@openai/codex", "cmd2"),
              "claude": ("claude.sh", "@anthropic-ai/claude-code", "cmd2"),
              "codex-acp": ("codex-acp.sh", "@zed-industries/codex-acp", "acp"),
-             "opencode": ("opencode.sh", "opencode-ai", "cmd2")}
+             "opencode": ("opencode.sh", "opencode-ai", "cmd2"),
+             "gemini": ("gemini.sh", "@google/gemini-cli", "cmd2")}
 
 
 def model(body: dict[str, Any]) -> Any:
@@ -103,7 +105,8 @@ def test_mcp_tool_calls_are_recorded_and_allowed(run: dict[str, Any]) -> None:
     # offered under the harness's MCP prefix; the file's content went back to the model
     with_tools = [r for r in run["requests"] if r.get("tools")]
     offered = [t["function"]["name"] for t in with_tools[0]["tools"]]
-    assert "mcp__benchpack__read_file" in offered or "benchpack_read_file" in offered
+    assert {"mcp__benchpack__read_file", "mcp_benchpack_read_file",
+            "benchpack_read_file"} & set(offered)
     assert "P-1042" in json.dumps(with_tools[1]["messages"], ensure_ascii=False)
 
 

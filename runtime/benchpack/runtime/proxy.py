@@ -2,8 +2,8 @@
 
 It serves the APIs real harnesses speak, each translated into one Chat Completions call of
 the run's client: Chat Completions itself, OpenAI's Responses API (`proxy_responses.py`; Codex
-CLI), Anthropic's Messages API (`proxy_anthropic.py`; Claude Code), one module per API beside
-this one. `ProxyRoute.environment()` is what points a harness at its route, for each SDK.
+CLI), Anthropic's Messages API (`proxy_anthropic.py`; Claude Code), Gemini's generateContent
+(`proxy_gemini.py`; Gemini CLI), one module per API beside this one. `ProxyRoute.environment()` is what points a harness at its route, for each SDK.
 
 A harness is handed `http://127.0.0.1:<port>/s/<token>/v1` as its OpenAI base URL. Every
 `POST …/chat/completions` goes through the run's one `LLMClient` (role `agent`, purpose
@@ -90,6 +90,7 @@ class ProxyRoute:
             "OPENAI_API_KEY": self.api_key,
             "BENCHPACK_ANTHROPIC_BASE_URL": self.root_url,
             "ANTHROPIC_BASE_URL": self.root_url, "ANTHROPIC_API_KEY": self.api_key,
+            "GOOGLE_GEMINI_BASE_URL": self.root_url, "GEMINI_API_KEY": self.api_key,
         }
 
 
@@ -178,6 +179,8 @@ class ModelProxy:
             Route("/s/{token}/v1/responses", self._responses, methods=["POST"]),
             Route("/s/{token}/v1/messages", self._messages, methods=["POST"]),
             Route("/s/{token}/v1/messages/count_tokens", self._count_tokens,
+                  methods=["POST"]),
+            Route("/s/{token}/{version:str}/models/{call:path}", self._gemini,
                   methods=["POST"]),
             Route("/s/{token}/v1/models", self._models, methods=["GET"]),
             Route("/s/{token}/v1/models/{model:path}", self._models, methods=["GET"]),
@@ -352,6 +355,48 @@ class ModelProxy:
         if route is None:
             return self._anthropic_error(*body)
         return JSONResponse({"input_tokens": count_tokens(body)})
+
+
+    def _gemini_error(self, status: int, message: str, _code: str | None = None) -> Any:
+        from starlette.responses import JSONResponse
+
+        from .proxy_gemini import error_body as gemini_error
+
+        return JSONResponse(gemini_error(status, message), status_code=status)
+
+    async def _gemini(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        from . import proxy_gemini as api
+
+        route, body = await self._body(request)
+        if route is None:
+            return self._gemini_error(*body)
+        name, _, method = request.path_params["call"].rpartition(":")
+        if method == "countTokens":
+            return JSONResponse({"totalTokens": api.count_tokens(body)})
+        if method not in ("generateContent", "streamGenerateContent") or not name:
+            return self._gemini_error(404, f"unknown method `{method}` (the benchpack proxy "
+                                      "serves generateContent, streamGenerateContent and "
+                                      "countTokens)")
+        try:
+            call = api.translate_request(body)
+        except api.RequestError as exc:
+            return self._gemini_error(400, str(exc))
+        resp = await self._forward(route, model=self.model or name, messages=call.messages,
+                                   tools=call.tools, params=call.params, seed=None)
+        if isinstance(resp, tuple):
+            return self._gemini_error(*resp)
+        ident, _ = self._ident()
+        final = api.response_object(resp.raw_message, model=name, ident=ident,
+                                    finish=resp.finish_reason,
+                                    prompt_tokens=resp.usage.prompt_tokens,
+                                    completion_tokens=resp.usage.completion_tokens)
+        if method == "streamGenerateContent":
+            if request.query_params.get("alt") == "sse":
+                return _events(api.sse_events(final))
+            return JSONResponse([final])  # without alt=sse the stream is one JSON array
+        return JSONResponse(final)
 
 
 def _stream(ident: str, created: int, model: str, message: dict[str, Any], finish: str,
