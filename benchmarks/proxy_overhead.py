@@ -1,6 +1,6 @@
 """What the recording model proxy adds to a harness's model call, per API it serves (issue 26,
-item 5): Chat Completions (plain and streamed), Responses (plain and streamed), Anthropic
-Messages (plain and streamed).
+item 5): Chat Completions, Responses, Anthropic Messages and Gemini generateContent, each plain
+and streamed.
 
 The upstream is the tests' fake OpenAI-compatible server (`tests/runtime/fake_openai.py`) on
 127.0.0.1, answering every request at once with a short text. The proxy runs as in a run: in
@@ -42,6 +42,10 @@ APIS: dict[str, tuple[str, dict[str, Any]]] = {
     "messages": ("/v1/messages", {"model": "m", "max_tokens": 64, "messages": MESSAGES}),
     "messages stream": ("/v1/messages", {"model": "m", "max_tokens": 64, "messages": MESSAGES,
                                          "stream": True}),
+    "gemini": ("/v1beta/models/m:generateContent", {"contents": [
+        {"role": "user", "parts": [{"text": MESSAGES[0]["content"]}]}]}),
+    "gemini stream": ("/v1beta/models/m:streamGenerateContent?alt=sse", {"contents": [
+        {"role": "user", "parts": [{"text": MESSAGES[0]["content"]}]}]}),
 }
 
 
