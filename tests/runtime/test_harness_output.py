@@ -33,6 +33,9 @@ def test_chunks_that_no_model_reply_holds_are_notices() -> None:
         "P-1042 needs a call today.", [WARNING])
     # no proxied call in the turn: nothing tells them apart, everything is the answer
     assert split_chunks(chunks, None)[0] == WARNING + "P-1042 needs a call today."
+    # an agent that writes its answer itself (no chunk is the model's): everything is kept
+    assert split_chunks(["Summary: ", "2 patients."], ["P-1042 and P-1095 are high."]) == (
+        "Summary: 2 patients.", [])
     # whitespace differences between the stream and the recorded reply do not matter
     assert split_chunks(["a  b\n", "c"], ["a b c"]) == ("a  b\nc", [])
 

@@ -6,8 +6,10 @@ reply, never its warnings; an error quotes the harness's own message whole.
   metadata…") as ordinary `agent_message_chunk`s, with nothing marking them. When the turn's
   model calls went through the recording proxy we know what the model said: a chunk that is
   part of no model reply of the turn was written by the harness, not the model, and is stored
-  apart. With no proxied call in the turn (the harness called its provider itself) every chunk
-  is kept: nothing tells them apart.
+  apart. With no proxied call in the turn (the harness called its provider itself), or when no
+  chunk is the model's words (the agent writes its answer itself), every chunk is kept:
+  nothing tells them apart. A harness that wraps the model's words in its own ("Answer: …")
+  has its own words stored apart.
 - `failure_detail`: the part of a failed harness's output an error quotes: stderr, or stdout
   when stderr is empty (Claude Code prints `API Error: …` on stdout); from a line start, and
   from the last Python traceback's first line when it is within reach, so a multi-line error
@@ -63,6 +65,10 @@ def split_chunks(chunks: list[str], model_texts: list[str] | None
             answer.append(chunk)
         else:
             notices.append(chunk.strip())
+    if not any(_squash(a) for a in answer):
+        # no chunk is the model's words: the agent writes its answer itself (a summary, a
+        # template); nothing tells its notices from its answer then, so all of it is kept
+        return "".join(chunks).strip(), []
     return "".join(answer).strip(), notices
 
 
