@@ -31,6 +31,7 @@ from .pack import compile_cmd, graph, init, schema, validate
 from .params import PackErrors
 from .parity import parity
 from .run import rejudge, run
+from .serve_a2a import serve_a2a
 from .store import export, query, ratings, report, views
 from .view import view
 
@@ -105,6 +106,7 @@ cli.add_command(merge_cmd)  # issue 16: stores of runs made separately
 cli.add_command(view)  # issue 17: the viewer over the store
 export.add_command(tau2_submission)  # issue 23: τ²-bench's leaderboard submission
 cli.add_command(parity)  # issue 23: an imported benchmark against its own code
+cli.add_command(serve_a2a)  # issue 26: benchpack as an A2A assessor
 
 
 def main() -> None:

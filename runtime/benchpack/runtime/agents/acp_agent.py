@@ -45,10 +45,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import UsageError
-from ..types import AgentReply, Message, SessionBrief
+from ..types import AgentReply, LLMCallRecord, Message, SessionBrief
 from . import render_event, tool_call_messages
 from .cmd_agent import (
-    ERROR_TAIL_CHARS,
     MAX_LINE_BYTES,
     STDERR_TAIL_BYTES,
     HarnessError,
@@ -59,6 +58,7 @@ from .cmd_agent import (
     _workspace,
     spawn_group,
 )
+from .harness_output import failure_detail, reply_texts, split_chunks
 from .isolation import Isolation, check_pass_env
 from .proxied import ProxiedAdapter, check_executable
 
@@ -164,6 +164,12 @@ def session_tool_matcher(names: list[str]) -> Callable[[str | None], bool]:
     return lambda title: title is not None and pattern.fullmatch(title.strip()) is not None
 
 
+def _on_our_server(raw_input: Any) -> bool:
+    """Whether a request names the session's MCP server in its input: Codex's ACP adapter asks
+    to "Approve MCP tool call" with `{"server_name": "benchpack", …}`, the tool only in prose."""
+    return isinstance(raw_input, dict) and raw_input.get("server_name") == MCP_NAME
+
+
 @dataclass
 class _Event:
     """A harness's own tool call, as its notifications told it."""
@@ -236,7 +242,21 @@ class _Client:
 class _TurnState:
     number: int
     chunks: list[str] = field(default_factory=list)
+    thoughts: list[str] = field(default_factory=list)
+    model_replies: list[str] = field(default_factory=list)
+    """Replies of the turn's proxied model calls (canonical JSON)."""
     events: dict[str, _Event] = field(default_factory=dict)
+
+    def answer(self) -> tuple[str, list[Message]]:
+        """The reply, and the thoughts and notices stored apart as `harness` rows."""
+        texts = reply_texts(self.model_replies) if self.model_replies else None
+        answer, notices = split_chunks(self.chunks, texts)
+        apart = [("thought", t) for t in ["".join(self.thoughts).strip()] if t]
+        apart += [("notice", n) for n in notices if n]
+        return answer, [Message("tool", json.dumps({"title": kind, "kind": kind, "text": text},
+                                                   ensure_ascii=False),
+                                self.number, tool_call_id=f"acp:{kind}-{i}", name=HARNESS)
+                        for i, (kind, text) in enumerate(apart, 1)]
 
 
 class AcpSession:
@@ -267,6 +287,14 @@ class AcpSession:
 
     # ------------------------------------------------------------------ start
 
+    def _record(self, record: LLMCallRecord) -> None:
+        """A proxied model call: recorded, and its reply kept for telling the turn's reply
+        apart from the harness's notices (`harness_output.split_chunks`)."""
+        if self._state is not None and record.reply is not None:
+            self._state.model_replies.append(record.reply)
+        if self.brief.recorder is not None:
+            self.brief.recorder(record)
+
     def _turn_number(self) -> int:
         turn = getattr(self.brief.tools, "turn", None)
         return turn if isinstance(turn, int) and turn > 0 else self.turns
@@ -280,11 +308,8 @@ class AcpSession:
             "BENCHPACK_WORKSPACE": workspace or "",
             "BENCHPACK_MCP_URL": str(self.mcp.url) if self.mcp is not None else "",
             "BENCHPACK_MODEL": self.agent.options.model or "",
-            "BENCHPACK_MODEL_BASE_URL": route.base_url,
-            "BENCHPACK_MODEL_API_KEY": route.api_key,
-            # what the OpenAI SDKs and most harnesses read unprompted
-            "OPENAI_BASE_URL": route.base_url, "OPENAI_API_BASE": route.base_url,
-            "OPENAI_API_KEY": route.api_key,
+            # what each model SDK reads unprompted: OpenAI's, Anthropic's
+            **route.environment(),
         })
         return env
 
@@ -296,7 +321,7 @@ class AcpSession:
         from ..mcp import start_mcp_server
 
         proxy = await self.agent.proxy()
-        self.route = proxy.open_session(recorder=self.brief.recorder or (lambda r: None),
+        self.route = proxy.open_session(recorder=self._record,
                                         turn=self._turn_number, seed=self.brief.seed,
                                         repeat=self.brief.repeat)
         # the step budget holds over MCP as for `cmd:`/`cmd2:` (tool calls per turn)
@@ -356,12 +381,11 @@ class AcpSession:
                     del self._stderr[:-STDERR_TAIL_BYTES]
 
     def _failure(self, what: str) -> str:
-        tail = self._stderr.decode("utf-8", "replace").rstrip()[-ERROR_TAIL_CHARS:]
         code = self.proc.returncode if self.proc is not None else None
         if code is not None and code != 0:
             what += (f"; the agent was killed by signal {-code}" if code < 0
                      else f"; the agent exited with code {code}")
-        return what + (f"; stderr (last lines):\n{tail}" if tail else "")
+        return what + failure_detail(self._stderr.decode("utf-8", "replace"))
 
     # ------------------------------------------------------------------ notifications
 
@@ -382,21 +406,23 @@ class AcpSession:
     def on_update(self, update: Any) -> None:
         kind = getattr(update, "session_update", None)
         state = self._state
-        if kind == "agent_message_chunk" and state is not None:
+        if kind in ("agent_message_chunk", "agent_thought_chunk") and state is not None:
             text = getattr(update.content, "text", None)
             if isinstance(text, str):
-                state.chunks.append(text)
+                (state.chunks if kind == "agent_message_chunk" else state.thoughts).append(text)
         elif kind in ("tool_call", "tool_call_update"):
             event = self._event(update.tool_call_id)
             event.update(update)
-            event.session_tool = event.session_tool or self._is_session_tool(event.title)
+            event.session_tool = event.session_tool or self._is_session_tool(event.title) or \
+                _on_our_server(event.input)
 
     def on_permission(self, tool_call: Any, options: list[Any]) -> Any:
         from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
 
         event = self._event(tool_call.tool_call_id)
         event.update(tool_call)
-        event.session_tool = event.session_tool or self._is_session_tool(event.title)
+        event.session_tool = event.session_tool or self._is_session_tool(event.title) or \
+                _on_our_server(event.input)
         allow = event.session_tool or self.agent.options.allow_builtin_tools
         wanted = ("allow_once", "allow_always") if allow else ("reject_once", "reject_always")
         chosen = next((o for kind in wanted for o in options if o.kind == kind), None)
@@ -433,6 +459,8 @@ class AcpSession:
         records = getattr(tools, "records", None)
         before = len(records) if isinstance(records, list) else 0
 
+        apart: list[Message] = []
+
         def reply(answer: str = "", stop: Any = "answer", error: str | None = None
                   ) -> AgentReply:
             made = list(records[before:]) if isinstance(records, list) else []
@@ -443,6 +471,7 @@ class AcpSession:
                 (r.started_at, tool_call_messages(r, state.number)) for r in made]
             timed += [(e.at, [e.message()]) for e in state.events.values()]
             msgs = [m for _, ms in sorted(timed, key=lambda x: x[0]) for m in ms]
+            msgs += apart
             if stop in ("answer", "step_budget") or answer:
                 msgs.append(Message("assistant", answer, state.number))
             return AgentReply(text=answer, tool_records=made, messages=msgs,
@@ -460,7 +489,8 @@ class AcpSession:
             done, _ = await asyncio.wait({task}, timeout=self.brief.turn_timeout_s)
             if not done:
                 await self._cancel(task)
-                return reply("".join(state.chunks).strip(), stop="timeout")
+                answer, apart[:] = state.answer()
+                return reply(answer, stop="timeout")
             try:
                 response = task.result()
             except Exception as exc:
@@ -472,7 +502,7 @@ class AcpSession:
             if not task.done():  # cancelled from outside (Ctrl-C): close() kills the agent
                 task.cancel()
             self._state = None
-        answer = "".join(state.chunks).strip()
+        answer, apart[:] = state.answer()
         stop = getattr(response, "stop_reason", "end_turn")
         if stop == "max_turn_requests":
             return reply(answer, stop="step_budget")

@@ -43,7 +43,6 @@ from ..errors import UsageError
 from ..types import AgentReply, Message, SessionBrief
 from . import render_event
 from .cmd_agent import (
-    ERROR_TAIL_CHARS,
     MAX_LINE_BYTES,
     STDERR_TAIL_BYTES,
     HarnessError,
@@ -54,6 +53,7 @@ from .cmd_agent import (
     _workspace,
     spawn_group,
 )
+from .harness_output import ERROR_QUOTE_CHARS, failure_detail
 from .isolation import Isolation, check_pass_env
 from .proxied import ProxiedAdapter, check_executable
 
@@ -251,12 +251,8 @@ class Cmd2Session:
             "BENCHPACK_MCP_TRANSPORT": (config["mcp"] or {}).get("transport", ""),
             "BENCHPACK_MCP_CONFIG": (config["mcp"] or {}).get("config_file", ""),
             "BENCHPACK_MODEL": model["name"],
-            "BENCHPACK_MODEL_BASE_URL": model["base_url"],
-            "BENCHPACK_MODEL_API_KEY": model["api_key"],
-            # what the OpenAI SDKs and most harnesses read unprompted
-            "OPENAI_BASE_URL": model["base_url"], "OPENAI_API_BASE": model["base_url"],
-            "OPENAI_API_KEY": model["api_key"],
         })
+        env.update(self.route.environment())
         if len(text.encode("utf-8")) <= ENV_MESSAGE_MAX:
             env["BENCHPACK_USER_MESSAGE"] = text
         return env
@@ -308,9 +304,9 @@ class Cmd2Session:
             code = proc.returncode or 0
             if code != 0:
                 what = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-                tail = err.decode("utf-8", "replace").rstrip()[-ERROR_TAIL_CHARS:]
-                raise HarnessError(f"the harness {what}" +
-                                   (f"; stderr (last lines):\n{tail}" if tail else ""))
+                raise HarnessError(f"the harness {what}" + failure_detail(
+                    err.decode("utf-8", "replace"),
+                    out[-ERROR_QUOTE_CHARS * 4:].decode("utf-8", "replace")))
             try:
                 return out.decode("utf-8").strip()
             except UnicodeDecodeError:

@@ -75,6 +75,8 @@ BUILTIN_ADAPTERS: Mapping[str, AdapterRef] = {
                        "cmd2:[--model M] [--pass-env NAME] [--no-mcp] <command>"),
     "acp": AdapterRef("benchpack.runtime.agents.acp_agent:make_adapter",
                       "acp:[--model M] [--pass-env NAME] [--allow-builtin-tools] <command>"),
+    "a2a": AdapterRef("benchpack.runtime.agents.a2a_agent:make_adapter",
+                      "a2a:[--model M] [--no-mcp] <agent URL>"),
     "python": AdapterRef("benchpack.runtime.agents.python_agent:make_adapter",
                          "python:<module>:<callable>"),
     "scripted": AdapterRef("benchpack.runtime.agents.scripted:make_scripted",
