@@ -213,7 +213,9 @@ async def score(ctx: SessionContext, initial: dict[str, Any], termination: str =
         out["unfinished"] = termination  # τ² scores it 0 before evaluating anything
     records = ctx.toolbox.records
     if gold["actions"] or "state" in sc["reward"]:
-        final = {name: svc.snapshot() for name, svc in ctx.env.services.items()}
+        # the rows themselves, not a copy: only hashed and diffed (a service never changes a
+        # row in place), and a copy of a large database costs more than the check
+        final = {name: svc.live_rows() for name, svc in ctx.env.services.items()}
         keys = {f"{n}.{t}": spec.key for n, svc in ctx.env.services.items()
                 for t, spec in svc.tables.items()}
         check = await replay_state(ctx, initial, gold["actions"], final, keys)
@@ -285,11 +287,10 @@ async def replay_state(ctx: SessionContext, initial: dict[str, Any],
         box = ToolBox(ctx.plan, ctx.session, env, allow_python=ctx.run.options.allow_python)
 
         async def call(state: dict[str, Any], tool: str, args: dict[str, Any]) -> Any:
-            record = await box.call(tool, args)
-            # after every call, failed ones too: a toolset function that is not atomic
+            # the state stays in the replay environment, read once after the last action
+            # (`settled`), failed calls included: a toolset function that is not atomic
             # (`atomic: false`) keeps what it changed before raising, as τ²'s tools do
-            state.clear()
-            state.update({n: svc.snapshot() for n, svc in env.services.items()})
+            record = await box.call(tool, args)
             if record.error is not None:
                 if not _replayable_failure(ctx, tool):
                     raise RuntimeError(record.error)
@@ -300,9 +301,11 @@ async def replay_state(ctx: SessionContext, initial: dict[str, Any],
                 return {"error": record.error}
             return record.result
 
+        def settled() -> dict[str, Any]:
+            return {n: svc.live_rows() for n, svc in env.services.items()}
+
         try:
-            start = {n: svc.snapshot() for n, svc in env.services.items()}
-            return await check_state(gold, start, final, call, keys)
+            return await check_state(gold, {}, final, call, keys, settled)
         finally:  # the replay's own toolset workers end with it, before the event loop does
             await env.aclose()
 
