@@ -88,6 +88,7 @@ async def run_sessions(ctx: RunContext, sessions: list[PlanSession], repeat: int
         if env is None:
             env = EpisodeEnvironment.create(plan, s.environment, env_root)
             env.process_pool = ctx.services
+            env.tool_workers = ctx.services.tool_workers
             envs.append(env)
             if last_done is not None:
                 snap = ctx.store.snapshot(ctx.run_id, episode_id, repeat, last_done)

@@ -12,6 +12,7 @@ from benchpack.specs.toolsets import PyToolImpl
 from .copying import copy_json
 from .corpus import CorpusIndex
 from .errors import ToolError
+from .pytool_pool import WorkerPool
 from .pytools import PyToolWorker, ToolBinding
 from .service_pool import ServicePool, process_services, state_of
 from .services import ServiceState
@@ -44,6 +45,8 @@ class EpisodeEnvironment:
         # ---- HTTP services (issue 12, section 2): process instances borrowed from the run's
         # pool for this episode chain; the runner sets `process_pool`
         self.process_pool: ServicePool | None = None
+        self.tool_workers: WorkerPool | None = None
+        """The run's idle python tool workers (`pytool_pool`), set by the runner."""
         self.processes: dict[str, ServiceProcess] = {}
         self._process_state: dict[str, Any] = {}
 
@@ -98,7 +101,8 @@ class EpisodeEnvironment:
                  if isinstance(t.impl, PyToolImpl) and t.impl.toolset == toolset}
         worker = self._workers[toolset] = PyToolWorker(
             ts.source, tools, state, filename=ts.file, allow_python=allow_python,
-            check_arguments=ts.check_arguments, atomic=ts.atomic, plain_errors=ts.plain_errors)
+            check_arguments=ts.check_arguments, atomic=ts.atomic, plain_errors=ts.plain_errors,
+            pool=self.tool_workers)
         return worker
 
     async def aclose(self) -> None:

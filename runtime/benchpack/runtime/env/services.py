@@ -95,8 +95,12 @@ class ServiceState:
         self.spec = service
         self.tables: dict[str, PlanTable] = dict(service.tables)
         self.operations: dict[str, Operation] = {op.name: op for op in service.operations}
+        # the plan's row objects, shared and not copied: a service never changes a row in place
+        # (every write stores a new object, every read hands out a copy), and environments
+        # that start alike then hold the same rows, which lets a warm python tool worker
+        # started from them be lent again (`pytool_pool.same_rows`)
         self._rows: dict[str, list[dict[str, Any]]] = {
-            name: copy_json(t.rows) for name, t in service.tables.items()}
+            name: list(t.rows) for name, t in service.tables.items()}
         self._validators: dict[str, Validator] = {}
         for name, t in service.tables.items():
             if t.row_schema:
@@ -121,6 +125,13 @@ class ServiceState:
         place (`put_row` stores a new object), so keeping a reference keeps its content —
         a cheap before/after for comparisons (`bench parity tau2`)."""
         return {t: list(rows) for t, rows in self._rows.items()}
+
+    def adopt_rows(self, live: dict[str, list[dict[str, Any]]]) -> None:
+        """Hold the very row objects of `live` (another state's `live_rows()`, equal in content
+        to what this one holds now): no copy, and a worker started from them can be lent."""
+        for table, rows in live.items():
+            if table in self._rows:
+                self._rows[table] = list(rows)
 
     def counters(self) -> dict[str, int]:
         """The last number used for generated keys, per table (kept in episode snapshots so

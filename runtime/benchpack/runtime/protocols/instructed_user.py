@@ -169,6 +169,9 @@ class InstructedUser:
     async def run(self, ctx: SessionContext) -> ProtocolResult:
         s = ctx.session
         initial = ctx.env.snapshot()  # the state the gold actions are replayed on
+        # the same rows, not copied (taken in the same instant): the replay holds these very
+        # objects, so the warm worker of an earlier episode that started alike can serve it
+        initial["live_rows"] = {n: svc.live_rows() for n, svc in ctx.env.services.items()}
         max_turns = s.limits.max_turns or 30
         d = _Dialogue(ctx)
         try:
@@ -283,7 +286,11 @@ async def replay_state(ctx: SessionContext, initial: dict[str, Any],
     # owner-tagged: a SIGKILL mid-replay leaves a directory the next run sweeps
     with temporary("benchpack-replay-") as tmp:
         env = EpisodeEnvironment.create(ctx.plan, ctx.session.environment, tmp)
+        env.tool_workers = ctx.env.tool_workers
         env.restore(initial)
+        for name, live in (initial.get("live_rows") or {}).items():
+            if name in env.services:
+                env.services[name].adopt_rows(live)
         box = ToolBox(ctx.plan, ctx.session, env, allow_python=ctx.run.options.allow_python)
 
         async def call(state: dict[str, Any], tool: str, args: dict[str, Any]) -> Any:
