@@ -47,3 +47,14 @@ def test_rows_are_a_set_and_integral_floats_are_integers() -> None:
     assert state_hash(a) == state_hash(b)
     assert canonical(a) == '{"svc":{"t":[{"id":1,"x":2},{"id":2,"x":"y"}]}}'
     assert state_hash(a) != state_hash({"svc": {"t": [{"id": 1, "x": 2.5}]}})
+
+
+def test_frozen_hashing_keeps_each_rows_text_and_gives_the_same_hash() -> None:
+    # `frozen` (services' live rows, never changed in place): a row's text is kept by
+    # identity; the hash is the unfrozen one, and a new row object is written out anew
+    rows = [{"id": i, "price": float(i) / 4, "name": f"n{i}"} for i in range(50)]
+    state = {"svc": {"t": rows}}
+    assert state_hash(state, frozen=True) == state_hash(state)
+    changed = {"svc": {"t": [*rows[:10], {**rows[10], "price": 99.5}, *rows[11:]]}}
+    assert state_hash(changed, frozen=True) == state_hash(changed) != state_hash(state)
+    assert state_hash(state, frozen=True) == state_hash(state)

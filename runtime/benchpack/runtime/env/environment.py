@@ -111,14 +111,16 @@ class EpisodeEnvironment:
         for worker in workers:
             await worker.aclose()
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self, rows: bool = True) -> dict[str, Any]:
         """Workspace files, service rows (and key counters), outbox and questions; JSON-
-        serialisable, for resuming an episode after a crash."""
+        serialisable, for resuming an episode after a crash. `rows=False` leaves the rows
+        out (the caller keeps `live_rows()` instead of a copy)."""
         return {
             "version": SNAPSHOT_VERSION,
             "environment": self.environment.id,
             "files": self.workspace.snapshot(),
-            "services": {name: svc.snapshot() for name, svc in self.services.items()},
+            "services": {name: svc.snapshot() for name, svc in self.services.items()}
+            if rows else {},
             "counters": {name: svc.counters() for name, svc in self.services.items()},
             "outbox": copy_json(self.outbox),
             "asked": list(self.asked),

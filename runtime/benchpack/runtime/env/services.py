@@ -126,12 +126,17 @@ class ServiceState:
         a cheap before/after for comparisons (`bench parity tau2`)."""
         return {t: list(rows) for t, rows in self._rows.items()}
 
-    def adopt_rows(self, live: dict[str, list[dict[str, Any]]]) -> None:
-        """Hold the very row objects of `live` (another state's `live_rows()`, equal in content
-        to what this one holds now): no copy, and a worker started from them can be lent."""
+    def adopt_rows(self, live: dict[str, list[dict[str, Any]]],
+                   counters: dict[str, int] | None = None) -> None:
+        """`restore` from another state's `live_rows()` (and `counters()`): the very row
+        objects, not copies (rows are never changed in place), so a worker started from them
+        can be lent again."""
         for table, rows in live.items():
             if table in self._rows:
                 self._rows[table] = list(rows)
+        for table in self.tables:
+            self._counters[table] = max(self._max_number(table),
+                                        (counters or {}).get(table, 0))
 
     def counters(self) -> dict[str, int]:
         """The last number used for generated keys, per table (kept in episode snapshots so

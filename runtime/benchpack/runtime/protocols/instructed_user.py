@@ -168,9 +168,10 @@ class InstructedUser:
 
     async def run(self, ctx: SessionContext) -> ProtocolResult:
         s = ctx.session
-        initial = ctx.env.snapshot()  # the state the gold actions are replayed on
-        # the same rows, not copied (taken in the same instant): the replay holds these very
-        # objects, so the warm worker of an earlier episode that started alike can serve it
+        # the state the gold actions are replayed on; its rows not copied but held (a service
+        # never changes a row in place): the replay holds these very objects, so the warm
+        # worker of an earlier episode that started alike can serve it
+        initial = ctx.env.snapshot(rows=False)
         initial["live_rows"] = {n: svc.live_rows() for n, svc in ctx.env.services.items()}
         max_turns = s.limits.max_turns or 30
         d = _Dialogue(ctx)
@@ -288,9 +289,10 @@ async def replay_state(ctx: SessionContext, initial: dict[str, Any],
         env = EpisodeEnvironment.create(ctx.plan, ctx.session.environment, tmp)
         env.tool_workers = ctx.env.tool_workers
         env.restore(initial)
+        counters = initial.get("counters") or {}
         for name, live in (initial.get("live_rows") or {}).items():
             if name in env.services:
-                env.services[name].adopt_rows(live)
+                env.services[name].adopt_rows(live, counters.get(name))
         box = ToolBox(ctx.plan, ctx.session, env, allow_python=ctx.run.options.allow_python)
 
         async def call(state: dict[str, Any], tool: str, args: dict[str, Any]) -> Any:
@@ -312,7 +314,7 @@ async def replay_state(ctx: SessionContext, initial: dict[str, Any],
             return {n: svc.live_rows() for n, svc in env.services.items()}
 
         try:
-            return await check_state(gold, {}, final, call, keys, settled)
+            return await check_state(gold, {}, final, call, keys, settled, frozen=True)
         finally:  # the replay's own toolset workers end with it, before the event loop does
             await env.aclose()
 
