@@ -162,7 +162,8 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
         # a judge item or an agent turn cut short by the budget must not be scored
         ok, kind, error = False, "budget", refused
         result = ProtocolResult(termination="error", error=refused)
-    snapshot = env.snapshot() if ok else None
+    # only written to the store (serialised by its writer): the live rows, not a copy
+    snapshot = env.snapshot(rows="live") if ok else None
     if snapshot is not None and env.processes:
         try:
             snapshot["processes"] = await env.snapshot_processes()

@@ -111,16 +111,18 @@ class EpisodeEnvironment:
         for worker in workers:
             await worker.aclose()
 
-    def snapshot(self, rows: bool = True) -> dict[str, Any]:
+    def snapshot(self, rows: str = "copy") -> dict[str, Any]:
         """Workspace files, service rows (and key counters), outbox and questions; JSON-
-        serialisable, for resuming an episode after a crash. `rows=False` leaves the rows
-        out (the caller keeps `live_rows()` instead of a copy)."""
+        serialisable, for resuming an episode after a crash. `rows`: `copy`; `live`, the
+        services' own row objects in new lists (for a reader only: a service never changes a
+        row in place, so they stay as they are; no copy of a large database per session);
+        `none`, no rows (the caller keeps `live_rows()`)."""
         return {
             "version": SNAPSHOT_VERSION,
             "environment": self.environment.id,
             "files": self.workspace.snapshot(),
-            "services": {name: svc.snapshot() for name, svc in self.services.items()}
-            if rows else {},
+            "services": {name: svc.snapshot() if rows == "copy" else svc.live_rows()
+                         for name, svc in self.services.items()} if rows != "none" else {},
             "counters": {name: svc.counters() for name, svc in self.services.items()},
             "outbox": copy_json(self.outbox),
             "asked": list(self.asked),

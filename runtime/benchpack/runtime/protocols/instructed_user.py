@@ -171,7 +171,7 @@ class InstructedUser:
         # the state the gold actions are replayed on; its rows not copied but held (a service
         # never changes a row in place): the replay holds these very objects, so the warm
         # worker of an earlier episode that started alike can serve it
-        initial = ctx.env.snapshot(rows=False)
+        initial = ctx.env.snapshot(rows="none")
         initial["live_rows"] = {n: svc.live_rows() for n, svc in ctx.env.services.items()}
         max_turns = s.limits.max_turns or 30
         d = _Dialogue(ctx)
