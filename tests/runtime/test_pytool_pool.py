@@ -135,3 +135,51 @@ def test_same_rows_is_identity_not_equality() -> None:
     assert not same_rows({"t": [row]}, {"t": [dict(row)]})
     assert not same_rows({"t": [row]}, {"t": [row, row]})
     assert not same_rows({"t": [row]}, {"u": [row]})
+
+
+def test_a_run_lends_workers_across_repeats_and_every_repeat_sees_the_same(
+        tmp_path: Any, monkeypatch: Any) -> None:
+    # three repeats of one episode, one chain at a time: repeats 2 and 3 borrow the worker of
+    # the one before, and record exactly what repeat 1 recorded (results, errors, final rows)
+    import json
+    from pathlib import Path
+
+    import duckdb
+
+    from benchpack.compiler import compile_pack
+    from benchpack.runtime.env import pytool_pool
+    from benchpack.runtime.runner import RunOptions, run_plan
+
+    shop = Path(__file__).resolve().parents[1] / "fixtures" / "toolset_shop"
+    lent: list[int] = []
+    real_take = pytool_pool.WorkerPool.take
+
+    async def take(self: WorkerPool, key: Any, state: Any) -> Any:
+        got = await real_take(self, key, state)
+        lent.append(got is not None)
+        return got
+
+    monkeypatch.setattr(pytool_pool.WorkerPool, "take", take)
+    res = compile_pack(shop, tmp_path / "plan", use_cache=False)
+    assert res.ok, [d.format() for d in res.diagnostics]
+    db = tmp_path / "bench.duckdb"
+    run_plan(RunOptions(plan=tmp_path / "plan", agent=f"scripted:{shop / 'agent.yaml'}",
+                        judge="rules", db=db, run_id="r", progress=False, repeats=3,
+                        max_concurrency=1, allow_python=True, cache_dir=tmp_path / "cache"))
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        calls = con.execute("SELECT repeat, session_id, seq, tool_name, result, error "
+                            "FROM tool_calls ORDER BY repeat, session_id, seq").fetchall()
+        states = con.execute("SELECT repeat, session_id, state FROM snapshots "
+                             "ORDER BY repeat, session_id").fetchall()
+    finally:
+        con.close()
+    by_repeat: dict[int, list[Any]] = {}
+    for rep, *rest in calls:
+        by_repeat.setdefault(int(rep), []).append(rest)
+    assert len(by_repeat) == 3 and by_repeat[0] and by_repeat[0] == by_repeat[1] == by_repeat[2]
+    finals: dict[int, list[Any]] = {}
+    for rep, sid, state in states:
+        finals.setdefault(int(rep), []).append((sid, json.loads(state)["services"]))
+    assert finals[0] == finals[1] == finals[2]
+    assert sum(lent) >= 2, lent  # repeats 2 and 3 borrowed
