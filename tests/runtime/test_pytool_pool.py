@@ -35,6 +35,19 @@ SOURCE = textwrap.dedent('''\
         os.environ["TOUCHED"] = name
         return {"calls": list(CALLS), "n": row["n"]}
 
+    def add(db: State) -> dict:
+        """A new row with a generated key."""
+        return db.put("items", {"n": 7})
+
+    def drop(db: State, key: str) -> str:
+        """Deletes a row."""
+        db.delete("items", key)
+        return key
+
+    def listing(db: State) -> list:
+        """Every row, in the replica's order."""
+        return db.rows("items")
+
     def look(db: State) -> dict:
         """What this episode can see of earlier ones."""
         return {"calls": list(CALLS), "n": db.get("items", "a")["n"],
@@ -42,7 +55,8 @@ SOURCE = textwrap.dedent('''\
                 "touched": os.environ.get("TOUCHED"), "pid": os.getpid()}
 ''')
 SERVICE = PlanService.model_validate({"name": "s", "operations": [], "tables": {
-    "items": {"key": "id", "rows": [{"id": "a", "n": 0}, {"id": "b", "n": 5}]}}})
+    "items": {"key": "id", "rows": [{"id": "a", "n": 0}, {"id": "b", "n": 5},
+                                    {"id": "item-3", "n": 1}]}}})
 
 
 def _worker(state: ServiceState, pool: WorkerPool) -> PyToolWorker:
@@ -81,6 +95,41 @@ def test_a_borrowed_worker_starts_like_a_fresh_one() -> None:
     assert seen == {"calls": [], "n": 0, "work": [], "tmp": [], "touched": None,
                     "pid": before["pid"]}
     assert rows1[0] == {"id": "a", "n": 1} and rows2[0] == {"id": "a", "n": 0}
+
+
+def test_inserts_updates_and_deletes_are_all_undone_in_order() -> None:
+    # the reset undoes the episode's journal (an insert removed, a replaced row put back in
+    # its place, the key counter back); after a delete it reloads the tables instead, since a
+    # row put back would move to the end: either way the next episode sees the fresh order
+    async def go() -> list[Any]:
+        pool = WorkerPool()
+        out = []
+        try:
+            for script in ([("touch", {"name": "f"}), ("add", {})],
+                           [("drop", {"key": "a"}), ("add", {})],
+                           [("add", {}), ("touch", {"name": "g"})]):
+                w = _worker(ServiceState(SERVICE), pool)
+                fresh = await w.call("listing", {})
+                for name, args in script:
+                    await w.call(name, args)
+                out.append((fresh, await w.call("listing", {}), w.borrowed))
+                await w.aclose()
+            last = _worker(ServiceState(SERVICE), pool)
+            out.append((await last.call("listing", {}), await last.call("add", {}),
+                        last.borrowed))
+            await last.aclose()
+            return out
+        finally:
+            await pool.close()
+
+    start = [{"id": "a", "n": 0}, {"id": "b", "n": 5}, {"id": "item-3", "n": 1}]
+    (f1, e1, b1), (f2, e2, b2), (f3, e3, b3), (f4, added, b4) = asyncio.run(go())
+    assert (b1, b2, b3, b4) == (0, 1, 1, 1)
+    assert f1 == f2 == f3 == f4 == start
+    assert e1 == [{"id": "a", "n": 1}, start[1], start[2], {"n": 7, "id": "item-4"}]
+    assert e2 == [start[1], start[2], {"n": 7, "id": "item-4"}]
+    assert e3 == [{"id": "a", "n": 1}, start[1], start[2], {"n": 7, "id": "item-4"}]
+    assert added == {"n": 7, "id": "item-4"}  # the counter was put back too
 
 
 def test_a_worker_is_lent_only_to_the_rows_it_started_from() -> None:

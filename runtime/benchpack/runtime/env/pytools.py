@@ -75,6 +75,9 @@ def _jkey(key):
     return _json.dumps(key, sort_keys=True)
 
 
+_NEW = object()
+
+
 class State:
     """The service's tables (values are JSON). Returned rows are copies: change one, then
     `put` it. A call that raises changes nothing."""
@@ -85,6 +88,27 @@ class State:
         self._info = info
         self._journal = []
         self._undo = []
+        # the episode's journal: each changed key's row before its first change (`_NEW`: it
+        # was not there), so that a warm worker is reset by undoing it (`_reset_episode`)
+        self._touched = {}
+        self._deleted = False
+        self._counters = {t: i["counter"] for t, i in info.items()}
+
+    def _reset_episode(self):
+        """Back to the tables this State was made from, by undoing the episode's changes:
+        False when a row was deleted (putting it back would move it to the end of its table,
+        and the order of rows is what `rows`/`find` return), then the caller reloads."""
+        if self._deleted:
+            return False
+        for (table, k), old in self._touched.items():
+            if old is _NEW:
+                self._tables[table].pop(k, None)
+            else:
+                self._tables[table][k] = old  # an existing key keeps its place
+        for table, counter in self._counters.items():
+            self._info[table]["counter"] = counter
+        self._touched, self._journal, self._undo = {}, [], []
+        return True
 
     def _table(self, table):
         if table not in self._tables:
@@ -119,6 +143,7 @@ class State:
             row[key_field] = self.next_id(table)
         k = _jkey(row[key_field])
         self._undo.append((table, k, rows.get(k), self._info[table]["counter"]))
+        self._touched.setdefault((table, k), rows.get(k, _NEW))
         rows[k] = row
         n = self._number(table, row[key_field])
         if n is not None:
@@ -133,6 +158,7 @@ class State:
         if k not in rows:
             raise ToolError(f"no row of `{table}` with {self._info[table]['key']} {key!r}")
         self._undo.append((table, k, rows[k], self._info[table]["counter"]))
+        self._deleted = True
         del rows[k]
         self._journal.append({"op": "delete", "table": table, "key": key})
 
@@ -216,11 +242,18 @@ ATOMIC, PLAIN = init.get("atomic", True), init.get("plain_errors", False)
 ENVIRON = dict(os.environ)
 
 
+CODE = []
+
+
 def load():
+    """The pack module, executed afresh in a new module (compiled once per process)."""
     spec = importlib.util.spec_from_file_location(init["module"], MODULE)
     module = importlib.util.module_from_spec(spec)
     sys.modules[init["module"]] = module
-    spec.loader.exec_module(module)
+    if not CODE:
+        with open(MODULE, "rb") as f:
+            CODE.append(compile(f.read(), MODULE, "exec", dont_inherit=True))
+    exec(CODE[0], module.__dict__)
     return module
 
 
@@ -255,8 +288,9 @@ for line in proto_in:
         except BaseException as exc:
             send({"fatal": f"{type(exc).__name__}: {exc}{where(exc)}"})
             sys.exit(0)
-        fresh = json.loads(INIT)
-        state = benchpack_tools.State(fresh["tables"], fresh["info"])
+        if not state._reset_episode():
+            fresh = json.loads(INIT)
+            state = benchpack_tools.State(fresh["tables"], fresh["info"])
         send({"ready": True})
         continue
     fn = getattr(mod, req["function"], None)
