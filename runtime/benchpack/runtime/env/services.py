@@ -31,6 +31,7 @@ from jsonschema.validators import validator_for
 from benchpack.specs.pack import Operation
 from benchpack.specs.plan import PlanService, PlanTable
 
+from ..snapblobs import FrozenRows
 from .copying import copy_json
 from .errors import ToolError
 
@@ -124,7 +125,7 @@ class ServiceState:
         """The rows themselves, not copied: only to look at. A row is never changed in
         place (`put_row` stores a new object), so keeping a reference keeps its content —
         a cheap before/after for comparisons (`bench parity tau2`)."""
-        return {t: list(rows) for t, rows in self._rows.items()}
+        return {t: FrozenRows(rows) for t, rows in self._rows.items()}
 
     def adopt_rows(self, live: dict[str, list[dict[str, Any]]],
                    counters: dict[str, int] | None = None) -> None:
