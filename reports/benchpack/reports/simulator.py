@@ -38,7 +38,7 @@ PREMATURE = {
 """SQL over `sessions`: the simulated user stopped before the scenario was done."""
 
 
-def _scanned_leaks(ctx: ReportContext) -> dict[tuple[str, str], tuple[int, int]]:
+def _scanned_leaks(ctx: ReportContext) -> dict[tuple[str, str], tuple[int, int, int]]:
     """(run, protocol) → (sessions with a leak, hidden intents leaked, intents) over the
     intent-tracking sessions stored without `extra.intent_leaks` (stores written before the
     runtime decided it, imported runs): their user messages scanned here, one by one. Sessions
@@ -55,13 +55,13 @@ def _scanned_leaks(ctx: ReportContext) -> dict[tuple[str, str], tuple[int, int]]
     per_session: dict[tuple[str, str, int], tuple[int, int]] = {}
     for run, session, repeat, _, text, _, messages in rows:
         key = (str(run), str(session), int(repeat))
-        leaked = any(leaks(str(text), str(m)) for m in (messages or []))
+        leaked = int(any(leaks(str(text), str(m)) for m in (messages or [])))
         n_leaked, n = per_session.get(key, (0, 0))
         per_session[key] = (n_leaked + leaked, n + 1)
-    out: dict[tuple[str, str], tuple[int, int]] = {}
+    out: dict[tuple[str, str], tuple[int, int, int]] = {}
     for (run, _, _), (leaked, n) in per_session.items():
         sessions, items, hidden = out.get((run, "intent_tracking"), (0, 0, 0))
-        out[(run, "intent_tracking")] = (sessions + (leaked > 0), items + leaked, hidden + n)
+        out[(run, "intent_tracking")] = (sessions + int(leaked > 0), items + leaked, hidden + n)
     return out
 
 
@@ -105,9 +105,9 @@ def simulator_rows(ctx: ReportContext) -> list[dict[str, Any]]:
     scanned = _scanned_leaks(ctx) if any(r[-1] for r in rows) else {}
     out = []
     for run, protocol, *counts, _ in rows:
-        a = dict(zip(("sessions", "sim_errors", "premature", "leak_sessions", "leaked_items",
-                      "hidden_items", "off_script", "user_turns"), map(int, counts),
-                     strict=True))
+        a: dict[str, Any] = dict(zip(
+            ("sessions", "sim_errors", "premature", "leak_sessions", "leaked_items",
+             "hidden_items", "off_script", "user_turns"), map(int, counts), strict=True))
         more = scanned.get((str(run), str(protocol)), (0, 0, 0))
         a["leak_sessions"] += more[0]
         a["leaked_items"] += more[1]
