@@ -122,3 +122,76 @@ def test_cli_report_simulator(db: Path) -> None:
     res = CliRunner().invoke(cli, ["report", "simulator", "--db", str(db), "--format", "md"])
     assert res.exit_code == 0, res.output
     assert "Simulator validity" in res.output and "premature stops" in res.output
+
+
+# ------------------------------------------------------- leaks decided once, at run time
+
+
+def test_leaked_intents_counts_what_the_report_scan_counts() -> None:
+    # the rows and turns of session it1 above, as the protocol holds them: i1 leaked in the
+    # opening (resolved at turn 2), i2 said in turn 3 after being provided at turn 2 (legit),
+    # i3 unresolved and never said; a pooled row is another session's intent and never counts
+    from benchpack.runtime.protocols.intent_tracking import leaked_intents
+    turns = [_turn(1, f"帮我订酒店。另外，{HIDDEN}。"), _turn(2, "好的"),
+             _turn(3, "还有，早餐要含在房价里")]
+    rows = [_intent("i1", HIDDEN, "completed", 2), _intent("i2", "早餐要含在房价里", "provided", 2),
+            _intent("i3", "房间要在高楼层并且安静", "unresolved", None)]
+    assert leaked_intents(rows, turns) == 1
+    # i2 said in the turn it was provided would be a leak; unresolved i3 said at any turn too
+    assert leaked_intents(rows, [*turns, _turn(4, "房间要在高楼层并且安静")]) == 2
+    assert leaked_intents([_intent("i2", "早餐要含在房价里", "provided", 3)], turns) == 1
+    pooled = (*_intent("i1", HIDDEN, "completed", 2)[:6], "session.other")
+    assert leaked_intents([pooled], turns) == 0
+    assert leaked_intents(rows, []) == 0
+
+
+@pytest.fixture
+def stored_db(tmp_path: Path) -> Path:
+    """it1 and it2 as the runtime now writes them (`extra.intent_leaks`), with counts the
+    messages alone would not give (so the test can tell which was read), and it3 stored
+    without it (an older store): only it3 is scanned."""
+    path = tmp_path / "stored.duckdb"
+    store = Store(path)
+    store.upsert_run({"run_id": "r", "created_at": 1.0, "updated_at": 1.0, "plan_path": "b",
+                      "pack_name": "p", "agent": "model-a", "judge": "rules",
+                      "simulator": "rules", "repeats": 1, "config": {}, "status": "finished"})
+    _session(store, "r", "it1", "intent_tracking", {
+        "turns": [_turn(1, "Book me a hotel."), _turn(2, "ok")],
+        "intent_status": [_intent("i1", "breakfast included in the rate", "provided", 1),
+                          _intent("i2", "a quiet room on a high floor", "completed", 2)]},
+        user_turns=2, extra={"intent_leaks": 2})
+    _session(store, "r", "it2", "intent_tracking", {
+        "turns": [_turn(1, "Book me a hotel; breakfast included in the rate.")],
+        "intent_status": [_intent("i1", "breakfast included in the rate", "completed", 1)]},
+        user_turns=1, extra={"intent_leaks": 0})
+    _session(store, "r", "it3", "intent_tracking", {
+        "turns": [_turn(1, "I need a receipt emailed to my work address please")],
+        "intent_status": [_intent("i1", "a receipt emailed to my work address", "inferred", 1),
+                          _intent("i2", "a late checkout at noon", "unresolved", None)]},
+        user_turns=1)
+    store.close()
+    return path
+
+
+def test_reports_read_the_stored_leaks_and_scan_only_older_sessions(
+        stored_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchpack.reports import simulator
+    scanned: list[str] = []
+    real = simulator.leaks
+
+    def spy(secret: str, message: str) -> bool:
+        scanned.append(secret)
+        return real(secret, message)
+
+    monkeypatch.setattr(simulator, "leaks", spy)
+    (res,) = build_reports(ReportOptions(db=stored_db, names=["simulator"], runs=["r"]))
+    it = _rows(res)["intent_tracking"]
+    # it1: 2 stored (its messages say neither), it2: 0 stored (its message says it1 verbatim),
+    # it3 scanned: i1 said in its own turn (a leak), i2 never said
+    assert (it["sessions"], it["leak_sessions"], it["leaked"]) == (3, 2, "3 of 5 intents")
+    assert set(scanned) == {"a receipt emailed to my work address", "a late checkout at noon"}
+    scanned.clear()
+    (summary,) = build_reports(ReportOptions(db=stored_db, names=["summary"], runs=["r"]))
+    (line,) = [n for n in summary.notes if n.startswith("⚠ Simulated user")]
+    assert "intent_tracking: 2 sessions with a leak of hidden content in 3 sessions" in line
+    assert set(scanned) == {"a receipt emailed to my work address", "a late checkout at noon"}

@@ -174,3 +174,31 @@ def test_sessions_with_nothing_to_grade_never_read_the_workspace(
     with pytest.raises(AssertionError, match="was read"):
         asyncio.run(grade_checklist(SimpleNamespace(  # type: ignore[arg-type]
             session=graded, env=Untouchable(), toolbox=Untouchable(), extra={})))
+
+
+def test_leaks_stored_at_run_time_equal_the_report_scan(plan_dir: Path, tmp_path: Path) -> None:
+    # every intent-tracking session records `extra.intent_leaks`; dropping it makes the
+    # simulator report scan the transcripts instead, and both give the same counts
+    import shutil
+
+    from benchpack.reports.access import open_store, select_runs
+    from benchpack.reports.builtin import ReportContext
+    from benchpack.reports.simulator import simulator_rows
+
+    db, run_id = _run(plan_dir, tmp_path, "kimi")
+    con = duckdb.connect(str(db), read_only=True)
+    stored = con.execute("SELECT count(*), count(json_extract(extra, '$.intent_leaks')) "
+                         "FROM sessions WHERE protocol = 'intent_tracking'").fetchone()
+    con.close()
+    assert stored is not None and stored[0] > 0 and stored[0] == stored[1]
+    bare = tmp_path / "bare.duckdb"
+    shutil.copy(db, bare)
+    con = duckdb.connect(str(bare))
+    con.execute("UPDATE sessions SET extra = NULL WHERE protocol = 'intent_tracking'")
+    con.close()
+
+    def rows(path: Path) -> list[dict[str, object]]:
+        with open_store(path) as con:
+            return simulator_rows(ReportContext(con, select_runs(con, [run_id])))
+
+    assert rows(db) == rows(bare)

@@ -142,3 +142,19 @@ def test_a_schema_2_store_resumes(tmp_path: Path) -> None:
         assert version == str(SCHEMA_VERSION)  # migrated through every version since
     finally:
         store.close()
+
+
+def test_frozen_rows_are_written_byte_for_byte_as_a_plain_list() -> None:
+    # issue 31: a service's live rows (FrozenRows) are written from each row's kept JSON; the
+    # stored text and blobs are exactly those of the same rows as a plain list
+    from benchpack.runtime.snapblobs import FrozenRows, split_state
+
+    rows = [{"id": f"#W{i:07d}", "price": i / 3, "name": "订单 é", "items": [i, None, True]}
+            for i in range(300)]
+    for shown in (rows, rows[:1], []):
+        plain = {"services": {"s": {"t": list(shown)}}, "files": {}}
+        frozen = {"services": {"s": {"t": FrozenRows(shown)}}, "files": {}}
+        assert split_state(frozen, str.upper) == split_state(plain, str.upper)
+    again = FrozenRows([*rows[:5], {**rows[5], "price": 1.5}, *rows[6:]])
+    assert split_state({"services": {"s": {"t": again}}}, str) == \
+        split_state({"services": {"s": {"t": list(again)}}}, str)

@@ -82,6 +82,9 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
         force: bool, executor: str, ray_address: str | None, ray_workers: int | None,
         quiet: bool, as_json: bool, **client: Any) -> None:
     """Run a compiled PLAN (directory with plan.json) against an agent."""
+    from benchpack.runtime.prewarm import prewarm_http_client
+
+    prewarm_http_client(client.get("api_base"))  # beside the imports below (issue 31)
     from benchpack.runtime.errors import BenchError
     from benchpack.runtime.runner import RunInterrupted, RunOptions, run_plan
 

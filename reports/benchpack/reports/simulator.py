@@ -10,8 +10,8 @@ tau2-bench PR #345; fixing its premature stops from 63 to 79, tau2-bench#182):
   `intent_tracking` and `trigger_rubric` are ended by the runtime or the script, not the user
   (–);
 - leaks: `intent_tracking`: a hidden intent given away verbatim or near-verbatim
-  (`validity.leaks`, Chinese too) in a user message of a turn no later than the one the intent
-  was resolved in (completed, inferred or provided: the user may volunteer it only in the turn
+  (`leaks`, Chinese too; decided at run time, `extra.intent_leaks`) in a user message of a
+  turn no later than the one the intent was resolved in (completed, inferred or provided: the user may volunteer it only in the turn
   after), any turn for an unresolved one; `staged_disclosure`: the LLM wordings the runtime
   caught leaking a hidden stage twice (replaced by the rules wording, `extra.simulator_leaks`);
   `instructed_user`: the hidden `unknown` items are not in the store (–);
@@ -23,12 +23,12 @@ ablation variants and skipped sessions left out); each count says its denominato
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
+
+from benchpack.specs.text import leaks
 
 from .builtin import ReportContext
 from .model import BuiltinReport, Column, Estimate, ReportResult, Table
-from .validity import leaks
 
 PREMATURE = {
     "staged_disclosure": "termination = 'done' AND stages_disclosed < stages",
@@ -38,58 +38,81 @@ PREMATURE = {
 """SQL over `sessions`: the simulated user stopped before the scenario was done."""
 
 
-def _intent_leaks(ctx: ReportContext) -> dict[tuple[str, str], tuple[int, int]]:
-    """(run, session key) → (hidden intents leaked, intents) for intent tracking."""
+def _scanned_leaks(ctx: ReportContext) -> dict[tuple[str, str], tuple[int, int, int]]:
+    """(run, protocol) → (sessions with a leak, hidden intents leaked, intents) over the
+    intent-tracking sessions stored without `extra.intent_leaks` (stores written before the
+    runtime decided it, imported runs): their user messages scanned here, one by one. Sessions
+    the runtime wrote are counted in SQL (`simulator_rows`)."""
     rows = ctx.rows("""SELECT i.run_id, i.session_id, i.repeat, i.intent_id, i.text, i.turn,
             list(t.user_message ORDER BY t.turn) FILTER (WHERE t.user_message IS NOT NULL
                 AND (i.turn IS NULL OR t.turn <= i.turn))
         FROM intent_status i JOIN sessions s USING (run_id, session_id, repeat)
              LEFT JOIN turns t USING (run_id, session_id, repeat)
         WHERE i.run_id IN $runs AND i.pooled_from IS NULL AND s.ablation IS NULL
+          AND s.protocol = 'intent_tracking' AND s.status IN ('finished', 'error')
+          AND TRY_CAST(s.extra->>'$.intent_leaks' AS INTEGER) IS NULL
         GROUP BY ALL ORDER BY ALL""")
-    out: dict[tuple[str, str], tuple[int, int]] = {}
+    per_session: dict[tuple[str, str, int], tuple[int, int]] = {}
     for run, session, repeat, _, text, _, messages in rows:
-        key = (str(run), f"{session}#{repeat}")
-        leaked = any(leaks(str(text), str(m)) for m in (messages or []))
-        n_leaked, n = out.get(key, (0, 0))
-        out[key] = (n_leaked + leaked, n + 1)
+        key = (str(run), str(session), int(repeat))
+        leaked = int(any(leaks(str(text), str(m)) for m in (messages or [])))
+        n_leaked, n = per_session.get(key, (0, 0))
+        per_session[key] = (n_leaked + leaked, n + 1)
+    out: dict[tuple[str, str], tuple[int, int, int]] = {}
+    for (run, _, _), (leaked, n) in per_session.items():
+        sessions, items, hidden = out.get((run, "intent_tracking"), (0, 0, 0))
+        out[(run, "intent_tracking")] = (sessions + int(leaked > 0), items + leaked, hidden + n)
     return out
 
 
 def simulator_rows(ctx: ReportContext) -> list[dict[str, Any]]:
-    """One dict per (run, protocol) with the counts the report and the summary show."""
+    """One dict per (run, protocol) with the counts the report and the summary show, counted
+    in SQL: the cost does not grow with the transcripts' text."""
     cases = " ".join(f"WHEN '{p}' THEN ({sql})" for p, sql in PREMATURE.items())
-    rows = ctx.rows(f"""SELECT run_id, protocol, session_id, repeat,
-            error_kind = 'simulator' AS sim_error,
-            CASE protocol {cases} ELSE NULL END AS premature,
-            coalesce(user_turns, 0),
-            TRY_CAST(json_extract(extra, '$.simulator_leaks') AS INTEGER),
-            TRY_CAST(json_extract(extra, '$.simulator_retries') AS INTEGER)
-        FROM sessions WHERE run_id IN $runs AND ablation IS NULL
-          AND status IN ('finished', 'error') ORDER BY run_id, protocol, session_id, repeat""")
-    intent = _intent_leaks(ctx) if any(r[1] == "intent_tracking" for r in rows) else {}
-    acc: dict[tuple[str, str], dict[str, Any]] = defaultdict(lambda: {
-        "sessions": 0, "sim_errors": 0, "premature": 0, "leak_sessions": 0, "leaked_items": 0,
-        "hidden_items": 0, "off_script": 0, "user_turns": 0})
-    for run, protocol, session, repeat, sim_error, premature, user_turns, s_leaks, retries \
-            in rows:
-        a = acc[(str(run), str(protocol))]
-        a["sessions"] += 1
-        a["sim_errors"] += bool(sim_error)
-        a["premature"] += bool(premature)
-        a["user_turns"] += int(user_turns)
-        if protocol == "intent_tracking":
-            leaked, n = intent.get((str(run), f"{session}#{repeat}"), (0, 0))
-            a["leak_sessions"] += leaked > 0
-            a["leaked_items"] += leaked
-            a["hidden_items"] += n
-        elif protocol == "staged_disclosure":
-            a["leak_sessions"] += bool(s_leaks)
-            a["leaked_items"] += int(s_leaks or 0)
-            a["off_script"] += int(retries or 0)
+    rows = ctx.rows(f"""WITH s AS (
+            SELECT run_id, protocol, session_id, repeat,
+                   error_kind = 'simulator' AS sim_error,
+                   CASE protocol {cases} ELSE NULL END AS premature,
+                   coalesce(user_turns, 0) AS user_turns,
+                   TRY_CAST(extra->>'$.simulator_leaks' AS INTEGER) AS s_leaks,
+                   TRY_CAST(extra->>'$.simulator_retries' AS INTEGER) AS retries,
+                   TRY_CAST(extra->>'$.intent_leaks' AS INTEGER) AS i_leaks
+            FROM sessions WHERE run_id IN $runs AND ablation IS NULL
+              AND status IN ('finished', 'error')
+        ), i AS (
+            SELECT run_id, session_id, repeat, count(*) AS n FROM intent_status
+            WHERE run_id IN $runs AND pooled_from IS NULL GROUP BY ALL
+        ), j AS (
+            SELECT s.*, i.n, CASE WHEN protocol = 'intent_tracking' AND i.n IS NOT NULL
+                                  THEN i_leaks END AS il
+            FROM s LEFT JOIN i USING (run_id, session_id, repeat)
+        )
+        SELECT run_id, protocol, count(*), count(*) FILTER (WHERE sim_error),
+               count(*) FILTER (WHERE premature),
+               CASE protocol WHEN 'intent_tracking' THEN count(*) FILTER (WHERE il > 0)
+                    WHEN 'staged_disclosure' THEN count(*) FILTER (WHERE s_leaks <> 0)
+                    ELSE 0 END,
+               CASE protocol WHEN 'intent_tracking' THEN sum(coalesce(il, 0))
+                    WHEN 'staged_disclosure' THEN sum(coalesce(s_leaks, 0)) ELSE 0 END,
+               CASE WHEN protocol = 'intent_tracking'
+                    THEN sum(CASE WHEN il IS NOT NULL THEN n ELSE 0 END) ELSE 0 END,
+               CASE WHEN protocol = 'staged_disclosure' THEN sum(coalesce(retries, 0))
+                    ELSE 0 END,
+               sum(user_turns),
+               count(*) FILTER (WHERE protocol = 'intent_tracking' AND n IS NOT NULL
+                                AND il IS NULL)
+        FROM j GROUP BY run_id, protocol ORDER BY run_id, protocol""")
+    scanned = _scanned_leaks(ctx) if any(r[-1] for r in rows) else {}
     out = []
-    for (run, protocol), a in sorted(acc.items()):
-        a.update(run=run, protocol=protocol,
+    for run, protocol, *counts, _ in rows:
+        a: dict[str, Any] = dict(zip(
+            ("sessions", "sim_errors", "premature", "leak_sessions", "leaked_items",
+             "hidden_items", "off_script", "user_turns"), map(int, counts), strict=True))
+        more = scanned.get((str(run), str(protocol)), (0, 0, 0))
+        a["leak_sessions"] += more[0]
+        a["leaked_items"] += more[1]
+        a["hidden_items"] += more[2]
+        a.update(run=str(run), protocol=str(protocol),
                  premature_defined=protocol in PREMATURE,
                  leaks_defined=protocol in ("intent_tracking", "staged_disclosure"),
                  off_script_defined=protocol == "staged_disclosure")

@@ -7,8 +7,8 @@
   labelled units. Its CI is the normal interval of the paper, θ̂ ± z·SE.
 - `kendall_tau_b`, `kendall_tau_ci`: rank agreement of the agents under two judges, with a
   seeded percentile bootstrap over the units both judges scored.
-- `leaks`: whether a user message gives away a hidden text near-verbatim (Chinese too), on the
-  tokenisation the compiler's leak lints use (`benchpack.specs.text`).
+- `leaks` (from `benchpack.specs.text`): whether a user message gives away a hidden text
+  near-verbatim (Chinese too), on the tokenisation the compiler's leak lints use.
 
 Undefined figures come back as `None`, never NaN.
 """
@@ -21,7 +21,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from benchpack.specs.text import grams, words
+from benchpack.specs.text import LEAK_MIN_TOKENS, LEAK_SHARE, VERBATIM_MIN, leaks
 
 PPI_CITATION = ("prediction-powered inference (Angelopoulos, Bates, Fannjiang, Jordan & Zrnic, "
                 "\"Prediction-powered inference\", Science 382, 2023)")
@@ -191,42 +191,15 @@ def _quantile(xs: Sequence[float], q: float) -> float:
 
 
 # --------------------------------------------------------------------------- leaks
-
-LEAK_SHARE = 0.8
-"""Share of a hidden text's content tokens a message must contain to give it away (the
-compiler's leak lints use the same share)."""
-LEAK_MIN_TOKENS = 3
-VERBATIM_MIN = 6
-"""Tokens (words, or characters of Chinese) a hidden text needs before its verbatim
-appearance counts: "yes" inside a message gives nothing away."""
-
-_STOP = frozenset({
-    "the", "a", "an", "and", "or", "of", "to", "in", "on", "for", "with", "at", "by", "from",
-    "is", "are", "be", "it", "this", "that", "my", "your", "our", "please", "i", "you", "we",
-    "me"})
-
-
-def _content(word: str) -> bool:
-    return word not in _STOP and (len(word) > 2 or word.isdigit() or not word.isascii())
-
-
-def leaks(secret: str, message: str) -> bool:
-    """Whether `message` contains `secret` verbatim (after NFKC folding and re-spacing, so
-    `我 想 订` matches `我想订`) or near-verbatim: ≥ `LEAK_SHARE` of its content tokens (words;
-    Chinese character bigrams and ideographs) with at least `LEAK_MIN_TOKENS` of them."""
-    s, m = words(secret), words(message)
-    if not s or not m:
-        return False
-    if len(s) >= VERBATIM_MIN and " ".join(s) in " ".join(m):
-        return True
-    wanted: set[str] = grams(secret, _content)
-    if len(wanted) < LEAK_MIN_TOKENS:
-        return False
-    return len(wanted & grams(message, _content)) / len(wanted) >= LEAK_SHARE
-
+# `leaks` lives with the tokenisation (`benchpack.specs.text`) so that the runtime can decide
+# it once per session at run time (`sessions.extra.intent_leaks`) and the same rule answers
+# here for stores written before that.
 
 __all__ = [
+    "LEAK_MIN_TOKENS",
+    "LEAK_SHARE",
     "PPI_CITATION",
+    "VERBATIM_MIN",
     "PPIEstimate",
     "TauCI",
     "kendall_tau_b",

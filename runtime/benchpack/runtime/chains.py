@@ -88,6 +88,7 @@ async def run_sessions(ctx: RunContext, sessions: list[PlanSession], repeat: int
         if env is None:
             env = EpisodeEnvironment.create(plan, s.environment, env_root)
             env.process_pool = ctx.services
+            env.tool_workers = ctx.services.tool_workers
             envs.append(env)
             if last_done is not None:
                 snap = ctx.store.snapshot(ctx.run_id, episode_id, repeat, last_done)
@@ -161,7 +162,8 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
         # a judge item or an agent turn cut short by the budget must not be scored
         ok, kind, error = False, "budget", refused
         result = ProtocolResult(termination="error", error=refused)
-    snapshot = env.snapshot() if ok else None
+    # only written to the store (serialised by its writer): the live rows, not a copy
+    snapshot = env.snapshot(rows="live") if ok else None
     if snapshot is not None and env.processes:
         try:
             snapshot["processes"] = await env.snapshot_processes()

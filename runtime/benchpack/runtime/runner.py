@@ -31,6 +31,7 @@ from .errors import UsageError
 from .judges.base import templates_fingerprint
 from .planfile import load_plan
 from .preflight import check_machine
+from .prewarm import prewarm_http_client
 from .protocols.base import default_protocols
 from .run_types import (
     RUNS_VERSION,
@@ -79,6 +80,7 @@ def _select(plan: Plan, patterns: list[str]) -> list[str]:
 
 async def run_plan_async(options: RunOptions) -> RunSummary:
     started = time.time()
+    prewarm_http_client(options.api_base)
     plan = load_plan(options.plan)
     fresh = not Path(options.db).exists()
     store = Store(options.db, redactor_for(options))

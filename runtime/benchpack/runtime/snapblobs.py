@@ -23,6 +23,29 @@ the same after every session and in every repeat, and were stored once per sessi
 BLOB_REF = "$blob"
 
 
+class FrozenRows(list):  # type: ignore[type-arg]
+    """A table's rows that are never changed in place (`ServiceState.live_rows()`: a service
+    stores a new object for every write). `split_state` then writes each row's JSON once per
+    run (kept by identity) instead of dumping the whole table for every session (issue 31)."""
+
+
+_ROW_JSON: dict[int, tuple[Any, str]] = {}
+_ROW_JSON_MAX = 200_000
+
+
+def _rows_json(rows: FrozenRows) -> str:
+    """`_json(rows)`, byte for byte, from the rows' kept texts."""
+    parts = []
+    for row in rows:
+        hit = _ROW_JSON.get(id(row))
+        if hit is None or hit[0] is not row:
+            if len(_ROW_JSON) >= _ROW_JSON_MAX:
+                _ROW_JSON.clear()
+            hit = _ROW_JSON[id(row)] = (row, json.dumps(row, ensure_ascii=False, default=str))
+        parts.append(hit[1])
+    return "[" + ", ".join(parts) + "]"
+
+
 def _blob_ref(data: str, found: dict[str, str]) -> dict[str, str]:
     digest = hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
     found[digest] = data
@@ -50,7 +73,8 @@ def split_state(state: dict[str, Any], clean: Callable[[str], str]) -> tuple[str
                 continue
             kept: dict[str, Any] = {}
             for table, rows in tables.items():
-                text = _json(rows) if isinstance(rows, list) else None
+                text = (_rows_json(rows) if isinstance(rows, FrozenRows) else
+                        _json(rows) if isinstance(rows, list) else None)
                 kept[table] = (_blob_ref(clean(text), found)
                                if text is not None and len(text) >= BLOB_MIN_CHARS else rows)
             out["services"][name] = kept

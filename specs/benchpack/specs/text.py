@@ -95,7 +95,43 @@ def width(text: str) -> int:
     return sum(len(p) * (2 if run else 1) for p, run in pieces) + max(len(pieces) - 1, 0)
 
 
-__all__ = ["STOP_IDEOGRAPHS", "fold", "grams", "width", "words"]
+# --------------------------------------------------------------------------- leaks
+
+LEAK_SHARE = 0.8
+"""Share of a hidden text's content tokens a message must contain to give it away (the
+compiler's leak lints use the same share)."""
+LEAK_MIN_TOKENS = 3
+VERBATIM_MIN = 6
+"""Tokens (words, or characters of Chinese) a hidden text needs before its verbatim
+appearance counts: "yes" inside a message gives nothing away."""
+
+_STOP = frozenset({
+    "the", "a", "an", "and", "or", "of", "to", "in", "on", "for", "with", "at", "by", "from",
+    "is", "are", "be", "it", "this", "that", "my", "your", "our", "please", "i", "you", "we",
+    "me"})
+
+
+def _content(word: str) -> bool:
+    return word not in _STOP and (len(word) > 2 or word.isdigit() or not word.isascii())
+
+
+def leaks(secret: str, message: str) -> bool:
+    """Whether `message` contains `secret` verbatim (after NFKC folding and re-spacing, so
+    `我 想 订` matches `我想订`) or near-verbatim: ≥ `LEAK_SHARE` of its content tokens (words;
+    Chinese character bigrams and ideographs) with at least `LEAK_MIN_TOKENS` of them."""
+    s, m = words(secret), words(message)
+    if not s or not m:
+        return False
+    if len(s) >= VERBATIM_MIN and " ".join(s) in " ".join(m):
+        return True
+    wanted: set[str] = grams(secret, _content)
+    if len(wanted) < LEAK_MIN_TOKENS:
+        return False
+    return len(wanted & grams(message, _content)) / len(wanted) >= LEAK_SHARE
+
+
+__all__ = ["LEAK_MIN_TOKENS", "LEAK_SHARE", "STOP_IDEOGRAPHS", "VERBATIM_MIN", "fold", "grams",
+           "leaks", "width", "words"]
 
 
 # Sentences end at `.!?` before whitespace, at full-width `。！？` (Chinese and Japanese put no

@@ -12,6 +12,7 @@ from benchpack.specs.toolsets import PyToolImpl
 from .copying import copy_json
 from .corpus import CorpusIndex
 from .errors import ToolError
+from .pytool_pool import WorkerPool
 from .pytools import PyToolWorker, ToolBinding
 from .service_pool import ServicePool, process_services, state_of
 from .services import ServiceState
@@ -44,6 +45,8 @@ class EpisodeEnvironment:
         # ---- HTTP services (issue 12, section 2): process instances borrowed from the run's
         # pool for this episode chain; the runner sets `process_pool`
         self.process_pool: ServicePool | None = None
+        self.tool_workers: WorkerPool | None = None
+        """The run's idle python tool workers (`pytool_pool`), set by the runner."""
         self.processes: dict[str, ServiceProcess] = {}
         self._process_state: dict[str, Any] = {}
 
@@ -98,7 +101,8 @@ class EpisodeEnvironment:
                  if isinstance(t.impl, PyToolImpl) and t.impl.toolset == toolset}
         worker = self._workers[toolset] = PyToolWorker(
             ts.source, tools, state, filename=ts.file, allow_python=allow_python,
-            check_arguments=ts.check_arguments, atomic=ts.atomic, plain_errors=ts.plain_errors)
+            check_arguments=ts.check_arguments, atomic=ts.atomic, plain_errors=ts.plain_errors,
+            pool=self.tool_workers)
         return worker
 
     async def aclose(self) -> None:
@@ -107,14 +111,18 @@ class EpisodeEnvironment:
         for worker in workers:
             await worker.aclose()
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self, rows: str = "copy") -> dict[str, Any]:
         """Workspace files, service rows (and key counters), outbox and questions; JSON-
-        serialisable, for resuming an episode after a crash."""
+        serialisable, for resuming an episode after a crash. `rows`: `copy`; `live`, the
+        services' own row objects in new lists (for a reader only: a service never changes a
+        row in place, so they stay as they are; no copy of a large database per session);
+        `none`, no rows (the caller keeps `live_rows()`)."""
         return {
             "version": SNAPSHOT_VERSION,
             "environment": self.environment.id,
             "files": self.workspace.snapshot(),
-            "services": {name: svc.snapshot() for name, svc in self.services.items()},
+            "services": {name: svc.snapshot() if rows == "copy" else svc.live_rows()
+                         for name, svc in self.services.items()} if rows != "none" else {},
             "counters": {name: svc.counters() for name, svc in self.services.items()},
             "outbox": copy_json(self.outbox),
             "asked": list(self.asked),

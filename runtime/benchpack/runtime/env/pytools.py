@@ -49,6 +49,7 @@ from benchpack.specs.pytools import PyToolSpec
 from ..sandbox import Sandbox, SandboxUnavailable, _python, kill_process, spawn
 from ..tmpdirs import temp_dir
 from .errors import ToolError
+from .pytool_pool import WorkerPool, kill_idle
 from .services import ServiceState
 
 CALL_TIMEOUT_S = 10.0
@@ -74,6 +75,9 @@ def _jkey(key):
     return _json.dumps(key, sort_keys=True)
 
 
+_NEW = object()
+
+
 class State:
     """The service's tables (values are JSON). Returned rows are copies: change one, then
     `put` it. A call that raises changes nothing."""
@@ -84,6 +88,27 @@ class State:
         self._info = info
         self._journal = []
         self._undo = []
+        # the episode's journal: each changed key's row before its first change (`_NEW`: it
+        # was not there), so that a warm worker is reset by undoing it (`_reset_episode`)
+        self._touched = {}
+        self._deleted = False
+        self._counters = {t: i["counter"] for t, i in info.items()}
+
+    def _reset_episode(self):
+        """Back to the tables this State was made from, by undoing the episode's changes:
+        False when a row was deleted (putting it back would move it to the end of its table,
+        and the order of rows is what `rows`/`find` return), then the caller reloads."""
+        if self._deleted:
+            return False
+        for (table, k), old in self._touched.items():
+            if old is _NEW:
+                self._tables[table].pop(k, None)
+            else:
+                self._tables[table][k] = old  # an existing key keeps its place
+        for table, counter in self._counters.items():
+            self._info[table]["counter"] = counter
+        self._touched, self._journal, self._undo = {}, [], []
+        return True
 
     def _table(self, table):
         if table not in self._tables:
@@ -118,6 +143,7 @@ class State:
             row[key_field] = self.next_id(table)
         k = _jkey(row[key_field])
         self._undo.append((table, k, rows.get(k), self._info[table]["counter"]))
+        self._touched.setdefault((table, k), rows.get(k, _NEW))
         rows[k] = row
         n = self._number(table, row[key_field])
         if n is not None:
@@ -132,6 +158,7 @@ class State:
         if k not in rows:
             raise ToolError(f"no row of `{table}` with {self._info[table]['key']} {key!r}")
         self._undo.append((table, k, rows[k], self._info[table]["counter"]))
+        self._deleted = True
         del rows[k]
         self._journal.append({"op": "delete", "table": table, "key": key})
 
@@ -171,7 +198,7 @@ class State:
 '''
 
 WORKER = r'''
-import asyncio, importlib.util, inspect, json, os, sys, traceback
+import asyncio, importlib.util, inspect, json, os, shutil, sys, traceback
 proto_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
 proto_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
 os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
@@ -208,14 +235,41 @@ def where(exc):
     return f" (line {frames[-1].lineno} of {SHOWN})" if frames else ""
 
 
-init = json.load(open("/sandbox/init.json", encoding="utf-8"))
+INIT = open("/sandbox/init.json", encoding="utf-8").read()
+init = json.loads(INIT)
 MODULE, SHOWN = "/sandbox/pack/" + init["file"], init["shown"]
 ATOMIC, PLAIN = init.get("atomic", True), init.get("plain_errors", False)
-try:
+ENVIRON = dict(os.environ)
+
+
+CODE = []
+
+
+def load():
+    """The pack module, executed afresh in a new module (compiled once per process)."""
     spec = importlib.util.spec_from_file_location(init["module"], MODULE)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[init["module"]] = mod
-    spec.loader.exec_module(mod)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[init["module"]] = module
+    if not CODE:
+        with open(MODULE, "rb") as f:
+            CODE.append(compile(f.read(), MODULE, "exec", dont_inherit=True))
+    exec(CODE[0], module.__dict__)
+    return module
+
+
+def empty(directory):
+    for entry in os.scandir(directory):
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            pass
+
+
+try:
+    mod = load()
 except BaseException as exc:
     send({"fatal": f"{type(exc).__name__}: {exc}{where(exc)}"})
     sys.exit(0)
@@ -223,6 +277,22 @@ state = benchpack_tools.State(init["tables"], init["info"])
 send({"ready": True})
 for line in proto_in:
     req = json.loads(line)
+    if req.get("reset"):  # the next episode: as if started afresh (pytool_pool.py)
+        empty("/work")
+        empty("/tmp")
+        os.chdir("/work")
+        os.environ.clear()
+        os.environ.update(ENVIRON)
+        try:
+            mod = load()
+        except BaseException as exc:
+            send({"fatal": f"{type(exc).__name__}: {exc}{where(exc)}"})
+            sys.exit(0)
+        if not state._reset_episode():
+            fresh = json.loads(INIT)
+            state = benchpack_tools.State(fresh["tables"], fresh["info"])
+        send({"ready": True})
+        continue
     fn = getattr(mod, req["function"], None)
     if not callable(fn):
         send({"error": f"the module has no function `{req['function']}`", "kind": "crash"})
@@ -275,6 +345,7 @@ _LIVE: weakref.WeakSet[PyToolWorker] = weakref.WeakSet()
 def _kill_all() -> None:
     for worker in list(_LIVE):
         worker.close()
+    kill_idle()
 
 
 class PyToolWorker:
@@ -286,7 +357,7 @@ class PyToolWorker:
                  allow_python: bool = False, call_timeout_s: float = CALL_TIMEOUT_S,
                  memory_mb: int = 512, cpu_budget_s: int = CPU_BUDGET_S,
                  check_arguments: bool = True, atomic: bool = True,
-                 plain_errors: bool = False) -> None:
+                 plain_errors: bool = False, pool: WorkerPool | None = None) -> None:
         self.source = source
         self.check_arguments = check_arguments
         self.atomic = atomic
@@ -299,6 +370,13 @@ class PyToolWorker:
         self.sandbox = Sandbox(timeout_s=cpu_budget_s, memory_mb=memory_mb)
         self.starts = 0
         """How many worker processes were started (a restart shows as one more)."""
+        self.pool = pool
+        """The run's idle workers: borrowed from at the first call, given back by `aclose`."""
+        self.borrowed = 0
+        """How many times a warm worker was borrowed instead of starting one."""
+        self._base: dict[str, list[Any]] | None = None
+        self._info: dict[str, Any] = {}
+        self._uses = 0
         self._proc: asyncio.subprocess.Process | None = None
         self._dir: Path | None = None
         self._stderr: collections.deque[bytes] = collections.deque(maxlen=64)
@@ -313,7 +391,20 @@ class PyToolWorker:
 
     # ------------------------------------------------------------------ process
 
+    def _key(self) -> tuple[Any, ...]:
+        return (self.source, self.filename, self.atomic, self.plain_errors)
+
     async def _start(self) -> asyncio.subprocess.Process:
+        if self.pool is not None:
+            idle = await self.pool.take(self._key(), self.state)
+            if idle is not None:
+                self._proc, self._dir, self._drain = idle.proc, idle.directory, idle.drain
+                self._stderr = idle.stderr
+                self._stderr.clear()
+                self._base, self._info, self._uses = idle.base, idle.info, idle.uses + 1
+                self.borrowed += 1
+                _LIVE.add(self)
+                return idle.proc
         self._dir = temp_dir("benchpack-tools-")
         files, work = self._dir / "files", self._dir / "work"
         for d in (files / "api", files / "pack", work):
@@ -321,8 +412,10 @@ class PyToolWorker:
         (files / "api" / "benchpack_tools.py").write_text(API, encoding="utf-8")
         (files / "pack" / "module.py").write_text(self.source, encoding="utf-8")
         (files / "worker.py").write_text(WORKER, encoding="utf-8")
-        tables = self.state.snapshot() if self.state is not None else {}
+        # the rows themselves (only written out here), kept to lend the worker again later
+        tables = self.state.live_rows() if self.state is not None else {}
         info = self.state.key_info() if self.state is not None else {}
+        self._base, self._info, self._uses = tables, info, 1
         stem = Path(self.filename).stem
         (files / "init.json").write_text(json.dumps(
             {"file": "module.py", "shown": self.filename, "tables": tables, "info": info,
@@ -408,7 +501,20 @@ class PyToolWorker:
         _LIVE.discard(self)
 
     async def aclose(self) -> None:
-        """`close()`, then wait until every worker this object started has been reaped."""
+        """The episode is over: the worker goes back to the run's pool (reset there for the
+        next episode) when it ended between calls; otherwise `close()`. Then wait until every
+        worker this object stopped has been reaped."""
+        proc = self._proc
+        if (self.pool is not None and proc is not None and proc.returncode is None
+                and self._base is not None and not self._lock.locked()):
+            from .pytool_pool import IdleWorker
+
+            self.pool.give(IdleWorker(self._key(), proc, self._dir, self._drain, self._stderr,
+                                      self._base, self._info, self._uses,
+                                      asyncio.get_running_loop()))
+            self._proc, self._dir, self._drain, self._base = None, None, None, None
+            self._stderr = collections.deque(maxlen=64)
+            _LIVE.discard(self)
         self.close()
         if self._reaping:
             await asyncio.gather(*self._reaping, return_exceptions=True)

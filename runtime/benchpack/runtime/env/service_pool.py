@@ -62,6 +62,10 @@ class ServicePool:
         self._all: list[ServiceProcess] = []
         self.started = 0
         """How many instances were started (reuse after a reset does not count)."""
+        from .pytool_pool import WorkerPool
+
+        self.tool_workers = WorkerPool()
+        """The run's idle python tool workers, closed with the services (issue 31)."""
 
     def _source(self, name: str) -> Path:
         """The service's files from the plan, written once per run (read-only at `/pack`)."""
@@ -124,13 +128,16 @@ class ServicePool:
         procs, self._all = self._all, []
         self._idle.clear()
         try:
+            await self.tool_workers.close()
             for proc in procs:
                 await proc.stop()
         finally:
+            self.tool_workers.kill_all()
             for proc in procs:
                 proc.kill()
 
     def kill_all(self) -> None:
+        self.tool_workers.kill_all()
         for proc in self._all:
             with contextlib.suppress(Exception):
                 proc.kill()

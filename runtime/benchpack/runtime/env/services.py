@@ -31,6 +31,7 @@ from jsonschema.validators import validator_for
 from benchpack.specs.pack import Operation
 from benchpack.specs.plan import PlanService, PlanTable
 
+from ..snapblobs import FrozenRows
 from .copying import copy_json
 from .errors import ToolError
 
@@ -95,8 +96,12 @@ class ServiceState:
         self.spec = service
         self.tables: dict[str, PlanTable] = dict(service.tables)
         self.operations: dict[str, Operation] = {op.name: op for op in service.operations}
+        # the plan's row objects, shared and not copied: a service never changes a row in place
+        # (every write stores a new object, every read hands out a copy), and environments
+        # that start alike then hold the same rows, which lets a warm python tool worker
+        # started from them be lent again (`pytool_pool.same_rows`)
         self._rows: dict[str, list[dict[str, Any]]] = {
-            name: copy_json(t.rows) for name, t in service.tables.items()}
+            name: list(t.rows) for name, t in service.tables.items()}
         self._validators: dict[str, Validator] = {}
         for name, t in service.tables.items():
             if t.row_schema:
@@ -120,7 +125,19 @@ class ServiceState:
         """The rows themselves, not copied: only to look at. A row is never changed in
         place (`put_row` stores a new object), so keeping a reference keeps its content —
         a cheap before/after for comparisons (`bench parity tau2`)."""
-        return {t: list(rows) for t, rows in self._rows.items()}
+        return {t: FrozenRows(rows) for t, rows in self._rows.items()}
+
+    def adopt_rows(self, live: dict[str, list[dict[str, Any]]],
+                   counters: dict[str, int] | None = None) -> None:
+        """`restore` from another state's `live_rows()` (and `counters()`): the very row
+        objects, not copies (rows are never changed in place), so a worker started from them
+        can be lent again."""
+        for table, rows in live.items():
+            if table in self._rows:
+                self._rows[table] = list(rows)
+        for table in self.tables:
+            self._counters[table] = max(self._max_number(table),
+                                        (counters or {}).get(table, 0))
 
     def counters(self) -> dict[str, int]:
         """The last number used for generated keys, per table (kept in episode snapshots so

@@ -48,8 +48,53 @@ def _dumps(v: Any) -> str:
     return json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def canonical(state: Mapping[str, Any]) -> str:
-    """The canonical JSON text of a state (rows of each table sorted by their own JSON)."""
+_ROW_TEXT: dict[int, tuple[Any, str]] = {}
+"""id(row) → (row, its canonical text), for `frozen` states only. The row is kept so that its
+id is not reused while the entry lives."""
+ROW_TEXT_MAX = 200_000
+
+
+def _row_text(row: Any) -> str:
+    hit = _ROW_TEXT.get(id(row))
+    if hit is not None and hit[0] is row:
+        return hit[1]
+    text = _dumps(_canon(row))
+    if len(_ROW_TEXT) >= ROW_TEXT_MAX:
+        _ROW_TEXT.clear()
+    _ROW_TEXT[id(row)] = (row, text)
+    return text
+
+
+def canonical(state: Mapping[str, Any], frozen: bool = False) -> str:
+    """The canonical JSON text of a state (rows of each table sorted by their own JSON).
+    `frozen`: the caller promises that no row of `state` is ever changed in place (a service's
+    `live_rows()`), so each row's text is kept by identity and a row shared by many states
+    (the plan's, in every episode that did not change it) is written out once per run."""
+    # the text `_dumps` gives for {service: {table: sorted rows}}, built from each row's own
+    # text: every row is canonicalised and dumped once (not once to sort, again to write)
+    text_of = _row_text if frozen else (lambda r: _dumps(_canon(r)))
+
+    def key(k: Any) -> str:
+        return json.dumps(str(k), ensure_ascii=False)
+
+    services = []
+    for svc, tables in sorted(((str(k), v) for k, v in state.items()), key=lambda kv: kv[0]):
+        if isinstance(tables, Mapping):
+            parts = []
+            for t, rows in sorted(((str(k), v) for k, v in tables.items()),
+                                  key=lambda kv: kv[0]):
+                text = ("[" + ",".join(sorted(text_of(r) for r in rows)) + "]"
+                        if isinstance(rows, list) else _dumps(_canon(rows)))
+                parts.append(f"{key(t)}:{text}")
+            services.append(f"{key(svc)}:{{{','.join(parts)}}}")
+        else:
+            services.append(f"{key(svc)}:{_dumps(_canon(tables))}")
+    return "{" + ",".join(services) + "}"
+
+
+def _canonical_before(state: Mapping[str, Any]) -> str:
+    """`canonical` as it was written first (one `_dumps` of the sorted whole): kept as the
+    reference the faster one is tested against."""
     out: dict[str, Any] = {}
     for svc, tables in _canon(state).items():
         if isinstance(tables, dict):
@@ -60,9 +105,9 @@ def canonical(state: Mapping[str, Any]) -> str:
     return _dumps(out)
 
 
-def state_hash(state: Mapping[str, Any]) -> str:
-    """sha256 of the canonical JSON, hex."""
-    return hashlib.sha256(canonical(state).encode()).hexdigest()
+def state_hash(state: Mapping[str, Any], frozen: bool = False) -> str:
+    """sha256 of the canonical JSON, hex (`frozen`: see `canonical`)."""
+    return hashlib.sha256(canonical(state, frozen).encode()).hexdigest()
 
 
 # --------------------------------------------------------------------------- diff
@@ -218,17 +263,19 @@ class GoldReplayError(Exception):
 
 
 async def replay_gold(actions: Sequence[Mapping[str, Any]], initial_state: Mapping[str, Any],
-                      call: ToolCall) -> State:
+                      call: ToolCall, settled: Callable[[], State] | None = None) -> State:
     """The state after the gold actions (`{tool, args}`), run in order by `call` on a deep copy
-    of `initial_state` (never changed)."""
-    state: State = copy.deepcopy(dict(initial_state))
+    of `initial_state` (never changed). With `settled`, `call` keeps the state elsewhere (a
+    replay environment): no copy is made, and `settled()` gives the state after the last
+    action (once, not after every call)."""
+    state: State = {} if settled is not None else copy.deepcopy(dict(initial_state))
     for i, action in enumerate(actions):
         try:
             await call(state, str(action["tool"]), dict(action.get("args") or {}))
         except Exception as exc:  # any failure of a gold call is the gold's problem
             raise GoldReplayError(i, str(action.get("tool")),
                                   f"{type(exc).__name__}: {exc}") from exc
-    return state
+    return settled() if settled is not None else state
 
 
 @dataclass
@@ -247,14 +294,17 @@ class StateCheck:
 
 async def check_state(actions: Sequence[Mapping[str, Any]], initial_state: Mapping[str, Any],
                       final_state: Mapping[str, Any], call: ToolCall,
-                      keys: Mapping[str, str] | None = None) -> StateCheck:
-    """Replay, hash both, and diff when they differ."""
-    got = state_hash(final_state)
+                      keys: Mapping[str, str] | None = None,
+                      settled: Callable[[], State] | None = None,
+                      frozen: bool = False) -> StateCheck:
+    """Replay, hash both, and diff when they differ (`settled`: see `replay_gold`; `frozen`:
+    both states are services' live rows, see `canonical`)."""
+    got = state_hash(final_state, frozen)
     try:
-        expected = await replay_gold(actions, initial_state, call)
+        expected = await replay_gold(actions, initial_state, call, settled)
     except GoldReplayError as exc:
         return StateCheck(None, None, got, StateDiff(), str(exc))
-    want = state_hash(expected)
+    want = state_hash(expected, frozen)
     if want == got:
         return StateCheck(True, want, got, StateDiff())
     found = diff(expected, final_state, keys)

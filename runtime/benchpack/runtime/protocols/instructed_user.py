@@ -177,7 +177,11 @@ class InstructedUser:
         except InitialStateError as exc:
             return ProtocolResult(termination="error", error=str(exc), error_kind="infrastructure",
                                   extra={"stop_signal": None})
-        initial = ctx.env.snapshot()  # the state the gold actions are replayed on
+        # the state the gold actions are replayed on (after the initial state); its rows not
+        # copied but held (a service never changes a row in place): the replay holds these very
+        # objects, so the warm worker of an earlier episode that started alike can serve it
+        initial = ctx.env.snapshot(rows="none")
+        initial["live_rows"] = {n: svc.live_rows() for n, svc in ctx.env.services.items()}
         if s.conversation is not None and s.conversation.solo:
             return await solo(ctx, initial)
         max_turns = s.limits.max_turns or 30
@@ -242,7 +246,9 @@ async def score(ctx: SessionContext, initial: dict[str, Any], termination: str =
         out["unfinished"] = termination  # τ² scores it 0 before evaluating anything
     records = all_records(ctx)  # τ²'s action check looks at the user's calls too
     if gold["actions"] or "state" in sc["reward"]:
-        final = {name: svc.snapshot() for name, svc in ctx.env.services.items()}
+        # the rows themselves, not a copy: only hashed and diffed (a service never changes a
+        # row in place), and a copy of a large database costs more than the check
+        final = {name: svc.live_rows() for name, svc in ctx.env.services.items()}
         keys = {f"{n}.{t}": spec.key for n, svc in ctx.env.services.items()
                 for t, spec in svc.tables.items()}
         check = await replay_state(ctx, initial, gold["actions"], final, keys)
@@ -316,17 +322,21 @@ async def replay_state(ctx: SessionContext, initial: dict[str, Any],
     # owner-tagged: a SIGKILL mid-replay leaves a directory the next run sweeps
     with temporary("benchpack-replay-") as tmp:
         env = EpisodeEnvironment.create(ctx.plan, ctx.session.environment, tmp)
+        env.tool_workers = ctx.env.tool_workers
         env.restore(initial)
+        counters = initial.get("counters") or {}
+        for name, live in (initial.get("live_rows") or {}).items():
+            if name in env.services:
+                env.services[name].adopt_rows(live, counters.get(name))
         # both sides' tools: gold actions with `requestor: user` replay on the user's side
         box = ToolBox(ctx.plan, ctx.session, env, allow_python=ctx.run.options.allow_python,
                       tools=[*ctx.session.tools, *user_tools(ctx)])
 
         async def call(state: dict[str, Any], tool: str, args: dict[str, Any]) -> Any:
-            record = await box.call(tool, args)
-            # after every call, failed ones too: a toolset function that is not atomic
+            # the state stays in the replay environment, read once after the last action
+            # (`settled`), failed calls included: a toolset function that is not atomic
             # (`atomic: false`) keeps what it changed before raising, as τ²'s tools do
-            state.clear()
-            state.update({n: svc.snapshot() for n, svc in env.services.items()})
+            record = await box.call(tool, args)
             if record.error is not None:
                 if not _replayable_failure(ctx, tool):
                     raise RuntimeError(record.error)
@@ -337,9 +347,11 @@ async def replay_state(ctx: SessionContext, initial: dict[str, Any],
                 return {"error": record.error}
             return record.result
 
+        def settled() -> dict[str, Any]:
+            return {n: svc.live_rows() for n, svc in env.services.items()}
+
         try:
-            start = {n: svc.snapshot() for n, svc in env.services.items()}
-            return await check_state(gold, start, final, call, keys)
+            return await check_state(gold, {}, final, call, keys, settled, frozen=True)
         finally:  # the replay's own toolset workers end with it, before the event loop does
             await env.aclose()
 

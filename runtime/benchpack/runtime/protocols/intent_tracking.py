@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from benchpack.specs.text import leaks
+
 from ..judges.base import JudgeError
 from ..judges.intent import Intent, intent_roles
 from ..planfile import group_index
@@ -105,9 +107,22 @@ class IntentTracking:
         metrics: dict[str, Any] = {"intents": n, **counts, "proc": proc}
         if termination != "error":
             rows += _pool_group(ctx, rows, metrics)
+        extra: dict[str, Any] = {"intent_leaks": leaked_intents(rows, ctx.turn_rows)}
+        if errors:
+            extra["judge_errors"] = errors
         return ProtocolResult(termination=termination, metrics=metrics,
                               tables={"intent_status": rows}, judge_errors=len(errors),
-                              extra={"judge_errors": errors} if errors else {})
+                              extra=extra)
+
+
+def leaked_intents(rows: list[tuple[Any, ...]], turn_rows: list[tuple[Any, ...]]) -> int:
+    """How many of the session's own hidden intents (`rows`, as stored in `intent_status`)
+    a user message gave away (`leaks`) in a turn no later than the one the intent was resolved
+    in, any turn for an unresolved one: what the simulator report counts. Decided once here
+    (`sessions.extra.intent_leaks`) so that no report rescans every transcript."""
+    users = [(int(t[0]), str(t[1])) for t in turn_rows if t[1] is not None]
+    return sum(1 for r in rows if r[6] is None and any(
+        leaks(str(r[1]), m) for turn, m in users if r[4] is None or turn <= r[4]))
 
 
 def _pool_group(ctx: SessionContext, own: list[tuple[Any, ...]], metrics: dict[str, Any]
