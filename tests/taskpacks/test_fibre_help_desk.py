@@ -115,9 +115,9 @@ def test_dual_control_tasks_both_sides_with_either_customer(tmp_path: Path, sim:
     user_calls = con.execute(
         "SELECT split_part(session_id, '.', 4), tool_name, json(call)::VARCHAR, error "
         "FROM tool_calls WHERE side = 'user' ORDER BY session_id, seq").fetchall()
-    agent_calls = con.execute("SELECT count(*) FROM tool_calls WHERE side = 'user' AND "
-                              "tool_name NOT IN ('restart_router', 'check_router_lights', "
-                              "'set_wifi_password')").fetchone()
+    router = ("check_router_lights", "restart_router", "set_wifi_password")
+    agent_used = con.execute("SELECT count(*) FROM tool_calls WHERE side = 'agent' AND "
+                             f"tool_name IN {router}").fetchone()
     verdicts = _assertions(con, "router-restart")
     con.close()
     assert {t: s for t, (s, _) in scores.items()} == {t: 1.0 for t in TASKS}
@@ -129,7 +129,11 @@ def test_dual_control_tasks_both_sides_with_either_customer(tmp_path: Path, sim:
         ("router-restart", "check_router_lights", None),
         ("wifi-password", "set_wifi_password", None)]
     assert json.loads(user_calls[2][2]) == {"new_password": "harbour-lights-42"}
-    assert agent_calls == (0,)
+    # the router is the customer's: never offered to (nor called by) the agent
+    plan = json.loads((tmp_path / "plan" / "plan.json").read_text(encoding="utf-8"))
+    assert all(not set(router) & set(p["tools"]) for p in plan["sessions"].values())
+    assert sorted(plan["environments"]["desk"]["user_tools"]) == list(router)
+    assert agent_used == (0,)
     # both sides' predicates, each true only after its own side's work
     assert verdicts == [("assert_line_status", "agent", True),
                         ("assert_router_light", "user", True)]
