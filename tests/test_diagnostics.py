@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -440,3 +441,32 @@ def test_yaml_1_2_scalars(in_tmp: Path) -> None:
     result = validate_pack(_write(in_tmp / "pack", {"pack.yaml": text}))
     assert result.plan is not None
     assert result.plan["personas"]["ana"]["profile"]["role"] == "Analyst on team no"
+
+
+DUAL_CONTROL = Path(__file__).parent / "fixtures" / "dual_control"
+
+
+def test_w341_user_tools_under_a_tagged_llm_user(in_tmp: Path) -> None:
+    """A session whose user has tools, under the `tagged` LLM simulator (which is offered
+    none): W341 at the session's `user` (or at its `conversation.simulator` when it names
+    `tagged`); silent with `chat`, in solo mode (no user) and when the user has no tools."""
+    pack = in_tmp / "pack"
+    shutil.copytree(DUAL_CONTROL, pack)
+    text = (pack / "pack.yaml").read_text(encoding="utf-8")
+    chat = "defaults:\n  conversation: {simulator: chat}\n"
+    assert chat in text
+    tagged = text.replace(chat, "").replace(
+        "      - id: mid-dialogue\n        protocol: instructed_user\n",
+        "      - id: mid-dialogue\n        protocol: instructed_user\n"
+        "        conversation: {simulator: tagged}\n")
+    (pack / "pack.yaml").write_text(tagged, encoding="utf-8")
+    result = validate_pack(pack)
+    assert result.plan is not None and {d.code for d in result.diagnostics} == {"W341"}
+    assert_snapshot("W341-tagged-user-tools",
+                    "".join(d.format() + "\n" for d in result.diagnostics))
+    assert validate_pack(pack, strict=True).plan is None
+    for near_miss in (text,  # the fixture as it is: chat
+                      text.replace(chat, "defaults:\n  conversation: {solo: true}\n"),
+                      text.replace("    user_toolsets: [tools/phone.py]\n", "")):
+        (pack / "pack.yaml").write_text(near_miss, encoding="utf-8")
+        assert "W341" not in {d.code for d in validate_pack(pack).diagnostics}

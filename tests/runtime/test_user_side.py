@@ -283,3 +283,50 @@ def test_tool_parity_compares_the_users_database() -> None:
     cut, was_cut = _user_tables_only(aliased, {"notifications"})
     assert was_cut and cut["start"] == {"user_db": {}}
     assert _user_tables_only(theirs, {"notifications"})[1] is False
+
+
+# --------------------------------------------------------------------------- the reference pack
+
+
+def _customer(body: dict[str, object]) -> object:
+    """fibre-help-desk's customer as an LLM: asked to restart the router, it calls its own
+    tool first; asked who it is, gives its e-mail."""
+    msgs = body["messages"]
+    assert isinstance(msgs, list)
+    last = msgs[-1]
+    if last["role"] == "tool":
+        return "I restarted it and the light is green now."
+    said = str(last["content"])
+    if "restart" in said:
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "r1", "type": "function",
+             "function": {"name": "restart_router", "arguments": "{}"}}]}
+    if "e-mail" in said:
+        return "emma.lund@post.example"
+    return "Thanks! ###STOP###"
+
+
+def test_fibre_help_desk_llm_customer_restarts_its_router(fake_openai: FakeOpenAI,
+                                                          tmp_path: Path) -> None:
+    # the pack's `defaults.conversation: {simulator: chat}` (no W341) offers the LLM customer
+    # its router's tools, and only those
+    pack = PACK.parents[2] / "taskpacks" / "fibre-help-desk"
+    result = compile_pack(pack, tmp_path / "plan", strict=True, use_cache=False)
+    assert result.ok, [d.format() for d in result.diagnostics]
+    fake_openai.route("customer-model", _customer)
+    db = tmp_path / "b.duckdb"
+    run_plan(RunOptions(plan=tmp_path / "plan", agent=f"scripted:{pack / 'demo' / 'agent.yaml'}",
+                        judge="rules", simulator="litellm:openai/customer-model", db=db,
+                        run_id="r", progress=False, cache_dir=tmp_path / "c", allow_python=True,
+                        sessions=["router-restart"], api_base=fake_openai.base_url,
+                        max_retries=0))
+    got = _sessions(db)
+    assert got["router-restart"][:2] == (1.0, {"state": 1.0, "actions": 1.0,
+                                               "env_assertions": 1.0})
+    sims = [r for r in fake_openai.requests if r["model"] == "customer-model"]
+    assert sorted(t["function"]["name"] for t in sims[0]["tools"]) == [
+        "check_router_lights", "restart_router", "set_wifi_password"]
+    # e-mail; the restart (a tool call, then the message); the goodbye
+    assert len(sims) == 4
+    assert _rows(db, "SELECT tool_name, side FROM tool_calls WHERE side = 'user'") == [
+        ("restart_router", "user")]

@@ -88,6 +88,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W320": ("warning", "nothing-to-achieve"),  # issue 25: guards only (lint_credit.py)
     "W321": ("warning", "do-nothing-credit"),  # issue 25: a reward nothing earns
     "W340": ("warning", "golden-without-documents"),  # issue 24: knowledge.py
+    "W341": ("warning", "user-tools-not-offered"),  # issue 24: tagged LLM user, user tools
     "W322": ("warning", "contradicting-style"),  # issue 28: a directive against the bounds
 }
 LINT_CODES = tuple(code for code, (severity, _) in CODES.items() if severity == "warning")

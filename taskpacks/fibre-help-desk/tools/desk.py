@@ -111,3 +111,10 @@ def transfer_to_human(db: State, summary: str) -> str:
         summary: What the customer needs and what was already tried.
     """
     return "Transferred"
+
+
+def assert_line_status(db: State, line_id: str, status: str) -> bool:
+    """Environment assertion (not a tool: left out by the toolset's `include`): the line has
+    this status."""
+    rows = db.find("lines", line_id=line_id)
+    return bool(rows) and rows[0]["status"] == status

@@ -176,6 +176,16 @@ def material(b: Builder, s: P.Session, loc: Loc, r: Any, tools: list[str],
             if calls:
                 ins["calls"] = calls
     conv = conversation(b, s)
+    if s.protocol == NAME and env.get("user_tools") and not (conv or {}).get("solo") \
+            and (conv or {}).get("simulator", "tagged") == "tagged":
+        # the `tagged` LLM user (one prompt per message) is never offered tools: under an LLM
+        # simulator the user could not do its side, so a dual-control task is unwinnable
+        b.lint("W341", f"session `{s.id}`'s user has tools (`user_toolsets` of environment "
+               f"`{env['id']}`) but its LLM simulator is `tagged`, which is not offered them: "
+               "an LLM user would never call them (the rules and scripted users do)", loc,
+               ("conversation", "simulator") if s.conversation is not None
+               and "simulator" in s.conversation.model_fields_set else ("user",),
+               "set `conversation: {simulator: chat}` on the session or under `defaults`")
     if conv is not None and conv.get("solo"):
         # solo mode: the agent is offered the user's tools beside its own (in place: the
         # session's `tools` is this list)
