@@ -451,7 +451,7 @@ def test_registry_unknown_scheme_and_malformed_uri() -> None:
     with pytest.raises(AgentAdapterError, match="use litellm:<model>") as info:
         reg.create("just-a-name", _context())
     assert not isinstance(info.value, UnknownAgentScheme)
-    assert reg.schemes() == ["acp", "adversary", "cmd", "cmd2", "litellm", "python", "replay",
+    assert reg.schemes() == ["a2a", "acp", "adversary", "cmd", "cmd2", "litellm", "python", "replay",
                              "scripted"]
     assert isinstance(reg.create(f"cmd:{sys.executable} --flag", _context()), CmdAgent)
 

@@ -117,7 +117,7 @@ def test_schema_5_store_migrates_and_says_not_stored(tmp_path: Path) -> None:
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
         str(SCHEMA_VERSION),)
-    assert SCHEMA_VERSION == 6
+    assert SCHEMA_VERSION >= 6  # later versions migrate a schema-5 store the same way
     assert call_text(con, "r", "s", 0, 0).stored is False
     con.close()
 

@@ -74,7 +74,7 @@ def test_the_store_writes_clipped_cells(tmp_path: Path) -> None:
                                      "name": "s", "status": "finished", "agent": "a",
                                      "error": "E" * (5 << 20)})
     rows.tables["tool_calls"] = [("r", "s", 0, 0, 1, 0, "c1", "write_file", "write", args,
-                                  result, "refused: too large", 0.0, 0.01, None)]
+                                  result, "refused: too large", 0.0, 0.01, None, "agent")]
     rows.tables["messages"] = [("r", "s", 0, 0, 1, "assistant", "ok", json.dumps(
         [{"id": "c1", "function": {"name": "write_file", "arguments": args}}]), None, None)]
     store.write_now(rows)

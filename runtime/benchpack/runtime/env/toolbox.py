@@ -280,6 +280,8 @@ class ToolBox:
     finished call is reported to it, and once it is spent calls are refused."""
     _unchecked: frozenset[str] = frozenset()
     """Tools of toolsets with `check_arguments: false` (set per session in `__init__`)."""
+    side: Literal["agent", "user"] = "agent"
+    """Whose calls these are (`tool_calls.side`); set per toolbox in `__init__`."""
 
     def __init__(self, plan: Plan, session: PlanSession, env: EpisodeEnvironment,
                  allow_python: bool = False,
