@@ -104,6 +104,14 @@ def _session(extra: str) -> dict[str, str | bytes]:
     return {"pack.yaml": BASE + extra}
 
 
+_SHOP = ("from benchpack_tools import State\n\n\ndef find(db: State) -> list:\n"
+         "    \"\"\"Every task.\"\"\"\n    return db.rows('tasks')\n")
+_SERVICES_PACK = BASE.replace("services:\n  - name: todo\n", (
+    "services:\n  - name: todo2\n    tables: {tasks: {key: id, rows: []}}\n"
+    "  - name: todo\n"), 1).replace("    services: [todo]\n", (
+        "    services: [todo]\n    toolsets: [tools/shop.py]\ntoolsets:\n"
+        "  - {module: tools/shop.py, service: todo, services: [todo2, todo], include: [find]}\n"
+        "  - {name: other, module: tools/shop.py, services: [todo2], include: []}\n"), 1)
 _TOOLSET_ENV = ("    services: [todo]\n    toolsets: [tools/shop.py]\n"
                 "toolsets:\n  - {module: tools/shop.py, service: todo, include: [find, lookup]}\n")
 _BAD_TYPES = '''\
@@ -247,6 +255,9 @@ environments:"""), "E231"),
 environments:"""), "E240"),
     "E241-discoverable": (_base("    services: [todo]\n", "    services: []\n"
                                 "    discoverable: {tools: [todo__create]}\n"), "E241"),
+    # a toolset over several services (issue 24, telecom): a table in two of them, a
+    # service named twice, `services` without `service`
+    "E245-toolset-services": ({"pack.yaml": _SERVICES_PACK, "tools/shop.py": _SHOP}, "E245"),
 }
 
 

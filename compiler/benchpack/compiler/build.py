@@ -289,6 +289,7 @@ class Builder(CheckBuilder):
         used_envs = {it.obj.environment for it in self.episodes.values()}
         used_services = {s for e in self.environments.values() for s in e.obj.services}
         used_services |= {it.obj.service for it in self.toolsets.values()}
+        used_services |= {s for it in self.toolsets.values() for s in it.obj.services}
         used_streams = {s for e in self.environments.values() for s in e.obj.event_streams}
         used_tools = {t for e in self.environments.values() for t in e.obj.tools}
         used_tools |= {t for d in drafts for t in d.model.tools}

@@ -66,6 +66,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     # knowledge bases (issue 24, item 5; knowledge.py)
     "E240": ("error", "invalid-knowledge-base"),
     "E241": ("error", "discoverable-tool-unavailable"),  # issue 24, item 4: discoverable.py
+    "E245": ("error", "invalid-toolset-services"),  # issue 24, telecom: toolsets.py
     # lints (warnings; errors under --strict)
     "W301": ("warning", "leak-intent"),
     "W302": ("warning", "leak-stage"),

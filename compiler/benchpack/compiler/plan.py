@@ -211,9 +211,10 @@ def _toolset_options(b: Builder, env: dict[str, Any] | None) -> dict[str, Any]:
     """The run-time options (argument checks, atomicity, error texts) of the toolsets an
     environment offers, where they differ from the defaults: they change what the agent sees."""
     out: dict[str, Any] = {}
+    # a toolset's further services and its after-call hook change outcomes too
     for key in (env or {}).get("toolsets", ()):
         own = {k: v for k, v in (b.plan_toolsets.get(key) or {}).items()
-               if k in OPTION_DEFAULTS}
+               if k in OPTION_DEFAULTS or k in ("services", "after_call")}
         if own:
             out[key] = own
     return out

@@ -67,6 +67,7 @@ def _compile(b: WorldBuilder, key: str, it: _Item) -> None:
     loc = (it.src, it.path)
     if ts.service is not None:
         b.check_ref(ts.service, b.services, "service", loc, ("service",))
+    _check_services(b, ts, loc)
     source = b.read_text(ts.module, loc, ("module",))
     if source is None:
         return
@@ -83,13 +84,15 @@ def _compile(b: WorldBuilder, key: str, it: _Item) -> None:
         b.diags.error("E217" if p.severity == "error" else "W319", p.message, shown, (),
                       p.hint or None, line=p.line, col=p.col)
     # functions the module defines, even broken ones: `include: [a_broken_one]` is not a typo
-    for field in ("include", "read_only"):
+    for field in ("include", "read_only", "after_call"):
         if defined is None:
             break  # the module does not parse (E217): its names are unknown, not missing
-        for i, fn in enumerate(getattr(ts, field) or []):
+        value = getattr(ts, field)
+        for i, fn in enumerate([value] if isinstance(value, str) else value or []):
+            sub: tuple[PathPart, ...] = (field,) if isinstance(value, str) else (field, i)
             if fn not in defined:
                 hint, fix = suggest_fix(fn, sorted(defined))
-                b.err("E202", f"`{ts.module}` has no public function `{fn}`", loc, (field, i),
+                b.err("E202", f"`{ts.module}` has no public function `{fn}`", loc, sub,
                       hint or ("its functions: " + ", ".join(sorted(defined))
                                if defined else None), fix=fix)
     if found.errors:
@@ -97,7 +100,7 @@ def _compile(b: WorldBuilder, key: str, it: _Item) -> None:
     digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
     b.plan_toolsets[key] = {"name": key, "file": pack_relative(path, b.loaded.root),
                             "service": ts.service, "source": source, "sha256": digest,
-                            **toolset_options(ts)}
+                            **toolset_options(ts), **toolset_reach(ts)}
     wanted = set(ts.include) if ts.include is not None else None
     read_only = set(ts.read_only or ())
     tree = ast.parse(source)
@@ -105,6 +108,12 @@ def _compile(b: WorldBuilder, key: str, it: _Item) -> None:
     for spec in found.tools:
         if wanted is not None and spec.name not in wanted:
             continue
+        if spec.name == ts.after_call:
+            if ts.include is not None:
+                b.err("E245", f"`{spec.name}` is the toolset's `after_call`: it cannot also be "
+                      "a tool", loc, ("include", ts.include.index(spec.name)),
+                      "leave it out of `include`")
+            continue  # the hook runs after calls; it is never offered
         name = ts.prefix + spec.name
         if len(name) > 64:
             b.err("E104", f"tool name `{name}` (prefix + function) is longer than 64 "
@@ -123,6 +132,47 @@ def _compile(b: WorldBuilder, key: str, it: _Item) -> None:
         if b.plan_tools.get(name, {}).get("impl") is impl:  # not refused as a clash
             names.append(name)
     b.toolset_tools[key] = names
+
+
+def toolset_reach(ts: P.Toolset) -> dict[str, Any]:
+    """`services` and `after_call` when set (plans without them stay byte for byte)."""
+    out: dict[str, Any] = {}
+    if ts.services:
+        out["services"] = list(ts.services)
+    if ts.after_call is not None:
+        out["after_call"] = ts.after_call
+    return out
+
+
+def _check_services(b: WorldBuilder, ts: P.Toolset, loc: Any) -> None:
+    """E245: `services` needs `service`, names each service once, and no table name is in
+    two of them (the one `State` would hold two tables of that name)."""
+    if not ts.services:
+        return
+    if ts.service is None:
+        b.err("E245", "`services` needs `service` (the toolset's own service)", loc,
+              ("services",), "name the main service in `service:` and the others in "
+              "`services:`")
+        return
+    owner: dict[str, str] = {}
+    if ts.service in b.services:
+        owner = {t: ts.service for t in b.services[ts.service].obj.tables}
+    seen = {ts.service}
+    for i, name in enumerate(ts.services):
+        if name in seen:
+            b.err("E245", f"service `{name}` is named twice by this toolset", loc,
+                  ("services", i), "name each service once (`service` is already one)")
+            continue
+        seen.add(name)
+        if not b.check_ref(name, b.services, "service", loc, ("services", i)):
+            continue
+        for table in b.services[name].obj.tables:
+            if table in owner:
+                b.err("E245", f"table `{table}` is in both `{owner[table]}` and `{name}`", loc,
+                      ("services", i), "the toolset's `State` holds the tables of all its "
+                      "services by name: rename one of the tables")
+            else:
+                owner[table] = name
 
 
 def toolset_options(ts: P.Toolset) -> dict[str, bool]:
@@ -236,7 +286,12 @@ def environment_toolsets(b: WorldBuilder, env: P.Environment, loc: Any, tools: l
             continue
         out.append(key)
         tools.extend(b.toolset_tools.get(key, ()))
-        svc = b.toolsets[key].obj.service
-        if svc is not None and svc in b.services and svc not in services:
-            services.append(svc)
+        for svc in toolset_services(b.toolsets[key].obj):
+            if svc in b.services and svc not in services:
+                services.append(svc)
     return out
+
+
+def toolset_services(ts: P.Toolset) -> list[str]:
+    """Every service whose tables the toolset's `State` holds (its own first)."""
+    return ([ts.service] if ts.service is not None else []) + list(ts.services)

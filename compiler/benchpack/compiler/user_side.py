@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from benchpack.specs import pack as P
 
 from .diagnostics import suggest_fix
+from .toolsets import toolset_services
 
 if TYPE_CHECKING:
     from .build import Builder
@@ -45,9 +46,9 @@ def environment_user_toolsets(b: WorldBuilder, env: P.Environment, loc: Any,
             continue
         keys.append(key)
         tools.extend(b.toolset_tools.get(key, ()))
-        svc = b.toolsets[key].obj.service
-        if svc is not None and svc in b.services and svc not in services:
-            services.append(svc)
+        for svc in toolset_services(b.toolsets[key].obj):
+            if svc in b.services and svc not in services:
+                services.append(svc)
     return keys, tools
 
 

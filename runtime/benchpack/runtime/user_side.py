@@ -108,6 +108,10 @@ def patch_tables(snapshot: dict[str, Any], data: dict[str, Any],
 async def apply_initial_state(ctx: SessionContext) -> None:
     """Set the world and the conversation up as the session's `initial_state` says."""
     st = ctx.session.initial_state
+    # toolsets that keep sides in step (`after_call`) do so when the world is built and again
+    # once it is set up, as τ²'s environments sync at construction and after `set_state`
+    hooked = ctx.env.hooked_workers(ctx.run.options.allow_python)
+    await _after_calls(hooked, "before")
     if not st:
         return
     env = ctx.env
@@ -136,6 +140,18 @@ async def apply_initial_state(ctx: SessionContext) -> None:
         ctx.messages.extend(history)
         # the agent sees the conversation it is in (its own and the user's messages)
         ctx.brief.history = [*ctx.brief.history, *history]
+    await _after_calls(hooked, "after")
+
+
+async def _after_calls(workers: list[Any], when: str) -> None:
+    from .env.errors import ToolError
+
+    for worker in workers:
+        try:
+            await worker.run_after_call()
+        except ToolError as exc:
+            raise InitialStateError(f"the after_call of {worker.what} failed {when} the "
+                                    f"initial state: {exc.message}") from None
 
 
 def _setup_boxes(ctx: SessionContext) -> dict[str, ToolBox]:

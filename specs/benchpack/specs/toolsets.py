@@ -15,6 +15,8 @@ toolsets:
     check_arguments: true     # JSON-Schema check of the arguments before each call
     atomic: true              # a call that raises changes nothing
     plain_errors: false       # an exception's tool error text: `Type: message (line N of file)`
+    services: []              # further services whose tables the same `State` holds
+    after_call: null          # a function run after every successful call (`fn(state)`)
 environments:
   - id: store
     toolsets: [tools/shop.py] # the module as written, or the toolset's `name`
@@ -74,6 +76,18 @@ class Toolset(Spec):
     shows after its `Error: `)."""
 
 
+    services: list[str] = Field(default_factory=list)
+    """Further services whose tables the same `State` also holds (read and changed), for tools
+    that work across several services, such as a customer's phone and the operator's
+    database. Needs `service`; table names must be distinct across them. An environment
+    offering the toolset gets these services too."""
+    after_call: str | None = None
+    """A public function of the module (not offered as a tool), `fn(state)`, run after every
+    successful call of the toolset, in the same call (its changes are the call's): keeps
+    derived state in step across services, as τ²-bench's `sync_tools` does. It also runs once
+    before a session's `initial_state` is applied and once after it."""
+
+
 class _PlanModel(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
@@ -107,3 +121,7 @@ class PlanToolset(_PlanModel):
     """`Toolset.atomic` (written to the plan only when `false`)."""
     plain_errors: bool = False
     """`Toolset.plain_errors` (written to the plan only when `true`)."""
+    services: list[str] = Field(default_factory=list)
+    """`Toolset.services` (written to the plan only when there are some)."""
+    after_call: str | None = None
+    """`Toolset.after_call` (written to the plan only when set)."""

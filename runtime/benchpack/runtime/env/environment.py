@@ -96,14 +96,28 @@ class EpisodeEnvironment:
             if state is None:
                 raise ToolError(f"the python toolset `{toolset}` needs the service "
                                 f"`{ts.service}`, which this environment does not have")
+        extra: dict[str, ServiceState] = {}
+        for name in ts.services:
+            if name not in self.services:
+                raise ToolError(f"the python toolset `{toolset}` needs the service `{name}`, "
+                                "which this environment does not have")
+            extra[name] = self.services[name]
         tools = {name: ToolBinding(t.impl.function, t.impl.state_param, t.parameters)
                  for name, t in self.plan.tools.items()
                  if isinstance(t.impl, PyToolImpl) and t.impl.toolset == toolset}
         worker = self._workers[toolset] = PyToolWorker(
             ts.source, tools, state, filename=ts.file, allow_python=allow_python,
             check_arguments=ts.check_arguments, atomic=ts.atomic, plain_errors=ts.plain_errors,
-            pool=self.tool_workers)
+            # a pooled worker is matched on one service's rows: one over several starts afresh
+            pool=None if extra else self.tool_workers, services=extra,
+            after_call=ts.after_call)
         return worker
+
+    def hooked_workers(self, allow_python: bool) -> list[PyToolWorker]:
+        """The workers of this environment's toolsets (the user's too) that have an
+        `after_call`, in plan order."""
+        return [self.pytool_worker(key, allow_python) for key, ts in self.plan.toolsets.items()
+                if ts.after_call is not None and key in self.environment.toolsets]
 
     async def aclose(self) -> None:
         """Stop every toolset worker and wait until they are reaped (the episode is over)."""

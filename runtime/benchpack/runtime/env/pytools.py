@@ -25,6 +25,13 @@ not reserve it: the counter advances when a row with it is `put`). Arguments are
 against the tool's JSON Schema before the call (unless `check_arguments: false`). The error
 text of an exception other than `ToolError` is `Type: message (line N of file)`, or with
 `plain_errors: true` just `str(exc)`.
+
+A toolset with further `services` gets one `State` over the tables of all of them (each change
+goes back to the service owning its table; such a worker is not pooled). Whenever a service
+changed since the replica last saw it — another toolset, such as the user's, wrote to it — the
+next call sends its tables again first, so two toolsets over one service never read stale rows.
+A toolset's `after_call` function runs after every successful call inside the same call
+(`run_after_call` runs it alone).
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ from ..sandbox import Sandbox, SandboxUnavailable, _python, kill_process, spawn
 from ..tmpdirs import temp_dir
 from .errors import ToolError
 from .pytool_pool import WorkerPool, kill_idle
+from .pytool_source import API, WORKER
 from .services import ServiceState
 
 CALL_TIMEOUT_S = 10.0
@@ -60,263 +68,6 @@ CPU_BUDGET_S = 600
 """CPU seconds one worker process may use in its lifetime (then it is killed and restarted)."""
 MAX_RESPONSE_BYTES = 4 << 20
 """Longest answer (result and journal) one call may send back."""
-
-API = r'''
-"""benchpack_tools: what a pack's python tools import (`State`, `ToolError`)."""
-import copy as _copy
-import json as _json
-
-
-class ToolError(Exception):
-    """Raise it to tell the agent the call failed (and why): the agent sees a tool error."""
-
-
-def _jkey(key):
-    return _json.dumps(key, sort_keys=True)
-
-
-_NEW = object()
-
-
-class State:
-    """The service's tables (values are JSON). Returned rows are copies: change one, then
-    `put` it. A call that raises changes nothing."""
-
-    def __init__(self, tables, info):
-        self._tables = {t: {_jkey(r[info[t]["key"]]): r for r in rows if info[t]["key"] in r}
-                        for t, rows in tables.items()}
-        self._info = info
-        self._journal = []
-        self._undo = []
-        # the episode's journal: each changed key's row before its first change (`_NEW`: it
-        # was not there), so that a warm worker is reset by undoing it (`_reset_episode`)
-        self._touched = {}
-        self._deleted = False
-        self._counters = {t: i["counter"] for t, i in info.items()}
-
-    def _reset_episode(self):
-        """Back to the tables this State was made from, by undoing the episode's changes:
-        False when a row was deleted (putting it back would move it to the end of its table,
-        and the order of rows is what `rows`/`find` return), then the caller reloads."""
-        if self._deleted:
-            return False
-        for (table, k), old in self._touched.items():
-            if old is _NEW:
-                self._tables[table].pop(k, None)
-            else:
-                self._tables[table][k] = old  # an existing key keeps its place
-        for table, counter in self._counters.items():
-            self._info[table]["counter"] = counter
-        self._touched, self._journal, self._undo = {}, [], []
-        return True
-
-    def _table(self, table):
-        if table not in self._tables:
-            raise ToolError(f"there is no table `{table}`; tables: "
-                            + ", ".join(sorted(self._tables)))
-        return self._tables[table]
-
-    def get(self, table, key):
-        """The row with this key; ToolError if there is none."""
-        row = self._table(table).get(_jkey(key))
-        if row is None:
-            raise ToolError(f"no row of `{table}` with {self._info[table]['key']} {key!r}")
-        return _copy.deepcopy(row)
-
-    def find(self, table, **equals):
-        """Rows whose fields equal all of `equals`."""
-        return [_copy.deepcopy(r) for r in self._table(table).values()
-                if all(f in r and r[f] == v for f, v in equals.items())]
-
-    def rows(self, table):
-        return [_copy.deepcopy(r) for r in self._table(table).values()]
-
-    def put(self, table, row):
-        """Insert `row`, or replace the row with the same key (a row without its key gets
-        `next_id(table)`)."""
-        rows = self._table(table)
-        if not isinstance(row, dict):
-            raise TypeError(f"State.put: a row must be a dict, got {type(row).__name__}")
-        key_field = self._info[table]["key"]
-        row = _json.loads(_json.dumps(row))  # a copy, and proof that it is JSON
-        if row.get(key_field) is None:
-            row[key_field] = self.next_id(table)
-        k = _jkey(row[key_field])
-        self._undo.append((table, k, rows.get(k), self._info[table]["counter"]))
-        self._touched.setdefault((table, k), rows.get(k, _NEW))
-        rows[k] = row
-        n = self._number(table, row[key_field])
-        if n is not None:
-            self._info[table]["counter"] = max(self._info[table]["counter"], n)
-        self._journal.append({"op": "put", "table": table, "row": _copy.deepcopy(row)})
-        return _copy.deepcopy(row)
-
-    def delete(self, table, key):
-        """Remove the row with this key; ToolError if there is none."""
-        rows = self._table(table)
-        k = _jkey(key)
-        if k not in rows:
-            raise ToolError(f"no row of `{table}` with {self._info[table]['key']} {key!r}")
-        self._undo.append((table, k, rows[k], self._info[table]["counter"]))
-        self._deleted = True
-        del rows[k]
-        self._journal.append({"op": "delete", "table": table, "key": key})
-
-    def _number(self, table, key):
-        info = self._info[table]
-        if info["int_keys"]:
-            return key if isinstance(key, int) and not isinstance(key, bool) else None
-        p = info["prefix"]
-        if isinstance(key, str) and key.startswith(p) and key[len(p):].isdigit():
-            return int(key[len(p):])
-        return None
-
-    def next_id(self, table):
-        """The next free generated key (prefix and padding as the table's existing keys)."""
-        rows = self._table(table)
-        info = self._info[table]
-        n = info["counter"]
-        while True:
-            n += 1
-            key = n if info["int_keys"] else f"{info['prefix']}{str(n).zfill(info['width'])}"
-            if _jkey(key) not in rows:
-                return key
-
-    def _begin(self):
-        self._journal, self._undo = [], []
-
-    def _rollback(self):
-        # dict order is row order: restore a replaced row in place, a deleted one at the end
-        # (the runner's copy never saw the call, so the next load resets the order anyway)
-        for table, k, old, counter in reversed(self._undo):
-            if old is None:
-                self._tables[table].pop(k, None)
-            else:
-                self._tables[table][k] = old
-            self._info[table]["counter"] = counter
-        self._journal, self._undo = [], []
-'''
-
-WORKER = r'''
-import asyncio, importlib.util, inspect, json, os, shutil, sys, traceback
-proto_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
-proto_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
-os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-os.dup2(2, 1)  # the pack's prints go to stderr, never into the protocol
-sys.path.insert(0, "/sandbox/api")
-import benchpack_tools
-
-
-def send(obj):
-    try:
-        text = json.dumps(obj, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        text = json.dumps({"error": f"the tool returned a value that is not JSON: {exc}",
-                           "kind": "crash"})
-    proto_out.write(text + "\n")
-    proto_out.flush()
-
-
-def failed(state):
-    """After a call raised: nothing changed (atomic), or the changes made so far stay."""
-    if ATOMIC:
-        state._rollback()
-        return {}
-    try:
-        json.dumps(state._journal, allow_nan=False)
-    except (TypeError, ValueError):  # a row that is not JSON: as an atomic call
-        state._rollback()
-        return {}
-    return {"changes": state._journal}
-
-
-def where(exc):
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == MODULE]
-    return f" (line {frames[-1].lineno} of {SHOWN})" if frames else ""
-
-
-INIT = open("/sandbox/init.json", encoding="utf-8").read()
-init = json.loads(INIT)
-MODULE, SHOWN = "/sandbox/pack/" + init["file"], init["shown"]
-ATOMIC, PLAIN = init.get("atomic", True), init.get("plain_errors", False)
-ENVIRON = dict(os.environ)
-
-
-CODE = []
-
-
-def load():
-    """The pack module, executed afresh in a new module (compiled once per process)."""
-    spec = importlib.util.spec_from_file_location(init["module"], MODULE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[init["module"]] = module
-    if not CODE:
-        with open(MODULE, "rb") as f:
-            CODE.append(compile(f.read(), MODULE, "exec", dont_inherit=True))
-    exec(CODE[0], module.__dict__)
-    return module
-
-
-def empty(directory):
-    for entry in os.scandir(directory):
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
-            else:
-                os.unlink(entry.path)
-        except OSError:
-            pass
-
-
-try:
-    mod = load()
-except BaseException as exc:
-    send({"fatal": f"{type(exc).__name__}: {exc}{where(exc)}"})
-    sys.exit(0)
-state = benchpack_tools.State(init["tables"], init["info"])
-send({"ready": True})
-for line in proto_in:
-    req = json.loads(line)
-    if req.get("reset"):  # the next episode: as if started afresh (pytool_pool.py)
-        empty("/work")
-        empty("/tmp")
-        os.chdir("/work")
-        os.environ.clear()
-        os.environ.update(ENVIRON)
-        try:
-            mod = load()
-        except BaseException as exc:
-            send({"fatal": f"{type(exc).__name__}: {exc}{where(exc)}"})
-            sys.exit(0)
-        if not state._reset_episode():
-            fresh = json.loads(INIT)
-            state = benchpack_tools.State(fresh["tables"], fresh["info"])
-        send({"ready": True})
-        continue
-    fn = getattr(mod, req["function"], None)
-    if not callable(fn):
-        send({"error": f"the module has no function `{req['function']}`", "kind": "crash"})
-        continue
-    kwargs = dict(req["args"])
-    if req.get("state"):
-        kwargs[req["state"]] = state
-    state._begin()
-    try:
-        out = fn(**kwargs)
-        if inspect.iscoroutine(out):
-            out = asyncio.run(out)
-        answer = {"result": out, "changes": state._journal}
-        json.dumps(answer, allow_nan=False)
-    except benchpack_tools.ToolError as exc:
-        answer = {"error": str(exc) if PLAIN else str(exc) or type(exc).__name__,
-                  "kind": "tool"}
-        answer.update(failed(state))
-    except BaseException as exc:  # the pack's bug (or sys.exit): the call fails, we go on
-        answer = {"error": str(exc) if PLAIN else f"{type(exc).__name__}: {exc}{where(exc)}",
-                  "kind": "crash"}
-        answer.update(failed(state))
-    send(answer)
-'''
 
 
 @dataclass(frozen=True)
@@ -338,6 +89,8 @@ def bindings(specs: Iterable[PyToolSpec], prefix: str = "",
             for s in specs if wanted is None or s.name in wanted}
 
 
+_HOOK_ONLY = "\x00after_call"
+"""The binding function of `run_after_call` (never a function name)."""
 _LIVE: weakref.WeakSet[PyToolWorker] = weakref.WeakSet()
 
 
@@ -357,8 +110,20 @@ class PyToolWorker:
                  allow_python: bool = False, call_timeout_s: float = CALL_TIMEOUT_S,
                  memory_mb: int = 512, cpu_budget_s: int = CPU_BUDGET_S,
                  check_arguments: bool = True, atomic: bool = True,
-                 plain_errors: bool = False, pool: WorkerPool | None = None) -> None:
+                 plain_errors: bool = False, pool: WorkerPool | None = None,
+                 services: Mapping[str, ServiceState] | None = None,
+                 after_call: str | None = None) -> None:
         self.source = source
+        self.after_call = after_call
+        # every service the one `State` holds (`state`'s first), and which owns each table
+        self.states: dict[str, ServiceState] = {}
+        if state is not None:
+            self.states[state.name] = state
+        self.states.update(services or {})
+        self.owner = {t: svc for svc, st in self.states.items() for t in st.tables}
+        self._seen: dict[str, dict[str, Any]] = {}
+        """Per service, the rows (and counters) the replica holds: a service that changed
+        since (another toolset wrote to it) is sent again with the next call."""
         self.check_arguments = check_arguments
         self.atomic = atomic
         self.plain_errors = plain_errors
@@ -392,7 +157,29 @@ class PyToolWorker:
     # ------------------------------------------------------------------ process
 
     def _key(self) -> tuple[Any, ...]:
-        return (self.source, self.filename, self.atomic, self.plain_errors)
+        return (self.source, self.filename, self.atomic, self.plain_errors, self.after_call)
+
+    def _mark_seen(self) -> None:
+        self._seen = {n: {"rows": st.live_rows(), "counters": st.counters()}
+                      for n, st in self.states.items()}
+
+    def _stale(self) -> dict[str, Any] | None:
+        """The tables of every service changed since the replica last saw it (rows are never
+        changed in place, so the same row objects mean the same rows), or None."""
+        tables: dict[str, Any] = {}
+        info: dict[str, Any] = {}
+        for n, st in self.states.items():
+            if not self._unchanged(n):
+                tables.update({t: list(rows) for t, rows in st.live_rows().items()})
+                info.update(st.key_info())
+        return {"tables": tables, "info": info} if tables else None
+
+    def _unchanged(self, service: str) -> bool:
+        from .pytool_pool import same_rows
+
+        seen, st = self._seen.get(service), self.states[service]
+        return seen is not None and seen["counters"] == st.counters() \
+            and same_rows(seen["rows"], st.live_rows())
 
     async def _start(self) -> asyncio.subprocess.Process:
         if self.pool is not None:
@@ -402,6 +189,7 @@ class PyToolWorker:
                 self._stderr = idle.stderr
                 self._stderr.clear()
                 self._base, self._info, self._uses = idle.base, idle.info, idle.uses + 1
+                self._mark_seen()
                 self.borrowed += 1
                 _LIVE.add(self)
                 return idle.proc
@@ -413,14 +201,19 @@ class PyToolWorker:
         (files / "pack" / "module.py").write_text(self.source, encoding="utf-8")
         (files / "worker.py").write_text(WORKER, encoding="utf-8")
         # the rows themselves (only written out here), kept to lend the worker again later
-        tables = self.state.live_rows() if self.state is not None else {}
-        info = self.state.key_info() if self.state is not None else {}
+        tables: dict[str, Any] = {}
+        info: dict[str, Any] = {}
+        for st in self.states.values():
+            tables.update(st.live_rows())
+            info.update(st.key_info())
         self._base, self._info, self._uses = tables, info, 1
+        self._mark_seen()
         stem = Path(self.filename).stem
         (files / "init.json").write_text(json.dumps(
             {"file": "module.py", "shown": self.filename, "tables": tables, "info": info,
              "module": stem if stem.isidentifier() else "pack_tools",
-             "atomic": self.atomic, "plain_errors": self.plain_errors},
+             "atomic": self.atomic, "plain_errors": self.plain_errors,
+             "after_call": self.after_call},
             ensure_ascii=False), encoding="utf-8")
         for d in (self._dir, files, files / "api", files / "pack"):
             os.chmod(d, 0o755)
@@ -560,7 +353,14 @@ class PyToolWorker:
                     self.close()
                     raise
             assert self._proc is not None and self._proc.stdin is not None
-            request = {"function": binding.function, "args": args, "state": binding.state_param}
+            request: dict[str, Any] = {"function": binding.function, "args": args,
+                                       "state": binding.state_param}
+            if binding.function == _HOOK_ONLY:
+                request["hook_only"] = True
+            stale = self._stale()
+            if stale is not None:
+                request["reload"] = stale
+                self._mark_seen()
             try:
                 try:
                     self._proc.stdin.write((json.dumps(request, ensure_ascii=False)
@@ -582,6 +382,17 @@ class PyToolWorker:
         self._apply(name, answer.get("changes") or [])
         return answer.get("result")
 
+    async def run_after_call(self) -> None:
+        """Run the toolset's `after_call` alone (before and after a session's initial state,
+        as τ²-bench syncs its two sides when it builds and sets up an environment)."""
+        if self.after_call is None:
+            return
+        name = "after_call()"
+        if name not in self.tools:
+            self.tools[name] = ToolBinding(_HOOK_ONLY, None, {"type": "object"})
+            self._validators[name] = Draft202012Validator({"type": "object"})
+        await self.call(name, {})
+
     async def call_function(self, function: str, args: dict[str, Any],
                             state_param: str | None) -> Any:
         """Run a public function of the module that is not offered as a tool (an environment
@@ -598,22 +409,33 @@ class PyToolWorker:
         or with `atomic: false` a failed one's)."""
         if not changes:
             return
-        if self.state is None:
+        if not self.states:
             self.close()
             raise ToolError(f"`{name}` changed the state, but its toolset has no service")
         for ch in changes:
+            state = self.states.get(self.owner.get(str(ch.get("table")), ""))
+            if state is None:
+                self.close()
+                raise ToolError(f"`{name}` sent a change the runner does not understand")
             if ch.get("op") == "put":
-                problems = self.state.validate_row(str(ch.get("table")), ch.get("row"))
+                problems = state.validate_row(str(ch.get("table")), ch.get("row"))
                 if problems:
                     self.close()  # the worker's replica holds the refused row
                     raise ToolError(f"`{name}` wrote a row that is not valid for "
                                     f"`{ch.get('table')}`: {'; '.join(problems)}; nothing was "
                                     "changed")
-            elif ch.get("op") != "delete" or ch.get("table") not in self.state.tables:
+            elif ch.get("op") != "delete":
                 self.close()
                 raise ToolError(f"`{name}` sent a change the runner does not understand")
+        # a service the replica was in step with stays so (it made these very changes); one
+        # another toolset changed meanwhile is still sent again with the next call
+        in_step = [n for n in self.states if self._unchanged(n)]
         for ch in changes:
+            state = self.states[self.owner[ch["table"]]]
             if ch["op"] == "put":
-                self.state.put_row(ch["table"], ch["row"])
+                state.put_row(ch["table"], ch["row"])
             else:
-                self.state.delete_row(ch["table"], ch["key"])
+                state.delete_row(ch["table"], ch["key"])
+        for n in in_step:
+            self._seen[n] = {"rows": self.states[n].live_rows(),
+                             "counters": self.states[n].counters()}
