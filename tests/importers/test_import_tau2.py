@@ -158,7 +158,8 @@ def test_report_lists_every_source_field_and_every_task_not_imported(tmp_path: P
 
 @pytest.mark.parametrize("case,message", [
     ("missing", "not a directory"),
-    ("telecom", "no toolset for the τ² domain `telecom`"),
+    ("airlines", "no toolset for the τ² domain `airlines`"),
+    ("telecom", "db.toml: not found (τ²'s telecom folder holds tasks.json or"),
     ("nodb", "db.json: not found"),
     ("badjson", "tasks.json: not valid JSON"),
 ])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -24,92 +25,21 @@ from . import ImportError_, ImportResult
 from . import tau2_dialogue as dialogue
 from . import tau2_parity as parity
 from . import tau2_state as st
+from . import tau2_telecom as tc
+from .tau2_fields import FIELDS
 
 TOOLS_DIR = Path(__file__).with_name("tau2_tools")
 # domains whose tools we implement ourselves (telecom needs user-side tools). τ²'s repository
 # keeps airline's db.json out of its text snapshot, so an airline import needs the user's copy.
-DOMAINS = {"retail": "retail.py", "mock": "mock.py", "airline": "airline.py"}
-UNSUPPORTED = {
-    "telecom": "telecom's user tools (the customer's phone) read and change the agent's "
-               "database after every call (τ²'s TelecomEnvironment.sync_tools), which a "
-               "toolset bound to one service cannot do yet",
-}
+DOMAINS = {"retail": "retail.py", "mock": "mock.py", "airline": "airline.py",
+           "telecom": "telecom.py"}
+UNSUPPORTED: dict[str, str] = {}
 """Why a known τ² domain is not imported (said in the error)."""
 # τ²'s default when a task names no reward basis
 DEFAULT_BASIS = ["DB", "COMMUNICATE"]
 BASIS = {"DB": "state", "ACTION": "actions", "COMMUNICATE": "communicate",
          "NL_ASSERTION": "assertions", "ENV_ASSERTION": "env_assertions"}
 
-FIELDS: list[tuple[str, str, str]] = [
-    # (source field, fate, where / why)
-    ("db.json", "mapped", "one table per top-level key (`data/<table>.json`, rows in source "
-     "order; the key field is the one equal to each row's dictionary key) of the service "
-     "`<domain>`; with --tau2 the rows are τ²'s loaded database (`model_dump()`: every field "
-     "its models default, numbers as they load), else db.json as released"),
-    ("policy.md", "mapped", "`policy.md`, the environment's `policy:` (literal: braces are kept); "
-     "with --tau2 it is the whole system prompt of τ²'s agent (its instructions around the "
-     "policy), as τ²'s code renders it"),
-    ("policy_solo.md", "dropped", "the solo mode (agent without a user) is not imported"),
-    ("split_tasks.json", "mapped", "each session's `metadata.tags` `split:<name>` for every "
-     "split listing it (`bench report … --by split`; a task in several splits shows as e.g. "
-     "`base, train`)"),
-    ("tasks[].id", "mapped", "session id (and episode `task-<id>`)"),
-    ("tasks[].description.purpose", "mapped with loss", "a YAML comment above the session "
-     "(for people; not used by simulators or scores)"),
-    ("tasks[].description.relevant_policies", "mapped with loss", "a YAML comment above the "
-     "session"),
-    ("tasks[].description.notes", "mapped with loss", "a YAML comment above the session"),
-    ("tasks[].user_scenario", "mapped", "with --tau2: `user.text`, the scenario exactly as "
-     "τ²'s simulator prompt holds it (`str(user_scenario)`), which the chat simulator reads; "
-     "the structured fields below stay for the rules simulator"),
-    ("tasks[].user_scenario.persona", "mapped with loss", "a plain-text `user.instructions` "
-     "entry `Persona: …` (the LLM simulator follows it; the rules simulator ignores plain text)"),
-    ("tasks[].user_scenario.instructions (text)", "mapped", "`user.reason` (mock tasks give one "
-     "text: the user opens with it)"),
-    ("tasks[].user_scenario.instructions.reason_for_call", "mapped", "`user.reason`"),
-    ("tasks[].user_scenario.instructions.known_info", "mapped", "`user.known` (one item)"),
-    ("tasks[].user_scenario.instructions.unknown_info", "mapped", "`user.unknown` (one item; "
-     "none when null)"),
-    ("tasks[].user_scenario.instructions.task_instructions", "mapped with loss", "a plain-text "
-     "`user.instructions` entry: the LLM simulator follows it, the rules simulator cannot "
-     "(it follows only structured `if`/`after_turn` instructions); a lone '.' is left out"),
-    ("tasks[].user_scenario.instructions.domain", "dropped", "always the imported domain (the "
-     "pack's name says it)"),
-    ("tasks[].ticket", "dropped", "the solo-mode task text; the user simulator is given the "
-     "scenario instead"),
-    ("user_db.json", "mapped", "the user's own database (dual control): the service "
-     "`<domain>_user`, one table per top-level key (`data/user/<table>.json`), whose tools "
-     "(`tools/<domain>_user.py`, our own, as the environment's `user_toolsets`) only the "
-     "simulated user gets; domains without user tools ignore it"),
-    ("tasks[].initial_state", "mapped", "`initial_state`, applied as τ²'s `set_state`: "
-     "`initialization_data` → `data` (agent_data patches the domain's service, user_data the "
-     "user's; rows merged key by key), `initialization_actions` → `actions` (`env_type` "
-     "assistant → `side: agent`; τ²'s non-tool helpers run by name), `message_history` → "
-     "`history` (the agent's history and turn 0 of the transcript, its tool calls replayed; "
-     "`turn_idx` dropped). The gold agent's first entries answer the history's user messages"),
-    ("tasks[].evaluation_criteria.actions", "mapped", "`gold.actions` (`action_id` → `id`, "
-     "`name` → `tool`, `arguments` → `args`, `info` → `info`, `compare_args` → `compare`, "
-     "`requestor` → `requestor`), each `match: tau2` (τ²'s comparison: the `compare` keys or "
-     "the keys of the agent's call); null → no `state`/`actions` component (no gold final "
-     "state exists)"),
-    ("tasks[].evaluation_criteria.communicate_info", "mapped", "`score.communicate`, checked "
-     "as τ² does (`communicate_match: tau2`)"),
-    ("tasks[].evaluation_criteria.nl_assertions", "mapped", "`score.assertions`, judged as τ² "
-     "does (`assertions_judge: tau2`: one call, τ²'s prompt with --tau2)"),
-    ("tasks[].evaluation_criteria.env_assertions", "mapped", "`score.env_assertions` "
-     "(`func_name` → `function`, `arguments` → `args`, `env_type` → `side`, `assert_value` → "
-     "`expect`): our toolsets' predicate functions (`HELPERS`, not offered as tools) over the "
-     "final state. Where τ²'s raises for a missing row (its evaluation then fails), ours "
-     "does not hold"),
-    ("tasks[].evaluation_criteria.reward_basis", "mapped", "`score.reward`: DB → state, ACTION → "
-     "actions, COMMUNICATE → communicate, NL_ASSERTION → assertions, ENV_ASSERTION → "
-     "env_assertions; missing → τ²'s default [DB, COMMUNICATE]; a component with nothing to "
-     "check (no communicate_info, no nl_assertions, no env_assertions) is left out, as τ² "
-     "scores it 1; the state check covers the user's database too, as τ²'s does"),
-    ("tasks[].annotations", "dropped", "curation metadata, not used to run or score"),
-    ("tasks[].issues", "mapped with loss", "a YAML comment above the session naming each open "
-     "issue (its title); the linked simulation files are not imported"),
-]
 _KNOWN_TOP = {"id", "description", "user_scenario", "ticket", "initial_state",
               "evaluation_criteria", "annotations", "issues"}
 _KNOWN_CRITERIA = {"actions", "communicate_info", "nl_assertions", "env_assertions",
@@ -166,12 +96,18 @@ class _Task:
         self.domain = domain
         self.user_tools = user_tools or set()
         self.id = str(raw.get("id"))
+        self.sid = session_id(self.id)
+        """The pack's id for it: τ²'s own when it is a valid id (telecom's, such as
+        `[mms_issue]bad_wifi_calling[PERSONA:Easy]`, are not: tagged `tau2-id:<id>`)."""
         self.skip: str | None = None
         self.lossy: list[str] = []
         self.session: dict[str, Any] = {}
         self._map(tools)
-        if self.session and splits:
-            self.session["metadata"] = {"tags": sorted(f"split:{s}" for s in splits)}
+        tags = sorted(f"split:{s}" for s in splits or ())
+        if self.sid != self.id:
+            tags.append(f"tau2-id:{self.id}")
+        if self.session and tags:
+            self.session["metadata"] = {"tags": tags}
 
     def _map(self, tools: set[str]) -> None:
         raw = self.raw
@@ -220,7 +156,7 @@ class _Task:
         if not reward:
             self.skip = "nothing left to score (reward basis: " + ", ".join(basis) + ")"
             return
-        self.session = {"id": self.id, "protocol": "instructed_user",
+        self.session = {"id": self.sid, "protocol": "instructed_user",
                         "user": self._user(), "gold": None, "score": None}
         if start is not None:
             self.session["initial_state"] = start
@@ -280,6 +216,17 @@ class _Task:
             lines.append(f"open τ² issue {issue.get('id')}: {' '.join(str(issue.get('title')).split())}")
         lines += [f"lossy: {x}" for x in self.lossy]
         return "\n".join(lines)
+
+
+def session_id(task_id: str) -> str:
+    """A valid pack id for a τ² task id: itself when valid, else its runs of other characters
+    made `-` (and, past 75 characters, cut and told apart by a hash)."""
+    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,74}", task_id):
+        return task_id
+    out = re.sub(r"[^A-Za-z0-9_.-]+", "-", task_id).strip("-_.") or "task"
+    if len(out) > 75:
+        out = out[:66] + "-" + hashlib.sha256(task_id.encode()).hexdigest()[:8]
+    return out
 
 
 def _tool_names(module: Path) -> set[str]:
@@ -348,7 +295,8 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
                            (why + "; " if why else "") + "supported: "
                            + ", ".join(sorted(DOMAINS)) + "; the folder's name is the domain")
     fixes = parity.check_fixes(domain, fixes)
-    for name in ("tasks.json", "db.json", "policy.md"):
+    telecom = domain == "telecom"  # TOML databases, a composed policy, tasks_small.json
+    for name in () if telecom else ("tasks.json", "db.json", "policy.md"):
         if name == "db.json" and tau2 is not None:
             continue  # τ²'s own loaded database
         if not (source / name).is_file():
@@ -357,23 +305,28 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
                 hint += ("; the database is a large file some copies of τ²'s repository leave "
                          "out: take data/tau2/domains/" + domain + "/db.json from a full clone")
             raise ImportError_(str(source / name), "not found", hint)
-    tasks_raw = _load_json(source / "tasks.json")
+    tasks_path = tc.tasks_file(source) if telecom else source / "tasks.json"
+    tasks_raw = _load_json(tasks_path)
     if not isinstance(tasks_raw, list) or not all(isinstance(t, dict) for t in tasks_raw):
-        raise ImportError_(str(source / "tasks.json"), "expected a list of task objects")
+        raise ImportError_(str(tasks_path), "expected a list of task objects")
     module = TOOLS_DIR / DOMAINS[domain]
     tools = _tool_names(module) - st.helpers(module)
     user = _user_side(source, domain, tau2)
     if tau2 is not None:
         parity.check_extract(tau2, domain, sorted(tools))
-        tables = _tables(tau2["db"], source / "db.json")
+        tables = _tables(tc.from_dump(tau2["db"], False) if telecom else tau2["db"],
+                         source / "db.json")
         # the agent's system prompt as τ²'s LLMAgent sends it: its instructions around the policy
         policy = str(tau2.get("agent_system_prompt") or tau2["policy"])
         theirs = {t["id"] for t in tau2.get("tasks") or []}
         ours = {str(t.get("id")) for t in tasks_raw}
         if theirs and theirs != ours:
-            raise ImportError_(str(source / "tasks.json"), "its task ids are not those of the "
+            raise ImportError_(str(tasks_path), "its task ids are not those of the "
                                "τ² checkout's domain", "import the domain folder of that "
                                "checkout")
+    elif telecom:
+        tables = _tables(tc.agent_db(source / "db.toml"), source / "db.toml")
+        policy = tc.policy(source)
     else:
         tables = _tables(_load_json(source / "db.json"), source / "db.json")
         policy = (source / "policy.md").read_text(encoding="utf-8")
@@ -385,9 +338,14 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
         if t.session:
             dialogue.session_fields(t.session, t.raw, scenario.get(t.id))
     ids = [t.id for t in tasks]
+    sids = [t.sid for t in tasks]
+    clash = sorted({i for i in sids if sids.count(i) > 1} - set(ids))
+    if clash:
+        raise ImportError_(str(tasks_path), "task ids that differ only in characters a pack "
+                           "id cannot hold: " + ", ".join(clash))
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
-        raise ImportError_(str(source / "tasks.json"), "task ids used twice: " + ", ".join(dup))
+        raise ImportError_(str(tasks_path), "task ids used twice: " + ", ".join(dup))
     kept = [t for t in tasks if t.skip is None]
 
     out = Path(out)
@@ -435,8 +393,8 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
           + dialogue.pack_blocks(domain, tau2, dialogue.version(tau2),
                                  dialogue.differences(tau2, diffs)))
     write("tasks.yaml", _tasks_yaml(domain, kept))
-    agent = {"sessions": {t.id: _gold_turn(t) for t in kept}}
-    gold_user = {t.id: _gold_user(t) for t in kept if _gold_user(t)}
+    agent = {"sessions": {t.sid: _gold_turn(t) for t in kept}}
+    gold_user = {t.sid: _gold_user(t) for t in kept if _gold_user(t)}
     if gold_user:
         write("demo/gold_user.yaml", "# The gold user: each task's own gold actions "
               "(`requestor: user`), made with the user's\n# tools after the gold agent's turn "
@@ -463,6 +421,14 @@ def _user_side(source: Path, domain: str, tau2: dict[str, Any] | None
     domain has them: `{module, tools, tables, specs}`."""
     name = st.USER_TOOLSETS.get(domain)
     path = source / "user_db.json"
+    if domain == "telecom":  # its user database is two objects, all defaults when absent
+        path = source / "user_db.toml"
+        db = tc.from_dump(tau2["user_db"], True) if tau2 is not None and tau2.get("user_db") \
+            else tc.user_db(path)
+        module = TOOLS_DIR / st.USER_TOOLSETS["telecom"]
+        return {"module": module, "tools": _tool_names(module) - st.helpers(module),
+                "tables": _tables(db, path), "specs": parity.specs_json(
+                    {"tools": tau2["user_tools"]}) if tau2 and tau2.get("user_tools") else None}
     if name is None or not (path.is_file() or (tau2 or {}).get("user_db")):
         return None
     module = TOOLS_DIR / name
@@ -491,6 +457,10 @@ def _pack_yaml(domain: str, tables: dict[str, tuple[str, list[dict[str, Any]]]],
                        "policy (IMPORT_REPORT.md lists what τ²'s runner does that benchpack "
                        "does not yet).")
     options = "".join(f"    {k}: {str(v).lower()}\n" for k, v in parity.OPTIONS.items())
+    hook = st.SYNCED.get(domain)
+    if hook and user:  # both sides in one State, kept in step after every call (τ²'s sync)
+        options += (f"    services: [{st.user_service(domain)}]\n"
+                    f"    after_call: {hook}\n")
     if tau2 is not None:
         options = f"    specs: tools/{domain}.specs.json   # τ²'s own tool definitions\n" \
             + options
@@ -513,7 +483,9 @@ def _pack_yaml(domain: str, tables: dict[str, tuple[str, list[dict[str, Any]]]],
                            "definitions\n" if user.get("specs") else "")
                         + "    include: [" + ", ".join(sorted(user["tools"])) + "]\n"
                         + "".join(f"    {k}: {str(v).lower()}\n"
-                                  for k, v in parity.OPTIONS.items()))
+                                  for k, v in parity.OPTIONS.items())
+                        + (f"    services: [{domain}]\n    after_call: {hook}\n"
+                           if hook else ""))
         user_env = f"    user_toolsets: [tools/{domain}_user.py]\n"
     return (
         f"# τ²-bench, domain `{domain}`, imported by `bench import tau2` (IMPORT_REPORT.md says\n"
@@ -552,7 +524,7 @@ def _tasks_yaml(domain: str, kept: list[_Task]) -> str:
              "every task\n# starts from the database as released, changed by its `initial_state` when it "
              "has one.\n", "episodes:\n"]
     for t in kept:
-        episode = {"id": f"task-{t.id}", "persona": "customer", "environment": domain,
+        episode = {"id": f"task-{t.sid}", "persona": "customer", "environment": domain,
                    "memory": "none", "sessions": [t.session]}
         parts.append(_comment(t.comments(), 2))
         parts.append(_indent(_dump([episode]), 2))

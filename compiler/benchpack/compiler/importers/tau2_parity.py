@@ -69,6 +69,7 @@ def toolset_source(module: Path, pydantic: str | None, fixes: Sequence[str]) -> 
         body = prelude[_after_docstring(prelude):].strip("\n")
         source = (source[:start] + f"{PRELUDE_START} (inlined from benchpack's tau2_tools/"
                   f"prelude.py) ----\n{body}\n{PRELUDE_END} ----\n" + source[line_end:])
+    source = _inline(source)
     if pydantic:
         version = ".".join(pydantic.split(".")[:2])
         source = re.sub(r'^PYDANTIC_DOCS = "[^"]*"', f'PYDANTIC_DOCS = "{version}"', source,
@@ -79,6 +80,24 @@ def toolset_source(module: Path, pydantic: str | None, fixes: Sequence[str]) -> 
         if n != 1:
             raise ImportError_(str(module), "the toolset has no `FIXES = frozenset()` line")
     return source
+
+
+_INLINE = re.compile(r"^# ---- inline (\S+\.py) ----\n.*?^# ---- end of inline ----\n",
+                     re.M | re.S)
+
+
+def _inline(source: str) -> str:
+    """Each `# ---- inline <file> ----` … `# ---- end of inline ----` block (an import, so the
+    module runs from the repository too) replaced by that tau2_tools file's code: a toolset
+    too long for one file is written in parts, and a pack module is one file. A part's own
+    inline blocks go: the module inlines every part it needs, in order."""
+    def part(m: re.Match[str]) -> str:
+        path = TOOLS_DIR / m.group(1)
+        text = path.read_text(encoding="utf-8")
+        body = _INLINE.sub("", text[_after_docstring(text):]).strip("\n")
+        return (f"# ---- inline {m.group(1)} (inlined from benchpack's tau2_tools/"
+                f"{m.group(1)}) ----\n{body}\n# ---- end of inline ----\n")
+    return _INLINE.sub(part, source)
 
 
 def _after_docstring(source: str) -> int:

@@ -15,8 +15,11 @@ import ast
 from pathlib import Path
 from typing import Any
 
-USER_TOOLSETS = {"mock": "mock_user.py"}
+USER_TOOLSETS = {"mock": "mock_user.py", "telecom": "telecom_user.py"}
 """Domains whose user has tools of its own (τ²'s `user_tools`), and our module for them."""
+SYNCED = {"telecom": "sync_sides"}
+"""Domains whose two sides τ² keeps in step after every call (`sync_tools`): the `after_call`
+of both toolsets, which then hold both services."""
 SIDE = {"assistant": "agent", "user": "user"}
 NO_USER = ("it needs the user's own tools, and this domain folder has no user_db.json (or "
            "benchpack no user toolset for it)")
@@ -120,5 +123,5 @@ def history_turns(session: dict[str, Any]) -> int:
     return sum(1 for m in history if m["role"] == "user")
 
 
-__all__ = ["USER_TOOLSETS", "Unsupported", "env_assertions", "helpers", "history_turns",
+__all__ = ["SYNCED", "USER_TOOLSETS", "Unsupported", "env_assertions", "helpers", "history_turns",
            "initial_state", "user_service"]

@@ -1,0 +1,170 @@
+"""τ²'s telecom domain (issue 24, dual control with a sync after every call) imported and run.
+
+Offline, on benchpack's own small domain folder in τ²'s shapes (`fixtures/tau2_telecom`: TOML
+databases, a policy in two files, `tasks_small.json`): the databases load as τ²'s models load
+them, τ²'s task ids become valid pack ids, a task needing a tool we lack is left out with the
+reason, the gold agent and user score 1.0 on every imported task, and agents that do nothing or
+never guide the customer score what they deserve. Gated (BENCH_TAU2_CHECKOUT,
+BENCH_TAU2_PYTHON): the real release's 20 tasks score for the gold and the do-nothing agent
+exactly what τ²'s own evaluator gives the same trajectories."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from benchpack.compiler import compile_pack
+from benchpack.compiler.importers import run_import
+from benchpack.runtime.runner import RunOptions, run_plan
+from benchpack.runtime.sandbox import find_bwrap
+
+DOMAIN = Path(__file__).resolve().parents[1] / "fixtures" / "tau2_telecom" / "telecom"
+CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
+PYTHON = os.environ.get("BENCH_TAU2_PYTHON")
+needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")
+needs_tau2 = pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT "
+                                "(a τ²-bench checkout) and BENCH_TAU2_PYTHON")
+IDS = {"service_issue-overdue_bill-PERSONA-None", "mobile_data_issue-abroad_roaming-PERSONA-Easy",
+       "mms_issue-storage_permission-PERSONA-Hard", "service_issue-locked_sim-PERSONA-None"}
+
+
+def _import(tmp: Path, domain: Path = DOMAIN) -> Path:
+    pack = tmp / "pack"
+    run_import("tau2", domain, pack)
+    result = compile_pack(pack, tmp / "plan", use_cache=False)
+    assert result.ok, [d.format() for d in result.diagnostics]
+    return pack
+
+
+def _scores(tmp: Path, name: str, agent: Path, simulator: str) -> dict[str, float]:
+    db = tmp / f"{name}.duckdb"
+    run_plan(RunOptions(plan=tmp / "plan", agent=f"scripted:{agent}", judge="rules",
+                        simulator=simulator, db=db, run_id=name, progress=False,
+                        cache_dir=tmp / "c", allow_python=True))
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {str(n): float(s) for n, s in con.execute("SELECT name, score FROM sessions").fetchall()}
+    finally:
+        con.close()
+
+
+def test_databases_load_as_tau2s_models_do(tmp_path: Path) -> None:
+    pack = tmp_path / "pack"
+    result = run_import("tau2", DOMAIN, pack)
+    assert result.sessions == 4
+    assert result.dropped == ["task [service_issue]tower_reset[PERSONA:None]: its gold actions "
+                              "use tools this domain's toolset does not have: reset_cell_tower"]
+    data = {p.stem: json.loads(p.read_text(encoding="utf-8"))
+            for p in (pack / "data").glob("*.json")}
+    # numbers a float field holds become floats, dates print as τ²'s do, defaults fill in
+    assert data["plans"][0]["data_limit_gb"] == 5.0 and \
+        isinstance(data["plans"][0]["data_limit_gb"], float)
+    assert data["lines"][1] == {
+        "line_id": "L2", "phone_number": "555-000-0002", "status": "Active", "plan_id": "P1",
+        "device_id": None, "data_used_gb": 0.0, "data_refueling_gb": 0.0,
+        "roaming_enabled": False, "contract_end_date": None, "last_plan_change_date": None,
+        "last_sim_replacement_date": None, "suspension_start_date": None}
+    assert data["devices"][0]["activation_date"] == "2025-01-02 09:15:00"
+    assert data["devices"][0]["imei"] is None and data["devices"][0]["activated"] is True
+    assert data["customers"][0]["created_at"] == "2025-01-02 09:00:00"
+    assert data["customers"][0]["goodwill_credit_used_this_year"] == 0.0
+    assert data["bills"][0]["total_due"] == 30.0 and data["bills"][0]["line_items"][0] == {
+        "description": "Small Plan - Line 555-000-0001", "amount": 30.0, "date": "2025-02-01",
+        "item_type": "Plan Charge"}
+    device, = json.loads((pack / "data" / "user" / "device.json").read_text(encoding="utf-8"))
+    assert list(device)[:4] == ["id", "sim_card_status", "sim_card_missing", "airplane_mode"]
+    assert device["battery_level"] == 64 and device["active_apn_settings"] == {
+        "apn_name": "internet", "reset_at_reboot": False, "mms_apn": "mms",
+        "mmsc_url": "http://mms.carrier.com/mms/wapenc", "mms_proxy": None, "mms_port": None}
+    assert device["app_statuses"]["messaging"]["permissions"]["storage"] is True
+    where, = json.loads((pack / "data" / "user" / "surroundings.json").read_text("utf-8"))
+    assert where["phone_number"] is None and where["signal_strength"]["5G"] == "excellent"
+    # the policy as τ²'s telecom environment composes it
+    policy = (pack / "policy.md").read_text(encoding="utf-8")
+    assert policy.startswith("<main_policy>\n# Operator policy") and \
+        policy.endswith("step by step.\n\n</tech_support_policy>")
+    text = (pack / "pack.yaml").read_text(encoding="utf-8")
+    assert text.count("after_call: sync_sides") == 2 and "services: [telecom_user]" in text
+    tasks = (pack / "tasks.yaml").read_text(encoding="utf-8")
+    assert "id: mms_issue-storage_permission-PERSONA-Hard" in tasks
+    assert "tau2-id:[mms_issue]storage_permission[PERSONA:Hard]" in tasks
+
+
+@needs_bwrap
+def test_gold_scores_one_and_adversaries_what_they_deserve(tmp_path: Path) -> None:
+    pack = _import(tmp_path)
+    gold_user = f"scripted:{pack / 'demo' / 'gold_user.yaml'}"
+    gold = _scores(tmp_path, "gold", pack / "demo" / "gold_agent.yaml", gold_user)
+    assert gold == dict.fromkeys(IDS, 1.0)
+    done = tmp_path / "done.yaml"
+    done.write_text("default:\n  - say: Done.\n", encoding="utf-8")
+    assert _scores(tmp_path, "nothing", done, "rules") == dict.fromkeys(IDS, 0.0)
+    # the gold agent that never guides the customer (the user does nothing on the phone):
+    # only the task the operator alone can settle (a transfer) passes
+    alone = _scores(tmp_path, "alone", pack / "demo" / "gold_agent.yaml", "rules")
+    assert alone == {**dict.fromkeys(IDS, 0.0), "service_issue-locked_sim-PERSONA-None": 1.0}
+
+
+TAU2_SIDE = r'''
+import json, sys, uuid
+from tau2.domains.telecom.environment import get_environment, load_tasks
+from tau2.evaluator.evaluator import evaluate_simulation, EvaluationType
+from tau2.data_model.simulation import SimulationRun, TerminationReason
+from tau2.data_model.message import AssistantMessage, UserMessage, ToolCall
+
+
+def trajectory(task, gold):
+    env = get_environment()
+    st = task.initial_state
+    if st:
+        env.set_state(st.initialization_data, st.initialization_actions,
+                      st.message_history or [])
+    msgs = [UserMessage(role="user", content="hi")]
+    for i, a in enumerate(task.evaluation_criteria.actions or [] if gold else []):
+        call = ToolCall(id=f"g{i}", name=a.name, arguments=a.arguments, requestor=a.requestor)
+        result = env.get_response(call)
+        kind = UserMessage if a.requestor == "user" else AssistantMessage
+        msgs += [kind(role=kind.__name__[:-7].lower(), tool_calls=[call]), result]
+    said = ["Done.", *(task.evaluation_criteria.communicate_info or [] if gold else [])]
+    return msgs + [AssistantMessage(role="assistant", content=" ".join(said))]
+
+
+out = {}
+for task in load_tasks(sys.argv[1]):
+    for gold in (True, False):
+        sim = SimulationRun(id=str(uuid.uuid4()), task_id=task.id, start_time="",
+                            end_time="", duration=0.0,
+                            termination_reason=TerminationReason.USER_STOP,
+                            messages=trajectory(task, gold))
+        reward = evaluate_simulation(sim, task, EvaluationType.ALL, False, "telecom").reward
+        out.setdefault(task.id, {})["gold" if gold else "nothing"] = reward
+print(json.dumps(out))
+'''
+
+
+@needs_tau2
+@needs_bwrap
+def test_release_rewards_equal_tau2s_own(tmp_path: Path) -> None:
+    domain = Path(str(CHECKOUT)) / "data" / "tau2" / "domains" / "telecom"
+    theirs = json.loads(subprocess.run(
+        [str(PYTHON), "-c", TAU2_SIDE, str(domain / "tasks_small.json")], capture_output=True,
+        text=True, check=True, cwd=str(CHECKOUT), timeout=300,
+        env={**os.environ, "TAU2_DATA_DIR": str(Path(str(CHECKOUT)) / "data")},
+    ).stdout.strip().splitlines()[-1])
+    pack = _import(tmp_path, domain)
+    gold = _scores(tmp_path, "gold", pack / "demo" / "gold_agent.yaml",
+                   f"scripted:{pack / 'demo' / 'gold_user.yaml'}")
+    done = tmp_path / "done.yaml"
+    done.write_text("default:\n  - say: Done.\n", encoding="utf-8")
+    nothing = _scores(tmp_path, "nothing", done, "rules")
+    from benchpack.compiler.importers.tau2 import session_id
+
+    ours = {tid: {"gold": gold[session_id(tid)], "nothing": nothing[session_id(tid)]}
+            for tid in theirs}
+    assert len(ours) == 20 and ours == theirs
+    assert all(v == {"gold": 1.0, "nothing": 0.0} for v in ours.values())
