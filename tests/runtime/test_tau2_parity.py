@@ -267,7 +267,7 @@ def test_our_half_runs_through_the_real_tool_path(tmp_path: Path) -> None:
 
 @needs_tau2
 @needs_bwrap
-@pytest.mark.parametrize("domain", ["mock", "retail"])
+@pytest.mark.parametrize("domain", ["mock", "retail", "telecom"])
 def test_parity_with_tau2(tmp_path: Path, domain: str) -> None:
     """The whole harness against τ²'s own code (a small run: the full one is `--calls 1000`)."""
     proc = subprocess.run(
@@ -280,6 +280,10 @@ def test_parity_with_tau2(tmp_path: Path, domain: str) -> None:
     # mock: the user's own tools (issue 24) are compared too
     assert {t["tool"] for t in report["tools"]} >= {
         "get_users", "check_notifications", "dismiss_notification"} if domain == "mock" else True
+    # telecom (issue 24): the phone's tools too, each side synced after every call
+    assert {t["tool"] for t in report["tools"]} >= {
+        "make_payment", "send_payment_request", "reboot_device", "set_apn_settings",
+        "toggle_roaming", "enable_roaming"} if domain == "telecom" else True
 
 
 def test_cli_parity_without_a_checkout_is_one_line(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ def parity() -> None:
 @click.option("--tau2", "checkout", required=True, type=click.Path(path_type=Path),
               metavar="CHECKOUT", help="A τ²-bench checkout (src/tau2, data/tau2); nothing is "
                                        "installed, τ²'s own code is run from it.")
-@click.option("--domain", required=True, metavar="DOMAIN", help="retail, mock or airline.")
+@click.option("--domain", required=True, metavar="DOMAIN", help="retail, mock, airline or telecom.")
 @click.option("--tau2-python", metavar="PY",
               help="The Python that can import τ² [default: $BENCH_TAU2_PYTHON, else the "
                    "checkout's .venv].")
@@ -110,14 +110,16 @@ def _run(driver: Any, domain: str, domain_dir: Path, extract: dict[str, Any], pl
          differences: list[dict[str, str]], calls: int, seed: int, work: Path) -> Any:
     import asyncio
 
-    from benchpack.runtime.tau2bench.compare import BUILTIN, Declared
+    from benchpack.compiler.importers.tau2_telecom import tasks_file
+    from benchpack.runtime.tau2bench.compare import BUILTIN, DOMAIN_DECLARED, Declared
     from benchpack.runtime.tau2bench.parity import ParityRun, run_parity
 
-    tasks = json.loads((domain_dir / "tasks.json").read_text(encoding="utf-8"))
+    path = tasks_file(domain_dir) if domain == "telecom" else domain_dir / "tasks.json"
+    tasks = json.loads(path.read_text(encoding="utf-8"))
     # a mismatch both fixes explain is counted once, for the first of them
     ordered = sorted(differences, key=lambda d: d["id"] != "fix:payment-rounding")
     declared = [*(Declared(d["id"], f"{d['what']} — {d['why']}", **_scope(d["id"]))
-                  for d in ordered), *BUILTIN]
+                  for d in ordered), *DOMAIN_DECLARED.get(domain, []), *BUILTIN]
     run = ParityRun(plan=plan, domain=domain, extract=extract, tasks=tasks, workdir=work,
                     calls=calls, seed=seed)
 

@@ -314,8 +314,7 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
     user = _user_side(source, domain, tau2)
     if tau2 is not None:
         parity.check_extract(tau2, domain, sorted(tools))
-        tables = _tables(tc.from_dump(tau2["db"], False) if telecom else tau2["db"],
-                         source / "db.json")
+        tables = _tables(tau2["db"], source / "db.json")
         # the agent's system prompt as τ²'s LLMAgent sends it: its instructions around the policy
         policy = str(tau2.get("agent_system_prompt") or tau2["policy"])
         theirs = {t["id"] for t in tau2.get("tasks") or []}
@@ -423,8 +422,7 @@ def _user_side(source: Path, domain: str, tau2: dict[str, Any] | None
     path = source / "user_db.json"
     if domain == "telecom":  # its user database is two objects, all defaults when absent
         path = source / "user_db.toml"
-        db = tc.from_dump(tau2["user_db"], True) if tau2 is not None and tau2.get("user_db") \
-            else tc.user_db(path)
+        db = tau2["user_db"] if tau2 is not None and tau2.get("user_db") else tc.user_db(path)
         module = TOOLS_DIR / st.USER_TOOLSETS["telecom"]
         return {"module": module, "tools": _tool_names(module) - st.helpers(module),
                 "tables": _tables(db, path), "specs": parity.specs_json(

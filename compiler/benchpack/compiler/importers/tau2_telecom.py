@@ -6,7 +6,8 @@ out from its models' defaults; the rows a pack starts from must be those loaded 
 the models' order, numbers as they load (a float field makes `5` into `5.0`) and dates as τ²
 prints them (`2025-01-20 14:30:00`, `2025-02-25`). `SHAPES` says, per table, each field's
 default and kind (written from τ²'s documented data model; none of its code is copied). With
-`--tau2` the rows come from τ²'s own loaded databases instead and none of this is used.
+`--tau2` the rows come from τ²'s own loaded databases instead (the τ² driver's `extract`, keyed
+the same way) and none of this is used.
 
 The user's database is not tables of rows but two objects, the phone (`device`) and where the
 user is (`surroundings`): each becomes a table of one row whose key `id` is the table's name.
@@ -192,14 +193,6 @@ def user_db(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
                            + ", ".join(unknown))
     return {t: {t: {"id": t, **_model(raw.get(t) or {}, SHAPES[t], f"{path}: {t}")}}
             for t in USER_TABLES}
-
-
-def from_dump(db: dict[str, Any], user: bool) -> dict[str, dict[str, dict[str, Any]]]:
-    """τ²'s loaded database (`model_dump()`, as the τ² driver sends it) in the importer's
-    shape: lists of rows keyed by their first field; the user's two objects one row each."""
-    if user:
-        return {t: {t: {"id": t, **db[t]}} for t in USER_TABLES}
-    return {t: {str(r[SHAPES[t][0][0]]): r for r in db.get(t) or []} for t in AGENT_TABLES}
 
 
 def policy(source: Path) -> str:

@@ -241,6 +241,26 @@ BUILTIN: list[Declared] = [
 """Differences of benchpack's own that every parity run declares (shown only when they
 occur)."""
 
+DOMAIN_DECLARED: dict[str, list[Declared]] = {
+    "telecom": [
+        Declared("tau2-shared-vpn", "τ²'s break_vpn (a task's set-up) degrades in place the "
+                 "VPN details object every phone of its process shares, so a later connect_vpn "
+                 "connects to a poor server (the driver puts it back for each sequence, as in a "
+                 "fresh process; within one it stays); ours connects each phone to its own "
+                 "default (excellent) server",
+                 kinds=frozenset({"db", "content"}),
+                 match=lambda m: any("server_performance" in d or "PerformanceLevel" in d
+                                     for d in m.detail)),
+        Declared("draft-bill-id", "where τ² names a new draft bill with a random `B` + 8 hex "
+                 "digits (refuel_data for a customer with no draft bill), ours derives them from "
+                 "the customer and the number of bills, so that a gold replay and the agent's "
+                 "run name it alike", tools=frozenset({"refuel_data"}),
+                 kinds=frozenset({"db"}),
+                 match=lambda m: all(d.startswith(("bills.", "customers.")) for d in m.detail)),
+    ],
+}
+"""Differences of τ²'s own per domain, declared by every parity run of that domain."""
+
 
 def declare(found: list[Mismatch], declared: list[Declared]) -> None:
     """Mark the mismatches a declared difference covers, and every later one of the same

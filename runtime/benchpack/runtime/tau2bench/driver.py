@@ -51,6 +51,8 @@ class Driver:
         self.pristine: dict[str, Any] = {}
         """Per domain: `_dumps` of a fresh environment."""
         self.tasks: dict[str, dict[str, Any]] = {}
+        self.class_models: dict[Any, dict[str, Any]] = {}
+        """Per toolkit class, the models it held as a class attribute at first load."""
 
     # ------------------------------------------------------------------ τ² objects
 
@@ -64,6 +66,7 @@ class Driver:
         constructor = self.registry().get_env_constructor(domain)
         if domain not in self.envs:
             env = constructor()
+            self._reset_class_models(env)
             tools, user = env.tools, env.user_tools
             self.envs[domain] = (
                 type(tools.db) if tools is not None and tools.db is not None else None,
@@ -78,9 +81,27 @@ class Driver:
         if user_cls is not None:
             kwargs["user_db"] = user_cls.model_validate_json(user_dump)
         try:
-            return constructor(**kwargs)
+            env = constructor(**kwargs)
         except TypeError:  # a domain whose constructor takes no databases
-            return constructor()
+            env = constructor()
+        self._reset_class_models(env)
+        return env
+
+    def _reset_class_models(self, env: Any) -> None:
+        """Models a toolkit class holds (not its instances: telecom's default VPN details,
+        which a task's set-up degrades in place) back as they were when the domain was first
+        loaded, so every sequence starts as in a fresh process."""
+        import copy
+
+        from pydantic import BaseModel
+        for kit in (env.tools, env.user_tools):
+            if kit is None:
+                continue
+            cls = type(kit)
+            saved = self.class_models.setdefault(cls, {
+                k: copy.deepcopy(v) for k, v in vars(cls).items() if isinstance(v, BaseModel)})
+            for k, v in saved.items():
+                setattr(cls, k, copy.deepcopy(v))
 
     def domain_tasks(self, domain: str) -> dict[str, Any]:
         if domain not in self.tasks:
@@ -89,8 +110,20 @@ class Driver:
                 tasks = loader(None)  # every task, whatever the splits
             except TypeError:
                 tasks = loader()
+            except FileNotFoundError:  # telecom's tasks.json is left out of some copies
+                tasks = self._small_tasks(domain)
             self.tasks[domain] = {str(t.id): t for t in tasks}
         return self.tasks[domain]
+
+    def _small_tasks(self, domain: str) -> list[Any]:
+        """The domain's tasks_small.json, loaded by the domain's own `load_tasks`."""
+        import importlib
+        from pathlib import Path
+
+        from tau2.utils.utils import DATA_DIR
+        module = importlib.import_module(f"tau2.domains.{domain}.environment")
+        path = Path(DATA_DIR) / "tau2" / "domains" / domain / "tasks_small.json"
+        return list(module.load_tasks(str(path)))
 
     # ------------------------------------------------------------------ commands
 
@@ -119,10 +152,10 @@ class Driver:
         from tau2 import config
         out["defaults"] = {k: getattr(config, k) for k in dir(config)
                            if k.startswith("DEFAULT_") and _jsonable(getattr(config, k))}
-        out["db"] = env.tools.db.model_dump() if env.tools is not None and env.tools.db \
-            is not None else None
-        out["user_db"] = env.user_tools.db.model_dump() if env.user_tools is not None and \
-            env.user_tools.db is not None else None
+        out["db"] = _keyed_db(env.tools.db.model_dump()) if env.tools is not None and \
+            env.tools.db is not None else None
+        out["user_db"] = _keyed_db(env.user_tools.db.model_dump()) if env.user_tools is not \
+            None and env.user_tools.db is not None else None
         splits = registry.get_task_splits_loader(domain)
         out["splits"] = splits() if splits is not None else None
         return out
@@ -340,9 +373,26 @@ def _rows(env: Any) -> dict[str, dict[str, Any]]:
     for which, kit in (("db", env.tools), ("user_db", env.user_tools)):
         if kit is None or kit.db is None:
             continue
-        for table, value in kit.db.model_dump().items():
-            rows = value if isinstance(value, dict) else {"": value}
+        for table, rows in _keyed_db(kit.db.model_dump()).items():
             out[f"{which}\0{table}"] = {str(k): r for k, r in rows.items()}
+    return out
+
+
+def _keyed_db(dump: dict[str, Any]) -> dict[str, Any]:
+    """A database dump as benchpack's tables, `{table: {key: row}}`: an object of rows as it
+    is; a list of rows keyed by each row's first field (telecom's `lines`, `bills`, …); an
+    object that is one model (telecom's phone: `device`, `surroundings`) one row keyed `id`,
+    its table's name, as benchpack's importer stores it."""
+    out: dict[str, Any] = {}
+    for table, value in dump.items():
+        if isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()):
+            out[table] = value
+        elif isinstance(value, list) and all(isinstance(r, dict) and r for r in value):
+            out[table] = {str(next(iter(r.values()))): r for r in value}
+        elif isinstance(value, dict):
+            out[table] = {table: {"id": table, **value}}
+        else:
+            out[table] = {"": value}
     return out
 
 
@@ -367,8 +417,7 @@ def _dumps(env: Any) -> dict[str, dict[str, tuple[str, Any]]]:
     for which, kit in (("db", env.tools), ("user_db", env.user_tools)):
         if kit is None or kit.db is None:
             continue
-        for table, value in kit.db.model_dump().items():
-            rows = value if isinstance(value, dict) else {"": value}
+        for table, rows in _keyed_db(kit.db.model_dump()).items():
             for key, row in rows.items():
                 out.setdefault(f"{which}\0{table}", {})[str(key)] = (
                     json.dumps(row, sort_keys=True, default=str), row)

@@ -8,6 +8,11 @@ are stored as τ²'s models dump them (enums as their values).
 
 from benchpack_tools import State
 
+# ---- inline prelude.py ----
+from benchpack.compiler.importers.tau2_tools.prelude import PYDANTIC_DOCS, Tau2
+
+# ---- end of inline ----
+
 MODES = ("4g_5g_preferred", "4g_only", "3g_only", "2g_only")
 """The network mode preferences, in τ²'s order."""
 APN_DEFAULT = {"apn_name": "internet", "reset_at_reboot": False, "mms_apn": "mms",
@@ -92,19 +97,47 @@ class Phone:
         done = "granted to" if grant else "removed from"
         return True, f"Permission '{permission}' {done} app '{app_name}'."
 
+    def apn_check(self, name):
+        """τ²'s AttributeError for `name` when the APN settings are not settings (a
+        `set_apn_settings` given something else than an object stores it as it is)."""
+        apn = self.dev["active_apn_settings"]
+        if not isinstance(apn, dict):
+            raise AttributeError(f"'{type(apn).__name__}' object has no attribute '{name}'")
+
+    def apn_field(self, name):
+        self.apn_check(name)
+        return self.dev["active_apn_settings"][name]
+
+    def apn_set(self, name, value):
+        self.apn_field(name)
+        self.dev["active_apn_settings"][name] = value
+
     @staticmethod
     def apn(settings):
-        """An APNSettings from a dict, defaults for what it leaves out (unknown keys or a bad
-        APN name are a ValueError)."""
-        if not isinstance(settings, dict):
-            raise ValueError(f"APN settings must be an object, got {type(settings).__name__}")
-        unknown = sorted(set(settings) - set(APN_DEFAULT))
-        if unknown:
-            raise ValueError("unknown APN settings: " + ", ".join(unknown))
-        out = dict(APN_DEFAULT)
-        out.update(settings)
-        if out["apn_name"] not in ("internet", "broken"):
-            raise ValueError(f"invalid APN name: {out['apn_name']!r}")
+        """τ²'s APNSettings(**settings): defaults for what it leaves out, its model's lax
+        conversions, a ValueError worded as pydantic's ValidationError otherwise."""
+        out, errors = dict(APN_DEFAULT), []
+        for name, value in settings.items():
+            kind = _APN_KINDS.get(name)
+            if kind is None:
+                errors.append((name, value, "extra_forbidden", "Extra inputs are not permitted"))
+                continue
+            ok, got, why = _lax(kind, value)
+            if ok:
+                out[name] = got
+            else:
+                errors.append((name, value, *why))
+        order = list(_APN_KINDS)
+        errors.sort(key=lambda e: order.index(e[0]) if e[0] in order else len(order))
+        if errors:
+            n = len(errors)
+            lines = [f"{n} validation error{'s' if n > 1 else ''} for APNSettings"]
+            for name, value, kind, msg in errors:
+                lines += [name, f"  {msg} [type={kind}, input_value={Tau2.short_repr(value)}, "
+                                f"input_type={type(value).__name__}]",
+                          f"    For further information visit https://errors.pydantic.dev/"
+                          f"{PYDANTIC_DOCS}/v/{kind}"]
+            raise ValueError("\n".join(lines))
         return out
 
     @staticmethod
@@ -170,12 +203,59 @@ class Phone:
             return False
         if dev["wifi_calling_enabled"] and dev["wifi_calling_mms_over_wifi"]:
             return False
-        if dev["active_apn_settings"]["mmsc_url"] is None:
+        if self.apn_field("mmsc_url") is None:
             return False
         app = dev["app_statuses"].get("messaging")
         if app is None:
             return False
         return app["permissions"]["storage"] and app["permissions"]["sms"]
+
+
+_APN_KINDS = {"apn_name": "apn", "reset_at_reboot": "bool", "mms_apn": "str?",
+              "mmsc_url": "str?", "mms_proxy": "str?", "mms_port": "int?"}
+_TRUE = {"1", "on", "t", "true", "y", "yes"}
+_FALSE = {"0", "off", "f", "false", "n", "no"}
+
+
+def _lax(kind, v):
+    """(ok, value, (error type, message)) as pydantic's lax mode converts a JSON value."""
+    if kind.endswith("?") and v is None:
+        return True, None, None
+    if kind == "apn":
+        if v in ("internet", "broken") and isinstance(v, str):
+            return True, v, None
+        return False, None, ("enum", "Input should be 'internet' or 'broken'")
+    if kind == "bool":
+        if isinstance(v, bool):
+            return True, v, None
+        if isinstance(v, int | float) and v in (0, 1):
+            return True, bool(v), None
+        if isinstance(v, str) and v.lower() in _TRUE | _FALSE:
+            return True, v.lower() in _TRUE, None
+        if isinstance(v, int | float | str):
+            return False, None, ("bool_parsing", "Input should be a valid boolean, unable to "
+                                                 "interpret input")
+        return False, None, ("bool_type", "Input should be a valid boolean")
+    if kind == "str?":
+        if isinstance(v, str):
+            return True, v, None
+        return False, None, ("string_type", "Input should be a valid string")
+    if isinstance(v, bool):
+        return True, int(v), None
+    if isinstance(v, int):
+        return True, v, None
+    if isinstance(v, float):
+        if v.is_integer():
+            return True, int(v), None
+        return False, None, ("int_from_float", "Input should be a valid integer, got a number "
+                                               "with a fractional part")
+    if isinstance(v, str):
+        try:
+            return True, int(v.strip()), None
+        except ValueError:
+            return False, None, ("int_parsing", "Input should be a valid integer, unable to "
+                                                "parse string as an integer")
+    return False, None, ("int_type", "Input should be a valid integer")
 
 
 class _Enum(str):
@@ -190,15 +270,20 @@ def _network_search(p):
     if p.sim_status() == "active":
         dev["network_connection_status"] = "connected"
         pref = dev["network_mode_preference"]
-        tech = {"4g_only": "4G", "3g_only": "3G", "2g_only": "2G"}.get(pref, "4G")
+        tech = {"4g_only": "4G", "3g_only": "3G", "2g_only": "2G"}.get(
+            pref if isinstance(pref, str) else "", "4G")
         if pref == "4g_5g_preferred" and signal.get("5G", "none") != "none":
             tech = "5G"
         dev["network_technology_connected"] = tech
         dev["network_signal_strength"] = signal.get(tech, "none")
     else:
         dev.update(_NO_SERVICE)
-    if dev["airplane_mode"] or dev["active_apn_settings"]["apn_name"] == "broken" \
-            or not p.sur["line_active"]:
+    # one check after the other, as τ²'s: settings that are no settings fail at the second
+    if dev["airplane_mode"]:
+        dev.update(_NO_SERVICE)
+    if p.apn_field("apn_name") == "broken":
+        dev.update(_NO_SERVICE)
+    if not p.sur["line_active"]:
         dev.update(_NO_SERVICE)
 
 

@@ -48,9 +48,10 @@ assertion methods that `initial_state.actions` and `score.env_assertions` call."
 def _change(db: State, fn, *args):
     """Run `fn(phone, *args)` on the phone's rows and store them; its return value."""
     phone = Phone(db)
-    out = fn(phone, *args)
-    phone.save()
-    return out
+    try:
+        return fn(phone, *args)
+    finally:  # τ²'s tools change the phone in place: a failing one keeps what it changed
+        phone.save()
 
 
 def _bar(phone):
@@ -82,11 +83,17 @@ def set_network_mode_preference(db: State, mode: str) -> str:
         mode: One of 4g_5g_preferred, 4g_only, 3g_only, 2g_only.
     """
     def run(p):
-        if mode not in MODES:
-            return (f"Failed to set network mode: '{mode}' is not a valid option. Please use "
-                    f"one of: {', '.join(MODES)}\n{_bar(p)}")
+        failed = (f"Failed to set network mode: '{mode}' is not a valid option. Please use "
+                  f"one of: {', '.join(MODES)}")
+        if isinstance(mode, str) and mode not in MODES:
+            return f"{failed}\n{_bar(p)}"
+        # τ² converts only text: anything else is stored as it is and searched with
         p.dev["network_mode_preference"] = mode
         _network_search(p)
+        if mode is None:
+            return f"{failed}\n{_bar(p)}"
+        if not isinstance(mode, str):
+            raise AttributeError(f"'{type(mode).__name__}' object has no attribute 'value'")
         return f"Preferred Network Mode set to: {mode}\n{_bar(p)}"
     return _change(db, run)
 
@@ -163,10 +170,11 @@ def toggle_data_saver_mode(db: State) -> str:
 
 def check_apn_settings(db: State) -> str:
     """Checks the APN name and MMSC URL the phone uses for mobile data and MMS."""
-    apn = Phone(db).dev["active_apn_settings"]
-    return (f"Current APN Name: {apn['apn_name'] or 'Not Set'}\nMMSC URL (for picture "
-            f"messages): {apn['mmsc_url'] or 'Not Set'}\n(These are technical settings, "
-            "usually best left unchanged.)")
+    phone = Phone(db)
+    phone.apn_check("model_copy")  # τ² copies the settings first (not settings: it fails)
+    return (f"Current APN Name: {phone.apn_field('apn_name') or 'Not Set'}\nMMSC URL (for "
+            f"picture messages): {phone.apn_field('mmsc_url') or 'Not Set'}\n(These are "
+            "technical settings, usually best left unchanged.)")
 
 
 def set_apn_settings(db: State, apn_settings: dict) -> str:
@@ -177,6 +185,10 @@ def set_apn_settings(db: State, apn_settings: dict) -> str:
             mms_port).
     """
     def run(p):
+        if not isinstance(apn_settings, dict):  # τ² stores it as it is, then fails to read it
+            p.dev["active_apn_settings"] = apn_settings
+            p.save()
+            p.apn_field("apn_name")
         settings = Phone.apn(apn_settings)
         p.dev["active_apn_settings"] = settings
         _network_search(p)
@@ -187,7 +199,7 @@ def set_apn_settings(db: State, apn_settings: dict) -> str:
 def reset_apn_settings(db: State) -> str:
     """Resets the APN settings to the defaults (applied at the next reboot)."""
     def run(p):
-        p.dev["active_apn_settings"]["reset_at_reboot"] = True
+        p.apn_set("reset_at_reboot", True)
         _network_search(p)
         return f"APN settings will reset at reboot.\n{_bar(p)}"
     return _change(db, run)
@@ -326,7 +338,7 @@ def reboot_device(db: State) -> str:
     """Restarts the phone (APN settings reset if asked for, network services restarted)."""
     def run(p):
         lines = []
-        if p.dev["active_apn_settings"]["reset_at_reboot"]:
+        if p.apn_field("reset_at_reboot"):
             lines.append("Resetting APN settings...")
             p.dev["active_apn_settings"] = dict(APN_DEFAULT)
         lines.append("Restarting network services...")

@@ -23,9 +23,10 @@ from benchpack.compiler.importers.tau2_tools.telecom_phone import (
 
 def _run(db: State, fn):
     phone = Phone(db)
-    out = fn(phone)
-    phone.save()
-    return out
+    try:
+        return fn(phone)
+    finally:
+        phone.save()
 
 
 def set_user_info(db: State, name: str, phone_number: str) -> None:
@@ -138,7 +139,7 @@ def turn_data_saver_mode_off(db: State) -> str:
 def break_apn_settings(db: State) -> str:
     """Set-up: a broken APN (no service; `reset_apn_settings` and a reboot fix it)."""
     def run(p):
-        p.dev["active_apn_settings"]["apn_name"] = "broken"
+        p.apn_set("apn_name", "broken")
         _network_search(p)
         return "APN settings broken. Please call reset_apn_settings() to fix."
     return _run(db, run)
@@ -147,7 +148,7 @@ def break_apn_settings(db: State) -> str:
 def break_apn_mms_setting(db: State) -> str:
     """Set-up: no MMSC URL (no MMS; `reset_apn_settings` and a reboot fix it)."""
     def run(p):
-        p.dev["active_apn_settings"]["mmsc_url"] = None
+        p.apn_set("mmsc_url", None)
         return "APN MMS setting broken. Please call reset_apn_settings() to fix."
     return _run(db, run)
 
