@@ -51,7 +51,8 @@ def import_cmd(fmt: str, source: Path, out: Path, selected: Path | None,
     """Write a pack from a released benchmark (FORMAT: claw — a Claw-Anything task folder or a
     folder of them; pibench — a persona directory or the data/ directory holding several;
     proactbench — final_dialogues.jsonl; tau2 — a domain folder with tasks.json, db.json and
-    policy.md; vibesearch — task files or a folder of them), with IMPORT_REPORT.md saying
+    policy.md (telecom: tasks_small.json, db.toml, user_db.toml and its two policy files);
+    vibesearch — task files or a folder of them), with IMPORT_REPORT.md saying
     what became of every source field."""
     from benchpack.compiler.importers import ImportError_, import_pack
 

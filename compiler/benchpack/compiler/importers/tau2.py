@@ -403,7 +403,8 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
     write("demo/gold_agent.yaml", "# The gold agent: each task's gold actions in one turn, "
           "then the communicate strings and\n# assertions (`bench import tau2` wrote it; see "
           "IMPORT_REPORT.md). Run it to check the environment.\n" + _dump(agent))
-    write("IMPORT_REPORT.md", _report(source, domain, tables, tasks, tau2, prompts, diffs))
+    write("IMPORT_REPORT.md", _report(source, domain, tables, tasks, tau2, prompts, diffs,
+                                      tasks_path.name))
     notes = [] if tau2 is not None and not diffs else [
         "not comparable with τ²-bench: " + ("our own tool descriptions (give --tau2 CHECKOUT "
                                            "for τ²'s)" if tau2 is None else
@@ -535,7 +536,8 @@ def _sha(path: Path) -> str:
 
 def _report(source: Path, domain: str, tables: dict[str, tuple[str, list[dict[str, Any]]]],
             tasks: list[_Task], tau2: dict[str, Any] | None,
-            prompts: dict[str, tuple[str, str]], diffs: list[dict[str, str]]) -> str:
+            prompts: dict[str, tuple[str, str]], diffs: list[dict[str, str]],
+            tasks_name: str = "tasks.json") -> str:
     kept = [t for t in tasks if t.skip is None]
     lines = [f"# Import report: τ²-bench `{domain}`", "",
              f"`bench import tau2 {domain}` read these files of the domain folder "
@@ -543,7 +545,7 @@ def _report(source: Path, domain: str, tables: dict[str, tuple[str, list[dict[st
     for p in sorted(source.iterdir()):
         if p.is_file():
             lines.append(f"- `{p.name}` — {_sha(p)}")
-    lines += ["", f"Tasks: {len(tasks)} in tasks.json, {len(kept)} imported, "
+    lines += ["", f"Tasks: {len(tasks)} in {tasks_name}, {len(kept)} imported, "
               f"{len(tasks) - len(kept)} not imported (listed below).",
               "Tables: " + ", ".join(f"`{n}` ({len(r)} rows, key `{k}`)"
                                      for n, (k, r) in tables.items()) + ".", "",
