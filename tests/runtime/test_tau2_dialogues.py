@@ -189,3 +189,26 @@ def test_dialogues_equal_tau2s_own_runner() -> None:
     report = json.loads(result.output[result.output.index("{"):])
     assert report["mismatches"] == []
     assert report["requests"]["agent"] > 10 and report["requests"]["user"] >= 6
+
+
+def test_a_task_id_with_brackets_is_found_by_its_marker() -> None:
+    # telecom's ids hold brackets and colons: the marker still names the whole id
+    from benchpack.runtime.tau2bench.dialogues import _REF
+
+    tid = "[mms_issue]bad_wifi_calling[PERSONA:Easy]"
+    hit = _REF.search("Hi. " + opening(tid, "gold") + " more [x]/y]")
+    assert hit is not None and (hit["task"], hit["kind"]) == (tid, "gold")
+
+
+@pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT and "
+                    "BENCH_TAU2_PYTHON to a τ² checkout and a Python that imports it")
+def test_telecom_dialogues_equal_tau2s_own_runner() -> None:
+    # issue 24: the phone's tools in the user simulator's turns, the sync after every call,
+    # τ²'s bracketed task ids mapped to the pack's
+    result = CliRunner().invoke(cli, [
+        "parity", "tau2-dialogues", "--tau2", str(CHECKOUT), "--tau2-python", str(PYTHON),
+        "--domain", "telecom", "--limit", "2", "--kinds", "gold,nothing,errors",
+        "--max-messages", "20", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output[result.output.index("{"):])
+    assert report["mismatches"] == [] and len(report["outcomes"]) == 6

@@ -154,7 +154,7 @@ def _scope(diff_id: str) -> dict[str, Any]:
 @parity.command(name="tau2-dialogues")
 @click.option("--tau2", "checkout", required=True, type=click.Path(path_type=Path),
               metavar="CHECKOUT", help="A τ²-bench checkout (src/tau2, data/tau2).")
-@click.option("--domain", required=True, metavar="DOMAIN", help="retail, mock or airline.")
+@click.option("--domain", required=True, metavar="DOMAIN", help="retail, mock, airline or telecom.")
 @click.option("--tau2-python", metavar="PY",
               help="The Python that can import τ² [default: $BENCH_TAU2_PYTHON, else the "
                    "checkout's .venv].")
@@ -189,7 +189,10 @@ def parity_tau2_dialogues(checkout: Path, domain: str, tau2_python: str | None,
                 tempfile.TemporaryDirectory(prefix="bench-parity-") as tmp:
             _say(f"… τ² {driver.info.get('python')} from {driver.checkout}")
             extract = driver.extract(domain)
-            tasks = json.loads((domain_dir / "tasks.json").read_text(encoding="utf-8"))
+            from benchpack.compiler.importers.tau2_telecom import tasks_file
+
+            path = tasks_file(domain_dir) if domain == "telecom" else domain_dir / "tasks.json"
+            tasks = json.loads(path.read_text(encoding="utf-8"))
             plan_dir, imported = _dialogue_pack(domain_dir, extract, max_messages, Path(tmp))
             ids = [i for i in ([x.strip() for x in task_list.split(",")] if task_list else
                                [str(t.get("id")) for t in tasks]) if i in imported]
@@ -197,7 +200,7 @@ def parity_tau2_dialogues(checkout: Path, domain: str, tau2_python: str | None,
             if not ids:
                 raise PackErrors("✗ parity tau2-dialogues: no imported task selected")
             report = _dialogues(driver, domain, extract, tasks, ids, wanted, plan_dir,
-                                max_messages)
+                                max_messages, imported)
     except Tau2DriverError as exc:
         raise PackErrors(f"✗ parity tau2-dialogues: {exc}") from None
     from benchpack.runtime.tau2bench.dialogues import render
@@ -211,8 +214,9 @@ def parity_tau2_dialogues(checkout: Path, domain: str, tau2_python: str | None,
 
 
 def _dialogue_pack(domain_dir: Path, extract: dict[str, Any], max_messages: int, work: Path
-                   ) -> tuple[Path, set[str]]:
-    """Import with τ²'s texts, the message limit set to the check's, and compile."""
+                   ) -> tuple[Path, dict[str, str]]:
+    """Import with τ²'s texts, the message limit set to the check's, and compile; the plan and
+    its sessions' names by τ² task id."""
     import re
 
     from benchpack.compiler import compile_pack
@@ -235,7 +239,15 @@ def _dialogue_pack(domain_dir: Path, extract: dict[str, Any], max_messages: int,
         raise PackErrors(f"✗ parity tau2-dialogues: the pack does not compile: {first}")
     sessions = json.loads((work / "plan" / "plan.json").read_text(encoding="utf-8"))["sessions"]
     del result
-    return work / "plan", {str(s["name"]) for s in sessions.values()}
+    return work / "plan", {_tau2_id(s): str(s["name"]) for s in sessions.values()}
+
+
+def _tau2_id(session: dict[str, Any]) -> str:
+    """The τ² task id of an imported session: its name, or its `tau2-id:` tag when τ²'s id is
+    no valid pack id (telecom's)."""
+    tags = (session.get("metadata") or {}).get("tags") or []
+    return next((t[len("tau2-id:"):] for t in tags if t.startswith("tau2-id:")),
+                str(session["name"]))
 
 
 def _probe_calls(driver: Any, domain: str, extract: dict[str, Any]
@@ -253,10 +265,15 @@ def _probe_calls(driver: Any, domain: str, extract: dict[str, Any]
             if driver.apply(domain, [{"name": tool["name"], "arguments": args}])["calls"][0][
                     "error"]:
                 failing = (tool["name"], args)
-        if passing is None and not tool["mutates_state"] and not required:
-            answer = driver.apply(domain, [{"name": tool["name"], "arguments": {}}])
-            if not answer["calls"][0]["error"] and not answer.get("changes"):
-                passing = (tool["name"], {})
+        if passing is None and not tool["mutates_state"] and all(
+                (props.get(p) or {}).get("type") == "string" for p in required):
+            # no argument, or (telecom's tools all take some) each a key of the database
+            for key in [""] if not required else _some_keys(extract)[:8]:
+                args = {p: key for p in required}
+                answer = driver.apply(domain, [{"name": tool["name"], "arguments": args}])
+                if not answer["calls"][0]["error"] and not answer.get("changes"):
+                    passing = (tool["name"], args)
+                    break
     if failing is None or passing is None:
         raise PackErrors(f"✗ parity tau2-dialogues: the `{domain}` tools offer no "
                          f"{'failing' if failing is None else 'side-effect-free'} call to "
@@ -264,8 +281,15 @@ def _probe_calls(driver: Any, domain: str, extract: dict[str, Any]
     return failing, passing
 
 
+def _some_keys(extract: dict[str, Any]) -> list[str]:
+    """The first row key of each table of τ²'s database."""
+    return [str(next(iter(rows))) for rows in (extract.get("db") or {}).values()
+            if isinstance(rows, dict) and rows]
+
+
 def _dialogues(driver: Any, domain: str, extract: dict[str, Any], tasks: list[Any],
-               ids: list[str], kinds: list[str], plan_dir: Path, max_messages: int) -> Any:
+               ids: list[str], kinds: list[str], plan_dir: Path, max_messages: int,
+               names: dict[str, str] | None = None) -> Any:
     from benchpack.compiler.importers.tau2_dialogue import trial_seeds
     from benchpack.runtime.tau2bench.dialogues import (
         DialogueReport,
@@ -295,7 +319,7 @@ def _dialogues(driver: Any, domain: str, extract: dict[str, Any], tasks: list[An
             theirs = driver.simulate(domain, batch_ids, kinds, model.base_url,
                                      max_steps=max_messages, max_errors=max_errors, seed=seed,
                                      prefix="tau2")
-            ours = run_ours(plan_dir, kinds, batch_ids, model.base_url, prefix="bp",
+            ours = run_ours(plan_dir, kinds, batch_ids, model.base_url, prefix="bp", names=names,
                             progress=lambda text: _say(f"… {text}"))
             compare_outcomes(theirs, ours, report)
             compare_requests(model.requests, script, ("tau2", "bp"), report, declared)

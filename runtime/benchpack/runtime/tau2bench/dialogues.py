@@ -31,7 +31,8 @@ from typing import Any
 
 KINDS = ("gold", "nothing", "permuted", "errors", "steps", "unfinished")
 STOP = "###STOP###"
-_REF = re.compile(r"\[ref (?P<task>[^\]/]+)/(?P<kind>[a-z_]+)\]")
+# a task id may hold brackets (telecom's `[mms_issue]…[PERSONA:Easy]`): up to the first `/kind]`
+_REF = re.compile(r"\[ref (?P<task>[^\n/]+?)/(?P<kind>[a-z_]+)\]")
 _MODEL = re.compile(r"(?P<side>[a-z0-9]+)-(?P<role>agent|user|judge)-(?P<kind>[a-z_]+)$")
 TERMINATION = {"done": "user_stop", "transfer": "user_stop", "out_of_scope": "user_stop",
                "max_messages": "max_steps", "max_tool_errors": "too_many_errors"}
@@ -162,9 +163,13 @@ def script_tasks(tasks: list[dict[str, Any]], extract: dict[str, Any],
 
 def run_ours(plan_dir: Path, kinds: list[str], task_ids: list[str], base_url: str,
              prefix: str = "bp", concurrency: int = 2,
-             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+             progress: Callable[[str], None] | None = None,
+             names: dict[str, str] | None = None) -> dict[str, Any]:
     """benchpack's runner on each kind (one run over the tasks), every model the scripted
-    endpoint; `{"<task>/<kind>": {termination, reward, breakdown, error}}` in τ²'s words."""
+    endpoint; `{"<task>/<kind>": {termination, reward, breakdown, error}}` in τ²'s words.
+    `names`: τ² task id → session name, where they differ (telecom's ids are no pack ids)."""
+    names = names or {}
+    back = {names.get(t, t): t for t in task_ids}
     import duckdb
 
     from ..run_types import RunOptions
@@ -182,7 +187,8 @@ def run_ours(plan_dir: Path, kinds: list[str], task_ids: list[str], base_url: st
                 plan=plan_dir, agent=f"litellm:openai/{prefix}-agent-{kind}",
                 simulator=f"litellm:openai/{prefix}-user-{kind}",
                 judge=f"litellm:openai/{prefix}-judge-{kind}", db=db, allow_python=True,
-                sessions=list(task_ids), max_concurrency=concurrency, progress=False,
+                sessions=[names.get(t, t) for t in task_ids], max_concurrency=concurrency,
+                progress=False,
                 api_base=base_url, use_cache=False, cache_dir=Path(tmp) / "cache",
                 max_retries=0)
             run_plan(options)
@@ -196,7 +202,7 @@ def run_ours(plan_dir: Path, kinds: list[str], task_ids: list[str], base_url: st
                 reward = (json.loads(extra or "{}").get("reward") or {})
                 parts = reward.get("components") or {}
                 basis = reward.get("basis") or []
-                out[f"{name}/{kind}"] = {
+                out[f"{back.get(str(name), name)}/{kind}"] = {
                     "termination": TERMINATION.get(str(termination), str(termination)),
                     "reward": score, "error": error,
                     "breakdown": {COMPONENT[c]: parts.get(c) for c in basis
