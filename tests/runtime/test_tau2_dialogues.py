@@ -212,3 +212,6 @@ def test_telecom_dialogues_equal_tau2s_own_runner() -> None:
     assert result.exit_code == 0, result.output
     report = json.loads(result.output[result.output.index("{"):])
     assert report["mismatches"] == [] and len(report["outcomes"]) == 6
+    # the user's own gold calls (its phone's tools) settle the task in both runners
+    gold = [v for k, v in report["outcomes"].items() if k.endswith("/gold")]
+    assert [(g["tau2"]["reward"], g["benchpack"]["reward"]) for g in gold] == [(1.0, 1.0)] * 2

@@ -7,7 +7,8 @@ The "model" answers as a pure function of the request (`Script`), so the two sid
 same conversation exactly when they show their models the same things. Kinds of trajectory:
 
 - `gold`: the agent makes the task's gold calls, one per model response, then says it is done
-  with the task's communicate strings; the user opens, then stops;
+  with the task's communicate strings; the user opens, then makes its own gold calls
+  (`requestor: user`, with its own tools: dual control), one per response, then stops;
 - `nothing`: the agent only says "Done."; the user opens, then stops;
 - `permuted`: as gold, every list argument of two or more items reversed (order dependence);
 - `errors`: the agent keeps calling a tool that fails (τ²'s error limit);
@@ -38,7 +39,7 @@ TERMINATION = {"done": "user_stop", "transfer": "user_stop", "out_of_scope": "us
                "max_messages": "max_steps", "max_tool_errors": "too_many_errors"}
 """benchpack's session ending → τ²'s termination reason."""
 COMPONENT = {"state": "DB", "actions": "ACTION", "communicate": "COMMUNICATE",
-             "assertions": "NL_ASSERTION"}
+             "assertions": "NL_ASSERTION", "env_assertions": "ENV_ASSERTION"}
 
 
 @dataclass
@@ -55,6 +56,10 @@ class ScriptTask:
     the user simulator's chat holds as its own."""
     prior_calls: int = 0
     """The agent's tool-call messages of the prior conversation."""
+    user_gold: list[dict[str, Any]] = field(default_factory=list)
+    """`{name, arguments}` of the user's own gold calls (`requestor: user`)."""
+    prior_user_calls: int = 0
+    """The user's tool-call messages of the prior conversation."""
 
 
 def opening(task: str, kind: str) -> str:
@@ -102,8 +107,15 @@ class Script:
     def __call__(self, role: str, kind: str, body: dict[str, Any]) -> dict[str, Any]:
         task = self.task_of(role, body)
         if role == "user":
-            own = sum(1 for m in body["messages"] if m.get("role") == "assistant") \
-                - task.prior_user
+            # the user's chat holds its own messages as the assistant's: said, or tool calls
+            mine = [m for m in body["messages"] if m.get("role") == "assistant"]
+            calls = sum(1 for m in mine if m.get("tool_calls")) - task.prior_user_calls
+            own = len(mine) - calls - task.prior_user_calls - task.prior_user
+            if own > 0 and kind in ("gold", "permuted") and calls < len(task.user_gold):
+                call = task.user_gold[calls]
+                args = reversed_lists(call["arguments"]) if kind == "permuted" \
+                    else call["arguments"]
+                return _call(calls, call["name"], args, prefix="ucall")
             say = opening(task.id, kind) if own == 0 else (
                 "Let me think about it." if kind == "unfinished"
                 else f"Thank you, that is all. {STOP}")
@@ -128,9 +140,9 @@ class Script:
         return {"role": "assistant", "content": " ".join(words)}
 
 
-def _call(i: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
+def _call(i: int, name: str, args: dict[str, Any], prefix: str = "call") -> dict[str, Any]:
     return {"role": "assistant", "content": None, "tool_calls": [
-        {"id": f"call_{i}", "type": "function",
+        {"id": f"{prefix}_{i}", "type": "function",
          "function": {"name": name, "arguments": json.dumps(args)}}]}
 
 
@@ -148,12 +160,17 @@ def script_tasks(tasks: list[dict[str, Any]], extract: dict[str, Any],
                 for a in crit.get("actions") or [] if a.get("requestor", "assistant") ==
                 "assistant"]
         history = (t.get("initial_state") or {}).get("message_history") or []
+        user_gold = [{"name": a["name"], "arguments": a.get("arguments") or {}}
+                     for a in crit.get("actions") or [] if a.get("requestor") == "user"]
         out.append(ScriptTask(tid, scenario.get(tid, ""), gold,
                               [str(c) for c in crit.get("communicate_info") or []],
                               [str(c) for c in crit.get("nl_assertions") or []],
                               sum(1 for m in history if m.get("role") == "user"
                                   and m.get("content")),
                               sum(1 for m in history if m.get("role") == "assistant"
+                                  and m.get("tool_calls")),
+                              user_gold,
+                              sum(1 for m in history if m.get("role") == "user"
                                   and m.get("tool_calls"))))
     return out
 
