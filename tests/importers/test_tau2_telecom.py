@@ -168,3 +168,20 @@ def test_release_rewards_equal_tau2s_own(tmp_path: Path) -> None:
             for tid in theirs}
     assert len(ours) == 20 and ours == theirs
     assert all(v == {"gold": 1.0, "nothing": 0.0} for v in ours.values())
+
+
+@needs_bwrap
+@pytest.mark.parametrize("adversary", ["echo", "every-tool"])
+def test_adversaries_score_0_on_every_task(tmp_path: Path, adversary: str) -> None:
+    _import(tmp_path)
+    db = tmp_path / "adv.duckdb"
+    run_plan(RunOptions(plan=tmp_path / "plan", agent=f"adversary:{adversary}", judge="rules",
+                        simulator="rules", db=db, run_id="adv", progress=False,
+                        cache_dir=tmp_path / "c", allow_python=True))
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        scores = dict(con.execute("SELECT name, score FROM sessions").fetchall())
+    finally:
+        con.close()
+    # nothing on the phone is ever done, and no call matches a gold one exactly
+    assert scores == dict.fromkeys(IDS, 0.0)
