@@ -390,7 +390,7 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
     write("pack.yaml", _pack_yaml(domain, tables, tau2, sorted(tools), diffs,
                                   bool(st.helpers(module)), user)
           + dialogue.pack_blocks(domain, tau2, dialogue.version(tau2),
-                                 dialogue.differences(tau2, diffs)))
+                                 _telecom_wording(domain, dialogue.differences(tau2, diffs))))
     write("tasks.yaml", _tasks_yaml(domain, kept))
     agent = {"sessions": {t.sid: _gold_turn(t) for t in kept}}
     gold_user = {t.sid: _gold_user(t) for t in kept if _gold_user(t)}
@@ -412,6 +412,15 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
     return ImportResult(out=out, files=files, sessions=len(kept),
                         dropped=[f"task {t.id}: {t.skip}" for t in tasks if t.skip],
                         notes=notes, differences=diffs)
+
+
+def _telecom_wording(domain: str, differences: list[str]) -> list[str]:
+    """telecom's databases are TOML files whose τ² defaults the importer fills in itself."""
+    if domain != "telecom":
+        return differences
+    return [d.replace("the database is db.json as released (τ²'s models add default fields "
+                      "when they load it)", "the databases are db.toml and user_db.toml with "
+                      "τ²'s model defaults filled in by benchpack") for d in differences]
 
 
 def _user_side(source: Path, domain: str, tau2: dict[str, Any] | None
@@ -473,7 +482,8 @@ def _pack_yaml(domain: str, tables: dict[str, tuple[str, list[dict[str, Any]]]],
         svc = st.user_service(domain)
         user_service = (
             f"  - name: {svc}\n"
-            f"    description: the user's own database (τ²'s user_db.json, dual control).\n"
+            f"    description: the user's own database (τ²'s "
+            f"{'user_db.toml' if domain == 'telecom' else 'user_db.json'}, dual control).\n"
             "    tables:\n" + "".join(f"      {n}: {{key: {k}, fixture: data/user/{n}.json}}\n"
                                     for n, (k, _) in user["tables"].items()))
         user_toolset = (f"  - module: tools/{domain}_user.py   # the user's own tools\n"
@@ -497,7 +507,8 @@ def _pack_yaml(domain: str, tables: dict[str, tuple[str, list[dict[str, Any]]]],
         f"    profile: {{role: a customer contacting {domain} customer service}}\n"
         "services:\n"
         f"  - name: {domain}\n"
-        f"    description: τ²'s {domain} database (db.json), one table per top-level key.\n"
+        f"    description: τ²'s {domain} database ({'db.toml' if domain == 'telecom' else 'db.json'}), "
+        "one table per top-level key.\n"
         "    tables:\n"
         f"{table_lines}"
         f"{user_service}"

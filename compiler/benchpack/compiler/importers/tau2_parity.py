@@ -190,6 +190,12 @@ _QUIRKS = {
                "otherwise: the price difference is not rounded before it is paid (amounts such "
                "as 94.54999999999995), and every changed item takes the price and options of "
                "the last new item listed (so the result depends on the order of the items)."],
+    "telecom": ["Both toolsets (the operator's and the customer's phone) hold both services and "
+                "run `sync_sides` after every call (τ²'s `sync_tools`). One difference: a new "
+                "draft bill (`refuel_data` for a customer without one) is named `B` + 8 hex "
+                "digits derived from the customer and the number of bills, where τ² draws them "
+                "at random (`draft-bill-id`); τ²'s `break_vpn` degrades the VPN details all its "
+                "phones share, ours only this phone's."],
 }
 
 
@@ -210,8 +216,11 @@ def report(domain: str, extract: dict[str, Any] | None, prompts: dict[str, tuple
         lines += ["", "**Not comparable with τ²-bench scores.** This import did not read a τ² "
                   "checkout: the tool descriptions and parameter schemas the agent reads are "
                   "benchpack's own (from `tools/" + domain + ".py`'s docstrings and type "
-                  "hints, not τ²'s), and the fixtures are db.json as released (τ²'s models add "
-                  "default fields when they load it, which its tool results show). Import with "
+                  "hints, not τ²'s), and the fixtures are " + (
+                      "db.toml and user_db.toml with τ²'s model defaults filled in by benchpack "
+                      "(`tau2_telecom.SHAPES`)" if domain == "telecom" else
+                      "db.json as released (τ²'s models add default fields when they load it, "
+                      "which its tool results show)") + ". Import with "
                   "`--tau2 CHECKOUT` for τ²'s own definitions, database and prompts."]
     else:
         lines += ["", f"Read from the τ² checkout with τ²'s own Python ({extract.get('python')}, "
