@@ -145,3 +145,17 @@ def test_a_table_in_two_services_and_services_without_service(tmp_path: Path) ->
     alone = _at(text, "services: [operator]")
     assert any(f"pack.yaml:{alone}:" in e and "`services` needs `service`" in e
                for e in errors), shown
+
+
+def test_an_after_call_that_cannot_take_the_state_is_located(tmp_path: Path) -> None:
+    pack = _pack(tmp_path)
+    module = pack / "tools" / "phone.py"
+    module.write_text(module.read_text(encoding="utf-8").replace(
+        "def sync(db: State) -> None:", "def sync(db: State, side: str) -> None:"),
+        encoding="utf-8")
+    result = compile_pack(pack, tmp_path / "out", use_cache=False)
+    errors = [d.format() for d in result.diagnostics if d.severity == "error"]
+    text = (pack / "pack.yaml").read_text(encoding="utf-8")
+    line = _at(text, "after_call: sync", 2)
+    assert len(errors) == 1 and f"pack.yaml:{line}:" in errors[0] and "E245" in errors[0] \
+        and "must be called as `fn(state)`" in errors[0], errors

@@ -95,6 +95,8 @@ def _compile(b: WorldBuilder, key: str, it: _Item) -> None:
                 b.err("E202", f"`{ts.module}` has no public function `{fn}`", loc, sub,
                       hint or ("its functions: " + ", ".join(sorted(defined))
                                if defined else None), fix=fix)
+    if defined is not None and ts.after_call in defined:
+        _check_hook(b, ts, source, loc)
     if found.errors:
         return  # the plan would offer tools whose module cannot be trusted to load
     digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
@@ -241,6 +243,23 @@ def _read_specs(b: WorldBuilder, ts: P.Toolset, loc: Any, defined: set[str] | No
             continue
         out[fn] = (spec["description"], params)
     return out if ok else None
+
+
+def _check_hook(b: WorldBuilder, ts: P.Toolset, source: str, loc: Any) -> None:
+    """E245: the `after_call` is called as `fn(state)`: one positional parameter, nothing else
+    required, and not a coroutine (it runs inside the call, after the tool returned)."""
+    fn = next(n for n in ast.parse(source).body if isinstance(
+        n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == ts.after_call)
+    a = fn.args
+    positional = [*a.posonlyargs, *a.args]
+    required = len(positional) - len(a.defaults)
+    takes_one = required == 1 or (required == 0 and (bool(positional) or a.vararg is not None))
+    kw_required = [k.arg for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is None]
+    if isinstance(fn, ast.AsyncFunctionDef) or not takes_one or kw_required:
+        b.err("E245", f"the after_call `{ts.after_call}` (line {fn.lineno} of `{ts.module}`) must "
+              "be called as `fn(state)`", loc, ("after_call",),
+              "give it one parameter, the `State` (e.g. `def sync(db: State) -> None`), and "
+              "make it a plain `def`")
 
 
 def _public_functions(source: str) -> set[str] | None:
