@@ -30,7 +30,7 @@ from benchpack.compiler.importers.tau2_tools.telecom_shared import (  # noqa: F4
 
 FIXES = frozenset()
 """Differences from τ² switched on by `bench import tau2 --fix` (none for this domain)."""
-HELPERS = ("sync_sides", "set_data_usage", "suspend_line_for_overdue_bill",
+HELPERS = ("sync_sides", "get_available_plan_ids", "set_data_usage", "suspend_line_for_overdue_bill",
            "assert_data_refueling_amount", "assert_line_status", "assert_overdue_bill_exists",
            "assert_no_overdue_bill")
 """Public functions that are not the agent's tools: the `after_call`, and τ²'s set-up and
@@ -268,6 +268,11 @@ def refuel_data(db: State, customer_id: str, line_id: str, gb_amount: float) -> 
 
 
 # ---- not tools: τ²'s set-up and assertion methods (issue 24) ----
+
+def get_available_plan_ids(db: State) -> list:
+    """Every plan's id (τ²'s public non-tool method)."""
+    return [p["plan_id"] for p in db.rows("plans")]
+
 
 def set_data_usage(db: State, customer_id: str, line_id: str, data_used_gb: float) -> str:
     """Set-up helper: the line's data used this cycle."""
