@@ -28,8 +28,9 @@ text of an exception other than `ToolError` is `Type: message (line N of file)`,
 
 A toolset with further `services` gets one `State` over the tables of all of them (each change
 goes back to the service owning its table; such a worker is not pooled). Whenever a service
-changed since the replica last saw it — another toolset, such as the user's, wrote to it — the
-next call sends its tables again first, so two toolsets over one service never read stale rows.
+was written since the replica last saw it (`ServiceState.version`) — another toolset, such as
+the user's, wrote to it — the next call sends its tables again first, so two toolsets over one
+service never read stale rows.
 A toolset's `after_call` function runs after every successful call inside the same call
 (`run_after_call` runs it alone).
 """
@@ -121,9 +122,9 @@ class PyToolWorker:
             self.states[state.name] = state
         self.states.update(services or {})
         self.owner = {t: svc for svc, st in self.states.items() for t in st.tables}
-        self._seen: dict[str, dict[str, Any]] = {}
-        """Per service, the rows (and counters) the replica holds: a service that changed
-        since (another toolset wrote to it) is sent again with the next call."""
+        self._seen: dict[str, int] = {}
+        """Per service, the `version` the replica holds: a service that changed since
+        (another toolset wrote to it) is sent again with the next call."""
         self.check_arguments = check_arguments
         self.atomic = atomic
         self.plain_errors = plain_errors
@@ -160,12 +161,10 @@ class PyToolWorker:
         return (self.source, self.filename, self.atomic, self.plain_errors, self.after_call)
 
     def _mark_seen(self) -> None:
-        self._seen = {n: {"rows": st.live_rows(), "counters": st.counters()}
-                      for n, st in self.states.items()}
+        self._seen = {n: st.version for n, st in self.states.items()}
 
     def _stale(self) -> dict[str, Any] | None:
-        """The tables of every service changed since the replica last saw it (rows are never
-        changed in place, so the same row objects mean the same rows), or None."""
+        """The tables of every service written since the replica last saw it, or None."""
         tables: dict[str, Any] = {}
         info: dict[str, Any] = {}
         for n, st in self.states.items():
@@ -175,11 +174,7 @@ class PyToolWorker:
         return {"tables": tables, "info": info} if tables else None
 
     def _unchanged(self, service: str) -> bool:
-        from .pytool_pool import same_rows
-
-        seen, st = self._seen.get(service), self.states[service]
-        return seen is not None and seen["counters"] == st.counters() \
-            and same_rows(seen["rows"], st.live_rows())
+        return self._seen.get(service) == self.states[service].version
 
     async def _start(self) -> asyncio.subprocess.Process:
         if self.pool is not None:
@@ -437,5 +432,4 @@ class PyToolWorker:
             else:
                 state.delete_row(ch["table"], ch["key"])
         for n in in_step:
-            self._seen[n] = {"rows": self.states[n].live_rows(),
-                             "counters": self.states[n].counters()}
+            self._seen[n] = self.states[n].version

@@ -108,6 +108,9 @@ class ServiceState:
                 cls = validator_for(t.row_schema, default=Draft202012Validator)
                 self._validators[name] = cls(t.row_schema)
         self._counters: dict[str, int] = {name: self._max_number(name) for name in self.tables}
+        self.version = 0
+        """Bumped by every write: a python tool worker whose replica saw another version
+        reloads the tables before its next call (`pytools.PyToolWorker`)."""
 
     # ------------------------------------------------------------------ state
 
@@ -135,6 +138,7 @@ class ServiceState:
         for table, rows in live.items():
             if table in self._rows:
                 self._rows[table] = list(rows)
+        self.version += 1
         for table in self.tables:
             self._counters[table] = max(self._max_number(table),
                                         (counters or {}).get(table, 0))
@@ -150,6 +154,7 @@ class ServiceState:
         for table, rows in snapshot.items():
             if table in self._rows:
                 self._rows[table] = copy_json(rows)
+        self.version += 1
         for table in self.tables:
             self._counters[table] = max(self._max_number(table),
                                         (counters or {}).get(table, 0))
@@ -183,6 +188,7 @@ class ServiceState:
         `State.put`); the caller has checked it with `validate_row`."""
         key = row[self.tables[table].key]
         i = self._find_exact(table, key)
+        self.version += 1
         if i is None:
             self._rows[table].append(copy_json(row))
         else:
@@ -198,6 +204,7 @@ class ServiceState:
         if i is None:
             return False
         self._rows[table].pop(i)
+        self.version += 1
         return True
 
     def key_info(self) -> dict[str, dict[str, Any]]:
@@ -390,6 +397,7 @@ class ServiceState:
         row.update({k: copy_json(v) for k, v in args.items() if k != t.key})
         self._validate(op.table, row)
         self._rows[op.table].append(row)
+        self.version += 1
         number = self._number_of(op.table, key)
         if number is not None:
             self._counters[op.table] = max(self._counters.get(op.table, 0), number)
@@ -408,6 +416,7 @@ class ServiceState:
         row = {**copy_json(self._rows[op.table][i]), **copy_json(changes)}
         self._validate(op.table, row)
         self._rows[op.table][i] = row
+        self.version += 1
         return copy_json(row)
 
     def _op_delete(self, op: Operation, args: dict[str, Any]) -> dict[str, Any]:
@@ -415,5 +424,6 @@ class ServiceState:
         self._unexpected(op, args, [key])
         i = self._need_row(op.table, args)
         row = self._rows[op.table].pop(i)
+        self.version += 1
         return {"deleted": copy_json(row.get(key))}
 
