@@ -393,7 +393,9 @@ def krippendorff_alpha_ci(
     starts = np.cumsum([0, *counts[:-1]])
     weights = np.concatenate([np.add.reduceat(block, starts, axis=1).astype(float)
                               for block in unit_draw_counts(n, resamples, seed)])
-    draws = _alpha_rows(weights @ cells_of, level_of_measurement, categories)
+    # einsum, not `@`: BLAS's threads spin on a shared machine (`validity.kendall_tau_ci`)
+    draws = _alpha_rows(np.einsum("ij,jk->ik", weights, cells_of), level_of_measurement,
+                        categories)
     defined = sorted(d for d in draws if d is not None)
     return BootstrapCI(alpha(counts)[0],
                        _quantile(defined, (1.0 - level) / 2.0) if defined else None,
