@@ -129,7 +129,7 @@ def store_facts(path: str | Path, identity: list[Any] | None) -> dict[str, Any]:
         return {}
     try:
         record = json.loads(_facts_path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: no home directory
         return {}
     if not isinstance(record, dict) or record.get("identity") != identity:
         return {}
@@ -147,15 +147,15 @@ def record_store_facts(path: str | Path, identity: list[Any] | None,
 
     if identity is None or store_identity(path) != identity:
         return
-    target = _facts_path(path)
     merged = {**store_facts(path, identity), **facts}
     try:
+        target = _facts_path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"path": str(Path(path).resolve()), "identity": identity,
                                    "facts": merged}), encoding="utf-8")
         os.replace(tmp, target)
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: no home directory
         return
 
 
