@@ -177,3 +177,63 @@ def test_a_damaged_block_met_by_the_writer_is_a_user_error(tmp_path: Path,
             store.flush()
     finally:
         store.close()
+
+
+def _count_block_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    from benchpack.specs import storefile
+
+    reads: list[int] = []
+    real = storefile.read_every_block
+
+    def counted(con: object) -> None:
+        reads.append(1)
+        real(con)
+
+    monkeypatch.setattr(storefile, "read_every_block", counted)
+    return reads
+
+
+def test_blocks_are_read_once_per_state_of_the_file(store: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every report read every block again (~1 s on 1 M turns): a file not written since a
+    clean check is not read whole again, and any write makes the next reader check it all."""
+    db = tmp_path / "bench.duckdb"
+    shutil.copyfile(store / "bench.duckdb", db)
+    reads = _count_block_reads(monkeypatch)
+    for _ in range(3):
+        res = CliRunner().invoke(cli, ["report", "--db", str(db)])
+        assert res.exit_code == 0, res.output
+    assert len(reads) == 1
+    # a copy is another file: checked whole
+    copy = tmp_path / "copy.duckdb"
+    shutil.copyfile(db, copy)
+    assert CliRunner().invoke(cli, ["report", "--db", str(copy)]).exit_code == 0
+    assert len(reads) == 2
+    # a write that keeps the content and the modification time still changes the ctime
+    st = db.stat()
+    db.write_bytes(db.read_bytes())
+    import os
+
+    os.utime(db, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert CliRunner().invoke(cli, ["report", "--db", str(db)]).exit_code == 0
+    assert len(reads) == 3
+
+
+@pytest.mark.parametrize("table", ["snapshots", "messages"])
+def test_damage_after_a_clean_check_is_still_reported(store: Path, tmp_path: Path,
+                                                      table: str) -> None:
+    """The record of a clean check does not hide later damage: bytes of a table no report
+    reads, overwritten with the modification time put back, are still found."""
+    import os
+
+    db = tmp_path / "bench.duckdb"
+    shutil.copyfile(store / "bench.duckdb", db)
+    res = CliRunner().invoke(cli, ["report", "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    st = db.stat()
+    offset = _data_offset(db, table) + 8
+    with db.open("r+b") as f:
+        f.seek(offset)
+        f.write(b"\xa5" * 64)
+    os.utime(db, ns=(st.st_atime_ns, st.st_mtime_ns))
+    _check(["report", "--db", str(db), "--wait", "5"], str(db))

@@ -134,3 +134,46 @@ def test_exhaustive_extremes_are_reachable() -> None:
         if a is not None:
             values.append(a)
     assert min(values) == pytest.approx(-2 / 3) and max(values) == pytest.approx(1.0)
+
+
+def test_general_path_resamples_are_the_units_drawn() -> None:
+    """Past 254 patterns, each resample's α is that of the drawn units' summed matrices (the
+    pattern weights are the draws of each pattern's units)."""
+    from benchpack.reports.stats.kappa import krippendorff_alpha_coincidence
+    from benchpack.reports.stats.resampling import _quantile, unit_draw_counts
+
+    rng = random.Random(2)
+    raw = [tuple(rng.choice(LABELS) for _ in range(rng.randint(2, 30))) for _ in range(400)]
+    flat = units(*raw)
+    assert len({tuple(u) for u in flat}) > 254
+    ci = stats.krippendorff_alpha_ci(flat, "ordinal", LABELS, resamples=200, seed=5)
+    # the function orders units by pattern before drawing
+    ordered = sorted(tuple(float(x) for x in u) for u in flat)
+    draws = []
+    for block in unit_draw_counts(len(ordered), 200, 5):
+        for row in block.tolist():
+            cells = [sum(c * u[j] for c, u in zip(row, ordered, strict=True)) for j in range(9)]
+            draws.append(krippendorff_alpha_coincidence(
+                [cells[0:3], cells[3:6], cells[6:9]], "ordinal", LABELS))
+    defined = sorted(d for d in draws if d is not None)
+    assert ci.low == pytest.approx(_quantile(defined, 0.025), abs=1e-9)
+    assert ci.high == pytest.approx(_quantile(defined, 0.975), abs=1e-9)
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval"])
+def test_alpha_of_every_resample_at_once_is_alpha_row_by_row(level: str) -> None:
+    import numpy as np
+
+    from benchpack.reports.stats.kappa import _alpha_rows, krippendorff_alpha_coincidence
+
+    rng = random.Random(4)
+    cats: tuple[object, ...] = (0, 1, 2) if level == "interval" else LABELS
+    rows = [[rng.choice([0.0, 0.5, 1.0, 2.0, 3.5]) for _ in range(9)] for _ in range(200)]
+    rows += [[0.0] * 9, [4.0, 0, 0, 0, 0, 0, 0, 0, 0]]  # nothing to pair; one value only
+    got = _alpha_rows(np.array(rows), level, cats)  # type: ignore[arg-type]
+    want = [krippendorff_alpha_coincidence([r[0:3], r[3:6], r[6:9]], level,  # type: ignore[arg-type]
+                                           cats) for r in rows]
+    assert [g is None for g in got] == [w is None for w in want]
+    assert got[-2:] == [None, None]
+    assert all(g == pytest.approx(w, abs=1e-12) for g, w in zip(got, want, strict=True)
+               if w is not None)

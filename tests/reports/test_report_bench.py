@@ -236,11 +236,12 @@ def test_no_report_scans_transcripts_for_leaks(db: Path, tmp_path: Path,
     con.close()
     assert missing == 0
 
-    def scan(secret: str, message: str) -> bool:
-        raise AssertionError("a report rescanned a transcript for leaks")
+    class Scan(simulator.LeakMatcher):
+        def leaks(self, secret: str, message: str) -> bool:
+            raise AssertionError("a report rescanned a transcript for leaks")
 
     with monkeypatch.context() as m:
-        m.setattr(simulator, "leaks", scan)
+        m.setattr(simulator, "LeakMatcher", Scan)
         for res in build_reports(ReportOptions(db=db, names=default_reports().names(),
                                                runs=["all"])):
             assert res.tables, res.name

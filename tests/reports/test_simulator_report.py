@@ -3,6 +3,7 @@ leaks a hidden intent in Chinese, simulator errors and off-script turns."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -177,13 +178,13 @@ def test_reports_read_the_stored_leaks_and_scan_only_older_sessions(
         stored_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from benchpack.reports import simulator
     scanned: list[str] = []
-    real = simulator.leaks
 
-    def spy(secret: str, message: str) -> bool:
-        scanned.append(secret)
-        return real(secret, message)
+    class Spy(simulator.LeakMatcher):
+        def leaks(self, secret: str, message: str) -> bool:
+            scanned.append(secret)
+            return super().leaks(secret, message)
 
-    monkeypatch.setattr(simulator, "leaks", spy)
+    monkeypatch.setattr(simulator, "LeakMatcher", Spy)
     (res,) = build_reports(ReportOptions(db=stored_db, names=["simulator"], runs=["r"]))
     it = _rows(res)["intent_tracking"]
     # it1: 2 stored (its messages say neither), it2: 0 stored (its message says it1 verbatim),
@@ -194,4 +195,32 @@ def test_reports_read_the_stored_leaks_and_scan_only_older_sessions(
     (summary,) = build_reports(ReportOptions(db=stored_db, names=["summary"], runs=["r"]))
     (line,) = [n for n in summary.notes if n.startswith("⚠ Simulated user")]
     assert "intent_tracking: 2 sessions with a leak of hidden content in 3 sessions" in line
+    # the file unchanged since: the scan's counts are reused, not redone
+    assert scanned == []
+    # another file (a copy) is scanned anew: the same counts
+    shutil.copyfile(stored_db, stored_db.with_suffix(".copy"))
+    (res,) = build_reports(ReportOptions(db=stored_db.with_suffix(".copy"), names=["simulator"],
+                                         runs=["r"]))
     assert set(scanned) == {"a receipt emailed to my work address", "a late checkout at noon"}
+    it = _rows(res)["intent_tracking"]
+    assert (it["sessions"], it["leak_sessions"], it["leaked"]) == (3, 2, "3 of 5 intents")
+
+
+def test_leak_matcher_decides_as_leaks() -> None:
+    """The scan's tokenise-once matcher gives `leaks`'s answer on every pair: English and
+    Chinese, verbatim, near-verbatim, too short, empty; texts reused across pairs."""
+    from benchpack.specs.text import LeakMatcher, leaks
+
+    secrets = [HIDDEN, "早餐要含在房价里", "房间要在高楼层并且安静", "a receipt emailed to my work address",
+               "a late checkout at noon", "yes", "", "the of and", "breakfast included in the rate"]
+    messages = [f"帮我订酒店。另外，{HIDDEN}。", "好的", "还有，早餐要含在房价里", "房间 要在 高楼层",
+                "I need a receipt emailed to my work address please", "Receipt: emailed to work?",
+                "checkout late, at noon", "", "yes", "Breakfast included in the rate, right?",
+                "rate the breakfast included"]
+    matcher = LeakMatcher()
+    got = [[matcher.leaks(s, m) for m in messages] for s in secrets]
+    matcher.forget_messages()
+    again = [[matcher.leaks(s, m) for m in messages] for s in secrets]
+    want = [[leaks(s, m) for m in messages] for s in secrets]
+    assert got == want == again
+    assert sum(map(sum, want)) >= 5  # the cases hold leaks, not only refusals

@@ -191,3 +191,51 @@ def test_kendall_tau_ci_noisy_units_widen() -> None:
 ])
 def test_leaks(secret: str, message: str, leaked: bool) -> None:
     assert validity.leaks(secret, message) is leaked
+
+
+def test_kendall_tau_ci_resamples_are_the_units_drawn() -> None:
+    """The bootstrap's matrix form gives, resample by resample, the τ of the figures a loop
+    over the drawn units computes (`_figure`, units missing for an agent included), so the
+    percentiles are those of the loop's τs."""
+    from benchpack.reports.stats.resampling import unit_draw_counts
+
+    rng = random.Random(7)
+    units = [f"s{i}" for i in range(15)]
+    a = {ag: {u: (rng.random(), 1.0 + (i % 2)) for i, u in enumerate(units) if rng.random() < 0.9}
+         for ag in ("x", "y", "z", "w")}
+    b = {ag: {u: (rng.random(), 1.0) for u in units if rng.random() < 0.9} for ag in a}
+    ci = validity.kendall_tau_ci(a, b, resamples=300, seed=11)
+    every = sorted({u for f in (*a.values(), *b.values()) for u in f})
+    agents = sorted(a)
+    taus = []
+    for block in unit_draw_counts(len(every), 300, 11):
+        for row in block.tolist():
+            draw = [u for u, c in zip(every, row, strict=True) for _ in range(c)]
+            bx = [validity._figure(a[g], draw) for g in agents]
+            by = [validity._figure(b[g], draw) for g in agents]
+            if None in bx or None in by:
+                continue
+            t = validity.kendall_tau_b(bx, by)  # type: ignore[arg-type]
+            if t is not None:
+                taus.append(t)
+    taus.sort()
+    assert ci.resamples == len(taus) > 250
+    assert ci.low == pytest.approx(validity._quantile(taus, 0.025), abs=1e-12)
+    assert ci.high == pytest.approx(validity._quantile(taus, 0.975), abs=1e-12)
+
+
+def test_unit_draws_are_seeded_counts_of_n_draws() -> None:
+    from benchpack.reports.stats.resampling import unit_draw_counts
+
+    blocks = list(unit_draw_counts(5, 600, 3, chunk=256))
+    assert [b.shape for b in blocks] == [(256, 5), (256, 5), (88, 5)]
+    rows = [r for b in blocks for r in b.tolist()]
+    assert all(sum(r) == 5 and min(r) >= 0 for r in rows)
+    again = [r for b in unit_draw_counts(5, 600, 3) for r in b.tolist()]
+    assert rows == again
+    assert rows != [r for b in unit_draw_counts(5, 600, 4) for r in b.tolist()]
+    # each unit drawn once a resample on average; 1 − (4/5)^5 ≈ 67 % of the units drawn
+    means = [sum(r[i] for r in rows) / len(rows) for i in range(5)]
+    assert all(0.85 < m < 1.15 for m in means)
+    drawn = sum(c > 0 for r in rows for c in r) / (5 * len(rows))
+    assert abs(drawn - (1 - 0.8 ** 5)) < 0.03

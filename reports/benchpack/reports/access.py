@@ -26,7 +26,7 @@ from benchpack.specs.storefile import check_complete as _check_complete
 from benchpack.specs.storefile import (
     damage_reason,
     damaged_message,
-    read_every_block,
+    verify_once,
     writer_waiting,
 )
 from benchpack.specs.storefile import is_lock as _is_lock
@@ -58,8 +58,9 @@ def check_complete(con: Any, path: str | Path) -> None:
 
 def verify_blocks(con: Any, path: str | Path) -> None:
     """Every data block read and its checksum checked: a report must not leave out rows it
-    could not read (DuckDB's error propagates; `open_store` says the store is damaged)."""
-    read_every_block(con)
+    could not read (DuckDB's error propagates; `open_store` says the store is damaged). Once
+    per state of the file (`verify_once`)."""
+    verify_once(con, path)
 
 
 def read_request_path(db: str | Path) -> Path:

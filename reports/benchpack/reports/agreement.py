@@ -372,17 +372,23 @@ def _ranking(scores: list[tuple[str, float]]) -> str:
 # --------------------------------------------------------------------------- judge vs humans
 
 
+_HUMAN_ITEMS = """
+SELECT run_id, source_run, session_id, repeat, kind, item_id, type, raters,
+       $tie AS tie, $label AS human_label, judge_label
+FROM human_pairs WHERE run_id IN $runs AND raters >= ?
+"""
+_HUMAN_RATINGS = """
+SELECT i.run_id, i.kind, i.type, i.session_id, i.repeat, i.item_id, i.judge_label, h.rater,
+       h.label
+FROM items i JOIN human_ratings h ON h.run_id = i.source_run AND h.session_id = i.session_id
+     AND h.repeat = i.repeat AND h.kind = i.kind AND h.item_id = i.item_id
+"""
+"""`items` and `ratings` of `_HUMANS`, made TEMP tables first: as materialised CTEs of one
+statement, the whole did not finish in 5 minutes on the 1 M-turn benchmark store (DuckDB
+1.5.6; each branch of its UNION alone took 0.2 s); as tables, 1.8 s in all."""
+
 _HUMANS = """
-WITH items AS MATERIALIZED (
-    SELECT run_id, source_run, session_id, repeat, kind, item_id, type, raters,
-           $tie AS tie, $label AS human_label, judge_label
-    FROM human_pairs WHERE run_id IN $runs AND raters >= ?
-), ratings AS MATERIALIZED (
-    SELECT i.run_id, i.kind, i.type, i.session_id, i.repeat, i.item_id, i.judge_label, h.rater,
-           h.label
-    FROM items i JOIN human_ratings h ON h.run_id = i.source_run AND h.session_id = i.session_id
-         AND h.repeat = i.repeat AND h.kind = i.kind AND h.item_id = i.item_id
-), units AS (
+WITH units AS (
     SELECT 'humans' AS who, run_id, kind, type, session_id, repeat, item_id, label, count(*) AS n
     FROM ratings GROUP BY ALL
     UNION ALL
@@ -423,6 +429,21 @@ they are units that can be drawn; per rater its ratings against the judge (`rate
 column holding the rater)."""
 
 
+def _human_counts(ctx: ReportContext, runs: list[str], label: str, tie: str
+                  ) -> list[tuple[Any, ...]]:
+    """The rows of `_HUMANS` over `runs`, its two inputs held in TEMP tables meanwhile."""
+    items = (_HUMAN_ITEMS.replace("$runs", "(" + ", ".join("?" * len(runs)) + ")")
+             .replace("$label", label).replace("$tie", tie))
+    con = ctx.con
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE items AS {items}", [*runs, ctx.min_raters])
+        con.execute(f"CREATE OR REPLACE TEMP TABLE ratings AS {_HUMAN_RATINGS}")
+        return list(con.execute(_HUMANS).fetchall())
+    finally:
+        con.execute("DROP TABLE IF EXISTS temp.ratings")
+        con.execute("DROP TABLE IF EXISTS temp.items")
+
+
 def _against_humans(ctx: ReportContext, res: ReportResult,
                     lineage: dict[str, Lineage]) -> None:
     majority = ctx.consensus == "majority"
@@ -441,9 +462,7 @@ def _against_humans(ctx: ReportContext, res: ReportResult,
     by_run: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     raters: dict[str, list[tuple[str, str, str, str, int]]] = defaultdict(list)
     if runs:
-        sql = (_HUMANS.replace("$runs", "(" + ", ".join("?" * len(runs)) + ")")
-               .replace("$label", label).replace("$tie", tie))
-        rows = ctx.con.execute(sql, [*runs, ctx.min_raters]).fetchall()
+        rows = _human_counts(ctx, runs, label, tie)
         marks = ", ".join("?" * len(runs))
         for run, kind, typ, session, c, d, n in ctx.con.execute(
                 f"SELECT run_id, kind, type, session_id, {label}, judge_label, count(*) "

@@ -82,6 +82,7 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
             ctx.exact_max = options.exact_max
         ctx.consensus = options.consensus
         ctx.sessions = list(options.sessions)
+        ctx.db = options.db
         result = report.build(ctx)
         if result.name != "inventory" and runs:  # no report shrinks a denominator silently
             result.notes.append(inventory_note(ctx))

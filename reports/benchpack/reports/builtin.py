@@ -24,6 +24,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from . import stats
@@ -65,6 +66,9 @@ class ReportContext:
     the middle of the scale, then the better label)."""
     sessions: list[str] = field(default_factory=list)
     """`explain`: session names or plan ids (globs) to cover; empty: all."""
+    db: str | Path | None = None
+    """The store's file, where a report may keep what it derived from an unchanged file
+    (`benchpack.specs.storefile.store_facts`); None: nothing kept."""
     _labels: dict[str, str] | None = field(default=None, init=False, repr=False)
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:

@@ -87,11 +87,16 @@ def cost(ctx: Any) -> ReportResult:
 
     group = f"s.{ctx.by}" if ctx.by else "s.name"
     title = f"By {ctx.by}" if ctx.by else "By session"
-    # the session's column joined first: `sessions` shares the ledger's column names
-    srows = ctx.rows(f"""SELECT run_id, grp, count(DISTINCT (session_id, repeat)), {LEDGER}
-        FROM (SELECT c.*, {group} AS grp FROM llm_calls c
-              JOIN sessions s USING (run_id, session_id, repeat))
-        WHERE {measured} GROUP BY ALL ORDER BY run_id, grp""")
+    # each session's ledger first, then summed by group: joining 2.9 M calls to their
+    # sessions and counting distinct sessions took 2.1 s of the report on 1 M turns (0.5 s)
+    parts = ("calls", "cache_hits", "errors", "prompt_tokens", "completion_tokens",
+             "unpriced_calls")
+    summed = ", ".join(f"sum(c.{p})::BIGINT" for p in parts)
+    srows = ctx.rows(f"""WITH c AS (SELECT run_id, session_id, repeat, {LEDGER}
+            FROM llm_calls WHERE {measured} GROUP BY run_id, session_id, repeat)
+        SELECT c.run_id, {group} AS grp, count(*), {summed}, sum(c.priced_cost)
+        FROM c JOIN sessions s USING (run_id, session_id, repeat)
+        GROUP BY ALL ORDER BY c.run_id, grp""")
     st = Table(title + " (all roles)", _ledger_columns([
         Column("agent", "run (agent)"), Column("run", "run"),
         Column("group", ctx.by or "session"), Column("sessions", "session runs", "int")]))

@@ -23,9 +23,10 @@ ablation variants and skipped sessions left out); each count says its denominato
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from benchpack.specs.text import leaks
+from benchpack.specs.text import LeakMatcher
 
 from .builtin import ReportContext
 from .model import BuiltinReport, Column, Estimate, ReportResult, Table
@@ -38,31 +39,65 @@ PREMATURE = {
 """SQL over `sessions`: the simulated user stopped before the scenario was done."""
 
 
-def _scanned_leaks(ctx: ReportContext) -> dict[tuple[str, str], tuple[int, int, int]]:
+def _scanned_leaks(ctx: ReportContext, runs: list[str]
+                   ) -> dict[tuple[str, str], tuple[int, int, int]]:
     """(run, protocol) → (sessions with a leak, hidden intents leaked, intents) over the
-    intent-tracking sessions stored without `extra.intent_leaks` (stores written before the
-    runtime decided it, imported runs): their user messages scanned here, one by one. Sessions
-    the runtime wrote are counted in SQL (`simulator_rows`)."""
-    rows = ctx.rows("""SELECT i.run_id, i.session_id, i.repeat, i.intent_id, i.text, i.turn,
+    intent-tracking sessions of `runs` stored without `extra.intent_leaks` (stores written
+    before the runtime decided it, imported runs): their user messages scanned here. Sessions
+    the runtime wrote are counted in SQL (`simulator_rows`). A run's counts are kept under the
+    store file's identity (`store_facts`): an old store read again is not scanned again
+    (1.5 s for 84 k intents of the 1 M-turn benchmark store; 10 s before each text was
+    tokenised once), and `bench run` or `--resume` on it fills `extra.intent_leaks` for good."""
+    from benchpack.specs.storefile import record_store_facts, store_facts, store_identity
+
+    identity = store_identity(ctx.db) if ctx.db is not None else None
+    key = f"intent_leaks:{_rule_version()}"
+    known = store_facts(ctx.db, identity).get(key, {}) if ctx.db is not None else {}
+    out = {(r, "intent_tracking"): (int(c[0]), int(c[1]), int(c[2]))
+           for r, c in known.items() if r in runs}
+    todo = [r for r in runs if r not in known]
+    if not todo:
+        return out
+    marks = ", ".join("?" * len(todo))
+    rows = ctx.con.execute(f"""SELECT i.run_id, i.session_id, i.repeat, i.text,
             list(t.user_message ORDER BY t.turn) FILTER (WHERE t.user_message IS NOT NULL
                 AND (i.turn IS NULL OR t.turn <= i.turn))
         FROM intent_status i JOIN sessions s USING (run_id, session_id, repeat)
              LEFT JOIN turns t USING (run_id, session_id, repeat)
-        WHERE i.run_id IN $runs AND i.pooled_from IS NULL AND s.ablation IS NULL
+        WHERE i.run_id IN ({marks}) AND i.pooled_from IS NULL AND s.ablation IS NULL
           AND s.protocol = 'intent_tracking' AND s.status IN ('finished', 'error')
           AND TRY_CAST(s.extra->>'$.intent_leaks' AS INTEGER) IS NULL
-        GROUP BY ALL ORDER BY ALL""")
+        GROUP BY i.run_id, i.session_id, i.repeat, i.intent_id, i.text, i.turn
+        ORDER BY ALL""", todo).fetchall()
     per_session: dict[tuple[str, str, int], tuple[int, int]] = {}
-    for run, session, repeat, _, text, _, messages in rows:
-        key = (str(run), str(session), int(repeat))
-        leaked = int(any(leaks(str(text), str(m)) for m in (messages or [])))
-        n_leaked, n = per_session.get(key, (0, 0))
-        per_session[key] = (n_leaked + leaked, n + 1)
-    out: dict[tuple[str, str], tuple[int, int, int]] = {}
+    matcher = LeakMatcher()
+    last = None
+    for run, session, repeat, text, messages in rows:
+        key_s = (str(run), str(session), int(repeat))
+        if key_s != last:
+            matcher.forget_messages()
+            last = key_s
+        leaked = int(any(matcher.leaks(str(text), str(m)) for m in (messages or [])))
+        n_leaked, n = per_session.get(key_s, (0, 0))
+        per_session[key_s] = (n_leaked + leaked, n + 1)
+    counted = {r: (0, 0, 0) for r in todo}
     for (run, _, _), (leaked, n) in per_session.items():
-        sessions, items, hidden = out.get((run, "intent_tracking"), (0, 0, 0))
-        out[(run, "intent_tracking")] = (sessions + int(leaked > 0), items + leaked, hidden + n)
+        sessions, items, hidden = counted[run]
+        counted[run] = (sessions + int(leaked > 0), items + leaked, hidden + n)
+    if ctx.db is not None:
+        record_store_facts(ctx.db, identity, {key: {**known, **counted}})
+    out.update({(r, "intent_tracking"): c for r, c in counted.items() if c[2]})
     return out
+
+
+def _rule_version() -> str:
+    """The leak rule's code (`benchpack.specs.text`), hashed: counts kept under another rule
+    are not reused."""
+    import hashlib
+
+    from benchpack.specs import text
+
+    return hashlib.sha256(Path(text.__file__).read_bytes()).hexdigest()[:16]
 
 
 def simulator_rows(ctx: ReportContext) -> list[dict[str, Any]]:
@@ -102,7 +137,7 @@ def simulator_rows(ctx: ReportContext) -> list[dict[str, Any]]:
                count(*) FILTER (WHERE protocol = 'intent_tracking' AND n IS NOT NULL
                                 AND il IS NULL)
         FROM j GROUP BY run_id, protocol ORDER BY run_id, protocol""")
-    scanned = _scanned_leaks(ctx) if any(r[-1] for r in rows) else {}
+    scanned = _scanned_leaks(ctx, sorted({str(r[0]) for r in rows if r[-1]}))
     out = []
     for run, protocol, *counts, _ in rows:
         a: dict[str, Any] = dict(zip(

@@ -11,7 +11,7 @@ from benchpack.specs.storefile import (
     DAMAGED_HINT,
     damage_reason,
     damaged_message,
-    read_every_block,
+    verify_once,
 )
 from benchpack.specs.storefile import check_complete as _check_complete
 from benchpack.specs.storefile import is_lock as _is_lock
@@ -52,9 +52,9 @@ def check_complete(con: Any, path: str | Path) -> None:
 
 def verify_blocks(con: Any, path: str | Path) -> None:
     """Every data block read and its checksum checked: before `--resume` adds to a store whose
-    rows it would keep."""
+    rows it would keep. Once per state of the file (`verify_once`)."""
     try:
-        read_every_block(con)
+        verify_once(con, path)
     except Exception as exc:
         why = damage_reason(exc)
         if why is None:

@@ -55,8 +55,12 @@ def _pieces(text: str) -> list[tuple[str, bool]]:
 
 def words(text: str) -> list[str]:
     """The token sequence of `text`: words, and one token per character of unsegmented runs."""
+    return _words(_pieces(text))
+
+
+def _words(pieces: list[tuple[str, bool]]) -> list[str]:
     out: list[str] = []
-    for piece, run in _pieces(text):
+    for piece, run in pieces:
         if run:
             out.extend(piece)
         else:
@@ -70,8 +74,13 @@ def grams(text: str, keep: Callable[[str], bool] = lambda w: True,
     unsegmented run its character bigrams and its ideographs; a one-character run counts as
     itself. `STOP_IDEOGRAPHS` split runs and count for nothing, unless `stop_ideographs` is
     false."""
+    return _grams(_pieces(text), keep, stop_ideographs)
+
+
+def _grams(pieces: list[tuple[str, bool]], keep: Callable[[str], bool] = lambda w: True,
+           stop_ideographs: bool = True) -> set[str]:
     out: set[str] = set()
-    for piece, run in _pieces(text):
+    for piece, run in pieces:
         if not run:
             if keep(piece):
                 out.add(piece)
@@ -130,8 +139,57 @@ def leaks(secret: str, message: str) -> bool:
     return len(wanted & grams(message, _content)) / len(wanted) >= LEAK_SHARE
 
 
-__all__ = ["LEAK_MIN_TOKENS", "LEAK_SHARE", "STOP_IDEOGRAPHS", "VERBATIM_MIN", "fold", "grams",
-           "leaks", "width", "words"]
+class LeakMatcher:
+    """`leaks` over many (secret, message) pairs that repeat texts — every hidden intent of a
+    session against each of its user messages, a store's worth when an old store is scanned:
+    each text is tokenised once, not once per pair (10 s → see `reports/simulator.py`). The
+    same decisions as `leaks` (a test compares them)."""
+
+    def __init__(self) -> None:
+        self._secrets: dict[str, tuple[str, int, frozenset[str]] | None] = {}
+        self._messages: dict[str, tuple[str, list[tuple[str, bool]]] | None] = {}
+        self._grams: dict[str, frozenset[str]] = {}
+
+    def _secret(self, text: str) -> tuple[str, int, frozenset[str]] | None:
+        if text not in self._secrets:
+            pieces = _pieces(text)
+            s = _words(pieces)
+            self._secrets[text] = (" ".join(s), len(s), frozenset(_grams(pieces, _content))
+                                   ) if s else None
+        return self._secrets[text]
+
+    def _message(self, text: str) -> tuple[str, list[tuple[str, bool]]] | None:
+        if text not in self._messages:
+            pieces = _pieces(text)
+            m = _words(pieces)
+            self._messages[text] = (" ".join(m), pieces) if m else None
+        return self._messages[text]
+
+    def _message_grams(self, text: str, pieces: list[tuple[str, bool]]) -> frozenset[str]:
+        if text not in self._grams:  # only when no verbatim match settled it
+            self._grams[text] = frozenset(_grams(pieces, _content))
+        return self._grams[text]
+
+    def forget_messages(self) -> None:
+        """Drop the messages' tokens (a scan moving to the next session: a store's transcripts
+        need not all sit in memory; the secrets, fewer and repeated, stay)."""
+        self._messages.clear()
+        self._grams.clear()
+
+    def leaks(self, secret: str, message: str) -> bool:
+        s, m = self._secret(secret), self._message(message)
+        if s is None or m is None:
+            return False
+        joined, n, wanted = s
+        if n >= VERBATIM_MIN and joined in m[0]:
+            return True
+        if len(wanted) < LEAK_MIN_TOKENS:
+            return False
+        return len(wanted & self._message_grams(message, m[1])) / len(wanted) >= LEAK_SHARE
+
+
+__all__ = ["LEAK_MIN_TOKENS", "LEAK_SHARE", "STOP_IDEOGRAPHS", "VERBATIM_MIN", "LeakMatcher",
+           "fold", "grams", "leaks", "width", "words"]
 
 
 # Sentences end at `.!?` before whitespace, at full-width `。！？` (Chinese and Japanese put no

@@ -7,7 +7,7 @@ import functools
 import math
 import random
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, TypeVar, overload
@@ -319,15 +319,8 @@ def _bootstrap_counts(
     n = sum(counts)
     if n == 0:
         return [BootstrapCI(None, None, None, level, resamples, 0, seed) for _ in range(m)]
-    rng = random.Random(seed)
-    cuts, start = [], 0
-    for c in counts:  # u ≥ cut: the draw is an item of this category or of a later one
-        cuts.append(-(-start * 2**32 // n))
-        start += c
-    cuts.append(2**32)
     draws: list[list[float | None]] = [[] for _ in range(m)]
-    for _ in range(resamples):
-        sample = _count_draws(rng.randbytes(4 * n), cuts)
+    for sample in _count_samples(counts, resamples, seed):
         for out, value in zip(draws, joint(sample), strict=True):
             out.append(value)
     results = []
@@ -339,6 +332,20 @@ def _bootstrap_counts(
             _quantile(defined, (1.0 + level) / 2.0) if defined else None,
             level, resamples, n, seed, undefined=len(out) - len(defined)))
     return results
+
+
+def _count_samples(counts: Sequence[int], resamples: int, seed: int) -> list[list[int]]:
+    """The resampled counts `bootstrap_counts` draws (seeded; at most 254 categories, not all
+    empty): a statistic that can take them all at once (`krippendorff_alpha_ci`) gets the same
+    resamples."""
+    n = sum(counts)
+    rng = random.Random(seed)
+    cuts, start = [], 0
+    for c in counts:  # u ≥ cut: the draw is an item of this category or of a later one
+        cuts.append(-(-start * 2**32 // n))
+        start += c
+    cuts.append(2**32)
+    return [_count_draws(rng.randbytes(4 * n), cuts) for _ in range(resamples)]
 
 
 _MIXED = 255
@@ -377,3 +384,23 @@ def _quantile(sorted_xs: Sequence[float], q: float) -> float:
     lo = math.floor(h)
     hi = min(lo + 1, len(sorted_xs) - 1)
     return sorted_xs[lo] + (h - lo) * (sorted_xs[hi] - sorted_xs[lo])
+
+
+def unit_draw_counts(n: int, resamples: int, seed: int, chunk: int = 256) -> Iterator[Any]:
+    """For a bootstrap over `n` units: `resamples` rows, in blocks of at most `chunk`, each the
+    number of times every unit was drawn in `n` draws with replacement (a numpy int array,
+    rows × n). Seeded (numpy's PCG64). What the resamplers whose statistic is a weighted sum
+    over units use (`kendall_tau_ci`, `krippendorff_alpha_ci` past 254 unit patterns): one
+    matrix product a block instead of a Python loop over every draw (2 × 2,619 units and
+    2,000 resamples: 3.5 s a call before)."""
+    import numpy as np
+
+    gen = np.random.default_rng(seed)
+    done = 0
+    while done < resamples:
+        rows = min(chunk, resamples - done)
+        draws = gen.integers(0, n, size=(rows, n))
+        # one bincount for the whole block: row r's draws shifted by r·n
+        flat = (draws + np.arange(rows)[:, None] * n).ravel()
+        yield np.bincount(flat, minlength=rows * n).reshape(rows, n)
+        done += rows

@@ -1,0 +1,94 @@
+"""Long terminal tables: rows padded without rich (`render.table_text`) come out as rich draws
+them, boxed and compact, and any cell rich would have to fold or measure sends the whole
+table back to rich."""
+
+from __future__ import annotations
+
+import io
+import random
+
+import pytest
+from rich.console import Console
+
+from benchpack.reports import render
+
+
+def _console(width: int) -> Console:
+    return Console(file=io.StringIO(), width=width, force_terminal=False, color_system=None,
+                   highlight=False, markup=False)
+
+
+def _rows(n: int, seed: int, extra: str = "") -> list[list[str]]:
+    rng = random.Random(seed)
+    words = ["ep0.t1", "synth-01", "litellm:gpt-4o", "", "judge", "a b", "x" * 14]
+    return [[rng.choice(words) + (extra if i == n // 2 and j == 1 else ""),
+             rng.choice(words), str(rng.randrange(10 ** rng.randrange(1, 7))),
+             f"${rng.random() * 100:.2f}", rng.choice(["", "12.5 %", "–"])]
+            for i in range(n) for j in [1]]
+
+
+TITLES = ["run (agent)", "session", "calls", "cost", "share of the priced cost"]
+NUMERIC = [False, False, True, True, True]
+
+
+def _rich(rows: list[list[str]], width: int) -> str:
+    console = _console(width)
+    table, _ = render.fitted_table(TITLES, NUMERIC, rows, width, "By session")
+    with console.capture() as out:
+        console.print(table)
+    return out.get()
+
+
+@pytest.mark.parametrize(("width", "short"), [(140, False), (80, False), (44, True)])
+def test_padded_rows_are_what_rich_draws(width: int, short: bool,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = _rows(260, width)
+    if short:  # narrow enough to be drawn compact (no box), every cell still fits
+        rows = [[c[:4] for c in row] for row in rows]
+        assert render.fit_columns(TITLES, NUMERIC, rows, width)[3]
+    drawn: list[int] = []
+    real = render._rich_table
+
+    def spy(titles, numeric, rows, layout, title):  # type: ignore[no-untyped-def]
+        drawn.append(len(rows))
+        return real(titles, numeric, rows, layout, title)
+
+    monkeypatch.setattr(render, "_rich_table", spy)
+    text, _ = render.table_text(TITLES, NUMERIC, rows, width, "By session", _console(width))
+    assert drawn == [1]  # the fast path ran
+    monkeypatch.undo()
+    assert text == _rich(rows, width)
+
+
+@pytest.mark.parametrize("width", [52, 40, 30])
+def test_cells_that_fold_come_out_as_rich_folds_them(width: int,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = _rows(260, width)
+    drawn: list[int] = []
+    real = render._rich_table
+
+    def spy(titles, numeric, rows, layout, title):  # type: ignore[no-untyped-def]
+        drawn.append(len(rows))
+        return real(titles, numeric, rows, layout, title)
+
+    monkeypatch.setattr(render, "_rich_table", spy)
+    text, _ = render.table_text(TITLES, NUMERIC, rows, width, "By session", _console(width))
+    monkeypatch.undo()
+    # rich drew the sample only: the first row and the first folded one (maybe the same)
+    assert len(drawn) == 1 and drawn[0] <= 2
+    assert text == _rich(rows, width)
+    assert len(text.splitlines()) > 260 + 4  # rows of several lines were there
+
+
+@pytest.mark.parametrize("odd", ["你好", " lead", "tab\there", "x" * 60, "two\nlines",
+                                 "a very long label that folds between its words"])
+def test_a_cell_rich_must_fold_or_measure_comes_out_as_rich_draws_it(odd: str) -> None:
+    rows = _rows(260, 3, odd)
+    text, _ = render.table_text(TITLES, NUMERIC, rows, 60, "By session", _console(60))
+    assert text == _rich(rows, 60)
+
+
+def test_short_tables_are_rich_s() -> None:
+    rows = _rows(20, 1)
+    text, _ = render.table_text(TITLES, NUMERIC, rows, 100, "By session", _console(100))
+    assert text == _rich(rows, 100)
