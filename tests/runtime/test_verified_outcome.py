@@ -289,16 +289,16 @@ def test_repeats_3_report_pass_at_k_and_pass_hat_k(plan_dir: Path, tmp_path: Pat
               for name in (LUMORA, WATCH)}
     assert passed == {LUMORA: [True, False, True], WATCH: [True, True, True]}
     per_task = [brute(runs, 3) for runs in passed.values()]
-    from benchpack.cli import _pass_rates, _print_summary
+    from benchpack.cli.run import pass_rates, print_summary
 
     assert sorted(summary.pass_counts) == [(3, 2), (3, 3)] and summary.repeats == 3
-    rates = _pass_rates(summary)
+    rates = pass_rates(summary)
     assert rates["pass_k"] == 3
     assert rates["pass_at_1"] == pytest.approx((2 / 3 + 1) / 2)
     assert rates["pass_at_k"] == pytest.approx(sum(p for p, _ in per_task) / 2) == 1.0
     assert rates["pass_hat_k"] == pytest.approx(sum(h for _, h in per_task) / 2) == 0.5
 
-    _print_summary(summary)
+    print_summary(summary)
     assert "pass@1 / pass@3 / pass^3" in capsys.readouterr().err
 
 

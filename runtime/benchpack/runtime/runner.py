@@ -22,15 +22,14 @@ from typing import Any
 
 from benchpack.specs.origin_label import RUN_CONFIG_KEY as ORIGIN_KEY
 from benchpack.specs.plan import Plan, PlanSession
-from benchpack.specs.toolsets import PyToolImpl
 
 from . import tmpdirs
 from .chains import ERROR_KINDS, error_kind_of, run_chain, run_one, store_sink
-from .env.service_pool import needs_replay, process_services
+from .env.service_pool import needs_replay
 from .errors import UsageError
 from .judges.base import templates_fingerprint
 from .planfile import load_plan
-from .preflight import check_machine
+from .preflight import check_allow_python, check_machine, check_process_services
 from .prewarm import prewarm_http_client
 from .protocols.base import default_protocols
 from .run_types import (
@@ -206,13 +205,13 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float,
             lacking = sorted(_with_dependencies(plan, {sid}) - selected)
             if lacking:
                 missing[sid] = lacking
-    _check_allow_python(plan, selected, options.allow_python)
+    check_allow_python(plan, selected, options.allow_python)
     if options.executor == "ray":
         from .ray_executor import check_options
         check_options(options)
     elif options.executor != "local":
         raise UsageError(f"--executor {options.executor}: not an executor (hint: local or ray)")
-    _check_process_services(plan, selected, options.allow_python)
+    check_process_services(plan, selected, options.allow_python)
     repeats = options.repeats or plan.defaults.repeats
     # a temporary work directory is made just before the sessions start (below): a run
     # refused before then (a mistake in the options, --max-cost, a resume mismatch) used to
@@ -387,38 +386,8 @@ async def _run(options: RunOptions, plan: Plan, store: Store, started: float,
         summary.budget_stopped = stats["budget"]
     if stats.get("lost"):
         summary.first_errors.insert(0, f"{stats['lost']} session runs not run: their Ray "
-                                    "worker died at every attempt; --resume {run_id} runs them")
+                                    f"worker died at every attempt; --resume {run_id} runs them")
     return summary
-
-
-def _check_allow_python(plan: Plan, selected: set[str], allow_python: bool) -> None:
-    """Python toolsets and the shell run code: without --allow-python every call would fail,
-    so the run stops before it starts, naming what needs it."""
-    if allow_python:
-        return
-    needs = sorted({t for sid in selected for t in plan.sessions[sid].tools
-                    if (t == "shell" and t not in plan.tools)
-                    or isinstance(getattr(plan.tools.get(t), "impl", None), PyToolImpl)})
-    if needs:
-        shown = ", ".join(f"`{t}`" for t in needs[:5]) + (", …" if len(needs) > 5 else "")
-        raise UsageError(f"this plan's sessions offer tools that run code ({shown}: python "
-                         "toolsets or the shell); pass --allow-python to run them in the "
-                         "sandbox")
-
-
-def _check_process_services(plan: Plan, selected: set[str], allow_python: bool) -> None:
-    """HTTP services are pack code: refuse, before anything runs, to run them without
-    `--allow-python` (naming them)."""
-    if allow_python:
-        return
-    envs = {plan.sessions[sid].environment for sid in selected}
-    names = sorted({n for e in envs for n in process_services(plan, e)})
-    if names:
-        which = ", ".join(f"`{n}`" for n in names)
-        many = len(names) > 1
-        raise UsageError(f"HTTP service{'s' if many else ''} {which}: {'they run' if many else 'it runs'} "
-                         "the pack's own code (a process, in the sandbox), which needs "
-                         f"--allow-python (pass it to run {'them' if many else 'it'})")
 
 
 def _inherit_roles(options: RunOptions, existing: dict[str, Any]) -> None:

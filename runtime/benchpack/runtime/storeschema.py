@@ -1,7 +1,7 @@
 """The store's schema: its tables (`DDL`), version and migrations, and the check that a file
 is ours before anything is added to it (`store.connect` runs them).
 
-Schema changes bump `SCHEMA_VERSION` and add a migration in `_migrate`.
+Schema changes bump `SCHEMA_VERSION` and add a migration in `migrate`.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ SESSION_TABLES = ("turns", "messages", "tool_calls", "intent_status", "checklist
                   "intent_checks", "score_components", "llm_call_texts")
 
 
-def _check_ours(con: Any, path: Path) -> None:
+def check_ours(con: Any, path: Path) -> None:
     """Never add our tables to another program's database: a store has `meta`, or nothing."""
     tables = sorted(str(r[0]) for r in con.execute(
         "SELECT table_name FROM duckdb_tables() UNION SELECT view_name FROM duckdb_views() "
@@ -141,7 +141,7 @@ def _check_ours(con: Any, path: Path) -> None:
                              "not a benchpack store; pass another --db")
 
 
-def _migrate(con: Any, path: Path) -> None:
+def migrate(con: Any, path: Path) -> None:
     row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     if row is None:
         con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from benchpack.specs import pack as P
 
     from ..build import Builder
-    from ..core import Loc, _SessionDraft
+    from ..core import Loc, SessionDraft
 
 Material = Callable[["Builder", "P.Session", "Loc", Any, list[str], dict[str, Any]],
                     dict[str, Any]]
@@ -21,8 +21,8 @@ Limits = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 """(the merged limits, the limits the pack defaults and the session set) → the limits."""
 Opening = Callable[["Builder", "P.Session", "Loc", Any, "str | None"], "str | None"]
 """(builder, session, location, render, the rendered `request`) → the opening request."""
-PlanCheck = Callable[["Builder", "_SessionDraft", dict[str, Any], dict[str, dict[str, Any]],
-                      dict[str, "_SessionDraft"], list[str], dict[str, int]], None]
+PlanCheck = Callable[["Builder", "SessionDraft", dict[str, Any], dict[str, dict[str, Any]],
+                      dict[str, "SessionDraft"], list[str], dict[str, int]], None]
 """Checks that need the episode order (builder, draft, compiled session, all compiled sessions,
 drafts by id, the episode's session order, each session's position in it)."""
 

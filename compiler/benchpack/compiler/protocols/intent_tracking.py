@@ -11,7 +11,7 @@ from .base import ProtocolCompiler
 
 if TYPE_CHECKING:
     from ..build import Builder
-    from ..core import Loc, _SessionDraft
+    from ..core import Loc, SessionDraft
 
 
 def hidden_intents(b: Builder, s: P.Session, loc: Loc, r: Any) -> list[dict[str, Any]]:
@@ -28,8 +28,8 @@ def hidden_intents(b: Builder, s: P.Session, loc: Loc, r: Any) -> list[dict[str,
     return out
 
 
-def check_evidence(b: Builder, d: _SessionDraft, s: dict[str, Any],
-                   sessions: dict[str, dict[str, Any]], by_id: dict[str, _SessionDraft],
+def check_evidence(b: Builder, d: SessionDraft, s: dict[str, Any],
+                   sessions: dict[str, dict[str, Any]], by_id: dict[str, SessionDraft],
                    episode_order: list[str], position: dict[str, int]) -> None:
     if not any(it["evidence"] for it in s["hidden_intents"]):
         return

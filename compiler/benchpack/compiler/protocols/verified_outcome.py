@@ -14,7 +14,7 @@ from benchpack.specs import pack as P
 from benchpack.specs.formula import Problem, parse
 from benchpack.specs.scoring import COMPONENT_PATTERN, REWARD_COMPONENTS, Score
 
-from ..loader import _find_key
+from ..sourcefile import find_key
 from .base import ProtocolCompiler
 
 if TYPE_CHECKING:
@@ -140,10 +140,10 @@ def _missing_builtin(name: str) -> tuple[str, str]:
 
 def _tool_ref(b: Builder, pattern: str, tools: list[str], loc: Loc,
               sub: tuple[PathPart, ...]) -> None:
-    from ..checks import _tool_suggestion
+    from ..checks import tool_suggestion
 
     if not any(fnmatch.fnmatchcase(t, pattern) for t in tools) and not b.lost_tool(pattern):
-        hint, fix = _tool_suggestion(pattern, tools)
+        hint, fix = tool_suggestion(pattern, tools)
         b.err("E202", f"no tool `{pattern}` in this session", loc, sub, hint, fix=fix)
 
 
@@ -204,7 +204,7 @@ def locate_in_scalar(src: SourceFile, path: tuple[PathPart, ...], line: int,
         if isinstance(node, yaml.SequenceNode) and isinstance(part, int) \
                 and 0 <= part < len(node.value):
             node = node.value[part]
-        elif isinstance(node, yaml.MappingNode) and (pair := _find_key(node, part)):
+        elif isinstance(node, yaml.MappingNode) and (pair := find_key(node, part)):
             node = pair[1]
         else:
             return None

@@ -79,12 +79,12 @@ WHERE v.ablation = 'without_dependencies' AND (v.status = 'finished' OR v.error_
 
 
 def proc_comp(ctx: ReportContext) -> ReportResult:
-    from ..builtin import _metric_table
+    from ..builtin import metric_table
 
     res = ReportResult("proc-comp", "Proactivity and completion",
                        "PROC and COMP (π-Bench), macro over intent-tracking sessions, by "
                        f"{ctx.by or 'run'}; turns per session.", ctx.runs)
-    res.tables.append(_metric_table(
+    res.tables.append(metric_table(
         ctx, f"PROC / COMP by {ctx.by or 'run'}",
         "protocol = 'intent_tracking'",
         [("coalesce(proc_group, proc)", "proc", "PROC"), ("comp", "comp", "COMP")],

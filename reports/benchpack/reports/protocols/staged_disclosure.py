@@ -27,12 +27,12 @@ FROM session_results WHERE protocol = 'staged_disclosure'
 
 
 def graph(ctx: ReportContext) -> ReportResult:
-    from ..builtin import _metric_table
+    from ..builtin import metric_table
 
     ctx.by = ctx.by or "category"
     res = ReportResult("graph", "Knowledge-graph precision, recall and F1",
                        f"Staged-disclosure sessions (VibeSearchBench), by {ctx.by}.", ctx.runs)
-    res.tables.append(_metric_table(
+    res.tables.append(metric_table(
         ctx, f"Triple P / R / F1 by {ctx.by}",
         "protocol = 'staged_disclosure'",
         [("\"precision\"", "precision", "precision"), ("recall", "recall", "recall"),

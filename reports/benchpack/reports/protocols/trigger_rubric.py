@@ -97,7 +97,7 @@ def trigger_estimates(ctx: ReportContext, where: str = "TRUE", *, by_type: bool 
 
 def triggers(ctx: ReportContext) -> ReportResult:
     from .. import stats
-    from ..builtin import _excluded
+    from ..builtin import excluded_by_kind
 
     labels = ctx.labels()
     res = ReportResult("triggers", "Trigger points by type",
@@ -116,7 +116,7 @@ def triggers(ctx: ReportContext) -> ReportResult:
                "score. Judge errors and SKIPPED triggers (beyond the end of the dialogue) are "
                "not in N (ProactBench). A session the agent errored in counts its triggers as "
                "FAIL; excluded sessions errored outside the agent."])
-    excluded = _excluded(ctx, "run_id IN $runs AND protocol = 'trigger_rubric'")
+    excluded = excluded_by_kind(ctx, "run_id IN $runs AND protocol = 'trigger_rubric'")
     bars: dict[str, dict[str, Any]] = defaultdict(dict)
     for run in ctx.runs:
         for typ in order:
