@@ -38,9 +38,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from benchpack.specs.text import question_sentences
 
 from ..judges.base import JudgeCall, JudgeError, Templates, ask, parse_tagged
-from .base import ProtocolResult
+from .base import ProtocolDefaults, ProtocolResult
 
 if TYPE_CHECKING:
+    from benchpack.specs.plan import Plan, PlanSession
+
     from ..judges.intent import TurnEvidence
     from ..session import SessionContext
 
@@ -112,8 +114,14 @@ def simulator(ctx: SessionContext) -> Simulator:
     return sim
 
 
-class VerifiedOutcome:
+class VerifiedOutcome(ProtocolDefaults):
     name = "verified_outcome"
+    metric_columns = ("heartbeats",)
+    pass_k = True
+
+    def worst_scores(self, plan: Plan, s: PlanSession, metrics: dict[str, Any]
+                     ) -> dict[str, Any]:
+        return {"score": 0.0, "passed": False}
 
     async def run(self, ctx: SessionContext) -> ProtocolResult:
         if ctx.session.trigger.kind == "heartbeat":
