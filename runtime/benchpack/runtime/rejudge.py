@@ -126,7 +126,7 @@ JUDGE_EXTRA = ("judge_errors", "trigger_labels", "triggers_judged", "verify", "s
 """`sessions.extra` keys the original judge wrote; the rejudge writes its own."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class RejudgeOptions(ClientOptions):
     run_id: str
     """The finished run whose sessions are re-judged."""
