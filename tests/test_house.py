@@ -203,3 +203,19 @@ def test_a_protocol_without_columns_keeps_its_metrics_and_worst_scores_to_itself
     without = SimpleNamespace(protocol="toy", checklist=[])
     assert worst_scores(None, with_checklist, {}, reg) == {"comp": 0.0}  # type: ignore[arg-type]
     assert worst_scores(None, without, {}, reg) == {}  # type: ignore[arg-type]
+
+
+def test_the_protocol_registry_reads_no_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The `benchpack.protocols` group is gone (a lone interpreter could never receive a
+    session): an unknown protocol is one LookupError naming the known ones, whatever is
+    installed."""
+    import importlib.metadata
+
+    from benchpack.runtime.protocols.base import default_protocols
+
+    def no(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("entry points read")
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", no)
+    with pytest.raises(LookupError, match="known: instructed_user, intent_tracking"):
+        default_protocols().get("toy")

@@ -68,8 +68,8 @@ class ProtocolInterpreter(Protocol):
 
 
 class ProtocolDefaults:
-    """What a protocol without columns, pass@k or worst scores of its own declares (a
-    third-party protocol's metrics all go to `extra`): subclass it and set what differs."""
+    """What a protocol without columns, pass@k or worst scores of its own declares (its
+    metrics all go to the row's `extra`): subclass it and set what differs."""
 
     metric_columns: tuple[str, ...] = ()
     score_columns: frozenset[str] = frozenset()
@@ -81,19 +81,19 @@ class ProtocolDefaults:
 
 
 class ProtocolRegistry:
-    """Protocol name → interpreter. Third parties register through the
-    `benchpack.protocols` entry-point group (loaded lazily, on first miss)."""
+    """Protocol name → interpreter. No entry-point group: a protocol is a row through every
+    stage (its pack-language model in `specs`, whose `protocol` field is a closed Literal, its
+    compile step, its reports), so an interpreter installed alone could never receive a
+    session; the `benchpack.protocols` group this registry used to read never loaded anything
+    (issue 30). A new protocol is added in-tree (runtime/README.md, "Adding a protocol")."""
 
     def __init__(self) -> None:
         self._items: dict[str, ProtocolInterpreter] = {}
-        self._loaded_entry_points = False
 
     def register(self, interpreter: ProtocolInterpreter) -> None:
         self._items[interpreter.name] = interpreter
 
     def get(self, name: str) -> ProtocolInterpreter:
-        if name not in self._items and not self._loaded_entry_points:
-            self._load_entry_points()
         try:
             return self._items[name]
         except KeyError:
@@ -113,16 +113,6 @@ class ProtocolRegistry:
     def pass_k_protocols(self) -> list[str]:
         """The protocols whose `passed` pass@k counts, in registration order."""
         return [p.name for p in self._items.values() if p.pass_k]
-
-    def _load_entry_points(self) -> None:
-        from importlib.metadata import entry_points
-
-        self._loaded_entry_points = True
-        for ep in entry_points(group="benchpack.protocols"):
-            try:
-                self.register(ep.load()())
-            except Exception as exc:  # a broken plug-in must not hide the built-ins
-                raise LookupError(f"protocol plug-in `{ep.name}` failed to load: {exc}") from exc
 
 
 def default_protocols() -> ProtocolRegistry:
