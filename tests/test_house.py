@@ -164,7 +164,7 @@ def test_the_sessions_columns_of_protocols_are_declared_by_the_protocols() -> No
     import duckdb
 
     from benchpack.runtime.protocols.base import default_protocols
-    from benchpack.runtime.storeschema import DDL
+    from benchpack.specs.storeformat import DDL
 
     reg = default_protocols()
     assert reg.metric_columns() == (
@@ -219,3 +219,30 @@ def test_the_protocol_registry_reads_no_entry_points(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(importlib.metadata, "entry_points", no)
     with pytest.raises(LookupError, match="known: instructed_user, intent_tracking"):
         default_protocols().get("toy")
+
+
+# ---------------------------------------------------------------- the store format
+
+
+def test_the_store_format_is_one_definition_both_sides_read() -> None:
+    """The tables the runtime creates, the tables reports export, the session tables a rerun
+    replaces and the schema version reports accept come from `specs/storeformat.py`."""
+    import duckdb
+
+    from benchpack.reports import api, calltexts, views
+    from benchpack.runtime import calltexts as written
+    from benchpack.runtime import store
+    from benchpack.specs import storeformat as fmt
+
+    assert (store.DDL, store.SCHEMA_VERSION, store.SESSION_TABLES) == \
+        (fmt.DDL, fmt.SCHEMA_VERSION, fmt.SESSION_TABLES)
+    assert views.STORE_SCHEMA == fmt.SCHEMA_VERSION and api.TABLES == fmt.EXPORTED_TABLES
+    assert calltexts.CHAIN_MAX == written.CHAIN_MAX == fmt.CHAIN_MAX
+    con = duckdb.connect()
+    con.execute(fmt.DDL)
+    made = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    assert made - set(fmt.EXPORTED_TABLES) == {"meta", "score_components"}
+    assert set(fmt.EXPORTED_TABLES) <= made and set(fmt.SESSION_TABLES) <= made
+    for table in fmt.SESSION_TABLES:  # what a rerun deletes by
+        cols = {r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()}
+        assert {"run_id", "session_id", "repeat"} <= cols, table

@@ -36,6 +36,9 @@ from typing import Any
 
 from benchpack.specs.limits import STORED_TEXT_BYTES
 from benchpack.specs.storefile import is_lock, write_request_path
+from benchpack.specs.storeformat import DDL as DDL
+from benchpack.specs.storeformat import SCHEMA_VERSION as SCHEMA_VERSION
+from benchpack.specs.storeformat import SESSION_TABLES as SESSION_TABLES
 
 from .calltexts import CallText, encode_calls
 from .errors import EnvironmentProblem
@@ -52,9 +55,6 @@ from .storecheck import (
     verify_blocks,
 )
 from .storeinsert import columns, described, insert_rows, no_pandas_retries
-from .storeschema import DDL as DDL
-from .storeschema import SCHEMA_VERSION as SCHEMA_VERSION
-from .storeschema import SESSION_TABLES as SESSION_TABLES
 from .storeschema import check_ours, migrate
 
 __all__ = ["BLOB_MIN_CHARS", "BLOB_REF", "DAMAGED_HINT", "SessionRows", "Store",
