@@ -25,6 +25,15 @@ PlanCheck = Callable[["Builder", "SessionDraft", dict[str, Any], dict[str, dict[
                       dict[str, "SessionDraft"], list[str], dict[str, int]], None]
 """Checks that need the episode order (builder, draft, compiled session, all compiled sessions,
 drafts by id, the episode's session order, each session's position in it)."""
+LintReport = Callable[[str, str, tuple[Any, ...], "str | None"], None]
+"""`report(code, message, sub_path, hint)`, as `lint.lint_session` passes it."""
+Lint = Callable[[dict[str, Any], LintReport], None]
+"""(the compiled session, report) → this protocol's own lints."""
+
+
+def lacks(s: dict[str, Any], report: LintReport, key: str, what: str) -> None:
+    """W308: the session of this protocol has no `key` (the material the protocol runs on)."""
+    report("W308", f"{s['protocol']} session lacks {what}", (), f"add `{key}:`")
 
 
 @dataclass(frozen=True)
@@ -46,3 +55,6 @@ class ProtocolCompiler:
     limits: Limits | None = None
     """Only for sessions of this protocol: adjust the merged limits (e.g. a default derived
     from another limit); gets the limits the pack and the session set themselves."""
+    lint: Lint | None = None
+    """Only for sessions of this protocol: its lints (W308, material it needs), run by
+    `lint.lint_session` before the shared ones."""

@@ -15,7 +15,7 @@ from benchpack.specs.formula import Problem, parse
 from benchpack.specs.scoring import COMPONENT_PATTERN, REWARD_COMPONENTS, Score
 
 from ..sourcefile import find_key
-from .base import ProtocolCompiler
+from .base import LintReport, ProtocolCompiler, lacks
 
 if TYPE_CHECKING:
     from ..build import Builder
@@ -261,10 +261,17 @@ def material(b: Builder, s: P.Session, loc: Loc, r: Any, tools: list[str],
     return out
 
 
+def lint(s: dict[str, Any], report: LintReport) -> None:
+    # a `score:` block grades the session without a checklist
+    if not s.get("score") and not s.get("checklist"):
+        lacks(s, report, "checklist", "a checklist")
+
+
 COMPILER = ProtocolCompiler(
     name="verified_outcome",
     default_limits={"max_turns": 6, "max_steps_per_turn": 60, "turn_timeout_s": 1200.0},
     material=material,
+    lint=lint,
 )
 
 __all__ = ["COMPILER", "Score", "material", "score", "verify"]
