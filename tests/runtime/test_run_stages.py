@@ -4,11 +4,11 @@ the π-Bench case (one episode `reading`: two sessions and a third depending on 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from benchpack.compiler import compile_pack
 from benchpack.runtime.errors import UsageError
 from benchpack.runtime.planfile import load_plan
 from benchpack.runtime.run_stages import (
@@ -27,10 +27,8 @@ PREFIX = "session.pibench-case.reading."
 
 
 @pytest.fixture(scope="module")
-def plan_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("plan")
-    assert compile_pack(CASE, out, use_cache=False).ok
-    return out
+def plan_dir(compiled: Callable[..., Path]) -> Path:
+    return compiled(CASE)
 
 
 @pytest.fixture(scope="module")

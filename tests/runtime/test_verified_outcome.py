@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from itertools import combinations
 from pathlib import Path
 from typing import Any, ClassVar
@@ -48,11 +49,8 @@ SLOPPY = [{"tool_calls": [{"name": "activity__read", "args": {}}],
 
 
 @pytest.fixture(scope="module")
-def plan_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("plan")
-    res = compile_pack(PACK, out, use_cache=False)
-    assert res.ok, [d.format() for d in res.diagnostics]
-    return out
+def plan_dir(compiled: Callable[..., Path]) -> Path:
+    return compiled(PACK)
 
 
 def good() -> dict[str, list[dict[str, Any]]]:
