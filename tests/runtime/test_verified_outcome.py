@@ -30,7 +30,7 @@ from benchpack.runtime.graders import (
     fired_caps,
     soft_score,
 )
-from benchpack.runtime.protocols.verified_outcome import NEUTRAL_REPLY
+from benchpack.runtime.judges.outcome_user import NEUTRAL_REPLY
 from benchpack.runtime.runner import RunOptions, RunSummary, run_plan
 from benchpack.runtime.store import SCHEMA_VERSION, connect
 from benchpack.runtime.types import Message, SessionBrief, ToolRecord
