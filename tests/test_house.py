@@ -100,7 +100,6 @@ NAMED_BY_NATURE = {
 DEBT = {
     "specs/benchpack/specs/pack.py": "the closed `protocol` Literal and the session union",
     "runtime/benchpack/runtime/rejudge.py": "rejudge parts not yet behind the interpreters",
-    "reports/benchpack/reports/builtin.py": "the trigger estimates of the summary report",
     "reports/benchpack/reports/compare.py": "compare units listed per protocol",
     "reports/benchpack/reports/simulator.py": "simulator checks listed per protocol",
 }

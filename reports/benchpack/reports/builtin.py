@@ -279,18 +279,21 @@ def headline_table(ctx: ReportContext) -> Table:
          "score: ProactBench's weighted score pooled over judged triggers (as `bench report "
          "triggers`), CI over sessions. `bench query \"SELECT * FROM headline\"` gives "
          "these figures (reports/README.md)."])
-    # the trigger score as `bench report triggers` pools it (imported here: that module builds
-    # on this one)
-    from .protocols.trigger_rubric import trigger_estimates
+    # the columns a protocol pools itself (`ProtocolReports.headline`; imported here: those
+    # modules build on this one)
+    from .protocols import PROTOCOL_REPORTS
 
-    pooled = trigger_estimates(ctx, "ablation IS NULL", by_type=False)
-    col = [c.key for c in scores.columns].index("trigger")
+    keys = [c.key for c in scores.columns]
     # rows are labelled by agent, with the rules judge's heuristic mark on some of them
     by_label = {label: run for run in ctx.runs
                 for label in (labels[run], f"{labels[run]} ({HEURISTIC})")}
-    for cells in scores.rows:
-        f = pooled.get((by_label[cells[0]], "overall"))
-        cells[col] = f["weighted"] if f else Estimate(None)
+    for p in PROTOCOL_REPORTS.values():
+        if p.headline is None:
+            continue
+        key, pooled = p.headline
+        col, figures = keys.index(key), pooled(ctx)
+        for cells in scores.rows:
+            cells[col] = figures.get(by_label[cells[0]], Estimate(None))
     return scores
 
 

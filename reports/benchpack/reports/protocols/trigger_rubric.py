@@ -136,7 +136,15 @@ def triggers(ctx: ReportContext) -> ReportResult:
     return res
 
 
+def pooled_trigger_score(ctx: ReportContext) -> dict[str, Estimate]:
+    """The headline's trigger score: run → its weighted score pooled over judged triggers, as
+    `bench report triggers` shows it (CI over sessions)."""
+    pooled = trigger_estimates(ctx, "ablation IS NULL", by_type=False)
+    return {run: f["weighted"] for run in ctx.runs
+            if (f := pooled.get((run, "overall"))) is not None}
+
+
 PROTOCOL = ProtocolReports("trigger_rubric", VIEWS, (
     BuiltinReport("triggers", "Trigger points", "pass rate and weighted score per type with "
                   "CIs", triggers),
-))
+), headline=("trigger", pooled_trigger_score))
