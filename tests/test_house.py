@@ -100,7 +100,6 @@ NAMED_BY_NATURE = {
 DEBT = {
     "specs/benchpack/specs/pack.py": "the closed `protocol` Literal and the session union",
     "runtime/benchpack/runtime/rejudge.py": "rejudge parts not yet behind the interpreters",
-    "reports/benchpack/reports/compare.py": "compare units listed per protocol",
     "reports/benchpack/reports/simulator.py": "simulator checks listed per protocol",
 }
 """Files that still name protocols in code (issue 30 item 1, left to do): the list may only
@@ -244,3 +243,17 @@ def test_the_store_format_is_one_definition_both_sides_read() -> None:
     for table in fmt.SESSION_TABLES:  # what a rerun deletes by
         cols = {r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()}
         assert {"run_id", "session_id", "repeat"} <= cols, table
+
+
+def test_compare_units_are_the_protocols_own_in_the_old_order() -> None:
+    """`bench compare`'s metrics come from each protocol's `ProtocolReports.compare`; a key two
+    protocols declare (the verified score) pools both, and the order is the one compare's
+    tables always had."""
+    from benchpack.reports.compare import METRICS
+
+    assert [(m.key, m.protocols, m.triggers) for m in METRICS] == [
+        ("proc", ("intent_tracking",), False), ("comp", ("intent_tracking",), False),
+        ("f1", ("staged_disclosure",), False),
+        ("score", ("verified_outcome", "instructed_user"), False),
+        ("pass", ("verified_outcome", "instructed_user"), False),
+        ("trigger_score", ("trigger_rubric",), True), ("trigger_pass", ("trigger_rubric",), True)]

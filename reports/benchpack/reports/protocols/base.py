@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..model import BuiltinReport, Estimate, View
+from ..model import BuiltinReport, Estimate, Metric, View
 
 if TYPE_CHECKING:
     from ..builtin import ReportContext
@@ -24,6 +24,8 @@ class ProtocolReports:
     and the existing protocols' views, which are created before them (`views.VIEW_ORDER`)."""
     reports: tuple[BuiltinReport, ...] = ()
     """Its built-in reports (`bench report NAME`), listed after the existing ones."""
+    compare: tuple[Metric, ...] = ()
+    """Its `bench compare` units (`compare.METRICS` gathers them)."""
     headline: tuple[str, PooledHeadline] | None = None
     """(column key in `builtin.headline_table`, its figures): a headline column this protocol
     pools itself instead of averaging its sessions (trigger_rubric: ProactBench's weighted

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from ..model import BuiltinReport, Chart, Column, Estimate, ReportResult, Table, View
+from ..model import BuiltinReport, Chart, Column, Estimate, Metric, ReportResult, Table, View
 from .base import ProtocolReports
 
 if TYPE_CHECKING:
@@ -206,4 +206,6 @@ PROTOCOL = ProtocolReports("intent_tracking", VIEWS, (
                   category),
     BuiltinReport("ablation", "Dependency ablation", "PROC / COMP with vs without prior "
                   "sessions", ablation),
-))
+), compare=(
+    Metric("proc", "PROC", ("intent_tracking",), "continuous", "coalesce(s.proc_group, s.proc)"),
+    Metric("comp", "COMP", ("intent_tracking",), "continuous", "s.comp")))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..model import BuiltinReport, Column, ReportResult, Table, View
+from ..model import BuiltinReport, Column, Metric, ReportResult, Table, View
 from .base import ProtocolReports
 
 if TYPE_CHECKING:
@@ -52,4 +52,5 @@ def graph(ctx: ReportContext) -> ReportResult:
 PROTOCOL = ProtocolReports("staged_disclosure", VIEWS, (
     BuiltinReport("graph", "Knowledge graphs", "triple P / R / F1 by category (or --by)",
                   graph),
-))
+), compare=(
+    Metric("f1", "triple F1", ("staged_disclosure",), "continuous", "s.f1"),))

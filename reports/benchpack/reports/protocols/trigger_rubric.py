@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..cluster import cluster_sql
-from ..model import BuiltinReport, Chart, Column, Estimate, ReportResult, Table, View
+from ..model import BuiltinReport, Chart, Column, Estimate, Metric, ReportResult, Table, View
 from .base import ProtocolReports
 
 if TYPE_CHECKING:
@@ -147,4 +147,8 @@ def pooled_trigger_score(ctx: ReportContext) -> dict[str, Estimate]:
 PROTOCOL = ProtocolReports("trigger_rubric", VIEWS, (
     BuiltinReport("triggers", "Trigger points", "pass rate and weighted score per type with "
                   "CIs", triggers),
-), headline=("trigger", pooled_trigger_score))
+), headline=("trigger", pooled_trigger_score), compare=(
+    Metric("trigger_score", "trigger score", ("trigger_rubric",), "continuous", "t.score",
+           triggers=True),
+    Metric("trigger_pass", "trigger pass rate", ("trigger_rubric",), "binary",
+           "CAST(t.label = 'PASS' AS INTEGER)", triggers=True)))

@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..model import BuiltinReport, Column, Estimate, ReportResult, Table, View
+from ..model import BuiltinReport, Column, Estimate, Metric, ReportResult, Table, View
 from .base import ProtocolReports
 
 if TYPE_CHECKING:
@@ -235,4 +235,6 @@ def dimension_table(ctx: ReportContext, labels: dict[str, str]) -> Table | None:
 
 PROTOCOL = ProtocolReports("verified_outcome", VIEWS, (
     BuiltinReport("pass-k", "pass@k", "verified outcomes: pass@1, pass@k, pass^k", pass_k),
-))
+), compare=(
+    Metric("score", "verified score", ("verified_outcome",), "continuous", "s.score"),
+    Metric("pass", "pass rate", ("verified_outcome",), "binary", "CAST(s.passed AS INTEGER)")))
