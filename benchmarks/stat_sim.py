@@ -132,7 +132,7 @@ class SimStore:
         import duckdb
 
         from benchpack.reports.views import install_views
-        from benchpack.runtime.storeschema import DDL, SCHEMA_VERSION
+        from benchpack.specs.storeformat import DDL, SCHEMA_VERSION
 
         self.con = duckdb.connect()
         self.con.execute(DDL)

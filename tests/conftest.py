@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,29 @@ def write_pack(tmp_path: Path):
         return tmp_path
 
     return _write
+
+
+@pytest.fixture(scope="session")
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
+    """`compiled(pack, clean=False)`: the plan directory of `pack`, compiled once per test
+    session however many modules run it (read it, never write into it). `clean`: the pack
+    must compile without a single diagnostic, warnings included."""
+    from benchpack.compiler import compile_pack
+
+    plans: dict[Path, tuple[Path, list[str]]] = {}
+
+    def compile_(pack: Path, clean: bool = False) -> Path:
+        key = Path(pack).resolve()
+        if key not in plans:
+            out = tmp_path_factory.mktemp("plan")
+            res = compile_pack(key, out, use_cache=False)
+            assert res.ok, [d.format() for d in res.diagnostics]
+            plans[key] = (out, [d.format() for d in res.diagnostics])
+        out, diagnostics = plans[key]
+        assert not (clean and diagnostics), diagnostics
+        return out
+
+    return compile_
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -33,7 +33,8 @@ from pydantic.fields import FieldInfo
 
 from benchpack.compiler import CODES, compile_pack, init_pack, validate_pack
 from benchpack.compiler.diagnostics import Diagnostics
-from benchpack.compiler.loader import _FastLoader, parse_yaml
+from benchpack.compiler.loader import parse_yaml
+from benchpack.compiler.yamlparse import FastLoader
 from benchpack.specs import pack as P
 from conftest import TASKPACKS
 
@@ -49,7 +50,7 @@ class Yaml12Dumper(yaml.SafeDumper):
     """Quotes exactly the strings the compiler's YAML 1.2 loader would read as non-strings."""
 
 
-Yaml12Dumper.yaml_implicit_resolvers = _FastLoader.yaml_implicit_resolvers
+Yaml12Dumper.yaml_implicit_resolvers = FastLoader.yaml_implicit_resolvers
 
 
 def dump_yaml(data: Any) -> str:

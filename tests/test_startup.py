@@ -30,10 +30,11 @@ def _modules(*args: str) -> set[str]:
 
 
 # every command masks secrets and maps errors to exit codes; readers check the store file
-# (the specs package loads its pydantic models only when they are used); all stdlib only
+# and its format (the specs package loads its pydantic models only when they are used); all
+# stdlib only
 LIGHT = {"benchpack.runtime", "benchpack.runtime.redact", "benchpack.runtime.errors",
-         "benchpack.specs", "benchpack.specs.storefile", "benchpack.specs.secrets",
-         "benchpack.specs.limits"}
+         "benchpack.specs", "benchpack.specs.storefile", "benchpack.specs.storeformat",
+         "benchpack.specs.secrets", "benchpack.specs.limits"}
 
 
 def _heavy(modules: set[str], extra: tuple[str, ...] = ()) -> list[str]:

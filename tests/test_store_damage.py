@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from benchpack.cli import cli
 from benchpack.compiler import compile_pack
+from benchpack.specs.storefile import is_lock
 from conftest import TASKPACKS
 
 PACK = TASKPACKS / "pharmacist-week"
@@ -151,9 +152,9 @@ def test_both_sides_classify_damage_alike() -> None:
     assert [a for a, _ in got] == [b for _, b in got]
     assert [a is not None for a, _ in got] == [True] * 4 + [False] * 4
     assert access.DAMAGED_HINT == store.DAMAGED_HINT
-    assert not store._is_lock("Corrupt database file: checksum in block at location 4096")
-    assert store._is_lock('Could not set lock on file "x": Conflicting lock is held')
-    assert not access._is_lock("in block at location 4096") and access._is_lock("lock on file")
+    assert not is_lock("Corrupt database file: checksum in block at location 4096")
+    assert is_lock('Could not set lock on file "x": Conflicting lock is held')
+    assert not is_lock("in block at location 4096") and is_lock("lock on file")
 
 
 def test_a_damaged_block_met_by_the_writer_is_a_user_error(tmp_path: Path,

@@ -8,16 +8,16 @@ from typing import Any
 import pytest
 
 from benchpack.compiler.diagnostics import Diagnostics
+from benchpack.compiler.files import offset_position
 from benchpack.compiler.loader import (
     SourceFile,
-    _position,
-    _too_deep,
     load_pack,
     pack_relative,
     parse_yaml,
     path_problem,
     read_text,
 )
+from benchpack.compiler.yamlparse import nesting_too_deep
 
 
 def parse(text: str) -> tuple[object, list[str]]:
@@ -58,12 +58,12 @@ def test_one_and_true_are_different_keys() -> None:
 
 def test_alias_bomb_and_depth_are_refused() -> None:
     # located at the first node past the limit (0-based line, column)
-    assert _too_deep("a: " + "[" * 1001 + "]" * 1001) == (0, 3 + 99)
-    assert _too_deep("a: " + "[1], " * 5000) is None  # many brackets, shallow: parsed
-    assert _too_deep("a:\n" + "".join(f"  k{i}: [x]\n" for i in range(3000))) is None
-    assert _too_deep("a:\n  " + "- " * 1100 + "x\n") == (1, 2 + 99 * 2)
-    assert _too_deep("a:\n  " + "- " * 99 + "x\n") is None  # exactly 100 levels is allowed
-    assert _too_deep("a: '[[[['\nb: " + "[" * 2001 + "]" * 2001) == (1, 3 + 99)
+    assert nesting_too_deep("a: " + "[" * 1001 + "]" * 1001) == (0, 3 + 99)
+    assert nesting_too_deep("a: " + "[1], " * 5000) is None  # many brackets, shallow: parsed
+    assert nesting_too_deep("a:\n" + "".join(f"  k{i}: [x]\n" for i in range(3000))) is None
+    assert nesting_too_deep("a:\n  " + "- " * 1100 + "x\n") == (1, 2 + 99 * 2)
+    assert nesting_too_deep("a:\n  " + "- " * 99 + "x\n") is None  # exactly 100 levels is allowed
+    assert nesting_too_deep("a: '[[[['\nb: " + "[" * 2001 + "]" * 2001) == (1, 3 + 99)
 
 
 def test_a_parsers_own_depth_limit_still_gives_our_located_message(
@@ -90,7 +90,7 @@ def test_a_parsers_own_depth_limit_still_gives_our_located_message(
     monkeypatch.setattr(yaml, "parse", limited_parse)
     monkeypatch.setattr(yamlparse, "MAX_DEPTH", 100)
     text = "a: " + "[" * 150 + "]" * 150 + "\n"
-    assert _too_deep(text) == (0, 3 + 99)
+    assert nesting_too_deep(text) == (0, 3 + 99)
 
 
 def test_locate_keys_values_items_and_missing_paths() -> None:
@@ -113,8 +113,8 @@ def test_locate_through_merges_and_non_string_keys() -> None:
 
 def test_positions_count_characters_and_ignore_the_bom() -> None:
     raw = "\ufeffname: café\nx: é\xff".encode("utf-8")
-    assert _position(raw, raw.index(b"\xc3\xa9", 15)) == (2, 4)
-    assert _position(b"\xef\xbb\xbfab\xff", 5) == (1, 3)
+    assert offset_position(raw, raw.index(b"\xc3\xa9", 15)) == (2, 4)
+    assert offset_position(b"\xef\xbb\xbfab\xff", 5) == (1, 3)
 
 
 def test_read_text_strips_the_bom(tmp_path: Path) -> None:

@@ -140,7 +140,7 @@ def test_general_path_resamples_are_the_units_drawn() -> None:
     """Past 254 patterns, each resample's α is that of the drawn units' summed matrices (the
     pattern weights are the draws of each pattern's units)."""
     from benchpack.reports.stats.kappa import krippendorff_alpha_coincidence
-    from benchpack.reports.stats.resampling import _quantile, unit_draw_counts
+    from benchpack.reports.stats.resampling import quantile, unit_draw_counts
 
     rng = random.Random(2)
     raw = [tuple(rng.choice(LABELS) for _ in range(rng.randint(2, 30))) for _ in range(400)]
@@ -156,8 +156,8 @@ def test_general_path_resamples_are_the_units_drawn() -> None:
             draws.append(krippendorff_alpha_coincidence(
                 [cells[0:3], cells[3:6], cells[6:9]], "ordinal", LABELS))
     defined = sorted(d for d in draws if d is not None)
-    assert ci.low == pytest.approx(_quantile(defined, 0.025), abs=1e-9)
-    assert ci.high == pytest.approx(_quantile(defined, 0.975), abs=1e-9)
+    assert ci.low == pytest.approx(quantile(defined, 0.025), abs=1e-9)
+    assert ci.high == pytest.approx(quantile(defined, 0.975), abs=1e-9)
 
 
 @pytest.mark.parametrize("level", ["nominal", "ordinal", "interval"])

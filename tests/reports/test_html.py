@@ -115,9 +115,9 @@ def _charts(dom: Dom) -> list[dict[str, Any]]:
 
 
 def _session(dom: Dom, key: tuple[str, str, int]) -> Node:
-    from benchpack.reports.html import _session_id
+    from benchpack.reports.html import session_anchor
 
-    return dom.by_id(_session_id(key))
+    return dom.by_id(session_anchor(key))
 
 
 def _turns(session: Node) -> dict[int, Node]:

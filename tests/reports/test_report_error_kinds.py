@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from benchpack.cli import _pass_rates
+from benchpack.cli.run import pass_rates
 from benchpack.reports import stats
 from benchpack.reports.api import ReportOptions, build_reports, run_query
 from benchpack.reports.model import ReportResult, Table
@@ -122,7 +122,7 @@ def test_the_run_summary_uses_the_same_pass_k(db: Path) -> None:
         s = summarise(store, "run-x", 14, {"run": 14}, 0, 1.0, repeats=3)
     finally:
         store.close()
-    rates = _pass_rates(s)
+    rates = pass_rates(s)
     ref = stats.pass_k_summary(s.pass_counts, 3)
     assert rates["pass_at_1"] == pytest.approx(0.583333, abs=1e-6) == ref.pass_at_1
     assert (rates["pass_at_k"], rates["pass_hat_k"]) == pytest.approx((2 / 3, 1 / 3))

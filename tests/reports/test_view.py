@@ -114,7 +114,7 @@ def test_runs_filter_by_agent_and_date(client: TestClient, store: Path) -> None:
 
 def test_headline_is_the_summary_reports(client: TestClient, store: Path) -> None:
     from benchpack.reports.api import ReportOptions, build_reports
-    from benchpack.reports.html import _table_html
+    from benchpack.reports.html import table_html
 
     page = client.get("/").text
     runs = [r[0] for r in _sql(store, "SELECT run_id FROM runs ORDER BY created_at DESC, "
@@ -122,13 +122,13 @@ def test_headline_is_the_summary_reports(client: TestClient, store: Path) -> Non
     summary = build_reports(ReportOptions(store, ["summary"], runs=runs))[0]
     headline = next(t for t in summary.tables if t.title.startswith("Headline"))
     # not computed with the page (~0.1 s a run at 1 M turns): fetched after it, for its runs
-    assert _table_html(headline, "headline") not in page
+    assert table_html(headline, "headline") not in page
     src = re.search(r'data-fragment="(/headline\?[^"]+)"', page)
     assert src, page[-2000:]
     frag = client.get(htmllib.unescape(src.group(1)), headers={"X-Fragment": "1"})
     assert frag.status_code == 200 and "<html" not in frag.text
-    assert frag.text == _table_html(headline, "headline")
-    assert _table_html(headline, "headline") in client.get(htmllib.unescape(src.group(1))).text
+    assert frag.text == table_html(headline, "headline")
+    assert table_html(headline, "headline") in client.get(htmllib.unescape(src.group(1))).text
     assert client.get("/headline").status_code == 400
     # the "Done." agent: trigger score 0 (every trigger FAIL), shown as 0.0, not left out
     done = _sql(store, "SELECT count(*), sum(score) FROM triggers WHERE run_id = 'quilt-done'")

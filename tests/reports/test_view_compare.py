@@ -78,14 +78,14 @@ def _pair_links(html: str) -> list[str]:
 
 def test_page_shows_the_figures_bench_compare_prints(client: TestClient, store: Path) -> None:
     from benchpack.reports.compare import CompareOptions, build
-    from benchpack.reports.html import _table_html
+    from benchpack.reports.html import table_html
 
     page = client.get("/compare?a=claw-demo&b=claw-done")
     assert page.status_code == 200, page.text
     from benchpack.reports.access import open_store
 
     with open_store(store) as con:
-        expected = _table_html(build(con, CompareOptions(["claw-demo", "claw-done"])
+        expected = table_html(build(con, CompareOptions(["claw-demo", "claw-done"])
                                      ).tables[0], "compare")
     # bench compare's own table, not a second computation: fetched once the page shows (its
     # bootstrap takes seconds on a large store)

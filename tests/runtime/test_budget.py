@@ -10,6 +10,7 @@ simulator and judges are models litellm has no price for (unpriced: counted, nev
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,6 @@ from fake_openai import FakeOpenAI, fake_openai_fixture, list_files_agent  # noq
 from test_run_litellm import judge, simulator
 
 from benchpack.cli import cli
-from benchpack.compiler import compile_pack
 from benchpack.runtime.budget import Budget, BudgetExceeded, price_of
 from benchpack.runtime.runner import RunOptions, run_plan
 
@@ -32,11 +32,8 @@ bytes) and some real ones: the run stops midway (5 of 8 sessions, found by tryin
 
 
 @pytest.fixture(scope="module")
-def plan_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("plan") / "plan"
-    res = compile_pack(ROOT / "taskpacks" / "pharmacist-week", out, use_cache=False)
-    assert res.ok
-    return out
+def plan_dir(compiled: Callable[..., Path]) -> Path:
+    return compiled(ROOT / "taskpacks" / "pharmacist-week")
 
 
 def _opts(fake: FakeOpenAI, plan: Path, tmp: Path, **kw: Any) -> RunOptions:

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,6 @@ from fake_openai import FakeOpenAI, FakeReply, completion_body
 from test_agents_cmd import _alive, needs_proc
 from test_mcp_server import _processes_mentioning
 
-from benchpack.compiler import compile_pack
 from benchpack.runtime.runner import RunOptions, run_plan
 
 pytest.importorskip("pydantic_ai")
@@ -54,11 +54,8 @@ def scripted_model(body: dict[str, Any]) -> Any:
 
 
 @pytest.fixture(scope="module")
-def plan_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("plan")
-    res = compile_pack(ROOT / "taskpacks" / "pharmacist-week", out, use_cache=False)
-    assert res.ok, [d.format() for d in res.diagnostics]
-    return out
+def plan_dir(compiled: Callable[..., Path]) -> Path:
+    return compiled(ROOT / "taskpacks" / "pharmacist-week")
 
 
 @pytest.fixture(scope="module")

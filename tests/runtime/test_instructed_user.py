@@ -7,6 +7,7 @@ state with no gold actions, so nothing may change)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,8 @@ PACK = ROOT / "tests" / "fixtures" / "instructed_user"
 
 
 @pytest.fixture(scope="module")
-def plan_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("plan")
-    res = compile_pack(PACK, out, use_cache=False)
-    assert res.ok, [d.format() for d in res.diagnostics]
-    return out
+def plan_dir(compiled: Callable[..., Path]) -> Path:
+    return compiled(PACK)
 
 
 def run(plan_dir: Path, tmp_path: Path, agent: str, simulator: str = "rules",

@@ -8,24 +8,21 @@ that waits for the user to restate everything.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
 import pytest
 import yaml
 
-from benchpack.compiler import compile_pack
 from benchpack.runtime.runner import RunOptions, run_plan
 
 CASE = Path(__file__).resolve().parents[1] / "fixtures" / "pibench_case"
 
 
 @pytest.fixture(scope="module")
-def plan_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("plan")
-    res = compile_pack(CASE, out, use_cache=False)
-    assert res.ok, [d.format() for d in res.diagnostics]
-    return out
+def plan_dir(compiled: Callable[..., Path]) -> Path:
+    return compiled(CASE)
 
 
 def _run(plan_dir: Path, tmp_path: Path, who: str, **kw: object) -> tuple[Path, str]:

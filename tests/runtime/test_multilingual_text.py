@@ -9,13 +9,13 @@ matched, against 20 of the 20 English ones.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
 
-from benchpack.compiler import compile_pack
 from benchpack.runtime.graders.graph import Triple, match_coverage
 from benchpack.runtime.judges.intent import coverage, tokens
 from benchpack.runtime.judges.staged import StageView, question_sentences, rules_verdict
@@ -175,11 +175,8 @@ def test_wrong_chinese_and_japanese_triples_stay_unmatched(gt: tuple[str, str, s
 
 
 @pytest.fixture(scope="module")
-def plan_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("plan")
-    res = compile_pack(CASE, out, use_cache=False)
-    assert res.ok and not res.diagnostics, [d.format() for d in res.diagnostics]
-    return out
+def plan_dir(compiled: Callable[..., Path]) -> Path:
+    return compiled(CASE, clean=True)
 
 
 def _run(plan: Path, tmp_path: Path, agent: Path) -> duckdb.DuckDBPyConnection:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +52,8 @@ DETERMINISTIC = {HANDOVER: ("created", "linked", "stored", "said", "tone", "no_d
 
 
 @pytest.fixture(scope="module")
-def plan_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("plan")
-    res = compile_pack(PACK, out, use_cache=False)
-    assert res.ok, [d.format() for d in res.diagnostics]
-    return out
+def plan_dir(compiled: Callable[..., Path]) -> Path:
+    return compiled(PACK)
 
 
 def judge(tmp_path: Path, name: str) -> str:

@@ -8,12 +8,12 @@ only reads a file holding the words must not be credited either; one that does t
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from benchpack.compiler import compile_pack
 from benchpack.runtime.judges.intent import Intent, RulesIntentJudge, TurnEvidence, strip_echo
 from benchpack.runtime.judges.rubric import RubricItem, RulesRubricJudge
 from benchpack.runtime.judges.trigger import RulesTriggerJudge
@@ -23,11 +23,8 @@ CASE = Path(__file__).resolve().parents[1] / "fixtures" / "rules_judge"
 
 
 @pytest.fixture(scope="module")
-def plan_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("plan")
-    res = compile_pack(CASE, out, use_cache=False)
-    assert res.ok, [d.format() for d in res.diagnostics]
-    return out
+def plan_dir(compiled: Callable[..., Path]) -> Path:
+    return compiled(CASE)
 
 
 def _run(plan_dir: Path, tmp_path: Path, who: str) -> dict[str, object]:

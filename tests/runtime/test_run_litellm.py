@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,6 @@ import duckdb
 import pytest
 from fake_openai import FakeOpenAI, fake_openai_fixture, list_files_agent  # noqa: F401
 
-from benchpack.compiler import compile_pack
 from benchpack.runtime.runner import RunOptions, run_plan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,12 +41,9 @@ def simulator(body: dict[str, Any]) -> str:
     return "<message>\nOne more thing you should know before you go on.\n</message>"
 
 
-@pytest.fixture
-def plan_dir(tmp_path: Path) -> Path:
-    out = tmp_path / "plan"
-    res = compile_pack(ROOT / "taskpacks" / "pharmacist-week", out, use_cache=False)
-    assert res.ok, [d.format() for d in res.diagnostics]
-    return out
+@pytest.fixture(scope="module")
+def plan_dir(compiled: Callable[..., Path]) -> Path:
+    return compiled(ROOT / "taskpacks" / "pharmacist-week")
 
 
 def test_whole_episode_through_litellm_then_cache(fake_openai: FakeOpenAI, plan_dir: Path,

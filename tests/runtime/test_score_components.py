@@ -15,6 +15,7 @@ Every figure below is computed by hand from those definitions.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,6 @@ import yaml
 from click.testing import CliRunner
 
 from benchpack.cli import cli
-from benchpack.compiler import compile_pack
 from benchpack.runtime.store import SCHEMA_VERSION, connect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,11 +39,8 @@ GOOD_SAY = "The LSM-A handover note is written and updated with the Friday slot.
 
 
 @pytest.fixture(scope="module")
-def plan_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("plan")
-    res = compile_pack(PACK, out, use_cache=False)
-    assert res.ok, [d.format() for d in res.diagnostics]
-    return out
+def plan_dir(compiled: Callable[..., Path]) -> Path:
+    return compiled(PACK)
 
 
 def run(plan_dir: Path, tmp_path: Path, turns: list[dict[str, Any]],

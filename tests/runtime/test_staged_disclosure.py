@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,6 @@ from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchpack.compiler import compile_pack
 from benchpack.runtime.graders.graph import (
     Coverage,
     Triple,
@@ -275,11 +275,8 @@ def test_graph_judge_output_is_checked() -> None:
 
 
 @pytest.fixture(scope="module")
-def plan_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("plan")
-    res = compile_pack(CASE, out, use_cache=False)
-    assert res.ok and not res.diagnostics, [d.format() for d in res.diagnostics]
-    return out
+def plan_dir(compiled: Callable[..., Path]) -> Path:
+    return compiled(CASE, clean=True)
 
 
 def _run(plan: Path, tmp_path: Path, agent: Path = CASE / "agent.yaml", adapter: str = "scripted",

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchpack.runtime.store import _insert
+from benchpack.runtime.store import insert_rows
 
 DDL = ("CREATE TABLE t (s VARCHAR, i INTEGER, d DOUBLE, b BOOLEAN, j JSON, l BIGINT);"
        "CREATE TABLE r (s VARCHAR, i INTEGER, d DOUBLE, b BOOLEAN, j JSON, l BIGINT)")
@@ -48,7 +48,7 @@ def _row_by_row(con: Any, table: str, rows: list[tuple[Any, ...]]) -> None:
 def test_column_wise_equals_row_by_row(tmp_path: Path, rows: list[tuple[Any, ...]]) -> None:
     con = duckdb.connect(str(tmp_path / "x.duckdb"))
     con.execute(DDL)
-    _insert(con, "t", rows)
+    insert_rows(con, "t", rows)
     _row_by_row(con, "r", rows)
     assert _rows(con, "t") == _rows(con, "r")
     assert len(_rows(con, "t")) == len(rows)
@@ -57,7 +57,7 @@ def test_column_wise_equals_row_by_row(tmp_path: Path, rows: list[tuple[Any, ...
 def test_nan_survives(tmp_path: Path) -> None:
     con = duckdb.connect(str(tmp_path / "x.duckdb"))
     con.execute(DDL)
-    _insert(con, "t", [("x", 1, float("nan"), True, "1", 1)])
+    insert_rows(con, "t", [("x", 1, float("nan"), True, "1", 1)])
     assert math.isnan(con.execute("SELECT d FROM t").fetchone()[0])
 
 
@@ -72,7 +72,7 @@ def test_any_values_store_as_bound_one_by_one(rows: list[tuple[Any, ...]]) -> No
         return  # lone surrogates: no UTF-8 for them, refused either way
     con = duckdb.connect()
     con.execute(DDL)
-    _insert(con, "t", rows)
+    insert_rows(con, "t", rows)
     _row_by_row(con, "r", rows)
     got, want = _rows(con, "t"), _rows(con, "r")
     assert got == want
@@ -93,7 +93,7 @@ def test_values_the_column_cannot_hold_fail_as_before(tmp_path: Path,
     with pytest.raises(duckdb.Error):
         _row_by_row(con, "r", [bad])
     with pytest.raises(duckdb.Error):
-        _insert(con, "t", [ROWS[0], bad])
+        insert_rows(con, "t", [ROWS[0], bad])
     assert _rows(con, "t") == []
 
 

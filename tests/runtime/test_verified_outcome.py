@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from itertools import combinations
 from pathlib import Path
 from typing import Any, ClassVar
@@ -29,7 +30,7 @@ from benchpack.runtime.graders import (
     fired_caps,
     soft_score,
 )
-from benchpack.runtime.protocols.verified_outcome import NEUTRAL_REPLY
+from benchpack.runtime.judges.outcome_user import NEUTRAL_REPLY
 from benchpack.runtime.runner import RunOptions, RunSummary, run_plan
 from benchpack.runtime.store import SCHEMA_VERSION, connect
 from benchpack.runtime.types import Message, SessionBrief, ToolRecord
@@ -48,11 +49,8 @@ SLOPPY = [{"tool_calls": [{"name": "activity__read", "args": {}}],
 
 
 @pytest.fixture(scope="module")
-def plan_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("plan")
-    res = compile_pack(PACK, out, use_cache=False)
-    assert res.ok, [d.format() for d in res.diagnostics]
-    return out
+def plan_dir(compiled: Callable[..., Path]) -> Path:
+    return compiled(PACK)
 
 
 def good() -> dict[str, list[dict[str, Any]]]:
@@ -289,16 +287,16 @@ def test_repeats_3_report_pass_at_k_and_pass_hat_k(plan_dir: Path, tmp_path: Pat
               for name in (LUMORA, WATCH)}
     assert passed == {LUMORA: [True, False, True], WATCH: [True, True, True]}
     per_task = [brute(runs, 3) for runs in passed.values()]
-    from benchpack.cli import _pass_rates, _print_summary
+    from benchpack.cli.run import pass_rates, print_summary
 
     assert sorted(summary.pass_counts) == [(3, 2), (3, 3)] and summary.repeats == 3
-    rates = _pass_rates(summary)
+    rates = pass_rates(summary)
     assert rates["pass_k"] == 3
     assert rates["pass_at_1"] == pytest.approx((2 / 3 + 1) / 2)
     assert rates["pass_at_k"] == pytest.approx(sum(p for p, _ in per_task) / 2) == 1.0
     assert rates["pass_hat_k"] == pytest.approx(sum(h for _, h in per_task) / 2) == 0.5
 
-    _print_summary(summary)
+    print_summary(summary)
     assert "pass@1 / pass@3 / pass^3" in capsys.readouterr().err
 
 

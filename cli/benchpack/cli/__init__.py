@@ -14,6 +14,5 @@ command, so `bench --help` starts fast.
 
 from .main import cli, main
 from .params import PackErrors
-from .run import _finish, _pass_rates, _print_summary
 
-__all__ = ["PackErrors", "_finish", "_pass_rates", "_print_summary", "cli", "main"]
+__all__ = ["PackErrors", "cli", "main"]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .params import PackErrors, _count, format_option, pack_argument, strict_option
+from .params import PackErrors, format_option, pack_argument, plural, strict_option
 
 if TYPE_CHECKING:  # the compiler (pydantic models, networkx, jsonschema) loads only when used:
     # `bench --help`, `bench query` and `bench report` start in a fraction of the time
@@ -35,9 +35,9 @@ def _summary(result: CompileResult, strict: bool) -> str:
     e, w = len(result.errors), len(result.warnings)
     parts = []
     if e:
-        parts.append(_count(e, "error"))
+        parts.append(plural(e, "error"))
     if w:
-        parts.append(_count(w, "warning") + (" (errors under --strict)" if strict else ""))
+        parts.append(plural(w, "warning") + (" (errors under --strict)" if strict else ""))
     return ", ".join(parts) if parts else "no problems"
 
 
@@ -155,8 +155,8 @@ def compile_cmd(pack: Path, out: Path, ablation: bool, no_cache: bool, variables
     plan = result.load_plan() or {}
     n = len(plan.get("sessions", {}))
     note = " (unchanged, from cache)" if result.cached else ""
-    click.echo(f"✓ {out / 'plan.json'}: {_count(n, 'session')}, "
-               f"{_count(len(plan.get('groups', [])), 'dependency group')}, "
+    click.echo(f"✓ {out / 'plan.json'}: {plural(n, 'session')}, "
+               f"{plural(len(plan.get('groups', [])), 'dependency group')}, "
                f"{_summary(result, strict)}{note}", err=True)
 
 

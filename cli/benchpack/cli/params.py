@@ -51,13 +51,13 @@ _LLM_CLIENT_OPTIONS = (
 
 
 def llm_client_options(f: Any) -> Any:
-    """The LLM client options every command that calls models shares (`_client_settings`)."""
+    """The LLM client options every command that calls models shares (`client_settings`)."""
     for option in reversed(_LLM_CLIENT_OPTIONS):
         f = option(f)
     return f
 
 
-def _client_settings(max_per_model: int, rpm: tuple[str, ...], api_base: str | None,
+def client_settings(max_per_model: int, rpm: tuple[str, ...], api_base: str | None,
                      api_key_env: str | None, timeout: float, max_retries: int, no_cache: bool,
                      cache_dir: Path) -> dict[str, Any]:
     """`llm_client_options` as `runner.ClientOptions` fields."""
@@ -104,5 +104,5 @@ def emit(text: str, out: Path | None) -> None:
     click.echo(f"wrote {out}", err=True)
 
 
-def _count(n: int, noun: str) -> str:
+def plural(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -14,12 +14,12 @@ import click
 from . import process
 from .params import (
     PackErrors,
-    _client_settings,
-    _count,
+    client_settings,
     db_option,
     graph_grader_option,
     json_option,
     llm_client_options,
+    plural,
     quiet_option,
 )
 
@@ -96,7 +96,7 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
         allow_python=allow_python, max_cost=max_cost, force=force, executor=executor,
         ray_address=ray_address, ray_workers=ray_workers, close_in_background=True,
         announce=None if quiet else (lambda text: click.echo(f"· {text}", err=True)),
-        progress=not quiet and not as_json, **_client_settings(**client))
+        progress=not quiet and not as_json, **client_settings(**client))
     if force and max_cost is None:
         raise PackErrors("✗ --force: it starts a run whose estimate exceeds --max-cost "
                          "(give --max-cost USD)")
@@ -134,18 +134,18 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
 
 
 def _report(summary: Any, as_json: bool) -> None:
-    if summary.budget_stopped:  # before `_finish`: these errors are the budget's, not failures
+    if summary.budget_stopped:  # before `finish_summary`: these errors are the budget's, not failures
         if as_json:
-            click.echo(json.dumps({**summary.as_dict(), **_pass_rates(summary)}, indent=2))
+            click.echo(json.dumps({**summary.as_dict(), **pass_rates(summary)}, indent=2))
         else:
-            _print_summary(summary)
+            print_summary(summary)
         click.echo(f"✗ budget: run {summary.run_id} stopped before a call that could exceed "
                    f"--max-cost ${summary.max_cost:.4f} (spent ${summary.spent:.4f}; "
                    f"{summary.finished} session runs finished, {summary.budget_stopped} "
                    "stopped, to be rerun) (hint: continue with a larger budget: "
                    f"{_resume_command(summary.run_id)})", err=True)
         sys.exit(BUDGET_EXIT)
-    _finish(summary, as_json)
+    finish_summary(summary, as_json)
 
 
 BUDGET_EXIT = 4
@@ -196,28 +196,28 @@ def rejudge(run_id: str, judge: str, new_run_id: str | None, plan: Path | None, 
 
     options = RejudgeOptions(run_id=run_id, judge=judge, new_run_id=new_run_id, plan=plan, db=db,
                              graph_grader=graph_grader, max_concurrency=max_concurrency,
-                             progress=not quiet and not as_json, **_client_settings(**client))
+                             progress=not quiet and not as_json, **client_settings(**client))
     try:
         summary = rejudge_run(options)
     except BenchError as exc:
         raise PackErrors(f"✗ {exc}") from None
-    _finish(summary, as_json)
+    finish_summary(summary, as_json)
 
 
 def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
 
-def _finish(summary: Any, as_json: bool) -> None:
+def finish_summary(summary: Any, as_json: bool) -> None:
     """Print a run's (or rejudge's) summary; exit 1 when sessions errored."""
     if as_json:
-        click.echo(json.dumps({**summary.as_dict(), **_pass_rates(summary)}, indent=2))
+        click.echo(json.dumps({**summary.as_dict(), **pass_rates(summary)}, indent=2))
     else:
-        _print_summary(summary)
+        print_summary(summary)
     refused = getattr(summary, "python_refused", 0)
     if refused:  # the figures above are over fewer items than the pack has: never silently
         click.echo(click.style(
-            f"! {_count(refused, 'python grader')} refused (pack Python runs only with "
+            f"! {plural(refused, 'python grader')} refused (pack Python runs only with "
             "--allow-python): counted as grader errors, neither passed nor failed; COMP and "
             "scores leave those items out", fg="yellow"), err=True)
     if summary.errors:
@@ -229,7 +229,7 @@ def _finish(summary: Any, as_json: bool) -> None:
                          f"{summary.db})")
 
 
-def _pass_rates(s: Any) -> dict[str, Any]:
+def pass_rates(s: Any) -> dict[str, Any]:
     """pass@1, pass@k and pass^k over verified-outcome tasks, defined once
     (`stats.PASS_K_DEFINITION`, as `bench report pass-k`): k = the run's repeats; pass@k and
     pass^k over the tasks with at least k graded repeats, which `tasks_k` counts."""
@@ -244,7 +244,7 @@ def _pass_rates(s: Any) -> dict[str, Any]:
             "tasks_k": r.tasks_k, "pass_k_definition": PASS_K_DEFINITION}
 
 
-def _print_summary(s: Any) -> None:
+def print_summary(s: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -253,12 +253,12 @@ def _print_summary(s: Any) -> None:
     t.add_column(overflow="fold")
     variants = getattr(s, "ablation_variants", 0)
     finished = (f"{s.finished} finished ({s.finished - variants} sessions + "
-                f"{_count(variants, 'ablation variant')}, left out of the figures)"
+                f"{plural(variants, 'ablation variant')}, left out of the figures)"
                 if variants else f"{s.finished} finished")
-    t.add_row("sessions", f"{finished}, {_count(s.errors, 'error')}, {s.skipped_deps} skipped "
+    t.add_row("sessions", f"{finished}, {plural(s.errors, 'error')}, {s.skipped_deps} skipped "
               f"(dependency failed), {s.sessions_skipped_resume} already done")
     if s.errors:  # whose errors: the agent's count as its failures, the rest are left out
-        excluded = ", ".join(_count(n, f"{kind} error") for kind, n in s.excluded.items())
+        excluded = ", ".join(plural(n, f"{kind} error") for kind, n in s.excluded.items())
         t.add_row("errors", f"{s.agent_errors} of the agent (scored as failures)"
                   + (f"; excluded from the figures: {excluded}" if excluded else ""))
     headline = [(label, value) for label, value in (
@@ -273,11 +273,11 @@ def _print_summary(s: Any) -> None:
     if getattr(s, "alone", 0):
         t.add_row("alone", f"{s.alone} session(s) ran without their dependencies (--alone): "
                   "not in the figures above")
-    rates = _pass_rates(s)
+    rates = pass_rates(s)
     if rates:  # verified-outcome sessions: task-level pass rates
         k = rates["pass_k"]
         label, value = "pass@1", _pct(rates["pass_at_1"])
-        over = f"pass@1 over {_count(rates['tasks'], 'task')}"
+        over = f"pass@1 over {plural(rates['tasks'], 'task')}"
         if k > 1:
             label += f" / pass@{k} / pass^{k}"
             value += f" / {_pct(rates['pass_at_k'])} / {_pct(rates['pass_hat_k'])}"
@@ -302,7 +302,7 @@ def _print_summary(s: Any) -> None:
     unpriced = getattr(s, "unpriced_calls", 0)
     # a call with no price is unknown, not free: the figure is then only a lower bound
     t.add_row("cost", f"${s.cost:.4f}" + (
-        f" + unknown ({_count(unpriced, 'call')} to models litellm has no price for)"
+        f" + unknown ({plural(unpriced, 'call')} to models litellm has no price for)"
         if unpriced else "") + (
         f"   (--max-cost ${s.max_cost:.4f}: spent ${s.spent:.4f}, estimated "
         f"${s.estimate:.4f})" if getattr(s, "max_cost", None) is not None and

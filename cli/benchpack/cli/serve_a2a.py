@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from .params import PackErrors, _client_settings, db_option, llm_client_options
+from .params import PackErrors, client_settings, db_option, llm_client_options
 
 
 @click.command(name="serve-a2a")
@@ -44,7 +44,7 @@ def serve_a2a(plans: Path, simulator: str | None, judge: str | None, host: str, 
 
     base = RunOptions(plan="", agent="", simulator=simulator, judge=judge, db=db,
                       max_concurrency=max_concurrency, progress=False,
-                      **_client_settings(**client))
+                      **client_settings(**client))
     config = AssessorConfig(plans=plans, base=base)
 
     def ready(url: str) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from benchpack.specs import pack as P
 
 from .checks import CheckBuilder, jmespath_problem, regex_hint
-from .core import DEFAULT_ENV, BuilderCore, Built, CompileOptions, Loc, _Item, _SessionDraft, iso
+from .core import DEFAULT_ENV, BuilderCore, Built, CompileOptions, Item, Loc, SessionDraft, iso
 from .diagnostics import PathPart, suggest_fix
 from .graph import build_dag, dependency_groups, find_cycles, stable_order
 from .http import http_services_of
@@ -31,10 +31,10 @@ __all__ = [
     "Built",
     "CheckBuilder",
     "CompileOptions",
+    "Item",
     "Loc",
+    "SessionDraft",
     "WorldBuilder",
-    "_Item",
-    "_SessionDraft",
     "check_prompts",
     "iso",
     "jmespath_problem",
@@ -51,14 +51,16 @@ class Builder(CheckBuilder):
 
     # ------------------------------------------------------------------ phase 3: sessions
 
-    def sessions(self) -> tuple[list[_SessionDraft], dict[str, Any]]:
-        drafts: list[_SessionDraft] = []
+    def sessions(self) -> tuple[list[SessionDraft], dict[str, Any]]:
+        drafts: list[SessionDraft] = []
         episodes_out: dict[str, Any] = {}
         pack_name = self.pack.name
         for ep_id, it in self.episodes.items():
             ep: P.Episode = it.obj
             eloc = (it.src, it.path)
-            persona_ok = self.check_ref(ep.persona, self.personas, "persona", eloc, ("persona",))
+            # an unknown persona is reported here; its sessions still compile, so their own
+            # mistakes are reported in the same pass
+            self.check_ref(ep.persona, self.personas, "persona", eloc, ("persona",))
             env_id = ep.environment or DEFAULT_ENV
             if ep.environment is not None and not self.check_ref(
                     ep.environment, self.environments, "environment", eloc, ("environment",)):
@@ -79,7 +81,7 @@ class Builder(CheckBuilder):
                 for code in styles:
                     base = f"session.{pack_name}.{ep_id}.{s.id}"
                     sid = base if code is None else f"{base}@{code}"
-                    d = _SessionDraft(sid=sid, base=base, episode=ep_id, index=si, model=s,
+                    d = SessionDraft(sid=sid, base=base, episode=ep_id, index=si, model=s,
                                       src=it.src, path=loc[1], style_code=code)
                     drafts.append(d)
                     if code is None or code == styles[0]:
@@ -88,9 +90,7 @@ class Builder(CheckBuilder):
                 "id": ep_id, "title": ep.title, "persona": ep.persona, "environment": env_id,
                 "memory": ep.memory, "sessions": ep_sessions,
             }
-            if not persona_ok:
-                continue
-        by_base: dict[str, list[_SessionDraft]] = {}
+        by_base: dict[str, list[SessionDraft]] = {}
         for d in drafts:
             by_base.setdefault(d.base, []).append(d)
         for d in drafts:
@@ -116,7 +116,7 @@ class Builder(CheckBuilder):
             return [None]
         return out
 
-    def resolve_deps(self, d: _SessionDraft, by_base: dict[str, list[_SessionDraft]]) -> None:
+    def resolve_deps(self, d: SessionDraft, by_base: dict[str, list[SessionDraft]]) -> None:
         loc = (d.src, d.path)
         ep_prefix = f"session.{self.pack.name}.{d.episode}."
         for i, dep in enumerate(d.model.depends_on):
@@ -147,7 +147,7 @@ class Builder(CheckBuilder):
                          "expanded over the same styles to depend on it", loc, ("depends_on", i),
                          f"add `styles: [{styles}]` to `{d.model.id}`")
 
-    def session_body(self, d: _SessionDraft, episode: dict[str, Any]) -> None:
+    def session_body(self, d: SessionDraft, episode: dict[str, Any]) -> None:
         s = d.model
         loc = (d.src, d.path)
         ep_item = self.episodes[d.episode]
@@ -159,7 +159,7 @@ class Builder(CheckBuilder):
         finally:
             self.session_ignore = set()
 
-    def _session_body(self, d: _SessionDraft, episode: dict[str, Any], ep: P.Episode, loc: Loc,
+    def _session_body(self, d: SessionDraft, episode: dict[str, Any], ep: P.Episode, loc: Loc,
                       ignore: set[str]) -> None:
         s = d.model
         persona = self.plan_personas.get(ep.persona)
@@ -281,7 +281,7 @@ class Builder(CheckBuilder):
                          f"{s.protocol}", loc, (key,),
                          f"remove it or set `protocol: {protos[0]}`", at_key=True)
 
-    def unused(self, drafts: list[_SessionDraft]) -> None:
+    def unused(self, drafts: list[SessionDraft]) -> None:
         """W312: things defined but never used (often a typo in the place that should use them)."""
         if any(self.salvaged.dropped.values()) or any(f.data is None for f in self.loaded.files):
             return  # what validation dropped, or a file that did not parse, may well use them
@@ -321,7 +321,7 @@ class Builder(CheckBuilder):
 
     # ------------------------------------------------------------------ phase 4: graph
 
-    def order(self, drafts: list[_SessionDraft]) -> tuple[list[str], list[Any]] | None:
+    def order(self, drafts: list[SessionDraft]) -> tuple[list[str], list[Any]] | None:
         ids = [d.sid for d in drafts]
         rank = {d.sid: i for i, d in enumerate(drafts)}
         edges = [(p, d.sid) for d in drafts for p in d.deps]

@@ -52,14 +52,14 @@ class CheckBuilder(WorldBuilder):
                      "split it with `all:`")
         if a.tool is not None and not any(fnmatch.fnmatchcase(t, a.tool) for t in tools) \
                 and not self.lost_tool(a.tool):
-            hint, fix = _tool_suggestion(a.tool, tools)
+            hint, fix = tool_suggestion(a.tool, tools)
             self.err("E202", f"no tool `{a.tool}` in this session", loc, (*sub, "tool"), hint,
                      fix=fix)
         elif a.tool is not None and a.where:
             self.check_where_args(a.tool, a.where, tools, loc, sub)
         for i, t in enumerate(a.sequence or []):
             if not any(fnmatch.fnmatchcase(x, t) for x in tools) and not self.lost_tool(t):
-                hint, fix = _tool_suggestion(t, tools)
+                hint, fix = tool_suggestion(t, tools)
                 self.err("E202", f"no tool `{t}` in this session", loc, (*sub, "sequence", i),
                          hint, fix=fix)
         if a.sequence is not None and len(a.sequence) < 2:
@@ -160,7 +160,7 @@ class CheckBuilder(WorldBuilder):
             if c.evidence is not None:
                 for j, t in enumerate(c.evidence.tools):
                     if not any(fnmatch.fnmatchcase(x, t) for x in tools) and not self.lost_tool(t):
-                        hint, fix = _tool_suggestion(t, tools)
+                        hint, fix = tool_suggestion(t, tools)
                         self.err("E202", f"no tool `{t}` in this session", loc,
                                  (*sub, "evidence", "tools", j), hint, fix=fix)
                 for j, st in enumerate(c.evidence.state):
@@ -189,7 +189,7 @@ _BUILTIN_PARAMS: dict[str, dict[str, Any]] = {
 }
 
 
-def _tool_suggestion(pattern: str, tools: list[str]) -> tuple[str | None, Fix | None]:
+def tool_suggestion(pattern: str, tools: list[str]) -> tuple[str | None, Fix | None]:
     """Hint and fix for a tool name matching no tool; a glob pattern is never rewritten."""
     hint, fix = suggest_fix(pattern, tools)
     return hint, None if GLOB_CHARS.search(pattern) else fix

@@ -51,14 +51,14 @@ class Built:
 
 
 @dataclass
-class _Item:
+class Item:
     obj: Any
     src: SourceFile
     path: tuple[PathPart, ...]
 
 
 @dataclass
-class _SessionDraft:
+class SessionDraft:
     sid: str
     base: str
     episode: str
@@ -94,13 +94,13 @@ class BuilderCore:
             self.pack.vars.update(dict(options.vars))
         self.pack_src = models[0][0]
         self.models = models
-        self.personas: dict[str, _Item] = {}
-        self.tools: dict[str, _Item] = {}
-        self.services: dict[str, _Item] = {}
-        self.streams: dict[str, _Item] = {}
-        self.corpora: dict[str, _Item] = {}
-        self.environments: dict[str, _Item] = {}
-        self.episodes: dict[str, _Item] = {}
+        self.personas: dict[str, Item] = {}
+        self.tools: dict[str, Item] = {}
+        self.services: dict[str, Item] = {}
+        self.streams: dict[str, Item] = {}
+        self.corpora: dict[str, Item] = {}
+        self.environments: dict[str, Item] = {}
+        self.episodes: dict[str, Item] = {}
         self.plan_tools: dict[str, dict[str, Any]] = {}
         self.tool_origin: dict[str, str] = {}
         self.plan_envs: dict[str, dict[str, Any]] = {}
@@ -110,12 +110,12 @@ class BuilderCore:
         self.plan_corpora: dict[str, dict[str, Any]] = {}
         self.read_tools: set[str] = set()
         # python toolsets (toolsets.py)
-        self.toolsets: dict[str, _Item] = {}
+        self.toolsets: dict[str, Item] = {}
         self.plan_toolsets: dict[str, dict[str, Any]] = {}
         self.toolset_tools: dict[str, list[str]] = {}
         """Toolset → the plan tools it contributed."""
         # knowledge bases (knowledge.py, issue 24)
-        self.knowledge: dict[str, _Item] = {}
+        self.knowledge: dict[str, Item] = {}
         self.plan_knowledge: dict[str, dict[str, Any]] = {}
         self.knowledge_retrieval: dict[str, str] = {}
         self.knowledge_tools: dict[str, list[str]] = {}
@@ -207,7 +207,7 @@ class BuilderCore:
             self.err("E003", f"`{rel}` is not UTF-8 text", loc, sub)
             return None
 
-    def collect(self, table: dict[str, _Item], key: str, obj: Any, src: SourceFile,
+    def collect(self, table: dict[str, Item], key: str, obj: Any, src: SourceFile,
                 path: tuple[PathPart, ...], what: str) -> None:
         if key in table:
             first = table[key]
@@ -215,7 +215,7 @@ class BuilderCore:
                      (src, path), ("id" if hasattr(obj, "id") else "name",),
                      "ids must be unique across the pack")
             return
-        table[key] = _Item(obj, src, path)
+        table[key] = Item(obj, src, path)
 
     def lost_tool(self, name: str) -> bool:
         """Whether tool `name` may be missing only because validation dropped it, its service

@@ -27,14 +27,14 @@ def read_text(path: Path, shown: str, diags: Diagnostics, *, yaml_file: bool) ->
     if raw is None:
         return None
     if yaml_file and b"\x00" in raw:  # before decoding: binary files fail here, clearly
-        line, col = _position(raw, raw.index(b"\x00"))
+        line, col = offset_position(raw, raw.index(b"\x00"))
         diags.error("E003", "file contains NUL bytes; it looks binary", shown,
                     hint="pack files must be UTF-8 text", line=line, col=col)
         return None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line, col = _position(raw, exc.start)
+        line, col = offset_position(raw, exc.start)
         diags.error("E003", f"byte 0x{raw[exc.start]:02x} is not valid UTF-8", shown,
                     hint="save the file as UTF-8", line=line, col=col)
         return None
@@ -74,7 +74,7 @@ def read_bytes(path: Path, shown: str, diags: Diagnostics, limit: int) -> bytes 
     return None
 
 
-def _position(raw: bytes, offset: int) -> tuple[int, int]:
+def offset_position(raw: bytes, offset: int) -> tuple[int, int]:
     """1-based line and column (in characters, as editors count) of a byte offset."""
     start = raw.rfind(b"\n", 0, offset) + 1
     col = len(raw[start:offset].decode("utf-8", errors="replace")) + 1

@@ -22,7 +22,7 @@ from benchpack.specs import pack as P
 from .loader import inside
 
 if TYPE_CHECKING:
-    from .core import Loc, _Item
+    from .core import Item, Loc
     from .world import WorldBuilder
 
 RESERVED_ENV = ("PORT", "PATH", "HOME", "LANG")
@@ -32,7 +32,7 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SKIP_DIRS = {"__pycache__", "build", "node_modules", ".bench-cache"}
 
 
-def process_service(b: WorldBuilder, name: str, it: _Item) -> dict[str, Any] | None:
+def process_service(b: WorldBuilder, name: str, it: Item) -> dict[str, Any] | None:
     """The plan's `process` of service `name`, or None after reporting its mistakes."""
     s: P.Service = it.obj
     proc = s.process

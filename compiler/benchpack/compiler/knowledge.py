@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from benchpack.specs.knowledge import RETRIEVALS, KnowledgeBase, KnowledgeDocument
 
-from .core import Loc, _Item
+from .core import Item, Loc
 from .datafiles import first_error
 from .diagnostics import suggest_fix
 from .files import inside
@@ -55,7 +55,7 @@ def _title(text: str, fallback: str) -> str:
     return m.group(1).strip() if m else fallback
 
 
-def _compile(b: WorldBuilder, name: str, it: _Item) -> None:
+def _compile(b: WorldBuilder, name: str, it: Item) -> None:
     kb: KnowledgeBase = it.obj
     loc: Loc = (it.src, it.path)
     docs: list[tuple[dict[str, Any], tuple[Any, ...]]] = []

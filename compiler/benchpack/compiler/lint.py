@@ -117,21 +117,12 @@ def lint_session(s: dict[str, Any], report: Report, earlier_text: Iterable[str],
     if s["trigger"].get("payload"):
         visible.append(str(s["trigger"]["payload"]))
 
-    # W308: protocol material missing
-    need = {
-        "intent_tracking": [("hidden_intents", "hidden intents"), ("checklist", "a checklist")],
-        "staged_disclosure": [("stages", "stages"), ("graph", "a ground-truth graph")],
-        "verified_outcome": [("checklist", "a checklist")],
-    }.get(protocol, [])
-    if protocol == "verified_outcome" and s.get("score"):
-        need = []  # the `score:` block grades the session without a checklist
-    for key, what in need:
-        if not s.get(key) or (key == "graph" and not s[key]["triples"]):
-            report("W308", f"{protocol} session lacks {what}", (), f"add `{key}:`")
-    if protocol == "trigger_rubric" and not s["triggers"] and not (
-            s["scenario"] and s["scenario"]["anchors"]):
-        report("W308", "trigger_rubric session has neither trigger points nor scenario anchors",
-               (), "add `scenario:` with anchors, or authored `triggers:`")
+    # W308 and the like: what the session's protocol needs (`ProtocolCompiler.lint`)
+    from .protocols import PROTOCOL_COMPILERS
+
+    own = PROTOCOL_COMPILERS[protocol].lint if protocol in PROTOCOL_COMPILERS else None
+    if own is not None:
+        own(s, report)
 
     # W301: hidden intents / hidden goal leaked into what the agent sees first
     for i, it in enumerate(s["hidden_intents"]):

@@ -19,7 +19,6 @@ from .diagnostics import Diagnostics, display_path
 from .files import (
     MAX_DATA_BYTES,
     MAX_FILE_BYTES,
-    _position,
     inside,
     near_file,
     pack_relative,
@@ -27,13 +26,11 @@ from .files import (
     read_bytes,
     read_text,
 )
-from .sourcefile import SourceFile, _find_key, _key_text, _mark, locate_all
+from .sourcefile import SourceFile, locate_all
 from .yamlparse import (
     MAX_DEPTH,
     MAX_EXPANDED_NODES,
     MERGE_TAG,
-    _FastLoader,
-    _too_deep,
     parse_yaml,
 )
 
@@ -46,12 +43,6 @@ __all__ = [
     "MERGE_TAG",
     "LoadedPack",
     "SourceFile",
-    "_FastLoader",
-    "_find_key",
-    "_key_text",
-    "_mark",
-    "_position",
-    "_too_deep",
     "expand_include",
     "find_pack_file",
     "inside",

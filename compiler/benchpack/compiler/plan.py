@@ -10,7 +10,8 @@ from typing import Any
 
 from benchpack.specs import PLAN_SCHEMA_ID, PLAN_VERSION
 
-from .build import Builder, _SessionDraft, check_prompts
+from .build import Builder, check_prompts
+from .core import SessionDraft
 from .diagnostics import PathPart
 from .lint import lint_session
 from .lint_credit import lint_credit
@@ -34,7 +35,7 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
+def assemble(b: Builder, drafts: list[SessionDraft], episodes: dict[str, Any],
              order: list[str], groups: list[Any], content_hash: str,
              version: str) -> dict[str, Any]:
     by_id = {d.sid: d for d in drafts}
@@ -82,7 +83,7 @@ def assemble(b: Builder, drafts: list[_SessionDraft], episodes: dict[str, Any],
         ignore = set(s.pop("_ignore"))
 
         def report(code: str, msg: str, sub: tuple[PathPart, ...], hint: str | None,
-                   _d: _SessionDraft = d, _ignore: set[str] = ignore) -> None:
+                   _d: SessionDraft = d, _ignore: set[str] = ignore) -> None:
             b.lint(code, msg, (_d.src, _d.path), _map_sub(_d, sub), hint, _ignore)
 
         lint_session(s, report, earlier, ws)
@@ -233,7 +234,7 @@ def _process_services(b: Builder, env: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def _map_sub(d: _SessionDraft, sub: tuple[PathPart, ...]) -> tuple[PathPart, ...]:
+def _map_sub(d: SessionDraft, sub: tuple[PathPart, ...]) -> tuple[PathPart, ...]:
     """Compiled-session paths → authored paths (a `start` stage is not in the compiled list)."""
     if sub and sub[0] == "stages" and len(sub) > 1 and isinstance(sub[1], int):
         stages = d.model.stages

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from .diagnostics import Diagnostics, PathPart
-from .yamlparse import MERGE_TAG, _FastLoader
+from .yamlparse import MERGE_TAG, FastLoader
 
 
 @dataclass
@@ -55,14 +55,14 @@ class SourceFile:
                 if not (isinstance(part, int) and 0 <= part < len(node.value)):
                     break
                 node = node.value[part]
-                best = _mark(node)
+                best = node_mark(node)
             elif isinstance(node, yaml.MappingNode):
-                pair = _find_key(node, part)
+                pair = find_key(node, part)
                 if pair is None:
                     break
                 key, node = pair
                 container = isinstance(node, (yaml.MappingNode, yaml.SequenceNode))
-                best = _mark(key if (last and at_key) or container else node)
+                best = node_mark(key if (last and at_key) or container else node)
             else:
                 break
         return best
@@ -71,17 +71,17 @@ class SourceFile:
         """The file's YAML node tree (libyaml marks), built on first use."""
         if self._node is None and not self._node_failed:
             try:
-                self._node = yaml.compose(self.text, Loader=_FastLoader)
+                self._node = yaml.compose(self.text, Loader=FastLoader)
             except (yaml.YAMLError, RecursionError):
                 self._node_failed = True
         return self._node
 
 
-def _mark(node: Any) -> tuple[int, int]:
+def node_mark(node: Any) -> tuple[int, int]:
     return node.start_mark.line + 1, node.start_mark.column + 1
 
 
-def _find_key(node: Any, part: PathPart) -> tuple[Any, Any] | None:
+def find_key(node: Any, part: PathPart) -> tuple[Any, Any] | None:
     """The (key, value) nodes for `part` in a mapping node, following `<<` merges; the last
     occurrence wins, as in the loaded data."""
     want = str(part)
@@ -90,16 +90,16 @@ def _find_key(node: Any, part: PathPart) -> tuple[Any, Any] | None:
     for k, v in node.value:
         if k.tag == MERGE_TAG:
             merges.append(v)
-        elif isinstance(k, yaml.ScalarNode) and _key_text(k) == want:
+        elif isinstance(k, yaml.ScalarNode) and key_text(k) == want:
             found = (k, v)
     for m in merges if found is None else []:
         for source in m.value if isinstance(m, yaml.SequenceNode) else [m]:
             if isinstance(source, yaml.MappingNode):
-                found = found or _find_key(source, part)
+                found = found or find_key(source, part)
     return found
 
 
-def _key_text(node: Any) -> str:
+def key_text(node: Any) -> str:
     """str() of the key the loader builds from a scalar node (`1`, `None`, `True`…)."""
     kind = node.tag.rsplit(":", 1)[-1]
     try:

@@ -24,7 +24,7 @@ from jsonschema.exceptions import SchemaError
 from benchpack.specs import pack as P
 from benchpack.specs.pytools import ModuleTools, PyToolSpec, read_tools
 
-from .core import _Item
+from .core import Item
 from .datafiles import DataError, parse_json
 from .diagnostics import PathPart, display_path, suggest_fix
 from .loader import pack_relative
@@ -54,7 +54,7 @@ def collect_toolsets(b: WorldBuilder) -> None:
                       (src, ("toolsets", i)), ("name" if ts.name else "module",),
                       "give each toolset its own module or `name`")
                 continue
-            b.toolsets[key] = _Item(ts, src, ("toolsets", i))
+            b.toolsets[key] = Item(ts, src, ("toolsets", i))
 
 
 def compile_toolsets(b: WorldBuilder) -> None:
@@ -62,7 +62,7 @@ def compile_toolsets(b: WorldBuilder) -> None:
         _compile(b, key, it)
 
 
-def _compile(b: WorldBuilder, key: str, it: _Item) -> None:
+def _compile(b: WorldBuilder, key: str, it: Item) -> None:
     ts: P.Toolset = it.obj
     loc = (it.src, it.path)
     if ts.service is not None:

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from benchpack.specs import pack as P
 
-from .core import DEFAULT_ENV, BuilderCore, Loc, _Item, iso
+from .core import DEFAULT_ENV, BuilderCore, Item, Loc, iso
 from .datafiles import DataError, first_error, read_rows
 from .diagnostics import PathPart, suggest_fix
 from .discoverable import environment_discoverable
@@ -125,7 +125,7 @@ class WorldBuilder(BuilderCore):
         for name, it in self.personas.items():
             self.persona(name, it)
 
-    def service(self, name: str, it: _Item) -> None:
+    def service(self, name: str, it: Item) -> None:
         s: P.Service = it.obj
         loc = (it.src, it.path)
         # ---- HTTP services (issue 12, section 2): a process instead of tables
@@ -206,7 +206,7 @@ class WorldBuilder(BuilderCore):
                 break
         return out
 
-    def stream(self, name: str, it: _Item) -> None:
+    def stream(self, name: str, it: Item) -> None:
         st: P.EventStream = it.obj
         loc = (it.src, it.path)
         events = [e.model_dump(mode="json") for e in st.events]
@@ -250,7 +250,7 @@ class WorldBuilder(BuilderCore):
                 "effect": "read",
             }, f"event stream `{name}`", loc, ("name",))
 
-    def corpus(self, name: str, it: _Item) -> None:
+    def corpus(self, name: str, it: Item) -> None:
         c: P.Corpus = it.obj
         loc = (it.src, it.path)
         docs = [d.model_dump(mode="json") for d in c.documents]
@@ -279,7 +279,7 @@ class WorldBuilder(BuilderCore):
         return {"path": f.path, "encoding": enc, "content": content,
                 "sha256": hashlib.sha256(data).hexdigest()}
 
-    def environment(self, name: str, it: _Item) -> None:
+    def environment(self, name: str, it: Item) -> None:
         env: P.Environment = it.obj
         loc = (it.src, it.path)
         tools: list[str] = list(env.builtin_tools if env.builtin_tools is not None
@@ -373,7 +373,7 @@ class WorldBuilder(BuilderCore):
             self.err("E104", f"`{value}` is not a real date-time", loc, sub,
                      "write ISO 8601, e.g. 2026-04-08T09:00:00 (optionally with Z or +02:00)")
 
-    def persona(self, name: str, it: _Item) -> None:
+    def persona(self, name: str, it: Item) -> None:
         p: P.Persona = it.obj
         style = None
         if p.style is not None:

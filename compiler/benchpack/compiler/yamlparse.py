@@ -27,7 +27,7 @@ libyaml's recursive composer overflows the C stack past ~20,000 levels, PyYAML 6
 (plan writing, JSON Schema validation). No pack needs 100 levels; data that does is not a pack's."""
 
 
-class _FastLoader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
+class FastLoader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
     """Safe loader with YAML 1.2 core scalars and duplicate-key detection."""
 
     duplicates: list[tuple[Any, int, int]]
@@ -35,19 +35,19 @@ class _FastLoader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.Saf
 
 
 # YAML 1.2 core schema: only true/false are booleans; no sexagesimals, no implicit dates.
-_FastLoader.yaml_implicit_resolvers = {}
+FastLoader.yaml_implicit_resolvers = {}
 _BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
 _NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
 _INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
 _FLOAT = re.compile(
     r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
 )
-_FastLoader.add_implicit_resolver("tag:yaml.org,2002:bool", _BOOL, list("tTfF"))
-_FastLoader.add_implicit_resolver("tag:yaml.org,2002:null", _NULL, ["~", "n", "N", ""])
-_FastLoader.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
-_FastLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+FastLoader.add_implicit_resolver("tag:yaml.org,2002:bool", _BOOL, list("tTfF"))
+FastLoader.add_implicit_resolver("tag:yaml.org,2002:null", _NULL, ["~", "n", "N", ""])
+FastLoader.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
+FastLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
 MERGE_TAG = "tag:yaml.org,2002:merge"
-_FastLoader.add_implicit_resolver(MERGE_TAG, re.compile(r"^(?:<<)$"), ["<"])
+FastLoader.add_implicit_resolver(MERGE_TAG, re.compile(r"^(?:<<)$"), ["<"])
 
 
 def _construct_int(loader: Any, node: Any) -> int:
@@ -109,16 +109,16 @@ def _construct_mapping(loader: Any, node: Any) -> dict[Any, Any]:
     return mapping
 
 
-_FastLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
-_FastLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
-_FastLoader.add_constructor("tag:yaml.org,2002:float",
+FastLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
+FastLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+FastLoader.add_constructor("tag:yaml.org,2002:float",
                             _construct_checked(yaml.SafeLoader.construct_yaml_float, "a number"))
-_FastLoader.add_constructor("tag:yaml.org,2002:bool",
+FastLoader.add_constructor("tag:yaml.org,2002:bool",
                             _construct_checked(yaml.SafeLoader.construct_yaml_bool,
                                                "true or false"))
 for _tag in ("timestamp", "binary", "set", "omap", "pairs"):
-    _FastLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", yaml.SafeLoader.construct_yaml_str)
-_FastLoader.add_constructor(literal.TAG, literal.construct)
+    FastLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", yaml.SafeLoader.construct_yaml_str)
+FastLoader.add_constructor(literal.TAG, literal.construct)
 
 
 # words of a libyaml problem → hint
@@ -180,7 +180,7 @@ def _explain(exc: yaml.MarkedYAMLError, text: str) -> tuple[str, str | None, Any
 _STRUCTURE_PREFIX = re.compile(r"^[ \t?:-]*", re.M)
 
 
-def _too_deep(text: str) -> tuple[int, int] | None:
+def nesting_too_deep(text: str) -> tuple[int, int] | None:
     """Where (0-based line, column) the document first nests more than MAX_DEPTH collections, or
     None. Runs the event parser only when deep nesting is possible: a block level takes at least
     one column of indentation or `- `, a flow level an open bracket, so the longest structural
@@ -192,7 +192,7 @@ def _too_deep(text: str) -> tuple[int, int] | None:
     start = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
     end = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
     try:
-        for event in yaml.parse(text, Loader=_FastLoader):
+        for event in yaml.parse(text, Loader=FastLoader):
             if isinstance(event, start):
                 depth += 1
                 if depth > MAX_DEPTH and event.start_mark is not None:
@@ -243,12 +243,12 @@ _DEPTH_HINT = ("flatten the structure: no pack needs more than 100 levels; keep 
 
 def parse_yaml(text: str, shown: str, diags: Diagnostics) -> tuple[bool, Any]:
     """Parse YAML text; (ok, data). Problems become diagnostics."""
-    deep = _too_deep(text)
+    deep = nesting_too_deep(text)
     if deep is not None:
         diags.error("E001", f"the document nests more than {MAX_DEPTH} levels deep", shown,
                     hint=_DEPTH_HINT, line=deep[0] + 1, col=deep[1] + 1)
         return False, None
-    loader = _FastLoader(text)
+    loader = FastLoader(text)
     loader.duplicates = []
     loader.has_merges = "<<" in text
     try:
@@ -294,7 +294,7 @@ def parse_yaml(text: str, shown: str, diags: Diagnostics) -> tuple[bool, Any]:
 
 def _first_alias(text: str) -> tuple[int, int]:
     """Where the first `*alias` is (0-based): the expansion starts there."""
-    for event in yaml.parse(text, Loader=_FastLoader):
+    for event in yaml.parse(text, Loader=FastLoader):
         if isinstance(event, yaml.AliasEvent) and event.start_mark is not None:
             return event.start_mark.line, event.start_mark.column
     return 0, 0

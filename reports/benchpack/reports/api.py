@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchpack.specs.secrets import MASK, Redactor
 from benchpack.specs.storefile import damage_reason
+from benchpack.specs.storeformat import EXPORTED_TABLES as TABLES
 
 from .access import (
     LOCKED,
@@ -30,9 +31,6 @@ if TYPE_CHECKING:  # the reports and their statistics load only for `bench repor
     from .model import ReportResult
     from .registry import ReportRegistry
 
-TABLES = ("runs", "sessions", "turns", "messages", "tool_calls", "intent_status",
-          "checklist_results", "llm_calls", "stage_events", "triples", "triple_support",
-          "triggers", "snapshots", "blobs", "llm_call_texts", "intent_checks", "human_ratings")
 
 
 @dataclass

@@ -217,7 +217,7 @@ def excluded_text(kinds: dict[str, int]) -> str:
                      for kind, n in sorted(kinds.items()) if n)
 
 
-def _excluded(ctx: ReportContext, where: str, group: str = "'all'"
+def excluded_by_kind(ctx: ReportContext, where: str, group: str = "'all'"
               ) -> dict[tuple[str, str], str]:
     """(run, group) → the errored sessions `where` leaves out of the figures, by kind."""
     kinds: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
@@ -228,7 +228,7 @@ def _excluded(ctx: ReportContext, where: str, group: str = "'all'"
     return {key: excluded_text(v) for key, v in kinds.items()}
 
 
-def _metric_table(ctx: ReportContext, title: str, protocol_filter: str,
+def metric_table(ctx: ReportContext, title: str, protocol_filter: str,
                   metrics: list[tuple[str, str, str]], extra_notes: list[str]) -> Table:
     """One row per (agent, group): macro estimates of `metrics` = (column expr, key, title)
     over the `scored` sessions, the errored ones left out counted in `excluded`."""
@@ -236,7 +236,7 @@ def _metric_table(ctx: ReportContext, title: str, protocol_filter: str,
     group = _group_expr(ctx)
     base = f"run_id IN $runs AND ablation IS NULL AND {protocol_filter}"
     where = f"{base} AND scored"
-    excluded = _excluded(ctx, base, group)
+    excluded = excluded_by_kind(ctx, base, group)
     sessions = ctx.rows(f"""SELECT run_id, grp, count(*) FILTER (WHERE scored) FROM
         (SELECT *, {group} AS grp FROM session_results WHERE {base})
         GROUP BY ALL ORDER BY run_id, grp""")
@@ -272,7 +272,7 @@ def headline_table(ctx: ReportContext) -> Table:
     """The headline scores with their intervals, one row per run: the table of `summary`
     (and of `bench view`'s runs page, which needs it without the summary's notes)."""
     labels = ctx.labels()
-    scores = _metric_table(ctx, "Headline scores (macro over sessions)", "TRUE", [
+    scores = metric_table(ctx, "Headline scores (macro over sessions)", "TRUE", [
         ("coalesce(proc_group, proc)", "proc", "PROC"), ("comp", "comp", "COMP"),
         # the trigger column is replaced by the pooled figure below: NULL here, so that its
         # macro mean and interval over sessions (a fifth of the work) are not computed for it
@@ -283,18 +283,21 @@ def headline_table(ctx: ReportContext) -> Table:
          "score: ProactBench's weighted score pooled over judged triggers (as `bench report "
          "triggers`), CI over sessions. `bench query \"SELECT * FROM headline\"` gives "
          "these figures (reports/README.md)."])
-    # the trigger score as `bench report triggers` pools it (imported here: that module builds
-    # on this one)
-    from .protocols.trigger_rubric import trigger_estimates
+    # the columns a protocol pools itself (`ProtocolReports.headline`; imported here: those
+    # modules build on this one)
+    from .protocols import PROTOCOL_REPORTS
 
-    pooled = trigger_estimates(ctx, "ablation IS NULL", by_type=False)
-    col = [c.key for c in scores.columns].index("trigger")
+    keys = [c.key for c in scores.columns]
     # rows are labelled by agent, with the rules judge's heuristic mark on some of them
     by_label = {label: run for run in ctx.runs
                 for label in (labels[run], f"{labels[run]} ({HEURISTIC})")}
-    for cells in scores.rows:
-        f = pooled.get((by_label[cells[0]], "overall"))
-        cells[col] = f["weighted"] if f else Estimate(None)
+    for p in PROTOCOL_REPORTS.values():
+        if p.headline is None:
+            continue
+        key, pooled = p.headline
+        col, figures = keys.index(key), pooled(ctx)
+        for cells in scores.rows:
+            cells[col] = figures.get(by_label[cells[0]], Estimate(None))
     return scores
 
 

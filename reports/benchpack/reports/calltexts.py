@@ -1,8 +1,7 @@
 """A model call's stored prompt and raw reply (`llm_call_texts`, `blobs`), read back for
-`bench view`. The format is written by `benchpack.runtime.calltexts.encode_calls` (reports never
-import the runtime; tests/runtime/test_call_texts.py round-trips the two): a prompt blob is
-`{"base": blob|null, "messages": [...], "skip": k, "tools": blob|null}`, its messages being those
-after the first `k`, which are the base prompt's.
+`bench view`. The format is `benchpack.specs.storeformat`'s, written by
+`benchpack.runtime.calltexts.encode_calls` (reports never import the runtime;
+tests/runtime/test_call_texts.py round-trips the two).
 """
 
 from __future__ import annotations
@@ -12,8 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-CHAIN_MAX = 16
-"""As `benchpack.runtime.calltexts.CHAIN_MAX`: a longer chain is a damaged store."""
+from benchpack.specs.storeformat import CHAIN_MAX
 
 
 @dataclass

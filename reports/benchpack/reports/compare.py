@@ -20,7 +20,7 @@ from . import paired
 from .builtin import GROUPABLE, HEURISTIC
 from .cluster import CLUSTER_NOTE, cluster_name, cluster_sql
 from .comparability import Difference, differences
-from .model import Column, Estimate, ReportResult, Table
+from .model import Column, Estimate, Metric, ReportResult, Table
 
 
 class CompareError(ValueError):
@@ -35,30 +35,29 @@ class IncomparableRuns(CompareError):
                            "their difference is then not the agent's alone)")
 
 
-@dataclass(frozen=True)
-class Metric:
-    key: str
-    title: str
-    protocols: tuple[str, ...]
-    kind: Literal["binary", "continuous"]
-    expr: str
-    triggers: bool = False
-    """Units are triggers (`t`), not sessions."""
+METRIC_ORDER = ("proc", "comp", "f1", "score", "pass", "trigger_score", "trigger_pass")
+"""The order compare's tables list the metrics in, kept from before the protocols declared
+them; a metric not listed follows in registry order."""
 
 
-METRICS: tuple[Metric, ...] = (
-    Metric("proc", "PROC", ("intent_tracking",), "continuous", "coalesce(s.proc_group, s.proc)"),
-    Metric("comp", "COMP", ("intent_tracking",), "continuous", "s.comp"),
-    Metric("f1", "triple F1", ("staged_disclosure",), "continuous", "s.f1"),
-    Metric("score", "verified score", ("verified_outcome", "instructed_user"), "continuous",
-           "s.score"),
-    Metric("pass", "pass rate", ("verified_outcome", "instructed_user"), "binary",
-           "CAST(s.passed AS INTEGER)"),
-    Metric("trigger_score", "trigger score", ("trigger_rubric",), "continuous", "t.score",
-           triggers=True),
-    Metric("trigger_pass", "trigger pass rate", ("trigger_rubric",), "binary",
-           "CAST(t.label = 'PASS' AS INTEGER)", triggers=True),
-)
+def declared_metrics() -> tuple[Metric, ...]:
+    """Every protocol's compare units (`ProtocolReports.compare`), one per key: a key two
+    protocols declare serves both (their sessions pooled), in registry order."""
+    from .protocols import PROTOCOL_REPORTS
+
+    by_key: dict[str, Metric] = {}
+    for p in PROTOCOL_REPORTS.values():
+        for m in p.compare:
+            known = by_key.get(m.key)
+            if known is not None:
+                assert replace(known, protocols=m.protocols) == m, f"two metrics `{m.key}`"
+                m = replace(known, protocols=(*known.protocols, *m.protocols))
+            by_key[m.key] = m
+    rank = {key: i for i, key in enumerate(METRIC_ORDER)}
+    return tuple(sorted(by_key.values(), key=lambda m: rank.get(m.key, len(rank))))
+
+
+METRICS: tuple[Metric, ...] = declared_metrics()
 CLUSTER_SQL = cluster_sql("s")
 """Every metric's cluster: the episode (`cluster.CLUSTER`, the same as every report's)."""
 METRIC_KEYS = tuple(m.key for m in METRICS)

@@ -24,16 +24,16 @@ from typing import Any
 from .access import open_store
 from .drilldown import MESSAGES_PER_SESSION as MESSAGES_PER_SESSION
 from .drilldown import SESSIONS_PER_RUN, Drilldown, RunInfo, SessionTrace, load_drilldown
-from .html_charts import _json_script, chart_spec
-from .html_common import _asset, _links, _prose, chart_js, esc
+from .html_charts import chart_spec, json_script
+from .html_common import asset_text, chart_js, esc, link_addresses, prose
 from .html_transcript import ARGS_LIMIT as ARGS_LIMIT
 from .html_transcript import FOLD_AT as FOLD_AT
 from .html_transcript import RESULT_LIMIT as RESULT_LIMIT
 from .html_transcript import TEXT_LIMIT as TEXT_LIMIT
-from .html_transcript import _metric_chips as _metric_chips
-from .html_transcript import _session_id, session_html
+from .html_transcript import metric_chips as metric_chips
+from .html_transcript import session_anchor, session_html
 from .model import Column, Estimate, ReportResult, Table
-from .render import DASH, FEW, _num, _pct_note, cell_text, sample_text
+from .render import DASH, FEW, cell_text, format_number, pct_note, sample_text
 
 PAGE_BUDGET = 10_000_000
 """Characters of transcripts in one page, shared equally by the runs; past a run's share its
@@ -50,13 +50,13 @@ def _estimate_html(value: Estimate, column: Column) -> str:
     if value.value is None:
         return DASH
     kind = column.kind if column.kind != "text" else "float"
-    out = f'<span class="v">{esc(_num(value.value, kind))}</span>'
+    out = f'<span class="v">{esc(format_number(value.value, kind))}</span>'
     if value.std is not None:
-        out += f' <span class="sd">± {esc(_num(value.std, kind))}</span>'
+        out += f' <span class="sd">± {esc(format_number(value.std, kind))}</span>'
     units = value.clusters or value.n
     if value.low is not None and value.high is not None and units > 1:
         out += (f'<span class="ci" title="{esc(value.method or "CI")} over {units} units">'
-                f"[{esc(_num(value.low, kind))}, {esc(_num(value.high, kind))}]</span>")
+                f"[{esc(format_number(value.low, kind))}, {esc(format_number(value.high, kind))}]</span>")
     if value.se is not None or value.clusters is not None:
         out += f' <span class="se">({esc(sample_text(value, kind))})</span>'
     if value.few:
@@ -64,7 +64,7 @@ def _estimate_html(value: Estimate, column: Column) -> str:
     return out
 
 
-def _table_html(table: Table, anchor: str) -> str:
+def table_html(table: Table, anchor: str) -> str:
     out = [f'<h3 id="{anchor}">{esc(table.title)}</h3>']
     if not table.rows:
         out.append('<p class="empty">No data in these runs.</p>')
@@ -79,16 +79,16 @@ def _table_html(table: Table, anchor: str) -> str:
             for value, col in zip(row, table.columns, strict=True):
                 numeric = col.kind != "text" or isinstance(value, Estimate)
                 text = (_estimate_html(value, col) if isinstance(value, Estimate)
-                        else _links(esc(cell_text(value, col))))
+                        else link_addresses(esc(cell_text(value, col))))
                 # short labels stay on one line; long ones (run ids, errors) may wrap
                 cls = "num" if numeric else "txt" if len(text) > 24 else "txt nowrap"
                 cells.append(f'<td class="{cls}">{text}</td>')
             body.append("<tr>" + "".join(cells) + "</tr>")
         out.append('<div class="table-wrap"><table><thead><tr>' + head + "</tr></thead><tbody>"
                    + "".join(body) + "</tbody></table></div>")
-    notes = [*table.notes, *_pct_note(table)]
+    notes = [*table.notes, *pct_note(table)]
     if notes:
-        out.append('<ul class="notes">' + "".join(f"<li>{_prose(n)}</li>" for n in notes)
+        out.append('<ul class="notes">' + "".join(f"<li>{prose(n)}</li>" for n in notes)
                    + "</ul>")
     return "\n".join(out)
 
@@ -120,11 +120,11 @@ def _drilldown_html(d: Drilldown, labels: dict[str, str], budget: int) -> str:
         by_run.setdefault(t.key[0], []).append(t)
     for run in d.runs:
         traces = by_run.get(run.run_id, [])
-        out.append(f'<h3 id="sessions-{_session_id((run.run_id, "", 0))}">'
+        out.append(f'<h3 id="sessions-{session_anchor((run.run_id, "", 0))}">'
                    f'{esc(labels.get(run.run_id, run.agent))} '
                    f'<span class="dim">{esc(run.run_id)}</span></h3>')
         if run.run_id in d.notes:
-            out.append(f'<p class="note">{_prose(d.notes[run.run_id])}</p>')
+            out.append(f'<p class="note">{prose(d.notes[run.run_id])}</p>')
         if not traces:
             out.append('<p class="empty">No sessions ran.</p>')
         episode = None
@@ -231,7 +231,7 @@ def to_html(results: list[ReportResult], drilldown: Drilldown | None = None, *,
                    + (' <span class="dim">no data</span>' if empty else "") + "</li>")
         body = [f'<section class="report{" empty-report" if empty else ""}" id="{anchor}">'
                 f"<h2>{esc(res.title)}</h2><p class=\"lede\">{esc(res.description)}</p>"]
-        body += [f'<p class="note">{_prose(n)}</p>' for n in res.notes]
+        body += [f'<p class="note">{prose(n)}</p>' for n in res.notes]
         figures = []
         for chart in res.charts:
             spec = chart_spec(res, chart)
@@ -252,7 +252,7 @@ def to_html(results: list[ReportResult], drilldown: Drilldown | None = None, *,
                               "marker; its area grows with their number (hover for the "
                               "count).</p>" if stacked else "") + "</figure>")
         parts = ['<div class="charts">' + "".join(figures) + "</div>"] if figures else []
-        parts += [_table_html(t, f"{anchor}-{k}") for k, t in enumerate(res.tables)]
+        parts += [table_html(t, f"{anchor}-{k}") for k, t in enumerate(res.tables)]
         if empty:  # keep the notes (they say how to get data) but out of the way
             body.append(f'<details class="no-data"><summary>No data in these runs '
                         f'({len(res.tables)} empty table{"s" * (len(res.tables) != 1)})'
@@ -270,15 +270,15 @@ def to_html(results: list[ReportResult], drilldown: Drilldown | None = None, *,
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         '<meta name="color-scheme" content="light dark">',
         f"<title>{esc('benchpack report')}</title>",
-        f"<style>{_asset('report.css')}</style></head><body>",
+        f"<style>{asset_text('report.css')}</style></head><body>",
         '<div class="page">', _header_html(results, drilldown),
         '<nav class="toc"><h2>Contents</h2><ol>' + "".join(toc) + "</ol></nav>",
         "<main>", *sections, "</main>",
         f'<footer>benchpack report · content digest <code>{_DIGEST}</code> (sha256 of this '
         "page without its generation time) · charts by Chart.js (MIT)</footer></div>",
-        f'<script type="application/json" id="bp-charts">{_json_script(charts)}</script>',
+        f'<script type="application/json" id="bp-charts">{json_script(charts)}</script>',
         f"<script>{chart_js()}</script>",
-        f"<script>{_asset('report.js')}</script>",
+        f"<script>{asset_text('report.js')}</script>",
         "</body></html>", ""])
     digest = hashlib.sha256(page.encode("utf-8")).hexdigest()
     when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -1,5 +1,5 @@
 """The HTML report's charts: a report's `Chart` as the JSON `report.js` draws (`chart_spec`),
-and that JSON made safe inside a `<script>` block (`_json_script`).
+and that JSON made safe inside a `<script>` block (`json_script`).
 
 Separate because it is data shaping, not markup: its contract is with `report.js`, not with the
 page around it.
@@ -102,6 +102,6 @@ def _value(cell: Any) -> Any:
     return cell.get("value") if isinstance(cell, dict) else cell
 
 
-def _json_script(value: Any) -> str:
+def json_script(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

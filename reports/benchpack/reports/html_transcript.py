@@ -16,7 +16,7 @@ from typing import Any
 
 from .drilldown import SessionTrace
 from .html_common import esc
-from .render import DASH, _num
+from .render import DASH, format_number
 
 FOLD_AT = 1200
 """Characters of a message shown at once; the rest (up to TEXT_LIMIT) behind "show more"."""
@@ -232,13 +232,13 @@ def _json_list(raw: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def _metric_chips(s: dict[str, Any]) -> str:
+def metric_chips(s: dict[str, Any]) -> str:
     chips = []
     proc = s.get("proc_group") if s.get("proc_group") is not None else s.get("proc")
     for name, value in (("PROC", proc), ("COMP", s.get("comp")), ("score", s.get("score")),
                         ("F1", s.get("f1")), ("trigger score", s.get("trigger_score"))):
         if value is not None:
-            chips.append(f"{name} {_num(float(value), 'pct')}")
+            chips.append(f"{name} {format_number(float(value), 'pct')}")
     if s.get("passed") is not None:
         chips.append("passed" if s["passed"] else "failed")
     if s.get("turns") is not None:
@@ -250,7 +250,7 @@ def _metric_chips(s: dict[str, Any]) -> str:
     return " · ".join(c if c.startswith("<") else esc(c) for c in chips)
 
 
-def _session_id(key: tuple[str, str, int]) -> str:
+def session_anchor(key: tuple[str, str, int]) -> str:
     return "s-" + hashlib.sha1(json.dumps(key).encode()).hexdigest()[:12]
 
 
@@ -264,7 +264,7 @@ def session_html(trace: SessionTrace, *, transcript: bool = True, open_: bool = 
     s = trace.session
     if not transcript:
         return (f'<details class="session{" flagged" if trace.flagged else ""}" '
-                f'id="{_session_id(trace.key)}"><summary>{_summary(s)}</summary>'
+                f'id="{session_anchor(trace.key)}"><summary>{_summary(s)}</summary>'
                 f'<div class="session-body">{panel}<p class="empty">Transcript left out: this run\'s '
                 "share of the page's size budget is used up. <code>bench query</code> reads "
                 "it.</p></div></details>")
@@ -338,7 +338,7 @@ def session_html(trace: SessionTrace, *, transcript: bool = True, open_: bool = 
         meta.append(f"ended: {esc(s['termination'])}")
     err = f'<p class="error">error: {esc(s["error"])}</p>' if s.get("error") else ""
     flag = " flagged" if trace.flagged else ""
-    return (f'<details class="session{flag}" id="{_session_id(trace.key)}"{" open" * open_}>'
+    return (f'<details class="session{flag}" id="{session_anchor(trace.key)}"{" open" * open_}>'
             f'<summary>{_summary(s)}</summary><div class="session-body">'
             f'<p class="meta">{" · ".join(meta)}</p>{err}{panel}'
             + (f'<ol class="transcript">{"".join(out)}</ol>' if out
@@ -350,4 +350,4 @@ def session_html(trace: SessionTrace, *, transcript: bool = True, open_: bool = 
 def _summary(s: dict[str, Any]) -> str:
     return (f"{_badge('ss', s.get('status'))} <b>{esc(s.get('name'))}</b>"
             f' <span class="dim">r{esc(s.get("repeat"))}</span>'
-            f' <span class="chips">{_metric_chips(s)}</span>')
+            f' <span class="chips">{metric_chips(s)}</span>')

@@ -115,6 +115,21 @@ class View:
 
 
 @dataclass(frozen=True)
+class Metric:
+    """A `bench compare` unit: a figure paired session by session (or trigger by trigger)
+    between two runs, declared by the protocols whose sessions have it
+    (`ProtocolReports.compare`); two protocols declaring one key share it."""
+
+    key: str
+    title: str
+    protocols: tuple[str, ...]
+    kind: Literal["binary", "continuous"]
+    expr: str
+    triggers: bool = False
+    """Units are triggers (`t`), not sessions."""
+
+
+@dataclass(frozen=True)
 class BuiltinReport:
     name: str
     title: str

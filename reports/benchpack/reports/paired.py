@@ -26,7 +26,6 @@ import random
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from statistics import NormalDist
 
 MIN_CLUSTERS_TEST = 6
 """Fewest clusters `bench compare` gives a p for. Below it the exact sign-flip test cannot
@@ -363,7 +362,3 @@ def mde(se: float | None, df: int | None, *, alpha: float = ALPHA, power: float 
     if se is None or df is None or se <= 0:
         return None
     return (t_quantile(1 - alpha / 2, df) + t_quantile(power, df)) * se
-
-
-def normal_quantile(q: float) -> float:
-    return NormalDist().inv_cdf(q)

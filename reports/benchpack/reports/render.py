@@ -15,7 +15,7 @@ FEW = "†"
 """Marks a figure over fewer clusters than `stats.TOO_FEW_CLUSTERS` (the table notes say so)."""
 
 
-def _num(value: float, kind: str) -> str:
+def format_number(value: float, kind: str) -> str:
     if kind == "pct":
         return f"{100 * value:.1f}"
     if kind == "int":
@@ -41,11 +41,11 @@ def cell_text(value: Any, column: Column) -> str:
         if value.value is None:
             return DASH
         kind = column.kind if column.kind != "text" else "float"
-        text = _num(value.value, kind)
+        text = format_number(value.value, kind)
         if value.std is not None:
-            text += f" ± {_num(value.std, kind)}"
+            text += f" ± {format_number(value.std, kind)}"
         if value.low is not None and value.high is not None and (value.clusters or value.n) > 1:
-            text += f" [{_num(value.low, kind)}, {_num(value.high, kind)}]"
+            text += f" [{format_number(value.low, kind)}, {format_number(value.high, kind)}]"
         if value.se is not None or value.clusters is not None:  # `(n 6 in 1 episode)` too
             text += f" ({sample_text(value, kind)})"
         if value.few and value.value is not None:
@@ -54,7 +54,7 @@ def cell_text(value: Any, column: Column) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int | float) and column.kind != "text":
-        return _num(value, column.kind)
+        return format_number(value, column.kind)
     return str(value)
 
 
@@ -64,10 +64,10 @@ def sample_text(value: Estimate, kind: str) -> str:
     n = f"n {value.n:,}"
     if value.clusters is not None:
         n += f" in {value.clusters:,} {cluster_name(value.clusters)}"
-    return f"SE {_num(value.se, kind)}; {n}" if value.se is not None else n
+    return f"SE {format_number(value.se, kind)}; {n}" if value.se is not None else n
 
 
-def _pct_note(table: Table) -> list[str]:
+def pct_note(table: Table) -> list[str]:
     shown = table.rows and any(c.kind == "pct" for c in table.columns)
     return ["Percentages are shown as 0–100."] if shown else []
 
@@ -90,7 +90,7 @@ def to_markdown(result: ReportResult) -> str:
                          for v, c in zip(row, table.columns, strict=True)]
                 out.append("| " + " | ".join(cells) + " |")
             out.append("")
-        for note in [*table.notes, *_pct_note(table)]:
+        for note in [*table.notes, *pct_note(table)]:
             out += [f"*{note}*", ""]
     return "\n".join(out).rstrip() + "\n"
 
@@ -140,7 +140,7 @@ def to_terminal(result: ReportResult, width: int | None = None) -> str:
                           "terminal, or --format md)", style="dim")
         for line in addresses:
             console.print(line, soft_wrap=True)
-        for note in [*table.notes, *_pct_note(table)]:
+        for note in [*table.notes, *pct_note(table)]:
             console.print(f"  {note}", style="dim")
     return buf.getvalue()
 

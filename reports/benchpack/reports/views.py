@@ -24,11 +24,14 @@ from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
+from benchpack.specs.storeformat import SCHEMA_VERSION
+
 from .model import View
 from .protocols import PROTOCOL_REPORTS, ProtocolReports
 
-STORE_SCHEMA = 7
-"""The store schema version these views read (the `meta.schema_version` the runtime writes)."""
+STORE_SCHEMA = SCHEMA_VERSION
+"""The store schema version these views read (`benchpack.specs.storeformat`, which the runtime
+writes)."""
 
 
 FULL = "coalesce(json_extract_string(s.extra, '$.context'), '') <> 'alone'"

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-CHAIN_MAX = 16
+from benchpack.specs.storeformat import CHAIN_MAX
 
 
 @dataclass

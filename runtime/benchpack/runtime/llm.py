@@ -57,14 +57,14 @@ from .limits import reply_refusal, tool_calls_refusal
 # re-exported (`X as X`): agents, backends and tests import these from here
 from .llmerrors import RETRYABLE_STATUS as RETRYABLE_STATUS
 from .llmerrors import LLMError as LLMError
-from .llmerrors import _status_of, is_endpoint_failure
+from .llmerrors import is_endpoint_failure, status_of
 from .llmerrors import is_retryable as is_retryable
 from .llmerrors import retry_after_s as retry_after_s
-from .llmoutput import _tool_calls_of, _usage_numbers
 from .llmoutput import malformed_arguments as malformed_arguments
 from .llmoutput import normalize_model as normalize_model
 from .llmoutput import normalize_output as normalize_output
 from .llmoutput import parse_arguments as parse_arguments
+from .llmoutput import tool_calls_of, usage_numbers
 from .redact import Redactor
 from .types import LLMCallRecord, LLMRole, LLMUsage, ToolCall
 
@@ -177,7 +177,7 @@ def _has_waiters(semaphore: asyncio.Semaphore) -> bool:
 
 
 @dataclass
-class _ModelLimits:
+class ModelLimits:
     semaphore: asyncio.Semaphore
     rate: RateLimiter | None
 
@@ -256,7 +256,7 @@ class LiteLLMBackend:
                 cost = float(litellm.completion_cost(completion_response=resp))
             except Exception:
                 cost = None
-        pt, ct = _usage_numbers(getattr(resp, "usage", None))
+        pt, ct = usage_numbers(getattr(resp, "usage", None))
         return {"message": message, "usage": {"prompt_tokens": pt, "completion_tokens": ct},
                 "cost": cost, "finish_reason": getattr(choice, "finish_reason", None)}
 
@@ -321,7 +321,7 @@ class LLMClient:
         self._sleep = sleep or asyncio.sleep
         self._random = random.Random()
         self._limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
-                                                dict[str, _ModelLimits]] = \
+                                                dict[str, ModelLimits]] = \
             weakref.WeakKeyDictionary()
         self.budget: Any = None
         """A `budget.Budget` (`--max-cost`): consulted before every call not served from the
@@ -336,13 +336,13 @@ class LLMClient:
 
     # -------------------------------------------------------------- helpers
 
-    def _limits_for(self, model: str, uri: str) -> _ModelLimits:
+    def _limits_for(self, model: str, uri: str) -> ModelLimits:
         per_loop = self._limits.setdefault(asyncio.get_running_loop(), {})
         limits = per_loop.get(model)
         if limits is None:
             rpm_cfg = self.config.requests_per_minute
             rpm = rpm_cfg.get(uri, rpm_cfg.get(model, rpm_cfg.get("*")))
-            limits = _ModelLimits(asyncio.Semaphore(max(1, self.config.max_concurrent_per_model)),
+            limits = ModelLimits(asyncio.Semaphore(max(1, self.config.max_concurrent_per_model)),
                                   RateLimiter(rpm) if rpm else None)
             per_loop[model] = limits
         return limits
@@ -436,7 +436,7 @@ class LLMClient:
                 if raw is not None:
                     self.cache_hits += 1
                     record(pt=pt, ct=ct, cost=0.0, cache_hit=True, reply=raw)
-                    return LLMResponse(content=raw.get("content"), tool_calls=_tool_calls_of(raw),
+                    return LLMResponse(content=raw.get("content"), tool_calls=tool_calls_of(raw),
                                        usage=LLMUsage(pt, ct, 0.0), cache_hit=True,
                                        raw_message=raw, finish_reason=finish, model=name,
                                        attempts=0)
@@ -483,7 +483,7 @@ class LLMClient:
             # cancellation here leaves it accounted for as answered
             for _ in range(HANDOVER_TURNS):
                 await asyncio.sleep(0)
-        return LLMResponse(content=raw.get("content"), tool_calls=_tool_calls_of(raw),
+        return LLMResponse(content=raw.get("content"), tool_calls=tool_calls_of(raw),
                            usage=LLMUsage(pt, ct, cost), cache_hit=False, raw_message=raw,
                            finish_reason=finish, model=name, attempts=attempt)
 
@@ -498,7 +498,7 @@ class LLMClient:
             self._direct = OpenAIDirectBackend()
         return self._direct
 
-    async def _attempts(self, request: BackendRequest, limits: _ModelLimits,
+    async def _attempts(self, request: BackendRequest, limits: ModelLimits,
                         record: Callable[..., None], backend: Backend | None = None
                         ) -> tuple[dict[str, Any], int, int, float | None, str | None, int]:
         """Attempt `request` until it succeeds or may not be retried (recording the failure)."""
@@ -546,5 +546,5 @@ class LLMClient:
                 record(error=message, attempts=attempt,
                        endpoint=is_endpoint_failure(exc, retryable))
                 raise LLMError(message, retryable, attempts=attempt,
-                               status_code=_status_of(exc)) from None
+                               status_code=status_of(exc)) from None
         return raw, pt, ct, cost, finish, attempt

@@ -85,7 +85,7 @@ def retry_after_s(exc: BaseException) -> float | None:
     return None
 
 
-def _status_of(exc: BaseException) -> int | None:
+def status_of(exc: BaseException) -> int | None:
     status = getattr(exc, "status_code", None)
     return status if isinstance(status, int) else None
 
@@ -103,7 +103,7 @@ def is_endpoint_failure(exc: BaseException, retryable: bool) -> bool:
         return True
     if any(cls.__name__ in _ENDPOINT_NAMES for cls in type(exc).__mro__):
         return True
-    return _status_of(exc) in ENDPOINT_STATUS
+    return status_of(exc) in ENDPOINT_STATUS
 
 
 def is_retryable(exc: BaseException) -> bool:
@@ -119,7 +119,7 @@ def is_retryable(exc: BaseException) -> bool:
             return True
     if isinstance(exc, TimeoutError | ConnectionError):
         return True
-    status = _status_of(exc)
+    status = status_of(exc)
     # an error for a 200 answer is a body that could not be parsed (litellm's own HTTP handler
     # reports it so; through the openai SDK it is a 500): an unusable response, retried
     return status is not None and (status in RETRYABLE_STATUS or status == 200)

@@ -41,7 +41,7 @@ def malformed_arguments(args: dict[str, Any]) -> str | None:
 # --------------------------------------------------------------------------- normalisation
 
 
-def _usage_numbers(usage: Any) -> tuple[int, int]:
+def usage_numbers(usage: Any) -> tuple[int, int]:
     if usage is None:
         return 0, 0
     def get(k: str) -> Any:
@@ -101,13 +101,13 @@ def normalize_output(out: Any) -> tuple[dict[str, Any], int, int, float | None, 
     calls = message.get("tool_calls") or []
     if calls:
         raw["tool_calls"] = _normalize_tool_calls(calls, message)
-    pt, ct = _usage_numbers(out.get("usage"))
+    pt, ct = usage_numbers(out.get("usage"))
     cost = out.get("cost")
     return raw, pt, ct, (float(cost) if isinstance(cost, int | float) else None), \
         (str(finish) if finish is not None else None)
 
 
-def _tool_calls_of(raw: dict[str, Any]) -> list[ToolCall]:
+def tool_calls_of(raw: dict[str, Any]) -> list[ToolCall]:
     return [ToolCall(id=tc["id"], name=tc["function"]["name"],
                      args=parse_arguments(tc["function"]["arguments"]))
             for tc in raw.get("tool_calls") or []]

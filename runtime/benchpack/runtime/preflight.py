@@ -20,6 +20,10 @@ use, and a lack is one `EnvironmentProblem`: one line, exit 1, no store left beh
 - **The store's lock** is taken when the run opens the store, before any of this
   (`store.connect` waits for readers to let go, then names who holds it).
 
+Before those, what the options allow (`check_allow_python`, `check_process_services`): a plan
+whose sessions run pack code stops, without `--allow-python`, naming what needs it. `bench run`
+and `bench mcp`'s debug toolbox share them.
+
 The sandbox check costs one sandbox start (~30 ms); nothing is checked that the run will
 not use.
 """
@@ -35,7 +39,7 @@ from benchpack.specs.plan import Plan
 from benchpack.specs.toolsets import PyToolImpl
 
 from .env.service_pool import process_services
-from .errors import EnvironmentProblem
+from .errors import EnvironmentProblem, UsageError
 from .sandbox import INSTALL_HINT, SandboxUnavailable, selftest
 
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -137,7 +141,7 @@ async def check_machine(plan: Plan, selected: set[str], *, allow_python: bool,
     if executor == "ray":
         check_ray_address(ray_address)
     if not allow_python:
-        return  # pack code is refused before this (runner._check_allow_python)
+        return  # pack code is refused before this (`check_allow_python`)
     check_service_commands(plan, selected)
     users = sandbox_users(plan, selected)
     if users:
@@ -146,3 +150,33 @@ async def check_machine(plan: Plan, selected: set[str], *, allow_python: bool,
 
 __all__ = ["check_machine", "check_ray_address", "check_sandbox", "check_service_commands",
            "sandbox_users"]
+
+
+def check_allow_python(plan: Plan, selected: set[str], allow_python: bool) -> None:
+    """Python toolsets and the shell run code: without --allow-python every call would fail,
+    so the run stops before it starts, naming what needs it."""
+    if allow_python:
+        return
+    needs = sorted({t for sid in selected for t in plan.sessions[sid].tools
+                    if (t == "shell" and t not in plan.tools)
+                    or isinstance(getattr(plan.tools.get(t), "impl", None), PyToolImpl)})
+    if needs:
+        shown = ", ".join(f"`{t}`" for t in needs[:5]) + (", …" if len(needs) > 5 else "")
+        raise UsageError(f"this plan's sessions offer tools that run code ({shown}: python "
+                         "toolsets or the shell); pass --allow-python to run them in the "
+                         "sandbox")
+
+
+def check_process_services(plan: Plan, selected: set[str], allow_python: bool) -> None:
+    """HTTP services are pack code: refuse, before anything runs, to run them without
+    `--allow-python` (naming them)."""
+    if allow_python:
+        return
+    envs = {plan.sessions[sid].environment for sid in selected}
+    names = sorted({n for e in envs for n in process_services(plan, e)})
+    if names:
+        which = ", ".join(f"`{n}`" for n in names)
+        many = len(names) > 1
+        raise UsageError(f"HTTP service{'s' if many else ''} {which}: {'they run' if many else 'it runs'} "
+                         "the pack's own code (a process, in the sandbox), which needs "
+                         f"--allow-python (pass it to run {'them' if many else 'it'})")

@@ -44,8 +44,8 @@ class _ClusterSemaphore:
 
 def use_cluster_limits(client: Any, limiter: Any, holder: str) -> None:
     """Route the client's per-model limits through the `Limiter` actor (the rate token is
-    taken with the permit, in the same round trip: `_ModelLimits.rate` stays None)."""
-    from .llm import _ModelLimits
+    taken with the permit, in the same round trip: `ModelLimits.rate` stays None)."""
+    from .llm import ModelLimits
 
     cached: dict[str, Any] = {}
 
@@ -54,7 +54,7 @@ def use_cluster_limits(client: Any, limiter: Any, holder: str) -> None:
         if limits is None:
             rpm_cfg = client.config.requests_per_minute
             rpm = rpm_cfg.get(uri, rpm_cfg.get(model, rpm_cfg.get("*")))
-            limits = cached[uri] = _ModelLimits(
+            limits = cached[uri] = ModelLimits(
                 _ClusterSemaphore(limiter, model, holder, rpm or None),  # type: ignore[arg-type]
                 None)
         return limits

@@ -71,6 +71,7 @@ from .judges.rubric import agent_output, rubric_judge
 from .judges.staged import graph_judge
 from .judges.trigger import trigger_judge
 from .planfile import load_plan
+from .protocols.base import default_protocols
 from .protocols.instructed_user import (
     assertions_component,
     combine_reward,
@@ -99,7 +100,6 @@ from .runner import (
 )
 from .score_block import ScoreOutcome, grade_score_block
 from .session import (
-    METRIC_COLUMNS,
     ChecklistOutcome,
     ItemResult,
     call_texts,
@@ -126,7 +126,7 @@ JUDGE_EXTRA = ("judge_errors", "trigger_labels", "triggers_judged", "verify", "s
 """`sessions.extra` keys the original judge wrote; the rejudge writes its own."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class RejudgeOptions(ClientOptions):
     run_id: str
     """The finished run whose sessions are re-judged."""
@@ -421,9 +421,10 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
                         "judge": ctx.options.judge}
     if errors:
         extra["judge_errors"] = errors
-    extra.update({k: v for k, v in metrics.items() if k not in METRIC_COLUMNS
+    metric_columns = default_protocols().metric_columns()
+    extra.update({k: v for k, v in metrics.items() if k not in metric_columns
                   and k not in ("comp", "score", "passed")})
-    sess = {**row, **{k: v for k, v in metrics.items() if k in METRIC_COLUMNS
+    sess = {**row, **{k: v for k, v in metrics.items() if k in metric_columns
                       or k in ("comp", "score", "passed")},
             "run_id": ctx.new_id, "judge_errors": judge_errors,
             "prompt_tokens": sum(int(r[5] or 0) for r in kept)

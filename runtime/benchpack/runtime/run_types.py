@@ -28,10 +28,12 @@ from .types import AgentAdapter
 RUNS_VERSION = 1
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class ClientOptions:
     """How a command's one LLM client talks to providers: `bench run` and `bench rejudge`
-    share these (and `make_llm_client`)."""
+    share these (and `make_llm_client`). Frozen, as are the options built on them: a stage
+    that settles one (a resumed run's inherited judge) makes new options with
+    `dataclasses.replace`, so no later stage sees them change under it."""
 
     api_base: str | None = None
     api_key_env: str | None = None
@@ -47,7 +49,7 @@ class ClientOptions:
     """Programmatic use only: an LLM backend replacing litellm (tests, benchmarks)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunOptions(ClientOptions):
     plan: str | Path
     agent: str

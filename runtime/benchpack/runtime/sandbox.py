@@ -119,7 +119,7 @@ def find_bwrap() -> str:
                              f"found; {INSTALL_HINT}")
 
 
-def _python() -> tuple[str, str]:
+def sandbox_python() -> tuple[str, str]:
     """(interpreter to run inside, prefix to bind): the real base interpreter, not a venv's."""
     exe = os.path.realpath(sys.executable)
     prefix = os.path.realpath(sys.base_prefix)
@@ -149,7 +149,7 @@ class Sandbox:
     def argv(self, bwrap: str, command: list[str], work: Path, files: Path,
              uid: int = NOBODY) -> list[str]:
         root = os.geteuid() == 0
-        _, prefix = _python()
+        _, prefix = sandbox_python()
         out = [bwrap, "--die-with-parent", "--new-session", "--clearenv",
                "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
                "--setenv", "HOME", "/tmp", "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
@@ -177,7 +177,7 @@ class Sandbox:
             out += ["--ro-bind", src, dest]
         for src, dest in self.rw_binds:
             out += ["--bind", src, dest]
-        exe, _ = _python()
+        exe, _ = sandbox_python()
         out += ["--chdir", "/work", "--", exe, "-I", "-S", "/sandbox/limits.py",
                 str(self.memory_mb * 2**20), str(max(1, int(self.timeout_s) + 1)),
                 str(self.max_file_mb * 2**20), str(self.max_open_files),
@@ -284,7 +284,7 @@ async def selftest(timeout_s: float = 20.0) -> str | None:
         os.chmod(root, 0o755)
         try:
             res = await asyncio.wait_for(run_command(
-                [_python()[0], "-I", "-S", "-c", "pass"], sandbox=Sandbox(timeout_s=timeout_s),
+                [sandbox_python()[0], "-I", "-S", "-c", "pass"], sandbox=Sandbox(timeout_s=timeout_s),
                 work=work, files=files, what="the sandbox check"), timeout_s + 5)
         except SandboxUnavailable:
             raise
@@ -318,7 +318,7 @@ async def run_function(source: str, func: str, args: list[Any], *, what: str,
                                          encoding="utf-8")
         os.chmod(root, 0o755)
         try:
-            res = await run_command([_python()[0], "-I", "/sandbox/runner.py", "/sandbox/module.py", func,
+            res = await run_command([sandbox_python()[0], "-I", "/sandbox/runner.py", "/sandbox/module.py", func,
                                      "/sandbox/args.json"], sandbox=box, work=work, files=files,
                                     what=what)
         except SandboxUnavailable as exc:

@@ -36,8 +36,7 @@ from .judges.rubric import (
     render_evidence,
     rubric_judge,
 )
-from .planfile import group_index
-from .protocols.base import ProtocolResult
+from .protocols.base import ProtocolRegistry, ProtocolResult, default_protocols
 from .score_block import grade_score_block
 from .store import SessionRows
 from .types import AgentAdapter, AgentReply, AgentSession, LLMCallRecord, Message, SessionBrief
@@ -91,7 +90,10 @@ class ChainMemory:
         row = self.store.session_row(self.run_id, session_id, self.repeat)
         if row is None or row.get("status") != "finished":
             return None
-        metrics = {k: row.get(k) for k in METRIC_COLUMNS}
+        # what the session's protocol stores in columns of its own (its other metrics are in
+        # `extra`, which no later session reads)
+        columns = default_protocols().get(str(row.get("protocol"))).metric_columns
+        metrics = {k: row.get(k) for k in columns}
         rows = self.store.session_table(table, self.run_id, session_id, self.repeat)
         return Earlier([], metrics, {table: rows})
 
@@ -480,6 +482,8 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
     prefix = (run_id, s.id, ctx.repeat)
     rows, comp, score, passed, judge_errors, grader_errors = checklist
     m = result.metrics
+    protocols = ctx.run.protocols
+    metric_columns, score_columns = protocols.metric_columns(), protocols.score_columns()
     if "score" in m or "passed" in m:  # a protocol that scores itself (instructed_user)
         score, passed = m.get("score"), m.get("passed")
     tables: dict[str, list[tuple[Any, ...]]] = {}
@@ -513,10 +517,10 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
                                if r.stop_reason != "script_end"),
         "tool_calls": sum(1 for r in ctx.toolbox.records if ctx.in_task(r.turn)),
         "compactions": sum(r.compactions for r in replies),
-        **{k: None if status == "error" and k in SCORE_COLUMNS else m.get(k)
-           for k in METRIC_COLUMNS},
+        **{k: None if status == "error" and k in score_columns else m.get(k)
+           for k in metric_columns},
         "comp": comp, "score": score, "passed": passed,
-        **(worst_scores(ctx.plan, s, m) if error_kind == "agent" else {}),
+        **(worst_scores(ctx.plan, s, m, protocols) if error_kind == "agent" else {}),
         "error_kind": error_kind,
         "judge_errors": result.judge_errors + judge_errors, "grader_errors": grader_errors,
         "prompt_tokens": sum(c.prompt_tokens for c in llm_calls),
@@ -538,7 +542,7 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
                   # task_type); the sessions table has columns only for the fixed labels
                   **({"tags": list(s.metadata.tags)} if s.metadata.tags else {}),
                   **{k: v for k, v in m.items()
-                     if k not in METRIC_COLUMNS and k not in ("score", "passed")}} or None,
+                     if k not in metric_columns and k not in ("score", "passed")}} or None,
     }
     return SessionRows(run_id=run_id, session_id=s.id, repeat=ctx.repeat, session=sess,
                        tables=tables, snapshot=(s.episode, snapshot) if snapshot is not None
@@ -558,39 +562,16 @@ def llm_call_values(c: LLMCallRecord) -> tuple[Any, ...]:
             c.cost, c.latency_s, c.cache_hit, c.error, c.attempts, c.turn, c.started_at)
 
 
-METRIC_COLUMNS = (
-    "intents", "completed", "inferred", "provided", "unresolved", "proc", "proc_group",
-    "recall", "precision", "f1", "triples_gt", "triples_predicted", "kg_status", "stages",
-    "stages_disclosed", "trigger_mode", "triggers", "trigger_pass_rate", "trigger_score",
-    "heartbeats",
-)
-"""Protocol metrics stored in their own `sessions` columns; any other metric goes to `extra`."""
-SCORE_COLUMNS = frozenset({"proc", "proc_group", "recall", "precision", "f1",
-                           "trigger_pass_rate", "trigger_score"})
-"""Metric columns that are scores: NULL for a session that ended in an error (unknown, not 0);
-its counts (intents, statuses, triples, stages …) say how far it got."""
-
-def worst_scores(plan: Plan, s: PlanSession, metrics: dict[str, Any]) -> dict[str, Any]:
-    """The protocol's worst score on each figure the session defines: what a session gets
-    when the agent under test failed (crashed, malformed output). Leaving them unknown would
-    drop the session from every average, so an agent crashing on hard tasks would score
-    higher than one that tried. Errors outside the agent keep NULL (excluded, counted)."""
-    out: dict[str, Any] = {}
-    if s.checklist:
-        out["comp"] = 0.0
-    if s.protocol == "intent_tracking" and s.hidden_intents:
-        out["proc"] = 0.0
-        if s.id in group_index(plan).finals:
-            out["proc_group"] = 0.0
-    elif s.protocol == "staged_disclosure":
-        out.update(recall=0.0, precision=0.0, f1=0.0)
-    elif s.protocol in ("verified_outcome", "instructed_user"):
-        out.update(score=0.0, passed=False)
-    elif s.protocol == "trigger_rubric":
-        # the protocol wrote its triggers as FAIL; the session figures follow from them
-        out.update(trigger_pass_rate=metrics.get("trigger_pass_rate"),
-                   trigger_score=metrics.get("trigger_score"))
-    return out
+def worst_scores(plan: Plan, s: PlanSession, metrics: dict[str, Any],
+                 protocols: ProtocolRegistry | None = None) -> dict[str, Any]:
+    """The worst score on each figure the session defines: what a session gets when the agent
+    under test failed (crashed, malformed output). Leaving them unknown would drop the session
+    from every average, so an agent crashing on hard tasks would score higher than one that
+    tried. Errors outside the agent keep NULL (excluded, counted). The checklist's is shared;
+    the rest is the protocol's (`ProtocolInterpreter.worst_scores`)."""
+    out: dict[str, Any] = {"comp": 0.0} if s.checklist else {}
+    interpreter = (protocols or default_protocols()).get(s.protocol)
+    return {**out, **interpreter.worst_scores(plan, s, metrics)}
 
 
 def session_identity(run_id: str, agent: str, s: PlanSession, repeat: int) -> dict[str, Any]:
@@ -605,7 +586,7 @@ def session_identity(run_id: str, agent: str, s: PlanSession, repeat: int) -> di
     }
 
 
-__all__ = ["METRIC_COLUMNS", "ChainMemory", "ChecklistOutcome", "Earlier", "ItemResult",
+__all__ = ["ChainMemory", "ChecklistOutcome", "Earlier", "ItemResult",
            "SessionContext", "build_rows", "checklist_outcome", "grade_checklist", "grading_trace",
            "initial_files", "judge_rubric_items", "judged_by_rubric", "llm_call_values",
            "render_history", "render_transcript", "rubric_item", "session_brief",

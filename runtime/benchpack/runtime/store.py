@@ -29,13 +29,16 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from benchpack.specs.limits import STORED_TEXT_BYTES
-from benchpack.specs.storefile import write_request_path
+from benchpack.specs.storefile import is_lock, write_request_path
+from benchpack.specs.storeformat import DDL as DDL
+from benchpack.specs.storeformat import SCHEMA_VERSION as SCHEMA_VERSION
+from benchpack.specs.storeformat import SESSION_TABLES as SESSION_TABLES
 
 from .calltexts import CallText, encode_calls
 from .errors import EnvironmentProblem
@@ -46,17 +49,13 @@ from .storecheck import (
     DAMAGED_HINT,
     StoreDamagedError,
     StoreOpenError,
-    _is_lock,
     check_complete,
     damage_reason,
     damaged,
     verify_blocks,
 )
-from .storeinsert import _insert, _no_pandas_retries, columns, described
-from .storeschema import DDL as DDL
-from .storeschema import SCHEMA_VERSION as SCHEMA_VERSION
-from .storeschema import SESSION_TABLES as SESSION_TABLES
-from .storeschema import _check_ours, _migrate
+from .storeinsert import columns, described, insert_rows, no_pandas_retries
+from .storeschema import check_ours, migrate
 
 __all__ = ["BLOB_MIN_CHARS", "BLOB_REF", "DAMAGED_HINT", "SessionRows", "Store",
            "StoreDamagedError", "StoreOpenError", "check_complete", "connect",
@@ -88,7 +87,7 @@ def connect(path: str | Path, read_only: bool = False) -> Any:
     Refuses directories, non-DuckDB files and DuckDB databases of other programs."""
     import duckdb
 
-    _no_pandas_retries()
+    no_pandas_retries()
 
     p = Path(path)
     if p.is_dir():
@@ -106,7 +105,7 @@ def connect(path: str | Path, read_only: bool = False) -> Any:
         if why is not None:
             raise damaged(p, why) from None
         first = str(exc).splitlines()[0]
-        if _is_lock(first):
+        if is_lock(first):
             raise StoreOpenError(
                 f"{p}: another program holds the store ({first}) (hint: a `bench run` writing "
                 "it keeps it until it ends, readers let go within seconds; wait for it, or "
@@ -120,11 +119,11 @@ def connect(path: str | Path, read_only: bool = False) -> Any:
         raise
     if not read_only:
         try:
-            _check_ours(con, p)
+            check_ours(con, p)
             con.execute("BEGIN TRANSACTION")  # one commit for the whole schema, not one per table
             try:
                 con.execute(DDL)
-                _migrate(con, p)
+                migrate(con, p)
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
@@ -159,7 +158,7 @@ def _connect_writing(p: Path, wait_s: float) -> Any:
             try:
                 return duckdb.connect(str(p))
             except duckdb.IOException as exc:
-                if not _is_lock(str(exc)) or time.monotonic() > deadline:
+                if not is_lock(str(exc)) or time.monotonic() > deadline:
                     raise
             if not asked:
                 with contextlib.suppress(OSError):
@@ -453,7 +452,7 @@ class Store:
                         tables.setdefault(table, []).extend(
                             map(self._clean, data) if self.redact else data)
                 for table, data in tables.items():
-                    _insert(con, table, self._clip(table, data))
+                    insert_rows(con, table, self._clip(table, data))
                 # a snapshot is only ever written with its session's rows, so a session not
                 # yet `known` has none, and a known one's was deleted above: a plain INSERT
                 # does what INSERT OR REPLACE did, in one statement and in batch order
@@ -464,15 +463,15 @@ class Store:
                     stored, parts = split_state(r.snapshot[1], clean)
                     new_blobs.update((h, d) for h, d in parts.items() if h not in self._blobs)
                     snapshots.append((r.run_id, r.snapshot[0], r.repeat, r.session_id, stored))
-                _insert(con, "blobs", list(new_blobs.items()))
-                _insert(con, "snapshots", snapshots)
+                insert_rows(con, "blobs", list(new_blobs.items()))
+                insert_rows(con, "snapshots", snapshots)
                 cols = columns(con, "sessions")
                 session_rows = []
                 for rows in batch:
                     sess = dict(rows.session)
                     sess["extra"] = _json(sess.get("extra"))
                     session_rows.append(self._clean(tuple(sess.get(c) for c in cols)))
-                _insert(con, "sessions", self._clip("sessions", session_rows))
+                insert_rows(con, "sessions", self._clip("sessions", session_rows))
                 con.execute("COMMIT")
                 self._blobs.update(new_blobs)
                 for r in batch:
@@ -561,11 +560,3 @@ class Store:
                     self._queue.task_done()
             if stop:
                 return
-
-
-def rows_json(values: Iterable[Any]) -> list[str | None]:
-    return [_json(v) for v in values]
-
-
-def table_rows(prefix: Sequence[Any], rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
-    return [(*prefix, *r) for r in rows]

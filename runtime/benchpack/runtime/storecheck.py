@@ -14,7 +14,6 @@ from benchpack.specs.storefile import (
     verify_once,
 )
 from benchpack.specs.storefile import check_complete as _check_complete
-from benchpack.specs.storefile import is_lock as _is_lock
 
 from .errors import UsageError
 
@@ -22,7 +21,6 @@ __all__ = [
     "DAMAGED_HINT",
     "StoreDamagedError",
     "StoreOpenError",
-    "_is_lock",
     "check_complete",
     "damage_reason",
     "damaged",

@@ -1,6 +1,6 @@
 """How the store's rows go into DuckDB: one statement per table and batch, each column as one
-JSON array DuckDB parses (`_insert`), and what DuckDB's Python binding would otherwise do per
-value (`_no_pandas_retries`)."""
+JSON array DuckDB parses (`insert_rows`), and what DuckDB's Python binding would otherwise do per
+value (`no_pandas_retries`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def _no_pandas_retries() -> None:
+def no_pandas_retries() -> None:
     """DuckDB's binding tries `import pandas` for every bound parameter (16 times per insert)
     and a failed import is not remembered: each try walked sys.path again, ~60 % of an
     insert's CPU. When pandas is not installed, say so once (`import pandas` then fails at
@@ -79,7 +79,7 @@ def _json_list(values: list[Any], sql_type: str) -> str | None:
     return json.dumps(values, ensure_ascii=False, check_circular=False)
 
 
-def _insert(con: Any, table: str, data: Sequence[Sequence[Any]], chunk: int = 256) -> None:
+def insert_rows(con: Any, table: str, data: Sequence[Sequence[Any]], chunk: int = 256) -> None:
     """All rows in one statement, each column as one JSON array parameter that DuckDB parses
     and unnests: converting Python values one by one into DuckDB values cost 5 µs each (a
     pandas probe per value), JSON text parsed inside DuckDB 0.4 µs (12× less for the writer

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from .graders.python import REFUSED as PYTHON_REFUSED
+from .protocols.base import default_protocols
 from .run_types import RunSummary
 from .store import Store
 
@@ -61,12 +62,14 @@ def _summarise(con: Any, store: Store, run_id: str, total: int, stats: dict[str,
     # verified outcome: per session, graded repeats and passes (a NULL `passed` is ungraded)
     # tasks as the `verified_tasks` view folds them (style variants into their base), so
     # this summary and `bench report pass-k` count the same (n, c)
+    # over the protocols whose `passed` is a task outcome (`ProtocolInterpreter.pass_k`)
+    pass_k = default_protocols().pass_k_protocols()
     counts = con.execute(
         "SELECT count(passed), count(*) FILTER (WHERE passed) FROM sessions WHERE run_id = ? "
-        "AND protocol IN ('verified_outcome', 'instructed_user') AND (status = 'finished' OR "
-        "error_kind = 'agent') "
+        f"AND protocol IN ({', '.join('?' * len(pass_k)) or 'NULL'}) AND (status = 'finished' "
+        "OR error_kind = 'agent') "
         f"AND {_FULL} GROUP BY coalesce(base_session, session_id) ORDER BY "
-        "coalesce(base_session, session_id)", [run_id]).fetchall()
+        "coalesce(base_session, session_id)", [run_id, *pass_k]).fetchall()
     refused = con.execute(
         "SELECT count(*) FROM checklist_results WHERE run_id = ? AND error = ?",
         [run_id, PYTHON_REFUSED]).fetchone()

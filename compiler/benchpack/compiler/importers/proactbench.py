@@ -216,7 +216,7 @@ def _scenario_index(path: Path) -> dict[tuple[str, str], tuple[int, dict[str, An
     return index
 
 
-def _comment(lines: list[str]) -> str:
+def comment_lines(lines: list[str]) -> str:
     return "".join(f"# {x}".rstrip() + "\n" for x in lines)
 
 
@@ -379,7 +379,7 @@ def _episode(row: dict[str, Any], where: str, source_name: str,
             f"Reference answers written by {model} at curation time; at trigger turns the "
             "agent under test answers instead.", *header_extra]
     text = ("# yaml-language-server: $schema=../../schemas/fragment.schema.json\n"
-            + _comment(head) + dump({"episodes": [episode]}))
+            + comment_lines(head) + dump({"episodes": [episode]}))
     return text, persona
 
 
@@ -420,7 +420,7 @@ def _pack_yaml(name: str, source: Path, selected: Path | None, personas: dict[st
             "lint": {"ignore": list(LINT_IGNORED)}}
     head += ["", "lint.ignore: warnings about the released content itself, kept verbatim:"]
     head += [f"  {code}: {why}" for code, why in LINT_IGNORED.items()]
-    return _comment(head) + dump(pack)
+    return comment_lines(head) + dump(pack)
 
 
 def _report_md(source: Path, selected: Path | None, rows: list[Any], report: _Report) -> str:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from . import ImportError_, ImportResult
-from .proactbench import _comment, dump, safe_id
+from .proactbench import comment_lines, dump, safe_id
 
 SUBSETS = ("daily", "pro")
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -429,7 +429,7 @@ def _build(t: _Task, root: Path, from_extractions: bool, report: _Report
     pid = f"p-{eid}"
     episode = {"id": eid, "title": title or qid, "persona": pid, "sessions": [session]}
     text = ("# yaml-language-server: $schema=../../schemas/fragment.schema.json\n"
-            + _comment(head) + dump({"episodes": [episode]}))
+            + comment_lines(head) + dump({"episodes": [episode]}))
     role = persona_text or (f"A user of VibeSearchBench task {qid} (no persona in the "
                             "imported files)")
     return eid, text, pid, {"id": pid, "name": f"VibeSearchBench user {eid}",
@@ -512,7 +512,7 @@ def _pack_yaml(name: str, source: Path, personas: list[dict[str, Any]],
             "defaults": {"limits": {"max_turns": MAX_TURNS}},
             "include": ["episodes/*.yaml"],
             "personas": personas}
-    return _comment(head) + dump(pack)
+    return comment_lines(head) + dump(pack)
 
 
 def _table(rows: list[tuple[str, str, str]]) -> list[str]:

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from benchpack.specs import pack as P
 
     from ..build import Builder
-    from ..core import Loc, _SessionDraft
+    from ..core import Loc, SessionDraft
 
 Material = Callable[["Builder", "P.Session", "Loc", Any, list[str], dict[str, Any]],
                     dict[str, Any]]
@@ -21,10 +21,19 @@ Limits = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 """(the merged limits, the limits the pack defaults and the session set) → the limits."""
 Opening = Callable[["Builder", "P.Session", "Loc", Any, "str | None"], "str | None"]
 """(builder, session, location, render, the rendered `request`) → the opening request."""
-PlanCheck = Callable[["Builder", "_SessionDraft", dict[str, Any], dict[str, dict[str, Any]],
-                      dict[str, "_SessionDraft"], list[str], dict[str, int]], None]
+PlanCheck = Callable[["Builder", "SessionDraft", dict[str, Any], dict[str, dict[str, Any]],
+                      dict[str, "SessionDraft"], list[str], dict[str, int]], None]
 """Checks that need the episode order (builder, draft, compiled session, all compiled sessions,
 drafts by id, the episode's session order, each session's position in it)."""
+LintReport = Callable[[str, str, tuple[Any, ...], "str | None"], None]
+"""`report(code, message, sub_path, hint)`, as `lint.lint_session` passes it."""
+Lint = Callable[[dict[str, Any], LintReport], None]
+"""(the compiled session, report) → this protocol's own lints."""
+
+
+def lacks(s: dict[str, Any], report: LintReport, key: str, what: str) -> None:
+    """W308: the session of this protocol has no `key` (the material the protocol runs on)."""
+    report("W308", f"{s['protocol']} session lacks {what}", (), f"add `{key}:`")
 
 
 @dataclass(frozen=True)
@@ -46,3 +55,6 @@ class ProtocolCompiler:
     limits: Limits | None = None
     """Only for sessions of this protocol: adjust the merged limits (e.g. a default derived
     from another limit); gets the limits the pack and the session set themselves."""
+    lint: Lint | None = None
+    """Only for sessions of this protocol: its lints (W308, material it needs), run by
+    `lint.lint_session` before the shared ones."""

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from benchpack.specs import pack as P
 
-from .base import ProtocolCompiler
+from .base import LintReport, ProtocolCompiler, lacks
 
 if TYPE_CHECKING:
     from ..build import Builder
-    from ..core import Loc, _SessionDraft
+    from ..core import Loc, SessionDraft
 
 
 def hidden_intents(b: Builder, s: P.Session, loc: Loc, r: Any) -> list[dict[str, Any]]:
@@ -28,8 +28,8 @@ def hidden_intents(b: Builder, s: P.Session, loc: Loc, r: Any) -> list[dict[str,
     return out
 
 
-def check_evidence(b: Builder, d: _SessionDraft, s: dict[str, Any],
-                   sessions: dict[str, dict[str, Any]], by_id: dict[str, _SessionDraft],
+def check_evidence(b: Builder, d: SessionDraft, s: dict[str, Any],
+                   sessions: dict[str, dict[str, Any]], by_id: dict[str, SessionDraft],
                    episode_order: list[str], position: dict[str, int]) -> None:
     if not any(it["evidence"] for it in s["hidden_intents"]):
         return
@@ -52,9 +52,16 @@ def material(b: Builder, s: P.Session, loc: Loc, r: Any, tools: list[str],
     return {"hidden_intents": hidden_intents(b, s, loc, r)}
 
 
+def lint(s: dict[str, Any], report: LintReport) -> None:
+    for key, what in (("hidden_intents", "hidden intents"), ("checklist", "a checklist")):
+        if not s.get(key):
+            lacks(s, report, key, what)
+
+
 COMPILER = ProtocolCompiler(
     name="intent_tracking",
     default_limits={"max_turns": 12, "max_steps_per_turn": 30, "turn_timeout_s": 600.0},
     material=material,
     plan_check=check_evidence,
+    lint=lint,
 )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from benchpack.specs import pack as P
 
 from ..datafiles import DataError, read_triples
-from .base import ProtocolCompiler
+from .base import LintReport, ProtocolCompiler, lacks
 
 if TYPE_CHECKING:
     from ..build import Builder
@@ -89,9 +89,17 @@ def material(b: Builder, s: P.Session, loc: Loc, r: Any, tools: list[str],
     return {"stages": stages(b, s, loc, r), "graph": graph(b, s, loc)}
 
 
+def lint(s: dict[str, Any], report: LintReport) -> None:
+    if not s.get("stages"):
+        lacks(s, report, "stages", "stages")
+    if not s.get("graph") or not s["graph"]["triples"]:
+        lacks(s, report, "graph", "a ground-truth graph")
+
+
 COMPILER = ProtocolCompiler(
     name="staged_disclosure",
     default_limits={"max_turns": 20, "max_steps_per_turn": 40, "turn_timeout_s": 900.0},
     material=material,
     opening=opening,
+    lint=lint,
 )

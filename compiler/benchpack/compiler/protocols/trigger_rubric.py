@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchpack.specs import pack as P
 
-from .base import ProtocolCompiler
+from .base import LintReport, ProtocolCompiler
 
 if TYPE_CHECKING:
     from ..build import Builder
@@ -82,8 +82,15 @@ def material(b: Builder, s: P.Session, loc: Loc, r: Any, tools: list[str],
     return {"scenario": scenario_, "triggers": triggers_, "dialogue": dialogue_}
 
 
+def lint(s: dict[str, Any], report: LintReport) -> None:
+    if not s["triggers"] and not (s["scenario"] and s["scenario"]["anchors"]):
+        report("W308", "trigger_rubric session has neither trigger points nor scenario anchors",
+               (), "add `scenario:` with anchors, or authored `triggers:`")
+
+
 COMPILER = ProtocolCompiler(
     name="trigger_rubric",
     default_limits={"max_turns": 10, "max_steps_per_turn": 10, "turn_timeout_s": 300.0},
     material=material,
+    lint=lint,
 )

@@ -14,8 +14,8 @@ from benchpack.specs import pack as P
 from benchpack.specs.formula import Problem, parse
 from benchpack.specs.scoring import COMPONENT_PATTERN, REWARD_COMPONENTS, Score
 
-from ..loader import _find_key
-from .base import ProtocolCompiler
+from ..sourcefile import find_key
+from .base import LintReport, ProtocolCompiler, lacks
 
 if TYPE_CHECKING:
     from ..build import Builder
@@ -140,10 +140,10 @@ def _missing_builtin(name: str) -> tuple[str, str]:
 
 def _tool_ref(b: Builder, pattern: str, tools: list[str], loc: Loc,
               sub: tuple[PathPart, ...]) -> None:
-    from ..checks import _tool_suggestion
+    from ..checks import tool_suggestion
 
     if not any(fnmatch.fnmatchcase(t, pattern) for t in tools) and not b.lost_tool(pattern):
-        hint, fix = _tool_suggestion(pattern, tools)
+        hint, fix = tool_suggestion(pattern, tools)
         b.err("E202", f"no tool `{pattern}` in this session", loc, sub, hint, fix=fix)
 
 
@@ -204,7 +204,7 @@ def locate_in_scalar(src: SourceFile, path: tuple[PathPart, ...], line: int,
         if isinstance(node, yaml.SequenceNode) and isinstance(part, int) \
                 and 0 <= part < len(node.value):
             node = node.value[part]
-        elif isinstance(node, yaml.MappingNode) and (pair := _find_key(node, part)):
+        elif isinstance(node, yaml.MappingNode) and (pair := find_key(node, part)):
             node = pair[1]
         else:
             return None
@@ -261,10 +261,17 @@ def material(b: Builder, s: P.Session, loc: Loc, r: Any, tools: list[str],
     return out
 
 
+def lint(s: dict[str, Any], report: LintReport) -> None:
+    # a `score:` block grades the session without a checklist
+    if not s.get("score") and not s.get("checklist"):
+        lacks(s, report, "checklist", "a checklist")
+
+
 COMPILER = ProtocolCompiler(
     name="verified_outcome",
     default_limits={"max_turns": 6, "max_steps_per_turn": 60, "turn_timeout_s": 1200.0},
     material=material,
+    lint=lint,
 )
 
 __all__ = ["COMPILER", "Score", "material", "score", "verify"]

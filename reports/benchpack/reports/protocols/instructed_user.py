@@ -4,7 +4,7 @@ its components. Pass/fail figures (pass@k, pass^k) come from the verified-outcom
 
 from __future__ import annotations
 
-from ..model import View
+from ..model import Metric, View
 from .base import ProtocolReports
 
 VIEWS: tuple[View, ...] = (
@@ -28,4 +28,6 @@ FROM session_results WHERE protocol = 'instructed_user'
 """),
 )
 
-PROTOCOL = ProtocolReports("instructed_user", VIEWS, ())
+PROTOCOL = ProtocolReports("instructed_user", VIEWS, (), compare=(
+    Metric("score", "verified score", ("instructed_user",), "continuous", "s.score"),
+    Metric("pass", "pass rate", ("instructed_user",), "binary", "CAST(s.passed AS INTEGER)")))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from ..model import BuiltinReport, Chart, Column, Estimate, ReportResult, Table, View
+from ..model import BuiltinReport, Chart, Column, Estimate, Metric, ReportResult, Table, View
 from .base import ProtocolReports
 
 if TYPE_CHECKING:
@@ -79,12 +79,12 @@ WHERE v.ablation = 'without_dependencies' AND (v.status = 'finished' OR v.error_
 
 
 def proc_comp(ctx: ReportContext) -> ReportResult:
-    from ..builtin import _metric_table
+    from ..builtin import metric_table
 
     res = ReportResult("proc-comp", "Proactivity and completion",
                        "PROC and COMP (π-Bench), macro over intent-tracking sessions, by "
                        f"{ctx.by or 'run'}; turns per session.", ctx.runs)
-    res.tables.append(_metric_table(
+    res.tables.append(metric_table(
         ctx, f"PROC / COMP by {ctx.by or 'run'}",
         "protocol = 'intent_tracking'",
         [("coalesce(proc_group, proc)", "proc", "PROC"), ("comp", "comp", "COMP")],
@@ -206,4 +206,6 @@ PROTOCOL = ProtocolReports("intent_tracking", VIEWS, (
                   category),
     BuiltinReport("ablation", "Dependency ablation", "PROC / COMP with vs without prior "
                   "sessions", ablation),
-))
+), compare=(
+    Metric("proc", "PROC", ("intent_tracking",), "continuous", "coalesce(s.proc_group, s.proc)"),
+    Metric("comp", "COMP", ("intent_tracking",), "continuous", "s.comp")))

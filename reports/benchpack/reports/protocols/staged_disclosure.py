@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..model import BuiltinReport, Column, ReportResult, Table, View
+from ..model import BuiltinReport, Column, Metric, ReportResult, Table, View
 from .base import ProtocolReports
 
 if TYPE_CHECKING:
@@ -27,12 +27,12 @@ FROM session_results WHERE protocol = 'staged_disclosure'
 
 
 def graph(ctx: ReportContext) -> ReportResult:
-    from ..builtin import _metric_table
+    from ..builtin import metric_table
 
     ctx.by = ctx.by or "category"
     res = ReportResult("graph", "Knowledge-graph precision, recall and F1",
                        f"Staged-disclosure sessions (VibeSearchBench), by {ctx.by}.", ctx.runs)
-    res.tables.append(_metric_table(
+    res.tables.append(metric_table(
         ctx, f"Triple P / R / F1 by {ctx.by}",
         "protocol = 'staged_disclosure'",
         [("\"precision\"", "precision", "precision"), ("recall", "recall", "recall"),
@@ -52,4 +52,5 @@ def graph(ctx: ReportContext) -> ReportResult:
 PROTOCOL = ProtocolReports("staged_disclosure", VIEWS, (
     BuiltinReport("graph", "Knowledge graphs", "triple P / R / F1 by category (or --by)",
                   graph),
-))
+), compare=(
+    Metric("f1", "triple F1", ("staged_disclosure",), "continuous", "s.f1"),))

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..cluster import cluster_sql
-from ..model import BuiltinReport, Chart, Column, Estimate, ReportResult, Table, View
+from ..model import BuiltinReport, Chart, Column, Estimate, Metric, ReportResult, Table, View
 from .base import ProtocolReports
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def trigger_estimates(ctx: ReportContext, where: str = "TRUE", *, by_type: bool 
 
 def triggers(ctx: ReportContext) -> ReportResult:
     from .. import stats
-    from ..builtin import _excluded
+    from ..builtin import excluded_by_kind
 
     labels = ctx.labels()
     res = ReportResult("triggers", "Trigger points by type",
@@ -116,7 +116,7 @@ def triggers(ctx: ReportContext) -> ReportResult:
                "score. Judge errors and SKIPPED triggers (beyond the end of the dialogue) are "
                "not in N (ProactBench). A session the agent errored in counts its triggers as "
                "FAIL; excluded sessions errored outside the agent."])
-    excluded = _excluded(ctx, "run_id IN $runs AND protocol = 'trigger_rubric'")
+    excluded = excluded_by_kind(ctx, "run_id IN $runs AND protocol = 'trigger_rubric'")
     bars: dict[str, dict[str, Any]] = defaultdict(dict)
     for run in ctx.runs:
         for typ in order:
@@ -136,7 +136,19 @@ def triggers(ctx: ReportContext) -> ReportResult:
     return res
 
 
+def pooled_trigger_score(ctx: ReportContext) -> dict[str, Estimate]:
+    """The headline's trigger score: run → its weighted score pooled over judged triggers, as
+    `bench report triggers` shows it (CI over sessions)."""
+    pooled = trigger_estimates(ctx, "ablation IS NULL", by_type=False)
+    return {run: f["weighted"] for run in ctx.runs
+            if (f := pooled.get((run, "overall"))) is not None}
+
+
 PROTOCOL = ProtocolReports("trigger_rubric", VIEWS, (
     BuiltinReport("triggers", "Trigger points", "pass rate and weighted score per type with "
                   "CIs", triggers),
-))
+), headline=("trigger", pooled_trigger_score), compare=(
+    Metric("trigger_score", "trigger score", ("trigger_rubric",), "continuous", "t.score",
+           triggers=True),
+    Metric("trigger_pass", "trigger pass rate", ("trigger_rubric",), "binary",
+           "CAST(t.label = 'PASS' AS INTEGER)", triggers=True)))

@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..model import BuiltinReport, Column, Estimate, ReportResult, Table, View
+from ..model import BuiltinReport, Column, Estimate, Metric, ReportResult, Table, View
 from .base import ProtocolReports
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ WHERE s.scored
 
 def pass_k(ctx: ReportContext) -> ReportResult:
     from .. import stats
-    from ..builtin import EXCLUDED_NOTE, _excluded
+    from ..builtin import EXCLUDED_NOTE, excluded_by_kind
 
     labels = ctx.labels()
     res = ReportResult("pass-k", "pass@k and pass^k",
@@ -63,7 +63,7 @@ def pass_k(ctx: ReportContext) -> ReportResult:
         by_run[r[0]].append(r)
     scores = ctx.estimates("""SELECT run_id, episode, task, 0, mean_score FROM verified_tasks
         WHERE run_id IN $runs AND n > 0""", 1, 1)
-    excluded = _excluded(ctx, "run_id IN $runs AND protocol IN ('verified_outcome', "
+    excluded = excluded_by_kind(ctx, "run_id IN $runs AND protocol IN ('verified_outcome', "
                                   "'instructed_user')")
     t = Table("Per agent", [Column("agent", "agent"), Column("tasks", "tasks", "int"),
                             Column("k", "k (= repeats)", "int"),
@@ -235,4 +235,6 @@ def dimension_table(ctx: ReportContext, labels: dict[str, str]) -> Table | None:
 
 PROTOCOL = ProtocolReports("verified_outcome", VIEWS, (
     BuiltinReport("pass-k", "pass@k", "verified outcomes: pass@1, pass@k, pass^k", pass_k),
-))
+), compare=(
+    Metric("score", "verified score", ("verified_outcome",), "continuous", "s.score"),
+    Metric("pass", "pass rate", ("verified_outcome",), "binary", "CAST(s.passed AS INTEGER)")))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any, Literal, TypeVar
 
-from .resampling import BootstrapCI, _bootstrap_counts, _quantile, unit_draw_counts
+from .resampling import BootstrapCI, bootstrap_counts_joint, quantile, unit_draw_counts
 
 L = TypeVar("L", bound=Hashable)
 
@@ -145,7 +145,7 @@ def kappa_cis(
     k = _check_square(confusion)
     flat = [int(c) for row in confusion for c in row]
     if exact_max is None or sum(flat) <= exact_max:
-        return _bootstrap_counts(flat, partial(_kappas, k=k, weights=tuple(weights)),
+        return bootstrap_counts_joint(flat, partial(_kappas, k=k, weights=tuple(weights)),
                                  len(weights), level=level, resamples=resamples, seed=seed)
     return [_kappa_normal_ci(flat, k, w, level, seed) for w in weights]
 
@@ -197,8 +197,8 @@ def cluster_kappa_cis(
     for out, estimate in zip(draws, _kappas(total, k, tuple(weights)), strict=True):
         defined = sorted(d for d in out if d is not None)
         results.append(BootstrapCI(
-            estimate, _quantile(defined, (1.0 - level) / 2.0) if defined else None,
-            _quantile(defined, (1.0 + level) / 2.0) if defined else None,
+            estimate, quantile(defined, (1.0 - level) / 2.0) if defined else None,
+            quantile(defined, (1.0 + level) / 2.0) if defined else None,
             level, resamples, n_items, seed, undefined=len(out) - len(defined)))
     return results
 
@@ -398,8 +398,8 @@ def krippendorff_alpha_ci(
                         categories)
     defined = sorted(d for d in draws if d is not None)
     return BootstrapCI(alpha(counts)[0],
-                       _quantile(defined, (1.0 - level) / 2.0) if defined else None,
-                       _quantile(defined, (1.0 + level) / 2.0) if defined else None,
+                       quantile(defined, (1.0 - level) / 2.0) if defined else None,
+                       quantile(defined, (1.0 + level) / 2.0) if defined else None,
                        level, resamples, n, seed, undefined=len(draws) - len(defined))
 
 

@@ -179,8 +179,8 @@ def bootstrap_ci(
             return normal_ci(totals, level=level, seed=seed)
         estimate, draws = _bootstrap_pooled(totals, seed, resamples)
     defined = sorted(d for d in draws if d is not None)
-    low = _quantile(defined, (1.0 - level) / 2.0) if defined else None
-    high = _quantile(defined, (1.0 + level) / 2.0) if defined else None
+    low = quantile(defined, (1.0 - level) / 2.0) if defined else None
+    high = quantile(defined, (1.0 + level) / 2.0) if defined else None
     return BootstrapCI(
         estimate, low, high, level, resamples, n, seed, undefined=len(draws) - len(defined)
     )
@@ -296,11 +296,11 @@ def bootstrap_counts(
     a seed; undefined (``None``) statistics are left out of the percentiles, as there.
     """
     listed = list(statistics)
-    return _bootstrap_counts(counts, lambda sample: [f(sample) for f in listed], len(listed),
+    return bootstrap_counts_joint(counts, lambda sample: [f(sample) for f in listed], len(listed),
                              level=level, resamples=resamples, seed=seed)
 
 
-def _bootstrap_counts(
+def bootstrap_counts_joint(
     counts: Sequence[int],
     joint: Callable[[list[int]], Sequence[float | None]],
     m: int,
@@ -328,8 +328,8 @@ def _bootstrap_counts(
         defined = sorted(d for d in out if d is not None)
         results.append(BootstrapCI(
             estimate,
-            _quantile(defined, (1.0 - level) / 2.0) if defined else None,
-            _quantile(defined, (1.0 + level) / 2.0) if defined else None,
+            quantile(defined, (1.0 - level) / 2.0) if defined else None,
+            quantile(defined, (1.0 + level) / 2.0) if defined else None,
             level, resamples, n, seed, undefined=len(out) - len(defined)))
     return results
 
@@ -378,7 +378,7 @@ def _count_draws(data: bytes, cuts: list[int]) -> list[int]:
     return counts
 
 
-def _quantile(sorted_xs: Sequence[float], q: float) -> float:
+def quantile(sorted_xs: Sequence[float], q: float) -> float:
     """Linear interpolation between order statistics (numpy's default, Hyndman–Fan type 7)."""
     h = (len(sorted_xs) - 1) * q
     lo = math.floor(h)

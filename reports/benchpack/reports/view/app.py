@@ -198,10 +198,10 @@ class Viewer:
             cached = self._headlines.get(key)
         if cached is None:
             from ..builtin import ReportContext, headline_table
-            from ..html import _table_html
+            from ..html import table_html
 
             ctx = ReportContext(con, runs, None, 0.95, 2000, 0, False, 1)
-            cached = _table_html(headline_table(ctx), "headline")
+            cached = table_html(headline_table(ctx), "headline")
             with self._lock:
                 self._headlines[key] = cached
                 while len(self._headlines) > HEADLINE_CACHE:
@@ -404,13 +404,13 @@ class Viewer:
             cached = self._compared.get(key)
         if cached is None:
             from ..compare import CompareOptions, build
-            from ..html import _table_html
-            from ..html_common import _prose
+            from ..html import table_html
+            from ..html_common import prose
 
             res = build(con, CompareOptions([a, b], allow_incomparable=True))
-            cached = Markup("".join(f'<p class="note">{_prose(n)}</p>' for n in res.notes
+            cached = Markup("".join(f'<p class="note">{prose(n)}</p>' for n in res.notes
                                     if "NOT COMPARABLE" not in n)
-                            + _table_html(res.tables[0], "compare"))
+                            + table_html(res.tables[0], "compare"))
             with self._lock:
                 self._compared[key] = cached
                 while len(self._compared) > HEADLINE_CACHE:
@@ -438,9 +438,9 @@ class Viewer:
 
 
 def _report_css(request: Request) -> Response:
-    from ..html_common import _asset  # the transcript's styles, shared with the HTML report
+    from ..html_common import asset_text  # the transcript's styles, shared with the HTML report
 
-    return Response(_asset("report.css"), media_type="text/css; charset=utf-8")
+    return Response(asset_text("report.css"), media_type="text/css; charset=utf-8")
 
 
 def create_app(db: str | Path, *, wait_s: float = 30.0, hosts: frozenset[str] = frozenset(),

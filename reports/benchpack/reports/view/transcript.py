@@ -189,12 +189,6 @@ def timeline_html(rows: SessionRows) -> str:
             "</thead><tbody>" + "".join(body) + "</tbody></table></div>" + more + "</details>")
 
 
-def summary_chips(s: dict[str, Any]) -> str:
-    from ..html import _metric_chips
-
-    return _metric_chips(s)
-
-
 NOT_STORED = ("not stored: the store was written before benchpack kept prompts (schema 6), or "
               "the call was recorded without them (an imported run, an agent reporting its own "
               "calls)")

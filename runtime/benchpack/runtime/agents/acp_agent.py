@@ -51,14 +51,10 @@ from .cmd_agent import (
     MAX_LINE_BYTES,
     STDERR_TAIL_BYTES,
     HarnessError,
-    _anchor,
-    _exit,
-    _plain,
-    _signal_group,
-    _workspace,
     spawn_group,
 )
 from .harness_output import failure_detail, reply_texts, split_chunks
+from .harness_process import anchor_paths, plain_message, signal_group, wait_exit, workspace_of
 from .isolation import Isolation, check_pass_env
 from .proxied import ProxiedAdapter, check_executable
 
@@ -142,7 +138,7 @@ class AcpAgent(ProxiedAdapter):
                  uri: str | None = None) -> None:
         argv = shlex.split(options.command)
         self.options = options
-        self.argv = _anchor(argv, Path.cwd())
+        self.argv = anchor_paths(argv, Path.cwd())
         self.name = uri or f"acp:{options.command}"
         self.llm = llm
         self.proxy_model = options.model
@@ -327,7 +323,7 @@ class AcpSession:
         # the step budget holds over MCP as for `cmd:`/`cmd2:` (tool calls per turn)
         self.mcp = await start_mcp_server(self.brief.tools, max_steps=self.brief.max_steps,
                                           result_chars=self.brief.max_tool_result_chars)
-        workspace = _workspace(self.brief)
+        workspace = workspace_of(self.brief)
         cwd = workspace or str(self.iso.root)
         proc, self._lifeline = await spawn_group(self.agent.argv, cwd,
                                                  self.environment(workspace), MAX_LINE_BYTES)
@@ -439,12 +435,12 @@ class AcpSession:
         """The benchmark's context for the first prompt: ACP has no system prompt."""
         brief = self.brief
         parts = [brief.system_prompt.strip()] if brief.system_prompt.strip() else []
-        prior = [p for m in brief.prior if (p := _plain(m)) and p["role"] in ("user", "assistant")
+        prior = [p for m in brief.prior if (p := plain_message(m)) and p["role"] in ("user", "assistant")
                  and p["content"]]
         if prior:
             parts.append("Earlier sessions:\n" + "\n".join(
                 f"{p['role'].upper()}: {p['content']}" for p in prior))
-        history = [p for m in brief.history if (p := _plain(m)) and p["content"]]
+        history = [p for m in brief.history if (p := plain_message(m)) and p["content"]]
         if history:
             parts.append("This conversation so far:\n" + "\n".join(
                 f"{p['role'].upper()}: {p['content']}" for p in history))
@@ -527,8 +523,8 @@ class AcpSession:
         proc = self.proc
         if proc is None:
             return
-        _signal_group(proc, 9)
-        await _exit(proc, 10.0)
+        signal_group(proc, 9)
+        await wait_exit(proc, 10.0)
         if self._stderr_task is not None:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
                 await asyncio.wait_for(asyncio.shield(self._stderr_task), 1.0)
@@ -544,12 +540,12 @@ class AcpSession:
                     async with asyncio.timeout(CLOSE_GRACE_S):
                         await conn.close()  # stdin EOF: an ACP agent's cue to exit
             if proc is not None:
-                if not await _exit(proc, CLOSE_GRACE_S if self.dead is None else 0.0):
-                    _signal_group(proc, 15)
-                    if not await _exit(proc, 1.0):
-                        _signal_group(proc, 9)
-                        await _exit(proc, 10.0)
-                _signal_group(proc, 9)  # whatever the agent left in its group
+                if not await wait_exit(proc, CLOSE_GRACE_S if self.dead is None else 0.0):
+                    signal_group(proc, 15)
+                    if not await wait_exit(proc, 1.0):
+                        signal_group(proc, 9)
+                        await wait_exit(proc, 10.0)
+                signal_group(proc, 9)  # whatever the agent left in its group
         finally:
             if self._stderr_task is not None:
                 self._stderr_task.cancel()

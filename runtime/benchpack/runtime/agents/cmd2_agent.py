@@ -46,14 +46,10 @@ from .cmd_agent import (
     MAX_LINE_BYTES,
     STDERR_TAIL_BYTES,
     HarnessError,
-    _anchor,
-    _exit,
-    _plain,
-    _signal_group,
-    _workspace,
     spawn_group,
 )
 from .harness_output import ERROR_QUOTE_CHARS, failure_detail
+from .harness_process import anchor_paths, plain_message, signal_group, wait_exit, workspace_of
 from .isolation import Isolation, check_pass_env
 from .proxied import ProxiedAdapter, check_executable
 
@@ -150,7 +146,7 @@ class Cmd2Agent(ProxiedAdapter):
         argv = shlex.split(command)
         if not argv:
             raise UsageError(f"cmd2: needs a command ({USAGE})")
-        self.argv = _anchor(argv, Path.cwd())
+        self.argv = anchor_paths(argv, Path.cwd())
         self.name = uri or f"cmd2:{command}"
         self.llm = llm
         self.model = model
@@ -208,8 +204,8 @@ class Cmd2Session:
     def config(self, text: str, event: dict[str, Any] | None, workspace: str | None
                ) -> dict[str, Any]:
         brief = self.brief
-        prior = [p for m in brief.prior if (p := _plain(m)) and p["role"] in ("user", "assistant")]
-        history = [p for m in brief.history if (p := _plain(m))] + self.transcript
+        prior = [p for m in brief.prior if (p := plain_message(m)) and p["role"] in ("user", "assistant")]
+        history = [p for m in brief.history if (p := plain_message(m))] + self.transcript
         mcp: dict[str, Any] | None = None
         if self.mcp is not None:
             mcp = {"url": str(self.mcp.url),
@@ -266,7 +262,7 @@ class Cmd2Session:
         records = getattr(tools, "records", None)
         before = len(records) if isinstance(records, list) else 0
         text = message if message is not None else render_event(event)
-        workspace = _workspace(self.brief)
+        workspace = workspace_of(self.brief)
         config = self.config(text, event, workspace)
         config_path = self.iso.root / "config.json"
         message_path = self.iso.root / "user_message.txt"
@@ -312,8 +308,8 @@ class Cmd2Session:
             except UnicodeDecodeError:
                 raise HarnessError("the harness's answer (stdout) is not UTF-8") from None
         finally:
-            _signal_group(proc, 9)
-            await _exit(proc, 10.0)
+            signal_group(proc, 9)
+            await wait_exit(proc, 10.0)
             with contextlib.suppress(OSError):
                 os.close(lifeline)
             self._proc = None
@@ -321,7 +317,7 @@ class Cmd2Session:
     async def close(self) -> None:
         proc = self._proc
         if proc is not None:  # a turn cancelled mid-flight (Ctrl-C): its finally kills it too
-            _signal_group(proc, 9)
+            signal_group(proc, 9)
         if self.route is not None:
             with contextlib.suppress(Exception):
                 (await self.agent.proxy()).close_session(self.route)

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..errors import UsageError
 from ..types import AgentReply, LLMCallRecord, Message, SessionBrief, ToolRecord
 from . import Recorder, render_event, tool_call_messages
+from .harness_process import anchor_paths, plain_message, signal_group, wait_exit, workspace_of
 
 if TYPE_CHECKING:
     from .registry import AgentContext
@@ -80,7 +81,7 @@ def make_adapter(argument: str, context: AgentContext) -> CmdAgent:
 
 class CmdAgent:
     """`cmd:<command>`: the command line is split with `shlex` (POSIX rules), its relative paths
-    anchored to the current directory (`_anchor`), and run once per session. `env` replaces
+    anchored to the current directory (`anchor_paths`), and run once per session. `env` replaces
     the inherited environment when given."""
 
     def __init__(self, command: str, *, close_grace_s: float = CLOSE_GRACE_S,
@@ -92,7 +93,7 @@ class CmdAgent:
             raise UsageError(f"cmd:{command}: cannot split the command line ({exc})") from None
         if not argv:
             raise UsageError("cmd: needs a command, e.g. cmd:python my_harness.py")
-        self.argv = _anchor(argv, Path.cwd())
+        self.argv = anchor_paths(argv, Path.cwd())
         self.name = f"cmd:{command}"
         self.close_grace_s = close_grace_s
         self.max_line_bytes = max_line_bytes
@@ -170,7 +171,7 @@ class CmdSession:
 
     async def launch(self) -> None:
         """Start the harness and send `start`."""
-        cwd = _workspace(self.brief)
+        cwd = workspace_of(self.brief)
         proc, self._lifeline = await spawn_group(self.agent.argv, cwd, self.agent.environment(),
                                                  self.agent.max_line_bytes)
         self.proc = proc
@@ -178,8 +179,8 @@ class CmdSession:
         self._stderr = bytearray()
         self._stderr_task = asyncio.create_task(self._read_stderr(proc))
         brief = self.brief
-        prior = [_plain(m) for m in brief.prior if m.role in ("user", "assistant")]
-        history = [_plain(m) for m in getattr(brief, "history", None) or []]
+        prior = [plain_message(m) for m in brief.prior if m.role in ("user", "assistant")]
+        history = [plain_message(m) for m in getattr(brief, "history", None) or []]
         await self._send({
             "type": "start", "protocol_version": PROTOCOL_VERSION,
             "session_id": brief.session_id, "name": brief.name, "protocol": brief.protocol,
@@ -211,10 +212,10 @@ class CmdSession:
         self.proc = None
         if proc is None:
             return
-        _signal_group(proc, sig)
-        if sig != signal.SIGKILL and not await _exit(proc, 1.0):
-            _signal_group(proc, signal.SIGKILL)
-        if not await _exit(proc, 10.0):
+        signal_group(proc, sig)
+        if sig != signal.SIGKILL and not await wait_exit(proc, 1.0):
+            signal_group(proc, signal.SIGKILL)
+        if not await wait_exit(proc, 10.0):
             log.warning("%s: pid %d survived SIGKILL", self.agent.name, proc.pid)
         if self._lifeline is not None:
             os.close(self._lifeline)
@@ -238,7 +239,7 @@ class CmdSession:
         """The error for a harness that stopped talking, with its exit status."""
         proc = self.proc
         status = "closed its stdout"
-        if proc is not None and await _exit(proc, 2.0):
+        if proc is not None and await wait_exit(proc, 2.0):
             code = proc.returncode or 0
             status = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
         return HarnessError(f"the harness {status} {what}")
@@ -408,7 +409,7 @@ class CmdSession:
                 if proc.stdin is not None:
                     proc.stdin.close()
                 await self._drain(proc)
-                await _exit(proc, self.agent.close_grace_s)
+                await wait_exit(proc, self.agent.close_grace_s)
         except TimeoutError:
             log.info("%s: the harness did not exit within %g s of `end`; terminating it",
                      self.agent.name, self.agent.close_grace_s)
@@ -461,25 +462,6 @@ async def spawn_group(argv: list[str], cwd: str | None, env: dict[str, str], lim
     return proc, write
 
 
-def _signal_group(proc: asyncio.subprocess.Process, sig: int) -> None:
-    if proc.returncode is not None:  # reaped: its group id may belong to someone else now
-        return
-    try:
-        os.killpg(proc.pid, sig)  # the session leader's pid is the group id
-    except (ProcessLookupError, PermissionError):
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(sig)
-
-
-async def _exit(proc: asyncio.subprocess.Process, timeout: float) -> bool:
-    """Wait up to `timeout` seconds for the process to exit (not for its pipes to close)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while proc.returncode is None and loop.time() < deadline:
-        await asyncio.sleep(0.01)
-    return proc.returncode is not None
-
-
 def _llm_record(msg: dict[str, Any], turn: int) -> LLMCallRecord:
     """An `llm_call` line as an `LLMCallRecord` (role `agent`, purpose `harness`)."""
 
@@ -510,36 +492,6 @@ def _llm_record(msg: dict[str, Any], turn: int) -> LLMCallRecord:
         latency_s=latency, cache_hit=bool(msg.get("cache_hit", False)),
         error=None if error is None else str(error), attempts=1,
         started_at=time.time() - latency, turn=turn, purpose="harness")
-
-
-def _anchor(argv: list[str], base: Path) -> list[str]:
-    """Relative paths in the command, made absolute against the directory `bench` runs in
-    (the harness itself runs in the workspace): the program when it names a path, and every
-    other argument that names an existing file or directory there."""
-    out = []
-    for i, arg in enumerate(argv):
-        path = Path(arg)
-        if not path.is_absolute() and not arg.startswith("-") and (
-                (i == 0 and os.sep in arg) or (i > 0 and (base / path).exists())):
-            arg = str(base / path)
-        out.append(arg)
-    return out
-
-
-def _workspace(brief: SessionBrief) -> str | None:
-    """The episode workspace behind the brief's tools (a `ToolBox`), if there is one."""
-    env = getattr(brief.tools, "env", None)
-    root = getattr(getattr(env, "workspace", None), "root", None)
-    return str(root) if isinstance(root, Path) and root.is_dir() else None
-
-
-def _plain(m: Any) -> dict[str, str] | None:
-    """A message (`types.Message` or a mapping) as `{role, content}`."""
-    if isinstance(m, Message):
-        return {"role": m.role, "content": m.content}
-    if isinstance(m, Mapping) and "role" in m:
-        return {"role": str(m["role"]), "content": str(m.get("content") or "")}
-    return None
 
 
 def _clip(text: str, limit: int = 300) -> str:

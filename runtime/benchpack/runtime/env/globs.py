@@ -37,7 +37,7 @@ def _glob_segment(seg: str) -> str:
     return "".join(out)
 
 
-def _glob_regex(pattern: str) -> Any:
+def glob_regex(pattern: str) -> Any:
     """One RE2 expression for a whole-path glob: `*`, `?`, `[…]` stay in one path segment,
     `**` spans any number of them (none included). Linear to match, whatever the pattern."""
     parts = [p for p in pattern.split("/") if p not in ("", ".")]
@@ -54,9 +54,9 @@ def _glob_regex(pattern: str) -> Any:
         raise ToolError(f"invalid glob pattern `{pattern}`: {exc.reason}") from None
 
 
-def _glob_match(rel: str, pattern: str) -> bool:
+def glob_match(rel: str, pattern: str) -> bool:
     """`*.md` matches by file name; a pattern with `/` matches the whole relative path
     (`**/` also matches no directory at all)."""
     if "/" not in pattern:
-        return _glob_regex(pattern).search(PurePosixPath(rel).name) is not None
-    return _glob_regex(pattern).search(rel) is not None
+        return glob_regex(pattern).search(PurePosixPath(rel).name) is not None
+    return glob_regex(pattern).search(rel) is not None

@@ -47,8 +47,8 @@ from ..sandbox import (
     Sandbox,
     SandboxProcess,
     SandboxUnavailable,
-    _python,
     next_uid,
+    sandbox_python,
     start_process,
 )
 from ..tmpdirs import temp_dir
@@ -258,7 +258,7 @@ class ServiceProcess:
         return str(Path(PACK_MOUNT) / rel)
 
     def _command(self) -> list[str]:
-        exe = _python()[0]
+        exe = sandbox_python()[0]
         first, *rest = self.spec.command
         # the sandbox has the runner's base interpreter at its real path, no `python` on PATH
         return [exe, *rest] if first in ("python", "python3") else list(self.spec.command)
@@ -311,7 +311,7 @@ class ServiceProcess:
             rw_binds=[*self.sandbox.rw_binds, (str(sock_dir), SOCKET_MOUNT)])
         try:
             self._proc = start_process(
-                [_python()[0], "-I", "/sandbox/supervisor.py", "/sandbox/config.json"],
+                [sandbox_python()[0], "-I", "/sandbox/supervisor.py", "/sandbox/config.json"],
                 sandbox=box, work=work, files=files, log=self.log_path)
         except SandboxUnavailable as exc:
             self._cleanup_files()

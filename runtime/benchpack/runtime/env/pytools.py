@@ -54,7 +54,7 @@ from jsonschema import Draft202012Validator
 
 from benchpack.specs.pytools import PyToolSpec
 
-from ..sandbox import Sandbox, SandboxUnavailable, _python, kill_process, spawn
+from ..sandbox import Sandbox, SandboxUnavailable, kill_process, sandbox_python, spawn
 from ..tmpdirs import temp_dir
 from .errors import ToolError
 from .pytool_pool import WorkerPool, kill_idle
@@ -214,7 +214,7 @@ class PyToolWorker:
             os.chmod(d, 0o755)
         self._stderr.clear()
         self.starts += 1
-        proc = await spawn([_python()[0], "-I", "/sandbox/worker.py"],
+        proc = await spawn([sandbox_python()[0], "-I", "/sandbox/worker.py"],
                                    sandbox=self.sandbox, work=work, files=files,
                                    limit=MAX_RESPONSE_BYTES)
         _LIVE.add(self)

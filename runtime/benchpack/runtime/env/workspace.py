@@ -53,7 +53,7 @@ from benchpack.specs.regex import RegexError, compile_regex
 
 from .binary import describe_binary, sniff
 from .errors import ToolError
-from .globs import _glob_match, _glob_regex
+from .globs import glob_match, glob_regex
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 """Largest file the agent may read or write (2 MB)."""
@@ -458,7 +458,7 @@ class Workspace:
             raise ToolError(f"`{pat}` is absolute; patterns are relative to the workspace root")
         if ".." in PurePosixPath(pat).parts:
             raise ToolError(f"`{pat}` leaves the workspace; `..` is not allowed in patterns")
-        rx = _glob_regex(pat)
+        rx = glob_regex(pat)
         out: list[str] = []
         bound = _Bound()
         truncated = False
@@ -493,7 +493,7 @@ class Workspace:
         truncated = False
         searched = 0
         for frel, fp in candidates:
-            if name_glob and not _glob_match(frel, name_glob):
+            if name_glob and not glob_match(frel, name_glob):
                 continue
             try:
                 text = _decode(self._read_real(frel, fp.resolve()))

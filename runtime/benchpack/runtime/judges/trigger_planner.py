@@ -20,7 +20,7 @@ from .trigger_shapes import (
     PlannerState,
     Scenario,
     TriggerSpec,
-    _ask_keeping_last,
+    ask_keeping_last,
     window_of,
 )
 
@@ -114,7 +114,7 @@ class LLMPlanner:
             problems = self.scenario.problems(d, state)
             return ("the plan breaks the protocol: " + "; ".join(problems)) if problems else None
 
-        decision, _ = await _ask_keeping_last(
+        decision, _ = await ask_keeping_last(
             self.call, self.prompt(state), lambda t: parse_decision(t, authored), check,
             purpose="planner", turn=state.turn)
         return decision

@@ -3,7 +3,7 @@
 `MIN_ANCHORS`, `SCORES`) and the rules of play over them (`Scenario`).
 
 Separate from the roles so that the planner, the user agent and the judge each depend on this
-module and never on one another. `word_count` and `_ask_keeping_last` live here for the same
+module and never on one another. `word_count` and `ask_keeping_last` live here for the same
 reason: the first serves the user agent's length rule and the judge's quotes, the second the
 planner's and the user agent's LLM mode.
 """
@@ -184,7 +184,7 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
-async def _ask_keeping_last(call: JudgeCall, prompt: str, parse: Callable[[str], T],
+async def ask_keeping_last(call: JudgeCall, prompt: str, parse: Callable[[str], T],
                             check: Callable[[T], str | None], *, purpose: str, turn: int
                             ) -> tuple[T, str | None]:
     """`ask` with a rule check after parsing: a rule break is retried once like a parse error;

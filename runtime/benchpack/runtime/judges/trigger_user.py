@@ -14,7 +14,7 @@ from benchpack.specs.pack import STYLE_TRAITS
 from benchpack.specs.plan import PlanStyle
 
 from .base import JudgeCall, Templates, parse_tagged
-from .trigger_shapes import Order, Scenario, _ask_keeping_last, word_count
+from .trigger_shapes import Order, Scenario, ask_keeping_last, word_count
 
 # Per-trait behaviour for the user agent (follow; avoid). A style gets the directives of each
 # trait it has, then the pack's own `directives`.
@@ -93,7 +93,7 @@ class LLMUserAgent:
             order=order.as_dict(), anchors=anchors, history=history[-20:], turn=turn)
 
     async def say(self, order: Order, history: list[dict[str, str]], turn: int) -> str:
-        message, _ = await _ask_keeping_last(
+        message, _ = await ask_keeping_last(
             self.call, self.prompt(order, history, turn), lambda t: parse_tagged(t, "message"),
             lambda m: length_problem(m, self.style), purpose="user", turn=turn)
         return message

@@ -50,10 +50,10 @@ async def session_toolbox(plan: Plan, session: PlanSession, allow_python: bool =
     by default), its HTTP services running; everything is stopped on exit."""
     from ..env import EpisodeEnvironment, ToolBox
     from ..env.service_pool import ServicePool, process_services
-    from ..runner import _check_allow_python, _check_process_services
+    from ..preflight import check_allow_python, check_process_services
 
-    _check_allow_python(plan, {session.id}, allow_python)
-    _check_process_services(plan, {session.id}, allow_python)
+    check_allow_python(plan, {session.id}, allow_python)
+    check_process_services(plan, {session.id}, allow_python)
     with contextlib.ExitStack() as stack:
         root = work_dir or stack.enter_context(tmpdirs.temporary("benchpack-mcp-"))
         pool = ServicePool(plan, root / "services")

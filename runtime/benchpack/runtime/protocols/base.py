@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from benchpack.specs.plan import Plan, PlanSession
+
     from ..session import SessionContext
 
 
@@ -34,25 +36,64 @@ class ProtocolResult:
 
 class ProtocolInterpreter(Protocol):
     name: str
+    # read-only (properties), so a class attribute of a narrower type satisfies them
+
+    @property
+    def metric_columns(self) -> tuple[str, ...]:
+        """Its metrics that have a `sessions` column of their own (the store's DDL holds
+        them); any other metric it returns goes to the row's `extra`."""
+        ...
+
+    @property
+    def score_columns(self) -> frozenset[str]:
+        """Those of `metric_columns` that are scores: NULL for a session that ended in an
+        error (unknown, not 0); its counts say how far it got."""
+        ...
+
+    @property
+    def pass_k(self) -> bool:
+        """Its sessions' `passed` is a task outcome that pass@k counts (the run summary's)."""
+        ...
 
     async def run(self, ctx: SessionContext) -> ProtocolResult:
         ...
 
+    def worst_scores(self, plan: Plan, s: PlanSession, metrics: dict[str, Any]
+                     ) -> dict[str, Any]:
+        """Its worst score on each figure the session defines, for a session whose agent
+        failed (crashed, malformed output): left unknown, the session would drop out of every
+        average, and an agent crashing on hard tasks would score higher than one that tried.
+        `metrics` are what the run measured before it failed."""
+        ...
+
+
+class ProtocolDefaults:
+    """What a protocol without columns, pass@k or worst scores of its own declares (its
+    metrics all go to the row's `extra`): subclass it and set what differs."""
+
+    metric_columns: tuple[str, ...] = ()
+    score_columns: frozenset[str] = frozenset()
+    pass_k = False
+
+    def worst_scores(self, plan: Plan, s: PlanSession, metrics: dict[str, Any]
+                     ) -> dict[str, Any]:
+        return {}
+
 
 class ProtocolRegistry:
-    """Protocol name → interpreter. Third parties register through the
-    `benchpack.protocols` entry-point group (loaded lazily, on first miss)."""
+    """Protocol name → interpreter. No entry-point group: a protocol is a row through every
+    stage (its pack-language model in `specs`, whose `protocol` field is a closed Literal, its
+    compile step, its reports), so an interpreter installed alone could never receive a
+    session; the `benchpack.protocols` group this registry used to read never loaded anything
+    (issue 30). A new protocol is added in-tree (runtime/README.md, "Adding a protocol")."""
 
     def __init__(self) -> None:
         self._items: dict[str, ProtocolInterpreter] = {}
-        self._loaded_entry_points = False
 
     def register(self, interpreter: ProtocolInterpreter) -> None:
         self._items[interpreter.name] = interpreter
 
     def get(self, name: str) -> ProtocolInterpreter:
-        if name not in self._items and not self._loaded_entry_points:
-            self._load_entry_points()
         try:
             return self._items[name]
         except KeyError:
@@ -62,15 +103,16 @@ class ProtocolRegistry:
     def names(self) -> list[str]:
         return sorted(self._items)
 
-    def _load_entry_points(self) -> None:
-        from importlib.metadata import entry_points
+    def metric_columns(self) -> tuple[str, ...]:
+        """Every registered protocol's `sessions` metric columns, in registration order."""
+        return tuple(dict.fromkeys(c for p in self._items.values() for c in p.metric_columns))
 
-        self._loaded_entry_points = True
-        for ep in entry_points(group="benchpack.protocols"):
-            try:
-                self.register(ep.load()())
-            except Exception as exc:  # a broken plug-in must not hide the built-ins
-                raise LookupError(f"protocol plug-in `{ep.name}` failed to load: {exc}") from exc
+    def score_columns(self) -> frozenset[str]:
+        return frozenset(c for p in self._items.values() for c in p.score_columns)
+
+    def pass_k_protocols(self) -> list[str]:
+        """The protocols whose `passed` pass@k counts, in registration order."""
+        return [p.name for p in self._items.values() if p.pass_k]
 
 
 def default_protocols() -> ProtocolRegistry:

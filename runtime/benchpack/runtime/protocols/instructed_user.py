@@ -88,12 +88,12 @@ from ..judges.instructed_user import (
 )
 from ..types import AgentReply, Message, MessageBudget
 from ..user_side import InitialStateError, all_records, apply_initial_state, user_tools
-from .base import ProtocolResult
+from .base import ProtocolDefaults, ProtocolResult
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from benchpack.specs.plan import Plan
+    from benchpack.specs.plan import Plan, PlanSession
 
     from ..roles import JudgeSite
     from ..session import SessionContext
@@ -167,8 +167,13 @@ class _Dialogue:
         return reason is not None
 
 
-class InstructedUser:
+class InstructedUser(ProtocolDefaults):
     name = NAME
+    pass_k = True
+
+    def worst_scores(self, plan: Plan, s: PlanSession, metrics: dict[str, Any]
+                     ) -> dict[str, Any]:
+        return {"score": 0.0, "passed": False}
 
     async def run(self, ctx: SessionContext) -> ProtocolResult:
         s = ctx.session

@@ -27,14 +27,26 @@ from benchpack.specs.text import leaks
 from ..judges.base import JudgeError
 from ..judges.intent import Intent, intent_roles
 from ..planfile import group_index
-from .base import ProtocolResult
+from .base import ProtocolDefaults, ProtocolResult
 
 if TYPE_CHECKING:
+    from benchpack.specs.plan import Plan, PlanSession
+
     from ..session import SessionContext
 
 
-class IntentTracking:
+class IntentTracking(ProtocolDefaults):
     name = "intent_tracking"
+    metric_columns = ("intents", "completed", "inferred", "provided", "unresolved", "proc",
+                      "proc_group")
+    score_columns = frozenset({"proc", "proc_group"})
+
+    def worst_scores(self, plan: Plan, s: PlanSession, metrics: dict[str, Any]
+                     ) -> dict[str, Any]:
+        if not s.hidden_intents:
+            return {}
+        return {"proc": 0.0, **({"proc_group": 0.0} if s.id in group_index(plan).finals
+                                else {})}
 
     async def run(self, ctx: SessionContext) -> ProtocolResult:
         s = ctx.session

@@ -63,9 +63,11 @@ from ..judges.staged import (
     rules_message,
     staged_roles,
 )
-from .base import ProtocolResult
+from .base import ProtocolDefaults, ProtocolResult
 
 if TYPE_CHECKING:
+    from benchpack.specs.plan import Plan, PlanSession
+
     from ..session import SessionContext
 
 Event = Literal["disclosed", "pushed", "done", "agent_answer"]
@@ -118,8 +120,15 @@ class StageMachine:
         return Step("pushed", k, dismissed, state)
 
 
-class StagedDisclosure:
+class StagedDisclosure(ProtocolDefaults):
     name = "staged_disclosure"
+    metric_columns = ("recall", "precision", "f1", "triples_gt", "triples_predicted",
+                      "kg_status", "stages", "stages_disclosed")
+    score_columns = frozenset({"recall", "precision", "f1"})
+
+    def worst_scores(self, plan: Plan, s: PlanSession, metrics: dict[str, Any]
+                     ) -> dict[str, Any]:
+        return {"recall": 0.0, "precision": 0.0, "f1": 0.0}
 
     async def run(self, ctx: SessionContext) -> ProtocolResult:
         s = ctx.session

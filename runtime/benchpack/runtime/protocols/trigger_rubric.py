@@ -73,9 +73,11 @@ from ..judges.trigger import (
     trigger_judge,
 )
 from ..types import AgentReply, Message
-from .base import ProtocolResult
+from .base import ProtocolDefaults, ProtocolResult
 
 if TYPE_CHECKING:
+    from benchpack.specs.plan import Plan, PlanSession
+
     from ..session import SessionContext
     from ..store import Store
 
@@ -106,8 +108,16 @@ class Scored:
     """Why the agent failed this trigger without being judged (it errored before answering)."""
 
 
-class TriggerRubric:
+class TriggerRubric(ProtocolDefaults):
     name = "trigger_rubric"
+    metric_columns = ("trigger_mode", "triggers", "trigger_pass_rate", "trigger_score")
+    score_columns = frozenset({"trigger_pass_rate", "trigger_score"})
+
+    def worst_scores(self, plan: Plan, s: PlanSession, metrics: dict[str, Any]
+                     ) -> dict[str, Any]:
+        # the run wrote its triggers as FAIL; the session figures follow from them
+        return {"trigger_pass_rate": metrics.get("trigger_pass_rate"),
+                "trigger_score": metrics.get("trigger_score")}
 
     async def run(self, ctx: SessionContext) -> ProtocolResult:
         try:

@@ -33,18 +33,20 @@ failed). Metrics: `heartbeats` (beats delivered, proactive sessions), and in `ex
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from benchpack.specs.text import question_sentences
 
-from ..judges.base import JudgeCall, JudgeError, Templates, ask, parse_tagged
-from .base import ProtocolResult
+from ..judges.base import JudgeError
+from ..judges.outcome_user import NEUTRAL_REPLY, Simulator, simulator
+from .base import ProtocolDefaults, ProtocolResult
 
 if TYPE_CHECKING:
+    from benchpack.specs.plan import Plan, PlanSession
+
     from ..judges.intent import TurnEvidence
     from ..session import SessionContext
 
-NEUTRAL_REPLY = "I can't add anything right now. Please proceed with your best judgement."
 DEFAULT_MAX_TURNS = 4
 
 
@@ -57,63 +59,14 @@ def questions_in(ev: TurnEvidence) -> list[str]:
     return question_sentences(ev.text)
 
 
-class Simulator(Protocol):
-    async def answer(self, questions: list[str], history: list[dict[str, str]],
-                     turn: int) -> str:
-        ...
-
-
-class RulesSimulator:
-    async def answer(self, questions: list[str], history: list[dict[str, str]],
-                     turn: int) -> str:
-        return NEUTRAL_REPLY
-
-
-class ScriptedSimulator:
-    def __init__(self, script: dict[str, Any]) -> None:
-        self.replies = [str(r) for r in script.get("replies") or []]
-        self.used = 0
-
-    async def answer(self, questions: list[str], history: list[dict[str, str]],
-                     turn: int) -> str:
-        self.used += 1
-        return self.replies[self.used - 1] if self.used <= len(self.replies) else NEUTRAL_REPLY
-
-
-class LLMSimulator:
-    def __init__(self, call: JudgeCall, templates: Templates, persona: dict[str, Any],
-                 style: dict[str, Any] | None, request: str | None, trigger: str) -> None:
-        self.call = call
-        self.templates = templates
-        self.persona = persona
-        self.style = style
-        self.request = request
-        self.trigger = trigger
-
-    async def answer(self, questions: list[str], history: list[dict[str, str]],
-                     turn: int) -> str:
-        prompt = self.templates.render(
-            "verified_outcome.user_turn", persona=self.persona, style=self.style,
-            request=self.request, trigger=self.trigger, history=history[-12:],
-            questions=questions, neutral=NEUTRAL_REPLY)
-        return await ask(self.call, prompt, lambda t: parse_tagged(t, "message"),
-                         purpose="user_answer", turn=turn)
-
-
-def simulator(ctx: SessionContext) -> Simulator:
-    """The session's user simulator, from the run's `simulator` role."""
-    roles = ctx.roles
-    s = ctx.session
-    sim: Simulator = roles.build(
-        ctx, "simulator", rules=RulesSimulator, scripted=ScriptedSimulator,
-        llm=lambda call: LLMSimulator(call, roles.templates, ctx.persona.model_dump(mode="json"),
-                                      s.style.model_dump(mode="json") if s.style else None,
-                                      s.request, s.trigger.kind))
-    return sim
-
-
-class VerifiedOutcome:
+class VerifiedOutcome(ProtocolDefaults):
     name = "verified_outcome"
+    metric_columns = ("heartbeats",)
+    pass_k = True
+
+    def worst_scores(self, plan: Plan, s: PlanSession, metrics: dict[str, Any]
+                     ) -> dict[str, Any]:
+        return {"score": 0.0, "passed": False}
 
     async def run(self, ctx: SessionContext) -> ProtocolResult:
         if ctx.session.trigger.kind == "heartbeat":
@@ -177,5 +130,4 @@ class VerifiedOutcome:
                    "stop_reason": stop})
 
 
-__all__ = ["NEUTRAL_REPLY", "LLMSimulator", "RulesSimulator", "ScriptedSimulator", "Simulator",
-           "VerifiedOutcome", "questions_in", "simulator"]
+__all__ = ["VerifiedOutcome", "questions_in"]

@@ -1,0 +1,147 @@
+"""The store's format, defined once: the runtime writes it (`runtime/store.py`,
+`runtime/calltexts.py`) and the reports read it (`reports/views.py`, `reports/calltexts.py`,
+`reports/api.py`); the reports never import the runtime, so the definition lives here, below
+both.
+
+- `SCHEMA_VERSION` and `DDL`: the tables and their columns. A change bumps the version and adds
+  a migration (`runtime/storeschema.py`); reports refuse a store newer than they read.
+- `SESSION_TABLES`: the child tables keyed by (run_id, session_id, repeat), replaced when a
+  session is rerun.
+- `EXPORTED_TABLES`: what `bench export` writes, in its order.
+- Blobs (`blobs.hash` = sha256 of `data`): snapshot parts (`runtime/snapblobs.py`), and each
+  model call's prompt and reply (`llm_call_texts`). A prompt blob is
+  `{"base": blob|null, "messages": [...], "skip": k, "tools": blob|null}`: its messages are
+  those after the first `k`, which are the base prompt's; a chain of bases is at most
+  `CHAIN_MAX` long (a longer one is a damaged store).
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 7
+
+DDL = """
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY,
+    created_at DOUBLE,
+    updated_at DOUBLE,
+    plan_path VARCHAR,
+    plan_hash VARCHAR,
+    pack_name VARCHAR,
+    pack_version VARCHAR,
+    benchpack_version VARCHAR,
+    agent VARCHAR,
+    simulator VARCHAR,
+    judge VARCHAR,
+    repeats INTEGER,
+    config JSON,
+    status VARCHAR
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, fingerprint VARCHAR,
+    episode VARCHAR, name VARCHAR, protocol VARCHAR, persona VARCHAR, style VARCHAR,
+    ablation VARCHAR, base_session VARCHAR, group_id VARCHAR,
+    category VARCHAR, domain VARCHAR, difficulty VARCHAR, language VARCHAR,
+    agent VARCHAR, status VARCHAR, termination VARCHAR, error VARCHAR,
+    turns INTEGER, user_turns INTEGER, assistant_turns INTEGER, tool_calls INTEGER,
+    compactions INTEGER,
+    intents INTEGER, completed INTEGER, inferred INTEGER, provided INTEGER, unresolved INTEGER,
+    proc DOUBLE, proc_group DOUBLE, comp DOUBLE, score DOUBLE, passed BOOLEAN,
+    recall DOUBLE, "precision" DOUBLE, f1 DOUBLE, triples_gt INTEGER, triples_predicted INTEGER,
+    kg_status VARCHAR, stages INTEGER, stages_disclosed INTEGER,
+    trigger_mode VARCHAR, triggers INTEGER, trigger_pass_rate DOUBLE, trigger_score DOUBLE,
+    heartbeats INTEGER,
+    judge_errors INTEGER, grader_errors INTEGER,
+    prompt_tokens BIGINT, completion_tokens BIGINT, cost DOUBLE,
+    started_at DOUBLE, finished_at DOUBLE, duration_s DOUBLE,
+    extra JSON,
+    error_kind VARCHAR,
+    PRIMARY KEY (run_id, session_id, repeat)
+);
+CREATE TABLE IF NOT EXISTS turns (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, turn INTEGER,
+    user_message VARCHAR, assistant_message VARCHAR, steps INTEGER, tool_calls INTEGER,
+    stop_reason VARCHAR, started_at DOUBLE, duration_s DOUBLE
+);
+CREATE TABLE IF NOT EXISTS messages (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, seq INTEGER, turn INTEGER,
+    role VARCHAR, content VARCHAR, tool_calls JSON, tool_call_id VARCHAR, name VARCHAR
+);
+CREATE TABLE IF NOT EXISTS tool_calls (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, seq INTEGER, turn INTEGER,
+    step INTEGER, call_id VARCHAR, tool_name VARCHAR, effect VARCHAR, call JSON, result JSON,
+    error VARCHAR, started_at DOUBLE, duration_s DOUBLE,
+    tool_group VARCHAR, side VARCHAR
+);
+CREATE TABLE IF NOT EXISTS intent_status (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, intent_id VARCHAR, text VARCHAR,
+    scope VARCHAR, status VARCHAR, turn INTEGER, judge_error VARCHAR, pooled_from VARCHAR
+);
+CREATE TABLE IF NOT EXISTS checklist_results (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, item_id VARCHAR, text VARCHAR,
+    grader VARCHAR, score DOUBLE, weight DOUBLE, aspect VARCHAR, detail VARCHAR,
+    error VARCHAR
+);
+CREATE TABLE IF NOT EXISTS llm_calls (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, seq INTEGER, role VARCHAR,
+    purpose VARCHAR, model VARCHAR, prompt_hash VARCHAR, prompt_tokens BIGINT,
+    completion_tokens BIGINT, cost DOUBLE, latency_s DOUBLE, cache_hit BOOLEAN, error VARCHAR,
+    attempts INTEGER, turn INTEGER, started_at DOUBLE
+);
+CREATE TABLE IF NOT EXISTS stage_events (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, turn INTEGER, stage_id VARCHAR,
+    stage_index INTEGER, kind VARCHAR, event VARCHAR, detail VARCHAR
+);
+CREATE TABLE IF NOT EXISTS triples (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, side VARCHAR, idx INTEGER,
+    head VARCHAR, relation VARCHAR, tail VARCHAR, dimension VARCHAR, matched BOOLEAN,
+    coverage VARCHAR, judge_error VARCHAR
+);
+CREATE TABLE IF NOT EXISTS triple_support (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, gt_idx INTEGER, pred_idx INTEGER
+);
+CREATE TABLE IF NOT EXISTS triggers (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, trigger_id VARCHAR, type VARCHAR,
+    turn INTEGER, mode VARCHAR, origin VARCHAR, anchors JSON, pass_criteria VARCHAR,
+    partial_criteria VARCHAR, fail_criteria VARCHAR, response VARCHAR, label VARCHAR,
+    score DOUBLE, rationale VARCHAR, evidence VARCHAR, quote_found BOOLEAN, judge_error VARCHAR
+);
+CREATE TABLE IF NOT EXISTS snapshots (
+    run_id VARCHAR, episode VARCHAR, repeat INTEGER, session_id VARCHAR, state JSON,
+    PRIMARY KEY (run_id, episode, repeat, session_id)
+);
+CREATE TABLE IF NOT EXISTS blobs (hash VARCHAR, data VARCHAR);
+CREATE TABLE IF NOT EXISTS llm_call_texts (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, seq INTEGER, prompt VARCHAR,
+    reply VARCHAR
+);
+CREATE TABLE IF NOT EXISTS intent_checks (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, turn INTEGER, intent_id VARCHAR,
+    kind VARCHAR, original BOOLEAN, decision BOOLEAN, judge_error VARCHAR
+);
+CREATE TABLE IF NOT EXISTS score_components (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, name VARCHAR, kind VARCHAR,
+    value DOUBLE, detail JSON
+);
+CREATE TABLE IF NOT EXISTS human_ratings (
+    run_id VARCHAR, session_id VARCHAR, repeat INTEGER, kind VARCHAR, item_id VARCHAR,
+    rater VARCHAR, label VARCHAR, score DOUBLE, rationale VARCHAR, confidence DOUBLE,
+    source VARCHAR, imported_at DOUBLE
+);
+"""
+
+# child tables keyed by (run_id, session_id, repeat), replaced when a session is rerun
+SESSION_TABLES = ("turns", "messages", "tool_calls", "intent_status", "checklist_results",
+                  "llm_calls", "stage_events", "triples", "triple_support", "triggers",
+                  "intent_checks", "score_components", "llm_call_texts")
+
+
+EXPORTED_TABLES = ("runs", "sessions", "turns", "messages", "tool_calls", "intent_status",
+          "checklist_results", "llm_calls", "stage_events", "triples", "triple_support",
+          "triggers", "snapshots", "blobs", "llm_call_texts", "intent_checks", "human_ratings")
+"""`bench export`'s tables (`meta` and `score_components` are not exported)."""
+
+CHAIN_MAX = 16
+"""Most links from a prompt blob to the first prompt of its chain."""
+
+__all__ = ["CHAIN_MAX", "DDL", "EXPORTED_TABLES", "SCHEMA_VERSION", "SESSION_TABLES"]
