@@ -1,6 +1,7 @@
 """The direct OpenAI-compatible path (`openai_direct`) records exactly what the litellm path
-records, on the same fake server: request body, every `llm_calls` field but the timings, the
-response, and the retry behaviour; models litellm can price still go through litellm."""
+records, on the same fake server: request body, every `llm_calls` field but the timings (the
+cost of priced models included), the response, and the retry behaviour; reasoning models,
+other providers and unusual parameters still go through litellm."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
+from fake_openai import FakeOpenAI, FakeReply, completion_body, fake_openai_fixture  # noqa: F401
 
 from benchpack.runtime.cache import ResponseCache
 from benchpack.runtime.env.toolbox import BUILTIN_SPECS
 from benchpack.runtime.llm import BackendRequest, LLMClient, LLMConfig, LLMError
-from benchpack.runtime.openai_direct import OpenAIDirectBackend, takes_direct_path
+from benchpack.runtime.openai_direct import OpenAIDirectBackend, direct_route, takes_direct_path
 from benchpack.runtime.types import LLMCallRecord
 
 TOOLS = [{"type": "function", "function": {"name": n, **s}} for n, s in BUILTIN_SPECS.items()]
@@ -108,19 +109,99 @@ def test_timeout_is_retried_then_given_up(fake_openai: FakeOpenAI, tmp_path: Pat
     assert "timed out" in str(records[0].error) and records[0].attempts == 2
 
 
-def test_models_litellm_can_price_and_the_opt_out_keep_litellm(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    def req(model: str, base: str | None = "http://x/v1") -> BackendRequest:
-        return BackendRequest(model=model, messages=[], tools=None, params={}, seed=None,
-                              timeout_s=1.0, api_base=base)
+def _req(model: str, base: str | None = "http://x/v1", **params: Any) -> BackendRequest:
+    return BackendRequest(model=model, messages=[], tools=None, params=params, seed=None,
+                          timeout_s=1.0, api_base=base)
 
-    assert takes_direct_path(req("openai/my-local-llama"))
-    assert not takes_direct_path(req("openai/gpt-4o-mini"))  # priced: cost from litellm
-    assert not takes_direct_path(req("openai/my-local-llama", None))  # no api_base
-    assert not takes_direct_path(req("anthropic/claude-x"))
-    assert not takes_direct_path(req("openai/my-local-llama"), enabled=False)
+
+def test_which_models_and_parameters_take_which_route(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("OPENAI_ORGANIZATION", "OPENAI_PROJECT", "OPENAI_API_VERSION",
+                "BENCH_LITELLM_ONLY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    assert direct_route(_req("openai/my-local-llama")) == "unpriced"
+    assert direct_route(_req("openai/my-local-llama", None)) is None  # no api_base: where to?
+    assert direct_route(_req("openai/gpt-4o-mini")) == "priced"
+    # at OpenAI's without a key: litellm's own "missing credentials", as before
+    assert direct_route(_req("openai/gpt-4.1", None, temperature=0, max_tokens=9)) is None
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-1")
+    assert direct_route(_req("openai/gpt-4.1", None, temperature=0, max_tokens=9)) == "priced"
+    assert direct_route(_req("openai/o4-mini")) is None  # reasoning: litellm rewrites params
+    assert direct_route(_req("openai/gpt-5", None)) is None
+    assert direct_route(_req("openai/gpt-4o-mini", service_tier="flex")) is None  # its price
+    assert direct_route(_req("openai/gpt-4o-mini", reasoning_effort="low")) is None
+    assert direct_route(_req("anthropic/claude-3-5-sonnet-20240620")) is None
+    assert direct_route(_req("openai/my-local-llama"), enabled=False) is None
+    assert takes_direct_path(_req("openai/gpt-4o-mini"))
+    monkeypatch.setenv("OPENAI_ORGANIZATION", "org-1")  # litellm would send a header of its own
+    assert direct_route(_req("openai/gpt-4o-mini")) is None
+    assert direct_route(_req("openai/my-local-llama")) == "unpriced"
+    monkeypatch.delenv("OPENAI_ORGANIZATION")
     monkeypatch.setenv("BENCH_LITELLM_ONLY", "1")
-    assert not takes_direct_path(req("openai/my-local-llama"))
+    assert direct_route(_req("openai/my-local-llama")) is None
+    assert direct_route(_req("openai/gpt-4o-mini")) is None
+
+
+def _priced_reply(answer_model: str, cached: int) -> Any:
+    def reply(body: dict[str, Any]) -> FakeReply:
+        out = completion_body(answer_model, {"role": "assistant", "content": "好的"}, "stop",
+                              1234, 56, 1)
+        out["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
+        out["usage"]["completion_tokens_details"] = {"reasoning_tokens": 0}
+        return FakeReply(body=out)
+    return reply
+
+
+@pytest.mark.parametrize(("model", "answer_model", "cached"), [
+    ("gpt-4o-mini", "gpt-4o-mini", 0),
+    ("gpt-4o-mini", "gpt-4o-mini-2024-07-18", 1024),  # the dated name OpenAI answers with
+    ("gpt-4.1", "gpt-4.1-2099-01-01", 512),  # an answer's model litellm does not know
+    ("gpt-4.1", "gpt-4o-2024-08-06", 0),  # litellm prices the answer's model: so must we
+    ("my-local-llama", "gpt-4o-2024-08-06", 0),  # unpriced route, a priced answer
+    ("my-local-llama", "my-local-llama", 0),  # no price either way
+])
+def test_priced_models_record_litellms_cost(fake_openai: FakeOpenAI, tmp_path: Path,
+                                            model: str, answer_model: str, cached: int) -> None:
+    reply = _priced_reply(answer_model, cached)
+    models = f"litellm:openai/{model}"
+
+    clients = {d: _client(fake_openai, tmp_path, d) for d in (False, True)}
+
+    def one(direct: bool) -> tuple[Any, list[LLMCallRecord]]:
+        fake_openai.respond(reply)
+        return _call(clients[direct], model=models)
+
+    lit, lrec = one(False)
+    direct, drec = one(True)
+    # priced from the bundled map: litellm itself neither called nor imported for it
+    assert not clients[True].backend._imported  # type: ignore[attr-defined]
+    assert not clients[True]._direct._imported  # type: ignore[union-attr]
+    assert fake_openai.requests[-1] == fake_openai.requests[-2]
+    assert fake_openai.headers[-1]["authorization"] == fake_openai.headers[-2]["authorization"]
+    assert (direct.content, direct.usage, direct.raw_message) == (lit.content, lit.usage,
+                                                                  lit.raw_message)
+    assert _fields(drec) == _fields(lrec)
+    assert drec[0].cost == lrec[0].cost  # and the cost is known unless nothing is priced:
+    assert (drec[0].cost is None) == (model == answer_model == "my-local-llama")
+
+
+def test_priced_model_without_api_base_goes_where_litellm_goes(
+        fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)  # as litellm resolves it
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env-456")
+    reply = _priced_reply("gpt-4o-mini-2024-07-18", 0)
+    got = []
+    for direct in (False, True):
+        fake_openai.respond(reply)
+        client = LLMClient(LLMConfig(backoff_base_s=0.01, timeout_s=30.0, direct_openai=direct),
+                           cache=ResponseCache(tmp_path / f"c{direct}", enabled=False))
+        got.append(_call(client, model="litellm:openai/gpt-4o-mini"))
+        assert client.backend._imported is not direct  # type: ignore[attr-defined]
+    (lit, lrec), (direct_resp, drec) = got
+    assert fake_openai.requests[-1] == fake_openai.requests[-2]
+    assert fake_openai.headers[-1]["authorization"] == "Bearer sk-env-456" \
+        == fake_openai.headers[-2]["authorization"]
+    assert _fields(drec) == _fields(lrec) and drec[0].cost is not None
+    assert direct_resp.content == lit.content
 
 
 def test_direct_backend_is_not_used_for_a_custom_backend() -> None:
@@ -194,3 +275,16 @@ def test_spliced_body_is_the_same_json_as_the_plain_one() -> None:
     odd = json.loads(_body(req(params={"messages": []}, messages_json=message_chunks(MESSAGES),
                                tools_json=canonical_json(TOOLS))))
     assert odd["messages"] == [] and odd.keys() == {"model", "seed", "messages", "tools"}
+
+
+def test_a_key_from_the_environment_echoed_in_an_error_is_not_recorded(
+        fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env-secret-789")
+    fake_openai.error(401, "Incorrect API key provided: sk-env-secret-789")
+    client = LLMClient(LLMConfig(backoff_base_s=0.01, timeout_s=30.0),
+                       cache=ResponseCache(tmp_path / "c", enabled=False))
+    out, records = _call(client, model="litellm:openai/gpt-4o-mini")
+    assert isinstance(out, LLMError) and not out.retryable and out.status_code == 401
+    assert not client.backend._imported  # type: ignore[attr-defined]  # the direct path said it
+    assert "sk-env-secret-789" not in str(records[0].error) + str(out)

@@ -91,8 +91,9 @@ class LLMConfig:
     send_seed: bool = True
     """Pass `seed` to providers that support it."""
     direct_openai: bool = True
-    """`openai/<model>` with `api_base`, a model litellm has no price for: POST with aiohttp
-    instead of through litellm (`openai_direct`; `BENCH_LITELLM_ONLY=1` turns it off too)."""
+    """`openai/<model>`, at an `api_base` a model litellm has no price for, or one of OpenAI's
+    plain chat models litellm prices: POST with aiohttp instead of through litellm, the same
+    body, tokens and cost (`openai_direct`; `BENCH_LITELLM_ONLY=1` turns it off too)."""
 
 
 @dataclass
@@ -315,8 +316,8 @@ class LLMClient:
         self.cache = cache
         self.backend: Backend = backend or LiteLLMBackend()
         self._direct: Backend | None = None
-        """The direct OpenAI-compatible backend, for the default backend only (a backend
-        passed in answers every call)."""
+        """The direct OpenAI backend (`openai_direct.direct_route`), for the default backend
+        only (a backend passed in answers every call)."""
         self._may_go_direct = backend is None
         self._sleep = sleep or asyncio.sleep
         self._random = random.Random()
@@ -490,9 +491,9 @@ class LLMClient:
     def _backend_for(self, request: BackendRequest) -> Backend:
         if not self._may_go_direct:
             return self.backend
-        from .openai_direct import OpenAIDirectBackend, takes_direct_path
+        from .openai_direct import OpenAIDirectBackend, direct_route
 
-        if not takes_direct_path(request, self.config.direct_openai):
+        if direct_route(request, self.config.direct_openai) is None:
             return self.backend
         if self._direct is None:
             self._direct = OpenAIDirectBackend()

@@ -1,11 +1,21 @@
-"""The direct path for OpenAI-compatible endpoints: `openai/<model>` with an `api_base`, when
-litellm has no price for the model (a local or self-hosted server, the usual `--api-base` case).
+"""The direct path for OpenAI chat completions: `openai/<model>` POSTed with aiohttp instead of
+through `litellm.acompletion`, on two routes (`direct_route`):
+
+- unpriced: a model litellm has no price for, at an `api_base` (a local or self-hosted server,
+  the usual `--api-base` case). No cost, as through litellm, unless the answer names a model
+  litellm prices (it prices the answer's model then, and so does this path).
+- priced (issue 31): one of OpenAI's plain chat models in litellm's price map (not a reasoning
+  model, whose parameters litellm rewrites), with only `LEAN_PARAMS`, at an `api_base` or at
+  OpenAI's (resolved from the environment as litellm does). The cost is litellm's over the
+  answer: computed from its bundled price map where the arithmetic is plain (`openai_prices`,
+  tested entry by entry against litellm), by litellm itself otherwise.
 
 Measured against the local fake server (benchmarks/litellm_overhead.py, http_bench.py):
 litellm costs 2.6-7.6 ms of client CPU per call over a plain HTTP POST (a thread hop per call,
 pydantic response objects, post-call logging tasks on the event loop), and importing it costs
-seconds before the first call. This path POSTs the same JSON body with aiohttp and reads the
-answer as a dict, so `normalize_output` does the rest.
+seconds before the first call (neither route imports it unless a price is not plain).
+This path POSTs the same JSON body with aiohttp and reads the answer as a dict, so
+`normalize_output` does the rest.
 
 Why aiohttp and not httpx: httpcore's pool matches every waiting request against every
 connection on each change (`_assign_requests_to_connections`), so at 64 requests in flight a
@@ -14,13 +24,13 @@ one-call sessions ran at 9 % of the latency-bound ideal. aiohttp (already instal
 litellm, which uses it for its own async HTTP) costs 0.2-0.3 ms per call at any concurrency
 (measured side by side, benchmarks/http_bench.py).
 
-What stays identical to litellm's path, by construction: the request body (the model name
-without `openai/`, messages, tools, seed, params), the recorded tokens, and the cost: only
-models litellm cannot price take this path, where litellm's `response_cost` is None too; a
-model in litellm's price map goes through litellm. Retries, timeouts, the cache, rate limits
-and redaction live in `LLMClient` and are the same for both paths; failures raise exceptions
-`is_retryable`/`retry_after_s` read by status code and headers, as they read litellm's.
-`BENCH_LITELLM_ONLY=1` (or `LLMConfig(direct_openai=False)`) sends everything through litellm.
+What stays identical to litellm's path, by construction and tested model by model
+(tests/runtime/test_openai_direct.py): the request body (the model name without `openai/`,
+messages, tools, seed, params), the recorded tokens, and the cost. Retries, timeouts, the cache,
+rate limits and redaction live in `LLMClient` and are the same for both paths; failures raise
+exceptions `is_retryable`/`retry_after_s` read by status code and headers, as they read
+litellm's. `BENCH_LITELLM_ONLY=1` (or `LLMConfig(direct_openai=False)`) sends everything
+through litellm.
 """
 
 from __future__ import annotations
@@ -38,7 +48,8 @@ from typing import Any
 from benchpack.specs.limits import MODEL_REPLY_BYTES
 
 from .limits import reply_refusal
-from .llm import BackendRequest, LLMError
+from .llm import BackendRequest, LLMError, import_litellm
+from .openai_prices import UNSURE, lean_cost
 
 PREFIX = "openai/"
 _PRICES = "model_prices_and_context_window_backup.json"
@@ -89,36 +100,97 @@ class OpenAICompatError(Exception):
         self.headers = headers
 
 
-_price_keys: frozenset[str] | None = None
+_price_table: dict[str, Any] | None = None
 
 
-def _priced_models() -> frozenset[str]:
-    """The model names litellm has a price for (its bundled map, which benchpack makes it use;
-    its in-process map when something already imported litellm and may have registered more)."""
-    global _price_keys
+def _prices() -> dict[str, Any]:
+    """litellm's price map, model name → entry: its in-process map when something already
+    imported litellm (and may have registered more), else its bundled file read once (the map
+    benchpack makes it use) without importing litellm."""
+    global _price_table
     loaded = sys.modules.get("litellm")
     if loaded is not None and isinstance(getattr(loaded, "model_cost", None), dict):
-        return frozenset(loaded.model_cost)
-    if _price_keys is None:
-        keys: frozenset[str] = frozenset()
+        return loaded.model_cost  # type: ignore[no-any-return]
+    if _price_table is None:
+        table: dict[str, Any] = {}
         spec = importlib.util.find_spec("litellm")
         for loc in (spec.submodule_search_locations or []) if spec else []:
             path = Path(loc) / _PRICES
             if path.is_file():
-                keys = frozenset(json.loads(path.read_text(encoding="utf-8")))
+                table = json.loads(path.read_text(encoding="utf-8"))
                 break
-        _price_keys = keys
-    return _price_keys
+        _price_table = table
+    return _price_table
+
+
+LEAN_PARAMS = frozenset({
+    "temperature", "top_p", "max_tokens", "stop", "n", "presence_penalty", "frequency_penalty",
+    "tool_choice", "parallel_tool_calls", "response_format", "logit_bias", "user", "logprobs",
+    "top_logprobs"})
+"""The request parameters a priced model may take the lean path with: ones litellm passes to
+OpenAI's chat completions unchanged for a non-reasoning chat model (tested body for body). Any
+other (`service_tier`, which changes the price; `reasoning_effort`; provider extras) goes
+through litellm."""
+
+OPENAI_BASE = "https://api.openai.com/v1"
+_ACCOUNT_ENV = ("OPENAI_ORGANIZATION", "OPENAI_PROJECT", "OPENAI_API_VERSION")
+"""Set, they make litellm send headers or versions of its own: such calls stay with litellm."""
+
+
+def _lean_priced(entry: Any) -> bool:
+    """A model litellm prices as one of OpenAI's plain chat models: not a reasoning model (its
+    parameters litellm rewrites: `max_tokens` → `max_completion_tokens`, dropped temperature)."""
+    return (isinstance(entry, dict) and entry.get("litellm_provider") == "openai"
+            and entry.get("mode") == "chat" and not entry.get("supports_reasoning"))
+
+
+def direct_route(req: BackendRequest, enabled: bool = True) -> str | None:
+    """How `req` is sent without litellm's completion: "unpriced" (an `openai/` model litellm has
+    no price for, at an `api_base`: no cost, as litellm), "priced" (an OpenAI chat model litellm
+    prices, with lean parameters: the cost as litellm computes it) or None (litellm)."""
+    if not (enabled and req.model.startswith(PREFIX)):
+        return None
+    env = os.environ
+    if env.get("BENCH_LITELLM_ONLY", "").strip() not in ("", "0"):
+        return None
+    bare = req.model[len(PREFIX):]
+    prices = _prices()
+    entry = prices.get(bare, prices.get(req.model))
+    if entry is None:
+        return "unpriced" if req.api_base else None
+    if (not _lean_priced(entry) or not LEAN_PARAMS.issuperset(req.params)
+            or any(env.get(k) for k in _ACCOUNT_ENV)):
+        return None
+    if not (req.api_base or req.api_key or env.get("OPENAI_API_KEY")):
+        return None  # litellm's own "missing credentials", at once
+    return "priced"
 
 
 def takes_direct_path(req: BackendRequest, enabled: bool = True) -> bool:
-    if not (enabled and req.api_base and req.model.startswith(PREFIX)):
-        return False
-    if os.environ.get("BENCH_LITELLM_ONLY", "").strip() not in ("", "0"):
-        return False
-    bare = req.model[len(PREFIX):]
-    priced = _priced_models()
-    return bare not in priced and req.model not in priced
+    return direct_route(req, enabled) is not None
+
+
+def endpoint(req: BackendRequest) -> tuple[str, str | None]:
+    """(base URL, API key) as litellm's OpenAI provider resolves them: the request's, else the
+    environment's `OPENAI_BASE_URL`/`OPENAI_API_BASE` and `OPENAI_API_KEY`, else OpenAI's."""
+    env = os.environ
+    base = req.api_base or env.get("OPENAI_BASE_URL") or env.get("OPENAI_API_BASE") or OPENAI_BASE
+    return base, req.api_key or env.get("OPENAI_API_KEY")
+
+
+def litellm_cost(data: dict[str, Any], model: str) -> float | None:
+    """What litellm records as the response's cost for `openai/<model>`: its own calculation
+    over the answer (the answer's model name and usage, cached prompt tokens included), None
+    where it cannot price it."""
+    litellm = import_litellm()
+    try:
+        resp = litellm.ModelResponse(id=data.get("id"), model=data.get("model"),
+                                     usage=data.get("usage"), created=data.get("created"))
+        found = litellm.completion_cost(completion_response=resp, model=model,
+                                        custom_llm_provider="openai", call_type="acompletion")
+    except Exception:
+        return None
+    return float(found) if isinstance(found, int | float) else None
 
 
 async def _close_with_loop(session: Any) -> AsyncIterator[None]:
@@ -160,6 +232,8 @@ class OpenAIDirectBackend:
     def __init__(self) -> None:
         self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = \
             weakref.WeakKeyDictionary()
+        self._imported = False
+        """litellm imported for a price `openai_prices` leaves to it."""
 
     async def _session(self) -> Any:
         loop = asyncio.get_running_loop()
@@ -186,9 +260,10 @@ class OpenAIDirectBackend:
 
         data = _body(req)
         headers = {"Content-Type": "application/json"}
-        url, basic = _without_credentials(str(req.api_base).rstrip("/") + "/chat/completions")
-        if req.api_key and (basic is None or req.api_key != "no-key"):
-            headers["Authorization"] = f"Bearer {req.api_key}"
+        base, key = endpoint(req)
+        url, basic = _without_credentials(base.rstrip("/") + "/chat/completions")
+        if key and (basic is None or key != "no-key"):
+            headers["Authorization"] = f"Bearer {key}"
         elif basic is not None:  # `http://user:password@host/v1`, and no key of its own
             headers["Authorization"] = basic
         session = await self._session()
@@ -212,5 +287,12 @@ class OpenAIDirectBackend:
         if not isinstance(data, dict) or not data.get("choices"):
             raise LLMError("unusable response: the provider answered with no choices (an "
                            "empty `choices` list)", retryable=True)
-        # litellm's price for a model it cannot price is None: the same here
-        return {**data, "cost": None}
+        # an unpriced model's answer may name a priced one: litellm prices that, so do we
+        model = req.model[len(PREFIX):]
+        cost = lean_cost(data, model, _prices())
+        if cost is UNSURE:  # arithmetic litellm must do (tiers, audio…): import it, once, in a
+            if not self._imported:  # thread, as `LiteLLMBackend.prepare` does
+                await asyncio.to_thread(import_litellm)
+                self._imported = True
+            cost = litellm_cost(data, model)
+        return {**data, "cost": cost}
