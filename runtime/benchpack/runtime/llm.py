@@ -44,6 +44,7 @@ import hashlib
 import importlib
 import os
 import random
+import sys
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
@@ -455,7 +456,9 @@ class LLMClient:
         if prepare is not None:
             await prepare()
         reserved = 0.0
-        if self.budget is not None:  # after `prepare`: pricing imports litellm
+        if self.budget is not None:
+            if "litellm" not in sys.modules:  # pricing imports it: in a thread, as `prepare`
+                await asyncio.to_thread(import_litellm)  # does (a direct path has none)
             try:
                 reserved = await self.budget.areserve(name, messages, tools, call_params)
             except LLMError as exc:
