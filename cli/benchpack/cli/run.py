@@ -84,7 +84,8 @@ def run(plan: Path, agent: str, simulator: str | None, judge: str | None, planne
     """Run a compiled PLAN (directory with plan.json) against an agent."""
     from benchpack.runtime.prewarm import prewarm_http_client
 
-    prewarm_http_client(client.get("api_base"))  # beside the imports below (issue 31)
+    # beside the imports below (issue 31)
+    prewarm_http_client(client.get("api_base"), (agent, simulator, judge, planner))
     from benchpack.runtime.errors import BenchError
     from benchpack.runtime.runner import RunInterrupted, RunOptions, run_plan
 

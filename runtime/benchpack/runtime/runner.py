@@ -56,7 +56,8 @@ __all__ = ["ERROR_KINDS", "RUNS_VERSION", "ClientOptions", "Progress", "RunConte
 
 async def run_plan_async(options: RunOptions) -> RunSummary:
     started = time.time()
-    prewarm_http_client(options.api_base)
+    prewarm_http_client(options.api_base,
+                        (options.agent, options.simulator, options.judge, options.planner))
     plan = load_plan(options.plan)
     fresh = not Path(options.db).exists()
     store = Store(options.db, redactor_for(options))
