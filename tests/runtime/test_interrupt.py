@@ -33,6 +33,14 @@ async def agent(brief, message, event):
 '''
 
 
+def _ctrl_c_heard() -> None:
+    """The child hears Ctrl-C as a terminal's foreground job does. A suite started in the
+    background of a shell without job control (`cmd &` in a script) ignores SIGINT, and a child
+    inherits that: Python then installs no KeyboardInterrupt handler, and the SIGINT below
+    would be lost (the run waits out the agent's 60 s)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
     con = duckdb.connect(str(db), read_only=True)
     try:
@@ -50,7 +58,7 @@ def test_ctrl_c_marks_the_run_interrupted_and_resume_completes_it(tmp_path: Path
     proc = subprocess.Popen([*BENCH, "run", "build", "--agent", "python:slow_agent:agent",
                              "--db", "my store.duckdb", "--run-id", "r1", "--quiet"],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_heard)
     deadline = time.time() + 60
     while not (tmp_path / "started-handover").exists():
         assert proc.poll() is None and time.time() < deadline, proc.communicate()
