@@ -20,7 +20,7 @@ truth (coverage), each with its Clopper–Pearson 95 % Monte-Carlo interval, and
 the tool refused the figure (no p, no interval). Targets (issue 25): every A/A rate ≤ 5 % + its
 Monte-Carlo error, every coverage ≥ 93 %.
 
-Usage: python benchmarks/stat_sim.py [--reps 1000] [--designs NAME…] [--seed 0] [--out FILE]
+Usage: python benchmarks/stat_sim.py [--reps 1000] [--designs NAME…] [--seed 0] [--json FILE]
 """
 
 from __future__ import annotations
