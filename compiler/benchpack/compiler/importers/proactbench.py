@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from benchpack.specs import release_ids
 from benchpack.specs.jsonl import read_jsonl as _read_jsonl
 from benchpack.specs.persona import COHERENT_STYLES
 
@@ -64,25 +65,10 @@ def style_code(index: Any, where: str) -> str:
     return COHERENT_STYLES[index - 1]
 
 
-def safe_id(text: str) -> str:
-    """A pack id from a release id (ids allow letters, digits, `_ . -`; 80 characters)."""
-    out = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-_.")
-    return out[:80] or "x"
-
-
-def episode_id(unique_id_eval: str) -> str:
-    """`BP_X_01_AB__style13__<uuid>` → `BP_X_01_AB.s13.<uuid[:12]>`: short, readable, unique
-    (blueprint × style × persona is the corpus's primary key)."""
-    m = re.fullmatch(r"(.+?)__style(\d+)__([0-9A-Za-z-]+)", unique_id_eval)
-    if not m:
-        return safe_id(unique_id_eval)
-    return safe_id(f"{m.group(1)}.s{m.group(2)}.{m.group(3)[:12]}")
-
-
-def session_key(pack: str, unique_id_eval: str, style_index: int) -> str:
-    """The plan id of the session imported for a dialogue (`import-run` joins on it)."""
-    return (f"session.{pack}.{episode_id(unique_id_eval)}.dialogue@"
-            f"{COHERENT_STYLES[style_index - 1]}")
+safe_id = release_ids.safe_id
+episode_id = release_ids.proactbench_episode_id
+session_key = release_ids.proactbench_session_key
+"""The ids the run importer (`runtime/imports/proactbench.py`) finds these sessions by."""
 
 
 # --------------------------------------------------------------------------- anchors

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from benchpack.specs.release_ids import tau2_session_id
 
 from . import ImportError_, ImportResult
 from . import tau2_dialogue as dialogue
@@ -218,15 +219,8 @@ class _Task:
         return "\n".join(lines)
 
 
-def session_id(task_id: str) -> str:
-    """A valid pack id for a τ² task id: itself when valid, else its runs of other characters
-    made `-` (and, past 75 characters, cut and told apart by a hash)."""
-    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,74}", task_id):
-        return task_id
-    out = re.sub(r"[^A-Za-z0-9_.-]+", "-", task_id).strip("-_.") or "task"
-    if len(out) > 75:
-        out = out[:66] + "-" + hashlib.sha256(task_id.encode()).hexdigest()[:8]
-    return out
+session_id = tau2_session_id
+"""`runtime/imports/tau2.py` finds the sessions by the same ids (`specs.release_ids`)."""
 
 
 def _tool_names(module: Path) -> set[str]:

@@ -21,7 +21,6 @@ must stay equal to the importer's; a test checks it), so the run joins the impor
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from typing import Any
 
 from benchpack.specs.jsonl import read_jsonl
 from benchpack.specs.persona import COHERENT_STYLES
+from benchpack.specs.release_ids import proactbench_episode_id, proactbench_session_key, safe_id
 
 from ..store import SessionRows, Store
 from .base import ImportRunError
@@ -38,23 +38,8 @@ SCORES = {"PASS": 1.0, "PARTIAL": 0.5, "FAIL": 0.0}
 TYPES = ("EMERGENT", "CRITICAL", "RECOVERY")
 
 
-def _safe_id(text: str) -> str:
-    out = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-_.")
-    return out[:80] or "x"
-
-
-def episode_id(unique_id_eval: str) -> str:
-    """Same as `benchpack.compiler.importers.proactbench.episode_id` (runtime never imports
-    the compiler)."""
-    m = re.fullmatch(r"(.+?)__style(\d+)__([0-9A-Za-z-]+)", unique_id_eval)
-    if not m:
-        return _safe_id(unique_id_eval)
-    return _safe_id(f"{m.group(1)}.s{m.group(2)}.{m.group(3)[:12]}")
-
-
-def session_key(pack: str, unique_id_eval: str, style_index: int) -> str:
-    return (f"session.{pack}.{episode_id(unique_id_eval)}.dialogue@"
-            f"{COHERENT_STYLES[style_index - 1]}")
+episode_id = proactbench_episode_id  # the ids `bench import proactbench` gave the sessions
+session_key = proactbench_session_key
 
 
 @dataclass
@@ -83,7 +68,7 @@ def default_run_id(path: Path, rows: list[tuple[int, dict[str, Any]]]) -> str:
     model = rows[0][1].get("evaluated_model")
     base = model if isinstance(model, str) and model else path.name.split(
         "_proactivity_bench_results")[0]
-    return f"proactbench-{_safe_id(base)}"
+    return f"proactbench-{safe_id(base)}"
 
 
 def import_run(path: Path, db: Path, run_id: str | None = None, plan_path: Path | None = None,

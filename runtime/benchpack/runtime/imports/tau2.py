@@ -31,7 +31,6 @@ keeps the two equal), so with `--plan` the run joins the imported pack.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from benchpack.specs.origin_label import RUN_CONFIG_KEY as ORIGIN_KEY
+from benchpack.specs.release_ids import safe_id, tau2_session_key
 
 from ..store import SessionRows, Store
 from .base import ImportRunError
@@ -61,15 +61,8 @@ def is_success(reward: float) -> bool:
     return 1 - SUCCESS_TOLERANCE <= reward <= 1 + SUCCESS_TOLERANCE
 
 
-def safe_id(text: str) -> str:
-    out = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-_.")
-    return out[:80] or "x"
-
-
-def session_key(pack: str, task_id: str) -> str:
-    """The plan id `bench import tau2` gives a task's session (one episode `task-<id>` of one
-    session `<id>`)."""
-    return f"session.{pack}.task-{task_id}.{task_id}"
+session_key = tau2_session_key  # the ids `bench import tau2` gave the sessions (sanitised
+# task ids: telecom's `[…]…|…` ids joined nothing when this used them raw)
 
 
 @dataclass
