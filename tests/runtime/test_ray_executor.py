@@ -416,7 +416,8 @@ def test_limiter_one_round_trip_takes_the_permit_and_the_rate_token() -> None:
         return time.monotonic() - t, lim.in_use()
 
     took, used = asyncio.run(scenario())
-    assert 0.4 < took < 1.5 and used == {"m": 2}
+    # waited for the token (≥ 0.4 s), not a hang; no tighter bound on a shared 2-core machine
+    assert 0.4 < took < 10 and used == {"m": 2}
 
 
 SHUTDOWN = '''
