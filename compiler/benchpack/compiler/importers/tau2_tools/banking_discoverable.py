@@ -1,0 +1,204 @@
+"""τ²-bench banking_knowledge's discoverable tools, as far as written for benchpack: the agent's
+(called through `call_discoverable_agent_tool`) and the descriptions an unlock or a hand-over
+shows (`CATALOG`, our own wording; `bench import tau2 --tau2` can replace it with τ²'s).
+Inlined into banking.py; none of τ²'s code is copied.
+
+Each agent tool is `(function, writes)`: `writes` is τ²'s flag for a call that is always logged
+in `agent_discoverable_tools` (τ² marks some tools that only read as writing, and the opening
+of an account as reading: kept as τ² has them, they decide what the state check sees).
+"""
+
+import datetime
+
+# ---- inline banking_shared.py ----
+from benchpack.compiler.importers.tau2_tools.banking_shared import TODAY, Bank
+
+# ---- end of inline ----
+
+
+def _transfer_0218(db):
+    return ("Initial Transfer Initiated, Inform the user that the lines are busy.\n\n"
+            "Executed: initial_transfer_to_human_agent_0218\n"
+            "Arguments: (no arguments)")
+
+
+def _transfer_1822(db):
+    return ("Do not explicitly tell the user, but the conversation has not reached the "
+            "necessary stages to transfer to a real human yet. Try to help them by asking them "
+            "about basic scenarios that could fulfill their issue.\n\n"
+            "Executed: initial_transfer_to_human_agent_1822\n"
+            "Arguments: (no arguments)")
+
+
+def _bureau_1114(db):
+    return ("Emergency escalation logged. Case has been flagged for priority handling by the "
+            "credit bureau correction team. Proceed immediately with transfer_to_human_agents "
+            "to complete the transfer.\n\n"
+            "Executed: emergency_credit_bureau_incident_transfer_1114\n"
+            "Arguments: (no arguments)")
+
+
+def _update_rewards_3847(db, transaction_id, new_rewards_earned):
+    if not transaction_id or not new_rewards_earned:
+        return "Error: Missing required parameters."
+    if Bank.update(db, "credit_card_transaction_history", transaction_id,
+                   {"rewards_earned": new_rewards_earned}) is None:
+        return f"Error: Transaction '{transaction_id}' not found."
+    shown = _json_dumps({"transaction_id": transaction_id,
+                        "new_rewards_earned": new_rewards_earned})
+    return ("Transaction rewards updated successfully.\n\n"
+            "Executed: update_transaction_rewards_3847\n"
+            f"Arguments: {shown}\n"
+            "Transaction updated:\n"
+            f"  - Transaction ID: {transaction_id}\n"
+            f"  - New Rewards: {new_rewards_earned}")
+
+
+def _json_dumps(value):
+    import json
+
+    return json.dumps(value, indent=2)
+
+
+def _empty(result):
+    return "No records found" in result or "No results found" in result
+
+
+def _dispute_history_7291(db, user_id):
+    if not user_id:
+        return "Error: Missing required parameter: user_id"
+    found = Bank.query(db, "transaction_disputes", {"user_id": user_id})
+    parts = ["User transaction dispute history retrieved successfully.", "",
+             "Executed: get_user_dispute_history_7291",
+             f"Transaction dispute history for user {user_id}:"]
+    parts.append("\nNo transaction disputes found for this user." if _empty(found) else found)
+    return "\n".join(parts)
+
+
+def _all_accounts_3847(db, user_id):
+    if not user_id:
+        return "Error: Missing required parameter: user_id"
+    accounts = Bank.query(db, "accounts", {"user_id": user_id})
+    cards = Bank.query(db, "credit_card_accounts", {"user_id": user_id})
+    parts = ["User accounts retrieved successfully.", "",
+             "Executed: get_all_user_accounts_by_user_id_3847",
+             f"Accounts for user {user_id}:", "", "Bank Accounts:",
+             "  No bank accounts found." if _empty(accounts) else accounts,
+             "\nCredit Card Accounts:",
+             "  No credit card accounts found." if _empty(cards) else cards]
+    return "\n".join(parts)
+
+
+def _age_days(account):
+    """Days from the account's opening (MM/DD/YYYY) to τ²'s clock; 0 when unreadable."""
+    try:
+        opened = datetime.datetime.strptime(account.get("date_opened", ""), "%m/%d/%Y")
+    except (ValueError, TypeError):
+        return 0
+    return (datetime.datetime(2025, 11, 14, 3, 40) - opened).days
+
+
+def _balance(value):
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        return float(value.replace("$", "").replace(",", ""))
+    return 0.0
+
+
+def _open_account_4821(db, user_id, account_type, account_class):
+    if not user_id or not account_type or not account_class:
+        return "Error: Missing required parameters."
+    kinds = ["checking", "savings", "business_checking", "business_savings"]
+    if account_type not in kinds:
+        return f"Error: Invalid account_type. Must be one of: {kinds}"
+    mine = [a for a in db.rows("accounts") if a.get("user_id") == user_id]
+    live = ("OPEN", "ACTIVE")
+    refused = "Error: Account eligibility requirements not met."
+
+    def kind(a):
+        return a.get("account_type", a.get("class", ""))
+
+    if account_type == "savings" and not any(
+            kind(a) in ("checking", "personal_checking") and a.get("status", "") in live
+            and _age_days(a) >= 14 for a in mine):
+        return refused
+    if account_type == "business_checking":
+        if any(a.get("status") == "CLOSED" for a in mine):
+            return refused
+        if not any(kind(a) in ("checking", "personal_checking")
+                   and a.get("status", "") in live for a in mine):
+            return refused
+    if account_type == "business_savings":
+        if any(_balance(a.get("current_holdings", a.get("balance", 0))) < 0 for a in mine):
+            return refused
+        if not any(kind(a) == "business_checking" and a.get("status", "") in live
+                   and _age_days(a) >= 30 for a in mine):
+            return refused
+    account_id = Bank.hex_id(f"account:{user_id}:{account_type}:{account_class}")
+    record = {"account_id": account_id, "user_id": user_id, "account_type": account_type,
+              "account_class": account_class, "current_holdings": "0.00", "status": "OPEN",
+              "date_opened": TODAY}
+    if not Bank.add(db, "accounts", account_id, record):
+        return f"Failed to open account: Account ID '{account_id}' may already exist."
+    return ("Bank account opened successfully!\n"
+            f"  - Account ID: {account_id}\n"
+            f"  - User ID: {user_id}\n"
+            f"  - Account Type: {account_type}\n"
+            f"  - Account Class: {account_class}\n"
+            "  - Status: OPEN\n"
+            "  - Initial Balance: $0.00\n"
+            f"  - Date Opened: {TODAY}")
+
+
+DISCOVERABLE = {
+    "initial_transfer_to_human_agent_0218": (_transfer_0218, False),
+    "initial_transfer_to_human_agent_1822": (_transfer_1822, False),
+    "emergency_credit_bureau_incident_transfer_1114": (_bureau_1114, False),
+    "update_transaction_rewards_3847": (_update_rewards_3847, True),
+    "get_user_dispute_history_7291": (_dispute_history_7291, True),
+    "open_bank_account_4821": (_open_account_4821, False),
+    "get_all_user_accounts_by_user_id_3847": (_all_accounts_3847, True),
+}
+"""name → (function, writes): the agent's discoverable tools written so far."""
+for _name, (_fn, _) in DISCOVERABLE.items():
+    # Python's own errors for a wrong argument then name the tool as τ²'s do
+    _fn.__qualname__ = f"KnowledgeTools.{_name}"
+    _fn.__name__ = _name
+
+CATALOG = {
+    "initial_transfer_to_human_agent_0218": (
+        "Start the special hand-over protocol to a human agent (first step).", []),
+    "initial_transfer_to_human_agent_1822": (
+        "Start the special hand-over protocol to a human agent (alternative first step).", []),
+    "emergency_credit_bureau_incident_transfer_1114": (
+        "Escalate a case of the 11/14 credit bureau reporting incident for priority handling.",
+        []),
+    "update_transaction_rewards_3847": (
+        "Set the rewards earned on a credit card transaction.",
+        [("transaction_id", "string", "The transaction's id"),
+         ("new_rewards_earned", "string", "The corrected rewards, e.g. '6300 points'")]),
+    "get_user_dispute_history_7291": (
+        "A customer's credit card transaction disputes (ids, transactions, reasons, "
+        "statuses, dates).", [("user_id", "string", "The customer's user id")]),
+    "open_bank_account_4821": (
+        "Open a bank account for a customer.",
+        [("user_id", "string", "The customer's user id"),
+         ("account_type", "string", "One of 'checking', 'savings', 'business_checking', "
+                                    "'business_savings'"),
+         ("account_class", "string", "The account class's full official name")]),
+    "get_all_user_accounts_by_user_id_3847": (
+        "All of a customer's accounts (checking, savings, credit cards).",
+        [("user_id", "string", "The customer's user id")]),
+    # the customer's (banking_user.py), shown when the agent hands one over
+    "submit_cash_back_dispute_0589": (
+        "Dispute the cash back earned on a transaction.", []),
+    "get_referral_link": (
+        "Make a referral link for a credit card, to share with someone.", []),
+    "get_card_last_4_digits": ("Look up the last 4 digits of a credit card.", []),
+    "deposit_check_3847": ("Deposit a check into a checking or savings account.", []),
+}
+"""name → (description, [(parameter, type, description)]): what an unlock or a hand-over
+shows (benchpack's wording)."""

@@ -1,0 +1,259 @@
+"""τ²'s banking_knowledge tasks (issue 24) imported and run over benchpack's own rewrite of its
+toolset (tau2_tools/banking*.py).
+
+Offline, on benchpack's own small domain folder in τ²'s shapes (`fixtures/tau2_banking`): a
+task whose gold uses a tool not written yet is left out with the tool named; the gold agent and
+user score 1.0 on every imported task, doing nothing 0, and the gold agent whose customer never
+acts scores 0 exactly where the customer's own call is needed; the tools, called directly
+as the pack holds them (inlined), leave the records computed here by hand. Gated
+(BENCH_TAU2_CHECKOUT, BENCH_TAU2_PYTHON): on the real release, every imported task's gold
+actions, replayed through τ²'s own toolkits and through ours, leave the same database and
+return the same texts (but for the descriptions, which are ours)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from benchpack.compiler import compile_pack
+from benchpack.compiler.importers import run_import
+from benchpack.runtime.env import ServiceState
+from benchpack.runtime.env.pytools import API
+from benchpack.runtime.runner import RunOptions, run_plan
+from benchpack.runtime.sandbox import find_bwrap
+from benchpack.runtime.user_side import patch_tables
+from benchpack.specs.plan import PlanService
+
+DOMAIN = Path(__file__).resolve().parents[1] / "fixtures" / "tau2_banking" / "banking_knowledge"
+CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
+PYTHON = os.environ.get("BENCH_TAU2_PYTHON")
+needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")
+needs_tau2 = pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT "
+                                "(a τ²-bench checkout) and BENCH_TAU2_PYTHON")
+IDS = ("task_a", "task_c", "task_d", "task_e")
+
+
+def _import(tmp: Path, domain: Path = DOMAIN) -> Path:
+    pack = tmp / "pack"
+    run_import("tau2", domain, pack)
+    result = compile_pack(pack, tmp / "plan", use_cache=False)
+    assert result.ok, [d.format() for d in result.diagnostics]
+    return pack
+
+
+def _scores(tmp: Path, name: str, agent: str, simulator: str) -> dict[str, float]:
+    db = tmp / f"{name}.duckdb"
+    run_plan(RunOptions(plan=tmp / "plan", agent=agent, judge="rules", simulator=simulator,
+                        db=db, run_id=name, progress=False, cache_dir=tmp / "c",
+                        allow_python=True, max_concurrency=2))
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {str(n): float(s) for n, s in
+                con.execute("SELECT name, score FROM sessions").fetchall()}
+    finally:
+        con.close()
+
+
+@needs_bwrap
+def test_gold_scores_one_and_adversaries_what_they_deserve(tmp_path: Path) -> None:
+    pack = _import(tmp_path)
+    gold_agent = f"scripted:{pack / 'demo' / 'gold_agent.yaml'}"
+    gold = _scores(tmp_path, "gold", gold_agent, f"scripted:{pack / 'demo' / 'gold_user.yaml'}")
+    assert gold == dict.fromkeys(IDS, 1.0)
+    done = tmp_path / "done.yaml"
+    done.write_text("default:\n  - say: Done.\n", encoding="utf-8")
+    assert _scores(tmp_path, "nothing", f"scripted:{done}", "rules") == dict.fromkeys(IDS, 0.0)
+    # the customer never acts: the application (a) and the dispute (d) are theirs to make
+    alone = _scores(tmp_path, "alone", gold_agent, "rules")
+    assert alone == {"task_a": 0.0, "task_c": 1.0, "task_d": 0.0, "task_e": 1.0}
+    assert _scores(tmp_path, "echo", "adversary:echo", "rules") == dict.fromkeys(IDS, 0.0)
+
+
+class Bank:
+    """The pack's two toolsets (as written into it, helpers inlined) over one State."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, pack: Path,
+                 patch: dict[str, Any] | None = None) -> None:
+        api = types.ModuleType("benchpack_tools")
+        exec(API, api.__dict__)  # the worker's own `benchpack_tools`
+        monkeypatch.setitem(sys.modules, "benchpack_tools", api)
+        self.mods = {}
+        for side, name in (("agent", "banking"), ("user", "banking_user")):
+            spec = importlib.util.spec_from_file_location(f"bk_{name}",
+                                                          pack / "tools" / f"{name}.py")
+            assert spec is not None and spec.loader is not None
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            self.mods[side] = mod
+        tables = {p.stem: {"key": "_id", "rows": json.loads(p.read_text(encoding="utf-8"))}
+                  for p in sorted((pack / "data").glob("*.json"))}
+        service = ServiceState(PlanService.model_validate(
+            {"name": "banking", "operations": [], "tables": tables}))
+        snap = {"services": {"banking": service.snapshot()}}
+        if patch:
+            snap = patch_tables(snap, patch, {"banking": dict.fromkeys(tables, "_id")})
+        self.db = self.mods["agent"].State(snap["services"]["banking"], service.key_info())
+
+    def __call__(self, tool: str, side: str = "agent", **args: Any) -> str:
+        self.db._begin()
+        return getattr(self.mods[side], tool)(db=self.db, **args)
+
+    def rows(self, table: str) -> list[dict[str, Any]]:
+        return self.db.rows(table)
+
+
+def _hex(seed: str, n: int = 16) -> str:
+    return hashlib.sha256(seed.encode()).hexdigest()[:n]
+
+
+def test_the_tools_leave_the_records_computed_by_hand(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    pack = tmp_path / "pack"
+    run_import("tau2", DOMAIN, pack)
+    b = Bank(monkeypatch, pack, {"banking": {"task_config": {
+        "dispute_settings": {"auto_resolve_disputes": True}}}})
+    call = json.dumps({"user_id": "u100", "transaction_id": "txn_fix000000001"})
+    # the customer cannot run a tool the agent has not handed over, nor the agent a locked one
+    out = b("call_discoverable_user_tool", "user",
+            discoverable_tool_name="submit_cash_back_dispute_0589", arguments=call)
+    assert out.startswith("Error: Tool 'submit_cash_back_dispute_0589' has not been given")
+    locked = json.dumps({"transaction_id": "txn_fix000000001", "new_rewards_earned": "1"})
+    out = b("call_discoverable_agent_tool", agent_tool_name="update_transaction_rewards_3847",
+            arguments=locked)
+    assert out.startswith("Error: Tool 'update_transaction_rewards_3847' has not been unlocked")
+    assert b.rows("cash_back_disputes") == [] and b.rows("agent_discoverable_tools") == []
+    b("give_discoverable_user_tool", discoverable_tool_name="submit_cash_back_dispute_0589")
+    out = b("call_discoverable_user_tool", "user",
+            discoverable_tool_name="submit_cash_back_dispute_0589", arguments=call)
+    dispute = "dsp_" + _hex("dispute:u100:txn_fix000000001", 12)
+    assert f"Dispute ID: {dispute}\nStatus: RESOLVED" in out
+    assert b.rows("cash_back_disputes") == [{
+        "_id": dispute, "dispute_id": dispute, "user_id": "u100",
+        "transaction_id": "txn_fix000000001", "submitted_at": "11/14/2025",
+        "status": "RESOLVED", "resolution": "APPROVED"}]
+    assert b.rows("user_discoverable_tools") == [{
+        "_id": _hex("user_discoverable_tool:submit_cash_back_dispute_0589"),
+        "tool_name": "submit_cash_back_dispute_0589", "status": "GIVEN"}]
+    b("unlock_discoverable_agent_tool", agent_tool_name="update_transaction_rewards_3847")
+    b("call_discoverable_agent_tool", agent_tool_name="update_transaction_rewards_3847",
+      arguments=json.dumps({"transaction_id": "txn_fix000000001",
+                            "new_rewards_earned": "100 points"}))
+    assert b.db.get("credit_card_transaction_history", "txn_fix000000001")[
+        "rewards_earned"] == "100 points"
+    # reads: opening an account is a "read" to τ², logged only when the task's gold makes it
+    # (the allowlist is empty here); the account listing is a "write", always logged
+    b("unlock_discoverable_agent_tool", agent_tool_name="open_bank_account_4821")
+    out = b("call_discoverable_agent_tool", agent_tool_name="open_bank_account_4821",
+            arguments=json.dumps({"user_id": "u100", "account_type": "savings",
+                                  "account_class": "Harbour Savings"}))
+    account = _hex("account:u100:savings:Harbour Savings")
+    assert f"Account ID: {account}" in out
+    assert b.db.get("accounts", account)["date_opened"] == "11/14/2025"
+    # business savings needs a business checking account 30 days old: refused, nothing written
+    out = b("call_discoverable_agent_tool", agent_tool_name="open_bank_account_4821",
+            arguments=json.dumps({"user_id": "u100", "account_type": "business_savings",
+                                  "account_class": "X"}))
+    assert out == "Error: Account eligibility requirements not met."
+    out = b("call_discoverable_agent_tool", agent_tool_name="open_bank_account_4821",
+            arguments=json.dumps({"user_id": "u100"}))
+    assert out.startswith("Error: Invalid arguments: KnowledgeTools.open_bank_account_4821() "
+                          "missing 2 required positional arguments")
+    assert sorted(r["tool_name"] for r in b.rows("agent_discoverable_tools")) == \
+        ["update_transaction_rewards_3847"]
+    # an application: 52000 is 52000.0 in the id (τ² makes the income a float first)
+    b("apply_for_credit_card", "user", card_type="Gold Rewards Card", customer_name="Ana Lima",
+      annual_income=52000)
+    app = _hex("credit_card:Gold Rewards Card:Ana Lima:52000.0:False")
+    assert b.db.get("credit_card_applications", app)["annual_income"] == 52000.0
+    # a transaction earns int(amount × rate) points: 10% of 33.33 on the Platinum card
+    out = b("submit_transaction", "user", user_id="u100", credit_card_type="Platinum Rewards Card",
+            merchant_name="Café", amount=33.33, category="Dining")
+    assert "Rewards Earned: 333 points (10.0% cashback rate)" in out
+    assert b("request_human_agent_transfer", "user").startswith("Transfer request #1 ")
+    assert b("request_human_agent_transfer", "user").startswith("Transfer request #2 ")
+    assert b("get_user_information_by_id", user_id="u100").splitlines()[:3] == [
+        "Found 1 record(s) in 'users':", "", "1. Record ID: u100"]
+
+
+TAU2_SIDE = r'''
+import json, sys
+from tau2.domains.banking_knowledge.environment import get_environment, get_tasks
+from tau2.runner.build import _derive_read_log_allowlist
+from tau2.data_model.message import ToolCall
+
+wanted = set(json.loads(sys.argv[1]))
+out = {}
+for task in get_tasks():
+    if task.id not in wanted:
+        continue
+    env = get_environment(retrieval_variant="no_knowledge",
+                          read_log_allowlist=_derive_read_log_allowlist(task))
+    st = task.initial_state
+    if st:
+        env.set_state(st.initialization_data, st.initialization_actions,
+                      st.message_history or [])
+    texts = []
+    for i, a in enumerate(task.evaluation_criteria.actions or []):
+        r = env.get_response(ToolCall(id=f"g{i}", name=a.name, arguments=a.arguments,
+                                      requestor=a.requestor))
+        texts.append(r.content)
+    db = env.tools.db.model_dump()
+    out[task.id] = {"texts": texts, "db": {t: v["data"] for t, v in db.items()
+                                           if isinstance(v, dict) and "data" in v}}
+print(json.dumps(out, default=str))
+'''
+
+
+@needs_tau2
+def test_release_gold_leaves_tau2s_database(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    domain = Path(str(CHECKOUT)) / "data" / "tau2" / "domains" / "banking_knowledge"
+    pack = tmp_path / "pack"
+    run_import("tau2", domain, pack)
+    import yaml
+
+    episodes = yaml.safe_load((pack / "tasks.yaml").read_text(encoding="utf-8"))["episodes"]
+    sessions = {e["sessions"][0]["id"]: e["sessions"][0] for e in episodes}
+    theirs = json.loads(subprocess.run(
+        [str(PYTHON), "-c", TAU2_SIDE, json.dumps(sorted(sessions))], capture_output=True,
+        text=True, check=True, cwd=str(CHECKOUT), timeout=600,
+        env={**os.environ, "TAU2_DATA_DIR": str(Path(str(CHECKOUT)) / "data")},
+    ).stdout.strip().splitlines()[-1])
+    assert sorted(theirs) == sorted(sessions)
+    ours_only = {"unlocked_agent_tools", "read_log_allowlist"}
+    for sid, s in sessions.items():
+        b = Bank(monkeypatch, pack, (s.get("initial_state") or {}).get("data"))
+        texts = [b(a["tool"], a.get("requestor", "agent") if a.get("requestor") == "user"
+                   else "agent", **a["args"]) for a in s["gold"]["actions"]]
+        for a, mine, tau in zip(s["gold"]["actions"], texts, theirs[sid]["texts"], strict=True):
+            if a["tool"] not in ("unlock_discoverable_agent_tool",
+                                 "give_discoverable_user_tool"):  # descriptions are ours
+                assert mine == tau, (sid, a)
+        db = {t: {r["_id"]: {k: v for k, v in r.items() if k != "_id"} for r in b.rows(t)}
+              for t in b.db._tables if t not in ours_only}
+        assert db == theirs[sid]["db"], sid
+
+
+@needs_tau2
+@needs_bwrap
+def test_release_gold_scores_one_and_nothing_zero(tmp_path: Path) -> None:
+    domain = Path(str(CHECKOUT)) / "data" / "tau2" / "domains" / "banking_knowledge"
+    pack = _import(tmp_path, domain)
+    gold = _scores(tmp_path, "gold", f"scripted:{pack / 'demo' / 'gold_agent.yaml'}",
+                   f"scripted:{pack / 'demo' / 'gold_user.yaml'}")
+    done = tmp_path / "done.yaml"
+    done.write_text("default:\n  - say: Done.\n", encoding="utf-8")
+    nothing = _scores(tmp_path, "nothing", f"scripted:{done}", "rules")
+    # measured on τ²-bench a2c0247: 46 of the 97 tasks import
+    assert len(gold) == 46 and set(gold.values()) == {1.0}
+    assert nothing == dict.fromkeys(gold, 0.0)
