@@ -232,8 +232,9 @@ def import_banking(source: Path, out: Path) -> ImportResult:
                                  DIFFERENCES))
     write("tasks.yaml", base._tasks_yaml("banking_knowledge", kept).replace(
         "environment: banking_knowledge", "environment: bank"))
-    agent_gold = {"sessions": {t.sid: base._gold_turn(t) for t in kept}}
-    user_gold = {t.sid: base._gold_user(t) for t in kept if base._gold_user(t)}
+    turns = {t.sid: _gold_turns(t.session) for t in kept}
+    agent_gold = {"sessions": {sid: a for sid, (a, _) in turns.items()}}
+    user_gold = {sid: {"turns": u} for sid, (_, u) in turns.items() if u}
     write("demo/gold_agent.yaml", "# The gold agent: each task's gold actions (the agent's) in "
           "one turn (`bench import tau2`\n# wrote it; see IMPORT_REPORT.md). Run it to check "
           "the environment.\n" + base._dump(agent_gold))
@@ -247,6 +248,39 @@ def import_banking(source: Path, out: Path) -> ImportResult:
         f"{len(docs)} documents imported as the knowledge base `banking`; {len(kept)} of "
         f"{len(tasks)} tasks (IMPORT_REPORT.md says why each other one is not); not "
         "comparable with τ²-bench: " + ", ".join(d.split(":")[0] for d in DIFFERENCES)])
+
+
+def _gold_turns(session: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The gold agent's entries and the gold user's turns: the gold actions in their order,
+    each run of one side's calls a turn of that side (the customer deposits a check before the
+    agent closes the account it went into: one turn each would reverse them)."""
+    runs: list[tuple[str, list[dict[str, Any]]]] = []
+    for a in (session.get("gold") or {}).get("actions", []):
+        side = "user" if a.get("requestor") == "user" else "agent"
+        if not runs or runs[-1][0] != side:
+            runs.append((side, []))
+        runs[-1][1].append(a)
+    if runs and runs[0][0] == "user":
+        runs.insert(0, ("agent", []))  # the agent answers the opening message first
+    agent: list[dict[str, Any]] = []
+    user: list[dict[str, Any]] = []
+    for side, calls in runs:
+        if side == "agent":
+            turn: dict[str, Any] = {"say": "Done."}
+            if calls:
+                turn = {"tool_calls": [{"name": a["tool"], "args": a["args"]} for a in calls],
+                        **turn}
+            agent.append(turn)
+        else:
+            user.append({"calls": [{"tool": a["tool"], "args": a["args"]} for a in calls],
+                         "say": "I did that on my side."})
+    if not user:
+        return agent, []
+    if runs[-1][0] == "agent":
+        user.append({"say": "Thanks, that is all.", "stop": "done"})
+    else:
+        user[-1]["stop"] = "done"
+    return agent, user
 
 
 DIFFERENCES = [

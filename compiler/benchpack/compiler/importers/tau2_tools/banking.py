@@ -254,6 +254,10 @@ def list_discoverable_agent_tools(db: State) -> str:
 
 # ---------------------------------------------------------------- the discoverable tools
 # inline banking_discoverable.py holds them with their descriptions (`CATALOG`)
+# ---- inline banking_accounts.py ----
+from benchpack.compiler.importers.tau2_tools.banking_accounts import CLOCK  # noqa: E402, F401
+
+# ---- end of inline ----
 # ---- inline banking_discoverable.py ----
 from benchpack.compiler.importers.tau2_tools.banking_discoverable import (  # noqa: E402
     CATALOG,

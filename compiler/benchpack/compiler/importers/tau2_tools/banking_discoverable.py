@@ -10,6 +10,19 @@ of an account as reading: kept as τ² has them, they decide what the state chec
 
 import datetime
 
+# ---- inline banking_accounts.py ----
+from benchpack.compiler.importers.tau2_tools.banking_accounts import (
+    _account_transactions_9173,
+    _checking_credit_5829,
+    _close_account_7392,
+    _file_card_dispute_4829,
+    _interest_report_7294,
+    _replace_card_7291,
+    _savings_credit_6831,
+    _transfer_funds_7291,
+)
+
+# ---- end of inline ----
 # ---- inline banking_shared.py ----
 from benchpack.compiler.importers.tau2_tools.banking_shared import TODAY, Bank
 
@@ -161,6 +174,15 @@ DISCOVERABLE = {
     "get_user_dispute_history_7291": (_dispute_history_7291, True),
     "open_bank_account_4821": (_open_account_4821, False),
     "get_all_user_accounts_by_user_id_3847": (_all_accounts_3847, True),
+    # banking_accounts.py
+    "close_bank_account_7392": (_close_account_7392, True),
+    "file_credit_card_transaction_dispute_4829": (_file_card_dispute_4829, True),
+    "order_replacement_credit_card_7291": (_replace_card_7291, True),
+    "transfer_funds_between_bank_accounts_7291": (_transfer_funds_7291, False),
+    "apply_checking_account_credit_5829": (_checking_credit_5829, True),
+    "apply_savings_account_credit_6831": (_savings_credit_6831, True),
+    "submit_interest_discrepancy_report_7294": (_interest_report_7294, True),
+    "get_bank_account_transactions_9173": (_account_transactions_9173, False),
 }
 """name → (function, writes): the agent's discoverable tools written so far."""
 for _name, (_fn, _) in DISCOVERABLE.items():
@@ -192,6 +214,44 @@ CATALOG = {
     "get_all_user_accounts_by_user_id_3847": (
         "All of a customer's accounts (checking, savings, credit cards).",
         [("user_id", "string", "The customer's user id")]),
+    "close_bank_account_7392": (
+        "Close a checking or savings account (its balance must come to $0.00).",
+        [("account_id", "string", "The account's id"),
+         ("reason", "string", "Why it is closed (optional)"),
+         ("waive_early_closure_fee", "boolean", "Whether the early closure fee is waived "
+                                                "(optional)")]),
+    "file_credit_card_transaction_dispute_4829": (
+        "Open a formal dispute of a credit card transaction.",
+        [(p, "string", p.replace("_", " ")) for p in (
+            "transaction_id", "card_action", "card_last_4_digits", "full_name", "user_id",
+            "phone", "email", "address", "contacted_merchant", "purchase_date",
+            "issue_noticed_date", "dispute_reason", "resolution_requested",
+            "eligible_for_provisional_credit", "partial_refund_amount")]),
+    "order_replacement_credit_card_7291": (
+        "Order a replacement credit card; the old card is cancelled.",
+        [(p, "string", p.replace("_", " ")) for p in (
+            "credit_card_account_id", "user_id", "shipping_address", "reason",
+            "expedited_shipping")]),
+    "transfer_funds_between_bank_accounts_7291": (
+        "Move money between two bank accounts.",
+        [("source_account_id", "string", "From"), ("destination_account_id", "string", "To"),
+         ("amount", "number", "USD")]),
+    "apply_checking_account_credit_5829": (
+        "Credit a checking account ('rebate_credit' or 'fee_refund').",
+        [("account_id", "string", "The account"), ("amount", "number", "USD, above 0"),
+         ("credit_type", "string", "'rebate_credit' or 'fee_refund'")]),
+    "apply_savings_account_credit_6831": (
+        "Credit a savings account ('interest_correction', 'fee_refund', 'goodwill_credit').",
+        [("account_id", "string", "The account"), ("amount", "number", "USD, above 0"),
+         ("credit_type", "string", "The kind of credit")]),
+    "submit_interest_discrepancy_report_7294": (
+        "Report interest credited at the wrong APY to the backend team.",
+        [(p, "number" if p not in ("account_id", "user_id") else "string", p.replace("_", " "))
+         for p in ("account_id", "user_id", "expected_apy", "actual_apy",
+                   "amount_difference")]),
+    "get_bank_account_transactions_9173": (
+        "A bank account's transactions, most recent first.",
+        [("account_id", "string", "The account")]),
     # the customer's (banking_user.py), shown when the agent hands one over
     "submit_cash_back_dispute_0589": (
         "Dispute the cash back earned on a transaction.", []),
