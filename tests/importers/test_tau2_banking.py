@@ -254,6 +254,6 @@ def test_release_gold_scores_one_and_nothing_zero(tmp_path: Path) -> None:
     done = tmp_path / "done.yaml"
     done.write_text("default:\n  - say: Done.\n", encoding="utf-8")
     nothing = _scores(tmp_path, "nothing", f"scripted:{done}", "rules")
-    # measured on τ²-bench a2c0247: 70 of the 97 tasks import
-    assert len(gold) == 70 and set(gold.values()) == {1.0}
+    # measured on τ²-bench a2c0247: 76 of the 97 tasks import
+    assert len(gold) == 76 and set(gold.values()) == {1.0}
     assert nothing == dict.fromkeys(gold, 0.0)

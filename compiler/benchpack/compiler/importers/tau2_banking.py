@@ -184,13 +184,7 @@ def import_banking(source: Path, out: Path) -> ImportResult:
     from . import tau2_dialogue as dialogue
 
     docs = read_documents(source)
-    tasks_path = source / "tasks.json"
-    try:
-        tasks = json.loads(tasks_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ImportError_(str(tasks_path), f"cannot read the tasks ({exc})") from None
-    if not isinstance(tasks, list) or not all(isinstance(t, dict) for t in tasks):
-        raise ImportError_(str(tasks_path), "expected a list of task objects")
+    tasks = read_tasks(source)
     tables = read_db(source / "db.json")
     agent, user, _, _ = _tools()
     kept, dropped = [], []
@@ -274,6 +268,10 @@ def _gold_turns(session: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dic
         else:
             user.append({"calls": [{"tool": a["tool"], "args": a["args"]} for a in calls],
                          "say": "I did that on my side."})
+    # the rules judge finds an assertion in what the agent said: the gold agent states them
+    score = session.get("score") or {}
+    agent[-1]["say"] = " ".join(["Done.", *score.get("communicate", []),
+                                 *score.get("assertions", [])])
     if not user:
         return agent, []
     if runs[-1][0] == "agent":
@@ -291,6 +289,24 @@ DIFFERENCES = [
     "no-policy: τ²'s per-retrieval agent prompt is not composed yet",
 ]
 """What makes a run of the pack differ from τ²'s (written into `origin.differences`)."""
+
+
+def read_tasks(source: Path) -> list[dict[str, Any]]:
+    """The tasks τ² runs: `tasks/task_*.json` in name order (its `get_tasks`), else
+    tasks.json (the release's tasks.json differs from them in 13 tasks, 4 of them gold)."""
+    folder = source / "tasks"
+    paths = sorted(folder.glob("task_*.json")) if folder.is_dir() else []
+    tasks: list[Any] = []
+    for path in paths or [source / "tasks.json"]:
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ImportError_(str(path), f"cannot read the tasks ({exc})") from None
+        tasks += [raw] if paths else raw if isinstance(raw, list) else [None]
+        if not all(isinstance(t, dict) for t in tasks):
+            raise ImportError_(str(path), "expected a task object" if paths else
+                               "expected a list of task objects")
+    return tasks
 
 
 def _pack_yaml(n: int, tables: list[str], agent: list[str], user: list[str]) -> str:

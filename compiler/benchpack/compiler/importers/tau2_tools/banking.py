@@ -258,6 +258,10 @@ def list_discoverable_agent_tools(db: State) -> str:
 from benchpack.compiler.importers.tau2_tools.banking_accounts import CLOCK  # noqa: E402, F401
 
 # ---- end of inline ----
+# ---- inline banking_cards.py ----
+from benchpack.compiler.importers.tau2_tools.banking_cards import _card_found  # noqa: E402, F401
+
+# ---- end of inline ----
 # ---- inline banking_discoverable.py ----
 from benchpack.compiler.importers.tau2_tools.banking_discoverable import (  # noqa: E402
     CATALOG,

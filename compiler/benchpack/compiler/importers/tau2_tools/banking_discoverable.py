@@ -23,6 +23,18 @@ from benchpack.compiler.importers.tau2_tools.banking_accounts import (
 )
 
 # ---- end of inline ----
+# ---- inline banking_cards.py ----
+from benchpack.compiler.importers.tau2_tools.banking_cards import (
+    _account_flag_6147,
+    _close_card_7834,
+    _closure_history_8293,
+    _log_closure_reason_4521,
+    _pay_card_9182,
+    _pending_orders_5765,
+    _statement_credit_8472,
+)
+
+# ---- end of inline ----
 # ---- inline banking_shared.py ----
 from benchpack.compiler.importers.tau2_tools.banking_shared import TODAY, Bank
 
@@ -183,6 +195,14 @@ DISCOVERABLE = {
     "apply_savings_account_credit_6831": (_savings_credit_6831, True),
     "submit_interest_discrepancy_report_7294": (_interest_report_7294, True),
     "get_bank_account_transactions_9173": (_account_transactions_9173, False),
+    # banking_cards.py
+    "get_pending_replacement_orders_5765": (_pending_orders_5765, False),
+    "get_closure_reason_history_8293": (_closure_history_8293, False),
+    "log_credit_card_closure_reason_4521": (_log_closure_reason_4521, True),
+    "apply_statement_credit_8472": (_statement_credit_8472, True),
+    "apply_credit_card_account_flag_6147": (_account_flag_6147, True),
+    "close_credit_card_account_7834": (_close_card_7834, True),
+    "pay_credit_card_from_checking_9182": (_pay_card_9182, True),
 }
 """name → (function, writes): the agent's discoverable tools written so far."""
 for _name, (_fn, _) in DISCOVERABLE.items():
@@ -252,6 +272,34 @@ CATALOG = {
     "get_bank_account_transactions_9173": (
         "A bank account's transactions, most recent first.",
         [("account_id", "string", "The account")]),
+    "get_pending_replacement_orders_5765": (
+        "Whether a credit card has replacement orders pending.",
+        [("credit_card_account_id", "string", "The card account")]),
+    "get_closure_reason_history_8293": (
+        "The closure reasons logged for a credit card.",
+        [("credit_card_account_id", "string", "The card account")]),
+    "log_credit_card_closure_reason_4521": (
+        "Record why a customer wants to close a credit card.",
+        [("credit_card_account_id", "string", "The card account"),
+         ("user_id", "string", "The customer"),
+         ("closure_reason", "string", "annual_fee, not_using_card, found_better_card, "
+                                      "unhappy_with_rewards, simplifying_finances, "
+                                      "negative_experience or other")]),
+    "apply_statement_credit_8472": (
+        "Credit a credit card's statement.",
+        [("user_id", "string", "The customer"), ("credit_card_account_id", "string", "The card"),
+         ("amount", "number", "USD"), ("reason", "string", "Why (a reason code)")]),
+    "apply_credit_card_account_flag_6147": (
+        "Put a flag (fee waiver, promotional APR, rewards bonus) on a credit card.",
+        [(p, "string", p.replace("_", " ")) for p in (
+            "credit_card_account_id", "user_id", "flag_type", "expiration_date", "reason")]),
+    "close_credit_card_account_7834": (
+        "Close a credit card account for good.",
+        [("credit_card_account_id", "string", "The card"), ("user_id", "string", "The customer")]),
+    "pay_credit_card_from_checking_9182": (
+        "Pay a credit card's balance from the customer's checking account.",
+        [("user_id", "string", "The customer"), ("checking_account_id", "string", "From"),
+         ("credit_card_account_id", "string", "To"), ("amount", "number", "USD, above 0")]),
     # the customer's (banking_user.py), shown when the agent hands one over
     "submit_cash_back_dispute_0589": (
         "Dispute the cash back earned on a transaction.", []),
