@@ -185,6 +185,51 @@ def test_the_tools_leave_the_records_computed_by_hand(tmp_path: Path,
         "Found 1 record(s) in 'users':", "", "1. Record ID: u100"]
 
 
+def test_the_credit_limit_tools_leave_the_records_computed_by_hand(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pack = tmp_path / "pack"
+    run_import("tau2", DOMAIN, pack)
+    b = Bank(monkeypatch, pack, {"banking": {
+        "credit_card_accounts": {"cc_u100_gold": {"credit_limit": "$5,000.00",
+                                                  "account_status": "ACTIVE"}},
+        "payment_history": {"p1": {"credit_card_account_id": "cc_u100_gold",
+                                   "payment_date": "09/20/2025", "amount": "$50.00",
+                                   "status": "LATE"},
+                            "p2": {"credit_card_account_id": "cc_u100_gold",
+                                   "payment_date": "10/20/2025", "amount": "$60.00",
+                                   "status": "ON_TIME"}}}})
+
+    def call(tool: str, **args: Any) -> str:
+        b("unlock_discoverable_agent_tool", agent_tool_name=tool)
+        return b("call_discoverable_agent_tool", agent_tool_name=tool, arguments=json.dumps(args))
+
+    out = call("get_payment_history_6183", credit_card_account_id="cc_u100_gold", months=6)
+    assert out.splitlines()[1] == "Consecutive on-time payments: 1"  # the latest first
+    assert out.index("10/20/2025") < out.index("09/20/2025")
+    # a request of 2500 and an approval raising the limit by 2500 get the same id: the
+    # approval's record is not stored (the request's stays PENDING), the limit still changes
+    out = call("submit_credit_limit_increase_request_7392", credit_card_account_id="cc_u100_gold",
+               user_id="u100", requested_increase_amount=2500)
+    request = "cli_" + _hex("cli_request:cc_u100_gold:u100:2500.00", 12)
+    assert f"Request ID: {request}\n" in out and "Requested Increase: $2,500\n" in out
+    out = call("submit_credit_limit_increase_request_7392", credit_card_account_id="cc_u100_gold",
+               user_id="u100", requested_increase_amount=2.5)
+    assert out == "Error: Invalid requested_increase_amount. Must be a whole number of dollars."
+    out = call("approve_credit_limit_increase_5847", credit_card_account_id="cc_u100_gold",
+               user_id="u100", new_credit_limit=7500)
+    assert "Previous Limit: $5000.00\n  - New Limit: $7500.00\n" in out
+    assert b.db.get("credit_card_accounts", "cc_u100_gold")["credit_limit"] == "$7500.00"
+    assert [(r["_id"], r["status"]) for r in b.rows("credit_limit_increase_requests")] == \
+        [(request, "PENDING")]
+    out = call("deny_credit_limit_increase_5848", credit_card_account_id="cc_u100_gold",
+               user_id="u100", denial_reason="high_utilization")
+    denied = "cli_" + _hex("cli_request:cc_u100_gold:u100:0.00", 12)
+    assert b.db.get("credit_limit_increase_requests", denied)["denial_reason"] == \
+        "high_utilization"
+    out = call("get_credit_limit_increase_history_4829", credit_card_account_id="cc_u100_gold")
+    assert "Found 2 record(s) in 'credit_limit_increase_requests'" in out
+
+
 TAU2_SIDE = r'''
 import json, sys
 from tau2.domains.banking_knowledge.environment import get_environment, get_tasks
@@ -254,6 +299,6 @@ def test_release_gold_scores_one_and_nothing_zero(tmp_path: Path) -> None:
     done = tmp_path / "done.yaml"
     done.write_text("default:\n  - say: Done.\n", encoding="utf-8")
     nothing = _scores(tmp_path, "nothing", f"scripted:{done}", "rules")
-    # measured on τ²-bench a2c0247: 76 of the 97 tasks import
-    assert len(gold) == 76 and set(gold.values()) == {1.0}
+    # measured on τ²-bench a2c0247: 81 of the 97 tasks import
+    assert len(gold) == 81 and set(gold.values()) == {1.0}
     assert nothing == dict.fromkeys(gold, 0.0)

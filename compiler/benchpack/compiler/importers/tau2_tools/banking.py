@@ -262,6 +262,10 @@ from benchpack.compiler.importers.tau2_tools.banking_accounts import CLOCK  # no
 from benchpack.compiler.importers.tau2_tools.banking_cards import _card_found  # noqa: E402, F401
 
 # ---- end of inline ----
+# ---- inline banking_credit.py ----
+from benchpack.compiler.importers.tau2_tools.banking_credit import _cli_id  # noqa: E402, F401
+
+# ---- end of inline ----
 # ---- inline banking_discoverable.py ----
 from benchpack.compiler.importers.tau2_tools.banking_discoverable import (  # noqa: E402
     CATALOG,

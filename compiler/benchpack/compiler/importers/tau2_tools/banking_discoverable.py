@@ -35,6 +35,16 @@ from benchpack.compiler.importers.tau2_tools.banking_cards import (
 )
 
 # ---- end of inline ----
+# ---- inline banking_credit.py ----
+from benchpack.compiler.importers.tau2_tools.banking_credit import (
+    _cli_approve_5847,
+    _cli_deny_5848,
+    _cli_history_4829,
+    _cli_request_7392,
+    _payment_history_6183,
+)
+
+# ---- end of inline ----
 # ---- inline banking_shared.py ----
 from benchpack.compiler.importers.tau2_tools.banking_shared import TODAY, Bank
 
@@ -203,6 +213,12 @@ DISCOVERABLE = {
     "apply_credit_card_account_flag_6147": (_account_flag_6147, True),
     "close_credit_card_account_7834": (_close_card_7834, True),
     "pay_credit_card_from_checking_9182": (_pay_card_9182, True),
+    # banking_credit.py
+    "submit_credit_limit_increase_request_7392": (_cli_request_7392, True),
+    "get_credit_limit_increase_history_4829": (_cli_history_4829, False),
+    "get_payment_history_6183": (_payment_history_6183, False),
+    "approve_credit_limit_increase_5847": (_cli_approve_5847, True),
+    "deny_credit_limit_increase_5848": (_cli_deny_5848, True),
 }
 """name → (function, writes): the agent's discoverable tools written so far."""
 for _name, (_fn, _) in DISCOVERABLE.items():
@@ -300,6 +316,25 @@ CATALOG = {
         "Pay a credit card's balance from the customer's checking account.",
         [("user_id", "string", "The customer"), ("checking_account_id", "string", "From"),
          ("credit_card_account_id", "string", "To"), ("amount", "number", "USD, above 0")]),
+    "submit_credit_limit_increase_request_7392": (
+        "Ask for a higher credit limit on a card.",
+        [("credit_card_account_id", "string", "The card"), ("user_id", "string", "The customer"),
+         ("requested_increase_amount", "integer", "Whole dollars to add")]),
+    "get_credit_limit_increase_history_4829": (
+        "A card's past credit limit increase requests.",
+        [("credit_card_account_id", "string", "The card")]),
+    "get_payment_history_6183": (
+        "A card's recent payments, and how many in a row were on time.",
+        [("credit_card_account_id", "string", "The card"),
+         ("months", "integer", "How many months back")]),
+    "approve_credit_limit_increase_5847": (
+        "Approve and apply a new credit limit.",
+        [("credit_card_account_id", "string", "The card"), ("user_id", "string", "The customer"),
+         ("new_credit_limit", "integer", "The new total limit in dollars")]),
+    "deny_credit_limit_increase_5848": (
+        "Turn a credit limit increase down, with the reason code.",
+        [("credit_card_account_id", "string", "The card"), ("user_id", "string", "The customer"),
+         ("denial_reason", "string", "The reason code")]),
     # the customer's (banking_user.py), shown when the agent hands one over
     "submit_cash_back_dispute_0589": (
         "Dispute the cash back earned on a transaction.", []),
