@@ -230,6 +230,67 @@ def test_the_credit_limit_tools_leave_the_records_computed_by_hand(
     assert "Found 2 record(s) in 'credit_limit_increase_requests'" in out
 
 
+def test_the_debit_card_tools_leave_the_records_computed_by_hand(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pack = tmp_path / "pack"
+    run_import("tau2", DOMAIN, pack)
+    b = Bank(monkeypatch, pack, {"banking": {"debit_cards": {"dbc_old": {
+        "card_id": "dbc_old", "account_id": "chk_u100", "user_id": "u100",
+        "last_4_digits": "1111", "status": "ACTIVE", "issue_date": "10/01/2025"}}}})
+
+    def call(tool: str, **args: Any) -> str:
+        b("unlock_discoverable_agent_tool", agent_tool_name=tool)
+        return b("call_discoverable_agent_tool", agent_tool_name=tool, arguments=json.dumps(args))
+
+    listed = json.loads(call("get_debit_cards_by_account_id_7823", account_id="chk_u100"))
+    assert listed == [{"card_id": "dbc_old", "account_id": "chk_u100", "user_id": "u100",
+                       "status": "ACTIVE", "card_number_last_4": "1111",
+                       "date_issued": "10/01/2025"}]
+    # 44 days old: too young for a temporary limit; a PIN that counts up is refused
+    out = call("request_temporary_debit_card_limit_increase_8374", card_id="dbc_old",
+               limit_type="atm", new_limit=600)
+    assert out.endswith("Account age: 44 days.")
+    out = call("reset_debit_card_pin_6284", card_id="dbc_old", last_4_digits="1111",
+               new_pin="3210")
+    assert out.startswith("Error: PIN cannot be sequential")
+    assert call("freeze_debit_card_3892", card_id="dbc_old").startswith("Debit Card Frozen")
+    assert call("close_debit_card_4721", card_id="dbc_old", reason="Stolen").startswith(
+        "Error: Debit card 'dbc_old' cannot be closed. Current status: FROZEN.")
+    call("unfreeze_debit_card_3893", card_id="dbc_old")
+    call("close_debit_card_4721", card_id="dbc_old", reason="Stolen")
+    # a new card after a stolen one: $15 taken from the $120 balance, a fee transaction, the
+    # card's digits from its id
+    out = call("order_debit_card_5739", account_id="chk_u100", user_id="u100",
+               delivery_option="expedited", delivery_fee=15, card_design="classic",
+               design_fee=0, shipping_address="12 Harbour Road")
+    assert "Total Fees: $15.00 (Delivery: $15.0) - CHARGED to account chk_u100\n" in out
+    order = "dcord_" + _hex("debit_card_order:chk_u100:u100:EXPEDITED", 12)
+    card = "dbc_" + _hex("debit_card:chk_u100:u100:11/14/2025", 12)
+    last4 = "".join(c for c in _hex(f"card_details:{card}:last4", 8) if c.isdigit())[:4]
+    new = b.db.get("debit_cards", card)
+    assert (new["status"], new["issue_reason"], new["cardholder_name"], new["expiration_date"],
+            new["last_4_digits"]) == ("PENDING", "stolen", "ANA LIMA", "11/30/2029",
+                                      last4.zfill(4))
+    assert b.db.get("accounts", "chk_u100")["current_holdings"] == "105.00"
+    fee = b.db.get("bank_account_transaction_history", f"btxn_dcfee_{order[-8:]}")
+    assert (fee["amount"], fee["description"]) == (-15.0, "DEBIT CARD ORDER FEE - Delivery $15.0")
+    out = call("activate_debit_card_8292", card_id=card, last_4_digits=last4.zfill(4),
+               expiration_date="11/29", cvv="123", pin="5739")
+    assert "Replacement Reason: Stolen\nStatus: ACTIVE" in out
+    out = call("file_debit_card_transaction_dispute_6281", transaction_id="btxn_1",
+               account_id="chk_u100", card_id=card, user_id="u100",
+               dispute_category="card_not_present_fraud", transaction_date="11/10/2025",
+               discovery_date="11/14/2025", disputed_amount=600, transaction_type="online_purchase",
+               card_in_possession=True, pin_compromised="no", contacted_merchant=False,
+               police_report_filed=False, written_statement_provided=True,
+               provisional_credit_eligible=True, customer_max_liability_amount=50,
+               card_action="keep_active")
+    assert out.endswith("RECOMMENDATION: For fraud disputes over $500, filing a police report "
+                        "is recommended.")
+    dispute = b.db.get("debit_card_disputes", "dsp_" + _hex("dispute:u100:btxn_1", 12))
+    assert (dispute["provisional_credit_amount"], dispute["is_fraud_category"]) == (600.0, True)
+
+
 TAU2_SIDE = r'''
 import json, sys
 from tau2.domains.banking_knowledge.environment import get_environment, get_tasks
@@ -299,6 +360,6 @@ def test_release_gold_scores_one_and_nothing_zero(tmp_path: Path) -> None:
     done = tmp_path / "done.yaml"
     done.write_text("default:\n  - say: Done.\n", encoding="utf-8")
     nothing = _scores(tmp_path, "nothing", f"scripted:{done}", "rules")
-    # measured on τ²-bench a2c0247: 81 of the 97 tasks import
-    assert len(gold) == 81 and set(gold.values()) == {1.0}
+    # measured on τ²-bench a2c0247: all 97 tasks import
+    assert len(gold) == 97 and set(gold.values()) == {1.0}
     assert nothing == dict.fromkeys(gold, 0.0)

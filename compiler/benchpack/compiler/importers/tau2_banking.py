@@ -240,8 +240,9 @@ def import_banking(source: Path, out: Path) -> ImportResult:
     return ImportResult(out=out, files=files, sessions=len(kept),
                         dropped=[f"task {i}: {why}" for i, why in dropped], notes=[
         f"{len(docs)} documents imported as the knowledge base `banking`; {len(kept)} of "
-        f"{len(tasks)} tasks (IMPORT_REPORT.md says why each other one is not); not "
-        "comparable with τ²-bench: " + ", ".join(d.split(":")[0] for d in DIFFERENCES)])
+        f"{len(tasks)} tasks"
+        + (" (IMPORT_REPORT.md says why each other one is not)" if dropped else "")
+        + "; not comparable with τ²-bench: " + ", ".join(d.split(":")[0] for d in DIFFERENCES)])
 
 
 def _gold_turns(session: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -378,9 +379,8 @@ def _report(source: Path, docs: list[dict[str, str]], tasks: list[dict[str, Any]
         "## Differences from τ²", "", *[f"- {d}" for d in DIFFERENCES], "",
         "## Tasks not imported", "",
         *[f"- `{i}`: {why}" for i, why in dropped], *([] if dropped else ["None."]), "",
-        "Tools the skipped tasks need (tasks each):", "",
-        "| tool | tasks |", "|---|---|",
-        *[f"| {k} | {v} |" for k, v in reasons.most_common()], "",
+        *(["Tools the skipped tasks need (tasks each):", "", "| tool | tasks |", "|---|---|",
+           *[f"| {k} | {v} |" for k, v in reasons.most_common()], ""] if reasons else []),
         "## Gold agent", "",
         "`demo/gold_agent.yaml` makes each task's agent-side gold actions in one turn; "
         "`demo/gold_user.yaml` makes the `requestor: user` ones after it with the customer's "

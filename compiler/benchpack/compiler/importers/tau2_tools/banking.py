@@ -266,6 +266,14 @@ from benchpack.compiler.importers.tau2_tools.banking_cards import _card_found  #
 from benchpack.compiler.importers.tau2_tools.banking_credit import _cli_id  # noqa: E402, F401
 
 # ---- end of inline ----
+# ---- inline banking_debit.py ----
+from benchpack.compiler.importers.tau2_tools.banking_debit import ATM_LIMITS  # noqa: E402, F401
+
+# ---- end of inline ----
+# ---- inline banking_debit_disputes.py ----
+from benchpack.compiler.importers.tau2_tools.banking_debit_disputes import FRAUD  # noqa: E402, F401
+
+# ---- end of inline ----
 # ---- inline banking_discoverable.py ----
 from benchpack.compiler.importers.tau2_tools.banking_discoverable import (  # noqa: E402
     CATALOG,

@@ -45,6 +45,27 @@ from benchpack.compiler.importers.tau2_tools.banking_credit import (
 )
 
 # ---- end of inline ----
+# ---- inline banking_debit.py ----
+from benchpack.compiler.importers.tau2_tools.banking_debit import (
+    _activate_replacement_8292,
+    _clear_alert_4892,
+    _close_debit_card_4721,
+    _debit_cards_7823,
+    _freeze_debit_card_3892,
+    _order_debit_card_5739,
+    _reset_pin_6284,
+    _temporary_limit_8374,
+    _unfreeze_debit_card_3893,
+)
+
+# ---- end of inline ----
+# ---- inline banking_debit_disputes.py ----
+from benchpack.compiler.importers.tau2_tools.banking_debit_disputes import (
+    _debit_dispute_status_7483,
+    _file_debit_dispute_6281,
+)
+
+# ---- end of inline ----
 # ---- inline banking_shared.py ----
 from benchpack.compiler.importers.tau2_tools.banking_shared import TODAY, Bank
 
@@ -219,6 +240,18 @@ DISCOVERABLE = {
     "get_payment_history_6183": (_payment_history_6183, False),
     "approve_credit_limit_increase_5847": (_cli_approve_5847, True),
     "deny_credit_limit_increase_5848": (_cli_deny_5848, True),
+    # banking_debit.py, banking_debit_disputes.py
+    "get_debit_cards_by_account_id_7823": (_debit_cards_7823, False),
+    "order_debit_card_5739": (_order_debit_card_5739, True),
+    "activate_debit_card_8292": (_activate_replacement_8292, True),
+    "close_debit_card_4721": (_close_debit_card_4721, True),
+    "freeze_debit_card_3892": (_freeze_debit_card_3892, True),
+    "unfreeze_debit_card_3893": (_unfreeze_debit_card_3893, True),
+    "clear_debit_card_fraud_alert_4892": (_clear_alert_4892, True),
+    "reset_debit_card_pin_6284": (_reset_pin_6284, True),
+    "request_temporary_debit_card_limit_increase_8374": (_temporary_limit_8374, True),
+    "file_debit_card_transaction_dispute_6281": (_file_debit_dispute_6281, True),
+    "get_debit_dispute_status_7483": (_debit_dispute_status_7483, False),
 }
 """name → (function, writes): the agent's discoverable tools written so far."""
 for _name, (_fn, _) in DISCOVERABLE.items():
@@ -335,6 +368,62 @@ CATALOG = {
         "Turn a credit limit increase down, with the reason code.",
         [("credit_card_account_id", "string", "The card"), ("user_id", "string", "The customer"),
          ("denial_reason", "string", "The reason code")]),
+    "get_debit_cards_by_account_id_7823": (
+        "The debit cards of a checking account, newest first.",
+        [("account_id", "string", "The checking account")]),
+    "order_debit_card_5739": (
+        "Order a new debit card for a checking account; the fees come out of that account.",
+        [("account_id", "string", "The checking account"), ("user_id", "string", "The owner"),
+         ("delivery_option", "string", "STANDARD, EXPEDITED or RUSH"),
+         ("delivery_fee", "number", "USD"), ("card_design", "string", "CLASSIC, PREMIUM or CUSTOM"),
+         ("design_fee", "number", "USD"), ("shipping_address", "string", "Where to send it"),
+         ("excess_replacement_fee", "number", "USD, only when the replacement limit is passed")]),
+    "activate_debit_card_8292": (
+        "Activate a debit card that replaces a lost, stolen or compromised one.",
+        [("card_id", "string", "The new card"), ("last_4_digits", "string", "To check"),
+         ("expiration_date", "string", "MM/YY"), ("cvv", "string", "3 digits"),
+         ("pin", "string", "The customer's new 4-digit PIN")]),
+    "close_debit_card_4721": (
+        "Close a debit card for good.",
+        [("card_id", "string", "The card"),
+         ("reason", "string", "lost, stolen, fraud_suspected, damaged, no_longer_needed or "
+          "account_closing")]),
+    "freeze_debit_card_3892": (
+        "Freeze a debit card for now (it can be unfrozen).", [("card_id", "string", "The card")]),
+    "unfreeze_debit_card_3893": (
+        "Unfreeze a frozen debit card.", [("card_id", "string", "The card")]),
+    "clear_debit_card_fraud_alert_4892": (
+        "Lift a fraud alert or a velocity block from a debit card.",
+        [("card_id", "string", "The card"),
+         ("reason", "string", "customer_verified or velocity_clear")]),
+    "reset_debit_card_pin_6284": (
+        "Set a new PIN on a debit card whose PIN the customer forgot.",
+        [("card_id", "string", "The card"), ("last_4_digits", "string", "To check"),
+         ("new_pin", "string", "4 digits")]),
+    "request_temporary_debit_card_limit_increase_8374": (
+        "Raise a debit card's daily ATM or purchase limit for 24 hours.",
+        [("card_id", "string", "The card"), ("limit_type", "string", "atm or purchase"),
+         ("new_limit", "integer", "The limit wanted, in dollars")]),
+    "file_debit_card_transaction_dispute_6281": (
+        "Open a Regulation E dispute of a debit card transaction.",
+        [("transaction_id", "string", "The transaction"),
+         ("account_id", "string", "The checking account"), ("card_id", "string", "The card"),
+         ("user_id", "string", "The customer"), ("dispute_category", "string", "The category code"),
+         ("transaction_date", "string", "MM/DD/YYYY"),
+         ("discovery_date", "string", "When the customer noticed, MM/DD/YYYY"),
+         ("disputed_amount", "number", "USD"),
+         ("transaction_type", "string", "The transaction type code"),
+         ("card_in_possession", "boolean", "Whether the customer still has the card"),
+         ("pin_compromised", "string", "yes_shared, yes_observed, no or unknown"),
+         ("contacted_merchant", "boolean", "Whether the merchant was asked first"),
+         ("police_report_filed", "boolean", "Whether there is a police report"),
+         ("written_statement_provided", "boolean", "Whether the customer wrote a statement"),
+         ("provisional_credit_eligible", "boolean", "Whether provisional credit is due"),
+         ("customer_max_liability_amount", "number", "The customer's liability cap, -1 for none"),
+         ("card_action", "string", "keep_active, freeze_pending_investigation or "
+          "close_and_reissue")]),
+    "get_debit_dispute_status_7483": (
+        "A customer's debit card disputes.", [("user_id", "string", "The customer")]),
     # the customer's (banking_user.py), shown when the agent hands one over
     "submit_cash_back_dispute_0589": (
         "Dispute the cash back earned on a transaction.", []),
