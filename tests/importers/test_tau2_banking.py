@@ -150,8 +150,8 @@ def test_the_tools_leave_the_records_computed_by_hand(tmp_path: Path,
                             "new_rewards_earned": "100 points"}))
     assert b.db.get("credit_card_transaction_history", "txn_fix000000001")[
         "rewards_earned"] == "100 points"
-    # reads: opening an account is a "read" to τ², logged only when the task's gold makes it
-    # (the allowlist is empty here); the account listing is a "write", always logged
+    # a tool that writes is logged on every call (a refused one too); a read only when the
+    # task's gold makes it (the allowlist, empty here): the account listing is not logged
     b("unlock_discoverable_agent_tool", agent_tool_name="open_bank_account_4821")
     out = b("call_discoverable_agent_tool", agent_tool_name="open_bank_account_4821",
             arguments=json.dumps({"user_id": "u100", "account_type": "savings",
@@ -168,8 +168,12 @@ def test_the_tools_leave_the_records_computed_by_hand(tmp_path: Path,
             arguments=json.dumps({"user_id": "u100"}))
     assert out.startswith("Error: Invalid arguments: KnowledgeTools.open_bank_account_4821() "
                           "missing 2 required positional arguments")
+    b("unlock_discoverable_agent_tool", agent_tool_name="get_all_user_accounts_by_user_id_3847")
+    out = b("call_discoverable_agent_tool", agent_tool_name="get_all_user_accounts_by_user_id_3847",
+            arguments=json.dumps({"user_id": "u100"}))
+    assert "Harbour Savings" in out
     assert sorted(r["tool_name"] for r in b.rows("agent_discoverable_tools")) == \
-        ["update_transaction_rewards_3847"]
+        ["open_bank_account_4821", "update_transaction_rewards_3847"]
     # an application: 52000 is 52000.0 in the id (τ² makes the income a float first)
     b("apply_for_credit_card", "user", card_type="Gold Rewards Card", customer_name="Ana Lima",
       annual_income=52000)
@@ -363,3 +367,104 @@ def test_release_gold_scores_one_and_nothing_zero(tmp_path: Path) -> None:
     # measured on τ²-bench a2c0247: all 97 tasks import
     assert len(gold) == 97 and set(gold.values()) == {1.0}
     assert nothing == dict.fromkeys(gold, 0.0)
+
+
+TAU2_CALLS = r'''
+import json, sys
+from tau2.domains.banking_knowledge.environment import get_environment
+from tau2.domains.banking_knowledge.tools import KnowledgeTools
+from tau2.environment.toolkit import DISCOVERABLE_ATTR, MUTATES_STATE_ATTR
+from tau2.data_model.message import ToolCall
+
+given = json.loads(sys.argv[1])
+env = get_environment(retrieval_variant="no_knowledge", read_log_allowlist=set())
+for table, rows in given["patch"].items():
+    getattr(env.tools.db, table).data.update(rows)
+texts = []
+for i, (tool, args) in enumerate(given["calls"]):
+    for name, arguments in (("unlock_discoverable_agent_tool", {"agent_tool_name": tool}),
+                            ("call_discoverable_agent_tool",
+                             {"agent_tool_name": tool, "arguments": json.dumps(args)})):
+        r = env.get_response(ToolCall(id=f"c{i}", name=name, arguments=arguments))
+    texts.append(r.content)
+db = env.tools.db.model_dump()
+flags = {n: getattr(getattr(KnowledgeTools, n), MUTATES_STATE_ATTR) for n in dir(KnowledgeTools)
+         if getattr(getattr(KnowledgeTools, n, None), DISCOVERABLE_ATTR, False)}
+print(json.dumps({"texts": texts, "flags": flags,
+                  "db": {t: v["data"] for t, v in db.items()
+                         if isinstance(v, dict) and "data" in v}}, default=str))
+'''
+
+
+@needs_tau2
+def test_the_tools_no_gold_uses_answer_as_tau2s(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The discoverable tools no task's gold calls (and the logging of reads and writes), called
+    through τ²'s toolkit and ours on the release's database: the same texts and database, and
+    every tool τ² has, with its `mutates_state` flag."""
+    domain = Path(str(CHECKOUT)) / "data" / "tau2" / "domains" / "banking_knowledge"
+    pack = tmp_path / "pack"
+    run_import("tau2", domain, pack)
+    patch = {"debit_cards": {"dbc_spare": {"card_id": "dbc_spare", "account_id": "06",
+                                           "status": "ACTIVE"}},
+             "bank_account_transaction_history": {
+                 "btxn_ours_1": {"transaction_id": "btxn_ours_1", "account_id": "01",
+                                 "date": "11/02/2025", "description": "Rho-Bank ATM #12 deposit",
+                                 "amount": 200.0, "type": "atm_deposit", "status": "posted"},
+                 "btxn_ours_2": {"transaction_id": "btxn_ours_2", "account_id": "01",
+                                 "date": "11/03/2025", "description": "ATM DEPOSIT - OTHER BANK",
+                                 "amount": 80.0, "type": "atm_deposit", "status": "posted"}}}
+    activation = {"expiration_date": "11/29", "cvv": "123", "pin": "5739"}
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("activate_debit_card_8291", {"card_id": "dbc_9b1c5d7e3a", "last_4_digits": "5291",
+                                      **activation}),
+        ("activate_debit_card_8291", {"card_id": "dbc_7a3f9c2b1e", "last_4_digits": "2847",
+                                      **activation}),
+        ("activate_debit_card_8293", {"card_id": "dbc_9b1c5d7e3a", "last_4_digits": "5291",
+                                      **activation}),
+        ("activate_debit_card_8292", {"card_id": "dbc_4e8d2a6f9c", "last_4_digits": "1111",
+                                      **activation}),
+        ("activate_debit_card_8292", {"card_id": "dbc_4e8d2a6f9c", "last_4_digits": "8765",
+                                      **activation, "pin": "4444"}),
+        ("change_debit_card_pin_6285", {"card_id": "dbc_kj93a7b2e1_blue", "current_pin": "1357",
+                                        "new_pin": "6543"}),
+        ("change_debit_card_pin_6285", {"card_id": "dbc_kj93a7b2e1_blue", "current_pin": "1357",
+                                        "new_pin": "2468"}),
+        ("change_debit_card_pin_6285", {"card_id": "dbc_4e8d2a6f9c", "current_pin": "1357",
+                                        "new_pin": "2468"}),
+        ("set_debit_card_recurring_block_7382", {"card_id": "dbc_kj93a7b2e1_blue",
+                                                 "block_recurring": True}),
+        ("set_debit_card_recurring_block_7382", {"card_id": "dbc_4e8d2a6f9c",
+                                                 "block_recurring": False}),
+        ("set_debit_card_recurring_block_7382", {"card_id": "dbc_none", "block_recurring": True}),
+        ("get_atm_deposit_images_8473", {"transaction_id": "btxn_ours_1"}),
+        ("get_atm_deposit_images_8473", {"transaction_id": "btxn_ours_2"}),
+        ("get_atm_deposit_images_8473", {"transaction_id": "btxn_bd30d42f67a2"}),
+        ("get_atm_deposit_images_8473", {"transaction_id": "btxn_none"}),
+        ("example_agent_tool_0000", {}),
+        # reads τ² does not log unless the gold makes them; writes it always logs
+        ("get_all_user_accounts_by_user_id_3847", {"user_id": "kj93a7b2e1"}),
+        ("get_user_dispute_history_7291", {"user_id": "kj93a7b2e1"}),
+        ("open_bank_account_4821", {"user_id": "kj93a7b2e1", "account_type": "business_savings",
+                                    "account_class": "X"}),
+        ("transfer_funds_between_bank_accounts_7291", {"source_account_id": "chk_kj93a7b2e1_1",
+                                                       "destination_account_id": "chk_none",
+                                                       "amount": 5}),
+    ]
+    theirs = json.loads(subprocess.run(
+        [str(PYTHON), "-c", TAU2_CALLS, json.dumps({"patch": patch, "calls": calls})],
+        capture_output=True, text=True, check=True, cwd=str(CHECKOUT), timeout=600,
+        env={**os.environ, "TAU2_DATA_DIR": str(Path(str(CHECKOUT)) / "data")},
+    ).stdout.strip().splitlines()[-1])
+    b = Bank(monkeypatch, pack, {"banking": patch})
+    assert {n: w for n, (_, w) in b.mods["agent"].DISCOVERABLE.items()} == theirs["flags"]
+    for (tool, args), tau in zip(calls, theirs["texts"], strict=True):
+        b("unlock_discoverable_agent_tool", agent_tool_name=tool)
+        mine = b("call_discoverable_agent_tool", agent_tool_name=tool, arguments=json.dumps(args))
+        assert mine == tau, (tool, args)
+    db = {t: {r["_id"]: {k: v for k, v in r.items() if k != "_id"} for r in b.rows(t)}
+          for t in b.db._tables if t not in ("unlocked_agent_tools", "read_log_allowlist")}
+    assert db == theirs["db"]
+    assert {r["tool_name"] for r in b.rows("agent_discoverable_tools")} >= {
+        "example_agent_tool_0000", "open_bank_account_4821",
+        "transfer_funds_between_bank_accounts_7291"}

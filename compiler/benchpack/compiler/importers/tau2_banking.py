@@ -286,7 +286,8 @@ DIFFERENCES = [
     "own-descriptions: the tool descriptions are benchpack's own",
     "unlock-in-state: an unlock is a row of `unlocked_agent_tools`, which the state check "
     "compares (τ² keeps it in memory): unlocking a tool the gold does not unlock fails it",
-    "partial-toolset: the agent's discoverable tools not yet written answer as unknown ones",
+    "no-deposit-scans: `get_atm_deposit_images_8473` shows no images for any deposit (τ²'s code "
+    "holds scans for three transaction ids that are in none of the release's data)",
     "no-policy: τ²'s per-retrieval agent prompt is not composed yet",
 ]
 """What makes a run of the pack differ from τ²'s (written into `origin.differences`)."""

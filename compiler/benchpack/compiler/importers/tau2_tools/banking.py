@@ -5,10 +5,9 @@ customer's tools (banking_user.py).
 
 τ²'s discoverable tools are not offered to the agent: the knowledge base names them, the agent
 unlocks one (`unlock_discoverable_agent_tool`) and calls it through
-`call_discoverable_agent_tool`. They are the private functions of `DISCOVERABLE`; only those
-the imported tasks' gold actions use are written so far (the importer skips the other tasks
-and says which tools they need). The descriptions an unlock returns are ours unless the pack
-was imported with `--tau2`.
+`call_discoverable_agent_tool`. They are the private functions of `DISCOVERABLE`, all of τ²'s
+(were one missing, the importer would skip the tasks whose gold uses it and name it). The
+descriptions an unlock returns are ours unless the pack was imported with `--tau2`.
 
 Two records τ² keeps in memory are tables here, so that a warm worker cannot carry them from
 one episode to the next: `unlocked_agent_tools` (τ²'s unlocked set; the state check therefore
@@ -268,6 +267,10 @@ from benchpack.compiler.importers.tau2_tools.banking_credit import _cli_id  # no
 # ---- end of inline ----
 # ---- inline banking_debit.py ----
 from benchpack.compiler.importers.tau2_tools.banking_debit import ATM_LIMITS  # noqa: E402, F401
+
+# ---- end of inline ----
+# ---- inline banking_debit_activation.py ----
+from benchpack.compiler.importers.tau2_tools.banking_debit_activation import ACTIVATORS  # noqa: E402, F401
 
 # ---- end of inline ----
 # ---- inline banking_debit_disputes.py ----

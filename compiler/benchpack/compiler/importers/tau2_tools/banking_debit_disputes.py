@@ -94,3 +94,31 @@ def _debit_dispute_status_7483(db, user_id):
                       "Executed: get_debit_dispute_status_7483",
                       f"Debit card dispute history for user {user_id}:",
                       "\nNo debit card disputes found for this user." if empty else found])
+
+
+def _atm_images_8473(db, transaction_id):
+    """τ²'s code holds envelope scans for three transaction ids that are in none of the
+    release's data (not copied here): every Rho-Bank ATM deposit of the release has no images."""
+    if not transaction_id:
+        return "Error: Missing required parameter: transaction_id"
+    rows = db.find("bank_account_transaction_history", _id=transaction_id)
+    if not rows:
+        return f"Error: Transaction '{transaction_id}' not found."
+    txn = rows[0]
+    if txn.get("type") != "atm_deposit":
+        return (f"Error: Transaction '{transaction_id}' is not an ATM deposit. This tool only "
+                "works for ATM deposit transactions.")
+    where = txn.get("description", "")
+    if "RHO-BANK" not in where.upper() and "RHOBANK" not in where.upper():
+        return (f"Error: Transaction '{transaction_id}' is from a third-party ATM. Deposit images "
+                "are only available for Rho-Bank ATM deposits. For third-party ATM disputes, a "
+                "chargeback request must be submitted to the ATM network.")
+    return "\n".join([
+        "ATM Deposit Image Retrieval Results", "=" * 37, f"Transaction ID: {transaction_id}",
+        f"ATM: {where}", f"Deposit Date: {Bank.py_str(txn.get('date', 'Unknown'))}",
+        f"Amount Recorded: ${abs(txn.get('amount', 0)):.2f}", "", "--- IMAGE STATUS ---",
+        "Status: IMAGES NOT AVAILABLE",
+        "Reason: Deposit images for this transaction have either expired (older than 90 days) "
+        "or were not captured by the ATM system.", "",
+        "For deposits without available images, the dispute will proceed based on customer "
+        "statement and ATM journal records only. Investigation timeline may be extended.", ""])

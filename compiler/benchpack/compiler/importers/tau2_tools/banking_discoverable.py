@@ -1,11 +1,11 @@
-"""τ²-bench banking_knowledge's discoverable tools, as far as written for benchpack: the agent's
-(called through `call_discoverable_agent_tool`) and the descriptions an unlock or a hand-over
-shows (`CATALOG`, our own wording; `bench import tau2 --tau2` can replace it with τ²'s).
-Inlined into banking.py; none of τ²'s code is copied.
+"""τ²-bench banking_knowledge's discoverable tools, written for benchpack: the agent's (called
+through `call_discoverable_agent_tool`) and the descriptions an unlock or a hand-over shows
+(`CATALOG`, our own wording; `bench import tau2 --tau2` can replace it with τ²'s). Inlined
+into banking.py; none of τ²'s code is copied.
 
-Each agent tool is `(function, writes)`: `writes` is τ²'s flag for a call that is always logged
-in `agent_discoverable_tools` (τ² marks some tools that only read as writing, and the opening
-of an account as reading: kept as τ² has them, they decide what the state check sees).
+Each agent tool is `(function, writes)`: `writes` is τ²'s `mutates_state` flag, a call that is
+always logged in `agent_discoverable_tools` (a read is logged only when the task's gold makes
+it). They decide what the state check sees; the gated test compares them with τ²'s.
 """
 
 import datetime
@@ -47,7 +47,6 @@ from benchpack.compiler.importers.tau2_tools.banking_credit import (
 # ---- end of inline ----
 # ---- inline banking_debit.py ----
 from benchpack.compiler.importers.tau2_tools.banking_debit import (
-    _activate_replacement_8292,
     _clear_alert_4892,
     _close_debit_card_4721,
     _debit_cards_7823,
@@ -59,8 +58,20 @@ from benchpack.compiler.importers.tau2_tools.banking_debit import (
 )
 
 # ---- end of inline ----
+# ---- inline banking_debit_activation.py ----
+from benchpack.compiler.importers.tau2_tools.banking_debit_activation import (
+    _activate_new_8291,
+    _activate_reissued_8293,
+    _activate_replacement_8292,
+    _change_pin_6285,
+    _example_0000,
+    _recurring_block_7382,
+)
+
+# ---- end of inline ----
 # ---- inline banking_debit_disputes.py ----
 from benchpack.compiler.importers.tau2_tools.banking_debit_disputes import (
+    _atm_images_8473,
     _debit_dispute_status_7483,
     _file_debit_dispute_6281,
 )
@@ -214,14 +225,14 @@ DISCOVERABLE = {
     "initial_transfer_to_human_agent_1822": (_transfer_1822, False),
     "emergency_credit_bureau_incident_transfer_1114": (_bureau_1114, False),
     "update_transaction_rewards_3847": (_update_rewards_3847, True),
-    "get_user_dispute_history_7291": (_dispute_history_7291, True),
-    "open_bank_account_4821": (_open_account_4821, False),
-    "get_all_user_accounts_by_user_id_3847": (_all_accounts_3847, True),
+    "get_user_dispute_history_7291": (_dispute_history_7291, False),
+    "open_bank_account_4821": (_open_account_4821, True),
+    "get_all_user_accounts_by_user_id_3847": (_all_accounts_3847, False),
     # banking_accounts.py
     "close_bank_account_7392": (_close_account_7392, True),
     "file_credit_card_transaction_dispute_4829": (_file_card_dispute_4829, True),
     "order_replacement_credit_card_7291": (_replace_card_7291, True),
-    "transfer_funds_between_bank_accounts_7291": (_transfer_funds_7291, False),
+    "transfer_funds_between_bank_accounts_7291": (_transfer_funds_7291, True),
     "apply_checking_account_credit_5829": (_checking_credit_5829, True),
     "apply_savings_account_credit_6831": (_savings_credit_6831, True),
     "submit_interest_discrepancy_report_7294": (_interest_report_7294, True),
@@ -252,8 +263,15 @@ DISCOVERABLE = {
     "request_temporary_debit_card_limit_increase_8374": (_temporary_limit_8374, True),
     "file_debit_card_transaction_dispute_6281": (_file_debit_dispute_6281, True),
     "get_debit_dispute_status_7483": (_debit_dispute_status_7483, False),
+    # banking_debit_activation.py
+    "activate_debit_card_8291": (_activate_new_8291, True),
+    "activate_debit_card_8293": (_activate_reissued_8293, True),
+    "change_debit_card_pin_6285": (_change_pin_6285, True),
+    "set_debit_card_recurring_block_7382": (_recurring_block_7382, True),
+    "example_agent_tool_0000": (_example_0000, True),
+    "get_atm_deposit_images_8473": (_atm_images_8473, False),
 }
-"""name → (function, writes): the agent's discoverable tools written so far."""
+"""name → (function, writes): the agent's discoverable tools (all of τ²'s)."""
 for _name, (_fn, _) in DISCOVERABLE.items():
     # Python's own errors for a wrong argument then name the tool as τ²'s do
     _fn.__qualname__ = f"KnowledgeTools.{_name}"
@@ -424,6 +442,28 @@ CATALOG = {
           "close_and_reissue")]),
     "get_debit_dispute_status_7483": (
         "A customer's debit card disputes.", [("user_id", "string", "The customer")]),
+    "activate_debit_card_8291": (
+        "Activate a customer's first debit card on a checking account.",
+        [("card_id", "string", "The new card"), ("last_4_digits", "string", "To check"),
+         ("expiration_date", "string", "MM/YY"), ("cvv", "string", "3 digits"),
+         ("pin", "string", "The customer's new 4-digit PIN")]),
+    "activate_debit_card_8293": (
+        "Activate a debit card reissued on expiry, damage, an upgrade or the bank's initiative.",
+        [("card_id", "string", "The new card"), ("last_4_digits", "string", "To check"),
+         ("expiration_date", "string", "MM/YY"), ("cvv", "string", "3 digits"),
+         ("pin", "string", "The customer's new 4-digit PIN")]),
+    "change_debit_card_pin_6285": (
+        "Change a debit card's PIN when the customer knows the current one.",
+        [("card_id", "string", "The card"), ("current_pin", "string", "4 digits"),
+         ("new_pin", "string", "4 digits")]),
+    "set_debit_card_recurring_block_7382": (
+        "Block or allow recurring payments on a debit card.",
+        [("card_id", "string", "The card"),
+         ("block_recurring", "boolean", "true blocks them, false allows them")]),
+    "example_agent_tool_0000": ("A placeholder tool that does nothing.", []),
+    "get_atm_deposit_images_8473": (
+        "The envelope and check images of a deposit made at one of the bank's ATMs.",
+        [("transaction_id", "string", "The ATM deposit transaction")]),
     # the customer's (banking_user.py), shown when the agent hands one over
     "submit_cash_back_dispute_0589": (
         "Dispute the cash back earned on a transaction.", []),
