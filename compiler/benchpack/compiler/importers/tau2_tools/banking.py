@@ -7,7 +7,7 @@ customer's tools (banking_user.py).
 unlocks one (`unlock_discoverable_agent_tool`) and calls it through
 `call_discoverable_agent_tool`. They are the private functions of `DISCOVERABLE`, all of τ²'s
 (were one missing, the importer would skip the tasks whose gold uses it and name it). The
-descriptions an unlock returns are ours unless the pack was imported with `--tau2`.
+descriptions an unlock returns are ours (`--tau2` does not apply to this domain).
 
 Two records τ² keeps in memory are tables here, so that a warm worker cannot carry them from
 one episode to the next: `unlocked_agent_tools` (τ²'s unlocked set; the state check therefore

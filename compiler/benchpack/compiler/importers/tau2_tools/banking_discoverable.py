@@ -1,7 +1,7 @@
 """τ²-bench banking_knowledge's discoverable tools, written for benchpack: the agent's (called
 through `call_discoverable_agent_tool`) and the descriptions an unlock or a hand-over shows
-(`CATALOG`, our own wording; `bench import tau2 --tau2` can replace it with τ²'s). Inlined
-into banking.py; none of τ²'s code is copied.
+(`CATALOG`, our own wording: `--tau2` does not apply to this domain, τ²'s are never used).
+Inlined into banking.py; none of τ²'s code is copied.
 
 Each agent tool is `(function, writes)`: `writes` is τ²'s `mutates_state` flag, a call that is
 always logged in `agent_discoverable_tools` (a read is logged only when the task's gold makes
