@@ -315,8 +315,8 @@ def _pack_yaml(n: int, tables: list[str], agent: list[str], user: list[str]) -> 
     table_lines = "".join(f"      {t}: {{key: _id, fixture: data/{t}.json}}\n" for t in tables)
     return f"""\
 # τ²-bench, domain `banking_knowledge`, imported by `bench import tau2`: its knowledge base
-# ({n} documents), its database, our own rewrite of its toolset (as far as written) and the
-# tasks whose gold actions use only what is written (IMPORT_REPORT.md lists the others).
+# ({n} documents), its database, our own rewrite of its toolset and its tasks (one whose gold
+# used a tool not written would be left out: IMPORT_REPORT.md would list it).
 #
 #   bench compile PACK -o build/ --var retrieval=bm25_grep
 #   (none | full | golden | bm25 | grep | bm25_grep | shell; τ²'s embeddings variants need
