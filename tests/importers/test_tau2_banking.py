@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import inspect
 import json
 import os
 import subprocess
@@ -370,7 +371,7 @@ def test_release_gold_scores_one_and_nothing_zero(tmp_path: Path) -> None:
 
 
 TAU2_CALLS = r'''
-import json, sys
+import inspect, json, sys
 from tau2.domains.banking_knowledge.environment import get_environment
 from tau2.domains.banking_knowledge.tools import KnowledgeTools
 from tau2.environment.toolkit import DISCOVERABLE_ATTR, MUTATES_STATE_ATTR
@@ -390,7 +391,10 @@ for i, (tool, args) in enumerate(given["calls"]):
 db = env.tools.db.model_dump()
 flags = {n: getattr(getattr(KnowledgeTools, n), MUTATES_STATE_ATTR) for n in dir(KnowledgeTools)
          if getattr(getattr(KnowledgeTools, n, None), DISCOVERABLE_ATTR, False)}
-print(json.dumps({"texts": texts, "flags": flags,
+sigs = {n: [[p.name, repr(p.default)] for p in
+            list(inspect.signature(getattr(KnowledgeTools, n)).parameters.values())[1:]]
+        for n in flags}
+print(json.dumps({"texts": texts, "flags": flags, "sigs": sigs,
                   "db": {t: v["data"] for t, v in db.items()
                          if isinstance(v, dict) and "data" in v}}, default=str))
 '''
@@ -401,7 +405,7 @@ def test_the_tools_no_gold_uses_answer_as_tau2s(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """The discoverable tools no task's gold calls (and the logging of reads and writes), called
     through τ²'s toolkit and ours on the release's database: the same texts and database, and
-    every tool τ² has, with its `mutates_state` flag."""
+    every tool τ² has, with its `mutates_state` flag and its parameters."""
     domain = Path(str(CHECKOUT)) / "data" / "tau2" / "domains" / "banking_knowledge"
     pack = tmp_path / "pack"
     run_import("tau2", domain, pack)
@@ -457,7 +461,12 @@ def test_the_tools_no_gold_uses_answer_as_tau2s(tmp_path: Path,
         env={**os.environ, "TAU2_DATA_DIR": str(Path(str(CHECKOUT)) / "data")},
     ).stdout.strip().splitlines()[-1])
     b = Bank(monkeypatch, pack, {"banking": patch})
-    assert {n: w for n, (_, w) in b.mods["agent"].DISCOVERABLE.items()} == theirs["flags"]
+    tools = b.mods["agent"].DISCOVERABLE
+    assert {n: w for n, (_, w) in tools.items()} == theirs["flags"]
+    # the same parameters and defaults: a wrong call fails with τ²'s words
+    assert {n: [[p.name, repr(p.default)] for p in
+                list(inspect.signature(f).parameters.values())[1:]]
+            for n, (f, _) in tools.items()} == theirs["sigs"]
     for (tool, args), tau in zip(calls, theirs["texts"], strict=True):
         b("unlock_discoverable_agent_tool", agent_tool_name=tool)
         mine = b("call_discoverable_agent_tool", agent_tool_name=tool, arguments=json.dumps(args))
