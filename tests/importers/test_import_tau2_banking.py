@@ -1,8 +1,9 @@
 """`bench import tau2 …/banking_knowledge` (issue 24): the knowledge base is imported (documents
-in file-name order, τ²'s search tool name and top k, the retrieval a `--var`), no task yet and
-each listed with what it needs; and the search tools against τ²'s own retrieval pipeline.
+in file-name order, τ²'s search tool name and top k, the retrieval a `--var`), beside the tasks
+(test_tau2_banking.py runs them); and the search tools against τ²'s own retrieval pipeline.
 
-The fixture is our own: five made-up bank documents and two tasks in τ²'s shapes. The parity
+The fixture is our own: five made-up bank documents, a small database and five tasks in τ²'s
+shapes. The parity
 check runs τ²'s `RetrievalPipeline` with τ²'s Python when BENCH_TAU2_CHECKOUT and
 BENCH_TAU2_PYTHON name a checkout holding banking_knowledge's documents and a Python that
 imports τ²'s knowledge package (with rank_bm25); it skips otherwise. Measured on τ²-bench
@@ -35,11 +36,8 @@ FIXTURE = Path(__file__).parents[1] / "fixtures" / "tau2_banking" / "banking_kno
 def test_the_knowledge_base_is_imported_and_every_task_listed(tmp_path: Path) -> None:
     out = tmp_path / "pack"
     result = import_pack("tau2", FIXTURE, out)
-    assert result.sessions == 0 and sorted(result.files) == \
-        ["IMPORT_REPORT.md", "knowledge/banking.jsonl", "pack.yaml"]
-    assert result.dropped == [
-        "task_a: needs user tools, the banking toolset",
-        "task_b: needs initial_state.initialization_data, the banking toolset"]
+    assert result.sessions == 4 and "knowledge/banking.jsonl" in result.files
+    assert result.dropped == ["task task_b: uses tools not yet written: file_card_dispute"]
     rows = [json.loads(x) for x in (out / "knowledge" / "banking.jsonl").read_text(
         encoding="utf-8").splitlines()]
     assert [r["id"] for r in rows] == sorted(r["id"] for r in rows) and len(rows) == 5
@@ -47,7 +45,7 @@ def test_the_knowledge_base_is_imported_and_every_task_listed(tmp_path: Path) ->
                        "text": "To open a savings account the customer must be verified and "
                                "at least 16 years old. The first deposit is at least 10 euros."}
     report = (out / "IMPORT_REPORT.md").read_text(encoding="utf-8")
-    assert "| the banking toolset | 2 |" in report and "| user tools | 1 |" in report
+    assert "| file_card_dispute | 1 |" in report and "tasks imported: 4 of 5" in report
     assert "| `grep_only` | `grep` |" in report and "| `openai_embeddings` | not offered" in report
     res = compile_pack(out, tmp_path / "plan", use_cache=False,
                        variables={"retrieval": "bm25_grep"})
@@ -57,17 +55,12 @@ def test_the_knowledge_base_is_imported_and_every_task_listed(tmp_path: Path) ->
 def test_its_search_tools_have_tau2s_name_and_top_k(tmp_path: Path) -> None:
     out = tmp_path / "pack"
     import_pack("tau2", FIXTURE, out)
-    # a session to offer the tools: the import has none yet
-    with (out / "pack.yaml").open("a", encoding="utf-8") as f:
-        f.write("personas: [{id: c, profile: {role: customer}}]\n"
-                "episodes:\n  - id: e\n    persona: c\n    environment: bank\n    sessions:\n"
-                "      - {id: s, protocol: verified_outcome, request: Which card has no fee?}\n")
     res = compile_pack(out, tmp_path / "plan", use_cache=False,
                        variables={"retrieval": "bm25_grep"})
     assert res.ok, [d.format() for d in res.diagnostics]
     plan = json.loads((tmp_path / "plan" / "plan.json").read_text(encoding="utf-8"))
     s = next(iter(plan["sessions"].values()))
-    assert s["tools"] == ["KB_search", "KB_grep"]
+    assert {"KB_search", "KB_grep", "log_verification"} <= set(s["tools"])
     assert plan["tools"]["KB_search"]["impl"]["top_k"] == 10
     assert len(plan["knowledge"]["banking"]["documents"]) == 5
 
@@ -76,6 +69,7 @@ def test_a_folder_without_documents_is_refused(tmp_path: Path) -> None:
     domain = tmp_path / "banking_knowledge"
     domain.mkdir()
     (domain / "tasks.json").write_text("[]", encoding="utf-8")
+    (domain / "db.json").write_text("{}", encoding="utf-8")
     with pytest.raises(ImportError_, match="documents"):
         import_pack("tau2", domain, tmp_path / "out")
     r = CliRunner().invoke(cli, ["import", "tau2", str(domain), "-o", str(tmp_path / "o")])

@@ -95,7 +95,7 @@ def import_cmd(fmt: str, source: Path, out: Path, selected: Path | None,
     if fmt == "pibench" and any(str(f).startswith("tools/") for f in result.files):
         click.echo(f"  next: bench compile {out} -o build/ && bench run build/ --agent … "
                    "--allow-python  (the app tasks' toolsets run code, in the sandbox)", err=True)
-    if fmt == "tau2" and result.sessions:  # banking_knowledge: a knowledge base, no tasks yet
+    if fmt == "tau2" and result.sessions:  # a domain with tasks to run
         # a gold user makes the tasks' user-side gold actions (dual control, issue 24)
         user = (f" --simulator scripted:{out}/demo/gold_user.yaml"
                 if "demo/gold_user.yaml" in result.files else "")

@@ -277,7 +277,7 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
         raise ImportError_(str(source), "not a directory",
                            "give a τ² domain folder such as data/tau2/domains/retail")
     domain = source.name
-    if domain == "banking_knowledge":  # issue 24: its knowledge base so far (tau2_banking.py)
+    if domain == "banking_knowledge":  # issue 24: its own importer (tau2_banking.py)
         if tau2 is not None or fixes:
             raise ImportError_(str(source), "--tau2 and --fix do not apply to banking_knowledge "
                                "yet", "import the folder without them")

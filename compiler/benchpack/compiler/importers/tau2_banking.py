@@ -1,15 +1,20 @@
-"""`bench import tau2 …/banking_knowledge -o PACK`: τ²-bench's banking_knowledge domain, as far
-as benchpack can run it today — its knowledge base.
+"""`bench import tau2 …/banking_knowledge -o PACK`: τ²-bench's banking_knowledge domain — its
+knowledge base, its database and the tasks benchpack's rewrite of its toolset can run.
 
 Written: the 698 documents (`documents/*.json`, `{id, title, content}`) as one JSONL knowledge
 base, `knowledge/banking.jsonl`, in file-name order, with τ²'s search tool name (`KB_search`;
-its `grep` is `KB_grep`, `grep` being a benchpack built-in) and top k (10); the retrieval configuration a variable (`--var retrieval=…`), τ²'s names mapped
-to ours (`RETRIEVAL_NAMES`); every task's `required_documents` in IMPORT_REPORT.md. No task is
-imported yet, and the report says why for each: all 97 need what issue 24's part A brings
-(user-side tools, `initial_state`) or the banking toolset — τ²'s `KnowledgeTools`, whose
-discoverable tools (`call_discoverable_agent_tool` and 50 others) run every gold action and
-are not written for benchpack yet. τ²'s own tie order among equal BM25 scores follows its
-directory listing (`Path.glob`, file-system order); the import's is the sorted file names.
+its `grep` is `KB_grep`, `grep` being a benchpack built-in) and top k (10); the retrieval
+configuration a variable (`--var retrieval=…`), τ²'s names mapped to ours (`RETRIEVAL_NAMES`).
+τ²'s tie order among equal BM25 scores follows its directory listing; the import's is the
+sorted file names.
+
+The database (db.json, `{table: {data: {record id: record}}}`) becomes one service, `banking`,
+every record carrying its id as `_id`; the agent's toolset (tau2_tools/banking.py) and the
+customer's (banking_user.py) share it, as τ²'s two toolkits share one database. A task is
+imported when every tool its gold actions use — τ²'s `call_discoverable_agent_tool` and
+`give_discoverable_user_tool` name theirs in their arguments — is written; the others are
+listed in IMPORT_REPORT.md with the tools they need. A task's `agent_data` patch becomes its
+`initial_state.data`, with τ²'s per-task read-log allowlist (the gold's discoverable calls).
 """
 
 from __future__ import annotations
@@ -55,54 +60,275 @@ def read_documents(source: Path) -> list[dict[str, str]]:
     return docs
 
 
-def _why_skipped(task: dict[str, Any]) -> list[str]:
-    why = []
+TABLES = ("users", "accounts", "debit_cards", "referrals", "credit_card_applications",
+          "user_discoverable_tools", "user_discoverable_tool_calls", "verification_history",
+          "credit_card_transaction_history", "cash_back_disputes",
+          "bank_account_transaction_history", "credit_card_accounts", "agent_discoverable_tools",
+          "task_config", "human_transfer_requests", "transaction_disputes", "credit_card_orders",
+          "debit_card_orders", "credit_card_closure_reasons", "credit_card_account_flags",
+          "credit_limit_increase_requests", "payment_history", "debit_card_disputes")
+"""τ²'s `TransactionalDB` tables (db.json leaves some out: they start empty)."""
+OWN_TABLES = ("unlocked_agent_tools", "read_log_allowlist")
+"""What τ² keeps in its toolkit's memory, as tables here (tau2_tools/banking.py says why)."""
+SERVICE = "banking"
+META = {"call_discoverable_agent_tool": "agent", "unlock_discoverable_agent_tool": "agent",
+        "give_discoverable_user_tool": "user", "call_discoverable_user_tool": "user"}
+"""τ²'s tools that run a discoverable tool (named in their arguments) of one side."""
+
+
+def read_db(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """db.json as the service's tables: every record with its record id as `_id`."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ImportError_(str(path), "not found", "banking_knowledge keeps its database in "
+                           "db.json (take the domain folder from a full clone)") from None
+    except (OSError, ValueError) as exc:
+        raise ImportError_(str(path), f"not valid JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise ImportError_(str(path), "expected an object of tables {name: {data: {id: row}}}")
+    unknown = sorted(set(raw) - set(TABLES))
+    if unknown:
+        raise ImportError_(str(path), "tables τ²'s banking database does not have: "
+                           + ", ".join(unknown))
+    out: dict[str, list[dict[str, Any]]] = {}
+    for table in TABLES + OWN_TABLES:
+        data = (raw.get(table) or {}).get("data") or {}
+        if not isinstance(data, dict) or not all(isinstance(r, dict) for r in data.values()):
+            raise ImportError_(str(path), f"table `{table}`: `data` is not an object of records")
+        out[table] = [{"_id": k, **r} for k, r in data.items()]
+    return out
+
+
+def _keys(module: str, name: str) -> set[str]:
+    """The keys of the dict literal `name = {…}` in a tau2_tools module (read, not imported:
+    a toolset module imports the worker's `benchpack_tools`)."""
+    import ast
+
+    from .tau2 import TOOLS_DIR
+
+    tree = ast.parse((TOOLS_DIR / module).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                for t in node.targets):
+            assert isinstance(node.value, ast.Dict)
+            return {str(ast.literal_eval(k)) for k in node.value.keys if k is not None}
+    raise LookupError(f"{module} has no `{name}`")
+
+
+def _tools() -> tuple[set[str], set[str], set[str], set[str]]:
+    """(agent tools, user tools, agent discoverable, user discoverable) benchpack has written."""
+    from .tau2 import TOOLS_DIR, _tool_names
+
+    return (_tool_names(TOOLS_DIR / "banking.py"), _tool_names(TOOLS_DIR / "banking_user.py"),
+            _keys("banking_discoverable.py", "DISCOVERABLE"),
+            _keys("banking_user.py", "_DISCOVERABLE"))
+
+
+def _missing(task: dict[str, Any]) -> list[str]:
+    """The tools a task's gold actions use that benchpack has not written."""
+    agent, user, agent_disc, user_disc = _tools()
+    missing = set()
+    for a in (task.get("evaluation_criteria") or {}).get("actions") or []:
+        name, args = str(a.get("name")), a.get("arguments") or {}
+        side = META.get(name)
+        if side == "agent":
+            inner = str(args.get("agent_tool_name"))
+            if inner not in agent_disc:
+                missing.add(inner)
+        elif side == "user":
+            inner = str(args.get("discoverable_tool_name"))
+            if inner not in user_disc:
+                missing.add(inner)
+        elif name not in agent | user:
+            missing.add(name)
+    return sorted(missing)
+
+
+def _why_skipped(task: dict[str, Any]) -> str | None:
+    missing = _missing(task)
+    if missing:
+        return "uses tools not yet written: " + ", ".join(missing)
     init = task.get("initial_state") or {}
-    for key in ("initialization_data", "initialization_actions", "message_history"):
+    if (init.get("initialization_data") or {}).get("user_data"):
+        return "its initialization_data changes a user database banking_knowledge does not have"
+    for key in ("initialization_actions", "message_history"):
         if init.get(key):
-            why.append(f"initial_state.{key}")
-    if task.get("user_tools"):
-        why.append("user tools")
-    names = {a.get("name") for a in (task.get("evaluation_criteria") or {}).get("actions")
-             or []}
-    if names:
-        why.append("the banking toolset")
-    return why or ["the banking toolset"]
+            return f"its initial_state has {key} (none in τ²'s release; not mapped yet)"
+    return None
+
+
+def _initial_state(task: dict[str, Any]) -> dict[str, Any] | None:
+    """τ²'s agent_data patch (`{table: {data: {id: fields}}}`) as the service's rows, and the
+    task's read-log allowlist (τ² derives it from the gold's discoverable calls)."""
+    data = ((task.get("initial_state") or {}).get("initialization_data") or {}).get(
+        "agent_data") or {}
+    patch: dict[str, Any] = {}
+    for table, part in data.items():
+        if table not in TABLES:
+            raise ImportError_(f"task {task.get('id')}", f"its initialization_data names the "
+                               f"table `{table}`, which τ²'s banking database does not have")
+        rows = (part or {}).get("data") or {}
+        if rows:
+            patch[table] = rows
+    allow = sorted({str((a.get("arguments") or {}).get("agent_tool_name"))
+                    for a in (task.get("evaluation_criteria") or {}).get("actions") or []
+                    if a.get("name") == "call_discoverable_agent_tool"})
+    if allow:
+        patch["read_log_allowlist"] = {n: {} for n in allow}
+    return {"data": {SERVICE: patch}} if patch else None
 
 
 def import_banking(source: Path, out: Path) -> ImportResult:
+    from . import tau2 as base
+    from . import tau2_dialogue as dialogue
+
     docs = read_documents(source)
-    tasks_path = source / "tasks.json"
-    try:
-        tasks = json.loads(tasks_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ImportError_(str(tasks_path), f"cannot read the tasks ({exc})") from None
+    tasks = read_tasks(source)
+    tables = read_db(source / "db.json")
+    agent, user, _, _ = _tools()
+    kept, dropped = [], []
+    for raw in tasks:
+        why = _why_skipped(raw)
+        if why is None:
+            # τ²'s initial state here is patches of the shared database: mapped below
+            t = base._Task({**raw, "initial_state": None}, agent, domain="banking_knowledge",
+                           user_tools=user)
+            why = t.skip
+        if why is not None:
+            dropped.append((str(raw.get("id")), why))
+            continue
+        start = _initial_state(raw)
+        if start is not None:
+            t.session["initial_state"] = start
+        dialogue.session_fields(t.session, raw, None)
+        kept.append(t)
     out.mkdir(parents=True, exist_ok=True)
+    for sub in ("data", "tools", "demo"):
+        (out / sub).mkdir(exist_ok=True)
+    files: list[str] = []
+
+    def write(rel: str, text: str) -> None:
+        (out / rel).write_text(text, encoding="utf-8", newline="\n")
+        files.append(rel)
+
     (out / "knowledge").mkdir(exist_ok=True)
-    files = ["knowledge/banking.jsonl", "pack.yaml", "IMPORT_REPORT.md"]
-    (out / files[0]).write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs),
-                                encoding="utf-8")
-    (out / "pack.yaml").write_text(_pack_yaml(len(docs)), encoding="utf-8")
-    dropped = [f"{t.get('id')}: needs {', '.join(_why_skipped(t))}" for t in tasks]
-    (out / "IMPORT_REPORT.md").write_text(_report(source, docs, tasks), encoding="utf-8")
-    return ImportResult(out=out, files=files, sessions=0, dropped=dropped, notes=[
-        f"{len(docs)} documents imported as the knowledge base `banking`; none of the "
-        f"{len(tasks)} tasks yet (IMPORT_REPORT.md says what each needs)"])
+    write("knowledge/banking.jsonl", "".join(json.dumps(d, ensure_ascii=False) + "\n"
+                                             for d in docs))
+    for name, rows in tables.items():
+        write(f"data/{name}.json", json.dumps(rows, ensure_ascii=False, indent=1) + "\n")
+    from .tau2_parity import toolset_source
+
+    for mod in ("banking.py", "banking_user.py"):
+        write(f"tools/{mod}", toolset_source(base.TOOLS_DIR / mod, None, ()))
+    write("pack.yaml", _pack_yaml(len(docs), sorted(tables), sorted(agent), sorted(user))
+          + dialogue.pack_blocks("banking_knowledge", None, dialogue.version(None),
+                                 DIFFERENCES))
+    write("tasks.yaml", base._tasks_yaml("banking_knowledge", kept).replace(
+        "environment: banking_knowledge", "environment: bank"))
+    turns = {t.sid: _gold_turns(t.session) for t in kept}
+    agent_gold = {"sessions": {sid: a for sid, (a, _) in turns.items()}}
+    user_gold = {sid: {"turns": u} for sid, (_, u) in turns.items() if u}
+    write("demo/gold_agent.yaml", "# The gold agent: each task's gold actions (the agent's) in "
+          "one turn (`bench import tau2`\n# wrote it; see IMPORT_REPORT.md). Run it to check "
+          "the environment.\n" + base._dump(agent_gold))
+    if user_gold:
+        write("demo/gold_user.yaml", "# The gold user: each task's `requestor: user` gold "
+              "actions, made with the customer's\n# tools after the gold agent's turn.\n"
+              + base._dump({"sessions": user_gold}))
+    write("IMPORT_REPORT.md", _report(source, docs, tasks, kept, dropped))
+    return ImportResult(out=out, files=files, sessions=len(kept),
+                        dropped=[f"task {i}: {why}" for i, why in dropped], notes=[
+        f"{len(docs)} documents imported as the knowledge base `banking`; {len(kept)} of "
+        f"{len(tasks)} tasks"
+        + (" (IMPORT_REPORT.md says why each other one is not)" if dropped else "")
+        + "; not comparable with τ²-bench: " + ", ".join(d.split(":")[0] for d in DIFFERENCES)])
 
 
-def _pack_yaml(n: int) -> str:
+def _gold_turns(session: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The gold agent's entries and the gold user's turns: the gold actions in their order,
+    each run of one side's calls a turn of that side (the customer deposits a check before the
+    agent closes the account it went into: one turn each would reverse them)."""
+    runs: list[tuple[str, list[dict[str, Any]]]] = []
+    for a in (session.get("gold") or {}).get("actions", []):
+        side = "user" if a.get("requestor") == "user" else "agent"
+        if not runs or runs[-1][0] != side:
+            runs.append((side, []))
+        runs[-1][1].append(a)
+    if runs and runs[0][0] == "user":
+        runs.insert(0, ("agent", []))  # the agent answers the opening message first
+    agent: list[dict[str, Any]] = []
+    user: list[dict[str, Any]] = []
+    for side, calls in runs:
+        if side == "agent":
+            turn: dict[str, Any] = {"say": "Done."}
+            if calls:
+                turn = {"tool_calls": [{"name": a["tool"], "args": a["args"]} for a in calls],
+                        **turn}
+            agent.append(turn)
+        else:
+            user.append({"calls": [{"tool": a["tool"], "args": a["args"]} for a in calls],
+                         "say": "I did that on my side."})
+    # the rules judge finds an assertion in what the agent said: the gold agent states them
+    score = session.get("score") or {}
+    agent[-1]["say"] = " ".join(["Done.", *score.get("communicate", []),
+                                 *score.get("assertions", [])])
+    if not user:
+        return agent, []
+    if runs[-1][0] == "agent":
+        user.append({"say": "Thanks, that is all.", "stop": "done"})
+    else:
+        user[-1]["stop"] = "done"
+    return agent, user
+
+
+DIFFERENCES = [
+    "own-descriptions: the tool descriptions are benchpack's own",
+    "unlock-in-state: an unlock is a row of `unlocked_agent_tools`, which the state check "
+    "compares (τ² keeps it in memory): unlocking a tool the gold does not unlock fails it",
+    "no-deposit-scans: `get_atm_deposit_images_8473` shows no images for any deposit (τ²'s code "
+    "holds scans for three transaction ids that are in none of the release's data)",
+    "no-policy: τ²'s per-retrieval agent prompt is not composed yet",
+]
+"""What makes a run of the pack differ from τ²'s (written into `origin.differences`)."""
+
+
+def read_tasks(source: Path) -> list[dict[str, Any]]:
+    """The tasks τ² runs: `tasks/task_*.json` in name order (its `get_tasks`), else
+    tasks.json (the release's tasks.json differs from them in 13 tasks, 4 of them gold)."""
+    folder = source / "tasks"
+    paths = sorted(folder.glob("task_*.json")) if folder.is_dir() else []
+    tasks: list[Any] = []
+    for path in paths or [source / "tasks.json"]:
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ImportError_(str(path), f"cannot read the tasks ({exc})") from None
+        tasks += [raw] if paths else raw if isinstance(raw, list) else [None]
+        if not all(isinstance(t, dict) for t in tasks):
+            raise ImportError_(str(path), "expected a task object" if paths else
+                               "expected a list of task objects")
+    return tasks
+
+
+def _pack_yaml(n: int, tables: list[str], agent: list[str], user: list[str]) -> str:
+    table_lines = "".join(f"      {t}: {{key: _id, fixture: data/{t}.json}}\n" for t in tables)
     return f"""\
 # τ²-bench, domain `banking_knowledge`, imported by `bench import tau2`: its knowledge base
-# ({n} documents). No task yet: IMPORT_REPORT.md lists what each needs.
+# ({n} documents), its database, our own rewrite of its toolset and its tasks (one whose gold
+# used a tool not written would be left out: IMPORT_REPORT.md would list it).
 #
 #   bench compile PACK -o build/ --var retrieval=bm25_grep
 #   (none | full | golden | bm25 | grep | bm25_grep | shell; τ²'s embeddings variants need
 #   an embedding model and are not offered)
 benchpack: 1
 name: tau2-banking-knowledge
-description: τ²-bench banking_knowledge's knowledge base (no tasks imported yet).
+description: "τ²-bench banking_knowledge, NOT comparable with τ²'s scores yet (IMPORT_REPORT.md)."
 vars:
   retrieval: bm25
+personas:
+  - id: customer
+    profile: {{role: a customer contacting Rho-Bank customer service}}
 knowledge:
   - name: banking
     description: Rho-Bank's internal and customer-facing documentation
@@ -110,31 +336,58 @@ knowledge:
     retrieval: "{{{{ vars.retrieval }}}}"
     top_k: {TOP_K}
     tools: {{search: KB_search, grep: KB_grep}}   # τ²'s KB_search; its `grep` is a built-in here
+services:
+  - name: {SERVICE}
+    description: τ²'s banking database (db.json), every record's id as `_id`; the agent's and
+      the customer's tools share it, as in τ².
+    tables:
+{table_lines}toolsets:                    # our own implementation of τ²'s tools (runs with --allow-python)
+  - module: tools/banking.py
+    service: {SERVICE}
+    include: [{", ".join(agent)}]
+    check_arguments: true
+    atomic: true
+    plain_errors: true
+  - module: tools/banking_user.py   # the customer's own tools
+    service: {SERVICE}
+    include: [{", ".join(user)}]
+    check_arguments: true
+    atomic: true
+    plain_errors: true
 environments:
   - id: bank
     description: Rho-Bank's customer support desk.
     builtin_tools: []
     knowledge: [banking]
+    toolsets: [tools/banking.py]
+    user_toolsets: [tools/banking_user.py]
+include: [tasks.yaml]        # one episode per imported τ² task
 """
 
 
-def _report(source: Path, docs: list[dict[str, str]], tasks: list[dict[str, Any]]) -> str:
+def _report(source: Path, docs: list[dict[str, str]], tasks: list[dict[str, Any]],
+            kept: list[Any], dropped: list[tuple[str, str]]) -> str:
     reasons: Counter[str] = Counter()
-    for t in tasks:
-        reasons.update(_why_skipped(t))
+    for _, why in dropped:
+        for name in why.split(": ", 1)[-1].split(", ") if why.startswith("uses") else [why]:
+            reasons[name] += 1
     lines = [
         "# Import report: τ²-bench banking_knowledge", "",
         f"Source: `{source}`", "",
         f"- documents imported: {len(docs)} (knowledge base `banking`, "
         "`knowledge/banking.jsonl`, file-name order)",
-        f"- tasks imported: 0 of {len(tasks)}", "",
-        "## Why no task yet", "",
-        "| needs | tasks |", "|---|---|",
-        *[f"| {k} | {v} |" for k, v in reasons.most_common()], "",
-        "User tools and initial states are issue 24's part A; the banking toolset (τ²'s "
-        "`KnowledgeTools`: the discoverable tools behind `call_discoverable_agent_tool`, "
-        "`unlock_discoverable_agent_tool`, `give_discoverable_user_tool`) is not written for "
-        "benchpack yet.", "",
+        f"- tasks imported: {len(kept)} of {len(tasks)}", "",
+        "## Differences from τ²", "", *[f"- {d}" for d in DIFFERENCES], "",
+        "## Tasks not imported", "",
+        *[f"- `{i}`: {why}" for i, why in dropped], *([] if dropped else ["None."]), "",
+        *(["Tools the skipped tasks need (tasks each):", "", "| tool | tasks |", "|---|---|",
+           *[f"| {k} | {v} |" for k, v in reasons.most_common()], ""] if reasons else []),
+        "## Gold agent", "",
+        "`demo/gold_agent.yaml` makes each task's agent-side gold actions in one turn; "
+        "`demo/gold_user.yaml` makes the `requestor: user` ones after it with the customer's "
+        "tools. Both should reach 1.0 on every imported task (`bench run … --agent "
+        "scripted:demo/gold_agent.yaml --simulator scripted:demo/gold_user.yaml --judge rules "
+        "--allow-python`).", "",
         "## Retrieval configurations", "",
         "| τ² variant | benchpack `--var retrieval=` |", "|---|---|",
         *[f"| `{k}` | {f'`{v}`' if v else 'not offered (embedding model or write shell)'} |"
@@ -144,9 +397,5 @@ def _report(source: Path, docs: list[dict[str, str]], tasks: list[dict[str, Any]
         "directory listing); search results are JSON `[{id, title, score, content}]` (τ²'s are "
         "text with a timing line); τ²'s `grep` tool is `KB_grep` (`grep` is a benchpack built-in); "
         "`full`/`golden` prompt text is benchpack's layout.", "",
-        "## Tasks", "",
-        "| task | required documents | needs |", "|---|---|---|",
-        *[f"| {t.get('id')} | {len(t.get('required_documents') or [])} | "
-          f"{', '.join(_why_skipped(t))} |" for t in tasks], "",
     ]
     return "\n".join(lines)
