@@ -54,41 +54,22 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchpack.specs.plan import Plan, PlanSession
+from benchpack.specs.plan import Plan
 
 from .env.workspace import snapshot_files
 from .errors import UsageError
 from .graders import CapHit
-from .graders.graph import ParsedGraph, Triple
 from .graders.guards import GUARDS_KEY
 from .judges.base import Templates
 from .judges.rubric import agent_output, rubric_judge
-from .judges.staged import graph_judge
-from .judges.trigger import trigger_judge
 from .planfile import load_plan
-from .protocols.base import default_protocols
-from .protocols.instructed_user import (
-    assertions_component,
-    combine_reward,
-    judge_assertion_texts,
-    reward_spec,
-)
-from .protocols.staged_disclosure import grade_graph
-from .protocols.trigger_rubric import (
-    Scored,
-    judge_triggers,
-    live_history,
-    offline_history,
-    stored_dialogue,
-    trigger_metrics,
-    trigger_spec,
-)
-from .rejudge_intents import intent_checks
+from .protocols.base import ProtocolRegistry, default_protocols
+from .rejudge_types import RejudgeInput, RejudgeSite
 from .roles import Roles
 from .runner import (
     ClientOptions,
@@ -117,9 +98,6 @@ from .types import LLMCallRecord, Message, ToolRecord
 
 AGENT_SIDE = ("turns", "messages", "tool_calls", "stage_events")
 """Per-session tables copied unchanged: what the agent and the simulated user did."""
-INTENT_COLUMNS = ("intents", "completed", "inferred", "provided", "unresolved", "proc",
-                  "proc_group")
-"""`sessions` columns a rejudge leaves NULL: intent statuses are not re-decided."""
 JUDGE_EXTRA = ("judge_errors", "trigger_labels", "triggers_judged", "verify", "score",
                "graph_grader", "covered", "valid_predicted", "graph_judge_errors",
                "precision_lower_bound")
@@ -154,16 +132,6 @@ class RejudgeSummary(RunSummary):
 
 
 @dataclass
-class _Site:
-    """A finished session as judge factories see it (`roles.JudgeSite`)."""
-
-    roles: Roles
-    session: PlanSession
-    repeat: int
-    recorder: Callable[[LLMCallRecord], None]
-
-
-@dataclass
 class _Rejudge:
     options: RejudgeOptions
     plan: Plan
@@ -172,6 +140,8 @@ class _Rejudge:
     source: str
     """The run whose transcripts are read (the original, even when rejudging a rejudge)."""
     new_id: str
+    protocols: ProtocolRegistry = field(default_factory=default_protocols)
+    """Each session's interpreter re-judges its protocol's own parts."""
 
 
 def default_run_id(run_id: str, judge: str) -> str:
@@ -339,7 +309,7 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
     sid, repeat = str(row["session_id"]), int(row["repeat"])
     s = ctx.plan.sessions[sid]
     calls: list[LLMCallRecord] = []
-    site = _Site(ctx.roles, s, repeat, calls.append)
+    site = RejudgeSite(ctx.roles, s, repeat, calls.append)
     stored = {t: store.session_table(t, source, sid, repeat) for t in SESSION_TABLES}
     extra = dict(row.get("extra") or {})
     messages = [Message(role, content or "", int(turn), tool_call_id=call_id, name=name)
@@ -348,25 +318,21 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
     snap = store.snapshot(source, str(row["episode"]), repeat, sid) or {}
     files = snapshot_files(dict(snap.get("files") or {}))
     state: dict[str, dict[str, list[dict[str, Any]]]] = dict(snap.get("services") or {})
-    end = _dialogue_end(row, extra, stored["turns"])
+    end = _dialogue_end(ctx, row, extra, stored["turns"])
     in_task = [r for r in records if end is None or r.turn <= end]
     replies = [str(t[2] or "") for t in stored["turns"] if end is None or int(t[0]) <= end]
 
     metrics: dict[str, Any] = {}
     tables: dict[str, list[tuple[Any, ...]]] = {}
     errors: list[str] = []
-    judged = await asyncio.gather(
+    own = RejudgeInput(site, ctx.plan, ctx.store, source, ctx.options.graph_grader, row, stored,
+                       dict(extra), messages, records, files)
+    outcome, part, graded = await asyncio.gather(
         _checklist(site, stored["checklist_results"], messages, records, in_task, files, state,
                    extra, end, initial_files(ctx.plan, s)),
-        _triggers(ctx, site, row, stored["triggers"], messages),
-        _graph(ctx, site, row, stored["triples"], extra),
-        intent_checks(site, stored, records, files, extra)
-        if s.protocol == "intent_tracking" else _nothing(([], {})),
+        ctx.protocols.get(s.protocol).rejudge(own),
         _score(ctx, site, messages, records, in_task, files, state, replies, end,
-               extra.get(GUARDS_KEY) or ()),
-        _reward(ctx, site, extra, messages, records, files))
-    (outcome, (trigger_rows, trigger_errors, labels), graph, (checks, audit), graded,
-     reward) = judged
+               extra.get(GUARDS_KEY) or ()))
     for key in JUDGE_EXTRA:
         extra.pop(key, None)
     tables["checklist_results"] = outcome.rows
@@ -380,32 +346,14 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
         errors += [f"score item {e}" for e in graded.errors]
     elif outcome.verify is not None:
         extra["verify"] = outcome.verify
-    if reward is not None:  # the protocol's reward replaces the checklist's, as in `bench run`
-        extra["reward"], reward_errors = reward
-        metrics.update(score=extra["reward"]["score"], passed=extra["reward"]["passed"])
-        errors += reward_errors
-    if trigger_rows is not None:
-        tables["triggers"] = trigger_rows
-        metrics.update(trigger_metrics(trigger_rows, str(row.get("trigger_mode") or "")))
-        extra["trigger_labels"] = labels
-        errors += trigger_errors
-    if graph is not None:
-        graph_metrics, graph_extra, graph_tables, graph_errors = graph
-        metrics.update(graph_metrics)
-        extra.update(graph_extra)
-        tables.update(graph_tables)
-        if graph_errors:
-            errors.append(f"graph: {graph_errors} ground-truth triple(s) not judged")
-    failed_checks = sorted({(int(r[0]), str(r[2]), str(r[5])) for r in checks if r[5]})
-    if s.protocol == "intent_tracking":
-        metrics.update({k: None for k in INTENT_COLUMNS})
-        tables["intent_checks"] = checks
-        extra["intent_audit"] = audit
-        errors += [f"turn {t}: {kind}_check: {e}" for t, kind, e in failed_checks]
-    judge_errors = (outcome.judge_errors + len(trigger_errors)
-                    + (graph[3] if graph is not None else 0) + len(failed_checks)
-                    + (graded.judge_errors if graded is not None else 0)
-                    + (len(reward[1]) if reward is not None else 0))
+    # the protocol's own parts last, as `bench run` merges its result (a reward replaces the
+    # checklist's score)
+    extra.update(part.extra)
+    metrics.update(part.metrics)
+    tables.update(part.tables)
+    errors += part.errors
+    judge_errors = (outcome.judge_errors + part.judge_errors
+                    + (graded.judge_errors if graded is not None else 0))
 
     prefix = (ctx.new_id, sid, repeat)
     kept = [r for r in stored["llm_calls"] if r[1] != "judge"]
@@ -421,7 +369,7 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
                         "judge": ctx.options.judge}
     if errors:
         extra["judge_errors"] = errors
-    metric_columns = default_protocols().metric_columns()
+    metric_columns = ctx.protocols.metric_columns()
     extra.update({k: v for k, v in metrics.items() if k not in metric_columns
                   and k not in ("comp", "score", "passed")})
     sess = {**row, **{k: v for k, v in metrics.items() if k in metric_columns
@@ -438,10 +386,6 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
                        call_texts=call_texts(calls, start))
 
 
-async def _nothing(value: Any) -> Any:
-    return value
-
-
 def _tool_record(r: Sequence[Any]) -> ToolRecord:
     """A stored `tool_calls` row (without its prefix) as the graders' `ToolRecord`."""
     _seq, turn, step, call_id, name, effect, call, result, error, started, duration = r[:11]
@@ -454,21 +398,19 @@ def _tool_record(r: Sequence[Any]) -> ToolRecord:
                       side="user" if len(r) > 12 and r[12] == "user" else "agent")
 
 
-def _dialogue_end(row: dict[str, Any], extra: dict[str, Any],
+def _dialogue_end(ctx: _Rejudge, row: dict[str, Any], extra: dict[str, Any],
                   turns: list[tuple[Any, ...]]) -> int | None:
     """The last turn of the task (`SessionContext.dialogue_end`): recorded in `extra` since
-    this version; before, only staged disclosure set it, one turn before its graph turn."""
+    this version; before, the protocol may tell it (`stored_dialogue_end`)."""
     if extra.get("dialogue_end") is not None:
         return int(extra["dialogue_end"])
-    if row["protocol"] == "staged_disclosure" and row.get("kg_status") is not None and turns:
-        return max(int(t[0]) for t in turns) - 1
-    return None
+    return ctx.protocols.get(str(row["protocol"])).stored_dialogue_end(row, turns)
 
 
 # --------------------------------------------------------------------------- the judges
 
 
-async def _checklist(site: _Site, stored: list[tuple[Any, ...]], messages: list[Message],
+async def _checklist(site: RejudgeSite, stored: list[tuple[Any, ...]], messages: list[Message],
                      records: list[ToolRecord], in_task: list[ToolRecord],
                      files: dict[str, str], state: dict[str, dict[str, list[dict[str, Any]]]],
                      extra: dict[str, Any], end: int | None, initial: dict[str, str]
@@ -496,7 +438,7 @@ async def _checklist(site: _Site, stored: list[tuple[Any, ...]], messages: list[
     return checklist_outcome(s, results, caps, extra.get(GUARDS_KEY) or ())
 
 
-async def _score(ctx: _Rejudge, site: _Site, messages: list[Message],
+async def _score(ctx: _Rejudge, site: RejudgeSite, messages: list[Message],
                  records: list[ToolRecord], in_task: list[ToolRecord], files: dict[str, str],
                  state: dict[str, dict[str, list[dict[str, Any]]]], replies: list[str],
                  end: int | None, guards: Sequence[str] = ()) -> ScoreOutcome | None:
@@ -508,76 +450,6 @@ async def _score(ctx: _Rejudge, site: _Site, messages: list[Message],
     trace = grading_trace(in_task, files, state, task, replies)
     return await grade_score_block(site, ctx.plan, trace, task,
                                    render_transcript(messages, records), guards)
-
-
-async def _reward(ctx: _Rejudge, site: _Site, extra: dict[str, Any], messages: list[Message],
-                  records: list[ToolRecord], files: dict[str, str]
-                  ) -> tuple[dict[str, Any], list[str]] | None:
-    """An instructed_user session's reward (`extra.reward`) with its assertions re-judged
-    and the product recombined (`instructed_user.combine_reward`); the state, action and
-    communicate checks stand as stored (they replayed tools on the final state, no judge)."""
-    s = site.session
-    if s.protocol != "instructed_user":
-        return None
-    stored = extra.get("reward")
-    if not isinstance(stored, dict):
-        raise UsageError("the source run stored no reward for this session (extra.reward)")
-    sc = reward_spec(s)
-    components = dict(stored.get("components") or {})
-    out = {k: v for k, v in stored.items()
-           if k not in ("basis", "components", "score", "passed")}
-    errors: list[str] = []
-    if sc["assertions"]:
-        verdicts, _ = await judge_assertion_texts(site, ctx.plan, sc["assertions"], messages,
-                                                  records, files,
-                                                  render_transcript(messages, records))
-        out["assertions"] = verdicts
-        components["assertions"] = assertions_component(verdicts)
-        errors = [f"assertion {i}: {v['error']}" for i, v in enumerate(verdicts, start=1)
-                  if v["error"] is not None]
-    return combine_reward(sc, components, out), errors
-
-
-async def _triggers(ctx: _Rejudge, site: _Site, row: dict[str, Any],
-                    stored: list[tuple[Any, ...]], messages: list[Message]
-                    ) -> tuple[list[tuple[Any, ...]] | None, list[str], dict[str, Any]]:
-    if not stored:
-        return None, [], {}
-    mode = str(row.get("trigger_mode") or stored[0][3])
-    fixed = {f.turn: f for f in stored_dialogue(ctx.store, ctx.source, row)[0]} \
-        if mode == "offline" else {}
-    scored = []
-    for r in stored:
-        t = trigger_spec(r)
-        if r[10] == "SKIPPED" or r[9] is None:
-            scored.append(Scored(t, skipped=str(r[12] or "not scored")))
-        elif mode == "offline":
-            history = [{"role": m.role, "content": m.content}
-                       for m in offline_history([fixed[k] for k in sorted(fixed)], t.turn)]
-            scored.append(Scored(t, [*history, {"role": "user", "content": fixed[t.turn].user}],
-                                 str(r[9])))
-        else:
-            scored.append(Scored(t, live_history(messages, t.turn), str(r[9])))
-    rows, errors, labels = await judge_triggers(trigger_judge(site), scored, mode)
-    return rows, errors, labels
-
-
-async def _graph(ctx: _Rejudge, site: _Site, row: dict[str, Any], stored: list[tuple[Any, ...]],
-                 extra: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any],
-                                                 dict[str, list[tuple[Any, ...]]], int] | None:
-    graph = site.session.graph
-    if graph is None or row.get("kg_status") is None:
-        return None
-    pred = [Triple(r[2], r[3], r[4]) for r in sorted((r for r in stored if r[0] == "predicted"),
-                                                     key=lambda r: int(r[1]))]
-    parsed = ParsedGraph(pred, row["kg_status"], extra.get("kg_note"),
-                         int(extra.get("kg_duplicates_merged") or 0))
-    metrics: dict[str, Any] = {}
-    graph_extra: dict[str, Any] = {}
-    tables: dict[str, list[tuple[Any, ...]]] = {}
-    errors = await grade_graph(graph, graph_judge(site, ctx.options.graph_grader), parsed,
-                               metrics, graph_extra, tables)
-    return metrics, graph_extra, tables, errors
 
 
 __all__ = ["RejudgeOptions", "RejudgeSummary", "default_run_id", "rejudge", "rejudge_async"]

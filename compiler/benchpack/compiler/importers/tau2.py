@@ -223,7 +223,7 @@ session_id = tau2_session_id
 """`runtime/imports/tau2.py` finds the sessions by the same ids (`specs.release_ids`)."""
 
 
-def _tool_names(module: Path) -> set[str]:
+def tool_names(module: Path) -> set[str]:
     import ast
 
     tree = ast.parse(module.read_text(encoding="utf-8"))
@@ -304,7 +304,7 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
     if not isinstance(tasks_raw, list) or not all(isinstance(t, dict) for t in tasks_raw):
         raise ImportError_(str(tasks_path), "expected a list of task objects")
     module = TOOLS_DIR / DOMAINS[domain]
-    tools = _tool_names(module) - st.helpers(module)
+    tools = tool_names(module) - st.helpers(module)
     user = _user_side(source, domain, tau2)
     if tau2 is not None:
         parity.check_extract(tau2, domain, sorted(tools))
@@ -428,7 +428,7 @@ def _user_side(source: Path, domain: str, tau2: dict[str, Any] | None
         path = source / "user_db.toml"
         db = tau2["user_db"] if tau2 is not None and tau2.get("user_db") else tc.user_db(path)
         module = TOOLS_DIR / st.USER_TOOLSETS["telecom"]
-        return {"module": module, "tools": _tool_names(module) - st.helpers(module),
+        return {"module": module, "tools": tool_names(module) - st.helpers(module),
                 "tables": _tables(db, path), "specs": parity.specs_json(
                     {"tools": tau2["user_tools"]}) if tau2 and tau2.get("user_tools") else None}
     if name is None or not (path.is_file() or (tau2 or {}).get("user_db")):
@@ -438,7 +438,7 @@ def _user_side(source: Path, domain: str, tau2: dict[str, Any] | None
     specs = None
     if tau2 is not None and tau2.get("user_tools"):
         specs = parity.specs_json({"tools": tau2["user_tools"]})
-    return {"module": module, "tools": _tool_names(module) - st.helpers(module),
+    return {"module": module, "tools": tool_names(module) - st.helpers(module),
             "tables": _tables(db, path), "specs": specs}
 
 

@@ -118,9 +118,9 @@ def _keys(module: str, name: str) -> set[str]:
 
 def _tools() -> tuple[set[str], set[str], set[str], set[str]]:
     """(agent tools, user tools, agent discoverable, user discoverable) benchpack has written."""
-    from .tau2 import TOOLS_DIR, _tool_names
+    from .tau2 import TOOLS_DIR, tool_names
 
-    return (_tool_names(TOOLS_DIR / "banking.py"), _tool_names(TOOLS_DIR / "banking_user.py"),
+    return (tool_names(TOOLS_DIR / "banking.py"), tool_names(TOOLS_DIR / "banking_user.py"),
             _keys("banking_discoverable.py", "DISCOVERABLE"),
             _keys("banking_user.py", "_DISCOVERABLE"))
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..rejudge_types import RejudgeInput, RejudgePart
+
 if TYPE_CHECKING:
     from benchpack.specs.plan import Plan, PlanSession
 
@@ -66,6 +68,17 @@ class ProtocolInterpreter(Protocol):
         `metrics` are what the run measured before it failed."""
         ...
 
+    async def rejudge(self, inp: RejudgeInput) -> RejudgePart:
+        """`bench rejudge`: its own parts of a finished session judged again by the new judge
+        (what the checklist and a `score:` block do not cover); merged after those."""
+        ...
+
+    def stored_dialogue_end(self, row: dict[str, Any], turns: list[tuple[Any, ...]]
+                            ) -> int | None:
+        """The task's last turn for a session stored before `extra.dialogue_end` was, where
+        the protocol can tell it from the row and its turns; None: the whole transcript."""
+        ...
+
 
 class ProtocolDefaults:
     """What a protocol without columns, pass@k or worst scores of its own declares (its
@@ -78,6 +91,13 @@ class ProtocolDefaults:
     def worst_scores(self, plan: Plan, s: PlanSession, metrics: dict[str, Any]
                      ) -> dict[str, Any]:
         return {}
+
+    async def rejudge(self, inp: RejudgeInput) -> RejudgePart:
+        return RejudgePart()
+
+    def stored_dialogue_end(self, row: dict[str, Any], turns: list[tuple[Any, ...]]
+                            ) -> int | None:
+        return None
 
 
 class ProtocolRegistry:

@@ -69,6 +69,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UsageError
 from ..graders import actions as actions_grader
 from ..graders import communicate as communicate_grader
 from ..graders import env_assertions
@@ -86,6 +87,7 @@ from ..judges.instructed_user import (
     parse_stop,
     simulator,
 )
+from ..rejudge_types import RejudgeInput, RejudgePart
 from ..types import AgentReply, Message, MessageBudget
 from ..user_side import InitialStateError, all_records, apply_initial_state, user_tools
 from .base import ProtocolDefaults, ProtocolResult
@@ -174,6 +176,32 @@ class InstructedUser(ProtocolDefaults):
     def worst_scores(self, plan: Plan, s: PlanSession, metrics: dict[str, Any]
                      ) -> dict[str, Any]:
         return {"score": 0.0, "passed": False}
+
+    async def rejudge(self, inp: RejudgeInput) -> RejudgePart:
+        """The reward (`extra.reward`) with its assertions re-judged and the product
+        recombined (`combine_reward`); the state, action and communicate checks stand as
+        stored (they replayed tools on the final state, no judge)."""
+        from ..session import render_transcript  # the session module imports the protocols
+
+        stored = inp.extra.get("reward")
+        if not isinstance(stored, dict):
+            raise UsageError("the source run stored no reward for this session (extra.reward)")
+        sc = reward_spec(inp.site.session)
+        components = dict(stored.get("components") or {})
+        out = {k: v for k, v in stored.items()
+               if k not in ("basis", "components", "score", "passed")}
+        errors: list[str] = []
+        if sc["assertions"]:
+            verdicts, _ = await judge_assertion_texts(
+                inp.site, inp.plan, sc["assertions"], inp.messages, inp.records, inp.files,
+                render_transcript(inp.messages, inp.records))
+            out["assertions"] = verdicts
+            components["assertions"] = assertions_component(verdicts)
+            errors = [f"assertion {i}: {v['error']}" for i, v in enumerate(verdicts, start=1)
+                      if v["error"] is not None]
+        reward = combine_reward(sc, components, out)
+        return RejudgePart(metrics={"score": reward["score"], "passed": reward["passed"]},
+                           extra={"reward": reward}, errors=errors, judge_errors=len(errors))
 
     async def run(self, ctx: SessionContext) -> ProtocolResult:
         s = ctx.session

@@ -27,6 +27,7 @@ from benchpack.specs.text import leaks
 from ..judges.base import JudgeError
 from ..judges.intent import Intent, intent_roles
 from ..planfile import group_index
+from ..rejudge_types import RejudgeInput, RejudgePart
 from .base import ProtocolDefaults, ProtocolResult
 
 if TYPE_CHECKING:
@@ -47,6 +48,19 @@ class IntentTracking(ProtocolDefaults):
             return {}
         return {"proc": 0.0, **({"proc_group": 0.0} if s.id in group_index(plan).finals
                                 else {})}
+
+    async def rejudge(self, inp: RejudgeInput) -> RejudgePart:
+        """The per-turn judge checks (resolution, sufficiency) judged again; the intent
+        statuses are not re-decided, so their columns are left unknown."""
+        from ..rejudge_intents import intent_checks  # it imports the judges this module does
+
+        checks, audit = await intent_checks(inp.site, inp.stored, inp.records, inp.files,
+                                            inp.extra)
+        failed = sorted({(int(r[0]), str(r[2]), str(r[5])) for r in checks if r[5]})
+        return RejudgePart(metrics={k: None for k in self.metric_columns},
+                           tables={"intent_checks": checks}, extra={"intent_audit": audit},
+                           errors=[f"turn {t}: {kind}_check: {e}" for t, kind, e in failed],
+                           judge_errors=len(failed))
 
     async def run(self, ctx: SessionContext) -> ProtocolResult:
         s = ctx.session

@@ -59,10 +59,12 @@ from ..judges.staged import (
     StageView,
     Verdict,
     Wording,
+    graph_judge,
     render_work,
     rules_message,
     staged_roles,
 )
+from ..rejudge_types import RejudgeInput, RejudgePart
 from .base import ProtocolDefaults, ProtocolResult
 
 if TYPE_CHECKING:
@@ -129,6 +131,31 @@ class StagedDisclosure(ProtocolDefaults):
     def worst_scores(self, plan: Plan, s: PlanSession, metrics: dict[str, Any]
                      ) -> dict[str, Any]:
         return {"recall": 0.0, "precision": 0.0, "f1": 0.0}
+
+    async def rejudge(self, inp: RejudgeInput) -> RejudgePart:
+        """The agent's knowledge graph graded again (the new judge's coverage, or matching)."""
+        graph = inp.site.session.graph
+        if graph is None or inp.row.get("kg_status") is None:
+            return RejudgePart()
+        pred = [Triple(r[2], r[3], r[4])
+                for r in sorted((r for r in inp.stored["triples"] if r[0] == "predicted"),
+                                key=lambda r: int(r[1]))]
+        parsed = ParsedGraph(pred, inp.row["kg_status"], inp.extra.get("kg_note"),
+                             int(inp.extra.get("kg_duplicates_merged") or 0))
+        part = RejudgePart()
+        errors = await grade_graph(graph, graph_judge(inp.site, inp.graph_grader), parsed,
+                                   part.metrics, part.extra, part.tables)
+        if errors:
+            part.errors.append(f"graph: {errors} ground-truth triple(s) not judged")
+        part.judge_errors = errors
+        return part
+
+    def stored_dialogue_end(self, row: dict[str, Any], turns: list[tuple[Any, ...]]
+                            ) -> int | None:
+        # before `extra.dialogue_end` was stored, the task ended one turn before the graph's
+        if row.get("kg_status") is not None and turns:
+            return max(int(t[0]) for t in turns) - 1
+        return None
 
     async def run(self, ctx: SessionContext) -> ProtocolResult:
         s = ctx.session

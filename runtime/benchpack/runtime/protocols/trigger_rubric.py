@@ -72,6 +72,7 @@ from ..judges.trigger import (
     live_roles,
     trigger_judge,
 )
+from ..rejudge_types import RejudgeInput, RejudgePart
 from ..types import AgentReply, Message
 from .base import ProtocolDefaults, ProtocolResult
 
@@ -118,6 +119,33 @@ class TriggerRubric(ProtocolDefaults):
         # the run wrote its triggers as FAIL; the session figures follow from them
         return {"trigger_pass_rate": metrics.get("trigger_pass_rate"),
                 "trigger_score": metrics.get("trigger_score")}
+
+    async def rejudge(self, inp: RejudgeInput) -> RejudgePart:
+        """Every scored trigger judged again on the history it was judged on: the replayed
+        dialogue (offline) or the live transcript."""
+        stored, row = inp.stored["triggers"], inp.row
+        if not stored:
+            return RejudgePart()
+        mode = str(row.get("trigger_mode") or stored[0][3])
+        fixed = {f.turn: f for f in stored_dialogue(inp.store, inp.source, row)[0]} \
+            if mode == "offline" else {}
+        scored = []
+        for r in stored:
+            t = trigger_spec(r)
+            if r[10] == "SKIPPED" or r[9] is None:
+                scored.append(Scored(t, skipped=str(r[12] or "not scored")))
+            elif mode == "offline":
+                history = [{"role": m.role, "content": m.content}
+                           for m in offline_history([fixed[k] for k in sorted(fixed)], t.turn)]
+                scored.append(Scored(t, [*history, {"role": "user",
+                                                    "content": fixed[t.turn].user}],
+                                     str(r[9])))
+            else:
+                scored.append(Scored(t, live_history(inp.messages, t.turn), str(r[9])))
+        rows, errors, labels = await judge_triggers(trigger_judge(inp.site), scored, mode)
+        return RejudgePart(metrics=trigger_metrics(rows, str(row.get("trigger_mode") or "")),
+                           tables={"triggers": rows}, extra={"trigger_labels": labels},
+                           errors=errors, judge_errors=len(errors))
 
     async def run(self, ctx: SessionContext) -> ProtocolResult:
         try:
