@@ -105,7 +105,6 @@ NAMED_BY_NATURE = {
 }
 DEBT = {
     "specs/benchpack/specs/pack.py": "the closed `protocol` Literal and the session union",
-    "reports/benchpack/reports/simulator.py": "simulator checks listed per protocol",
 }
 """Files that still name protocols in code (issue 30 item 1, left to do): the list may only
 shrink — a new file naming a protocol fails, and so does one listed here that no longer does."""

@@ -5,7 +5,7 @@ its components. Pass/fail figures (pass@k, pass^k) come from the verified-outcom
 from __future__ import annotations
 
 from ..model import Metric, View
-from .base import ProtocolReports
+from .base import ProtocolReports, SimulatorChecks
 
 VIEWS: tuple[View, ...] = (
     View("instructed_results", """Instructed-user sessions: the stop signal that ended the
@@ -28,6 +28,8 @@ FROM session_results WHERE protocol = 'instructed_user'
 """),
 )
 
-PROTOCOL = ProtocolReports("instructed_user", VIEWS, (), compare=(
+PROTOCOL = ProtocolReports("instructed_user", VIEWS, (), simulator=SimulatorChecks(
+    premature="termination = 'done' AND passed IS DISTINCT FROM TRUE AND status = 'finished'"),
+    compare=(
     Metric("score", "verified score", ("instructed_user",), "continuous", "s.score"),
     Metric("pass", "pass rate", ("instructed_user",), "binary", "CAST(s.passed AS INTEGER)")))

@@ -8,10 +8,13 @@ The statistics and the shared table helpers (`builtin`) are imported inside the 
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchpack.specs.text import LeakMatcher
+
 from ..model import BuiltinReport, Chart, Column, Estimate, Metric, ReportResult, Table, View
-from .base import ProtocolReports
+from .base import ProtocolReports, SimulatorChecks
 
 if TYPE_CHECKING:
     from ..builtin import ReportContext
@@ -197,6 +200,65 @@ def ablation(ctx: ReportContext) -> ReportResult:
     return res
 
 
+def scanned_leaks(ctx: ReportContext, runs: list[str]) -> dict[str, tuple[int, int, int]]:
+    """Run → (sessions with a leak, hidden intents leaked, intents) over the intent-tracking
+    sessions of `runs` stored without `extra.intent_leaks` (stores written
+    before the runtime decided it, imported runs): their user messages scanned here. Sessions
+    the runtime wrote are counted in SQL (`simulator.simulator_rows`). A run's counts are kept under the
+    store file's identity (`store_facts`): an old store read again is not scanned again
+    (1.5 s for 84 k intents of the 1 M-turn benchmark store; 10 s before each text was
+    tokenised once), and `bench run` or `--resume` on it fills `extra.intent_leaks` for good."""
+    from benchpack.specs.storefile import record_store_facts, store_facts, store_identity
+
+    identity = store_identity(ctx.db) if ctx.db is not None else None
+    key = f"intent_leaks:{_rule_version()}"
+    known = store_facts(ctx.db, identity).get(key, {}) if ctx.db is not None else {}
+    out = {r: (int(c[0]), int(c[1]), int(c[2])) for r, c in known.items() if r in runs}
+    todo = [r for r in runs if r not in known]
+    if not todo:
+        return out
+    marks = ", ".join("?" * len(todo))
+    rows = ctx.con.execute(f"""SELECT i.run_id, i.session_id, i.repeat, i.text,
+            list(t.user_message ORDER BY t.turn) FILTER (WHERE t.user_message IS NOT NULL
+                AND (i.turn IS NULL OR t.turn <= i.turn))
+        FROM intent_status i JOIN sessions s USING (run_id, session_id, repeat)
+             LEFT JOIN turns t USING (run_id, session_id, repeat)
+        WHERE i.run_id IN ({marks}) AND i.pooled_from IS NULL AND s.ablation IS NULL
+          AND s.protocol = 'intent_tracking' AND s.status IN ('finished', 'error')
+          AND TRY_CAST(s.extra->>'$.intent_leaks' AS INTEGER) IS NULL
+        GROUP BY i.run_id, i.session_id, i.repeat, i.intent_id, i.text, i.turn
+        ORDER BY ALL""", todo).fetchall()
+    per_session: dict[tuple[str, str, int], tuple[int, int]] = {}
+    matcher = LeakMatcher()
+    last = None
+    for run, session, repeat, text, messages in rows:
+        key_s = (str(run), str(session), int(repeat))
+        if key_s != last:
+            matcher.forget_messages()
+            last = key_s
+        leaked = int(any(matcher.leaks(str(text), str(m)) for m in (messages or [])))
+        n_leaked, n = per_session.get(key_s, (0, 0))
+        per_session[key_s] = (n_leaked + leaked, n + 1)
+    counted = {r: (0, 0, 0) for r in todo}
+    for (run, _, _), (leaked, n) in per_session.items():
+        sessions, items, hidden = counted[run]
+        counted[run] = (sessions + int(leaked > 0), items + leaked, hidden + n)
+    if ctx.db is not None:
+        record_store_facts(ctx.db, identity, {key: {**known, **counted}})
+    out.update({r: c for r, c in counted.items() if c[2]})
+    return out
+
+
+def _rule_version() -> str:
+    """The leak rule's code (`benchpack.specs.text`), hashed: counts kept under another rule
+    are not reused."""
+    import hashlib
+
+    from benchpack.specs import text
+
+    return hashlib.sha256(Path(text.__file__).read_bytes()).hexdigest()[:16]
+
+
 PROTOCOL = ProtocolReports("intent_tracking", VIEWS, (
     BuiltinReport("proc-comp", "PROC / COMP", "π-Bench PROC and COMP by --by (default: run), "
                   "turns, PROC-vs-COMP scatter", proc_comp),
@@ -208,4 +270,9 @@ PROTOCOL = ProtocolReports("intent_tracking", VIEWS, (
                   "sessions", ablation),
 ), compare=(
     Metric("proc", "PROC", ("intent_tracking",), "continuous", "coalesce(s.proc_group, s.proc)"),
-    Metric("comp", "COMP", ("intent_tracking",), "continuous", "s.comp")))
+    Metric("comp", "COMP", ("intent_tracking",), "continuous", "s.comp")),
+    simulator=SimulatorChecks(
+        leak_sessions="count(*) FILTER (WHERE il > 0)", leaked="sum(coalesce(il, 0))",
+        hidden="sum(CASE WHEN il IS NOT NULL THEN n ELSE 0 END)",
+        leaked_text="{leaked} of {hidden} intents", scan=scanned_leaks,
+        needs_scan="count(*) FILTER (WHERE n IS NOT NULL AND il IS NULL)"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..model import BuiltinReport, Column, Metric, ReportResult, Table, View
-from .base import ProtocolReports
+from .base import ProtocolReports, SimulatorChecks
 
 if TYPE_CHECKING:
     from ..builtin import ReportContext
@@ -53,4 +53,8 @@ PROTOCOL = ProtocolReports("staged_disclosure", VIEWS, (
     BuiltinReport("graph", "Knowledge graphs", "triple P / R / F1 by category (or --by)",
                   graph),
 ), compare=(
-    Metric("f1", "triple F1", ("staged_disclosure",), "continuous", "s.f1"),))
+    Metric("f1", "triple F1", ("staged_disclosure",), "continuous", "s.f1"),),
+    simulator=SimulatorChecks(
+        premature="termination = 'done' AND stages_disclosed < stages",
+        leak_sessions="count(*) FILTER (WHERE s_leaks <> 0)", leaked="sum(coalesce(s_leaks, 0))",
+        off_script="sum(coalesce(retries, 0))"))
