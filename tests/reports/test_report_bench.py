@@ -236,14 +236,14 @@ def test_no_report_scans_transcripts_for_leaks(db: Path, tmp_path: Path,
     con.close()
     assert missing == 0
 
-    from benchpack.reports.protocols import intent_tracking  # the one leak scanner
+    from benchpack.specs import text  # the one leak matcher (intent_tracking's scan)
 
-    class Scan(intent_tracking.LeakMatcher):
+    class Scan(text.LeakMatcher):
         def leaks(self, secret: str, message: str) -> bool:
             raise AssertionError("a report rescanned a transcript for leaks")
 
     with monkeypatch.context() as m:
-        m.setattr(intent_tracking, "LeakMatcher", Scan)
+        m.setattr(text, "LeakMatcher", Scan)
         for res in build_reports(ReportOptions(db=db, names=default_reports().names(),
                                                runs=["all"])):
             assert res.tables, res.name

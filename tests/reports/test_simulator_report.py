@@ -176,15 +176,15 @@ def stored_db(tmp_path: Path) -> Path:
 
 def test_reports_read_the_stored_leaks_and_scan_only_older_sessions(
         stored_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from benchpack.reports.protocols import intent_tracking  # its scan of old stores
+    from benchpack.specs import text  # intent_tracking's scan of old stores uses its matcher
     scanned: list[str] = []
 
-    class Spy(intent_tracking.LeakMatcher):
+    class Spy(text.LeakMatcher):
         def leaks(self, secret: str, message: str) -> bool:
             scanned.append(secret)
             return super().leaks(secret, message)
 
-    monkeypatch.setattr(intent_tracking, "LeakMatcher", Spy)
+    monkeypatch.setattr(text, "LeakMatcher", Spy)
     (res,) = build_reports(ReportOptions(db=stored_db, names=["simulator"], runs=["r"]))
     it = _rows(res)["intent_tracking"]
     # it1: 2 stored (its messages say neither), it2: 0 stored (its message says it1 verbatim),

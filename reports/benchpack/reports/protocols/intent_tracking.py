@@ -11,8 +11,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchpack.specs.text import LeakMatcher
-
 from ..model import BuiltinReport, Chart, Column, Estimate, Metric, ReportResult, Table, View
 from .base import ProtocolReports, SimulatorChecks
 
@@ -208,7 +206,9 @@ def scanned_leaks(ctx: ReportContext, runs: list[str]) -> dict[str, tuple[int, i
     store file's identity (`store_facts`): an old store read again is not scanned again
     (1.5 s for 84 k intents of the 1 M-turn benchmark store; 10 s before each text was
     tokenised once), and `bench run` or `--resume` on it fills `extra.intent_leaks` for good."""
+    # here, not at the top: `bench query` installs this module's views and must stay light
     from benchpack.specs.storefile import record_store_facts, store_facts, store_identity
+    from benchpack.specs.text import LeakMatcher
 
     identity = store_identity(ctx.db) if ctx.db is not None else None
     key = f"intent_leaks:{_rule_version()}"
