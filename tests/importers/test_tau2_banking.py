@@ -23,14 +23,12 @@ import types
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
+from tau2_helpers import import_domain, run_scores
 
-from benchpack.compiler import compile_pack
 from benchpack.compiler.importers import run_import
 from benchpack.runtime.env import ServiceState
 from benchpack.runtime.env.pytools import API
-from benchpack.runtime.runner import RunOptions, run_plan
 from benchpack.runtime.sandbox import find_bwrap
 from benchpack.runtime.user_side import patch_tables
 from benchpack.specs.plan import PlanService
@@ -42,42 +40,25 @@ needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not
 needs_tau2 = pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT "
                                 "(a τ²-bench checkout) and BENCH_TAU2_PYTHON")
 IDS = ("task_a", "task_c", "task_d", "task_e")
-
-
-def _import(tmp: Path, domain: Path = DOMAIN) -> Path:
-    pack = tmp / "pack"
-    run_import("tau2", domain, pack)
-    result = compile_pack(pack, tmp / "plan", use_cache=False)
-    assert result.ok, [d.format() for d in result.diagnostics]
-    return pack
-
-
-def _scores(tmp: Path, name: str, agent: str, simulator: str) -> dict[str, float]:
-    db = tmp / f"{name}.duckdb"
-    run_plan(RunOptions(plan=tmp / "plan", agent=agent, judge="rules", simulator=simulator,
-                        db=db, run_id=name, progress=False, cache_dir=tmp / "c",
-                        allow_python=True, max_concurrency=2))
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return {str(n): float(s) for n, s in
-                con.execute("SELECT name, score FROM sessions").fetchall()}
-    finally:
-        con.close()
+TWO = {"max_concurrency": 2}  # sessions at once in these runs
 
 
 @needs_bwrap
 def test_gold_scores_one_and_adversaries_what_they_deserve(tmp_path: Path) -> None:
-    pack = _import(tmp_path)
+    pack = import_domain(tmp_path, DOMAIN)
     gold_agent = f"scripted:{pack / 'demo' / 'gold_agent.yaml'}"
-    gold = _scores(tmp_path, "gold", gold_agent, f"scripted:{pack / 'demo' / 'gold_user.yaml'}")
+    gold = run_scores(tmp_path, "gold", gold_agent, f"scripted:{pack / 'demo' / 'gold_user.yaml'}",
+                      **TWO)
     assert gold == dict.fromkeys(IDS, 1.0)
     done = tmp_path / "done.yaml"
     done.write_text("default:\n  - say: Done.\n", encoding="utf-8")
-    assert _scores(tmp_path, "nothing", f"scripted:{done}", "rules") == dict.fromkeys(IDS, 0.0)
+    nothing = run_scores(tmp_path, "nothing", f"scripted:{done}", "rules", **TWO)
+    assert nothing == dict.fromkeys(IDS, 0.0)
     # the customer never acts: the application (a) and the dispute (d) are theirs to make
-    alone = _scores(tmp_path, "alone", gold_agent, "rules")
+    alone = run_scores(tmp_path, "alone", gold_agent, "rules", **TWO)
     assert alone == {"task_a": 0.0, "task_c": 1.0, "task_d": 0.0, "task_e": 1.0}
-    assert _scores(tmp_path, "echo", "adversary:echo", "rules") == dict.fromkeys(IDS, 0.0)
+    echo = run_scores(tmp_path, "echo", "adversary:echo", "rules", **TWO)
+    assert echo == dict.fromkeys(IDS, 0.0)
 
 
 class Bank:
@@ -359,12 +340,12 @@ def test_release_gold_leaves_tau2s_database(tmp_path: Path,
 @needs_bwrap
 def test_release_gold_scores_one_and_nothing_zero(tmp_path: Path) -> None:
     domain = Path(str(CHECKOUT)) / "data" / "tau2" / "domains" / "banking_knowledge"
-    pack = _import(tmp_path, domain)
-    gold = _scores(tmp_path, "gold", f"scripted:{pack / 'demo' / 'gold_agent.yaml'}",
-                   f"scripted:{pack / 'demo' / 'gold_user.yaml'}")
+    pack = import_domain(tmp_path, domain)
+    gold = run_scores(tmp_path, "gold", f"scripted:{pack / 'demo' / 'gold_agent.yaml'}",
+                      f"scripted:{pack / 'demo' / 'gold_user.yaml'}", **TWO)
     done = tmp_path / "done.yaml"
     done.write_text("default:\n  - say: Done.\n", encoding="utf-8")
-    nothing = _scores(tmp_path, "nothing", f"scripted:{done}", "rules")
+    nothing = run_scores(tmp_path, "nothing", f"scripted:{done}", "rules", **TWO)
     # measured on τ²-bench a2c0247: all 97 tasks import
     assert len(gold) == 97 and set(gold.values()) == {1.0}
     assert nothing == dict.fromkeys(gold, 0.0)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from tau2_helpers import TAU2_TRAJECTORY
 
 from benchpack.compiler import compile_pack
 from benchpack.compiler.importers import import_pack, run_import
@@ -32,39 +33,15 @@ pytestmark = [
                        "checkout) and BENCH_TAU2_PYTHON (a Python that imports tau2)"),
     pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")]
 
-TAU2_SIDE = r'''
-import json, uuid
+TAU2_SIDE = TAU2_TRAJECTORY + r'''
 from tau2.domains.mock.environment import get_environment, get_tasks
-from tau2.evaluator.evaluator import evaluate_simulation, EvaluationType
-from tau2.data_model.simulation import SimulationRun, TerminationReason
-from tau2.data_model.message import AssistantMessage, UserMessage, ToolCall
-
-
-def trajectory(task, gold):
-    env = get_environment()
-    st = task.initial_state
-    if st:
-        env.set_state(st.initialization_data, st.initialization_actions,
-                      st.message_history or [])
-    msgs = [UserMessage(role="user", content="hi")]
-    for i, a in enumerate(task.evaluation_criteria.actions or [] if gold else []):
-        call = ToolCall(id=f"g{i}", name=a.name, arguments=a.arguments, requestor=a.requestor)
-        result = env.get_response(call)
-        kind = UserMessage if a.requestor == "user" else AssistantMessage
-        msgs += [kind(role=kind.__name__[:-7].lower(), tool_calls=[call]), result]
-    said = ["Done.", *(task.evaluation_criteria.communicate_info or [] if gold else [])]
-    return msgs + [AssistantMessage(role="assistant", content=" ".join(said))]
-
 
 out = {}
 for task in get_tasks():
     for gold in (True, False):
         history = list((task.initial_state.message_history if task.initial_state else None)
                        or [])
-        sim = SimulationRun(id=str(uuid.uuid4()), task_id=task.id, start_time="",
-                            end_time="", duration=0.0,
-                            termination_reason=TerminationReason.USER_STOP,
-                            messages=history + trajectory(task, gold))
+        sim = simulation(task, history + trajectory(task, gold))
         try:
             reward = evaluate_simulation(sim, task, EvaluationType.ALL, False, "mock").reward
         except Exception as exc:  # τ²'s assertion helpers raise for a missing row

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from tau2_helpers import TAU2_TRAJECTORY, import_domain, run_scores
 
-from benchpack.compiler import compile_pack
 from benchpack.compiler.importers import run_import
 from benchpack.runtime.runner import RunOptions, run_plan
 from benchpack.runtime.sandbox import find_bwrap
@@ -31,26 +31,6 @@ needs_tau2 = pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU
                                 "(a τ²-bench checkout) and BENCH_TAU2_PYTHON")
 IDS = {"service_issue-overdue_bill-PERSONA-None", "mobile_data_issue-abroad_roaming-PERSONA-Easy",
        "mms_issue-storage_permission-PERSONA-Hard", "service_issue-locked_sim-PERSONA-None"}
-
-
-def _import(tmp: Path, domain: Path = DOMAIN) -> Path:
-    pack = tmp / "pack"
-    run_import("tau2", domain, pack)
-    result = compile_pack(pack, tmp / "plan", use_cache=False)
-    assert result.ok, [d.format() for d in result.diagnostics]
-    return pack
-
-
-def _scores(tmp: Path, name: str, agent: Path, simulator: str) -> dict[str, float]:
-    db = tmp / f"{name}.duckdb"
-    run_plan(RunOptions(plan=tmp / "plan", agent=f"scripted:{agent}", judge="rules",
-                        simulator=simulator, db=db, run_id=name, progress=False,
-                        cache_dir=tmp / "c", allow_python=True))
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return {str(n): float(s) for n, s in con.execute("SELECT name, score FROM sessions").fetchall()}
-    finally:
-        con.close()
 
 
 def test_databases_load_as_tau2s_models_do(tmp_path: Path) -> None:
@@ -97,50 +77,26 @@ def test_databases_load_as_tau2s_models_do(tmp_path: Path) -> None:
 
 @needs_bwrap
 def test_gold_scores_one_and_adversaries_what_they_deserve(tmp_path: Path) -> None:
-    pack = _import(tmp_path)
+    pack = import_domain(tmp_path, DOMAIN)
     gold_user = f"scripted:{pack / 'demo' / 'gold_user.yaml'}"
-    gold = _scores(tmp_path, "gold", pack / "demo" / "gold_agent.yaml", gold_user)
+    gold = run_scores(tmp_path, "gold", f"scripted:{pack / 'demo' / 'gold_agent.yaml'}", gold_user)
     assert gold == dict.fromkeys(IDS, 1.0)
     done = tmp_path / "done.yaml"
     done.write_text("default:\n  - say: Done.\n", encoding="utf-8")
-    assert _scores(tmp_path, "nothing", done, "rules") == dict.fromkeys(IDS, 0.0)
+    assert run_scores(tmp_path, "nothing", f"scripted:{done}", "rules") == dict.fromkeys(IDS, 0.0)
     # the gold agent that never guides the customer (the user does nothing on the phone):
     # only the task the operator alone can settle (a transfer) passes
-    alone = _scores(tmp_path, "alone", pack / "demo" / "gold_agent.yaml", "rules")
+    alone = run_scores(tmp_path, "alone", f"scripted:{pack / 'demo' / 'gold_agent.yaml'}", "rules")
     assert alone == {**dict.fromkeys(IDS, 0.0), "service_issue-locked_sim-PERSONA-None": 1.0}
 
 
-TAU2_SIDE = r'''
-import json, sys, uuid
+TAU2_SIDE = TAU2_TRAJECTORY + r'''
 from tau2.domains.telecom.environment import get_environment, load_tasks
-from tau2.evaluator.evaluator import evaluate_simulation, EvaluationType
-from tau2.data_model.simulation import SimulationRun, TerminationReason
-from tau2.data_model.message import AssistantMessage, UserMessage, ToolCall
-
-
-def trajectory(task, gold):
-    env = get_environment()
-    st = task.initial_state
-    if st:
-        env.set_state(st.initialization_data, st.initialization_actions,
-                      st.message_history or [])
-    msgs = [UserMessage(role="user", content="hi")]
-    for i, a in enumerate(task.evaluation_criteria.actions or [] if gold else []):
-        call = ToolCall(id=f"g{i}", name=a.name, arguments=a.arguments, requestor=a.requestor)
-        result = env.get_response(call)
-        kind = UserMessage if a.requestor == "user" else AssistantMessage
-        msgs += [kind(role=kind.__name__[:-7].lower(), tool_calls=[call]), result]
-    said = ["Done.", *(task.evaluation_criteria.communicate_info or [] if gold else [])]
-    return msgs + [AssistantMessage(role="assistant", content=" ".join(said))]
-
 
 out = {}
 for task in load_tasks(sys.argv[1]):
     for gold in (True, False):
-        sim = SimulationRun(id=str(uuid.uuid4()), task_id=task.id, start_time="",
-                            end_time="", duration=0.0,
-                            termination_reason=TerminationReason.USER_STOP,
-                            messages=trajectory(task, gold))
+        sim = simulation(task, trajectory(task, gold))
         reward = evaluate_simulation(sim, task, EvaluationType.ALL, False, "telecom").reward
         out.setdefault(task.id, {})["gold" if gold else "nothing"] = reward
 print(json.dumps(out))
@@ -156,12 +112,12 @@ def test_release_rewards_equal_tau2s_own(tmp_path: Path) -> None:
         text=True, check=True, cwd=str(CHECKOUT), timeout=300,
         env={**os.environ, "TAU2_DATA_DIR": str(Path(str(CHECKOUT)) / "data")},
     ).stdout.strip().splitlines()[-1])
-    pack = _import(tmp_path, domain)
-    gold = _scores(tmp_path, "gold", pack / "demo" / "gold_agent.yaml",
-                   f"scripted:{pack / 'demo' / 'gold_user.yaml'}")
+    pack = import_domain(tmp_path, domain)
+    gold = run_scores(tmp_path, "gold", f"scripted:{pack / 'demo' / 'gold_agent.yaml'}",
+                      f"scripted:{pack / 'demo' / 'gold_user.yaml'}")
     done = tmp_path / "done.yaml"
     done.write_text("default:\n  - say: Done.\n", encoding="utf-8")
-    nothing = _scores(tmp_path, "nothing", done, "rules")
+    nothing = run_scores(tmp_path, "nothing", f"scripted:{done}", "rules")
     from benchpack.compiler.importers.tau2 import session_id
 
     ours = {tid: {"gold": gold[session_id(tid)], "nothing": nothing[session_id(tid)]}
@@ -173,7 +129,7 @@ def test_release_rewards_equal_tau2s_own(tmp_path: Path) -> None:
 @needs_bwrap
 @pytest.mark.parametrize("adversary", ["echo", "every-tool"])
 def test_adversaries_score_0_on_every_task(tmp_path: Path, adversary: str) -> None:
-    _import(tmp_path)
+    import_domain(tmp_path, DOMAIN)
     db = tmp_path / "adv.duckdb"
     run_plan(RunOptions(plan=tmp_path / "plan", agent=f"adversary:{adversary}", judge="rules",
                         simulator="rules", db=db, run_id="adv", progress=False,

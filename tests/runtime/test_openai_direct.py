@@ -16,7 +16,7 @@ from fake_openai import FakeOpenAI, FakeReply, completion_body, fake_openai_fixt
 from benchpack.runtime.cache import ResponseCache
 from benchpack.runtime.env.toolbox import BUILTIN_SPECS
 from benchpack.runtime.llm import BackendRequest, LLMClient, LLMConfig, LLMError
-from benchpack.runtime.openai_direct import OpenAIDirectBackend, direct_route, takes_direct_path
+from benchpack.runtime.openai_direct import OpenAIDirectBackend, direct_route
 from benchpack.runtime.types import LLMCallRecord
 
 TOOLS = [{"type": "function", "function": {"name": n, **s}} for n, s in BUILTIN_SPECS.items()]
@@ -131,7 +131,7 @@ def test_which_models_and_parameters_take_which_route(monkeypatch: pytest.Monkey
     assert direct_route(_req("openai/gpt-4o-mini", reasoning_effort="low")) is None
     assert direct_route(_req("anthropic/claude-3-5-sonnet-20240620")) is None
     assert direct_route(_req("openai/my-local-llama"), enabled=False) is None
-    assert takes_direct_path(_req("openai/gpt-4o-mini"))
+    assert direct_route(_req("openai/gpt-4o-mini")) is not None
     monkeypatch.setenv("OPENAI_ORGANIZATION", "org-1")  # litellm would send a header of its own
     assert direct_route(_req("openai/gpt-4o-mini")) is None
     assert direct_route(_req("openai/my-local-llama")) == "unpriced"

@@ -166,10 +166,6 @@ def direct_route(req: BackendRequest, enabled: bool = True) -> str | None:
     return "priced"
 
 
-def takes_direct_path(req: BackendRequest, enabled: bool = True) -> bool:
-    return direct_route(req, enabled) is not None
-
-
 def endpoint(req: BackendRequest) -> tuple[str, str | None]:
     """(base URL, API key) as litellm's OpenAI provider resolves them: the request's, else the
     environment's `OPENAI_BASE_URL`/`OPENAI_API_BASE` and `OPENAI_API_KEY`, else OpenAI's."""

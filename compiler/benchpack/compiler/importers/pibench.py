@@ -28,10 +28,12 @@ from typing import Any
 
 import yaml
 
+from benchpack.specs.release_ids import safe_id
+
 from . import ImportError_, ImportResult
 from . import pibench_apps as apps
 from .pibench_fields import FATES, FIELDS, LINT_IGNORED  # noqa: F401 (re-exported)
-from .proactbench import dump, safe_id
+from .proactbench import dump
 
 DIFFICULTIES = ("easy", "medium", "hard")
 TRIGGERS = {"user": "user_message"}

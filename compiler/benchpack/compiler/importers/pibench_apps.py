@@ -24,6 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchpack.specs.release_ids import safe_id
+
 TOOLS_DIR = Path(__file__).with_name("pibench_tools")
 
 APPS: dict[str, dict[str, str]] = {
@@ -87,8 +89,6 @@ def app_world(used: list[str], products: list[dict[str, Any]]
 
 def app_env(user_id: str, used: set[str]) -> dict[str, Any]:
     """A persona's environment: the workspace and the apps its tasks use."""
-    from .proactbench import safe_id
-
     return {"id": safe_id(f"apps-{user_id}"),
             "description": f"π-Bench {user_id}: the apps its tasks use (benchpack's own "
                            "toolsets, not AppWorld)",

@@ -33,8 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchpack.specs.release_ids import safe_id
+
 from . import ImportError_, ImportResult
-from .proactbench import comment_lines, dump, safe_id
+from .proactbench import comment_lines, dump
 
 SUBSETS = ("daily", "pro")
 DIFFICULTIES = ("easy", "medium", "hard")
