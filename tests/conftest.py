@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,6 +55,19 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
         return out
 
     return compile_
+
+
+def bench_run(plan: Path, tmp: Path, **options: Any) -> tuple[Path, Any]:
+    """Run `plan` in-process as `bench run` does, into `tmp/bench.duckdb` with its own response
+    cache under `tmp` and no progress bar; `options` are RunOptions fields and override those
+    defaults (`db=...`, `cache_dir=...`). Returns the store's path and the RunSummary.
+
+    The one place the tests build a run, so a new required option or default changes here."""
+    from benchpack.runtime.runner import RunOptions, run_plan
+
+    fields: dict[str, Any] = {"db": tmp / "bench.duckdb", "progress": False,
+                              "cache_dir": tmp / "cache", **options}
+    return fields["db"], run_plan(RunOptions(plan=plan, **fields))
 
 
 def pytest_configure(config: pytest.Config) -> None:

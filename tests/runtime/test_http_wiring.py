@@ -22,8 +22,8 @@ import duckdb
 import pytest
 
 from benchpack.compiler import compile_pack
-from benchpack.runtime.runner import RunOptions, run_plan
 from benchpack.runtime.sandbox import find_bwrap
+from conftest import bench_run
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "http_service"
 
@@ -120,10 +120,8 @@ def _query(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
 def _run(plan: Path, tmp: Path, **kw: Any) -> Any:
     script = tmp / "agent.json"
     script.write_text(json.dumps(SCRIPT), encoding="utf-8")
-    opts = {"agent": f"scripted:{script}", "judge": "rules", "simulator": "rules",
-            "db": tmp / "bench.duckdb", "progress": False, "cache_dir": tmp / "cache",
-            "allow_python": True, **kw}
-    return run_plan(RunOptions(plan=plan, **opts))
+    return bench_run(plan, tmp, **{"agent": f"scripted:{script}", "judge": "rules",
+                                   "simulator": "rules", "allow_python": True, **kw})[1]
 
 
 def test_http_tool_calls_are_recorded_like_any_tool(tmp_path: Path) -> None:

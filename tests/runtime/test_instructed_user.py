@@ -20,6 +20,7 @@ from benchpack.compiler import compile_pack
 from benchpack.runtime.judges.base import ParseError
 from benchpack.runtime.protocols.instructed_user import parse_stop
 from benchpack.runtime.runner import RunOptions, run_plan
+from conftest import bench_run
 
 ROOT = Path(__file__).resolve().parents[2]
 PACK = ROOT / "tests" / "fixtures" / "instructed_user"
@@ -32,10 +33,8 @@ def plan_dir(compiled: Callable[..., Path]) -> Path:
 
 def run(plan_dir: Path, tmp_path: Path, agent: str, simulator: str = "rules",
         **more: Any) -> dict[str, dict[str, Any]]:
-    db = tmp_path / "b.duckdb"
-    summary = run_plan(RunOptions(plan=plan_dir, agent=agent, simulator=simulator, db=db,
-                                  progress=False, run_id="r", cache_dir=tmp_path / "c",
-                                  **more))
+    db, summary = bench_run(plan_dir, tmp_path, agent=agent, simulator=simulator, run_id="r",
+                            **more)
     con = duckdb.connect(str(db), read_only=True)
     rows = con.execute("SELECT name, status, termination, score, passed, extra, error, "
                        "error_kind, user_turns FROM sessions WHERE run_id = 'r'").fetchall()

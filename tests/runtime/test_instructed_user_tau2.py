@@ -16,7 +16,7 @@ import yaml
 from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
 
 from benchpack.compiler import compile_pack
-from benchpack.runtime.runner import RunOptions, run_plan
+from conftest import bench_run
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "tests" / "fixtures" / "instructed_user"
@@ -54,9 +54,8 @@ def script(tmp: Path, name: str, data: dict[str, Any]) -> str:
 
 def run(plan: Path, tmp: Path, agent: str, simulator: str = "rules", **more: Any
         ) -> dict[str, Any]:
-    db = tmp / "b.duckdb"
-    run_plan(RunOptions(plan=plan, agent=agent, simulator=simulator, db=db, progress=False,
-                        run_id="r", cache_dir=tmp / "c", sessions=["cancel"], **more))
+    db, _ = bench_run(plan, tmp, agent=agent, simulator=simulator, run_id="r",
+                      sessions=["cancel"], **more)
     con = duckdb.connect(str(db), read_only=True)
     row = con.execute("SELECT status, termination, score, passed, extra, error, error_kind, "
                       "judge_errors, turns FROM sessions WHERE run_id = 'r'").fetchone()

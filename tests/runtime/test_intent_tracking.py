@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from benchpack.runtime.runner import RunOptions, run_plan
+from conftest import bench_run
 
 CASE = Path(__file__).resolve().parents[1] / "fixtures" / "pibench_case"
 
@@ -26,11 +27,10 @@ def plan_dir(compiled: Callable[..., Path]) -> Path:
 
 
 def _run(plan_dir: Path, tmp_path: Path, who: str, **kw: object) -> tuple[Path, str]:
-    db = tmp_path / f"{who}.duckdb"
-    summary = run_plan(RunOptions(
-        plan=plan_dir, agent=f"scripted:{CASE / f'{who}_agent.yaml'}",
-        judge=f"scripted:{CASE / f'{who}_judge.yaml'}", simulator="rules", db=db,
-        progress=False, cache_dir=tmp_path / "cache", **kw))  # type: ignore[arg-type]
+    db, summary = bench_run(plan_dir, tmp_path, db=tmp_path / f"{who}.duckdb",
+                            agent=f"scripted:{CASE / f'{who}_agent.yaml'}",
+                            judge=f"scripted:{CASE / f'{who}_judge.yaml'}", simulator="rules",
+                            **kw)
     assert summary.errors == 0
     return db, summary.run_id
 

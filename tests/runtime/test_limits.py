@@ -20,7 +20,6 @@ from fake_openai import FakeOpenAI, FakeReply, completion_body, fake_openai_fixt
 from benchpack.compiler import compile_pack
 from benchpack.runtime.limits import CLIP_PREFIX, clip_json, clip_text
 from benchpack.runtime.llm import FakeBackend, LLMClient, LLMConfig, LLMError
-from benchpack.runtime.runner import RunOptions, run_plan
 from benchpack.runtime.store import SessionRows, Store
 from benchpack.specs.limits import (
     LIMITS,
@@ -29,6 +28,7 @@ from benchpack.specs.limits import (
     TOOL_ARGUMENT_BYTES,
     markdown_table,
 )
+from conftest import bench_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -128,10 +128,10 @@ def plan(tmp_path: Path) -> Path:
 
 
 def _run(plan: Path, tmp: Path, url: str) -> Any:
-    return run_plan(RunOptions(plan=plan, agent="litellm:openai/agent-model", api_base=url,
-                               simulator="rules", judge="rules", db=tmp / "b.duckdb",
-                               progress=False, cache_dir=tmp / "cache", max_retries=0,
-                               sessions=["inr-clinic-review"]))
+    return bench_run(plan, tmp, db=tmp / "b.duckdb", agent="litellm:openai/agent-model",
+                     api_base=url,
+                     simulator="rules", judge="rules", max_retries=0,
+                     sessions=["inr-clinic-review"])[1]
 
 
 def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:

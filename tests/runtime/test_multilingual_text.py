@@ -19,9 +19,9 @@ import pytest
 from benchpack.runtime.graders.graph import Triple, match_coverage
 from benchpack.runtime.judges.intent import coverage, tokens
 from benchpack.runtime.judges.staged import StageView, question_sentences, rules_verdict
-from benchpack.runtime.runner import RunOptions, run_plan
 from benchpack.specs.plan import PlanStage
 from benchpack.specs.text import grams, width, words
+from conftest import bench_run
 
 CASE = Path(__file__).resolve().parents[1] / "fixtures" / "staged_zh"
 
@@ -180,10 +180,8 @@ def plan_dir(compiled: Callable[..., Path]) -> Path:
 
 
 def _run(plan: Path, tmp_path: Path, agent: Path) -> duckdb.DuckDBPyConnection:
-    db = tmp_path / "bench.duckdb"
-    summary = run_plan(RunOptions(plan=plan, agent=f"scripted:{agent}", db=db, run_id="r",
-                                  progress=False, cache_dir=tmp_path / "cache",
-                                  simulator="rules", judge="rules"))
+    db, summary = bench_run(plan, tmp_path, agent=f"scripted:{agent}", run_id="r",
+                            simulator="rules", judge="rules")
     assert summary.errors == 0 and summary.finished == 1
     return duckdb.connect(str(db), read_only=True)
 

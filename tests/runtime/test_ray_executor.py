@@ -20,6 +20,7 @@ from fake_openai import fake_openai_fixture  # noqa: F401
 
 from benchpack.compiler import compile_pack
 from benchpack.runtime.runner import RunOptions, run_plan
+from conftest import bench_run
 
 ray = pytest.importorskip("ray")
 
@@ -87,9 +88,8 @@ def plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(plan: Path, db: Path, agent: str = "agent", **more: Any) -> Any:
-    return run_plan(RunOptions(plan=plan, agent=f"python:ray_case_agent:{agent}", judge="rules",
-                               db=db, run_id="r", repeats=2, progress=False,
-                               cache_dir=db.parent / "cache", **more))
+    return bench_run(plan, db.parent, db=db, agent=f"python:ray_case_agent:{agent}",
+                     judge="rules", run_id="r", repeats=2, **more)[1]
 
 
 def _rows(db: Path) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
 from benchpack.compiler import compile_pack
 from benchpack.runtime.rejudge import RejudgeOptions, rejudge
 from benchpack.runtime.runner import RunOptions, run_plan
+from conftest import bench_run
 
 ROOT = Path(__file__).resolve().parents[2]
 PACK = ROOT / "tests" / "fixtures" / "rejudge_score"
@@ -67,9 +68,8 @@ def judge(tmp_path: Path, name: str) -> str:
 
 def run(plan_dir: Path, tmp_path: Path, db: Path, run_id: str, judge_name: str,
         agent: Path = PACK / "agent.yaml") -> None:
-    summary = run_plan(RunOptions(
-        plan=plan_dir, agent=f"scripted:{agent}", db=db, run_id=run_id,
-        judge=judge(tmp_path, judge_name), progress=False, cache_dir=tmp_path / "cache"))
+    _, summary = bench_run(plan_dir, tmp_path, agent=f"scripted:{agent}", db=db, run_id=run_id,
+                           judge=judge(tmp_path, judge_name))
     assert summary.errors == 0
 
 

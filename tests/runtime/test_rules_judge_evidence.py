@@ -17,7 +17,7 @@ import pytest
 from benchpack.runtime.judges.intent import Intent, RulesIntentJudge, TurnEvidence, strip_echo
 from benchpack.runtime.judges.rubric import RubricItem, RulesRubricJudge
 from benchpack.runtime.judges.trigger import RulesTriggerJudge
-from benchpack.runtime.runner import RunOptions, run_plan
+from conftest import bench_run
 
 CASE = Path(__file__).resolve().parents[1] / "fixtures" / "rules_judge"
 
@@ -28,10 +28,9 @@ def plan_dir(compiled: Callable[..., Path]) -> Path:
 
 
 def _run(plan_dir: Path, tmp_path: Path, who: str) -> dict[str, object]:
-    db = tmp_path / f"{who}.duckdb"
-    summary = run_plan(RunOptions(
-        plan=plan_dir, agent=f"scripted:{CASE / f'{who}_agent.yaml'}", judge="rules",
-        simulator="rules", db=db, progress=False, cache_dir=tmp_path / "cache"))
+    db, summary = bench_run(plan_dir, tmp_path, db=tmp_path / f"{who}.duckdb",
+                            agent=f"scripted:{CASE / f'{who}_agent.yaml'}", judge="rules",
+                            simulator="rules")
     assert summary.errors == 0
     con = duckdb.connect(str(db), read_only=True)
     cur = con.execute("SELECT comp, completed, provided FROM sessions WHERE run_id = ?",

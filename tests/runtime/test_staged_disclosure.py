@@ -42,6 +42,7 @@ from benchpack.runtime.judges.staged import (
 from benchpack.runtime.protocols.staged_disclosure import StageMachine
 from benchpack.runtime.runner import RunOptions, run_plan
 from benchpack.specs.plan import PlanStage
+from conftest import bench_run
 
 CASE = Path(__file__).resolve().parents[1] / "fixtures" / "staged"
 SID = "session.staged-case.month.find-cafe"
@@ -281,9 +282,7 @@ def plan_dir(compiled: Callable[..., Path]) -> Path:
 
 def _run(plan: Path, tmp_path: Path, agent: Path = CASE / "agent.yaml", adapter: str = "scripted",
          **kw: Any) -> duckdb.DuckDBPyConnection:
-    db = tmp_path / "bench.duckdb"
-    summary = run_plan(RunOptions(plan=plan, agent=f"{adapter}:{agent}", db=db, run_id="r",
-                                  progress=False, cache_dir=tmp_path / "cache", **kw))
+    db, summary = bench_run(plan, tmp_path, agent=f"{adapter}:{agent}", run_id="r", **kw)
     assert summary.errors == 0 and summary.finished == 1
     return duckdb.connect(str(db), read_only=True)
 

@@ -14,8 +14,8 @@ import duckdb
 import pytest
 
 from benchpack.compiler import compile_pack
-from benchpack.runtime.runner import RunOptions, run_plan
 from benchpack.runtime.sandbox import find_bwrap
+from conftest import bench_run
 
 PACK = Path(__file__).resolve().parents[1] / "fixtures" / "synced_sides"
 needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")
@@ -35,11 +35,8 @@ def _pack(tmp_path: Path, edits: list[tuple[str, str]] = ()) -> Path:  # type: i
 def _run(tmp_path: Path, agent: str, edits: list[tuple[str, str]] = ()) -> Path:  # type: ignore[assignment]
     result = compile_pack(_pack(tmp_path, edits), tmp_path / "plan", use_cache=False)
     assert result.ok, [d.format() for d in result.diagnostics]
-    db = tmp_path / "bench.duckdb"
-    run_plan(RunOptions(plan=tmp_path / "plan", agent=f"scripted:{PACK / agent}", judge="rules",
-                        db=db, run_id="r", progress=False, cache_dir=tmp_path / "cache",
-                        allow_python=True))
-    return db
+    return bench_run(tmp_path / "plan", tmp_path, agent=f"scripted:{PACK / agent}",
+                     judge="rules", run_id="r", allow_python=True)[0]
 
 
 def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:

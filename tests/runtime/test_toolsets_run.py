@@ -21,10 +21,10 @@ import pytest
 from benchpack.compiler import compile_pack
 from benchpack.runtime.env import ServiceState
 from benchpack.runtime.env.pytools import PyToolWorker, bindings
-from benchpack.runtime.runner import RunOptions, run_plan
 from benchpack.runtime.sandbox import find_bwrap
 from benchpack.specs.plan import PlanService
 from benchpack.specs.pytools import read_tools
+from conftest import bench_run
 
 SHOP = Path(__file__).resolve().parents[1] / "fixtures" / "toolset_shop"
 needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")
@@ -39,10 +39,7 @@ def plan(tmp_path: Path) -> Path:
 
 
 def _run(plan: Path, tmp_path: Path, agent: str, **kw: object) -> Path:
-    db = tmp_path / "bench.duckdb"
-    run_plan(RunOptions(plan=plan, agent=agent, judge="rules", db=db, run_id="r",
-                        progress=False, cache_dir=tmp_path / "cache", **kw))  # type: ignore[arg-type]
-    return db
+    return bench_run(plan, tmp_path, agent=agent, judge="rules", run_id="r", **kw)[0]
 
 
 def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:

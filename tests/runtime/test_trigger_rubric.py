@@ -38,8 +38,9 @@ from benchpack.runtime.judges.trigger import (
     trait_directives,
 )
 from benchpack.runtime.planfile import load_plan
-from benchpack.runtime.runner import RunOptions, RunSummary, run_plan
+from benchpack.runtime.runner import RunSummary
 from benchpack.specs.plan import Plan, PlanStyle
+from conftest import bench_run
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "trigger_rubric"
@@ -73,9 +74,7 @@ def _fresh_calls() -> None:
 
 
 def _run(plan: Path, tmp_path: Path, **kw: Any) -> RunSummary:
-    opts: dict[str, Any] = {"db": tmp_path / "bench.duckdb", "progress": False,
-                            "cache_dir": tmp_path / "cache", "agent": RECORDING, **kw}
-    return run_plan(RunOptions(plan=plan, **opts))
+    return bench_run(plan, tmp_path, **{"agent": RECORDING, **kw})[1]
 
 
 def _query(tmp_path: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:

@@ -18,6 +18,7 @@ from benchpack.compiler import compile_pack
 from benchpack.runtime.runner import RunOptions, run_plan
 from benchpack.runtime.sandbox import find_bwrap
 from benchpack.runtime.user_side import merge, patch_tables
+from conftest import bench_run
 
 PACK = Path(__file__).resolve().parents[1] / "fixtures" / "dual_control"
 needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")
@@ -32,11 +33,8 @@ def plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(plan: Path, tmp: Path, agent: Path) -> Path:
-    db = tmp / "bench.duckdb"
-    run_plan(RunOptions(plan=plan, agent=f"scripted:{agent}", judge="rules", db=db,
-                        run_id="r", progress=False, cache_dir=tmp / "cache",
-                        allow_python=True))
-    return db
+    return bench_run(plan, tmp, agent=f"scripted:{agent}", judge="rules", run_id="r",
+                     allow_python=True)[0]
 
 
 def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:

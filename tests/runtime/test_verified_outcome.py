@@ -31,9 +31,10 @@ from benchpack.runtime.graders import (
     soft_score,
 )
 from benchpack.runtime.judges.outcome_user import NEUTRAL_REPLY
-from benchpack.runtime.runner import RunOptions, RunSummary, run_plan
+from benchpack.runtime.runner import RunSummary
 from benchpack.runtime.store import SCHEMA_VERSION, connect
 from benchpack.runtime.types import Message, SessionBrief, ToolRecord
+from conftest import bench_run
 
 ROOT = Path(__file__).resolve().parents[2]
 PACK = ROOT / "taskpacks" / "claw-lab-ops"
@@ -70,12 +71,11 @@ def judge_file(tmp_path: Path, yes: bool = True) -> Path:
 
 def run(plan_dir: Path, tmp_path: Path, agent: str | dict[str, Any], *, judge: str | None = None,
         simulator: str = "rules", **kw: Any) -> tuple[Path, RunSummary]:
-    db = tmp_path / "bench.duckdb"
     if isinstance(agent, dict):
         agent = "scripted:" + str(write(tmp_path / "agent.yaml", agent))
-    summary = run_plan(RunOptions(
-        plan=plan_dir, agent=agent, judge=judge or f"scripted:{judge_file(tmp_path)}",
-        simulator=simulator, db=db, progress=False, cache_dir=tmp_path / "cache", **kw))
+    db, summary = bench_run(plan_dir, tmp_path, agent=agent,
+                            judge=judge or f"scripted:{judge_file(tmp_path)}",
+                            simulator=simulator, **kw)
     assert summary.errors == 0
     return db, summary
 
