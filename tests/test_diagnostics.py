@@ -255,6 +255,9 @@ environments:"""), "E231"),
 environments:"""), "E240"),
     "E241-discoverable": (_base("    services: [todo]\n", "    services: []\n"
                                 "    discoverable: {tools: [todo__create]}\n"), "E241"),
+    # a tool given to the user that is the agent's (issue 24, `discoverable.user_tools`)
+    "E202-give-agent-tool": (_base("    services: [todo]\n", "    services: [todo]\n"
+                                   "    discoverable: {user_tools: [todo__create]}\n"), "E202"),
     # a toolset over several services (issue 24, telecom): a table in two of them, a
     # service named twice, `services` without `service`
     "E245-toolset-services": ({"pack.yaml": _SERVICES_PACK, "tools/shop.py": _SHOP}, "E245"),

@@ -5,7 +5,8 @@ searches refused as unknown tools, the documents in the prompt instead), with th
 the rules customer; the technician tool is offered only after the unlock; the final tables hold
 what the handbook's rules give by hand (the outage credit: fibre-1000's 4.00 a day × 3 days =
 12.00); `router-restart` starts from a broken world and is judged on both sides; the
-adversaries get 0 everywhere, and an agent that does the desk's work but never tells the
+adversaries get 0 everywhere (a scripted customer who sets the Wi-Fi password on its own is
+refused: the agent never gave it the router's page), and an agent that does the desk's work but never tells the
 customer what to do gets 0 on the two dual-control tasks."""
 
 from __future__ import annotations
@@ -145,6 +146,8 @@ def test_adversaries_score_0_on_every_task(tmp_path: Path, adversary: str, sim: 
     con = _run(tmp_path, f"adversary:{adversary}", "bm25_grep", sim)
     scores = _scores(con)
     verdicts = _assertions(con, "router-restart")
+    wifi_calls = con.execute("SELECT error FROM tool_calls WHERE side = 'user' AND tool_name "
+                             "= 'set_wifi_password'").fetchall()
     con.close()
     assert {t: s for t, (s, _) in scores.items()} == {t: 0.0 for t in TASKS}
     # the world starts broken (a patch put L-1005 down, a set-up call stalled the router) and
@@ -153,11 +156,13 @@ def test_adversaries_score_0_on_every_task(tmp_path: Path, adversary: str, sim: 
     assert verdicts == [("assert_line_status", "agent", False),
                         ("assert_router_light", "user", restarted)]
     assert scores["router-restart"][1] == {"state": 0.0, "actions": 0.0, "env_assertions": 0.0}
-    # the scripted customer even sets the Wi-Fi password by itself: the world is right, the
-    # agent never identified the customer nor gave the steps
-    wifi = {"state": float(restarted), "actions": 0.0, "communicate": 0.0,
-            "env_assertions": float(restarted)}
-    assert scores["wifi-password"][1] == wifi
+    # the scripted customer tries to set the Wi-Fi password by itself, but the router's page is
+    # a tool the agent gives (`discoverable.user_tools`) and no agent here gave it: the call is
+    # an error result and the password stays as it was
+    assert wifi_calls == ([("the tool `set_wifi_password` has not been given to you yet: the "
+                            "agent has to give it to you first",)] if restarted else [])
+    assert scores["wifi-password"][1] == {"state": 0.0, "actions": 0.0, "communicate": 0.0,
+                                          "env_assertions": 0.0}
 
 
 def test_an_agent_that_never_guides_the_customer_scores_0_on_dual_control(

@@ -44,10 +44,13 @@ RUN_FORMATS = ("proactbench", "tau2")
 @click.option("--fix", "fixes", multiple=True, metavar="FIX[,FIX]",
               help="tau2: switch on a recorded difference from τ² (retail: payment-rounding, "
                    "item-prices); the pack is then labelled not comparable.")
+@click.option("--solo", is_flag=True,
+              help="tau2: τ²'s solo mode (telecom, mock): no user, the agent gets the user's "
+                   "tools and works each task's ticket alone, under τ²'s solo policy.")
 def import_cmd(fmt: str, source: Path, out: Path, selected: Path | None,
                name: str | None, graphs_from_extractions: bool, partial: bool,
                tau2_checkout: str | None, tau2_python: str | None,
-               fixes: tuple[str, ...]) -> None:
+               fixes: tuple[str, ...], solo: bool) -> None:
     """Write a pack from a released benchmark (FORMAT: claw — a Claw-Anything task folder or a
     folder of them; pibench — a persona directory or the data/ directory holding several;
     proactbench — final_dialogues.jsonl; tau2 — a domain folder with tasks.json, db.json and
@@ -70,13 +73,16 @@ def import_cmd(fmt: str, source: Path, out: Path, selected: Path | None,
                                 "vibesearch"),
                                ("--tau2", tau2_checkout is not None, "tau2"),
                                ("--tau2-python", tau2_python is not None, "tau2"),
-                               ("--fix", bool(fixes), "tau2")):
+                               ("--fix", bool(fixes), "tau2"),
+                               ("--solo", solo, "tau2")):
         if value and fmt != owner:
             raise click.UsageError(f"{flag} is an option of the {owner} format, not of {fmt}")
     if tau2_python is not None and tau2_checkout is None:
         raise click.UsageError("--tau2-python needs --tau2 (the checkout it imports τ² from)")
     if fmt == "tau2":
         options = {"fixes": [f.strip() for x in fixes for f in x.split(",") if f.strip()]}
+        if solo:
+            options["solo"] = True
         if tau2_checkout is not None:
             options["tau2"] = tau2_extract(source, tau2_checkout, tau2_python)
     try:

@@ -19,7 +19,7 @@ from benchpack.specs import pack as P
 from .core import DEFAULT_ENV, BuilderCore, Item, Loc, iso
 from .datafiles import DataError, first_error, read_rows
 from .diagnostics import PathPart, suggest_fix
-from .discoverable import environment_discoverable
+from .discoverable import environment_discoverable, environment_gifts
 from .http import check_http_tool, http_services_of, process_service
 from .knowledge import compile_knowledge, environment_knowledge
 from .lint import style_contradictions
@@ -313,7 +313,9 @@ class WorldBuilder(BuilderCore):
             if pf:
                 files.append(pf)
         knowledge = environment_knowledge(self, name, env.knowledge, loc, tools, files)
-        locked = environment_discoverable(self, env.discoverable, loc, tools, services)
+        locked = environment_discoverable(self, env.discoverable, loc, tools, services,
+                                          user_tools)
+        gifts = environment_gifts(self, env.discoverable, loc, tools, user_tools)
         self.check_time(env.clock, loc, ("clock",))
         hb = None
         if env.heartbeat:
@@ -331,6 +333,8 @@ class WorldBuilder(BuilderCore):
         if user_toolsets:  # dual control (issue 24)
             self.plan_envs[name]["user_toolsets"] = user_toolsets
             self.plan_envs[name]["user_tools"] = list(dict.fromkeys(user_tools))
+        if gifts:  # the user's tools the agent gives (issue 24); likewise only when some
+            self.plan_envs[name]["user_discoverable"] = gifts
         if knowledge:  # only when used, so plans without knowledge bases stay byte for byte
             self.plan_envs[name]["knowledge"] = knowledge
         if locked:  # likewise

@@ -533,6 +533,9 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
                   # tools the agent unlocked (issue 24), with when and by which call
                   **({"unlocked": ctx.toolbox.unlocked} if getattr(ctx.toolbox, "unlocked",
                                                                     None) else {}),
+                  # user tools the agent gave (issue 24), likewise
+                  **({"given": gifts.log} if (gifts := getattr(ctx.toolbox, "gifts", None))
+                     is not None and gifts.log else {}),
                   # a knowledge base's use (issue 24): searches, documents found, the share
                   # of the required documents among them
                   **({"knowledge": kx} if (kx := knowledge_extra(

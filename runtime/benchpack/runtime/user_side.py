@@ -5,7 +5,9 @@ The user's tools (`environments[].user_toolsets`, the plan environment's `user_t
 a `ToolBox` of their own over the same episode environment, so their state is one more service
 of it: snapshots, resume and the state check cover both sides without knowing about sides.
 Their calls are stamped `side = user` and stored in `tool_calls` beside the agent's; the
-agent is never offered them and `sessions.tool_calls` counts only its own.
+agent is never offered them and `sessions.tool_calls` counts only its own. The user's
+toolbox shares the agent's `Gifts` (env/gifts.py): a tool the agent gives is offered to the
+user from then on.
 
 `initial_state` is applied as τ² applies `set_state`, before the state the gold actions are
 replayed on is taken: the table patches (`data`, objects merged key by key), then the
@@ -45,7 +47,7 @@ def user_toolbox(ctx: SessionContext) -> ToolBox | None:
 
         box = ToolBox(ctx.plan, ctx.session, ctx.env,
                       allow_python=ctx.run.options.allow_python, tools=user_tools(ctx),
-                      side="user")
+                      side="user", gifts=getattr(ctx.toolbox, "gifts", None))
         ctx._user_box = box  # type: ignore[attr-defined]
     return box
 
@@ -119,9 +121,10 @@ async def apply_initial_state(ctx: SessionContext) -> None:
         keys = {n: {t: spec.key for t, spec in svc.tables.items()}
                 for n, svc in env.services.items()}
         env.restore(patch_tables(env.snapshot(), st["data"], keys))
-    boxes = _setup_boxes(ctx)
+    boxes = _setup_boxes(ctx, setup=True)
     for a in st.get("actions") or []:
         await _setup_call(ctx, boxes, a, "initial_state.actions")
+    boxes = _setup_boxes(ctx, setup=False)
     history: list[Message] = []
     for m in st.get("history") or []:
         calls = m.get("tool_calls") or []
@@ -154,13 +157,20 @@ async def _after_calls(workers: list[Any], when: str) -> None:
                                     f"initial state: {exc.message}") from None
 
 
-def _setup_boxes(ctx: SessionContext) -> dict[str, ToolBox]:
+def _setup_boxes(ctx: SessionContext, setup: bool) -> dict[str, ToolBox]:
+    """Toolboxes for the set-up calls (`setup`: building the world, where the user's tools the
+    agent gives are all at hand) or the prior conversation's (a give in it holds for the
+    session: the session's own gifts)."""
     from .env import ToolBox
+    from .env.gifts import Gifts
 
     opts = ctx.run.options.allow_python
-    return {"agent": ToolBox(ctx.plan, ctx.session, ctx.env, allow_python=opts),
+    env = ctx.plan.environments.get(ctx.session.environment)
+    gifts = Gifts(names=set(env.user_discoverable if env is not None else ())) if setup \
+        else getattr(ctx.toolbox, "gifts", None)
+    return {"agent": ToolBox(ctx.plan, ctx.session, ctx.env, allow_python=opts, gifts=gifts),
             "user": ToolBox(ctx.plan, ctx.session, ctx.env, allow_python=opts,
-                            tools=user_tools(ctx), side="user")}
+                            tools=user_tools(ctx), side="user", gifts=gifts)}
 
 
 async def _setup_call(ctx: SessionContext, boxes: dict[str, ToolBox], a: dict[str, Any],

@@ -216,6 +216,9 @@ class PlanEnvironment(PlanModel):
     when empty."""
     user_tools: list[str] = Field(default_factory=list)
     """The user's tools (dual control), never offered to the agent; left out when empty."""
+    user_discoverable: list[str] = Field(default_factory=list)
+    """The user's tools (also in `user_tools`) held back until the agent gives them with the
+    give tool (issue 24); left out when empty."""
 
 
 class PlanEpisode(PlanModel):

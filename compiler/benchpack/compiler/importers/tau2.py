@@ -25,6 +25,7 @@ from benchpack.specs.release_ids import tau2_session_id
 from . import ImportError_, ImportResult
 from . import tau2_dialogue as dialogue
 from . import tau2_parity as parity
+from . import tau2_solo as solo_
 from . import tau2_state as st
 from . import tau2_telecom as tc
 from .tau2_fields import FIELDS
@@ -231,11 +232,13 @@ def tool_names(module: Path) -> set[str]:
             and not n.name.startswith("_")}
 
 
-def _gold_turn(t: _Task) -> list[dict[str, Any]]:
+def _gold_turn(t: _Task, solo: bool = False) -> list[dict[str, Any]]:
     s = t.session
-    # the agent's own gold calls (the user makes `requestor: user` ones with its own tools)
-    calls = [{"name": a["tool"], "args": a["args"]} for a in (s.get("gold") or {}).get(
-        "actions", []) if a.get("requestor") != "user"]
+    # the agent's own gold calls (the user makes `requestor: user` ones with its own tools;
+    # in solo mode the agent makes them all)
+    calls = solo_.gold_calls(s) if solo else [
+        {"name": a["tool"], "args": a["args"]} for a in (s.get("gold") or {}).get(
+            "actions", []) if a.get("requestor") != "user"]
     # the rules judge finds an assertion in what the agent said: stating each one lets the gold
     # agent check the environment end to end (it is a check of the pack, not an agent)
     said = ["Done.", *s["score"].get("communicate", []), *s["score"].get("assertions", [])]
@@ -269,14 +272,17 @@ def _splits(source: Path, extract: dict[str, Any] | None) -> dict[str, list[str]
 
 
 def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
-                fixes: list[str] | tuple[str, ...] = ()) -> ImportResult:
+                fixes: list[str] | tuple[str, ...] = (), solo: bool = False) -> ImportResult:
     """`tau2`: the τ² driver's `extract` of this domain (parity import); `fixes`: recorded
-    differences from τ² to switch on (`tau2_parity.FIXES`)."""
+    differences from τ² to switch on (`tau2_parity.FIXES`); `solo`: τ²'s solo mode
+    (`tau2_solo.py`)."""
     source = Path(source)
     if not source.is_dir():
         raise ImportError_(str(source), "not a directory",
                            "give a τ² domain folder such as data/tau2/domains/retail")
     domain = source.name
+    if solo:
+        solo_.check(source, domain, tau2)
     if domain == "banking_knowledge":  # issue 24: its own importer (tau2_banking.py)
         if tau2 is not None or fixes:
             raise ImportError_(str(source), "--tau2 and --fix do not apply to banking_knowledge "
@@ -323,6 +329,8 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
     else:
         tables = _tables(_load_json(source / "db.json"), source / "db.json")
         policy = (source / "policy.md").read_text(encoding="utf-8")
+    if solo:
+        policy = solo_.policy(source, domain)
     splits = _splits(source, tau2)
     tasks = [_Task(t, tools, splits.get(str(t.get("id"))), domain,
                    user["tools"] if user else None) for t in tasks_raw]
@@ -330,6 +338,10 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
     for t in tasks:
         if t.session:
             dialogue.session_fields(t.session, t.raw, scenario.get(t.id))
+        if t.session and solo:
+            t.skip = solo_.skip_reason(t.raw)
+            if t.skip is None:
+                solo_.apply(t.session, t.raw)
     ids = [t.id for t in tasks]
     sids = [t.sid for t in tasks]
     clash = sorted({i for i in sids if sids.count(i) > 1} - set(ids))
@@ -381,13 +393,17 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
         write("tau2/assertions_judge.j2", dialogue.judge_template(tau2))
     diffs = parity.differences(domain, fixes)
     write("policy.md", policy)
-    write("pack.yaml", _pack_yaml(domain, tables, tau2, sorted(tools), diffs,
-                                  bool(st.helpers(module)), user)
-          + dialogue.pack_blocks(domain, tau2, dialogue.version(tau2),
-                                 _telecom_wording(domain, dialogue.differences(tau2, diffs))))
+    pack_text = _pack_yaml(domain, tables, tau2, sorted(tools), diffs,
+                           bool(st.helpers(module)), user) + dialogue.pack_blocks(
+        domain, tau2, dialogue.version(tau2), _telecom_wording(
+            domain, dialogue.differences(tau2, diffs)) + (solo_.DIFFERENCES if solo else []))
+    if solo:  # its own name: a solo run is stored apart from the dialogue runs
+        pack_text = pack_text.replace(f"\nname: tau2-{domain}\n",
+                                      f"\nname: tau2-{domain}-solo\n", 1)
+    write("pack.yaml", pack_text)
     write("tasks.yaml", _tasks_yaml(domain, kept))
-    agent = {"sessions": {t.sid: _gold_turn(t) for t in kept}}
-    gold_user = {t.sid: _gold_user(t) for t in kept if _gold_user(t)}
+    agent = {"sessions": {t.sid: _gold_turn(t, solo) for t in kept}}
+    gold_user = {} if solo else {t.sid: _gold_user(t) for t in kept if _gold_user(t)}
     if gold_user:
         write("demo/gold_user.yaml", "# The gold user: each task's own gold actions "
               "(`requestor: user`), made with the user's\n# tools after the gold agent's turn "
@@ -398,7 +414,8 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
           "then the communicate strings and\n# assertions (`bench import tau2` wrote it; see "
           "IMPORT_REPORT.md). Run it to check the environment.\n" + _dump(agent))
     write("IMPORT_REPORT.md", _report(source, domain, tables, tasks, tau2, prompts, diffs,
-                                      tasks_path.name))
+                                      tasks_path.name, solo)
+          + ("\n" + "\n".join(solo_.report(domain)) + "\n" if solo else ""))
     notes = [] if tau2 is not None and not diffs else [
         "not comparable with τ²-bench: " + ("our own tool descriptions (give --tau2 CHECKOUT "
                                            "for τ²'s)" if tau2 is None else
@@ -542,7 +559,7 @@ def _sha(path: Path) -> str:
 def _report(source: Path, domain: str, tables: dict[str, tuple[str, list[dict[str, Any]]]],
             tasks: list[_Task], tau2: dict[str, Any] | None,
             prompts: dict[str, tuple[str, str]], diffs: list[dict[str, str]],
-            tasks_name: str = "tasks.json") -> str:
+            tasks_name: str = "tasks.json", solo: bool = False) -> str:
     kept = [t for t in tasks if t.skip is None]
     lines = [f"# Import report: τ²-bench `{domain}`", "",
              f"`bench import tau2 {domain}` read these files of the domain folder "
@@ -556,7 +573,8 @@ def _report(source: Path, domain: str, tables: dict[str, tuple[str, list[dict[st
                                      for n, (k, r) in tables.items()) + ".", "",
               "## Every source field", "", "| source field | what became of it | where / why |",
               "|---|---|---|"]
-    lines += [f"| `{f}` | {fate} | {why} |" for f, fate, why in FIELDS]
+    lines += [f"| `{f}` | {fate} | {why} |" for f, fate, why in
+              (solo_.fields(FIELDS) if solo else FIELDS)]
     lines += ["", *parity.report(domain, tau2, prompts, diffs)]
     lines += ["", "## Gold agent", "",
               "`demo/gold_agent.yaml` makes each task's gold actions in one turn and then says "

@@ -12,7 +12,7 @@ FIELDS: list[tuple[str, str, str]] = [
     ("policy.md", "mapped", "`policy.md`, the environment's `policy:` (literal: braces are kept); "
      "with --tau2 it is the whole system prompt of τ²'s agent (its instructions around the "
      "policy), as τ²'s code renders it"),
-    ("policy_solo.md", "dropped", "the solo mode (agent without a user) is not imported"),
+    ("policy_solo.md", "dropped", "used by `--solo` (τ²'s solo mode: an agent without a user)"),
     ("split_tasks.json", "mapped", "each session's `metadata.tags` `split:<name>` for every "
      "split listing it (`bench report … --by split`; a task in several splits shows as e.g. "
      "`base, train`)"),
@@ -49,8 +49,8 @@ FIELDS: list[tuple[str, str, str]] = [
      "(it follows only structured `if`/`after_turn` instructions); a lone '.' is left out"),
     ("tasks[].user_scenario.instructions.domain", "dropped", "always the imported domain (the "
      "pack's name says it)"),
-    ("tasks[].ticket", "dropped", "the solo-mode task text; the user simulator is given the "
-     "scenario instead"),
+    ("tasks[].ticket", "dropped", "the solo-mode task text (used by `--solo`); the user "
+     "simulator is given the scenario instead"),
     ("user_db.json", "mapped", "the user's own database (dual control): the service "
      "`<domain>_user`, one table per top-level key (`data/user/<table>.json`), whose tools "
      "(`tools/<domain>_user.py`, our own, as the environment's `user_toolsets`) only the "

@@ -53,6 +53,7 @@ from ..types import MessageBudget, ToolHandle, ToolRecord
 from .copying import copy_json
 from .environment import EpisodeEnvironment
 from .errors import ToolError
+from .gifts import Gifts, give, held_back, not_given, take_gifts
 from .knowledge import call_knowledge
 from .shell import SHELL_SPEC, SHELL_TIMEOUT_S, run_shell
 from .streams import read_stream
@@ -287,9 +288,10 @@ class ToolBox:
                  allow_python: bool = False,
                  python_tools: Mapping[str, PythonTool] | None = None,
                  tool_timeout_s: float = TOOL_TIMEOUT_S, *, tools: list[str] | None = None,
-                 side: Literal["agent", "user"] = "agent") -> None:
+                 side: Literal["agent", "user"] = "agent", gifts: Gifts | None = None) -> None:
         """`tools`: offer these instead of `session.tools` (the user's own tools, a replay
-        over both sides' tools); `side`: stamped on every record."""
+        over both sides' tools); `side`: stamped on every record; `gifts`: the user tools
+        given so far, shared with the session's other toolboxes (default: this box's own)."""
         self.plan = plan
         self.side = side
         self.tool_timeout_s = tool_timeout_s
@@ -316,12 +318,15 @@ class ToolBox:
                 self.locked[name] = tool
         self.unlocked: list[dict[str, Any]] = []
         """Each unlock: `{tool, turn, step, call_id}` (stored in `sessions.extra.unlocked`)."""
+        # the user's tools the agent gives (issue 24): held back until given (env/gifts.py)
+        self.gifts = gifts if gifts is not None else Gifts()
+        self.ungiven: dict[str, ToolDef] = {n: self.tools.pop(n) for n in held_back(self)}
         self._specs: list[dict[str, Any]] | None = None
         self._replaced = False
-        self._validators = {n: validator(t.parameters)
-                            for n, t in (*self.tools.items(), *self.locked.items())}
+        held = (*self.tools.items(), *self.locked.items(), *self.ungiven.items())
+        self._validators = {n: validator(t.parameters) for n, t in held}
         self._unchecked = frozenset(
-            n for n, t in (*self.tools.items(), *self.locked.items())
+            n for n, t in held
             if isinstance(t.impl, PyToolImpl) and t.impl.toolset in plan.toolsets
             and not plan.toolsets[t.impl.toolset].check_arguments)
 
@@ -329,6 +334,7 @@ class ToolBox:
     def specs(self) -> list[dict[str, Any]]:
         """The tool specs, this session's own copy (a harness or a `python:` agent may change
         it)."""
+        self._take_gifts()
         if self._specs is None:
             self._specs = copy_json(self.shared_specs)
         return self._specs
@@ -343,6 +349,7 @@ class ToolBox:
         same tools: read it, never change it. The litellm agent passes it to the LLM client,
         which then serialises and hashes the specs once a run instead of once a session (0.3 ms
         of the event loop's 1 ms per one-call session, benchmarks/http_bench.py)."""
+        self._take_gifts()
         if self._replaced and self._specs is not None:  # what this session now offers
             return self._specs
         plan_id = id(self.plan)
@@ -396,7 +403,16 @@ class ToolBox:
         return {"status": "unlocked", "tool": name, "description": tool.description,
                 "parameters": copy_json(tool.parameters)}
 
+    def _take_gifts(self) -> None:
+        for tool in take_gifts(self) if self.ungiven else ():
+            if self._replaced and self._specs is not None:  # a harness's own list: extend it
+                self._specs.append(tool.spec())
+            else:
+                self._specs = None
+
     def _unknown(self, name: str) -> ToolError:
+        if name in self.ungiven:  # the user's tool, not given yet
+            return not_given(name)
         if name in self.locked:  # exists, but not unlocked yet
             return ToolError(f"unknown tool `{name}`; available tools: "
                              f"{', '.join(self.tools) or '(none)'}")
@@ -421,6 +437,7 @@ class ToolBox:
                               else {}, result=None, error=f"not executed: the session reached "
                               f"its {self.budget.reason} limit", started_at=started,
                               duration=0.0, turn=self.turn, step=self.step)
+        self._take_gifts()
         tool = self.tools.get(name)
         recorded: dict[str, Any] = copy_json(args) if isinstance(args, dict) else {}
         result: Any = None
@@ -440,7 +457,8 @@ class ToolBox:
                 raise ToolError(f"invalid arguments for `{name}`: " + "; ".join(problems))
             limit = self.tool_timeout_s
             if isinstance(tool.impl, UnlockImpl):
-                result = self._unlock(args, cid)
+                result = self._unlock(args, cid) if tool.impl.kind == "unlock" else \
+                    give(self, args, cid)
                 limit = 0.0
             if isinstance(tool.impl, HttpImpl):  # the request has its own, pack-set limit
                 limit = max(limit, tool.impl.timeout_s + 1.0)
