@@ -103,7 +103,8 @@ class _Box(ToolBox):
     """A ToolBox without a plan: only the built-ins it is told about."""
 
     def __init__(self, ws: Workspace, timeout_s: float) -> None:
-        from benchpack.runtime.env.toolbox import BUILTIN_EFFECTS, BUILTIN_SPECS, ToolDef, validator
+        from benchpack.runtime.env.builtin_specs import BUILTIN_EFFECTS, BUILTIN_SPECS
+        from benchpack.runtime.env.toolbox import ToolDef, validator
 
         class _Env:
             workspace = ws
@@ -117,6 +118,7 @@ class _Box(ToolBox):
         self.tools = {n: ToolDef(n, BUILTIN_SPECS[n]["description"], BUILTIN_SPECS[n]["parameters"],
                                  BUILTIN_EFFECTS[n], None, n) for n in ("glob", "grep")}
         self._validators = {n: validator(t.parameters) for n, t in self.tools.items()}
+        self.ungiven = {}  # nothing held back for the user (ToolBox.__init__ is skipped)
 
 
 def test_a_slow_tool_times_out_and_other_chains_keep_going(

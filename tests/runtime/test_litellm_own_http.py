@@ -12,7 +12,7 @@ import pytest
 from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
 
 from benchpack.runtime.cache import ResponseCache
-from benchpack.runtime.env.toolbox import BUILTIN_SPECS
+from benchpack.runtime.env.builtin_specs import BUILTIN_SPECS
 from benchpack.runtime.llm import LLMClient, LLMConfig
 from benchpack.runtime.types import LLMCallRecord
 
