@@ -2,6 +2,8 @@
 the source tree (tests/fixtures/plugin_protocol) installed by a `*.dist-info/entry_points.txt`
 on PYTHONPATH, compiles, runs, reports and rejudges with no file of benchpack touched. Every
 `bench` runs in a subprocess, so the rest of the suite never sees the plug-in.
+Besides the four stages, `bench compare` pairs its figure and `bench report` finds its own
+report.
 
 Hand-computed figures: `echo_share` is the share of `expected_words` the agent's last reply
 contains. s1 expects alpha, beta, gamma, delta and the agent says "Alpha and BETA." → 2/4 =
@@ -150,6 +152,27 @@ def test_a_plugin_protocol_compiles_runs_reports_and_rejudges(tmp_path: Path, si
     table = plugin_table(tmp_path, "e1", site)
     (row,) = table["rows"]
     assert (row["sessions"], row["echo_share"]["value"], row["echo_share"]["n"]) == (2, 0.75, 2)
+
+    # compare pairs the plug-in's figure session by session: s1 0.5 → 1.0, s2 1.0 → 1.0, so
+    # Δ = (0.5 + 0) / 2 = 0.25; and its own report is found by name
+    (tmp_path / "agent2.yaml").write_text(AGENT.replace("Alpha and BETA.",
+                                                        "alpha beta gamma delta"))
+    res = bench(tmp_path, "run", "plan", "--agent", "scripted:agent2.yaml", "--judge", "rules",
+                "--simulator", "rules", "--db", "s.duckdb", "--run-id", "e2", "--quiet",
+                "--cache-dir", "cache", plugin=site)
+    assert res.returncode == 0, res.stdout + res.stderr
+    res = bench(tmp_path, "compare", "e1", "e2", "--db", "s.duckdb", "--format", "json",
+                plugin=site)
+    assert res.returncode == 0, res.stderr
+    (row,) = [r for r in json.loads(res.stdout)["tables"][0]["rows"]
+              if r["metric"] == "echo share"]
+    assert (row["a"]["value"], row["b"]["value"], row["delta"]["value"], row["paired"]) == (
+        0.75, 1.0, 0.25, 2)
+    res = bench(tmp_path, "report", "echo-words", "--db", "s.duckdb", "--run", "e1",
+                "--format", "json", plugin=site)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["tables"][0]["rows"] == [
+        {"run": "e1", "session": "s1", "share": 0.5}, {"run": "e1", "session": "s2", "share": 1.0}]
 
     # the rejudge scores the transcripts again: a source row spoiled by hand does not survive
     con = duckdb.connect(str(tmp_path / "s.duckdb"))
