@@ -257,3 +257,27 @@ def test_the_plugin_changes_no_schema_and_builtin_packs_read_no_entry_point(
                                                            "pibench_case"), str(tmp_path / "p")],
                          env=env, capture_output=True, text=True, timeout=300)
     assert out.stdout.split() == ["True", "False"], out.stderr
+
+
+@pytest.mark.parametrize(("declares", "refusal"), [
+    ({"metric_columns": ("echo_share",)}, "declares `sessions` columns (echo_share)"),
+    ({"score_columns": frozenset({"echo_share"})}, "declares `sessions` columns"),
+    ({"pass_k": True}, "declares `pass_k`")])
+def test_a_plugin_interpreter_claiming_what_the_store_cannot_hold_is_refused(
+        monkeypatch: pytest.MonkeyPatch, declares: dict[str, Any], refusal: str) -> None:
+    """A column the DDL lacks would fail every insert; a pass@k the summary counts but the
+    `verified_tasks` view does not would make two different numbers: refused at load."""
+    from types import SimpleNamespace
+
+    from benchpack.runtime.protocols import base
+
+    interpreter = SimpleNamespace(name="toy", metric_columns=(), score_columns=frozenset(),
+                                  pass_k=False)
+    for key, value in declares.items():
+        setattr(interpreter, key, value)
+    monkeypatch.setattr(base, "plugin", lambda name: SimpleNamespace(
+        interpreter=lambda: interpreter))
+    with pytest.raises(TypeError, match=refusal.replace("(", r"\(").replace(")", r"\)")):
+        base.plugin_interpreter("toy")
+    interpreter.metric_columns, interpreter.score_columns, interpreter.pass_k = (), frozenset(), False
+    assert base.plugin_interpreter("toy") is interpreter

@@ -151,6 +151,9 @@ def plugin_interpreter(name: str) -> ProtocolInterpreter:
                         f"({', '.join(interpreter.metric_columns)}), which the store does not "
                         "have: a plug-in's metrics go to `sessions.extra` (leave "
                         "`metric_columns` and `score_columns` empty)")
+    if interpreter.pass_k:  # the summary and the `verified_tasks` view would disagree
+        raise TypeError(f"protocol plug-in `{name}` declares `pass_k`, which is counted for "
+                        "the built-in protocols only (leave it False)")
     return interpreter
 
 
