@@ -236,10 +236,19 @@ def test_without_the_plugin_its_protocol_is_unknown_even_after_a_cached_compile(
     """The compile cache records the plug-ins a pack used: uninstalling one is a miss."""
     (tmp_path / "pack").mkdir()
     (tmp_path / "pack" / "pack.yaml").write_text(PACK)
+    (tmp_path / "agent.yaml").write_text(AGENT)
     assert bench(tmp_path, "compile", "pack", "-o", "plan", plugin=site).returncode == 0
     res = bench(tmp_path, "compile", "pack", "-o", "plan2")
     assert res.returncode == 1
     assert "pack/pack.yaml:11:19: error E104 `protocol` cannot be `echo_check`" in res.stderr
+    # the plan compiled with it does not run without it, and says why in one line
+    res = bench(tmp_path, "run", "plan", "--agent", "scripted:agent.yaml", "--judge", "rules",
+                "--simulator", "rules", "--db", "s.duckdb", "--quiet")
+    assert res.returncode == 1
+    assert ("session session.echo.e1.s1 is of protocol `echo_check`, neither built in nor an "
+            "installed plug-in (hint: install the package that provides it; 2 sessions "
+            "affected)") in res.stderr
+    assert "Traceback" not in res.stderr
 
 
 def test_the_plugin_changes_no_schema_and_builtin_packs_read_no_entry_point(
