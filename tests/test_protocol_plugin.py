@@ -279,6 +279,7 @@ def test_a_plugin_interpreter_claiming_what_the_store_cannot_hold_is_refused(
     from types import SimpleNamespace
 
     from benchpack.runtime.protocols import base
+    from benchpack.specs.plugins import PluginError
 
     interpreter = SimpleNamespace(name="toy", metric_columns=(), score_columns=frozenset(),
                                   pass_k=False)
@@ -286,7 +287,23 @@ def test_a_plugin_interpreter_claiming_what_the_store_cannot_hold_is_refused(
         setattr(interpreter, key, value)
     monkeypatch.setattr(base, "plugin", lambda name: SimpleNamespace(
         interpreter=lambda: interpreter))
-    with pytest.raises(TypeError, match=refusal.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(PluginError, match=refusal.replace("(", r"\(").replace(")", r"\)")):
         base.plugin_interpreter("toy")
     interpreter.metric_columns, interpreter.score_columns, interpreter.pass_k = (), frozenset(), False
     assert base.plugin_interpreter("toy") is interpreter
+
+
+def test_a_plugin_that_fails_to_load_is_one_line_not_a_benchpack_bug(tmp_path: Path) -> None:
+    broken = tmp_path / "site"
+    info = broken / "broken-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[benchpack.protocols]\necho_check = no_such_module:PLUGIN\n")
+    (tmp_path / "pack").mkdir()
+    (tmp_path / "pack" / "pack.yaml").write_text(PACK)
+    res = bench(tmp_path, "compile", "pack", "-o", "plan", plugin=broken)
+    assert (res.returncode, res.stderr.strip()) == (1, (
+        "✗ protocol plug-in `echo_check` (no_such_module:PLUGIN) failed to load: "
+        "ModuleNotFoundError: No module named 'no_such_module' (hint: fix or reinstall the "
+        "package that provides it)"))

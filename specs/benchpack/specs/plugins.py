@@ -36,6 +36,12 @@ from typing import Any
 GROUP = "benchpack.protocols"
 
 
+class PluginError(Exception):
+    """A protocol plug-in that cannot be used (it fails to import, lacks a stage, returns the
+    wrong object): the installed package's fault, neither the pack's nor benchpack's; the CLI
+    prints it as one `✗` line and exits 1."""
+
+
 @cache
 def plugin_entry_points() -> dict[str, Any]:
     """Protocol name → its entry point, for every installed plug-in (built-in names skipped)."""
@@ -63,17 +69,28 @@ def plugin(name: str) -> Any:
     ep = plugin_entry_points().get(name)
     if ep is None:
         raise LookupError(f"no protocol plug-in `{name}` is installed (group {GROUP})")
-    obj = ep.load()
+    try:
+        obj = ep.load()
+    except Exception as exc:  # whatever its import raises, it is the plug-in's
+        raise PluginError(f"protocol plug-in `{name}` ({ep.value}) failed to load: "
+                          f"{type(exc).__name__}: {exc} (hint: fix or reinstall the package "
+                          "that provides it)") from exc
     for stage in ("material", "compiler", "interpreter", "reports"):
         if not callable(getattr(obj, stage, None)):
-            raise TypeError(f"protocol plug-in `{name}` ({ep.value}) has no `{stage}()`")
+            raise PluginError(f"protocol plug-in `{name}` ({ep.value}) has no `{stage}()`")
     return obj
 
 
 @cache
 def material_model(name: str) -> Any:
     """The pydantic model of plug-in `name`'s session material."""
-    return plugin(name).material()
+    from pydantic import BaseModel
+
+    model = plugin(name).material()
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise PluginError(f"protocol plug-in `{name}`: material() must return a pydantic "
+                          f"model class, not {model!r}")
+    return model
 
 
 def consulted() -> bool:
@@ -104,5 +121,5 @@ def installed_identity() -> dict[str, str]:
     return out
 
 
-__all__ = ["GROUP", "consulted", "installed_identity", "is_plugin", "material_model", "plugin", "plugin_entry_points",
+__all__ = ["GROUP", "PluginError", "consulted", "installed_identity", "is_plugin", "material_model", "plugin", "plugin_entry_points",
            "plugin_names"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from benchpack.specs.plugins import plugin
+from benchpack.specs.plugins import PluginError, plugin
 from benchpack.specs.protocols import SESSION_FIELDS
 
 from . import (
@@ -53,7 +53,7 @@ def protocol_compiler(name: str) -> ProtocolCompiler:
 def plugin_compiler(name: str) -> ProtocolCompiler:
     compiler = plugin(name).compiler()
     if not isinstance(compiler, ProtocolCompiler) or compiler.name != name:
-        raise TypeError(f"protocol plug-in `{name}`: compiler() must return a ProtocolCompiler "
+        raise PluginError(f"protocol plug-in `{name}`: compiler() must return a ProtocolCompiler "
                         f"named `{name}`")
     return compiler
 

@@ -34,13 +34,13 @@ PROTOCOL_REPORTS: dict[str, ProtocolReports] = {
 def plugin_reports(name: str) -> ProtocolReports | None:
     """The reports of plug-in protocol `name`; None when no such plug-in is installed (a
     store can hold sessions of a plug-in this machine lacks)."""
-    from benchpack.specs.plugins import is_plugin, plugin  # not at import: `bench query`
+    from benchpack.specs.plugins import PluginError, is_plugin, plugin  # not at import
 
     if not is_plugin(name):
         return None
     reports = plugin(name).reports()
     if not isinstance(reports, ProtocolReports) or reports.name != name:
-        raise TypeError(f"protocol plug-in `{name}`: reports() must return a ProtocolReports "
+        raise PluginError(f"protocol plug-in `{name}`: reports() must return a ProtocolReports "
                         f"named `{name}`")
     return reports
 

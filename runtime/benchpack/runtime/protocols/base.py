@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from benchpack.specs.plugins import is_plugin, plugin, plugin_names
+from benchpack.specs.plugins import PluginError, is_plugin, plugin, plugin_names
 
 from ..rejudge_types import RejudgeInput, RejudgePart
 
@@ -144,15 +144,15 @@ def plugin_interpreter(name: str) -> ProtocolInterpreter:
     """The interpreter of plug-in `name`, checked against what the store can hold."""
     interpreter: ProtocolInterpreter = plugin(name).interpreter()
     if interpreter.name != name:
-        raise TypeError(f"protocol plug-in `{name}`: interpreter() returned one named "
+        raise PluginError(f"protocol plug-in `{name}`: interpreter() returned one named "
                         f"`{interpreter.name}`")
     if interpreter.metric_columns or interpreter.score_columns:
-        raise TypeError(f"protocol plug-in `{name}` declares `sessions` columns "
+        raise PluginError(f"protocol plug-in `{name}` declares `sessions` columns "
                         f"({', '.join(interpreter.metric_columns)}), which the store does not "
                         "have: a plug-in's metrics go to `sessions.extra` (leave "
                         "`metric_columns` and `score_columns` empty)")
     if interpreter.pass_k:  # the summary and the `verified_tasks` view would disagree
-        raise TypeError(f"protocol plug-in `{name}` declares `pass_k`, which is counted for "
+        raise PluginError(f"protocol plug-in `{name}` declares `pass_k`, which is counted for "
                         "the built-in protocols only (leave it False)")
     return interpreter
 
