@@ -173,6 +173,10 @@ def test_a_plugin_protocol_compiles_runs_reports_and_rejudges(tmp_path: Path, si
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["tables"][0]["rows"] == [
         {"run": "e1", "session": "s1", "share": 0.5}, {"run": "e1", "session": "s2", "share": 1.0}]
+    res = bench(tmp_path, "query", "SELECT run_id, name, echo_share FROM echo_results "
+                "ORDER BY ALL", "--db", "s.duckdb", "--format", "csv", plugin=site)
+    assert (res.returncode, res.stdout.split()) == (0, [
+        "run_id,name,echo_share", "e1,s1,0.5", "e1,s2,1.0", "e2,s1,1.0", "e2,s2,1.0"]), res.stderr
 
     # the rejudge scores the transcripts again: a source row spoiled by hand does not survive
     con = duckdb.connect(str(tmp_path / "s.duckdb"))
