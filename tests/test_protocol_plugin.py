@@ -311,3 +311,25 @@ def test_a_plugin_that_fails_to_load_is_one_line_not_a_benchpack_bug(tmp_path: P
         "✗ protocol plug-in `echo_check` (no_such_module:PLUGIN) failed to load: "
         "ModuleNotFoundError: No module named 'no_such_module' (hint: fix or reinstall the "
         "package that provides it)"))
+
+
+def test_plugin_names_are_plain_and_built_ins_win(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reports quote a protocol's name into SQL: a name with a quote, a space or a dot is
+    not a protocol; one a built-in has stays the built-in."""
+    import importlib.metadata
+    from importlib.metadata import EntryPoint
+
+    from benchpack.specs import plugins
+
+    installed = [EntryPoint(name, "pkg:PLUGIN", plugins.GROUP) for name in
+                 ("echo_ok", "it's", "two words", "a.b", "intent_tracking", "Upper")]
+    plugins.plugin_entry_points.cache_clear()
+    real = importlib.metadata.entry_points  # pydantic reads its own group meanwhile
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: (
+        installed if group == plugins.GROUP else real(group=group)))
+    try:
+        assert plugins.plugin_names() == ("echo_ok",)
+        assert (plugins.is_plugin("echo_ok"), plugins.is_plugin("intent_tracking")) == (
+            True, False)
+    finally:
+        plugins.plugin_entry_points.cache_clear()

@@ -15,15 +15,16 @@ validating a pack never imports the runtime and `bench query` never imports the 
   so its mistakes are `file:line:col: message (hint)` like any other; they reach the plan as
   the session's `material`.
 - `compiler()` → its `benchpack.compiler.protocols.ProtocolCompiler` (its `material` step gets
-  the validated model as `session.plugin_material`).
+  the session with `session.material` the validated model's instance; what it returns is
+  written under the plan session's `material`).
 - `interpreter()` → its runtime interpreter (`benchpack.runtime.protocols.base`); its metrics
   go to `sessions.extra` (it has no column of its own: `metric_columns` stays empty).
 - `reports()` → its `benchpack.reports.protocols.ProtocolReports` (views, reports, compare
   units, and the `metrics` the run summary shows).
 
 Entry points are read once per process, and only when something asks for a protocol that is
-not built in (a built-in pack never reads them), except in the reports stage, which lists the
-installed protocols' views; a plug-in named like a built-in is ignored (the built-in wins).
+not built in (a built-in pack, plan or store never reads them); a plug-in named like a
+built-in is ignored (the built-in wins), and so is one named outside `NAME_PATTERN`.
 The JSON Schemas in `schemas/` describe the built-in protocols only: a plug-in's keys are
 checked by its own model at compile time, not by an editor.
 """
@@ -42,14 +43,22 @@ class PluginError(Exception):
     prints it as one `✗` line and exits 1."""
 
 
+NAME_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
+"""What a plug-in protocol may be called (as the built-in ones are): the reports quote the
+name into SQL, so it holds no quote, space or dot."""
+
+
 @cache
 def plugin_entry_points() -> dict[str, Any]:
-    """Protocol name → its entry point, for every installed plug-in (built-in names skipped)."""
+    """Protocol name → its entry point, for every installed plug-in (built-in names, and
+    names outside `NAME_PATTERN`, skipped)."""
+    import re
     from importlib.metadata import entry_points
 
     from .protocols import PROTOCOLS
 
-    return {ep.name: ep for ep in entry_points(group=GROUP) if ep.name not in PROTOCOLS}
+    return {ep.name: ep for ep in entry_points(group=GROUP)
+            if ep.name not in PROTOCOLS and re.fullmatch(NAME_PATTERN, ep.name)}
 
 
 def plugin_names() -> tuple[str, ...]:
