@@ -213,6 +213,14 @@ def test_an_agent_crash_scores_the_plugins_worst(tmp_path: Path, site: Path) -> 
             rows["s2"]["echo_passed"]) == ("error", "agent", 0.0, False)
     (row,) = plugin_table(tmp_path, "c1", site)["rows"]
     assert (row["sessions"], row["echo_share"]["value"]) == (2, 0.25)
+    # the simulator report reads the plug-in's own check (a session without an answer):
+    # s2, 1 of 2; leaks it does not define stay unknown
+    res = bench(tmp_path, "report", "simulator", "--db", "s.duckdb", "--run", "c1",
+                "--format", "json", plugin=site)
+    assert res.returncode == 0, res.stderr
+    (row,) = json.loads(res.stdout)["tables"][0]["rows"]
+    assert (row["protocol"], row["sessions"], row["premature"], row["premature_rate"]["value"],
+            row["leak_sessions"]) == ("echo_check", 2, 1, 0.5, None)
 
 
 def test_mistakes_in_plugin_material_are_located(tmp_path: Path, site: Path) -> None:

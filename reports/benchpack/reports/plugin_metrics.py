@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .builtin import metric_table
-from .protocols import PROTOCOL_REPORTS, plugin_reports
+from .protocols import PROTOCOL_REPORTS, ProtocolReports, plugin_reports
 
 if TYPE_CHECKING:
     from .builtin import ReportContext
@@ -20,14 +20,19 @@ def extra_figure(key: str) -> str:
     return f"TRY_CAST(json_extract_string(extra, '$.\"{quoted}\"') AS DOUBLE)"
 
 
+def plugin_protocols(ctx: ReportContext) -> list[tuple[str, ProtocolReports | None]]:
+    """The protocols of the selected runs that are not built in, each with its plug-in's
+    reports (None: no such plug-in installed here); entry points are read only if any."""
+    found = [str(r[0]) for r in ctx.rows("""SELECT DISTINCT protocol FROM sessions
+        WHERE run_id IN $runs ORDER BY protocol""") if r[0] not in PROTOCOL_REPORTS]
+    return [(name, plugin_reports(name)) for name in found]
+
+
 def plugin_metric_tables(ctx: ReportContext) -> tuple[list[Table], list[str]]:
     """One table per plug-in protocol in the runs that declares metrics; and a note per
     protocol of the runs that is neither built in nor installed here (its figures unread)."""
-    found = [str(r[0]) for r in ctx.rows("""SELECT DISTINCT protocol FROM session_results
-        WHERE run_id IN $runs ORDER BY protocol""") if r[0] not in PROTOCOL_REPORTS]
     tables, notes = [], []
-    for name in found:
-        reports = plugin_reports(name)
+    for name, reports in plugin_protocols(ctx):
         if reports is None:
             notes.append(f"Sessions of protocol `{name}` are not in any table: no plug-in of "
                          "that name is installed here.")
@@ -42,4 +47,4 @@ def plugin_metric_tables(ctx: ReportContext) -> tuple[list[Table], list[str]]:
     return tables, notes
 
 
-__all__ = ["extra_figure", "plugin_metric_tables"]
+__all__ = ["extra_figure", "plugin_metric_tables", "plugin_protocols"]
