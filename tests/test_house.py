@@ -103,11 +103,11 @@ NAMED_BY_NATURE = {
     "compiler/benchpack/compiler/scaffold.py": "`bench init` writes a starter pack of one protocol",
     "reports/benchpack/reports/tau2_submission.py": "τ²'s submission format: its two protocols",
 }
-DEBT = {
-    "specs/benchpack/specs/pack.py": "the closed `protocol` Literal and the session union",
-}
-"""Files that still name protocols in code (issue 30 item 1, left to do): the list may only
-shrink — a new file naming a protocol fails, and so does one listed here that no longer does."""
+DEBT: dict[str, str] = {}
+"""Files that still name protocols in code (issue 30 item 1): the list may only shrink — a new
+file naming a protocol fails, and so does one listed here that no longer does. Empty since
+`pack.py` takes the protocols' models and prompt names from `specs/protocols/` and its
+`protocol` set is open to plug-ins (tests/test_protocol_plugin.py)."""
 
 
 def _docstring_ids(tree: ast.AST) -> set[int]:
@@ -206,20 +206,34 @@ def test_a_protocol_without_columns_keeps_its_metrics_and_worst_scores_to_itself
     assert worst_scores(None, without, {}, reg) == {}  # type: ignore[arg-type]
 
 
-def test_the_protocol_registry_reads_no_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The `benchpack.protocols` group is gone (a lone interpreter could never receive a
-    session): an unknown protocol is one LookupError naming the known ones, whatever is
-    installed."""
+def test_the_protocol_registry_reads_entry_points_only_for_a_protocol_not_built_in(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A built-in protocol never reads the `benchpack.protocols` group (~0.1 s); an unknown
+    one reads it once and is one LookupError naming the known ones and the installed
+    plug-ins (tests/test_protocol_plugin.py installs one)."""
     import importlib.metadata
 
     from benchpack.runtime.protocols.base import default_protocols
+    from benchpack.specs import plugins
 
-    def no(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("entry points read")
+    real = importlib.metadata.entry_points  # pydantic may read its own group meanwhile
 
+    def no(group: str) -> Any:
+        assert group != plugins.GROUP, "entry points read"
+        return real(group=group)
+
+    plugins.plugin_entry_points.cache_clear()
     monkeypatch.setattr(importlib.metadata, "entry_points", no)
-    with pytest.raises(LookupError, match="known: instructed_user, intent_tracking"):
-        default_protocols().get("toy")
+    reg = default_protocols()
+    assert reg.get("intent_tracking").name == "intent_tracking"
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: (
+        [] if group == plugins.GROUP else real(group=group)))
+    try:
+        with pytest.raises(LookupError, match=r"known: instructed_user, intent_tracking.*; "
+                                              r"plug-ins: none installed\)"):
+            reg.get("toy")
+    finally:
+        plugins.plugin_entry_points.cache_clear()  # what the fake group said must not stay
 
 
 # ---------------------------------------------------------------- the store format

@@ -175,6 +175,11 @@ def _main() -> None:
         click.echo(f"✗ {exc}", err=True)
         sys.exit(1)
     except Exception as exc:  # a bug in benchpack, not in the pack: say so plainly
+        from benchpack.specs.plugins import PluginError  # here: `--help` stays light
+
+        if isinstance(exc, PluginError):  # an installed protocol plug-in's fault
+            click.echo(f"✗ {exc}", err=True)
+            sys.exit(1)
         click.echo(f"internal error: {type(exc).__name__}: {exc}\n"
                    "this is a benchpack bug; please report it with the pack that triggers it",
                    err=True)

@@ -15,6 +15,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from benchpack.specs import plugins
+
 from .build import Builder, CompileOptions
 from .diagnostics import Diagnostic, Diagnostics, Fix, settle_fixes
 from .graph import render_dot, render_mermaid, render_text
@@ -193,6 +195,8 @@ def _cached(target: Path, options: CompileOptions) -> CompileResult | None:
         index = json.loads(_index_path(target, options).read_text())
         if index.get("format") != CACHE_FORMAT or not _inputs_unchanged(index):
             return None
+        if "plugins" in index and index["plugins"] != plugins.installed_identity():
+            return None  # a protocol plug-in the pack uses (or lacked) changed
         plan_bytes = (cache_dir() / f"plan-{index['key']}.json").read_bytes()
     except (OSError, ValueError, KeyError):
         return None
@@ -227,10 +231,12 @@ def _store(target: Path, options: CompileOptions, loaded: LoadedPack, content_ha
                                          globlib.glob(full, recursive=True) if Path(p).is_file())
     files = {str(f.path): f.sha256 for f in loaded.files}
     files.update({str(p): sha256(b) for p, b in loaded.data_files.items()})
-    key = hashlib.sha256(f"{content_hash}|{options.ablation}|{options.strict}|"
-                         f"{compiler_code()}".encode()).hexdigest()
+    key = f"{content_hash}|{options.ablation}|{options.strict}|{compiler_code()}"
+    # only a pack naming a protocol that is not built in reads the entry points (~0.1 s)
+    used = {"plugins": plugins.installed_identity()} if plugins.consulted() else {}
+    key = hashlib.sha256((key + json.dumps(used)[1:-1]).encode()).hexdigest()
     index = {"format": CACHE_FORMAT, "key": key, "content_hash": content_hash, "files": files,
-             "globs": globs,
+             "globs": globs, **used,
              "diagnostics": [{"code": d.code, "message": d.message, "file": d.file,
                               "path": list(d.path), "hint": d.hint, "line": d.line, "col": d.col,
                               "fix": d.as_dict()["fix"]}

@@ -19,8 +19,15 @@ from .graph import build_dag, dependency_groups, find_cycles, stable_order
 from .http import http_services_of
 from .knowledge import session_knowledge
 from .loader import SourceFile
-from .protocols import PROTOCOL_COMPILERS, SESSION_FIELD_OWNERS, SESSION_KEY_ORDER
+from .protocols import (
+    PROTOCOL_COMPILERS,
+    SESSION_FIELD_OWNERS,
+    SESSION_KEY_ORDER,
+    protocol_compiler,
+    session_compilers,
+)
 from .render import check_syntax
+from .validate import report_validation_error
 from .world import WorldBuilder
 
 __all__ = [
@@ -212,7 +219,7 @@ class Builder(CheckBuilder):
 
         trigger = s.trigger.model_dump(mode="json")
         request = r(s.request, "request")
-        compiler = PROTOCOL_COMPILERS[s.protocol]
+        compiler = protocol_compiler(s.protocol)
         if compiler.opening is not None:
             request = compiler.opening(self, s, loc, r, request)
         if request is None and s.trigger.kind == "user_message" and not s.dialogue:
@@ -226,7 +233,11 @@ class Builder(CheckBuilder):
         # Every protocol's material is compiled (and checked) whatever the session's protocol:
         # a key given to the wrong protocol is an E204 above, and its own mistakes still show.
         material: dict[str, Any] = {}
-        for c in PROTOCOL_COMPILERS.values():
+        for c in session_compilers(s.protocol):
+            if c.name not in PROTOCOL_COMPILERS:  # a plug-in: its keys, checked by its model
+                if self.plugin_material(s, loc):
+                    material["material"] = c.material(self, s, loc, r, tools, env)
+                continue
             material.update(c.material(self, s, loc, r, tools, env))
         material["checklist"] = self.checklist(s, loc, r, tools, env)
         carry = s.carry_over if s.carry_over is not None else ep.memory == "carry_over"
@@ -255,7 +266,7 @@ class Builder(CheckBuilder):
     def session_limits(self, s: P.Session, loc: Loc) -> dict[str, Any]:
         """The protocol's default limits under the pack's, under the session's; a limit only
         another protocol honours is an E204 on the session and ignored from the pack."""
-        compiler = PROTOCOL_COMPILERS[s.protocol]
+        compiler = protocol_compiler(s.protocol)
         foreign = {k: c.name for c in PROTOCOL_COMPILERS.values() for k in c.own_limits
                    if k not in compiler.own_limits}
         given: dict[str, Any] = {}
@@ -269,8 +280,25 @@ class Builder(CheckBuilder):
                          "drop it here (the agent's own limits are `max_turns`, "
                          "`max_steps_per_turn` and `turn_timeout_s`)", at_key=True)
             given.pop(key, None)
-        limits: dict[str, Any] = {**DEFAULT_LIMITS[s.protocol], **given}
+        limits: dict[str, Any] = {**compiler.default_limits, **given}
         return compiler.limits(limits, given) if compiler.limits is not None else limits
+
+    def plugin_material(self, s: P.Session, loc: Loc) -> bool:
+        """A plug-in protocol's session keys checked by its own model, each mistake at its
+        place in the file; the session's `material` becomes that model. False: mistakes."""
+        from pydantic import ValidationError
+
+        from benchpack.specs.plugins import material_model
+
+        src, path = loc
+        model = material_model(s.protocol)
+        try:
+            s.material = model.model_validate(s.material)
+        except ValidationError as exc:
+            report_validation_error(exc, model, s.material, src.shown, self.diags, path,
+                                    f"{s.protocol} session `{s.id}`")
+            return False
+        return True
 
     def protocol_material(self, s: P.Session, loc: Loc) -> None:
         for key, protos in SESSION_FIELD_OWNERS.items():

@@ -118,9 +118,9 @@ def lint_session(s: dict[str, Any], report: Report, earlier_text: Iterable[str],
         visible.append(str(s["trigger"]["payload"]))
 
     # W308 and the like: what the session's protocol needs (`ProtocolCompiler.lint`)
-    from .protocols import PROTOCOL_COMPILERS
+    from .protocols import protocol_compiler
 
-    own = PROTOCOL_COMPILERS[protocol].lint if protocol in PROTOCOL_COMPILERS else None
+    own = protocol_compiler(protocol).lint
     if own is not None:
         own(s, report)
 

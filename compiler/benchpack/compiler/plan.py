@@ -15,7 +15,7 @@ from .core import SessionDraft
 from .diagnostics import PathPart
 from .lint import lint_session
 from .lint_credit import lint_credit
-from .protocols import PROTOCOL_COMPILERS
+from .protocols import session_compilers
 from .toolsets import OPTION_DEFAULTS
 
 # What changes outcomes. Titles, descriptions, tags, source files and ids stay out.
@@ -77,7 +77,7 @@ def assemble(b: Builder, drafts: list[SessionDraft], episodes: dict[str, Any],
             earlier.extend(f["content"] for f in x["files"] if f["encoding"] == "utf-8")
         ws = list(env_text.get(s["environment"], [])) + [
             f["content"] for f in s["files"] if f["encoding"] == "utf-8"]
-        for c in PROTOCOL_COMPILERS.values():
+        for c in session_compilers(s["protocol"]):
             if c.plan_check is not None:
                 c.plan_check(b, d, s, sessions, by_id, ep_order[d.episode], position)
         ignore = set(s.pop("_ignore"))
@@ -114,7 +114,8 @@ def assemble(b: Builder, drafts: list[SessionDraft], episodes: dict[str, Any],
         if s.get("score"):  # verified_outcome `score:`; likewise only when set
             own["score"] = s["score"]
         for key in ("user", "gold", "reward", "conversation",  # instructed_user; likewise
-                    "knowledge"):  # knowledge bases (issue 24); likewise
+                    "knowledge",  # knowledge bases (issue 24); likewise
+                    "material"):  # a plug-in protocol's; likewise
             if key in s:
                 own[key] = s[key]
         own["persona_profile"] = b.plan_personas.get(s["persona"])

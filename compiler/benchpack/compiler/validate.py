@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from benchpack.specs import pack as P
 from benchpack.specs.pack import Fragment, Pack
+from benchpack.specs.plugins import plugin_names
 
 from .diagnostics import LINT_CODES, Diagnostics, PathPart, did_you_mean, suggest, suggest_fix
 from .loader import SourceFile, type_name
@@ -208,7 +209,10 @@ def _comma_hint(parent: Any, key: str) -> str | None:
 
 def report_validation_error(exc: ValidationError, model: type[BaseModel], data: Any,
                             shown: str, diags: Diagnostics,
-                            prefix: tuple[PathPart, ...] = ()) -> None:
+                            prefix: tuple[PathPart, ...] = (), root: str = "the top level"
+                            ) -> None:
+    """Every error of `exc` (from validating `data` with `model`) at its place in the file:
+    `prefix` is where `data` sits there, `root` how messages name `data` itself."""
     raw: list[tuple[tuple[PathPart, ...], bool, dict[str, Any]]] = []
     for detail in exc.errors(include_url=False):
         err: dict[str, Any] = dict(detail)
@@ -248,7 +252,7 @@ def report_validation_error(exc: ValidationError, model: type[BaseModel], data: 
                         shown, full)
             errs = [e for e in errs if e not in wrong]
         for err in errs:
-            _one(err, path, full, model, data, shown, diags)
+            _one(err, path, full, model, data, shown, diags, root)
 
 
 _BOUNDS = {
@@ -303,7 +307,7 @@ def node_at(data: Any, path: Sequence[PathPart]) -> Any:
     return node
 
 
-def _owner(path: tuple[PathPart, ...], data: Any) -> str:
+def _owner(path: tuple[PathPart, ...], data: Any, root: str = "the top level") -> str:
     """Describe the mapping at `path` for messages: "session `triage`", "the pack"…"""
     node = node_at(data, path)
     name = None
@@ -319,7 +323,7 @@ def _owner(path: tuple[PathPart, ...], data: Any) -> str:
             kind = _SINGULAR.get(part, f"`{part}`") if i < len(path) - 1 else f"`{part}`"
             break
     if kind is None:
-        return "the top level"
+        return root
     return f"{kind} `{name}`" if name and kind and not kind.startswith("`") else kind
 
 
@@ -329,7 +333,8 @@ def _field(path: tuple[PathPart, ...]) -> str:
 
 
 def _one(err: dict[str, Any], path: tuple[PathPart, ...], full: tuple[PathPart, ...],
-         model: type[BaseModel], data: Any, shown: str, diags: Diagnostics) -> None:
+         model: type[BaseModel], data: Any, shown: str, diags: Diagnostics,
+         root: str = "the top level") -> None:
     kind = err["type"]
     value = err.get("input")
     ctx = err.get("ctx") or {}
@@ -346,11 +351,11 @@ def _one(err: dict[str, Any], path: tuple[PathPart, ...], full: tuple[PathPart, 
             hint = _comma_hint(parent, key)
         if hint is None and allowed:
             hint = "allowed keys here: " + ", ".join(f"`{k}`" for k in sorted(allowed)[:14])
-        diags.error("E101", f"unknown key `{key}` in {_owner(path[:-1], data)}", shown, full,
+        diags.error("E101", f"unknown key `{key}` in {_owner(path[:-1], data, root)}", shown, full,
                     hint, at_key=True, fix=fix)
     elif kind == "missing":
         key = str(path[-1]) if path else "?"
-        diags.error("E102", f"{_owner(path[:-1], data)} is missing the required key `{key}`",
+        diags.error("E102", f"{_owner(path[:-1], data, root)} is missing the required key `{key}`",
                     shown, full[:-1], hint=f"add `{key}: …`")
     elif kind in _TYPE_WORDS:
         hint = None
@@ -373,6 +378,9 @@ def _one(err: dict[str, Any], path: tuple[PathPart, ...], full: tuple[PathPart, 
     elif kind == "literal_error":
         expected = ctx.get("expected", "")
         choices = [c.strip() for c in str(expected).replace(" or ", ",").split(",")]
+        if field == "`protocol`" and plugin_names():  # the set is open to installed plug-ins
+            choices += [f"'{name}'" for name in plugin_names()]
+            expected = f"{expected} or an installed plug-in ({', '.join(plugin_names())})"
         hint, fix = suggest_fix(value, [c.strip("'") for c in choices]) if isinstance(
             value, str) else (None, None)
         if fix is not None and f"'{fix.new}'" not in choices:

@@ -351,6 +351,11 @@ def summary(ctx: ReportContext) -> ReportResult:
         res.notes.append(simulated)
     scores = headline_table(ctx)
     res.tables.append(scores)
+    from .plugin_metrics import plugin_metric_tables
+
+    plugged, unread = plugin_metric_tables(ctx)
+    res.tables.extend(plugged)
+    res.notes.extend(unread)
     alone = ctx.rows("""SELECT run_id, name, repeat, coalesce(proc_group, proc), comp, score,
         f1, trigger_score, missing_dependencies FROM alone_results
         WHERE run_id IN $runs ORDER BY run_id, name, repeat""")

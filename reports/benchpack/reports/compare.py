@@ -198,10 +198,11 @@ def compare(con: Any, options: CompareOptions) -> tuple[list[Row], list[Differen
                            "compare with it")
     if len(set(runs)) != len(runs):
         raise CompareError("a run is given twice; give each run once")
-    unknown_metrics = [m for m in options.metrics if m not in METRIC_KEYS]
+    keys = (*METRIC_KEYS, *(m.key for m in plugin_metrics(con, runs)))
+    unknown_metrics = [m for m in options.metrics if m not in keys]
     if unknown_metrics:
         raise CompareError(f"no metric `{unknown_metrics[0]}` (hint: choose from "
-                           f"{', '.join(METRIC_KEYS)})")
+                           f"{', '.join(keys)})")
     if options.by is not None and options.by not in GROUPABLE:
         raise CompareError(f"cannot slice by `{options.by}` (hint: choose one of "
                            f"{', '.join(GROUPABLE)})")
@@ -222,7 +223,7 @@ def compare_pairs(con: Any, pairs: Sequence[tuple[str, str]], options: CompareOp
              else f"coalesce(CAST(s.{options.by} AS VARCHAR), '(none)')")
     runs = list(dict.fromkeys(r for pair in pairs for r in pair))
     rows: list[Row] = []
-    for metric in chosen_metrics(options):
+    for metric in chosen_metrics(options, con, runs):
         data = _collect(con, runs, metric, group)
         groups = sorted({g for (_, g) in data})
         for base, other in pairs:
@@ -340,7 +341,23 @@ def metrics_present(con: Any, runs: Sequence[str]) -> list[Metric]:
         f"SELECT DISTINCT protocol FROM session_results WHERE run_id IN "
         f"({', '.join('?' for _ in runs)}) AND scored AND ablation IS NULL", list(runs)
     ).fetchall()}
-    return [m for m in METRICS if protos & set(m.protocols)]
+    return [m for m in (*METRICS, *plugin_metrics(con, runs)) if protos & set(m.protocols)]
+
+
+def plugin_metrics(con: Any, runs: Sequence[str]) -> list[Metric]:
+    """The compare units of the plug-in protocols the runs have (`specs/plugins.py`; entry
+    points are read only when a run has a protocol that is not built in). A key a built-in
+    protocol has is not taken: the built-in figures stay what they were."""
+    from .protocols import PROTOCOL_REPORTS, plugin_reports
+
+    if not runs:
+        return []
+    names = sorted(str(r[0]) for r in con.execute(
+        f"SELECT DISTINCT protocol FROM sessions WHERE run_id IN "
+        f"({', '.join('?' for _ in runs)})", list(runs)).fetchall()
+        if r[0] not in PROTOCOL_REPORTS)
+    found = [p for p in map(plugin_reports, names) if p is not None]
+    return [m for p in found for m in p.compare if m.key not in METRIC_KEYS]
 
 
 def view_address(base: str, path: str, **params: Any) -> str:
@@ -471,13 +488,17 @@ def build(con: Any, options: CompareOptions) -> ReportResult:
             res.notes.append("bench view: " + view_address(options.view_url, "/compare",
                                                            a=runs[0], b=other))
         res.tables.append(_most_different(con, options, labels,
-                                          [m for m in chosen_metrics(options)
+                                          [m for m in chosen_metrics(options, con, runs)
                                            if m in metrics_present(con, runs)]))
     return res
 
 
-def chosen_metrics(options: CompareOptions) -> list[Metric]:
-    return [m for m in METRICS if not options.metrics or m.key in options.metrics]
+def chosen_metrics(options: CompareOptions, con: Any = None, runs: Sequence[str] = ()
+                   ) -> list[Metric]:
+    """The metrics `--metric` chose (all without it): the built-in ones, and with `con` the
+    plug-in protocols' of `runs`."""
+    plugged = plugin_metrics(con, runs) if con is not None else []
+    return [m for m in (*METRICS, *plugged) if not options.metrics or m.key in options.metrics]
 
 
 def render_compare(db: Any, options: CompareOptions, fmt: str = "table", *,

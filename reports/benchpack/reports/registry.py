@@ -61,12 +61,26 @@ class ReportRegistry:
         from importlib.metadata import entry_points
 
         self._entry_points_loaded = True
+        self._load_protocol_plugins()
         for ep in entry_points(group="benchpack.reports"):
             try:
                 self.register(ep.load())
             except Exception as exc:  # the plug-in's fault, not an unknown name
                 raise UnknownReport(f"report plug-in `{ep.name}` failed to load: "
                                     f"{type(exc).__name__}: {exc}") from exc
+
+
+    def _load_protocol_plugins(self) -> None:
+        """The built-in reports of protocols installed as plug-ins (`specs/plugins.py`),
+        looked for, as the group above, only when a report name is unknown."""
+        from benchpack.specs.plugins import plugin_names
+
+        from .protocols import plugin_reports
+
+        for name in plugin_names():
+            reports = plugin_reports(name)
+            for report in reports.reports if reports is not None else ():
+                self._items.setdefault(report.name, report)
 
 
 REPORT_ORDER: tuple[str, ...] = (

@@ -42,8 +42,12 @@ def simulator_rows(ctx: ReportContext) -> list[dict[str, Any]]:
     """One dict per (run, protocol) with the counts the report and the summary show, counted
     in SQL (each protocol's `SimulatorChecks`): the cost does not grow with the transcripts'
     text."""
+    from .plugin_metrics import plugin_protocols
+
     checks = {name: p.simulator for name, p in PROTOCOL_REPORTS.items()
               if p.simulator is not None}
+    checks.update({name: p.simulator for name, p in plugin_protocols(ctx)
+                   if p is not None and p.simulator is not None})
     premature = " ".join(f"WHEN '{name}' THEN ({c.premature})" for name, c in checks.items()
                          if c.premature is not None)
     rows = ctx.rows(f"""WITH s AS (

@@ -280,7 +280,8 @@ def install_views(con: Any, *, temporary: bool = True,
     kind = "TEMP VIEW" if temporary else "VIEW"
     tables = {str(r[0]) for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     created = []
-    for view in VIEWS:
+    plugged = plugin_views(con) if only is None and "sessions" in tables else []
+    for view in (*VIEWS, *plugged):
         if only is not None and view.name not in only:
             continue
         if all(t in tables for t in view.needs):
@@ -288,6 +289,20 @@ def install_views(con: Any, *, temporary: bool = True,
             con.execute(f"CREATE OR REPLACE {kind} {view.name} AS {sql}")
             created.append(view.name)
     return created
+
+
+def plugin_views(con: Any) -> list[View]:
+    """The views of the plug-in protocols whose sessions the store holds, after every other
+    (a name a built-in view has is not taken); entry points are read only for such a store."""
+    names = sorted(str(r[0]) for r in con.execute("SELECT DISTINCT protocol FROM sessions")
+                   .fetchall() if r[0] is not None and r[0] not in PROTOCOL_REPORTS)
+    if not names:
+        return []
+    from .protocols import plugin_reports
+
+    found = [v for p in map(plugin_reports, names) if p is not None for v in p.views]
+    return [replace(v, sql=v.sql.replace("{FULL}", FULL)) for v in found
+            if v.name not in VIEW_NAMES]
 
 
 def _without_error_kind(sql: str) -> str:

@@ -19,6 +19,20 @@ from benchpack.specs.schema import json_schemas
 from .errors import UsageError
 
 
+def unknown_protocols(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """(protocol, session id) of the plan's sessions whose protocol is not built in and no
+    installed plug-in (`benchpack.specs.plugins`) provides: said as such, not as the schema
+    error their plug-in's `material` would otherwise be."""
+    from benchpack.specs.plugins import is_plugin
+    from benchpack.specs.protocols import PROTOCOLS
+
+    sessions = data.get("sessions")
+    return [(str(s.get("protocol")), str(sid))
+            for sid, s in (sessions.items() if isinstance(sessions, dict) else ())
+            if isinstance(s, dict) and isinstance(s.get("protocol"), str)
+            and s["protocol"] not in PROTOCOLS and not is_plugin(s["protocol"])]
+
+
 class PlanError(UsageError):
     """The plan cannot be used: missing, not JSON, wrong version, or not matching the schema."""
 
@@ -84,6 +98,12 @@ def load_plan(path: str | Path) -> Plan:
     if version != PLAN_VERSION:
         raise PlanError(f"{p}: plan version {version!r} is not supported (expected {PLAN_VERSION}); "
                         "recompile the pack with this benchpack")
+    unknown = unknown_protocols(data)
+    if unknown:
+        name, session = unknown[0]
+        raise PlanError(f"{p}: session {session} is of protocol `{name}`, neither built in nor "
+                        "an installed plug-in (hint: install the package that provides it; "
+                        f"{len(unknown)} session{'s' if len(unknown) != 1 else ''} affected)")
     # The plan JSON Schema is generated from `Plan`, so the model validates the same contract;
     # it runs in compiled code. The jsonschema validator only runs to explain a failure.
     try:

@@ -486,6 +486,7 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
     metric_columns, score_columns = protocols.metric_columns(), protocols.score_columns()
     if "score" in m or "passed" in m:  # a protocol that scores itself (instructed_user)
         score, passed = m.get("score"), m.get("passed")
+    worst = worst_scores(ctx.plan, s, m, protocols) if error_kind == "agent" else {}
     tables: dict[str, list[tuple[Any, ...]]] = {}
     tables["turns"] = [(*prefix, *t) for t in ctx.turn_rows]
     tables["messages"] = [
@@ -520,7 +521,7 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
         **{k: None if status == "error" and k in score_columns else m.get(k)
            for k in metric_columns},
         "comp": comp, "score": score, "passed": passed,
-        **(worst_scores(ctx.plan, s, m, protocols) if error_kind == "agent" else {}),
+        **{k: v for k, v in worst.items() if k in metric_columns or k in ROW_SCORES},
         "error_kind": error_kind,
         "judge_errors": result.judge_errors + judge_errors, "grader_errors": grader_errors,
         "prompt_tokens": sum(c.prompt_tokens for c in llm_calls),
@@ -545,7 +546,10 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
                   # task_type); the sessions table has columns only for the fixed labels
                   **({"tags": list(s.metadata.tags)} if s.metadata.tags else {}),
                   **{k: v for k, v in m.items()
-                     if k not in metric_columns and k not in ("score", "passed")}} or None,
+                     if k not in metric_columns and k not in ("score", "passed")},
+                  # a plug-in's worst scores are of metrics without a column
+                  **{k: v for k, v in worst.items()
+                     if k not in metric_columns and k not in ROW_SCORES}} or None,
     }
     return SessionRows(run_id=run_id, session_id=s.id, repeat=ctx.repeat, session=sess,
                        tables=tables, snapshot=(s.episode, snapshot) if snapshot is not None
@@ -563,6 +567,9 @@ def llm_call_values(c: LLMCallRecord) -> tuple[Any, ...]:
     """An `llm_calls` row after its (run_id, session_id, repeat, seq) prefix."""
     return (c.role, c.purpose, c.model, c.prompt_hash, c.prompt_tokens, c.completion_tokens,
             c.cost, c.latency_s, c.cache_hit, c.error, c.attempts, c.turn, c.started_at)
+
+
+ROW_SCORES = ("comp", "score", "passed")  # the `sessions` score columns of every protocol
 
 
 def worst_scores(plan: Plan, s: PlanSession, metrics: dict[str, Any],

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import (
+    Field,
+    PrivateAttr,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
 
 # The models live in topical modules and one module per protocol (`protocols/<name>.py`);
 # they are re-exported here because the compiler, the runtime and the tests import them as
@@ -66,40 +72,45 @@ from .persona import (
     PersonaProfile,
     normalise_style,
 )
-from .protocols import PROTOCOLS, SESSION_FIELDS
-from .protocols.instructed_user import Conversation, Gold, Instruction, UserScenario
-from .protocols.intent_tracking import HiddenIntent
-from .protocols.staged_disclosure import GroundTruthGraph, GroundTruthTriple, Stage, StageTrigger
-from .protocols.trigger_rubric import Anchor, DialogueTurn, Rubric, Scenario, TriggerPoint
-from .protocols.verified_outcome import ScoreCap, Verify
+from .plugins import is_plugin
+from .protocols import (
+    PROMPT_NAMES,
+    PROTOCOLS,
+    SESSION_FIELDS,
+    Anchor,
+    Conversation,
+    DialogueTurn,
+    Gold,
+    GroundTruthGraph,
+    GroundTruthTriple,
+    HiddenIntent,
+    Instruction,
+    Rubric,
+    Scenario,
+    ScoreCap,
+    Stage,
+    StageTrigger,
+    TriggerPoint,
+    UserScenario,
+    Verify,
+)
 from .scoring import Score
 from .services import HttpImpl, ProcessService
 from .toolsets import Toolset
 from .user_side import EnvAssertion, InitAction, InitialState, PriorMessage, UserToolCall
 
-# Built from the registry so a new protocol is named in one place; same schema as spelling
-# the Literal out.
-Protocol = Literal[PROTOCOLS]  # type: ignore[valid-type]
 
-PromptName = Literal[
-    "intent_tracking.completion_check",
-    "intent_tracking.clarification_check",
-    "intent_tracking.user_turn",
-    "staged_disclosure.user",
-    "staged_disclosure.extract_graph",
-    "staged_disclosure.graph_judge",
-    "trigger_rubric.planner",
-    "trigger_rubric.user",
-    "trigger_rubric.judge",
-    "checklist.rubric_judge",
-    "verified_outcome.rubric_judge",
-    "heartbeat.wake",
-    "verified_outcome.score_judge",
-    "instructed_user.user_turn",
-    "instructed_user.user_system",
-    "instructed_user.assertions_judge",
-]
-PROMPT_NAMES: tuple[str, ...] = PromptName.__args__  # type: ignore[attr-defined]
+def _plugin_protocol(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    # An installed plug-in's name passes; anything else is checked (and reported) as the
+    # closed set of built-ins, which is also all the JSON Schema lists.
+    return value if is_plugin(value) else handler(value)
+
+
+# Built from the registry so a new protocol is named in one place; same schema as spelling
+# the Literal out (the wrap validator adds nothing to it).
+Protocol = Annotated[Literal[PROTOCOLS], WrapValidator(_plugin_protocol)]  # type: ignore[valid-type]
+
+PromptName = Literal[PROMPT_NAMES]  # type: ignore[valid-type]
 
 
 # --------------------------------------------------------------------------- metadata, defaults
@@ -288,6 +299,31 @@ class Session(Spec):
     required_documents: list[str] = Field(default_factory=list)
     """Knowledge-base documents this task needs, by id: what the `golden` retrieval
     configuration puts in the agent's system prompt."""
+
+    _material: Any = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _plugin_keys(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        # A plug-in protocol's session material is the keys this model does not know; its own
+        # model checks them at compile time (`benchpack.specs.plugins`), with their locations.
+        if not (isinstance(data, dict) and is_plugin(data.get("protocol"))):
+            return handler(data)
+        known = {f.alias or n for n, f in cls.model_fields.items()}
+        session = handler({k: v for k, v in data.items() if k in known})
+        session._material = {k: v for k, v in data.items() if k not in known}
+        return session
+
+    @property
+    def material(self) -> Any:
+        """A plug-in protocol's session material: the session's keys this model does not
+        declare, as a dict until the compiler has checked them, then the plug-in model's
+        instance. Empty for the built-in protocols, whose keys are fields above."""
+        return self._material
+
+    @material.setter
+    def material(self, checked: Any) -> None:
+        self._material = checked
 
 
 class Episode(Spec):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from .discoverable import UnlockImpl
 from .knowledge import KnowledgeImpl, PlanKnowledge, PlanSessionKnowledge
@@ -409,6 +410,9 @@ class PlanSession(PlanModel):
     reference_solution: str | None = None
     knowledge: PlanSessionKnowledge | None = None
     """The environment's knowledge bases as this session gets them (left out without any)."""
+    material: SkipJsonSchema[dict[str, Any] | None] = None
+    """A plug-in protocol's compiled session material (`benchpack.specs.plugins`); left out of
+    the plan, and of its JSON Schema, for the built-in protocols."""
     fingerprint: str
     """sha256 of what changes outcomes, chained with the fingerprints of its dependencies."""
 

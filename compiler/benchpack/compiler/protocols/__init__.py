@@ -2,10 +2,17 @@
 (`benchpack.specs.protocols.<name>`) and its runtime interpreter
 (`benchpack.runtime.protocols.<name>`). Each module defines `COMPILER`
 (a `ProtocolCompiler`); the `Builder` consults `PROTOCOL_COMPILERS` for default limits, the
-opening request, the session's plan material and checks that need the episode order."""
+opening request, the session's plan material and checks that need the episode order.
+
+A protocol installed as a plug-in (`benchpack.specs.plugins`) brings its `ProtocolCompiler`
+from outside the tree: `protocol_compiler` and `session_compilers` find it, and its plan keys
+go under the session's `material` (the plan model knows no key of its own for it)."""
 
 from __future__ import annotations
 
+from functools import cache
+
+from benchpack.specs.plugins import PluginError, plugin
 from benchpack.specs.protocols import SESSION_FIELDS
 
 from . import (
@@ -34,4 +41,29 @@ SESSION_KEY_ORDER: tuple[str, ...] = (
 """Where the existing protocols' keys sit in a compiled session (plans are written in insertion
 order and must stay byte for byte); a new protocol's keys follow them."""
 
-__all__ = ["PROTOCOL_COMPILERS", "SESSION_FIELD_OWNERS", "SESSION_KEY_ORDER", "ProtocolCompiler"]
+
+
+def protocol_compiler(name: str) -> ProtocolCompiler:
+    """The compile step of protocol `name`, built in or installed as a plug-in."""
+    found = PROTOCOL_COMPILERS.get(name)
+    return found if found is not None else plugin_compiler(name)
+
+
+@cache
+def plugin_compiler(name: str) -> ProtocolCompiler:
+    compiler = plugin(name).compiler()
+    if not isinstance(compiler, ProtocolCompiler) or compiler.name != name:
+        raise PluginError(f"protocol plug-in `{name}`: compiler() must return a ProtocolCompiler "
+                        f"named `{name}`")
+    return compiler
+
+
+def session_compilers(protocol: str) -> tuple[ProtocolCompiler, ...]:
+    """The compile steps whose `material` and `plan_check` see a session of `protocol`: every
+    built-in one (a foreign key's own mistakes still show), plus its plug-in's."""
+    builtin = tuple(PROTOCOL_COMPILERS.values())
+    return builtin if protocol in PROTOCOL_COMPILERS else (*builtin, plugin_compiler(protocol))
+
+
+__all__ = ["PROTOCOL_COMPILERS", "SESSION_FIELD_OWNERS", "SESSION_KEY_ORDER", "ProtocolCompiler", "plugin_compiler",
+           "protocol_compiler", "session_compilers"]

@@ -3,9 +3,15 @@ pack-language models (`benchpack.specs.protocols.<name>`), its compile step
 (`benchpack.compiler.protocols.<name>`) and its runtime interpreter
 (`benchpack.runtime.protocols.<name>`). Each module defines `PROTOCOL` (a `ProtocolReports`: its
 views and its built-in reports); `views.VIEWS` and `registry.default_reports()` are built from
-`PROTOCOL_REPORTS`, so adding a protocol's reports is its module plus one entry here."""
+`PROTOCOL_REPORTS`, so adding a protocol's reports is its module plus one entry here.
+
+A protocol installed as a plug-in (`benchpack.specs.plugins`) is not in `PROTOCOL_REPORTS`
+(reading the entry points costs ~0.1 s, which `bench query` does not pay): `plugin_reports`
+loads its `ProtocolReports` when a report meets its sessions."""
 
 from __future__ import annotations
+
+from functools import cache
 
 from . import (
     instructed_user,
@@ -22,4 +28,21 @@ PROTOCOL_REPORTS: dict[str, ProtocolReports] = {
                         instructed_user.PROTOCOL)
 }
 
-__all__ = ["PROTOCOL_REPORTS", "ProtocolReports"]
+
+
+@cache
+def plugin_reports(name: str) -> ProtocolReports | None:
+    """The reports of plug-in protocol `name`; None when no such plug-in is installed (a
+    store can hold sessions of a plug-in this machine lacks)."""
+    from benchpack.specs.plugins import PluginError, is_plugin, plugin  # not at import
+
+    if not is_plugin(name):
+        return None
+    reports = plugin(name).reports()
+    if not isinstance(reports, ProtocolReports) or reports.name != name:
+        raise PluginError(f"protocol plug-in `{name}`: reports() must return a ProtocolReports "
+                        f"named `{name}`")
+    return reports
+
+
+__all__ = ["PROTOCOL_REPORTS", "ProtocolReports", "plugin_reports"]

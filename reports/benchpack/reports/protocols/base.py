@@ -56,6 +56,10 @@ class ProtocolReports:
     """Its `bench compare` units (`compare.METRICS` gathers them)."""
     simulator: SimulatorChecks | None = None
     """What the `simulator` report counts of its simulated user (None: nothing of its own)."""
+    metrics: tuple[tuple[str, str], ...] = ()
+    """(key, title) of the figures a plug-in protocol keeps in `sessions.extra` (it has no
+    column of its own), each a share in [0, 1]: `bench report summary` shows their macro mean
+    and interval over the protocol's scored sessions, in a table of the protocol's own."""
     headline: tuple[str, PooledHeadline] | None = None
     """(column key in `builtin.headline_table`, its figures): a headline column this protocol
     pools itself instead of averaging its sessions (trigger_rubric: ProactBench's weighted

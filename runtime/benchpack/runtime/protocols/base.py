@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from benchpack.specs.plugins import PluginError, is_plugin, plugin, plugin_names
+
 from ..rejudge_types import RejudgeInput, RejudgePart
 
 if TYPE_CHECKING:
@@ -101,11 +103,10 @@ class ProtocolDefaults:
 
 
 class ProtocolRegistry:
-    """Protocol name → interpreter. No entry-point group: a protocol is a row through every
-    stage (its pack-language model in `specs`, whose `protocol` field is a closed Literal, its
-    compile step, its reports), so an interpreter installed alone could never receive a
-    session; the `benchpack.protocols` group this registry used to read never loaded anything
-    (issue 30). A new protocol is added in-tree (runtime/README.md, "Adding a protocol")."""
+    """Protocol name → interpreter: the built-in ones registered by `default_protocols()`,
+    and a protocol installed as a plug-in (`benchpack.specs.plugins`, the `benchpack.protocols`
+    entry-point group) the first time a session of it is asked for. A plug-in's metrics go to
+    `sessions.extra`: it declares no column (the store has none for it)."""
 
     def __init__(self) -> None:
         self._items: dict[str, ProtocolInterpreter] = {}
@@ -114,11 +115,15 @@ class ProtocolRegistry:
         self._items[interpreter.name] = interpreter
 
     def get(self, name: str) -> ProtocolInterpreter:
-        try:
-            return self._items[name]
-        except KeyError:
+        found = self._items.get(name)
+        if found is None and is_plugin(name):
+            found = plugin_interpreter(name)
+            self.register(found)
+        if found is None:
             raise LookupError(f"no interpreter for protocol `{name}` (known: "
-                              f"{', '.join(sorted(self._items))})") from None
+                              f"{', '.join(sorted(self._items))}; plug-ins: "
+                              f"{', '.join(plugin_names()) or 'none installed'})")
+        return found
 
     def names(self) -> list[str]:
         return sorted(self._items)
@@ -133,6 +138,23 @@ class ProtocolRegistry:
     def pass_k_protocols(self) -> list[str]:
         """The protocols whose `passed` pass@k counts, in registration order."""
         return [p.name for p in self._items.values() if p.pass_k]
+
+
+def plugin_interpreter(name: str) -> ProtocolInterpreter:
+    """The interpreter of plug-in `name`, checked against what the store can hold."""
+    interpreter: ProtocolInterpreter = plugin(name).interpreter()
+    if interpreter.name != name:
+        raise PluginError(f"protocol plug-in `{name}`: interpreter() returned one named "
+                        f"`{interpreter.name}`")
+    if interpreter.metric_columns or interpreter.score_columns:
+        raise PluginError(f"protocol plug-in `{name}` declares `sessions` columns "
+                        f"({', '.join(interpreter.metric_columns)}), which the store does not "
+                        "have: a plug-in's metrics go to `sessions.extra` (leave "
+                        "`metric_columns` and `score_columns` empty)")
+    if interpreter.pass_k:  # the summary and the `verified_tasks` view would disagree
+        raise PluginError(f"protocol plug-in `{name}` declares `pass_k`, which is counted for "
+                        "the built-in protocols only (leave it False)")
+    return interpreter
 
 
 def default_protocols() -> ProtocolRegistry:
