@@ -188,7 +188,7 @@ def test_a_protocol_without_columns_keeps_its_metrics_and_worst_scores_to_itself
     from types import SimpleNamespace
 
     from benchpack.runtime.protocols.base import ProtocolDefaults, ProtocolRegistry
-    from benchpack.runtime.session import worst_scores
+    from benchpack.runtime.session_rows import worst_scores
 
     class Toy(ProtocolDefaults):
         name = "toy"

@@ -16,7 +16,7 @@ import pytest
 from benchpack.compiler import compile_pack
 from benchpack.runtime.planfile import load_plan
 from benchpack.runtime.protocols.intent_tracking import _pool_group
-from benchpack.runtime.session import worst_scores
+from benchpack.runtime.session_rows import worst_scores
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKS = [*sorted(p.parent for p in (ROOT / "taskpacks").glob("*/pack.yaml")),

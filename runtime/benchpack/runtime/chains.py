@@ -21,14 +21,8 @@ from .graders.guards import needs_guards, session_guards
 from .judges.base import JudgeError
 from .protocols.base import ProtocolResult
 from .run_types import Progress, RunContext
-from .session import (
-    ChainMemory,
-    SessionContext,
-    build_rows,
-    grade_checklist,
-    session_brief,
-    session_identity,
-)
+from .session import ChainMemory, SessionContext, grade_checklist, session_brief
+from .session_rows import build_rows, session_identity
 from .store import SessionRows
 from .types import LLMCallRecord
 

@@ -83,16 +83,15 @@ from .score_block import ScoreOutcome, grade_score_block
 from .session import (
     ChecklistOutcome,
     ItemResult,
-    call_texts,
     checklist_outcome,
     grading_trace,
     initial_files,
     judge_rubric_items,
     judged_by_rubric,
-    llm_call_values,
     render_transcript,
     rubric_item,
 )
+from .session_rows import call_texts, llm_call_row
 from .store import SESSION_TABLES, SessionRows, Store
 from .types import LLMCallRecord, Message, ToolRecord
 
@@ -360,7 +359,7 @@ async def _judge_session(ctx: _Rejudge, row: dict[str, Any]) -> SessionRows:
     start = max((int(r[0]) for r in stored["llm_calls"]), default=-1) + 1
     out = {t: [(*prefix, *r) for r in stored[t]] for t in AGENT_SIDE}
     out["llm_calls"] = ([(*prefix, *r) for r in kept]
-                        + [(*prefix, start + k, *llm_call_values(c)) for k, c in enumerate(calls)])
+                        + [(*prefix, *llm_call_row(start + k, c)) for k, c in enumerate(calls)])
     kept_seqs = {int(r[0]) for r in kept}  # the old judge's prompts go with its calls
     out["llm_call_texts"] = [(*prefix, *r) for r in stored["llm_call_texts"]
                              if int(r[0]) in kept_seqs]

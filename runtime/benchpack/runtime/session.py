@@ -5,7 +5,7 @@ context owns the agent (opened lazily, so a protocol that never talks to the mai
 pays nothing), records every agent turn (messages, tool calls, turn rows, per-turn evidence),
 and gives protocols what the episode already produced (`ChainMemory`). After the protocol,
 `grade_checklist` grades the checklist over the whole trajectory (rule, rubric, python) and
-`build_rows` turns everything into one `SessionRows` for the store.
+`session_rows.build_rows` turns everything into one `SessionRows` for the store.
 """
 
 from __future__ import annotations
@@ -21,10 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from benchpack.specs.guards import NO_CREDIT
 from benchpack.specs.plan import Plan, PlanChecklistItem, PlanSession
+from benchpack.specs.storeformat import row_type
 
-from .calltexts import CallText
 from .env import EpisodeEnvironment, ToolBox
-from .env.knowledge import knowledge_extra
 from .graders import CapHit, Trace, evaluate, fired_caps, run_python_grader, soft_score
 from .graders.guards import GUARDS_KEY, gate_checklist
 from .judges.base import JudgeError
@@ -36,11 +35,9 @@ from .judges.rubric import (
     render_evidence,
     rubric_judge,
 )
-from .protocols.base import ProtocolRegistry, ProtocolResult, default_protocols
+from .protocols.base import ProtocolResult, default_protocols
 from .score_block import grade_score_block
-from .store import SessionRows
 from .types import AgentAdapter, AgentReply, AgentSession, LLMCallRecord, Message, SessionBrief
-from .user_side import all_records
 
 if TYPE_CHECKING:
     from .store import Store
@@ -233,9 +230,11 @@ class SessionContext:
                                        "error": r.error} for r in records],
                           files=files, questions=questions, written=written,
                           heard=[m.content for m in self.messages if m.role == "user"])
-        self.turn_rows.append((turn, message if message is not None else json.dumps(event),
-                               reply.text, reply.steps, len(records), reply.stop_reason, started,
-                               time.time() - started))
+        self.turn_rows.append(row_type("turns")(
+            turn=turn, user_message=message if message is not None else json.dumps(event),
+            assistant_message=reply.text, steps=reply.steps, tool_calls=len(records),
+            stop_reason=reply.stop_reason, started_at=started,
+            duration_s=time.time() - started))
         return reply, ev
 
     def in_task(self, turn: int) -> bool:
@@ -403,8 +402,9 @@ def checklist_outcome(s: PlanSession, results: dict[str, ItemResult],
             judge_errors += 1
         if counted[item.id] != score and NO_CREDIT not in detail:  # (a rejudge reads it)
             detail = f"{detail} — counted 0, {NO_CREDIT}"
-        rows.append((item.id, item.text, item.grader, score, item.weight, item.aspect, detail,
-                     err))
+        rows.append(row_type("checklist_results")(
+            item_id=item.id, text=item.text, grader=item.grader, score=score, weight=item.weight,
+            aspect=item.aspect, detail=detail, error=err))
         scored.append((item.weight, item.aspect, counted[item.id]))
     known = [sc for _, _, sc in scored if sc is not None]
     comp = sum(known) / len(known) if known else None
@@ -473,131 +473,7 @@ def session_brief(plan: Plan, session: PlanSession, repeat: int, toolbox: ToolBo
         max_tool_result_chars=session.limits.max_tool_result_chars)
 
 
-def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any, ...],
-               llm_calls: list[LLMCallRecord], started: float, status: str,
-               error: str | None, snapshot: dict[str, Any] | None,
-               error_kind: str | None = None) -> SessionRows:
-    run_id = ctx.run.run_id
-    s = ctx.session
-    prefix = (run_id, s.id, ctx.repeat)
-    rows, comp, score, passed, judge_errors, grader_errors = checklist
-    m = result.metrics
-    protocols = ctx.run.protocols
-    metric_columns, score_columns = protocols.metric_columns(), protocols.score_columns()
-    if "score" in m or "passed" in m:  # a protocol that scores itself (instructed_user)
-        score, passed = m.get("score"), m.get("passed")
-    worst = worst_scores(ctx.plan, s, m, protocols) if error_kind == "agent" else {}
-    tables: dict[str, list[tuple[Any, ...]]] = {}
-    tables["turns"] = [(*prefix, *t) for t in ctx.turn_rows]
-    tables["messages"] = [
-        (*prefix, seq, m.turn, m.role, m.content,
-         json.dumps(m.tool_calls, ensure_ascii=False) if m.tool_calls else None,
-         m.tool_call_id, m.name) for seq, m in enumerate(ctx.messages)]
-    tools = ctx.plan.tools
-    tables["tool_calls"] = [
-        (*prefix, seq, r.turn, r.step, r.call_id, r.tool_name, r.effect,
-         json.dumps(r.call, ensure_ascii=False, default=str),
-         json.dumps(r.result, ensure_ascii=False, default=str), r.error, r.started_at,
-         r.duration, tools[r.tool_name].group if r.tool_name in tools else None, r.side)
-        for seq, r in enumerate(all_records(ctx))]
-    tables["checklist_results"] = [(*prefix, *r) for r in rows]
-    tables["llm_calls"] = [(*prefix, seq, *llm_call_values(c)) for seq, c in enumerate(llm_calls)]
-    if ctx.score_rows:
-        tables["score_components"] = [(*prefix, *r) for r in ctx.score_rows]
-    for name, data in result.tables.items():
-        tables.setdefault(name, []).extend((*prefix, *r) for r in data)
-    finished = time.time()
-    replies = ctx.task_replies()
-    user_turns = sum(1 for x in ctx.messages if x.role == "user" and x.name != "environment"
-                     and ctx.in_task(x.turn))
-    sess = {
-        **session_identity(run_id, ctx.run.agent_name, s, ctx.repeat),
-        "status": status, "termination": result.termination, "error": error,
-        "turns": len(replies), "user_turns": user_turns,
-        "assistant_turns": sum(max(1, r.steps) for r in replies
-                               if r.stop_reason != "script_end"),
-        "tool_calls": sum(1 for r in ctx.toolbox.records if ctx.in_task(r.turn)),
-        "compactions": sum(r.compactions for r in replies),
-        **{k: None if status == "error" and k in score_columns else m.get(k)
-           for k in metric_columns},
-        "comp": comp, "score": score, "passed": passed,
-        **{k: v for k, v in worst.items() if k in metric_columns or k in ROW_SCORES},
-        "error_kind": error_kind,
-        "judge_errors": result.judge_errors + judge_errors, "grader_errors": grader_errors,
-        "prompt_tokens": sum(c.prompt_tokens for c in llm_calls),
-        "completion_tokens": sum(c.completion_tokens for c in llm_calls),
-        "cost": sum(c.cost or 0.0 for c in llm_calls),
-        "started_at": started, "finished_at": finished, "duration_s": finished - started,
-        "extra": {**result.extra, **ctx.extra,
-                  **({"dialogue_end": ctx.dialogue_end} if ctx.dialogue_end is not None
-                     else {}),
-                  # tools the agent unlocked (issue 24), with when and by which call
-                  **({"unlocked": ctx.toolbox.unlocked} if getattr(ctx.toolbox, "unlocked",
-                                                                    None) else {}),
-                  # user tools the agent gave (issue 24), likewise
-                  **({"given": gifts.log} if (gifts := getattr(ctx.toolbox, "gifts", None))
-                     is not None and gifts.log else {}),
-                  # a knowledge base's use (issue 24): searches, documents found, the share
-                  # of the required documents among them
-                  **({"knowledge": kx} if (kx := knowledge_extra(
-                      ctx.plan, s, [r for r in ctx.toolbox.records if ctx.in_task(r.turn)]))
-                     else {}),
-                  # `key:value` tags are what `bench report --by key` groups by (π-Bench's
-                  # task_type); the sessions table has columns only for the fixed labels
-                  **({"tags": list(s.metadata.tags)} if s.metadata.tags else {}),
-                  **{k: v for k, v in m.items()
-                     if k not in metric_columns and k not in ("score", "passed")},
-                  # a plug-in's worst scores are of metrics without a column
-                  **{k: v for k, v in worst.items()
-                     if k not in metric_columns and k not in ROW_SCORES}} or None,
-    }
-    return SessionRows(run_id=run_id, session_id=s.id, repeat=ctx.repeat, session=sess,
-                       tables=tables, snapshot=(s.episode, snapshot) if snapshot is not None
-                       else None, call_texts=call_texts(llm_calls))
-
-
-def call_texts(calls: list[LLMCallRecord], start: int = 0) -> list[CallText]:
-    """Prompts and replies of `llm_calls` rows numbered from `start` (calls recorded without
-    them, e.g. an agent reporting its own, are left out: "not stored")."""
-    return [CallText(start + seq, c.role, c.purpose, c.messages_json, c.tools_json, c.reply)
-            for seq, c in enumerate(calls) if c.messages_json is not None or c.reply is not None]
-
-
-def llm_call_values(c: LLMCallRecord) -> tuple[Any, ...]:
-    """An `llm_calls` row after its (run_id, session_id, repeat, seq) prefix."""
-    return (c.role, c.purpose, c.model, c.prompt_hash, c.prompt_tokens, c.completion_tokens,
-            c.cost, c.latency_s, c.cache_hit, c.error, c.attempts, c.turn, c.started_at)
-
-
-ROW_SCORES = ("comp", "score", "passed")  # the `sessions` score columns of every protocol
-
-
-def worst_scores(plan: Plan, s: PlanSession, metrics: dict[str, Any],
-                 protocols: ProtocolRegistry | None = None) -> dict[str, Any]:
-    """The worst score on each figure the session defines: what a session gets when the agent
-    under test failed (crashed, malformed output). Leaving them unknown would drop the session
-    from every average, so an agent crashing on hard tasks would score higher than one that
-    tried. Errors outside the agent keep NULL (excluded, counted). The checklist's is shared;
-    the rest is the protocol's (`ProtocolInterpreter.worst_scores`)."""
-    out: dict[str, Any] = {"comp": 0.0} if s.checklist else {}
-    interpreter = (protocols or default_protocols()).get(s.protocol)
-    return {**out, **interpreter.worst_scores(plan, s, metrics)}
-
-
-def session_identity(run_id: str, agent: str, s: PlanSession, repeat: int) -> dict[str, Any]:
-    """The `sessions` columns that describe which session this is (not how it went)."""
-    meta = s.metadata
-    return {
-        "run_id": run_id, "session_id": s.id, "repeat": repeat, "fingerprint": s.fingerprint,
-        "episode": s.episode, "name": s.name, "protocol": s.protocol, "persona": s.persona,
-        "style": s.variant.style, "ablation": s.variant.ablation, "base_session": s.variant.base,
-        "group_id": s.group, "category": meta.category, "domain": meta.domain,
-        "difficulty": meta.difficulty, "language": meta.language, "agent": agent,
-    }
-
-
 __all__ = ["ChainMemory", "ChecklistOutcome", "Earlier", "ItemResult",
-           "SessionContext", "build_rows", "checklist_outcome", "grade_checklist", "grading_trace",
-           "initial_files", "judge_rubric_items", "judged_by_rubric", "llm_call_values",
-           "render_history", "render_transcript", "rubric_item", "session_brief",
-           "session_identity", "worst_scores"]
+           "SessionContext", "checklist_outcome", "grade_checklist", "grading_trace",
+           "initial_files", "judge_rubric_items", "judged_by_rubric",
+           "render_history", "render_transcript", "rubric_item", "session_brief"]

@@ -17,6 +17,11 @@ both.
 
 from __future__ import annotations
 
+import re
+from collections import namedtuple
+from functools import cache
+from typing import Any
+
 SCHEMA_VERSION = 7
 
 DDL = """
@@ -144,4 +149,34 @@ EXPORTED_TABLES = ("runs", "sessions", "turns", "messages", "tool_calls", "inten
 CHAIN_MAX = 16
 """Most links from a prompt blob to the first prompt of its chain."""
 
-__all__ = ["CHAIN_MAX", "DDL", "EXPORTED_TABLES", "SCHEMA_VERSION", "SESSION_TABLES"]
+SESSION_KEY = ("run_id", "session_id", "repeat")
+"""The columns every row of a `SESSION_TABLES` table starts with."""
+
+
+@cache
+def table_columns(table: str) -> tuple[str, ...]:
+    """The columns of `table`, in the DDL's order (quotes dropped)."""
+    found = re.search(rf"CREATE TABLE IF NOT EXISTS {table} \((.*?)\);", DDL, re.S)
+    if found is None:
+        raise KeyError(f"the store has no table `{table}`")
+    body = re.sub(r",\s*PRIMARY KEY \([^)]*\)", "", found.group(1))
+    return tuple(part.split()[0].strip('"') for part in re.split(r",\s*", body.strip()))
+
+
+@cache
+def row_type(table: str) -> type[Any]:
+    """The named row a producer builds for a `SESSION_TABLES` table: its columns after
+    `SESSION_KEY` (the session's writer puts those in front), so a field is set by name and a
+    row with a column missing, extra or misnamed fails where it is built, not as a value in the
+    wrong column. A tuple, so the writer and every reader by position take it unchanged."""
+    if table not in SESSION_TABLES:
+        raise KeyError(f"`{table}` is not a session table: {', '.join(SESSION_TABLES)}")
+    cols = table_columns(table)
+    assert cols[:3] == SESSION_KEY, (table, cols)
+    kind = namedtuple(f"{table}_row", cols[3:])  # type: ignore[misc]
+    globals()[kind.__name__] = kind  # found by name, so a row pickles (Ray, multiprocessing)
+    return kind
+
+
+__all__ = ["CHAIN_MAX", "DDL", "EXPORTED_TABLES", "SCHEMA_VERSION", "SESSION_KEY",
+           "SESSION_TABLES", "row_type", "table_columns"]

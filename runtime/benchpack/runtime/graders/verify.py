@@ -189,25 +189,29 @@ def score_rows(card: Any, detail: dict[str, Any], score: dict[str, Any]) -> list
     def js(v: Any) -> str:
         return json.dumps(v, ensure_ascii=False, default=str, sort_keys=True)
 
+    from benchpack.specs.storeformat import row_type
+
+    row = row_type("score_components")
     rows: list[tuple[Any, ...]] = []
     for name in ("communicate", "assertions"):
         if name in card.components:
-            rows.append((name, "builtin", card.components[name], js({"checks": detail[name]})))
+            rows.append(row(name, "builtin", card.components[name],
+                            js({"checks": detail[name]})))
     dims: dict[str, list[Any]] = {}
     for it in card.items:
         dims.setdefault(it.dimension, []).append(it)
     for name, group in dims.items():
-        rows.append((name, "dimension", card.components.get(name),
+        rows.append(row(name, "dimension", card.components.get(name),
                      js({"items": [it.id for it in group],
                          "weights": [it.weight for it in group],
                          "unscored": [it.id for it in group if it.score is None]})))
     texts = {str(it.get("id")): it.get("text") for it in score.get("items") or []}
     for it in card.items:
-        rows.append((it.id, "item", it.score,
+        rows.append(row(it.id, "item", it.score,
                      js({"text": texts.get(it.id), "dimension": it.dimension, "weight": it.weight, "detail": it.detail,
                          "rationale": it.rationale, "error": it.error, "gate": it.gate,
                          "cap": it.cap, "passed": it.passed})))
-    rows.append(("final", "final", card.final,
+    rows.append(row("final", "final", card.final,
                  js({"uncapped": card.uncapped, "passed": card.passed, "gates": card.gates,
                      "caps": [{"id": i, "cap": c} for i, c in card.caps],
                      "reason": card.reason, "formula": score.get("formula"),

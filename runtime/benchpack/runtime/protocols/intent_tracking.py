@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from benchpack.specs.storeformat import row_type
 from benchpack.specs.text import leaks
 
 from ..judges.base import JudgeError
@@ -127,7 +128,9 @@ class IntentTracking(ProtocolDefaults):
             st, turn_no, why = status.get(i.id, left)
             if st is not None:
                 counts[st] += 1
-            rows.append((i.id, i.text, spec.scope, st, turn_no or None, why, None))
+            rows.append(row_type("intent_status")(
+                intent_id=i.id, text=i.text, scope=spec.scope, status=st,
+                turn=turn_no or None, judge_error=why, pooled_from=None))
         n = len(intents)
         proc = None if errors or n == 0 else (counts["completed"] + counts["inferred"]) / n
         metrics: dict[str, Any] = {"intents": n, **counts, "proc": proc}
@@ -173,7 +176,7 @@ def _pool_group(ctx: SessionContext, own: list[tuple[Any, ...]], metrics: dict[s
         for r in earlier.tables.get("intent_status", []):
             if r[6] is None:  # the member's own intents, not what it pooled itself
                 statuses.append(r[3])
-                pooled.append((*r[:6], member))
+                pooled.append(row_type("intent_status")(*r[:6], pooled_from=member))
     if statuses:
         proactive = sum(1 for st in statuses if st in ("completed", "inferred"))
         metrics["proc_group"] = proactive / len(statuses) if complete else None

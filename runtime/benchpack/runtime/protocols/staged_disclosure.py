@@ -49,6 +49,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from benchpack.specs.plan import PlanGraph
+from benchpack.specs.storeformat import row_type
 
 from ..graders.graph import Coverage, ParsedGraph, Triple, parse_graph, score_graph
 from ..judges.base import JudgeError
@@ -73,6 +74,9 @@ if TYPE_CHECKING:
     from ..session import SessionContext
 
 Event = Literal["disclosed", "pushed", "done", "agent_answer"]
+
+StageEventRow = row_type("stage_events")
+"""A `stage_events` row: (turn, stage_id, stage_index, kind, event, detail)."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +172,8 @@ class StagedDisclosure(ProtocolDefaults):
         if state.disclosed:
             line = stages[0].line
             message = f"{message}\n\n{line}" if message else line
-            events.append((1, stages[0].id, 0, stages[0].kind, "disclosed", line))
+            events.append(StageEventRow(turn=1, stage_id=stages[0].id, stage_index=0,
+                                        kind=stages[0].kind, event="disclosed", detail=line))
         request = message or s.request or ""
         max_turns = s.limits.max_turns or 20
         termination = "round_budget"
@@ -202,7 +207,8 @@ class StagedDisclosure(ProtocolDefaults):
                 verdict, failed = Verdict(met=False), True
             step = machine.step(state, verdict)
             if step.event == "done":
-                events.append((turn + 1, None, None, None, "done", None))
+                events.append(StageEventRow(turn=turn + 1, stage_id=None, stage_index=None,
+                                            kind=None, event="done", detail=None))
                 termination = "done"
                 break
             if step.event == "agent_answer":
@@ -222,8 +228,9 @@ class StagedDisclosure(ProtocolDefaults):
                 leaked += 1
                 detail = f"[simulator leaked stage {wording.leak} twice; rules wording] {detail}"
             at = (turn + 1, *self._stage(stages, state.current))
-            events += [(*at, "dismissed", q) for q in step.dismissed]
-            events.append((turn + 1, *self._stage(stages, step.stage), step.event, detail))
+            events += [StageEventRow(*at, event="dismissed", detail=q) for q in step.dismissed]
+            events.append(StageEventRow(turn + 1, *self._stage(stages, step.stage),
+                                        event=step.event, detail=detail))
             message = wording.message
             state = step.state
 
@@ -277,13 +284,16 @@ async def grade_graph(graph: PlanGraph, judge: GraphJudge, parsed: ParsedGraph,
     if score.judge_errors:
         extra["graph_judge_errors"] = score.judge_errors
         extra["precision_lower_bound"] = score.precision_lower_bound
+    triple, support = row_type("triples"), row_type("triple_support")
     tables["triples"] = [
-        *(("predicted", i, t.head, t.relation, t.tail, None, i in valid, None, None)
+        *(triple(side="predicted", idx=i, head=t.head, relation=t.relation, tail=t.tail,
+                 dimension=None, matched=i in valid, coverage=None, judge_error=None)
           for i, t in enumerate(pred)),
-        *(("ground_truth", i, t.head, t.relation, t.tail, t.dimension, c.covered, c.kind,
-           c.error) for i, (t, c) in enumerate(zip(gt, cov, strict=True)))]
-    tables["triple_support"] = [(i, p) for i, c in enumerate(cov) if c.covered
-                                for p in c.support]
+        *(triple(side="ground_truth", idx=i, head=t.head, relation=t.relation, tail=t.tail,
+                 dimension=t.dimension, matched=c.covered, coverage=c.kind, judge_error=c.error)
+          for i, (t, c) in enumerate(zip(gt, cov, strict=True)))]
+    tables["triple_support"] = [support(gt_idx=i, pred_idx=p) for i, c in enumerate(cov)
+                                if c.covered for p in c.support]
     return score.judge_errors
 
 

@@ -59,6 +59,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from benchpack.specs.storeformat import row_type
+
 from ..judges.base import JudgeError
 from ..judges.trigger import (
     SCORES,
@@ -456,9 +458,12 @@ async def judge_triggers(judge: TriggerJudge, scored: list[Scored], mode: str
         label = v.label if v.error is None else None
         key = label or "ERROR"
         labels.setdefault(t.type, {})[key] = labels.get(t.type, {}).get(key, 0) + 1
-        rows.append((t.id, t.type, t.turn, mode, t.origin, json.dumps(t.anchors), t.pass_,
-                     t.partial, t.fail, x.response, label, SCORES.get(label or ""),
-                     v.rationale, v.evidence, v.quote_found, v.error))
+        rows.append(row_type("triggers")(
+            trigger_id=t.id, type=t.type, turn=t.turn, mode=mode, origin=t.origin,
+            anchors=json.dumps(t.anchors), pass_criteria=t.pass_, partial_criteria=t.partial,
+            fail_criteria=t.fail, response=x.response, label=label,
+            score=SCORES.get(label or ""), rationale=v.rationale, evidence=v.evidence,
+            quote_found=v.quote_found, judge_error=v.error))
     return rows, errors, labels
 
 
