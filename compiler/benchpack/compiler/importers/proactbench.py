@@ -32,6 +32,7 @@ import yaml
 from benchpack.specs import release_ids
 from benchpack.specs.jsonl import read_jsonl as _read_jsonl
 from benchpack.specs.persona import COHERENT_STYLES
+from benchpack.specs.release_fields import need as need_field
 
 from . import ImportError_, ImportResult
 
@@ -50,12 +51,7 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 def need(row: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    value = row.get(key)
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
-        names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
-        raise ImportError_(f"{where}: field `{key}` must be {names}, found "
-                           f"{json.dumps(value)[:40]} (is this a ProactBench release file?)")
-    return value
+    return need_field(row, key, kind, where, ImportError_, "a ProactBench release file")
 
 
 def style_code(index: Any, where: str) -> str:

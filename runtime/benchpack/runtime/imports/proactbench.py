@@ -29,6 +29,7 @@ from typing import Any
 
 from benchpack.specs.jsonl import read_jsonl
 from benchpack.specs.persona import COHERENT_STYLES
+from benchpack.specs.release_fields import need
 from benchpack.specs.release_ids import proactbench_episode_id, proactbench_session_key, safe_id
 
 from ..store import SessionRows, Store
@@ -57,11 +58,7 @@ def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 def _get(row: dict[str, Any], key: str, kind: type, where: str) -> Any:
-    v = row.get(key)
-    if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
-        raise ImportRunError(f"{where}: field `{key}` must be {kind.__name__}, found "
-                             f"{json.dumps(v)[:40]} (is this a ProactBench results file?)")
-    return v
+    return need(row, key, kind, where, ImportRunError, "a ProactBench results file")
 
 
 def default_run_id(path: Path, rows: list[tuple[int, dict[str, Any]]]) -> str:

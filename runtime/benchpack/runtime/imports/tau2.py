@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from benchpack.specs.origin_label import RUN_CONFIG_KEY as ORIGIN_KEY
+from benchpack.specs.release_fields import need
 from benchpack.specs.release_ids import safe_id, tau2_session_key
 
 from ..store import SessionRows, Store
@@ -108,15 +109,7 @@ def load_results(path: Path) -> dict[str, Any]:
 
 def _get(obj: Any, key: str, kind: type | tuple[type, ...], where: str,
          optional: bool = False) -> Any:
-    v = obj.get(key) if isinstance(obj, dict) else None
-    if v is None and optional:
-        return None
-    if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
-        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__
-                                                                          for k in kind)
-        raise ImportRunError(f"{where}.{key}: must be {names}, found {json.dumps(v)[:60]} "
-                             "(is this a τ² results file?)")
-    return v
+    return need(obj, key, kind, where, ImportRunError, "a τ² results file", optional=optional)
 
 
 def _epoch(text: Any) -> float | None:
