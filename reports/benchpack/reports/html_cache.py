@@ -80,3 +80,11 @@ def keep_section(store: str | Path, key: str, identity: list[Any] | None, sectio
         os.replace(tmp, target)
     except (OSError, RuntimeError):
         return
+
+
+def forget_section(store: str | Path) -> None:
+    """Drop the section kept for `store` (`benchmarks/report_bench.py` times a cold one)."""
+    try:
+        _path(store).unlink(missing_ok=True)
+    except (OSError, RuntimeError):
+        return
