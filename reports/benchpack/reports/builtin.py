@@ -308,10 +308,13 @@ def summary(ctx: ReportContext) -> ReportResult:
     # the run's calls, as the cost ledger counts them: unknown (NULL), never $0, when an
     # answered, uncached call had no price; imported calls stay apart. Summed per run in one
     # pass and joined: as a subquery per run it was joined to every session first (0.3 s of
-    # 0.8 on 1 M turns)
+    # 0.8 on 1 M turns). Summed as DECIMAL (exact): grouped in parallel, the float sum
+    # depends on the order rows arrive in, and a total on a rounding boundary (synth-02's
+    # $2146.43145 in `benchmarks/report_bench.py`'s store) printed $2146.4314 one read and
+    # $2146.4315 the next
     rows = ctx.rows("""
         WITH c AS (
-            SELECT run_id, sum(cost) AS cost,
+            SELECT run_id, sum(cost::DECIMAL(38, 18))::DOUBLE AS cost,
                    count(*) FILTER (WHERE cost IS NULL AND error IS NULL
                                     AND NOT coalesce(cache_hit, false)) AS unpriced
             FROM llm_calls WHERE run_id IN $runs AND coalesce(purpose, '') <> 'imported'
