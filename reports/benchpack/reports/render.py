@@ -351,9 +351,9 @@ class _FastRows:
         columns = [self.column(texts, j) for j, texts in enumerate(zip(*rows, strict=True))]
         sep, left, right = (" ", "", "") if self.compact else (" │ ", "│ ", " │")
         out = []
-        for parts in zip(*columns):
+        for parts in zip(*columns, strict=True):
             if all(type(p) is str for p in parts):
-                out.append([left + sep.join(parts) + right])  # type: ignore[arg-type]
+                out.append([left + sep.join(parts) + right])
             else:
                 out.append(self._lines([[p] if type(p) is str else p for p in parts]))
         return out
@@ -367,7 +367,7 @@ class _FastRows:
         padded = [c if len(c) == height else c + [blank] * (height - len(c))
                   for c, blank in zip(cells, self.blanks, strict=True)]
         sep, left, right = (" ", "", "") if self.compact else (" │ ", "│ ", " │")
-        return [left + sep.join(parts) + right for parts in zip(*padded)]
+        return [left + sep.join(parts) + right for parts in zip(*padded, strict=True)]
 
 
 def _draw(console: Any, renderable: Any) -> str:
