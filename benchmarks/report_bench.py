@@ -706,6 +706,23 @@ def time_html_page(db: Path, names: list[str]) -> tuple[float, int]:
     return time.perf_counter() - t, len(page.encode())
 
 
+def time_sessions_section(db: Path, name: str) -> tuple[float, float]:
+    """The HTML page of report `name` (built beforehand) with its sessions section built
+    (nothing kept for this state of the file), then read back as kept (`html_cache`)."""
+    from benchpack.reports.api import ReportOptions, build_reports
+    from benchpack.reports.html_cache import forget_section
+    from benchpack.reports.render import render
+
+    (result,) = build_reports(ReportOptions(db=db, names=[name], runs=["all"]))
+    seconds = []
+    forget_section(db)
+    for _ in range(2):
+        t = time.perf_counter()
+        render(result, "html")
+        seconds.append(time.perf_counter() - t)
+    return seconds[0], seconds[1]
+
+
 def time_query(db: Path, sql: str, repeat: int = 1) -> tuple[float, int]:
     from benchpack.reports.api import run_query
 
@@ -775,6 +792,11 @@ def main() -> int:
         print(f"\ncold builds over all {RUNS + len(REJUDGED)} runs, median of {args.repeat}; "
               "seconds = build + "
               f"render; ratio = slowest format ÷ {TARGET_S:g} s target; CIs: {ci}")
+        if "html" in fmts and importlib.util.find_spec("benchpack.reports.html_cache"):
+            built, kept = time_sessions_section(db, names[0])
+            print(f"HTML page of {names[0]}: {built:.3f} s with its sessions section built, "
+                  f"{kept:.3f} s with it kept (once per state of the file; the timings "
+                  "below read it kept)")
         head = f"{'report':18} {'build':>7} " + " ".join(f"{f:>7}" for f in fmts)
         print(head + f" {'rows':>6} {'ratio':>6}")
         worst = 0.0

@@ -147,3 +147,21 @@ def _store_priced(path: Path) -> Path:
         return _store(path)
     finally:
         CALLS = saved
+
+
+def test_run_summary_cost_is_the_exact_sum(tmp_path: Path) -> None:
+    """Ten calls of $0.10 cost $1.00: summed as DECIMAL, not as floats (0.9999999999999999
+    added one by one; in parallel the float sum also depends on the order rows arrive in,
+    and a total on a rounding boundary printed one digit or the other from read to read)."""
+    global CALLS
+    saved = CALLS
+    CALLS = [("s1", 0, k, "agent", "agent_step", "gpt-4o-mini", 10, 1, 0.1, False, None)
+             for k in range(10)]
+    try:
+        db = _store(tmp_path / "dimes.duckdb")
+    finally:
+        CALLS = saved
+    assert sum([0.1] * 10) != 1.0  # what a float sum gives
+    (res,) = build_reports(ReportOptions(db=db, names=["summary"], runs=["run-c"]))
+    (row,) = _table(res, "Runs")
+    assert row["cost"] == 1.0

@@ -19,7 +19,7 @@ from view_client import local_client
 
 from benchpack.cli.main import cli
 from benchpack.compiler import compile_pack
-from benchpack.reports.explain import explain, load, substitute
+from benchpack.reports.explain import explain, load, load_many, substitute
 from benchpack.reports.view.app import create_app
 from benchpack.runtime.runner import RunOptions, run_plan
 from benchpack.specs.formula import Formula, parse
@@ -570,3 +570,22 @@ def test_a_run_imported_from_tau2_explains_with_its_own_checks() -> None:
 
     html = panel_html(explain(s))
     assert "book_table" in html and "never mentioned" in html and "not how" in html
+
+
+def test_explanations_read_in_one_pass_equal_those_read_one_by_one(store: Path) -> None:
+    """`load_many` (the explain report: each table read once for all sessions) gives, for
+    every session attempt of every protocol here, what `load` reads for it alone; a key with
+    no such attempt is None, in its place."""
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        keys = [(str(r), str(s), int(k)) for r, s, k in con.execute(
+            "SELECT run_id, session_id, repeat FROM sessions ORDER BY ALL DESC").fetchall()]
+        missing = (keys[0][0], "no-such-session", 0)
+        many = load_many(con, [*keys[:3], missing, *keys[3:]])
+        alone = [load(con, *k) for k in keys]
+        assert load_many(con, []) == []
+    finally:
+        con.close()
+    assert many[3] is None and len(keys) > 5
+    assert [*many[:3], *many[4:]] == alone
+    assert {x["protocol"] for x in alone if x} >= {"intent_tracking", "trigger_rubric"}

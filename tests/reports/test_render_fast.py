@@ -92,3 +92,27 @@ def test_short_tables_are_rich_s() -> None:
     rows = _rows(20, 1)
     text, _ = render.table_text(TITLES, NUMERIC, rows, 100, "By session", _console(100))
     assert text == _rich(rows, 100)
+
+
+def test_one_word_wider_than_its_column_folds_as_rich_folds_it() -> None:
+    """A word with no space wider than its column (the by-session table's session names) is
+    cut every `width` characters here, not laid out by rich: the same lines, left or right
+    aligned, for any printable ASCII word and width."""
+    from rich.text import Text
+
+    rng = random.Random(7)
+    alphabet = [chr(c) for c in range(33, 127)]
+    words = ["ep119.t1199", "synth-01+rejudge-claude-3-5-sonnet", "1234567890123", "a", "ab",
+             *("".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 40)))
+               for _ in range(300))]
+    for width in (1, 2, 3, 5, 10, 11, 17):
+        console = _console(60)
+        for numeric in (False, True):
+            fast = render._FastRows(console, [numeric], [width], False)
+            options = console.options.update(width=width, justify="right" if numeric else
+                                             "left", overflow="fold", no_wrap=False,
+                                             height=None)
+            for word in words:
+                rich_lines = ["".join(seg.text for seg in line)
+                              for line in console.render_lines(Text(word), options, pad=True)]
+                assert fast.cell(word, 0) == rich_lines, (word, width, numeric)

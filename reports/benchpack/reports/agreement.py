@@ -222,13 +222,9 @@ def _against_judges(ctx: ReportContext, res: ReportResult,
                          "re-judging (`bench rejudge RUN --judge …`), or a re-judged run alone.")
         return
     for a, b in pairs:
-        rows = ctx.con.execute("SELECT kind, type, 'pair', label_a, label_b, count(*) "
-                               "FROM judge_pairs WHERE run_a = ? AND run_b = ? GROUP BY ALL",
-                               [a, b]).fetchall()
-        rows += ctx.con.execute("SELECT kind, type, 'cluster', session_id, label_a, label_b, "
-                                "count(*) FROM judge_pairs WHERE run_a = ? AND run_b = ? AND "
-                                "label_a IS NOT NULL AND label_b IS NOT NULL GROUP BY ALL",
-                                [a, b]).fetchall()
+        rows = _pair_rows(ctx.con.execute(
+            "SELECT kind, type, session_id, label_a, label_b, count(*) FROM judge_pairs "
+            "WHERE run_a = ? AND run_b = ? GROUP BY ALL", [a, b]).fetchall())
         t = Table(f"{_name(a, lineage)} vs {_name(b, lineage)} on the dialogues of "
                   f"{lineage[a].source_run}", [*_columns(a),
                                                Column("alpha", "α ordinal", "float")],
@@ -252,6 +248,20 @@ def _against_judges(ctx: ReportContext, res: ReportResult,
         if not t.rows:
             t.notes.append("No judged items in common.")
         res.tables.append(t)
+
+
+def _pair_rows(per_session: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """`_groups`' rows of a judge pair from its counts per (kind, type, session, label a,
+    label b): `pair` counts summed over sessions (judge errors, None, included), `cluster`
+    counts per session of the items both judged. One pass over `judge_pairs` where two took
+    0.8 s of the report on 1 M turns."""
+    pairs: Counter[tuple[Any, ...]] = Counter()
+    rows: list[tuple[Any, ...]] = []
+    for kind, typ, session, label_a, label_b, n in per_session:
+        pairs[(kind, typ, label_a, label_b)] += int(n)
+        if label_a is not None and label_b is not None:
+            rows.append((kind, typ, "cluster", session, label_a, label_b, n))
+    return [(kind, typ, "pair", a, b, n) for (kind, typ, a, b), n in pairs.items()] + rows
 
 
 _ALPHA_CI = ("its [ ] resamples sessions (each session's items together, so items where a "

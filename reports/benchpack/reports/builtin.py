@@ -305,24 +305,37 @@ def summary(ctx: ReportContext) -> ReportResult:
     labels = ctx.labels()
     res = ReportResult("summary", "Run summary", "One line per run: what ran, the headline "
                        "scores of each protocol, tokens and cost.", ctx.runs)
+    # the run's calls, as the cost ledger counts them: unknown (NULL), never $0, when an
+    # answered, uncached call had no price; imported calls stay apart. Summed per run in one
+    # pass and joined: as a subquery per run it was joined to every session first (0.3 s of
+    # 0.8 on 1 M turns). Summed as DECIMAL (exact): grouped in parallel, the float sum
+    # depends on the order rows arrive in, and a total on a rounding boundary (synth-02's
+    # $2146.43145 in `benchmarks/report_bench.py`'s store) printed $2146.4314 one read and
+    # $2146.4315 the next
     rows = ctx.rows("""
-        SELECT r.run_id, r.pack_name, r.repeats, r.status,
-               count(*) FILTER (WHERE s.status = 'finished'),
-               count(*) FILTER (WHERE s.status = 'finished' AND s.ablation IS NOT NULL),
-               count(*) FILTER (WHERE s.status = 'error'),
-               count(*) FILTER (WHERE s.status = 'error' AND s.error_kind = 'agent'),
-               count(*) FILTER (WHERE s.status = 'skipped'),
-               coalesce(sum(s.judge_errors), 0), coalesce(sum(s.prompt_tokens), 0),
-               coalesce(sum(s.completion_tokens), 0),
-               -- the run's calls, as the cost ledger counts them: unknown (NULL), never $0,
-               -- when an answered, uncached call had no price; imported calls stay apart
-               (SELECT CASE WHEN count(*) FILTER (WHERE c.cost IS NULL AND c.error IS NULL
-                                                  AND NOT coalesce(c.cache_hit, false)) = 0
-                            THEN coalesce(sum(c.cost), 0) END
-                FROM llm_calls c WHERE c.run_id = r.run_id
-                  AND coalesce(c.purpose, '') <> 'imported')
-        FROM runs r LEFT JOIN sessions s USING (run_id)
-        WHERE r.run_id IN $runs GROUP BY ALL ORDER BY r.run_id""")
+        WITH c AS (
+            SELECT run_id, sum(cost::DECIMAL(38, 18))::DOUBLE AS cost,
+                   count(*) FILTER (WHERE cost IS NULL AND error IS NULL
+                                    AND NOT coalesce(cache_hit, false)) AS unpriced
+            FROM llm_calls WHERE run_id IN $runs AND coalesce(purpose, '') <> 'imported'
+            GROUP BY run_id
+        ), s AS (
+            SELECT r.run_id, r.pack_name, r.repeats, r.status,
+                   count(*) FILTER (WHERE s.status = 'finished') AS finished,
+                   count(*) FILTER (WHERE s.status = 'finished' AND s.ablation IS NOT NULL)
+                       AS variants,
+                   count(*) FILTER (WHERE s.status = 'error') AS errors,
+                   count(*) FILTER (WHERE s.status = 'error' AND s.error_kind = 'agent')
+                       AS agent_errors,
+                   count(*) FILTER (WHERE s.status = 'skipped') AS skipped,
+                   coalesce(sum(s.judge_errors), 0) AS judge_errors,
+                   coalesce(sum(s.prompt_tokens), 0) AS prompt_tokens,
+                   coalesce(sum(s.completion_tokens), 0) AS completion_tokens
+            FROM runs r LEFT JOIN sessions s USING (run_id)
+            WHERE r.run_id IN $runs GROUP BY ALL
+        )
+        SELECT s.*, CASE WHEN coalesce(c.unpriced, 0) = 0 THEN coalesce(c.cost, 0) END
+        FROM s LEFT JOIN c USING (run_id) ORDER BY s.run_id""")
     t = Table("Runs", [Column("agent", "agent"), Column("run", "run"), Column("pack", "pack"),
                        Column("repeats", "repeats", "int"), Column("status", "status"),
                        Column("finished", "finished", "int"),

@@ -134,6 +134,22 @@ def load_drilldown(con: Any, runs: Sequence[str], *, per_run: int = SESSIONS_PER
     from an open store."""
     if not runs:
         return Drilldown([], [])
+    infos = load_runs(con, runs)
+    cap = int(per_run)
+    # the chosen keys go to a temporary table every read below joins (cheaper than binding
+    # hundreds of keys again for each table)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {_KEYS} AS {_CHOOSE}",
+                {"runs": list(runs), "cap": cap})
+    try:
+        return _drilldown(con, infos, cap, int(messages_per_session))
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {_KEYS}")
+
+
+def load_runs(con: Any, runs: Sequence[str]) -> list[RunInfo]:
+    """What the page's header says of each run, in the order of `runs`."""
+    if not runs:
+        return []
     marks = ", ".join("?" * len(runs))
     run_rows = {r["run_id"]: r for r in _dicts(con.execute(
         f"SELECT * FROM runs WHERE run_id IN ({marks})", list(runs)))}
@@ -147,15 +163,7 @@ def load_drilldown(con: Any, runs: Sequence[str], *, per_run: int = SESSIONS_PER
                              r.get("pack_name"), r.get("pack_version"), r.get("simulator"),
                              r.get("judge"), r.get("repeats"), r.get("status"),
                              r.get("created_at")))
-    cap = int(per_run)
-    # the chosen keys go to a temporary table every read below joins (cheaper than binding
-    # hundreds of keys again for each table)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {_KEYS} AS {_CHOOSE}",
-                {"runs": list(runs), "cap": cap})
-    try:
-        return _drilldown(con, infos, cap, int(messages_per_session))
-    finally:
-        con.execute(f"DROP TABLE IF EXISTS {_KEYS}")
+    return infos
 
 
 _KEYS = "temp.bp_drilldown_keys"

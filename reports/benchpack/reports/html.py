@@ -200,19 +200,40 @@ def render_page(results: Sequence[ReportResult], con: Any = None, *,
     stores = {r.store for r in results if r.store is not None}
     if len(stores) > 1:
         raise ValueError(f"one page shows one store, got {len(stores)}: {sorted(stores)}")
-    drilldown = None
-    if stores:
-        runs = list(dict.fromkeys(run for r in results for run in r.runs))
-        if con is not None:
-            drilldown = load_drilldown(con, runs)
-        else:
-            with open_store(stores.pop()) as own:
-                drilldown = load_drilldown(own, runs)
-    return to_html(list(results), drilldown, generated_at=generated_at, budget=budget)
+    if not stores:
+        return to_html(list(results), None, generated_at=generated_at, budget=budget)
+    store = stores.pop()
+    runs = list(dict.fromkeys(run for r in results for run in r.runs))
+    # the sessions section is the same for every report over these runs of an unchanged
+    # file: kept once built (`html_cache`)
+    from . import drilldown as dd
+    from .html_cache import keep_section, load_section, section_key
+
+    key, identity = section_key(store, runs, {"budget": budget,
+                                              **(load_drilldown.__kwdefaults__ or {})})
+    kept = load_section(store, key)
+
+    def read(c: Any) -> Drilldown:
+        if kept is not None:  # the header's run descriptions only
+            return Drilldown(dd.load_runs(c, runs), [])
+        return load_drilldown(c, runs)
+
+    if con is not None:
+        drilldown = read(con)
+    else:
+        with open_store(store) as own:
+            drilldown = read(own)
+    if kept is None:
+        section = _drilldown_html(drilldown, _labels(drilldown.runs), budget)
+        kept = (section, len(drilldown.sessions))
+        keep_section(store, key, identity, *kept)
+    return to_html(list(results), drilldown, generated_at=generated_at, budget=budget,
+                   sessions=kept)
 
 
 def to_html(results: list[ReportResult], drilldown: Drilldown | None = None, *,
-            generated_at: datetime | None = None, budget: int = PAGE_BUDGET) -> str:
+            generated_at: datetime | None = None, budget: int = PAGE_BUDGET,
+            sessions: tuple[str, int] | None = None) -> str:
     """The reports (and, with `drilldown`, the sessions) as one self-contained HTML page.
 
     The page is a pure function of its inputs except for the generation time, which is left out
@@ -262,9 +283,12 @@ def to_html(results: list[ReportResult], drilldown: Drilldown | None = None, *,
         body.append("</section>")
         sections.append("\n".join(body))
     if drilldown is not None:
+        # `sessions`: the section of `drilldown`'s sessions and their number, already built
+        section, count = sessions or (_drilldown_html(drilldown, labels, budget),
+                                      len(drilldown.sessions))
         toc.append(f'<li><a href="#sessions">Sessions</a> <span class="dim">'
-                   f"{len(drilldown.sessions)} transcripts</span></li>")
-        sections.append(_drilldown_html(drilldown, labels, budget))
+                   f"{count} transcripts</span></li>")
+        sections.append(section)
     page = "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',

@@ -1,0 +1,48 @@
+"""`stats.resampling.unit_draw_counts` keeps its last two draws: asked again for the same
+(n, resamples, seed) it gives the same counts without drawing; a generator left before its
+end keeps nothing; other seeds or sizes draw anew."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchpack.reports.stats import resampling
+
+
+def _all(n: int, resamples: int, seed: int) -> list[list[int]]:
+    return [row for block in resampling.unit_draw_counts(n, resamples, seed)
+            for row in block.tolist()]
+
+
+def test_the_same_draws_are_given_again_without_drawing(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    monkeypatch.setattr(resampling, "_DRAWS", {})
+    first = _all(37, 600, 5)
+    assert all(sum(row) == 37 for row in first) and len(first) == 600
+    blocks = list(resampling.unit_draw_counts(37, 600, 5))
+    assert [b.dtype for b in blocks] == [np.dtype(np.int64)] * 3  # as drawn: 256, 256, 88
+    real = np.random.default_rng
+
+    def no_draws(seed: int) -> None:
+        raise AssertionError("drew again")
+
+    monkeypatch.setattr(np.random, "default_rng", no_draws)
+    assert _all(37, 600, 5) == first
+    # another seed, size or count is drawn
+    with pytest.raises(AssertionError, match="drew again"):
+        _all(37, 600, 6)
+    monkeypatch.setattr(np.random, "default_rng", real)
+    assert _all(37, 600, 6) != first
+    # the two latest are kept: (37, 600, 6) and (37, 600, 5), not a third
+    _all(38, 600, 5)
+    assert set(resampling._DRAWS) == {(37, 600, 6, 256), (38, 600, 5, 256)}
+
+
+def test_a_generator_left_early_keeps_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(resampling, "_DRAWS", {})
+    gen = resampling.unit_draw_counts(50, 600, 1)
+    first = next(gen).tolist()
+    gen.close()
+    assert resampling._DRAWS == {}
+    assert _all(50, 600, 1)[:256] == first
