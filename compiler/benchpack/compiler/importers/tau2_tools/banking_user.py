@@ -272,3 +272,10 @@ _DISCOVERABLE = {
     "deposit_check_3847": (_deposit_check, ("account_id", "check_amount")),
 }
 """name → (function, parameters): the customer's discoverable tools."""
+
+
+# Python's own errors for a missing or unexpected argument name each tool as τ²'s do (τ²'s are
+# methods of KnowledgeUserTools); the toolset runs with check_arguments: false, as τ² checks none
+for _tool in [f for n, f in list(globals().items()) if not n.startswith("_") and callable(f)
+              and not isinstance(f, type) and getattr(f, "__module__", None) == __name__]:
+    _tool.__qualname__ = f"KnowledgeUserTools.{_tool.__name__}"
