@@ -169,12 +169,15 @@ def give_discoverable_user_tool(db: State, discoverable_tool_name: str,
         discoverable_tool_name: The tool's name, as the knowledge base gives it.
         arguments: JSON object of arguments to pass on (e.g. '{"user_id": "abc123"}').
     """
+    if not isinstance(discoverable_tool_name, str):  # τ²'s hasattr() on a name that is none
+        raise TypeError("attribute name must be string, not "
+                        f"'{type(discoverable_tool_name).__name__}'")
     params = USER_DISCOVERABLE.get(discoverable_tool_name)
     if params is None:
         return f"Error: Unknown discoverable tool '{discoverable_tool_name}'."
     try:
         args = json.loads(arguments)
-    except (json.JSONDecodeError, TypeError) as exc:
+    except json.JSONDecodeError as exc:  # τ² catches no TypeError (arguments that are no text)
         return f"Error: Invalid JSON in arguments: {exc}"
     for name in args:
         if name not in params:
