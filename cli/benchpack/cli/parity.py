@@ -83,6 +83,21 @@ def parity_tau2(checkout: Path, domain: str, tau2_python: str | None, calls: int
         raise SystemExit(1)
 
 
+def _dialogue_declared(domain: str) -> list[Any]:
+    """The dialogue differences a domain declares: (why, role, what to drop before comparing
+    again)."""
+    from benchpack.runtime.tau2bench.dialogues import without_tools
+
+    return {"banking_knowledge": [
+        ("user-tools-per-task: τ² offers the customer only its task's `user_tools` (none in 16 "
+         "of the 97 tasks, where its prompt has no tool guidelines either); the pack offers "
+         "the customer all 6 of its tools in every task", "user", without_tools)],
+    }.get(domain, [])
+
+
+DIALOGUE_VARS = {"banking_knowledge": {"retrieval": "none"}}
+"""The pack variables of a dialogue check: banking's retrieval `none`, τ²'s `no_knowledge` (the
+driver's default; τ²'s search tools answer in their own text, not compared here)."""
 PACK_PLACES = {"banking_knowledge": {"service": "banking", "environment": "bank"}}
 """Where an imported pack keeps a domain's database, when not under the domain's name."""
 
@@ -250,7 +265,8 @@ def _dialogue_pack(domain_dir: Path, extract: dict[str, Any], max_messages: int,
         raise PackErrors("✗ parity tau2-dialogues: the imported pack.yaml has no "
                          "`max_messages:` default to set (hint: a benchpack bug)")
     (pack / "pack.yaml").write_text(text, encoding="utf-8")
-    compiled = compile_pack(pack, work / "plan", use_cache=False)
+    compiled = compile_pack(pack, work / "plan", use_cache=False,
+                            variables=DIALOGUE_VARS.get(domain_dir.name))
     if not compiled.ok:
         first = next((d.format() for d in compiled.diagnostics if d.severity == "error"), "")
         raise PackErrors(f"✗ parity tau2-dialogues: the pack does not compile: {first}")
@@ -291,6 +307,13 @@ def _probe_calls(driver: Any, domain: str, extract: dict[str, Any]
                 if not answer["calls"][0]["error"] and not answer.get("changes"):
                     passing = (tool["name"], args)
                     break
+    for tool in extract["tools"] if failing is None else []:
+        # banking's tools answer an unknown id with a text, not an error: leave out a required
+        # argument instead (Python's TypeError, an error on both sides)
+        if (tool["schema"]["function"]["parameters"].get("required") or []) and driver.apply(
+                domain, [{"name": tool["name"], "arguments": {}}])["calls"][0]["error"]:
+            failing = (tool["name"], {})
+            break
     if failing is None or passing is None:
         raise PackErrors(f"✗ parity tau2-dialogues: the `{domain}` tools offer no "
                          f"{'failing' if failing is None else 'side-effect-free'} call to "
@@ -325,7 +348,7 @@ def _dialogues(driver: Any, domain: str, extract: dict[str, Any], tasks: list[An
     # τ²'s first trial's seed, as its batch runner draws it; benchpack's repeat 1 uses the same
     seed = trial_seeds(int(defaults.get("DEFAULT_SEED") or 300), 1)[0]
     report = DialogueReport()
-    declared: list[Any] = []
+    declared: list[Any] = _dialogue_declared(domain)
     rounds = _rounds(scripted)
     for n, batch in enumerate(rounds, 1):
         script = Script(batch, failing, passing)

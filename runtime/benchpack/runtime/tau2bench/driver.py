@@ -288,7 +288,9 @@ class Driver:
                     domain=domain, agent="llm_agent", user="user_simulator",
                     llm_agent=f"openai/{prefix}-agent-{kind}", llm_args_agent=dict(args),
                     llm_user=f"openai/{prefix}-user-{kind}", llm_args_user=dict(args),
-                    max_steps=int(req["max_steps"]), max_errors=int(req["max_errors"]))
+                    max_steps=int(req["max_steps"]), max_errors=int(req["max_errors"]),
+                    **({"retrieval_config": req.get("retrieval") or "no_knowledge"}
+                       if domain == BANKING else {}))
                 try:
                     sim = run_single_task(config, tasks[str(task_id)], seed=req.get("seed"),
                                           evaluation_type=EvaluationType.ALL)
