@@ -169,6 +169,14 @@ def test_tables_tau2_keeps_in_memory_start_from_the_task_and_are_not_compared() 
                     "changes": {}}
 
 
+def test_the_user_may_call_tools_as_many_times_in_a_turn_as_the_agent_may_step() -> None:
+    # τ²'s banking task_022: the customer makes ten calls in one turn before speaking
+    from benchpack.runtime.judges.instructed_user import MAX_USER_TOOL_STEPS, user_tool_rounds
+
+    assert MAX_USER_TOOL_STEPS == 10
+    assert [user_tool_rounds(n) for n in (None, 0, 3, 10, 11, 500)] == [10, 10, 10, 10, 11, 500]
+
+
 # ------------------------------------------------------------------------- with τ² itself
 
 
