@@ -214,3 +214,43 @@ def test_banking_dialogues_equal_tau2s_own_runner() -> None:
     # the customer's tools differ as declared
     assert report["mismatches"] == [] and report["requests"]["agent"] > 10
     assert sum(report["declared"].values()) > 0
+
+
+TAU2_PROMPTS = r'''
+import json, sys
+from tau2.agent.llm_agent import LLMAgent
+from tau2.domains.banking_knowledge import retrieval as rv
+from tau2.domains.banking_knowledge.environment import get_knowledge_base
+kb = get_knowledge_base()
+print(json.dumps({v: LLMAgent(tools=[], domain_policy=rv.build_policy(rv.resolve_variant(v), kb,
+                                                                       None), llm="x").system_prompt
+                  for v in sys.argv[1:]}))
+'''
+
+
+@needs_tau2
+def test_each_retrieval_gets_tau2s_own_agent_prompt(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from benchpack.cli.main import cli
+    from benchpack.compiler import compile_pack
+
+    domain = Path(str(CHECKOUT)) / "data" / "tau2" / "domains" / "banking_knowledge"
+    result = CliRunner().invoke(cli, ["import", "tau2", str(domain), "-o", str(tmp_path / "p"),
+                                      "--tau2", str(CHECKOUT), "--tau2-python", str(PYTHON)])
+    assert result.exit_code == 0, result.output
+    pairs = {"none": "no_knowledge", "bm25": "bm25", "bm25_grep": "bm25_grep",
+             "grep": "grep_only", "shell": "terminal_use", "full": "no_knowledge",
+             "golden": "no_knowledge"}
+    proc = subprocess.run([str(PYTHON), "-c", TAU2_PROMPTS, *sorted(set(pairs.values()))],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path, env={
+                              **os.environ, "PYTHONPATH": str(Path(str(CHECKOUT)) / "src"),
+                              "TAU2_DATA_DIR": str(Path(str(CHECKOUT)) / "data")})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    theirs = json.loads(proc.stdout.strip().splitlines()[-1])
+    for ours, variant in pairs.items():
+        assert compile_pack(tmp_path / "p", tmp_path / ours, use_cache=False,
+                            variables={"retrieval": ours}).ok
+        env = json.loads((tmp_path / ours / "plan.json").read_text())["environments"]["bank"]
+        # `full` and `golden` append the documents after it (`kb-in-prompt`, declared)
+        assert env["policy"] == theirs[variant] and env.get("clock") is None, ours
