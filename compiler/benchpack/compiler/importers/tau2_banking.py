@@ -327,6 +327,9 @@ DIFFERENCES = [
     "sharing a token with the query (τ² answers in text and fills its top 10 with score-0 "
     "documents); τ²'s `grep` tool is `KB_grep`; the search tools' descriptions are "
     "benchpack's (only with --var retrieval=bm25, grep, bm25_grep)",
+    "user-tools-per-task: the customer is offered all 6 of its tools in every task; τ² offers "
+    "each task's `user_tools` only (none in 16 of the 97 tasks, whose simulator prompt then "
+    "has no tool guidelines)",
     "kb-in-prompt: with --var retrieval=full or golden the agent gets τ²'s no_knowledge prompt "
     "with the documents (all, or the task's) appended in benchpack's layout; τ²'s full_kb and "
     "golden_retrieval prompts place them inside the policy, in theirs",
@@ -441,7 +444,14 @@ def _report(source: Path, docs: list[dict[str, str]], tasks: list[dict[str, Any]
         f"- documents imported: {len(docs)} (knowledge base `banking`, "
         "`knowledge/banking.jsonl`, file-name order)",
         f"- tasks imported: {len(kept)} of {len(tasks)}", "",
-        "## Differences from τ²", "", *[f"- {d}" for d in differences], "",
+        "## Differences from τ²", "",
+        *(["τ²'s own texts were read from the checkout with τ²'s Python: the tool definitions "
+           "(`tools/banking*.specs.json`), what an unlock or a hand-over shows of each "
+           "discoverable tool (`CATALOG` in `tools/banking.py`), the agent's system prompt of "
+           "each retrieval variant (`policy.md`, its branch chosen by `--var retrieval`), the "
+           "simulator's and judge's prompts (`tau2/`). What still differs:", ""]
+          if not any(d.startswith("own-descriptions") for d in differences) else []),
+        *[f"- {d}" for d in differences], "",
         "## Tasks not imported", "",
         *[f"- `{i}`: {why}" for i, why in dropped], *([] if dropped else ["None."]), "",
         *(["Tools the skipped tasks need (tasks each):", "", "| tool | tasks |", "|---|---|",

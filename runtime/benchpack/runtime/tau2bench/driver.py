@@ -92,7 +92,8 @@ class Driver:
         takes = inspect.signature(constructor).parameters
         if db_cls is not None:
             kwargs["db"] = db_cls.model_validate_json(dump)
-        if user_cls is not None and "user_db" in takes:  # banking's user shares the db
+        if user_cls is not None and ("user_db" in takes or any(  # banking's user shares db
+                p.kind is p.VAR_KEYWORD for p in takes.values())):
             kwargs["user_db"] = user_cls.model_validate_json(user_dump)
         try:
             env = constructor(**kwargs)
