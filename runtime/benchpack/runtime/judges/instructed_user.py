@@ -330,11 +330,20 @@ class ChatUser(LLMUser):
                 return _not_empty(self.parse(resp.content or ""))
             at = len(ctx.messages)
             self.own_calls.append((at, dict(resp.raw_message)))
+            budget = ctx.toolbox.budget
             for tc in resp.tool_calls:
                 box.step += 1
                 record = await box.call(tc.name, tc.args, call_id=tc.id)
                 self.own_calls.append((at, {"role": "tool", "tool_call_id": tc.id,
                                             "content": render_result(record)}))
+                if budget is not None:  # τ² counts the user's failed calls as the agent's
+                    budget.tool_errors += record.error is not None
+            if budget is not None:
+                # τ²'s steps: the user's message calling tools and the batch of results, its
+                # limits checked after the batch; a limit ends the dialogue there
+                budget.count(2)
+                if budget.check() is not None:
+                    return "", None
         raise JudgeError("user_turn", f"the user made tool calls {rounds} times "
                          "without saying anything", call.role)
 
