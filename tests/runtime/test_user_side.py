@@ -196,6 +196,33 @@ def test_llm_user_calls_its_own_tools(fake_openai: FakeOpenAI, tmp_path: Path) -
     assert roles == [("simulator", 3)]
 
 
+@needs_bwrap
+@pytest.mark.parametrize(("limit", "ending", "asked"), [(8, "max_messages", 2), (10, "done", 3)])
+def test_the_users_tool_calls_count_as_tau2s_steps(fake_openai: FakeOpenAI, tmp_path: Path,
+                                                   limit: int, ending: str, asked: int) -> None:
+    # without the user's call this dialogue takes 7 of τ²'s steps (a limit of 8 let it end
+    # with the user's stop before); the user's message calling a tool and its result are 2
+    # more, so a limit of 8 ends it after that batch, before the simulator is asked for its
+    # closing words (its 3rd request), and 10 leaves room for them
+    pack = tmp_path / "pack"
+    shutil.copytree(PACK, pack)
+    text = (pack / "pack.yaml").read_text(encoding="utf-8")
+    text = text.replace("      - id: no-internet\n",
+                        "      - id: no-internet\n        conversation: {simulator: chat}\n"
+                        f"        limits: {{max_messages: {limit}}}\n")
+    (pack / "pack.yaml").write_text(text, encoding="utf-8")
+    assert compile_pack(pack, tmp_path / "plan", use_cache=False).ok
+    fake_openai.route("sim-model", _sim)
+    db = tmp_path / "b.duckdb"
+    run_plan(RunOptions(plan=tmp_path / "plan", agent=f"scripted:{PACK / 'good_agent.yaml'}",
+                        judge="rules", simulator="litellm:openai/sim-model", db=db, run_id="r",
+                        progress=False, cache_dir=tmp_path / "c", allow_python=True,
+                        sessions=["no-internet"], api_base=fake_openai.base_url,
+                        max_retries=0))
+    assert _rows(db, "SELECT termination FROM sessions") == [(ending,)]
+    assert len([r for r in fake_openai.requests if r["model"] == "sim-model"]) == asked
+
+
 # --------------------------------------------------------------------------- solo mode
 
 

@@ -121,6 +121,15 @@ def checkout_of(domain_dir: Path, given: str) -> Path:
                      "(give the checkout: --tau2 PATH)")
 
 
+def extract_variants(domain: str) -> list[str]:
+    """banking_knowledge: the retrieval variants whose agent prompts the import composes."""
+    if domain != "banking_knowledge":
+        return []
+    from benchpack.compiler.importers.tau2_banking import tau2_variants
+
+    return tau2_variants()
+
+
 def tau2_extract(domain_dir: Path, checkout: str, python: str | None) -> dict[str, object]:
     """What τ²'s own code says about the domain (the driver's `extract`), or a one-line ✗."""
     from benchpack.runtime.tau2bench.client import Tau2Driver, Tau2DriverError
@@ -129,7 +138,7 @@ def tau2_extract(domain_dir: Path, checkout: str, python: str | None) -> dict[st
     click.echo(f"… reading τ²'s `{domain_dir.name}` with τ²'s own code from {root}", err=True)
     try:
         with Tau2Driver(root, python) as driver:
-            return driver.extract(domain_dir.name)
+            return driver.extract(domain_dir.name, variants=extract_variants(domain_dir.name))
     except Tau2DriverError as exc:
         raise PackErrors(f"✗ --tau2: {exc}") from None
 

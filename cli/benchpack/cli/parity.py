@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from .imports import extract_variants
 from .params import PackErrors
 
 
@@ -26,7 +27,8 @@ def parity() -> None:
 @click.option("--tau2", "checkout", required=True, type=click.Path(path_type=Path),
               metavar="CHECKOUT", help="A τ²-bench checkout (src/tau2, data/tau2); nothing is "
                                        "installed, τ²'s own code is run from it.")
-@click.option("--domain", required=True, metavar="DOMAIN", help="retail, mock, airline or telecom.")
+@click.option("--domain", required=True, metavar="DOMAIN",
+              help="retail, mock, airline, telecom or banking_knowledge.")
 @click.option("--tau2-python", metavar="PY",
               help="The Python that can import τ² [default: $BENCH_TAU2_PYTHON, else the "
                    "checkout's .venv].")
@@ -62,7 +64,7 @@ def parity_tau2(checkout: Path, domain: str, tau2_python: str | None, calls: int
     try:
         with Tau2Driver(checkout, tau2_python) as driver:
             _say(f"… τ² {driver.info.get('python')} from {driver.checkout}")
-            extract = driver.extract(domain)
+            extract = driver.extract(domain, variants=extract_variants(domain))
             with tempfile.TemporaryDirectory(prefix="bench-parity-") as tmp:
                 work = Path(keep) if keep is not None else Path(tmp)
                 plan, differences = _pack_and_plan(domain_dir, extract, fix_list, pack_dir,
@@ -79,6 +81,39 @@ def parity_tau2(checkout: Path, domain: str, tau2_python: str | None, calls: int
         click.echo(render(report, examples))
     if report.undeclared:
         raise SystemExit(1)
+
+
+def _dialogue_declared(domain: str) -> list[Any]:
+    """The dialogue differences a domain declares: (why, role, what to drop before comparing
+    again)."""
+    from benchpack.runtime.tau2bench.dialogues import without_tools
+
+    return {"banking_knowledge": [
+        ("user-tools-per-task: τ² offers the customer only its task's `user_tools` (none in 16 "
+         "of the 97 tasks, where its prompt has no tool guidelines either); the pack offers "
+         "the customer all 6 of its tools in every task", "user", without_tools)],
+    }.get(domain, [])
+
+
+DIALOGUE_VARS = {"banking_knowledge": {"retrieval": "none"}}
+"""The pack variables of a dialogue check: banking's retrieval `none`, τ²'s `no_knowledge` (the
+driver's default; τ²'s search tools answer in their own text, not compared here)."""
+PACK_PLACES = {"banking_knowledge": {"service": "banking", "environment": "bank"}}
+"""Where an imported pack keeps a domain's database, when not under the domain's name."""
+
+
+def _tasks(domain: str, domain_dir: Path) -> list[dict[str, Any]]:
+    """The domain's tasks as τ² loads them (telecom's tasks_small.json when its tasks.json is
+    absent; banking's tasks/task_*.json)."""
+    if domain == "banking_knowledge":
+        from benchpack.compiler.importers.tau2_banking import read_tasks
+
+        return read_tasks(domain_dir)
+    from benchpack.compiler.importers.tau2_telecom import tasks_file
+
+    path = tasks_file(domain_dir) if domain == "telecom" else domain_dir / "tasks.json"
+    tasks: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
+    return tasks
 
 
 def _say(text: str) -> None:
@@ -110,18 +145,17 @@ def _run(driver: Any, domain: str, domain_dir: Path, extract: dict[str, Any], pl
          differences: list[dict[str, str]], calls: int, seed: int, work: Path) -> Any:
     import asyncio
 
-    from benchpack.compiler.importers.tau2_telecom import tasks_file
     from benchpack.runtime.tau2bench.compare import BUILTIN, DOMAIN_DECLARED, Declared
     from benchpack.runtime.tau2bench.parity import ParityRun, run_parity
 
-    path = tasks_file(domain_dir) if domain == "telecom" else domain_dir / "tasks.json"
-    tasks = json.loads(path.read_text(encoding="utf-8"))
+    tasks = _tasks(domain, domain_dir)
     # a mismatch both fixes explain is counted once, for the first of them
     ordered = sorted(differences, key=lambda d: d["id"] != "fix:payment-rounding")
     declared = [*(Declared(d["id"], f"{d['what']} — {d['why']}", **_scope(d["id"]))
                   for d in ordered), *DOMAIN_DECLARED.get(domain, []), *BUILTIN]
+    where = PACK_PLACES.get(domain, {})
     run = ParityRun(plan=plan, domain=domain, extract=extract, tasks=tasks, workdir=work,
-                    calls=calls, seed=seed)
+                    calls=calls, seed=seed, **where)
 
     def apply(seq: Any) -> dict[str, Any]:
         result: dict[str, Any] = driver.apply(domain, [c.as_json() for c in seq.calls],
@@ -154,7 +188,8 @@ def _scope(diff_id: str) -> dict[str, Any]:
 @parity.command(name="tau2-dialogues")
 @click.option("--tau2", "checkout", required=True, type=click.Path(path_type=Path),
               metavar="CHECKOUT", help="A τ²-bench checkout (src/tau2, data/tau2).")
-@click.option("--domain", required=True, metavar="DOMAIN", help="retail, mock, airline or telecom.")
+@click.option("--domain", required=True, metavar="DOMAIN",
+              help="retail, mock, airline, telecom or banking_knowledge.")
 @click.option("--tau2-python", metavar="PY",
               help="The Python that can import τ² [default: $BENCH_TAU2_PYTHON, else the "
                    "checkout's .venv].")
@@ -188,11 +223,8 @@ def parity_tau2_dialogues(checkout: Path, domain: str, tau2_python: str | None,
         with Tau2Driver(checkout, tau2_python) as driver, \
                 tempfile.TemporaryDirectory(prefix="bench-parity-") as tmp:
             _say(f"… τ² {driver.info.get('python')} from {driver.checkout}")
-            extract = driver.extract(domain)
-            from benchpack.compiler.importers.tau2_telecom import tasks_file
-
-            path = tasks_file(domain_dir) if domain == "telecom" else domain_dir / "tasks.json"
-            tasks = json.loads(path.read_text(encoding="utf-8"))
+            extract = driver.extract(domain, variants=extract_variants(domain))
+            tasks = _tasks(domain, domain_dir)
             plan_dir, imported = _dialogue_pack(domain_dir, extract, max_messages, Path(tmp))
             ids = [i for i in ([x.strip() for x in task_list.split(",")] if task_list else
                                [str(t.get("id")) for t in tasks]) if i in imported]
@@ -233,7 +265,8 @@ def _dialogue_pack(domain_dir: Path, extract: dict[str, Any], max_messages: int,
         raise PackErrors("✗ parity tau2-dialogues: the imported pack.yaml has no "
                          "`max_messages:` default to set (hint: a benchpack bug)")
     (pack / "pack.yaml").write_text(text, encoding="utf-8")
-    compiled = compile_pack(pack, work / "plan", use_cache=False)
+    compiled = compile_pack(pack, work / "plan", use_cache=False,
+                            variables=DIALOGUE_VARS.get(domain_dir.name))
     if not compiled.ok:
         first = next((d.format() for d in compiled.diagnostics if d.severity == "error"), "")
         raise PackErrors(f"✗ parity tau2-dialogues: the pack does not compile: {first}")
@@ -274,6 +307,13 @@ def _probe_calls(driver: Any, domain: str, extract: dict[str, Any]
                 if not answer["calls"][0]["error"] and not answer.get("changes"):
                     passing = (tool["name"], args)
                     break
+    for tool in extract["tools"] if failing is None else []:
+        # banking's tools answer an unknown id with a text, not an error: leave out a required
+        # argument instead (Python's TypeError, an error on both sides)
+        if (tool["schema"]["function"]["parameters"].get("required") or []) and driver.apply(
+                domain, [{"name": tool["name"], "arguments": {}}])["calls"][0]["error"]:
+            failing = (tool["name"], {})
+            break
     if failing is None or passing is None:
         raise PackErrors(f"✗ parity tau2-dialogues: the `{domain}` tools offer no "
                          f"{'failing' if failing is None else 'side-effect-free'} call to "
@@ -308,7 +348,7 @@ def _dialogues(driver: Any, domain: str, extract: dict[str, Any], tasks: list[An
     # τ²'s first trial's seed, as its batch runner draws it; benchpack's repeat 1 uses the same
     seed = trial_seeds(int(defaults.get("DEFAULT_SEED") or 300), 1)[0]
     report = DialogueReport()
-    declared: list[Any] = []
+    declared: list[Any] = _dialogue_declared(domain)
     rounds = _rounds(scripted)
     for n, batch in enumerate(rounds, 1):
         script = Script(batch, failing, passing)

@@ -284,11 +284,11 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
     if solo:
         solo_.check(source, domain, tau2)
     if domain == "banking_knowledge":  # issue 24: its own importer (tau2_banking.py)
-        if tau2 is not None or fixes:
-            raise ImportError_(str(source), "--tau2 and --fix do not apply to banking_knowledge "
-                               "yet", "import the folder without them")
+        if fixes:
+            raise ImportError_(str(source), "--fix does not apply to banking_knowledge",
+                               "import the folder without it")
         from .tau2_banking import import_banking
-        return import_banking(source, out)
+        return import_banking(source, out, tau2)
     if domain not in DOMAINS:
         why = UNSUPPORTED.get(domain)
         raise ImportError_(str(source), f"no toolset for the τ² domain `{domain}`",

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from . import ImportError_, ImportResult
+from . import tau2_banking_texts as texts
 
 RETRIEVAL_NAMES: dict[str, str | None] = {
     "no_knowledge": "none", "full_kb": "full", "golden_retrieval": "golden", "bm25": "bm25",
@@ -179,14 +180,24 @@ def _initial_state(task: dict[str, Any]) -> dict[str, Any] | None:
     return {"data": {SERVICE: patch}} if patch else None
 
 
-def import_banking(source: Path, out: Path) -> ImportResult:
+def import_banking(source: Path, out: Path, tau2: dict[str, Any] | None = None
+                   ) -> ImportResult:
+    """`tau2`: the driver's `extract` of the domain (τ²'s texts: tau2_banking_texts.py)."""
     from . import tau2 as base
     from . import tau2_dialogue as dialogue
+    from . import tau2_parity as parity
 
     docs = read_documents(source)
     tasks = read_tasks(source)
     tables = read_db(source / "db.json")
     agent, user, _, _ = _tools()
+    if tau2 is not None:
+        parity.check_extract(tau2, "banking_knowledge", sorted(agent))
+        theirs = {t["id"] for t in tau2.get("tasks") or []}
+        if theirs and theirs != {str(t.get("id")) for t in tasks}:
+            raise ImportError_(str(source), "its task ids are not those of the τ² checkout's "
+                               "domain", "import the domain folder of that checkout")
+    scenario = dialogue.scenarios(tau2)
     kept, dropped = [], []
     for raw in tasks:
         why = _why_skipped(raw)
@@ -201,7 +212,10 @@ def import_banking(source: Path, out: Path) -> ImportResult:
         start = _initial_state(raw)
         if start is not None:
             t.session["initial_state"] = start
-        dialogue.session_fields(t.session, raw, None)
+        dialogue.session_fields(t.session, raw, scenario.get(t.id))
+        if raw.get("required_documents"):  # what `--var retrieval=golden` shows (ids)
+            t.session["required_documents"] = [str(d) for d in raw["required_documents"]]
+            t.lossy = [x.replace("required_documents, ", "") for x in t.lossy]
         kept.append(t)
     out.mkdir(parents=True, exist_ok=True)
     for sub in ("data", "tools", "demo"):
@@ -219,11 +233,28 @@ def import_banking(source: Path, out: Path) -> ImportResult:
         write(f"data/{name}.json", json.dumps(rows, ensure_ascii=False, indent=1) + "\n")
     from .tau2_parity import toolset_source
 
+    pydantic = tau2.get("pydantic") if tau2 is not None else None
+    differences = differences_of(tau2)
     for mod in ("banking.py", "banking_user.py"):
-        write(f"tools/{mod}", toolset_source(base.TOOLS_DIR / mod, None, ()))
-    write("pack.yaml", _pack_yaml(len(docs), sorted(tables), sorted(agent), sorted(user))
-          + dialogue.pack_blocks("banking_knowledge", None, dialogue.version(None),
-                                 DIFFERENCES))
+        text = toolset_source(base.TOOLS_DIR / mod, pydantic, ())
+        if tau2 is not None and mod == "banking.py":
+            text = texts.with_catalog(text, texts.catalog(tau2, _keys(
+                "banking_discoverable.py", "CATALOG")))
+        write(f"tools/{mod}", text)
+    if tau2 is not None:
+        write("tools/banking.specs.json", parity.specs_json(tau2))
+        write("tools/banking_user.specs.json", parity.specs_json(
+            {"tools": tau2.get("user_tools") or []}))
+        write("policy.md", texts.policy_template(tau2, RETRIEVAL_NAMES))
+        (out / "tau2").mkdir(exist_ok=True)
+        write("tau2/user_system.j2", dialogue.user_template(tau2))
+        write("tau2/assertions_judge.j2", dialogue.judge_template(tau2))
+    order = parity.tool_order(tau2) if tau2 is not None else sorted(agent)
+    user_order = [t["name"] for t in tau2.get("user_tools") or []] if tau2 is not None \
+        else sorted(user)
+    write("pack.yaml", _pack_yaml(len(docs), sorted(tables), order, user_order, tau2 is not None)
+          + dialogue.pack_blocks("banking_knowledge", tau2, dialogue.version(tau2),
+                                 differences))
     write("tasks.yaml", base._tasks_yaml("banking_knowledge", kept).replace(
         "environment: banking_knowledge", "environment: bank"))
     turns = {t.sid: _gold_turns(t.session) for t in kept}
@@ -236,13 +267,13 @@ def import_banking(source: Path, out: Path) -> ImportResult:
         write("demo/gold_user.yaml", "# The gold user: each task's `requestor: user` gold "
               "actions, made with the customer's\n# tools after the gold agent's turn.\n"
               + base._dump({"sessions": user_gold}))
-    write("IMPORT_REPORT.md", _report(source, docs, tasks, kept, dropped))
+    write("IMPORT_REPORT.md", _report(source, docs, tasks, kept, dropped, differences))
     return ImportResult(out=out, files=files, sessions=len(kept),
                         dropped=[f"task {i}: {why}" for i, why in dropped], notes=[
         f"{len(docs)} documents imported as the knowledge base `banking`; {len(kept)} of "
         f"{len(tasks)} tasks"
         + (" (IMPORT_REPORT.md says why each other one is not)" if dropped else "")
-        + "; not comparable with τ²-bench: " + ", ".join(d.split(":")[0] for d in DIFFERENCES)])
+        + "; differences from τ²-bench: " + ", ".join(d.split(":")[0] for d in differences)])
 
 
 def _gold_turns(session: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -282,15 +313,39 @@ def _gold_turns(session: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dic
     return agent, user
 
 
+OWN_TEXTS = [
+    "own-descriptions: the tool descriptions are benchpack's own (import with --tau2 CHECKOUT "
+    "for τ²'s)",
+    "no-policy: τ²'s per-retrieval agent prompt is not composed (import with --tau2 CHECKOUT)",
+]
 DIFFERENCES = [
-    "own-descriptions: the tool descriptions are benchpack's own",
     "unlock-in-state: an unlock is a row of `unlocked_agent_tools`, which the state check "
     "compares (τ² keeps it in memory): unlocking a tool the gold does not unlock fails it",
     "no-deposit-scans: `get_atm_deposit_images_8473` shows no images for any deposit (τ²'s code "
     "holds scans for three transaction ids that are in none of the release's data)",
-    "no-policy: τ²'s per-retrieval agent prompt is not composed yet",
+    "search-results: a search returns JSON `[{id, title, score, content}]` of the documents "
+    "sharing a token with the query (τ² answers in text and fills its top 10 with score-0 "
+    "documents); τ²'s `grep` tool is `KB_grep`; the search tools' descriptions are "
+    "benchpack's (only with --var retrieval=bm25, grep, bm25_grep)",
+    "user-tools-per-task: the customer is offered all 6 of its tools in every task; τ² offers "
+    "each task's `user_tools` only (none in 16 of the 97 tasks, whose simulator prompt then "
+    "has no tool guidelines)",
+    "kb-in-prompt: with --var retrieval=full or golden the agent gets τ²'s no_knowledge prompt "
+    "with the documents (all, or the task's) appended in benchpack's layout; τ²'s full_kb and "
+    "golden_retrieval prompts place them inside the policy, in theirs",
 ]
 """What makes a run of the pack differ from τ²'s (written into `origin.differences`)."""
+
+
+def differences_of(tau2: dict[str, Any] | None) -> list[str]:
+    return (OWN_TEXTS if tau2 is None else []) + DIFFERENCES
+
+
+def tau2_variants() -> list[str]:
+    """The τ² retrieval variants whose agent prompts an import asks τ²'s driver for."""
+    from .tau2_banking_texts import variants
+
+    return variants(RETRIEVAL_NAMES)
 
 
 def read_tasks(source: Path) -> list[dict[str, Any]]:
@@ -311,8 +366,20 @@ def read_tasks(source: Path) -> list[dict[str, Any]]:
     return tasks
 
 
-def _pack_yaml(n: int, tables: list[str], agent: list[str], user: list[str]) -> str:
+def _pack_yaml(n: int, tables: list[str], agent: list[str], user: list[str],
+               theirs: bool = False) -> str:
+    """`theirs`: τ²'s texts were read (`specs:` files, `policy.md`)."""
     table_lines = "".join(f"      {t}: {{key: _id, fixture: data/{t}.json}}\n" for t in tables)
+    specs = "    specs: tools/banking.specs.json   # τ²'s own tool definitions\n" if theirs \
+        else ""
+    user_specs = ("    specs: tools/banking_user.specs.json   # τ²'s own user tool "
+                  "definitions\n") if theirs else ""
+    policy = ("    policy: {file: policy.md}   # τ²'s agent system prompt for each retrieval "
+              "variant (Jinja)\n") if theirs else ""
+    description = ("τ²-bench banking_knowledge with τ²'s own tool definitions and agent prompts; "
+                   "differences in origin.differences (IMPORT_REPORT.md)." if theirs else
+                   "τ²-bench banking_knowledge, NOT comparable with τ²'s scores: the tool "
+                   "descriptions are benchpack's own (import with --tau2 CHECKOUT for τ²'s).")
     return f"""\
 # τ²-bench, domain `banking_knowledge`, imported by `bench import tau2`: its knowledge base
 # ({n} documents), its database, our own rewrite of its toolset and its tasks (one whose gold
@@ -323,7 +390,7 @@ def _pack_yaml(n: int, tables: list[str], agent: list[str], user: list[str]) -> 
 #   an embedding model and are not offered)
 benchpack: 1
 name: tau2-banking-knowledge
-description: "τ²-bench banking_knowledge, NOT comparable with τ²'s scores yet (IMPORT_REPORT.md)."
+description: {json.dumps(description, ensure_ascii=False)}
 vars:
   retrieval: bm25
 personas:
@@ -344,15 +411,15 @@ services:
 {table_lines}toolsets:                    # our own implementation of τ²'s tools (runs with --allow-python)
   - module: tools/banking.py
     service: {SERVICE}
-    include: [{", ".join(agent)}]
-    check_arguments: true
-    atomic: true
+{specs}    include: [{", ".join(agent)}]
+    check_arguments: false      # τ² checks no argument, keeps what a failing call changed
+    atomic: false
     plain_errors: true
   - module: tools/banking_user.py   # the customer's own tools
     service: {SERVICE}
-    include: [{", ".join(user)}]
-    check_arguments: true
-    atomic: true
+{user_specs}    include: [{", ".join(user)}]
+    check_arguments: false      # τ² checks no argument, keeps what a failing call changed
+    atomic: false
     plain_errors: true
 environments:
   - id: bank
@@ -361,12 +428,12 @@ environments:
     knowledge: [banking]
     toolsets: [tools/banking.py]
     user_toolsets: [tools/banking_user.py]
-include: [tasks.yaml]        # one episode per imported τ² task
+{policy}include: [tasks.yaml]        # one episode per imported τ² task
 """
 
 
 def _report(source: Path, docs: list[dict[str, str]], tasks: list[dict[str, Any]],
-            kept: list[Any], dropped: list[tuple[str, str]]) -> str:
+            kept: list[Any], dropped: list[tuple[str, str]], differences: list[str]) -> str:
     reasons: Counter[str] = Counter()
     for _, why in dropped:
         for name in why.split(": ", 1)[-1].split(", ") if why.startswith("uses") else [why]:
@@ -377,7 +444,14 @@ def _report(source: Path, docs: list[dict[str, str]], tasks: list[dict[str, Any]
         f"- documents imported: {len(docs)} (knowledge base `banking`, "
         "`knowledge/banking.jsonl`, file-name order)",
         f"- tasks imported: {len(kept)} of {len(tasks)}", "",
-        "## Differences from τ²", "", *[f"- {d}" for d in DIFFERENCES], "",
+        "## Differences from τ²", "",
+        *(["τ²'s own texts were read from the checkout with τ²'s Python: the tool definitions "
+           "(`tools/banking*.specs.json`), what an unlock or a hand-over shows of each "
+           "discoverable tool (`CATALOG` in `tools/banking.py`), the agent's system prompt of "
+           "each retrieval variant (`policy.md`, its branch chosen by `--var retrieval`), the "
+           "simulator's and judge's prompts (`tau2/`). What still differs:", ""]
+          if not any(d.startswith("own-descriptions") for d in differences) else []),
+        *[f"- {d}" for d in differences], "",
         "## Tasks not imported", "",
         *[f"- `{i}`: {why}" for i, why in dropped], *([] if dropped else ["None."]), "",
         *(["Tools the skipped tasks need (tasks each):", "", "| tool | tasks |", "|---|---|",

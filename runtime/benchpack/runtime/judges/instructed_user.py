@@ -316,7 +316,8 @@ class ChatUser(LLMUser):
             self.own_calls: list[tuple[int, dict[str, Any]]] = []
         call = self.call
         box.turn = turn
-        for _ in range(MAX_USER_TOOL_STEPS):
+        rounds = user_tool_rounds(ctx.session.limits.max_steps_per_turn)
+        for _ in range(rounds):
             try:
                 resp = await call.client.complete(
                     role=call.role, model=call.model, messages=self.chat(ctx, mode),
@@ -329,13 +330,30 @@ class ChatUser(LLMUser):
                 return _not_empty(self.parse(resp.content or ""))
             at = len(ctx.messages)
             self.own_calls.append((at, dict(resp.raw_message)))
+            budget = ctx.toolbox.budget
             for tc in resp.tool_calls:
                 box.step += 1
                 record = await box.call(tc.name, tc.args, call_id=tc.id)
                 self.own_calls.append((at, {"role": "tool", "tool_call_id": tc.id,
                                             "content": render_result(record)}))
-        raise JudgeError("user_turn", f"the user made tool calls {MAX_USER_TOOL_STEPS} times "
+                if budget is not None:  # τ² counts the user's failed calls as the agent's
+                    budget.tool_errors += record.error is not None
+            if budget is not None:
+                # τ²'s steps: the user's message calling tools and the batch of results, its
+                # limits checked after the batch; a limit ends the dialogue there
+                budget.count(2)
+                if budget.check() is not None:
+                    return "", None
+        raise JudgeError("user_turn", f"the user made tool calls {rounds} times "
                          "without saying anything", call.role)
+
+
+def user_tool_rounds(max_steps_per_turn: int | None) -> int:
+    """How many responses with tool calls the user may make in one turn: as many as the agent
+    may take steps (`limits.max_steps_per_turn`), at least `MAX_USER_TOOL_STEPS` — τ² bounds
+    neither side's run of calls but by its message limit, and a banking customer makes ten
+    calls in one turn (task_022's gold)."""
+    return max(MAX_USER_TOOL_STEPS, max_steps_per_turn or 0)
 
 
 def simulator(ctx: SessionContext) -> UserSimulator:

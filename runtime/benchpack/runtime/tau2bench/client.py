@@ -184,11 +184,13 @@ class Tau2Driver:
             raise Tau2DriverError(f"τ² refused `{cmd}`: {_one_line(str(answer['error']))}")
         return answer.get("result")
 
-    def extract(self, domain: str) -> dict[str, Any]:
-        """What an import needs from τ²'s code for `domain` (see the driver; cached)."""
-        key = f"extract:{domain}"
+    def extract(self, domain: str, variants: list[str] | tuple[str, ...] = ()
+                ) -> dict[str, Any]:
+        """What an import needs from τ²'s code for `domain` (see the driver; cached);
+        `variants`: banking_knowledge's retrieval variants whose agent prompts to compose."""
+        key = f"extract:{domain}:{','.join(variants)}"
         if key not in self._cache:
-            self._cache[key] = self.request("extract", domain=domain)
+            self._cache[key] = self.request("extract", domain=domain, variants=list(variants))
         result: dict[str, Any] = self._cache[key]
         return result
 

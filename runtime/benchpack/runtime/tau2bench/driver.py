@@ -41,6 +41,7 @@ MODEL_GUARD = "benchpack's τ² driver never calls a model"
 MARK_USER = "@@BENCHPACK_USER_MESSAGE@@"
 MARK_AGENT = "@@BENCHPACK_AGENT_MESSAGE@@"
 MARK_ASSERTIONS = ["@@BENCHPACK_ASSERTION_1@@", "@@BENCHPACK_ASSERTION_2@@"]
+BANKING = "banking_knowledge"
 
 
 class Driver:
@@ -60,12 +61,24 @@ class Driver:
         from tau2.registry import registry
         return registry
 
-    def new_env(self, domain: str) -> Any:
+    def new_env(self, domain: str, task: Any = None, retrieval: str | None = None) -> Any:
         """A fresh environment whose databases equal the released ones (built from a cached
-        dump: loading db.json again for every sequence costs more)."""
+        dump: loading db.json again for every sequence costs more). banking_knowledge's is
+        built as τ²'s runner builds it (`_build_env_kwargs`): a retrieval variant (default
+        `no_knowledge`, the one needing no model) and, for a task, its read-log allowlist."""
+        import inspect
         constructor = self.registry().get_env_constructor(domain)
+        extra: dict[str, Any] = {}
+        if domain == BANKING:
+            extra["retrieval_variant"] = retrieval or "no_knowledge"
+            if task is not None:  # the runner's rule (its helper is private): gold reads
+                gold = (task.evaluation_criteria.actions or []) if task.evaluation_criteria \
+                    else []
+                extra.update(task=task, read_log_allowlist={
+                    (a.arguments or {}).get("agent_tool_name") for a in gold
+                    if a.name == "call_discoverable_agent_tool"} - {None, ""})
         if domain not in self.envs:
-            env = constructor()
+            env = constructor(**extra)
             self._reset_class_models(env)
             tools, user = env.tools, env.user_tools
             self.envs[domain] = (
@@ -75,15 +88,17 @@ class Driver:
                 json.dumps(user.db.model_dump(), default=str) if user and user.db else None)
             return env
         db_cls, dump, user_cls, user_dump = self.envs[domain]
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, Any] = dict(extra)
+        takes = inspect.signature(constructor).parameters
         if db_cls is not None:
             kwargs["db"] = db_cls.model_validate_json(dump)
-        if user_cls is not None:
+        if user_cls is not None and ("user_db" in takes or any(  # banking's user shares db
+                p.kind is p.VAR_KEYWORD for p in takes.values())):
             kwargs["user_db"] = user_cls.model_validate_json(user_dump)
         try:
             env = constructor(**kwargs)
         except TypeError:  # a domain whose constructor takes no databases
-            env = constructor()
+            env = constructor(**extra)
         self._reset_class_models(env)
         return env
 
@@ -134,7 +149,7 @@ class Driver:
 
     def extract(self, req: dict[str, Any]) -> dict[str, Any]:
         domain = req["domain"]
-        env = self.new_env(domain)
+        env = self.new_env(domain, retrieval=req.get("retrieval"))
         registry = self.registry()
         tools = env.get_tools()
         out: dict[str, Any] = {"domain": domain, **self.hello(req)}
@@ -158,6 +173,8 @@ class Driver:
             None and env.user_tools.db is not None else None
         splits = registry.get_task_splits_loader(domain)
         out["splits"] = splits() if splits is not None else None
+        if domain == BANKING:
+            out.update(_banking_texts(env, req.get("variants") or []))
         return out
 
     def _user_prompts(self, domain: str, env: Any) -> dict[str, Any]:
@@ -186,13 +203,13 @@ class Driver:
     def apply(self, req: dict[str, Any]) -> dict[str, Any]:
         from tau2.data_model.message import ToolCall
         domain = req["domain"]
-        env = self.new_env(domain)
+        task = self.domain_tasks(domain)[str(req["task_id"])] \
+            if req.get("task_id") is not None else None
+        env = self.new_env(domain, task, req.get("retrieval"))
         if domain not in self.pristine:
             self.pristine[domain] = _dumps(env)
         start = pristine = self.pristine[domain]
-        state = None
-        if req.get("task_id") is not None:
-            state = self.domain_tasks(domain)[str(req["task_id"])].initial_state
+        state = task.initial_state if task is not None else None
         if state is not None:
             env.set_state(initialization_data=state.initialization_data,
                           initialization_actions=state.initialization_actions,
@@ -275,7 +292,9 @@ class Driver:
                     domain=domain, agent="llm_agent", user="user_simulator",
                     llm_agent=f"openai/{prefix}-agent-{kind}", llm_args_agent=dict(args),
                     llm_user=f"openai/{prefix}-user-{kind}", llm_args_user=dict(args),
-                    max_steps=int(req["max_steps"]), max_errors=int(req["max_errors"]))
+                    max_steps=int(req["max_steps"]), max_errors=int(req["max_errors"]),
+                    **({"retrieval_config": req.get("retrieval") or "no_knowledge"}
+                       if domain == BANKING else {}))
                 try:
                     sim = run_single_task(config, tasks[str(task_id)], seed=req.get("seed"),
                                           evaluation_type=EvaluationType.ALL)
@@ -292,6 +311,39 @@ class Driver:
                     "breakdown": {getattr(k, "value", str(k)): v for k, v in
                                   (info.reward_breakdown or {}).items()} if info else {}}
         return out
+
+
+def _banking_texts(env: Any, variants: list[str]) -> dict[str, Any]:
+    """banking_knowledge: what an unlock or a hand-over shows of each discoverable tool (τ²'s
+    `parse_discoverable_tool_docstring`), and the agent's system prompt for each retrieval
+    variant asked for (`build_policy` in `LLMAgent`'s prompt; `golden_retrieval`'s per task,
+    with the task's required documents)."""
+    from tau2.agent.llm_agent import LLMAgent
+    from tau2.domains.banking_knowledge import retrieval as rv
+    from tau2.domains.banking_knowledge.environment import get_knowledge_base
+    from tau2.domains.banking_knowledge.tools import parse_discoverable_tool_docstring
+
+    discoverable = {}
+    for side, kit in (("agent", env.tools), ("user", env.user_tools)):
+        for name, method in kit.get_discoverable_tools().items():
+            discoverable[name] = {**parse_discoverable_tool_docstring(method), "side": side,
+                                  "mutates_state": bool(kit.tool_mutates_state(name))
+                                  if kit.has_tool(name) else None}
+    kb = get_knowledge_base() if variants else None
+    prompts: dict[str, Any] = {}
+    for name in variants:
+        variant = rv.resolve_variant(name)
+
+        def prompt(task: Any = None, variant: Any = variant) -> str:
+            return str(LLMAgent(tools=[], domain_policy=rv.build_policy(variant, kb, task),
+                                llm="benchpack-extract").system_prompt)
+        if name == "golden_retrieval":
+            from tau2.registry import registry
+            prompts[name] = {str(t.id): prompt(t) for t in
+                             registry.get_tasks_loader(BANKING)(None)}
+        else:
+            prompts[name] = prompt()
+    return {"discoverable": discoverable, "agent_system_prompts": prompts}
 
 
 def _tool(kit: Any, tool: Any) -> dict[str, Any]:
@@ -382,10 +434,15 @@ def _keyed_db(dump: dict[str, Any]) -> dict[str, Any]:
     """A database dump as benchpack's tables, `{table: {key: row}}`: an object of rows as it
     is; a list of rows keyed by each row's first field (telecom's `lines`, `bills`, …); an
     object that is one model (telecom's phone: `device`, `surroundings`) one row keyed `id`,
-    its table's name, as benchpack's importer stores it."""
+    its table's name, as benchpack's importer stores it; banking's `{data: {id: record},
+    notes}` its records keyed by id, each with the id as `_id` (benchpack's banking importer's
+    rows)."""
     out: dict[str, Any] = {}
     for table, value in dump.items():
-        if isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()):
+        if isinstance(value, dict) and isinstance(value.get("data"), dict) and \
+                set(value) <= {"data", "notes"}:  # the notes are never changed by a tool
+            out[table] = {str(k): {"_id": k, **r} for k, r in value["data"].items()}
+        elif isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()):
             out[table] = value
         elif isinstance(value, list) and all(isinstance(r, dict) and r for r in value):
             out[table] = {str(next(iter(r.values()))): r for r in value}

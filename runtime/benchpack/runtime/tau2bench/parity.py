@@ -24,6 +24,7 @@ from ..env.copying import copy_json
 from ..env.environment import EpisodeEnvironment
 from ..env.toolbox import ToolBox, render_result
 from .callgen import Call, CallMaker, Sequence, Tool, gold_sequences
+from .callgen_discoverable import as_templates, discoverable_tools, expand
 from .compare import FIXTURES, Declared, Mismatch, Report, compare_sequence, declare, diff
 
 Apply = Callable[[Sequence], dict[str, Any]]
@@ -43,12 +44,41 @@ class ParityRun:
     seed: int = 0
     permuted: bool = True
     """Also every gold list with its list arguments in another order."""
+    service: str = ""
+    """The pack's service holding τ²'s database (default: the domain's name)."""
+    environment: str = ""
+    """The pack's environment (default: the service's name)."""
+
+    def __post_init__(self) -> None:
+        self.service = self.service or self.domain
+        self.environment = self.environment or self.service
 
     @property
     def tools(self) -> list[Tool]:
         """Both sides' tools: the agent's, then the user's own (issue 24)."""
         return [Tool(t["name"], t["schema"]["function"]["parameters"], bool(t["mutates_state"]))
                 for t in [*self.extract["tools"], *(self.extract.get("user_tools") or [])]]
+
+    @property
+    def own_tables(self) -> set[str]:
+        """Tables of the pack's service τ²'s database does not have: what τ² keeps in its
+        toolkit's memory (banking's unlocked tools, its read-log allowlist)."""
+        return set(self.plan.services[self.service].tables) - set(self.extract["db"] or {})
+
+    def own_start(self, task_id: str | None) -> dict[str, dict[str, Any]]:
+        """A task's initial rows of `own_tables` (τ² sets them up in memory)."""
+        if task_id is None or not self.own_tables:
+            return {}
+        from benchpack.specs.release_ids import tau2_session_id
+
+        session = next((s for s in self.plan.sessions.values() if s.name == tau2_session_id(
+            task_id) or f"tau2-id:{task_id}" in (getattr(s.metadata, "tags", None) or [])),
+                       None)
+        start = (session.initial_state if session is not None else None) or {}
+        data = (start.get("data") or {}).get(self.service) or {}
+        tables = self.plan.services[self.service].tables
+        return {t: {str(k): {tables[t].key: k, **(fields or {})} for k, fields in rows.items()}
+                for t, rows in data.items() if t in self.own_tables}
 
     @property
     def user_tools(self) -> set[str]:
@@ -61,10 +91,15 @@ class ParityRun:
         out = list(gold)
         if self.permuted:
             out += gold_sequences(self.tasks, permute_seed=self.seed)
-        maker = CallMaker(self.tools, self.extract["db"], [c for s in gold for c in s.calls],
-                          seed=self.seed)
+        gold_calls = [c for s in gold for c in s.calls]
+        # banking's discoverable tools: stand-ins made as tools, run as unlock/give + call
+        stand_ins = discoverable_tools(self.extract)
+        maker = CallMaker(self.tools + stand_ins, self.extract["db"],
+                          gold_calls + as_templates(gold_calls), seed=self.seed)
         made = maker.sequences(self.calls)
         for seq in made:
+            if stand_ins:
+                seq.calls = [x for c in seq.calls for x in expand(c, maker.rng)]
             for c in seq.calls:
                 if c.name in self.user_tools:
                     c.requestor = "user"
@@ -203,11 +238,24 @@ def _user_tables_only(theirs: dict[str, Any], tables: set[str]) -> tuple[dict[st
     return out, cut
 
 
+def _cut_tables(ours: dict[str, Any], tables: set[str]) -> None:
+    """Our answer without the changes of `tables` (in place)."""
+    for part in [ours, *ours["calls"]]:
+        changes = part.get("changes")
+        if changes:
+            part["changes"] = {t: rows for t, rows in changes.items() if t not in tables}
+
+
 async def run_parity(run: ParityRun, apply: Apply, declared: list[Declared],
                      progress: Callable[[str], None] | None = None) -> Report:
     """Every sequence on both sides, compared (see the module docstring)."""
     report = Report(run.domain, declared=list(declared))
-    service = run.domain
+    service = run.service
+    own = run.own_tables
+    if own:
+        report.notes.append("left out of the row comparison: " + ", ".join(sorted(own))
+                            + " (τ² keeps them in its toolkit's memory; what they do shows in "
+                            "the texts, e.g. a call before an unlock is refused alike)")
     fixtures = fixture_mismatches(run.plan, service, run.extract["db"])
     declare(fixtures, declared)
     report.mismatches.extend(fixtures)
@@ -229,9 +277,12 @@ async def run_parity(run: ParityRun, apply: Apply, declared: list[Declared],
         if cut and ALIASED_USER_DB not in report.notes:
             report.notes.append(ALIASED_USER_DB)
         start = theirs.get("start") or {}
-        ours = await run_ours(run.plan, service, service, seq.calls, start.get("db", {}),
+        ours = await run_ours(run.plan, run.environment, service, seq.calls,
+                              {**start.get("db", {}), **run.own_start(seq.task_id)},
                               track, root, start.get("user_db", {}))
         shutil.rmtree(root, ignore_errors=True)
+        if own:
+            _cut_tables(ours, own)
         found = compare_sequence(seq.id, [c.as_json() for c in seq.calls], theirs, ours)
         declare(found, declared)
         report.add(found, [c.name for c in seq.calls])

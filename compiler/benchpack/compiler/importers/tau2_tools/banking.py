@@ -7,7 +7,8 @@ customer's tools (banking_user.py).
 unlocks one (`unlock_discoverable_agent_tool`) and calls it through
 `call_discoverable_agent_tool`. They are the private functions of `DISCOVERABLE`, all of τ²'s
 (were one missing, the importer would skip the tasks whose gold uses it and name it). The
-descriptions an unlock returns are ours (`--tau2` does not apply to this domain).
+descriptions an unlock returns are ours, or τ²'s when the import read a checkout (`--tau2`
+writes them over `CATALOG`).
 
 Two records τ² keeps in memory are tables here, so that a warm worker cannot carry them from
 one episode to the next: `unlocked_agent_tools` (τ²'s unlocked set; the state check therefore
@@ -168,12 +169,15 @@ def give_discoverable_user_tool(db: State, discoverable_tool_name: str,
         discoverable_tool_name: The tool's name, as the knowledge base gives it.
         arguments: JSON object of arguments to pass on (e.g. '{"user_id": "abc123"}').
     """
+    if not isinstance(discoverable_tool_name, str):  # τ²'s hasattr() on a name that is none
+        raise TypeError("attribute name must be string, not "
+                        f"'{type(discoverable_tool_name).__name__}'")
     params = USER_DISCOVERABLE.get(discoverable_tool_name)
     if params is None:
         return f"Error: Unknown discoverable tool '{discoverable_tool_name}'."
     try:
         args = json.loads(arguments)
-    except (json.JSONDecodeError, TypeError) as exc:
+    except json.JSONDecodeError as exc:  # τ² catches no TypeError (arguments that are no text)
         return f"Error: Invalid JSON in arguments: {exc}"
     for name in args:
         if name not in params:
@@ -201,7 +205,9 @@ def unlock_discoverable_agent_tool(db: State, agent_tool_name: str) -> str:
     if not Bank.has(db, "unlocked_agent_tools", agent_tool_name):
         db.put("unlocked_agent_tools", {"_id": agent_tool_name, "unlocked_at": NOW})
     description, params = _describe(agent_tool_name)
-    lines = [f"  - {p}: {kind} (required) - {text}" for p, kind, text in params]
+    # a parameter is required unless τ²'s description (`--tau2`) says it is optional
+    lines = [f"  - {p}: {kind} ({'required' if not req or req[0] else 'optional'}) - {text}"
+             for p, kind, text, *req in params]
     return (f"Tool unlocked: {agent_tool_name}\n"
             f"Description: {description}\n\n"
             f"Tool: {agent_tool_name}\n"
@@ -287,5 +293,12 @@ from benchpack.compiler.importers.tau2_tools.banking_discoverable import (  # no
 
 
 def _describe(name):
-    """(description, [(parameter, type, description)]) of a discoverable tool."""
+    """(description, [(parameter, type, description[, required])]) of a discoverable tool."""
     return CATALOG[name]
+
+
+# Python's own errors for a missing or unexpected argument name each tool as τ²'s do (τ²'s are
+# methods of KnowledgeTools); the toolset runs with check_arguments: false, as τ² checks none
+for _tool in [f for n, f in list(globals().items()) if not n.startswith("_") and callable(f)
+              and not isinstance(f, type) and getattr(f, "__module__", None) == __name__]:
+    _tool.__qualname__ = f"KnowledgeTools.{_tool.__name__}"

@@ -44,6 +44,7 @@ def _held(account):
 
 
 def _account(db, account_id):
+    hash(account_id)  # τ² looks it up in a dict: an unhashable id raises TypeError
     rows = db.find("accounts", _id=account_id)
     return rows[0] if rows else None
 

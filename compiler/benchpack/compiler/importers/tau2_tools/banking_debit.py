@@ -19,6 +19,7 @@ from benchpack.compiler.importers.tau2_tools.banking_shared import TODAY, Bank
 
 
 def _row(db, table, key):
+    hash(key)  # τ² looks it up in a dict: an unhashable id raises TypeError
     rows = db.find(table, _id=key)
     return rows[0] if rows else None
 

@@ -101,6 +101,7 @@ def _atm_images_8473(db, transaction_id):
     release's data (not copied here): every Rho-Bank ATM deposit of the release has no images."""
     if not transaction_id:
         return "Error: Missing required parameter: transaction_id"
+    hash(transaction_id)  # τ² looks it up in a dict: an unhashable id raises TypeError
     rows = db.find("bank_account_transaction_history", _id=transaction_id)
     if not rows:
         return f"Error: Transaction '{transaction_id}' not found."

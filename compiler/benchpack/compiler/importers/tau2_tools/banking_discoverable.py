@@ -1,6 +1,7 @@
 """τ²-bench banking_knowledge's discoverable tools, written for benchpack: the agent's (called
 through `call_discoverable_agent_tool`) and the descriptions an unlock or a hand-over shows
-(`CATALOG`, our own wording: `--tau2` does not apply to this domain, τ²'s are never used).
+(`CATALOG`, our own wording; an import with `--tau2` writes τ²'s, read from the checkout, over
+it).
 Inlined into banking.py; none of τ²'s code is copied.
 
 Each agent tool is `(function, writes)`: `writes` is τ²'s `mutates_state` flag, a call that is

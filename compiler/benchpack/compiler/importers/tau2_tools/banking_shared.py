@@ -66,6 +66,7 @@ class Bank:
 
     @staticmethod
     def has(db, table, record_id):
+        hash(record_id)  # τ²'s `record_id in table.data`: an unhashable id raises TypeError
         return any(r["_id"] == record_id for r in db.find(table, _id=record_id))
 
     @staticmethod
@@ -78,6 +79,7 @@ class Bank:
 
     @staticmethod
     def update(db, table, record_id, updates):
+        hash(record_id)  # as `has`
         rows = db.find(table, _id=record_id)
         if not rows:
             return None
@@ -89,7 +91,7 @@ class Bank:
     def json_args(arguments):
         """τ²'s parse of a discoverable tool's `arguments`: every JSON integer a float (so that
         ids and records do not depend on how a number was spelt); (args, error text)."""
-        try:
+        try:  # arguments that are no text raise TypeError, which τ² does not catch
             return json.loads(arguments, parse_int=float), None
-        except (json.JSONDecodeError, TypeError) as exc:
+        except json.JSONDecodeError as exc:
             return None, f"Error: Invalid JSON in arguments: {exc}"

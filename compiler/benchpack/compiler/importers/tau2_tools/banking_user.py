@@ -82,7 +82,8 @@ def submit_referral(db: State, user_id: str, account_type: str) -> str:
         user_id: Your user id (the referrer).
         account_type: The kind of account you refer them to.
     """
-    referral_id = Bank.hex_id(f"referral:{user_id}:{account_type}")
+    # joined as τ² joins its seed: a part that is no string fails with Python's own TypeError
+    referral_id = Bank.hex_id(":".join(["referral", user_id, account_type]))
     record = {"referral_id": referral_id, "referrer_id": user_id,
               "referred_account_type": account_type, "referral_status": "NO_PROGRESS",
               "date": TODAY}
@@ -164,8 +165,8 @@ def submit_transaction(db: State, user_id: str, credit_card_type: str, merchant_
     if rates is None:
         return (f"Error: Unknown credit card type '{credit_card_type}'. Available types: "
                 f"{list(REWARD_RATES)}")
-    txn = "txn_" + Bank.hex_id(f"transaction:{user_id}:{credit_card_type}:{merchant_name}:"
-                               f"{amount:.2f}:{category}", 12)
+    txn = "txn_" + Bank.hex_id(":".join(["transaction", user_id, credit_card_type,
+                                         merchant_name, f"{amount:.2f}", category]), 12)
     rate = rates.get(category, rates["default"])
     points = int(amount * rate)
     record = {"transaction_id": txn, "user_id": user_id, "credit_card_type": credit_card_type,
@@ -272,3 +273,10 @@ _DISCOVERABLE = {
     "deposit_check_3847": (_deposit_check, ("account_id", "check_amount")),
 }
 """name → (function, parameters): the customer's discoverable tools."""
+
+
+# Python's own errors for a missing or unexpected argument name each tool as τ²'s do (τ²'s are
+# methods of KnowledgeUserTools); the toolset runs with check_arguments: false, as τ² checks none
+for _tool in [f for n, f in list(globals().items()) if not n.startswith("_") and callable(f)
+              and not isinstance(f, type) and getattr(f, "__module__", None) == __name__]:
+    _tool.__qualname__ = f"KnowledgeUserTools.{_tool.__name__}"
