@@ -70,5 +70,16 @@ def bench_run(plan: Path, tmp: Path, **options: Any) -> tuple[Path, Any]:
     return fields["db"], run_plan(RunOptions(plan=plan, **fields))
 
 
+def store_rows(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    """The rows of one query on a store, read with a connection of its own (closed after)."""
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql, list(params)).fetchall()
+    finally:
+        con.close()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

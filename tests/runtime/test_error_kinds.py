@@ -12,6 +12,7 @@ import duckdb
 
 from benchpack.compiler import compile_pack
 from benchpack.runtime.runner import RunOptions, run_plan
+from conftest import store_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,25 +23,17 @@ def _plan(tmp_path: Path, pack: str) -> Path:
     return out
 
 
-def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 def test_a_crashing_agent_scores_zero_not_unknown(tmp_path: Path) -> None:
     db = tmp_path / "bench.duckdb"
     summary = run_plan(RunOptions(plan=_plan(tmp_path, "pharmacist-week"), agent="cmd:false",
                                   simulator="rules", judge="rules", db=db, progress=False,
                                   cache_dir=tmp_path / "cache"))
     assert summary.finished == 0 and summary.errors > 0
-    kinds = _rows(db, "SELECT error_kind, count(*) FROM sessions WHERE status = 'error' "
+    kinds = store_rows(db, "SELECT error_kind, count(*) FROM sessions WHERE status = 'error' "
                       "GROUP BY ALL")
     assert kinds == [("agent", summary.errors)]
     # the protocol's worst score, not NULL: PROC 0 on every errored intent-tracking session
-    assert _rows(db, "SELECT count(*), count(proc), sum(proc) FROM sessions "
+    assert store_rows(db, "SELECT count(*), count(proc), sum(proc) FROM sessions "
                      "WHERE status = 'error' AND intents > 0") == [(summary.errors,
                                                                     summary.errors, 0.0)]
     assert summary.proc == 0.0 and summary.comp == 0.0
@@ -54,9 +47,9 @@ def test_a_crashed_trigger_session_fails_its_triggers(tmp_path: Path) -> None:
     summary = run_plan(RunOptions(plan=_plan(tmp_path, "proact-quilt-show"), agent="cmd:false",
                                   judge="rules", db=db, progress=False,
                                   cache_dir=tmp_path / "cache"))
-    assert _rows(db, "SELECT status, error_kind, triggers, trigger_score, count(*) FROM sessions "
+    assert store_rows(db, "SELECT status, error_kind, triggers, trigger_score, count(*) FROM sessions "
                      "GROUP BY ALL") == [("error", "agent", 4, 0.0, 4)]
-    assert _rows(db, "SELECT label, count(*), sum(score) FROM triggers GROUP BY ALL") == \
+    assert store_rows(db, "SELECT label, count(*), sum(score) FROM triggers GROUP BY ALL") == \
         [("FAIL", 16, 0.0)]
     assert summary.trigger_score == 0.0
 
@@ -66,7 +59,7 @@ def test_an_infrastructure_error_is_excluded_and_counted(tmp_path: Path) -> None
     summary = run_plan(RunOptions(plan=_plan(tmp_path, "proact-quilt-show"),
                                   agent="cmd:false", judge="rules", trigger_mode="bogus",
                                   db=db, progress=False, cache_dir=tmp_path / "cache"))
-    assert _rows(db, "SELECT status, error_kind, trigger_score, count(*) FROM sessions "
+    assert store_rows(db, "SELECT status, error_kind, trigger_score, count(*) FROM sessions "
                      "GROUP BY ALL") == [("error", "infrastructure", None, 4)]
     assert summary.trigger_score is None
     assert summary.excluded == {"infrastructure": 4} and summary.agent_errors == 0
@@ -174,19 +167,19 @@ def test_a_provider_outage_is_infrastructure_and_resumes_to_the_same_scores(
         assert clean.errors == 0 and clean.finished == 8
         outage.update(on=True, seen=0)
         hit = run_plan(RunOptions(**opts, run_id="hit"))  # type: ignore[arg-type]
-        kinds = _rows(db, "SELECT status, error_kind, count(*) FROM sessions WHERE "
+        kinds = store_rows(db, "SELECT status, error_kind, count(*) FROM sessions WHERE "
                           "run_id = 'hit' AND status <> 'finished' GROUP BY ALL ORDER BY 1")
         # the sessions the outage ended (their dependents skipped): none the agent's
         ended = sum(n for status, _, n in kinds if status == "error")
         assert ended >= 1 and all(k == "infrastructure" for st, k, _ in kinds if st == "error")
         assert hit.agent_errors == 0 and hit.excluded.get("infrastructure") == ended
-        err = _rows(db, "SELECT error FROM sessions WHERE run_id = 'hit' AND status = 'error'")
+        err = store_rows(db, "SELECT error FROM sessions WHERE run_id = 'hit' AND status = 'error'")
         assert "model endpoint failed" in str(err[0][0]) and "503" in str(err[0][0])
         # the finished sessions scored as they did without the outage; none scored 0 for it
-        same = _rows(db, """SELECT count(*) FROM sessions h JOIN sessions c USING (session_id)
+        same = store_rows(db, """SELECT count(*) FROM sessions h JOIN sessions c USING (session_id)
             WHERE h.run_id = 'hit' AND c.run_id = 'clean' AND h.status = 'finished'
               AND h.proc IS NOT DISTINCT FROM c.proc AND h.comp IS NOT DISTINCT FROM c.comp""")
-        done = _rows(db, "SELECT count(*) FROM sessions WHERE run_id = 'hit' "
+        done = store_rows(db, "SELECT count(*) FROM sessions WHERE run_id = 'hit' "
                          "AND status = 'finished'")
         assert same == done and 0 < done[0][0] < 8
         inv = build_reports(ReportOptions(db=db, names=["inventory"], runs=["hit"]))[0]
@@ -197,6 +190,6 @@ def test_a_provider_outage_is_infrastructure_and_resumes_to_the_same_scores(
         outage["on"] = False
         resumed = run_plan(RunOptions(**opts, run_id="hit", resume=True))  # type: ignore[arg-type]
         assert resumed.errors == 0
-    figures = _rows(db, """SELECT run_id, avg(proc), avg(comp), count(*) FROM sessions
+    figures = store_rows(db, """SELECT run_id, avg(proc), avg(comp), count(*) FROM sessions
         WHERE status = 'finished' GROUP BY run_id ORDER BY run_id""")
     assert figures[0][1:] == figures[1][1:] and figures[0][3] == 8, figures

@@ -11,13 +11,13 @@ import json
 import shutil
 from pathlib import Path
 
-import duckdb
 import pytest
 from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
 
 from benchpack.compiler import compile_pack
 from benchpack.runtime.runner import RunOptions, run_plan
 from benchpack.runtime.sandbox import find_bwrap
+from conftest import store_rows
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "dual_control"
 needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")
@@ -56,14 +56,6 @@ def _agent(tmp: Path, give: bool) -> Path:
                     "      say: I resumed line L1. Please switch airplane mode off.\n"
                     "    - say: Great, you are all set.\n", encoding="utf-8")
     return path
-
-
-def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def _run(tmp: Path, agent: Path, **kw: object) -> Path:
@@ -139,10 +131,10 @@ def test_the_user_acts_only_after_the_give(tmp_path: Path) -> None:
     assert res.ok  # type: ignore[attr-defined]
     # the agent gives the switch, then asks: the rules user's call works, everything passes
     db = _run(tmp_path, _agent(tmp_path, give=True))
-    (score, extra), = _rows(db, "SELECT score, extra FROM sessions")
+    (score, extra), = store_rows(db, "SELECT score, extra FROM sessions")
     extra = json.loads(str(extra))
     assert score == 1.0, extra["reward"]
-    calls = _rows(db, "SELECT tool_name, side, error, call_id, turn FROM tool_calls "
+    calls = store_rows(db, "SELECT tool_name, side, error, call_id, turn FROM tool_calls "
                       "ORDER BY seq")
     assert [c[:3] for c in calls] == [("resume_line", "agent", None),
                                       ("give_tool", "agent", None),
@@ -152,13 +144,13 @@ def test_the_user_acts_only_after_the_give(tmp_path: Path) -> None:
     # never given: the same user's call is an error result and the phone stays in airplane
     # mode — the state, the actions and the user-side assertion all fail
     db = _run(tmp_path, _agent(tmp_path, give=False))
-    (score, extra), = _rows(db, "SELECT score, extra FROM sessions")
+    (score, extra), = store_rows(db, "SELECT score, extra FROM sessions")
     extra = json.loads(str(extra))
     assert score == 0.0
     assert extra["reward"]["components"] == {"state": 0.0, "actions": 0.0,
                                              "env_assertions": 0.0}
     assert "given" not in extra
-    assert _rows(db, "SELECT tool_name, side, error FROM tool_calls ORDER BY seq") == [
+    assert store_rows(db, "SELECT tool_name, side, error FROM tool_calls ORDER BY seq") == [
         ("resume_line", "agent", None),
         ("toggle_airplane_mode", "user", "the tool `toggle_airplane_mode` has not been given "
          "to you yet: the agent has to give it to you first")]
@@ -195,7 +187,7 @@ def test_an_llm_user_is_offered_the_tool_from_its_next_request(
         "    - say: Great, you are all set.\n", encoding="utf-8")
     db = _run(tmp_path, agent, simulator="litellm:openai/sim-model",
               api_base=fake_openai.base_url, max_retries=0)
-    assert _rows(db, "SELECT score FROM sessions") == [(1.0,)]
+    assert store_rows(db, "SELECT score FROM sessions") == [(1.0,)]
     sims = [r for r in fake_openai.requests if r["model"] == "sim-model"]
     offered = [sorted(t["function"]["name"] for t in r.get("tools") or []) for r in sims]
     # the reply to turn 1 (before the give), then to turn 2 (after it), the tool's result,

@@ -12,12 +12,12 @@ import sys
 import time
 from pathlib import Path
 
-import duckdb
 import pytest
 from click.testing import CliRunner
 
 from benchpack.cli import cli
 from benchpack.compiler import compile_pack, init_pack
+from conftest import store_rows
 
 BENCH = [sys.executable, "-m", "benchpack.cli"]
 
@@ -41,14 +41,6 @@ def _ctrl_c_heard() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a subprocess")
 def test_ctrl_c_marks_the_run_interrupted_and_resume_completes_it(tmp_path: Path) -> None:
     init_pack(tmp_path / "p", "p")
@@ -69,9 +61,9 @@ def test_ctrl_c_marks_the_run_interrupted_and_resume_completes_it(tmp_path: Path
     assert proc.returncode == 130, err
     assert "Traceback" not in err, err
     db = tmp_path / "my store.duckdb"
-    assert _rows(db, "SELECT status FROM runs") == [("interrupted",)]
-    assert _rows(db, "SELECT name, status FROM sessions") == [("refill-triage", "finished")]
-    turns = _rows(db, "SELECT count(*) FROM turns")[0][0]
+    assert store_rows(db, "SELECT status FROM runs") == [("interrupted",)]
+    assert store_rows(db, "SELECT name, status FROM sessions") == [("refill-triage", "finished")]
+    turns = store_rows(db, "SELECT count(*) FROM turns")[0][0]
     assert "✗ run r1 interrupted: 1 of 2 sessions done" in err, err
     command = next(line for line in err.splitlines() if line.startswith("bench run "))
     assert command == ("bench run build --agent python:slow_agent:agent --db 'my store.duckdb' "
@@ -88,12 +80,12 @@ def test_ctrl_c_marks_the_run_interrupted_and_resume_completes_it(tmp_path: Path
     done = subprocess.run([*BENCH, *argv[1:]], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert _rows(db, "SELECT status FROM runs") == [("finished",)]
+    assert store_rows(db, "SELECT status FROM runs") == [("finished",)]
     # each session once; the first one's turns were not redone
-    assert sorted(_rows(db, "SELECT name, status FROM sessions")) == [
+    assert sorted(store_rows(db, "SELECT name, status FROM sessions")) == [
         ("handover", "finished"), ("refill-triage", "finished")]
-    assert _rows(db, "SELECT count(*) FROM turns WHERE session_id LIKE '%refill-triage'"
+    assert store_rows(db, "SELECT count(*) FROM turns WHERE session_id LIKE '%refill-triage'"
                  ) == [(turns,)]
-    [(n, distinct)] = _rows(db, "SELECT count(*), count(DISTINCT (session_id, repeat, turn)) "
+    [(n, distinct)] = store_rows(db, "SELECT count(*), count(DISTINCT (session_id, repeat, turn)) "
                                 "FROM turns")
     assert n == distinct > turns

@@ -10,12 +10,11 @@ import json
 import shutil
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from benchpack.compiler import compile_pack
 from benchpack.runtime.sandbox import find_bwrap
-from conftest import bench_run
+from conftest import bench_run, store_rows
 
 PACK = Path(__file__).resolve().parents[1] / "fixtures" / "synced_sides"
 needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")
@@ -39,16 +38,8 @@ def _run(tmp_path: Path, agent: str, edits: list[tuple[str, str]] = ()) -> Path:
                      judge="rules", run_id="r", allow_python=True)[0]
 
 
-def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 def _reward(db: Path) -> tuple[object, dict[str, object], list[tuple[object, object]]]:
-    (score, extra), = _rows(db, "SELECT score, extra FROM sessions")
+    (score, extra), = store_rows(db, "SELECT score, extra FROM sessions")
     reward = json.loads(str(extra))["reward"]
     return score, reward["components"], [(v["function"], v["got"])
                                          for v in reward["env_assertions"]]
@@ -59,7 +50,7 @@ def test_gold_agent_one_side_sees_the_others_changes(tmp_path: Path) -> None:
     db = _run(tmp_path, "good_agent.yaml")
     assert _reward(db) == (1.0, {"state": 1.0, "actions": 1.0, "env_assertions": 1.0},
                            [("assert_bill_paid", True), ("assert_has_service", True)])
-    calls = _rows(db, "SELECT tool_name, side, result, error FROM tool_calls ORDER BY seq")
+    calls = store_rows(db, "SELECT tool_name, side, result, error FROM tool_calls ORDER BY seq")
     # the user's payment (the phone's toolset) marked the bill paid at the operator through
     # `sync`; the agent's toolset, another worker, reads it paid (its replica was refreshed)
     assert calls == [
@@ -77,7 +68,7 @@ def test_do_nothing_agent_scores_zero_and_the_first_sync_ran(tmp_path: Path) -> 
     # false (the line is suspended): without it the user-side assertion would hold
     assert _reward(db) == (0.0, {"state": 0.0, "actions": 0.0, "env_assertions": 0.0},
                            [("assert_bill_paid", False), ("assert_has_service", False)])
-    assert _rows(db, "SELECT count(*) FROM tool_calls") == [(0,)]
+    assert store_rows(db, "SELECT count(*) FROM tool_calls") == [(0,)]
 
 
 @needs_bwrap
@@ -89,7 +80,7 @@ def test_without_the_hook_the_sides_drift_apart(tmp_path: Path) -> None:
     score, _, verdicts = _reward(db)
     assert score == 0.0 and verdicts == [("assert_bill_paid", False),
                                          ("assert_has_service", True)]
-    errors = _rows(db, "SELECT tool_name, error FROM tool_calls WHERE error IS NOT NULL "
+    errors = store_rows(db, "SELECT tool_name, error FROM tool_calls WHERE error IS NOT NULL "
                        "ORDER BY seq")
     assert errors == [("pay_bill", "no bill is due"),
                       ("resume_line", "line L1 has an unpaid bill")]

@@ -15,7 +15,6 @@ import sys
 import time
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from benchpack.compiler import compile_pack
@@ -24,7 +23,7 @@ from benchpack.runtime.env.pytools import PyToolWorker, bindings
 from benchpack.runtime.sandbox import find_bwrap
 from benchpack.specs.plan import PlanService
 from benchpack.specs.pytools import read_tools
-from conftest import bench_run
+from conftest import bench_run, store_rows
 
 SHOP = Path(__file__).resolve().parents[1] / "fixtures" / "toolset_shop"
 needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")
@@ -42,16 +41,8 @@ def _run(plan: Path, tmp_path: Path, agent: str, **kw: object) -> Path:
     return bench_run(plan, tmp_path, agent=agent, judge="rules", run_id="r", **kw)[0]
 
 
-def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 def _state(db: Path, session: str) -> dict[str, object]:
-    (state,) = _rows(db, "SELECT state FROM snapshots WHERE session_id = "
+    (state,) = store_rows(db, "SELECT state FROM snapshots WHERE session_id = "
                          f"'session.toolset-shop.support.{session}'")[0]
     return json.loads(state)["services"]["shop"]  # type: ignore[arg-type]
 
@@ -59,7 +50,7 @@ def _state(db: Path, session: str) -> dict[str, object]:
 @needs_bwrap
 def test_scripted_agent_uses_python_tools_and_shell(plan: Path, tmp_path: Path) -> None:
     db = _run(plan, tmp_path, f"scripted:{SHOP / 'agent.yaml'}", allow_python=True)
-    calls = _rows(db, "SELECT session_id, tool_name, effect, call, result, error FROM "
+    calls = store_rows(db, "SELECT session_id, tool_name, effect, call, result, error FROM "
                       "tool_calls ORDER BY session_id, seq")
     got = [(s.rsplit(".", 1)[1], n, e, json.loads(c), json.loads(r), err)
            for s, n, e, c, r, err in calls]
@@ -86,7 +77,7 @@ def test_scripted_agent_uses_python_tools_and_shell(plan: Path, tmp_path: Path) 
         state = _state(db, session)
         assert state["users"] == [{"user_id": "u1", "name": "Ana Lopez", "balance": 130}]
         assert [o["status"] for o in state["orders"]] == ["cancelled", "delivered"]  # type: ignore[index]
-    scores = _rows(db, "SELECT name, score, passed FROM sessions ORDER BY name")
+    scores = store_rows(db, "SELECT name, score, passed FROM sessions ORDER BY name")
     assert scores == [("cancel", 1.0, True), ("refund", 1.0, True)]
 
 
@@ -95,10 +86,10 @@ def test_an_agent_that_only_says_done_changes_nothing(plan: Path, tmp_path: Path
     script = tmp_path / "done.yaml"
     script.write_text("default:\n  - say: Done.\n")
     db = _run(plan, tmp_path, f"scripted:{script}", allow_python=True)
-    assert _rows(db, "SELECT count(*) FROM tool_calls") == [(0,)]
+    assert store_rows(db, "SELECT count(*) FROM tool_calls") == [(0,)]
     assert _state(db, "refund")["users"] == [{"user_id": "u1", "name": "Ana Lopez",
                                               "balance": 100}]
-    assert _rows(db, "SELECT name, score, passed FROM sessions ORDER BY name") == [
+    assert store_rows(db, "SELECT name, score, passed FROM sessions ORDER BY name") == [
         ("cancel", 0.0, False), ("refund", 0.0, False)]
 
 
@@ -193,11 +184,11 @@ def _ours(tmp_path: Path) -> list[int]:
 
 def _result(db: Path) -> tuple[list[tuple[object, ...]], ...]:
     return (
-        _rows(db, "SELECT session_id, status, score, passed, tool_calls FROM sessions "
+        store_rows(db, "SELECT session_id, status, score, passed, tool_calls FROM sessions "
                   "ORDER BY session_id"),
-        _rows(db, "SELECT session_id, seq, tool_name, call, result, error FROM tool_calls "
+        store_rows(db, "SELECT session_id, seq, tool_name, call, result, error FROM tool_calls "
                   "ORDER BY session_id, seq"),
-        _rows(db, "SELECT session_id, state FROM snapshots ORDER BY session_id"),
+        store_rows(db, "SELECT session_id, state FROM snapshots ORDER BY session_id"),
     )
 
 

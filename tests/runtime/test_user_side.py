@@ -10,7 +10,6 @@ import json
 import shutil
 from pathlib import Path
 
-import duckdb
 import pytest
 from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
 
@@ -18,7 +17,7 @@ from benchpack.compiler import compile_pack
 from benchpack.runtime.runner import RunOptions, run_plan
 from benchpack.runtime.sandbox import find_bwrap
 from benchpack.runtime.user_side import merge, patch_tables
-from conftest import bench_run
+from conftest import bench_run, store_rows
 
 PACK = Path(__file__).resolve().parents[1] / "fixtures" / "dual_control"
 needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")
@@ -37,17 +36,9 @@ def _run(plan: Path, tmp: Path, agent: Path) -> Path:
                      allow_python=True)[0]
 
 
-def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 def _sessions(db: Path) -> dict[str, tuple[object, dict[str, object], dict[str, object]]]:
     out = {}
-    for name, score, extra in _rows(db, "SELECT name, score, extra FROM sessions"):
+    for name, score, extra in store_rows(db, "SELECT name, score, extra FROM sessions"):
         reward = json.loads(str(extra))["reward"]
         out[str(name)] = (score, reward["components"], reward)
     return out
@@ -61,19 +52,19 @@ def test_gold_agent_and_user_tools(plan: Path, tmp_path: Path) -> None:
     assert got["no-internet"][:2] == (1.0, both)
     assert got["mid-dialogue"][:2] == (1.0, both)
     # the user's own call is recorded beside the agent's, with its side
-    calls = _rows(db, "SELECT split_part(session_id, '.', 4), seq, tool_name, side, error "
+    calls = store_rows(db, "SELECT split_part(session_id, '.', 4), seq, tool_name, side, error "
                       "FROM tool_calls ORDER BY session_id, seq")
     assert calls == [("no-internet", 0, "resume_line", "agent", None),
                      ("no-internet", 1, "toggle_airplane_mode", "user", None),
                      ("mid-dialogue", 0, "resume_line", "agent", None)]
     # `sessions.tool_calls` counts the agent's only; set-up calls are no one's
-    counts = dict(_rows(db, "SELECT name, tool_calls FROM sessions"))
+    counts = dict(store_rows(db, "SELECT name, tool_calls FROM sessions"))
     assert counts == {"no-internet": 1, "mid-dialogue": 1}
     verdicts = got["no-internet"][2]["env_assertions"]
     assert [(v["function"], v["side"], v["got"], v["passed"]) for v in verdicts] == [
         ("assert_line_status", "agent", True, True), ("assert_can_browse", "user", True, True)]
     # the prior conversation is the transcript's turn 0, in order, then the dialogue goes on
-    msgs = _rows(db, "SELECT turn, role, content FROM messages WHERE session_id LIKE "
+    msgs = store_rows(db, "SELECT turn, role, content FROM messages WHERE session_id LIKE "
                      "'%mid-dialogue' ORDER BY seq")
     assert msgs[:4] == [(0, "user", "我的网络断了，线路是 L2。"), (0, "assistant", ""),
                         (0, "tool", '{"line_id": "L2", "status": "suspended"}'),
@@ -93,7 +84,7 @@ def test_do_nothing_agent_fails_every_component(plan: Path, tmp_path: Path) -> N
     # set-up call), L2 suspended (a helper function that is no tool)
     verdicts = got["no-internet"][2]["env_assertions"]
     assert [(v["got"], v["passed"]) for v in verdicts] == [(False, False), (False, False)]
-    assert _rows(db, "SELECT count(*) FROM tool_calls") == [(0,)]
+    assert store_rows(db, "SELECT count(*) FROM tool_calls") == [(0,)]
 
 
 @needs_bwrap
@@ -135,7 +126,7 @@ def test_a_failing_setup_call_is_a_run_error(plan: Path, tmp_path: Path) -> None
     (pack / "pack.yaml").write_text(text, encoding="utf-8")
     assert compile_pack(pack, tmp_path / "p2", use_cache=False).ok
     db = _run(tmp_path / "p2", tmp_path, PACK / "good_agent.yaml")
-    (status, error), = _rows(db, "SELECT status, error FROM sessions WHERE name = "
+    (status, error), = store_rows(db, "SELECT status, error FROM sessions WHERE name = "
                                  "'mid-dialogue'")
     assert status == "error"
     assert "initial_state.actions: resume_line" in str(error) and "not suspended" in str(error)
@@ -189,10 +180,10 @@ def test_llm_user_calls_its_own_tools(fake_openai: FakeOpenAI, tmp_path: Path) -
                                        "content": "airplane mode is off"}
     assert [m["role"] for m in sims[2]["messages"][1:]] == [
         "assistant", "user", "assistant", "tool", "assistant", "user"]
-    assert _rows(db, "SELECT tool_name, side, turn FROM tool_calls ORDER BY seq") == [
+    assert store_rows(db, "SELECT tool_name, side, turn FROM tool_calls ORDER BY seq") == [
         ("resume_line", "agent", 1), ("toggle_airplane_mode", "user", 1)]
     # the user's calls are LLM calls of the simulator, recorded like any other
-    roles = _rows(db, "SELECT role, count(*) FROM llm_calls GROUP BY role")
+    roles = store_rows(db, "SELECT role, count(*) FROM llm_calls GROUP BY role")
     assert roles == [("simulator", 3)]
 
 
@@ -219,7 +210,7 @@ def test_the_users_tool_calls_count_as_tau2s_steps(fake_openai: FakeOpenAI, tmp_
                         progress=False, cache_dir=tmp_path / "c", allow_python=True,
                         sessions=["no-internet"], api_base=fake_openai.base_url,
                         max_retries=0))
-    assert _rows(db, "SELECT termination FROM sessions") == [(ending,)]
+    assert store_rows(db, "SELECT termination FROM sessions") == [(ending,)]
     assert len([r for r in fake_openai.requests if r["model"] == "sim-model"]) == asked
 
 
@@ -251,9 +242,9 @@ def test_solo_mode_gives_the_agent_the_users_tools(tmp_path: Path) -> None:
     assert got["no-internet"][:2] == (1.0, {"state": 1.0, "actions": 1.0,
                                             "env_assertions": 1.0})
     # one agent turn, no user message after it; the agent made both calls
-    assert _rows(db, "SELECT termination, turns, user_turns, tool_calls FROM sessions WHERE "
+    assert store_rows(db, "SELECT termination, turns, user_turns, tool_calls FROM sessions WHERE "
                      "name = 'no-internet'") == [("done", 1, 1, 2)]
-    assert _rows(db, "SELECT tool_name, side FROM tool_calls WHERE session_id LIKE "
+    assert store_rows(db, "SELECT tool_name, side FROM tool_calls WHERE session_id LIKE "
                      "'%no-internet' ORDER BY seq") == [("resume_line", "agent"),
                                                        ("toggle_airplane_mode", "agent")]
     (tmp_path / "n").mkdir()
@@ -354,5 +345,5 @@ def test_fibre_help_desk_llm_customer_restarts_its_router(fake_openai: FakeOpenA
         "check_router_lights", "restart_router"]
     # e-mail; the restart (a tool call, then the message); the goodbye
     assert len(sims) == 4
-    assert _rows(db, "SELECT tool_name, side FROM tool_calls WHERE side = 'user'") == [
+    assert store_rows(db, "SELECT tool_name, side FROM tool_calls WHERE side = 'user'") == [
         ("restart_router", "user")]
