@@ -198,6 +198,11 @@ def import_banking(source: Path, out: Path, tau2: dict[str, Any] | None = None
             raise ImportError_(str(source), "its task ids are not those of the τ² checkout's "
                                "domain", "import the domain folder of that checkout")
     scenario = dialogue.scenarios(tau2)
+    # each task's own user tools (τ²'s `user_tools`): what the extract says τ² offers, or
+    # without --tau2 the task's list where it is not all of the customer's tools
+    offered = dialogue.task_user_tools(tau2) if tau2 is not None else {
+        str(r.get("id")): [str(n) for n in r["user_tools"]] for r in tasks
+        if isinstance(r.get("user_tools"), list) and set(r["user_tools"]) != set(user)}
     kept, dropped = [], []
     for raw in tasks:
         why = _why_skipped(raw)
@@ -212,7 +217,7 @@ def import_banking(source: Path, out: Path, tau2: dict[str, Any] | None = None
         start = _initial_state(raw)
         if start is not None:
             t.session["initial_state"] = start
-        dialogue.session_fields(t.session, raw, scenario.get(t.id))
+        dialogue.session_fields(t.session, raw, scenario.get(t.id), offered.get(t.id))
         if raw.get("required_documents"):  # what `--var retrieval=golden` shows (ids)
             t.session["required_documents"] = [str(d) for d in raw["required_documents"]]
             t.lossy = [x.replace("required_documents, ", "") for x in t.lossy]
