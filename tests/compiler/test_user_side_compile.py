@@ -87,3 +87,21 @@ def test_prior_tool_calls_must_be_answered(tmp_path: Path) -> None:
                for e in errors), errors
     assert any(f"pack.yaml:{_line(text, '{id: c1')}:" in e and "`c1` of the history is never "
                "answered" in e for e in errors), errors
+
+
+def test_a_user_tool_list_names_only_the_users_tools(tmp_path: Path) -> None:
+    # `user.tools` (τ²'s per-task `user_tools`): a name that is not one of the environment's
+    # user tools is an E202 where it is written, with the nearest one or the other side's hint
+    errors = _compile(tmp_path, [
+        ("          reason: My phone has no internet. My line is L1.\n",
+         "          reason: My phone has no internet. My line is L1.\n"
+         "          tools: [toggle_airplane_mod, resume_line, check_status_bar]\n"),
+    ])
+    text = (tmp_path / "pack" / "pack.yaml").read_text(encoding="utf-8")
+    line = _line(text, "tools: [toggle_airplane_mod,")
+    shown = "\n".join(errors)
+    assert len(errors) == 2, shown
+    assert any(f"pack.yaml:{line}:" in e and "`toggle_airplane_mod` is not one of the user's "
+               "tools" in e and "toggle_airplane_mode" in e for e in errors), shown
+    assert any(f"pack.yaml:{line}:" in e and "`resume_line` is not one of the user's tools"
+               in e and "one of the agent's tools" in e for e in errors), shown

@@ -458,3 +458,26 @@ def test_the_tools_no_gold_uses_answer_as_tau2s(tmp_path: Path,
     assert {r["tool_name"] for r in b.rows("agent_discoverable_tools")} >= {
         "example_agent_tool_0000", "open_bank_account_4821",
         "transfer_funds_between_bank_accounts_7291"}
+
+
+def test_the_simulator_prompt_and_tool_lists_follow_each_tasks_user_tools() -> None:
+    # τ²'s prompt has tool guidelines only for a customer offered tools: with tasks of both
+    # kinds the template chooses by the session's `user_tools`; each task whose list is not
+    # all of the customer's tools gets its own (`user.tools`)
+    from jinja2 import Environment
+
+    from benchpack.compiler.importers import tau2_dialogue as dialogue
+
+    extract = {"user_prompts": [{"prefix": "WITH TOOLS\n", "suffix": ""},
+                                {"prefix": "PLAIN\n", "suffix": ""}],
+               "user_tools": [{"name": "a"}, {"name": "b"}],
+               "tasks": [{"id": "t1", "user_prompt": 0, "user_tools": ["b"]},
+                         {"id": "t2", "user_prompt": 1, "user_tools": []},
+                         {"id": "t3", "user_prompt": 0, "user_tools": ["a", "b"]}]}
+    template = Environment().from_string(dialogue.user_template(extract))
+    assert template.render(scenario="S", user_tools=["b"]) == "WITH TOOLS\nS"
+    assert template.render(scenario="S", user_tools=[]) == "PLAIN\nS"
+    assert dialogue.task_user_tools(extract) == {"t1": ["b"], "t2": []}
+    # one kind of task: one text, as before
+    one = {**extract, "user_prompts": extract["user_prompts"][:1], "tasks": extract["tasks"][:1]}
+    assert dialogue.user_template(one) == "{% raw %}WITH TOOLS\n{% endraw %}{{ scenario }}"

@@ -163,6 +163,46 @@ def test_trajectory_text_is_role_colon_content() -> None:
                                      "tool: Error: no\nassistant: Done.")
 
 
+def test_trajectory_text_shows_the_users_own_tool_calls_where_tau2_does() -> None:
+    # τ²'s NL judge reads the user's own calls too (task_102's customer submits a referral):
+    # before the user's next message, each a `user: None` tool-call message and its result
+    msgs = [Message("assistant", "Hi! How can I help you today?", 0),
+            Message("user", "I want to refer a friend.", 1),
+            Message("assistant", "", 1, tool_calls=[{"id": "a1", "name": "get_referrals",
+                                                     "arguments": {}}]),
+            Message("tool", "[]", 1, tool_call_id="a1", name="get_referrals"),
+            Message("assistant", "Please submit the referral.", 1),
+            Message("user", "Done, I submitted it.", 2),
+            Message("assistant", "Thanks!", 2)]
+
+    def rec(name: str, result: Any, turn: int, at: float, side: str,
+            error: str | None = None) -> ToolRecord:
+        return ToolRecord(call_id=name, tool_name=name, call={}, result=result, error=error,
+                          started_at=at, duration=0.0, turn=turn, side=side)  # type: ignore[arg-type]
+
+    records = [rec("get_referrals", [], 1, 1.0, "agent"),
+               rec("submit_referral", "Referral REF-1 submitted.", 1, 2.0, "user"),
+               rec("submit_referral", None, 1, 3.0, "user", error="already referred"),
+               rec("check_status", {"ok": True}, 2, 4.0, "user")]
+    assert trajectory_text(msgs, records) == (
+        "assistant: Hi! How can I help you today?\n"
+        "user: I want to refer a friend.\n"
+        "assistant: None\n"
+        "tool: []\n"
+        "assistant: Please submit the referral.\n"
+        "user: None\n"
+        "tool: Referral REF-1 submitted.\n"
+        "user: None\n"
+        "tool: Error: already referred\n"
+        "user: Done, I submitted it.\n"
+        "assistant: Thanks!\n"
+        # a call after the last message (the message limit reached after the batch)
+        "user: None\n"
+        'tool: {"ok": true}')
+    # without the user's records: as before
+    assert "user: None" not in trajectory_text(msgs, records[:1])
+
+
 # --------------------------------------------------------------------------- budget
 
 

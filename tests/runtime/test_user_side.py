@@ -214,6 +214,85 @@ def test_the_users_tool_calls_count_as_tau2s_steps(fake_openai: FakeOpenAI, tmp_
     assert len([r for r in fake_openai.requests if r["model"] == "sim-model"]) == asked
 
 
+@needs_bwrap
+@pytest.mark.parametrize("offered", [["toggle_airplane_mode"], []])
+def test_the_llm_user_is_offered_only_its_sessions_tools(fake_openai: FakeOpenAI,
+                                                         tmp_path: Path,
+                                                         offered: list[str]) -> None:
+    # `user.tools` (τ²'s per-task `user_tools`): the simulator is offered those of the
+    # environment's user tools only, and none at all for `[]` (the prompt's `user_tools` is
+    # empty, where τ²'s prompt leaves out its tool guidelines); the set-up call of
+    # `initial_state` still runs whatever the list says, as τ²'s `set_state` does
+    pack = tmp_path / "pack"
+    shutil.copytree(PACK, pack)
+    (pack / "sim.j2").write_text("{% if user_tools %}TOOLS {{ user_tools | join(',') }}"
+                                 "{% else %}NO TOOLS{% endif %}\n{{ scenario }}",
+                                 encoding="utf-8")
+    text = (pack / "pack.yaml").read_text(encoding="utf-8")
+    text = text.replace("      - id: no-internet\n",
+                        "      - id: no-internet\n        conversation: {simulator: chat}\n")
+    text = text.replace("          reason: My phone has no internet. My line is L1.\n",
+                        "          reason: My phone has no internet. My line is L1.\n"
+                        f"          tools: {offered}\n")
+    text += "prompts:\n  instructed_user.user_system: {file: sim.j2}\n"
+    (pack / "pack.yaml").write_text(text, encoding="utf-8")
+    result = compile_pack(pack, tmp_path / "plan", use_cache=False)
+    assert result.ok, [d.format() for d in result.diagnostics]
+    fake_openai.route("sim-model", _sim if offered else (lambda body: "Thanks! ###STOP###"))
+    db = tmp_path / "b.duckdb"
+    run_plan(RunOptions(plan=tmp_path / "plan", agent=f"scripted:{PACK / 'good_agent.yaml'}",
+                        judge="rules", simulator="litellm:openai/sim-model", db=db, run_id="r",
+                        progress=False, cache_dir=tmp_path / "c", allow_python=True,
+                        sessions=["no-internet"], api_base=fake_openai.base_url,
+                        max_retries=0))
+    sims = [r for r in fake_openai.requests if r["model"] == "sim-model"]
+    assert sims
+    system = sims[0]["messages"][0]["content"]
+    if offered:
+        assert [t["function"]["name"] for t in sims[0]["tools"]] == offered
+        assert system.startswith("TOOLS toggle_airplane_mode\n")
+    else:
+        assert all(not r.get("tools") for r in sims)
+        assert system.startswith("NO TOOLS\n")
+        assert _rows(db, "SELECT count(*) FROM tool_calls WHERE side = 'user'") == [(0,)]
+
+
+@needs_bwrap
+def test_tau2_judge_reads_the_users_tool_calls_in_run_and_rejudge(fake_openai: FakeOpenAI,
+                                                                   tmp_path: Path) -> None:
+    # τ²'s NL judge reads the user's own calls (`user: None`, then the result) before the
+    # user's next message; `bench rejudge` builds the same transcript from the stored rows
+    from benchpack.runtime.rejudge import RejudgeOptions, rejudge
+
+    pack = tmp_path / "pack"
+    shutil.copytree(PACK, pack)
+    text = (pack / "pack.yaml").read_text(encoding="utf-8")
+    old = "          reward: [state, env_assertions]\n"
+    assert old in text
+    text = text.replace(old, "          reward: [state, assertions]\n"
+                        "          assertions_judge: tau2\n"
+                        "          assertions: [The user switched airplane mode off]\n", 1)
+    (pack / "pack.yaml").write_text(text, encoding="utf-8")
+    result = compile_pack(pack, tmp_path / "plan", use_cache=False)
+    assert result.ok, [d.format() for d in result.diagnostics]
+    fake_openai.route("judge-model", lambda body: '{"results": []}')
+    db = tmp_path / "b.duckdb"
+    run_plan(RunOptions(plan=tmp_path / "plan", agent=f"scripted:{PACK / 'good_agent.yaml'}",
+                        judge="litellm:openai/judge-model", simulator="rules", db=db,
+                        run_id="r", progress=False, cache_dir=tmp_path / "c",
+                        allow_python=True, sessions=["no-internet"],
+                        api_base=fake_openai.base_url, max_retries=0))
+    rejudge(RejudgeOptions(run_id="r", judge="litellm:openai/judge-model", db=db,
+                           progress=False, cache_dir=tmp_path / "c2", max_retries=0,
+                           api_base=fake_openai.base_url))
+    prompts = [r["messages"][-1]["content"] for r in fake_openai.requests
+               if r["model"] == "judge-model"]
+    assert len(prompts) == 2
+    assert prompts[0] == prompts[1]
+    assert "\nuser: None\ntool: airplane mode is off\nuser: OK, I switched airplane mode " \
+        "off." in prompts[0]
+
+
 # --------------------------------------------------------------------------- solo mode
 
 

@@ -85,14 +85,10 @@ def parity_tau2(checkout: Path, domain: str, tau2_python: str | None, calls: int
 
 def _dialogue_declared(domain: str) -> list[Any]:
     """The dialogue differences a domain declares: (why, role, what to drop before comparing
-    again)."""
-    from benchpack.runtime.tau2bench.dialogues import without_tools
-
-    return {"banking_knowledge": [
-        ("user-tools-per-task: τ² offers the customer only its task's `user_tools` (none in 16 "
-         "of the 97 tasks, where its prompt has no tool guidelines either); the pack offers "
-         "the customer all 6 of its tools in every task", "user", without_tools)],
-    }.get(domain, [])
+    again). None today: banking_knowledge's `user-tools-per-task` (its customer offered all of
+    its tools) went away with the session's `user.tools`; a new one goes here, by domain."""
+    declared: dict[str, list[Any]] = {}
+    return declared.get(domain, [])
 
 
 DIALOGUE_VARS = {"banking_knowledge": {"retrieval": "none"}}

@@ -242,3 +242,24 @@ def env_assertions(b: Builder, s: P.Session, loc: Loc, env: dict[str, Any]
         out.append({"function": a.function, "toolset": key, "state": state, "args": a.args,
                     "side": a.side, "expect": a.expect, "message": a.message})
     return out
+
+
+def offered_user_tools(b: Builder, s: P.Session, loc: Loc, env: dict[str, Any],
+                       tools: list[str]) -> list[str]:
+    """`user.tools`: the environment's user tools this session's user is offered (τ²'s
+    per-task `user_tools`); E202 where a name is not one of them."""
+    have = list(env.get("user_tools") or ())
+    out: list[str] = []
+    for i, name in enumerate(s.user.tools or [] if s.user else []):
+        if name in have:
+            if name not in out:
+                out.append(name)
+            continue
+        hint, fix = suggest_fix(name, have)
+        if name in tools:
+            hint, fix = f"`{name}` is one of the agent's tools", None
+        elif not have:
+            hint = hint or "give the environment `user_toolsets: [tools/….py]`"
+        b.err("E202", f"`{name}` is not one of the user's tools (`user_toolsets` of environment "
+              f"`{env.get('id')}`)", loc, ("user", "tools", i), hint, fix=fix)
+    return out

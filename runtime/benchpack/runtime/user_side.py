@@ -39,14 +39,30 @@ def user_tools(ctx: SessionContext) -> list[str]:
     return list(env.user_tools) if env is not None else []
 
 
+def offered_user_tools(ctx: SessionContext) -> list[str]:
+    """The user tools the session's user is offered: the plan user's `tools` (τ²'s per-task
+    `user_tools`) out of the environment's, in the environment's order as τ²'s toolkit lists
+    them; all of them without a `tools`. A tool the agent gives (`user_discoverable`) stays:
+    the gift, not the list, decides when it is offered. The world's set-up and the gold replay
+    use `user_tools` (every tool), as τ²'s environment does."""
+    names = user_tools(ctx)
+    only = getattr(ctx.session.user, "tools", None)
+    if only is None:
+        return names
+    env = ctx.plan.environments.get(ctx.session.environment)
+    keep = {*only, *(env.user_discoverable if env is not None else ())}
+    return [t for t in names if t in keep]
+
+
 def user_toolbox(ctx: SessionContext) -> ToolBox | None:
-    """The session's user-side toolbox (None when the user has no tools), made on first use."""
+    """The session's user-side toolbox (None when the user is offered no tools), made on first
+    use."""
     box = getattr(ctx, "_user_box", None)
-    if box is None and user_tools(ctx):
+    if box is None and offered_user_tools(ctx):
         from .env import ToolBox
 
         box = ToolBox(ctx.plan, ctx.session, ctx.env,
-                      allow_python=ctx.run.options.allow_python, tools=user_tools(ctx),
+                      allow_python=ctx.run.options.allow_python, tools=offered_user_tools(ctx),
                       side="user", gifts=getattr(ctx.toolbox, "gifts", None))
         ctx._user_box = box  # type: ignore[attr-defined]
     return box
@@ -193,5 +209,5 @@ async def _setup_call(ctx: SessionContext, boxes: dict[str, ToolBox], a: dict[st
     return record.result
 
 
-__all__ = ["InitialStateError", "all_records", "apply_initial_state", "merge", "patch_tables",
-           "user_calls", "user_toolbox", "user_tools"]
+__all__ = ["InitialStateError", "all_records", "apply_initial_state", "merge",
+           "offered_user_tools", "patch_tables", "user_calls", "user_toolbox", "user_tools"]

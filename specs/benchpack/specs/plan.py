@@ -335,6 +335,8 @@ class PlanUser(PlanModel):
     language: str | None = None
     text: str | None = None
     """The scenario an LLM simulator reads, verbatim (written only when given)."""
+    tools: list[str] | None = None
+    """The user's own tools this user is offered (written only when given: default all)."""
 
 
 class PlanConversation(PlanModel):

@@ -15,6 +15,9 @@ imported when every tool its gold actions use — τ²'s `call_discoverable_agen
 `give_discoverable_user_tool` name theirs in their arguments — is written; the others are
 listed in IMPORT_REPORT.md with the tools they need. A task's `agent_data` patch becomes its
 `initial_state.data`, with τ²'s per-task read-log allowlist (the gold's discoverable calls).
+Each task's `user_tools` (the customer tools τ² offers its simulator: none in 16 tasks) is its
+`user.tools`; with --tau2 the simulator prompt is τ²'s two texts, with and without tool
+guidelines, chosen by it.
 """
 
 from __future__ import annotations
@@ -198,6 +201,11 @@ def import_banking(source: Path, out: Path, tau2: dict[str, Any] | None = None
             raise ImportError_(str(source), "its task ids are not those of the τ² checkout's "
                                "domain", "import the domain folder of that checkout")
     scenario = dialogue.scenarios(tau2)
+    # each task's own user tools (τ²'s `user_tools`): what the extract says τ² offers, or
+    # without --tau2 the task's list where it is not all of the customer's tools
+    offered = dialogue.task_user_tools(tau2) if tau2 is not None else {
+        str(r.get("id")): [str(n) for n in r["user_tools"]] for r in tasks
+        if isinstance(r.get("user_tools"), list) and set(r["user_tools"]) != set(user)}
     kept, dropped = [], []
     for raw in tasks:
         why = _why_skipped(raw)
@@ -212,7 +220,7 @@ def import_banking(source: Path, out: Path, tau2: dict[str, Any] | None = None
         start = _initial_state(raw)
         if start is not None:
             t.session["initial_state"] = start
-        dialogue.session_fields(t.session, raw, scenario.get(t.id))
+        dialogue.session_fields(t.session, raw, scenario.get(t.id), offered.get(t.id))
         if raw.get("required_documents"):  # what `--var retrieval=golden` shows (ids)
             t.session["required_documents"] = [str(d) for d in raw["required_documents"]]
             t.lossy = [x.replace("required_documents, ", "") for x in t.lossy]
@@ -327,9 +335,6 @@ DIFFERENCES = [
     "sharing a token with the query (τ² answers in text and fills its top 10 with score-0 "
     "documents); τ²'s `grep` tool is `KB_grep`; the search tools' descriptions are "
     "benchpack's (only with --var retrieval=bm25, grep, bm25_grep)",
-    "user-tools-per-task: the customer is offered all 6 of its tools in every task; τ² offers "
-    "each task's `user_tools` only (none in 16 of the 97 tasks, whose simulator prompt then "
-    "has no tool guidelines)",
     "kb-in-prompt: with --var retrieval=full or golden the agent gets τ²'s no_knowledge prompt "
     "with the documents (all, or the task's) appended in benchpack's layout; τ²'s full_kb and "
     "golden_retrieval prompts place them inside the policy, in theirs",

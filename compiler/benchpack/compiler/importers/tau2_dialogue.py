@@ -63,9 +63,19 @@ def user_template(extract: dict[str, Any]) -> str:
     if not variants:
         raise ImportError_("τ² extract", "has no user simulator prompt",
                            "the checkout's driver output is incomplete")
-    v = variants[0]
-    return _raw(v["prefix"], "user simulator prompt") + "{{ scenario }}" \
-        + _raw(v["suffix"], "user simulator prompt")
+    def text(v: dict[str, str]) -> str:
+        return _raw(v["prefix"], "user simulator prompt") + "{{ scenario }}" \
+            + _raw(v["suffix"], "user simulator prompt")
+
+    # τ²'s prompt has tool guidelines only for a user offered tools: with tasks of both kinds
+    # (banking_knowledge) the template chooses by the `user_tools` the session offers
+    kinds: dict[bool, int] = {}
+    for t in extract.get("tasks") or []:
+        kinds.setdefault(bool(t.get("user_tools")), int(t.get("user_prompt") or 0))
+    if len(variants) == 2 and len(kinds) == 2 and kinds[True] != kinds[False]:
+        return ("{% if user_tools %}" + text(variants[kinds[True]]) + "{% else %}"
+                + text(variants[kinds[False]]) + "{% endif %}")
+    return text(variants[0])
 
 
 def judge_template(extract: dict[str, Any]) -> str:
@@ -187,11 +197,14 @@ def _flow(value: dict[str, Any]) -> list[str]:
 
 
 def session_fields(session: dict[str, Any], raw: dict[str, Any],
-                   scenario: str | None) -> None:
+                   scenario: str | None, user_tools: list[str] | None = None) -> None:
     """τ²'s rules on one imported session (in place): the scenario text the simulator reads,
-    each gold action matched as τ² matches it, τ²'s communicate and assertion checks."""
+    the user's tools it is offered (`user_tools`, when not all), each gold action matched as τ²
+    matches it, τ²'s communicate and assertion checks."""
     if scenario is not None:
         session["user"]["text"] = scenario
+    if user_tools is not None:
+        session["user"]["tools"] = list(user_tools)
     gold = (session.get("gold") or {}).get("actions") or []
     by_id = {str(a.get("action_id")): a for a in
              ((raw.get("evaluation_criteria") or {}).get("actions") or [])}
@@ -214,5 +227,14 @@ def scenarios(extract: dict[str, Any] | None) -> dict[str, str]:
     return {str(t["id"]): str(t["scenario"]) for t in (extract or {}).get("tasks") or []}
 
 
+def task_user_tools(extract: dict[str, Any] | None) -> dict[str, list[str]]:
+    """task id → the user tools τ² offers its simulator (`get_user_tools(include=…)`), for the
+    tasks offered fewer than all of them."""
+    every = [t["name"] for t in (extract or {}).get("user_tools") or []]
+    return {str(t["id"]): list(t.get("user_tools") or []) for t in
+            (extract or {}).get("tasks") or []
+            if every and list(t.get("user_tools") or []) != every}
+
+
 __all__ = ["GREETING_OWN", "NO_CHECKOUT", "differences", "judge_template", "pack_blocks",
-           "scenarios", "session_fields", "user_template", "version"]
+           "scenarios", "session_fields", "task_user_tools", "user_template", "version"]

@@ -175,6 +175,8 @@ def material(b: Builder, s: P.Session, loc: Loc, r: Any, tools: list[str],
                               strict=True):
             if calls:
                 ins["calls"] = calls
+        if s.user is not None and s.user.tools is not None:  # only when given: plans stay
+            u["tools"] = us.offered_user_tools(b, s, loc, env, tools)
     conv = conversation(b, s)
     if s.protocol == NAME and env.get("user_tools") and not (conv or {}).get("solo") \
             and (conv or {}).get("simulator", "tagged") == "tagged":

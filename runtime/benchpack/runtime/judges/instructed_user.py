@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from benchpack.specs.text import fold
 
 from ..graders import actions as actions_grader
-from ..user_side import all_records, user_calls, user_toolbox
+from ..user_side import all_records, offered_user_tools, user_calls, user_toolbox
 from .base import JudgeCall, JudgeError, ParseError, Templates, ask, parse_tagged
 
 if TYPE_CHECKING:
@@ -275,14 +275,16 @@ class LLMUser:
 
 class ChatUser(LLMUser):
     """`conversation.simulator: chat` (τ²'s user simulator): the system prompt
-    `instructed_user.user_system` (with `scenario`, `persona`, `user`, `tokens` and
-    `stop_tokens`), then every user and agent text message of the session with the roles
+    `instructed_user.user_system` (with `scenario`, `persona`, `user`, `tokens`,
+    `stop_tokens` and `user_tools`, the names of the user's tools it is offered: τ²'s prompt
+    has tool guidelines only then), then every user and agent text message of the session with the roles
     flipped; the reply's content is the message."""
 
     def chat(self, ctx: SessionContext, stop_tokens: str) -> list[dict[str, Any]]:
         system = self.templates.render(
             "instructed_user.user_system", scenario=scenario_text(self.user),
-            persona=self.persona, user=self.user, tokens=TOKEN_FOR, stop_tokens=stop_tokens)
+            persona=self.persona, user=self.user, tokens=TOKEN_FOR, stop_tokens=stop_tokens,
+            user_tools=offered_user_tools(ctx))
         out = [{"role": "system", "content": system}]
         own = list(getattr(self, "own_calls", ()))
         for at, m in enumerate(ctx.messages):
@@ -377,11 +379,33 @@ def simulator(ctx: SessionContext) -> UserSimulator:
 # --------------------------------------------------------------------------- τ²'s assertions
 
 
-def trajectory_text(messages: Sequence[Any]) -> str:
+def trajectory_text(messages: Sequence[Any], records: Sequence[Any] = ()) -> str:
     """Every message as τ²'s NL-assertions judge reads it: `role: content`, one per line. An
-    agent message without text is a tool-call message, whose content τ² prints as `None`."""
-    return "\n".join(f"{m.role}: {m.content if m.content or m.role != 'assistant' else None}"
-                     for m in messages)
+    agent message without text is a tool-call message, whose content τ² prints as `None`.
+
+    The user's own tool calls (`records` with `side == 'user'`; the agent's are messages
+    already) are in τ²'s trajectory too, where the user made them: before the user's next
+    message — a call made while answering turn t comes before the user message of turn t+1
+    (its opening's, turn 0, before the first) — each as the user's tool-call message
+    (`user: None`) and its result (`tool: …`, the text the user read). The records do not
+    keep which calls one response made together, so each call is a message of its own, as
+    for a user making one call per response (τ²'s simulator as the parity check drives it)."""
+    from ..env.toolbox import render_result
+
+    pending = sorted((r for r in records if getattr(r, "side", "agent") == "user"),
+                     key=lambda r: (r.turn, r.started_at))
+    lines: list[str] = []
+
+    def calls_before(turn: int | None) -> None:
+        while pending and (turn is None or pending[0].turn < turn):
+            lines.extend(["user: None", f"tool: {render_result(pending.pop(0))}"])
+
+    for m in messages:
+        if m.role == "user":
+            calls_before(m.turn)
+        lines.append(f"{m.role}: {m.content if m.content or m.role != 'assistant' else None}")
+    calls_before(None)  # a limit reached after the calls: no user message followed
+    return "\n".join(lines)
 
 
 def parse_tau2_results(text: str) -> list[dict[str, Any]]:
@@ -415,14 +439,15 @@ def parse_tau2_results(text: str) -> list[dict[str, Any]]:
     return out
 
 
-async def judge_tau2(site: JudgeSite, assertions: list[str], messages: Sequence[Any]
-                     ) -> tuple[list[dict[str, Any]], int]:
+async def judge_tau2(site: JudgeSite, assertions: list[str], messages: Sequence[Any],
+                     records: Sequence[Any] = ()) -> tuple[list[dict[str, Any]], int]:
     """One τ²-style judge call for all `assertions`: verdicts (`{text, score, detail, error}`,
-    one per result the judge gave) and the number of judge errors (0 or 1)."""
+    one per result the judge gave) and the number of judge errors (0 or 1). `records`: the
+    session's tool records, of which the user's own are shown (`trajectory_text`)."""
     from .base import JudgeError
 
     templates = site.roles.templates
-    context = {"trajectory": trajectory_text(messages), "assertions": list(assertions),
+    context = {"trajectory": trajectory_text(messages, records), "assertions": list(assertions),
                "assertions_text": str(list(assertions))}
     system = templates.render("instructed_user.assertions_judge", part="system", **context)
     prompt = templates.render("instructed_user.assertions_judge", part="user", **context)

@@ -398,9 +398,11 @@ async def judge_assertions(ctx: SessionContext, assertions: list[str]
                            ) -> tuple[list[dict[str, Any]], int]:
     from ..session import render_history
 
-    return await judge_assertion_texts(ctx, ctx.plan, assertions, ctx.messages,
-                                       ctx.toolbox.records, ctx.env.workspace.files(),
-                                       render_history(ctx))
+    # τ²'s judge reads the user's own tool calls too (`bench rejudge` has both sides' records)
+    records = all_records(ctx) if reward_spec(ctx.session).get("assertions_judge") == "tau2" \
+        else ctx.toolbox.records
+    return await judge_assertion_texts(ctx, ctx.plan, assertions, ctx.messages, records,
+                                       ctx.env.workspace.files(), render_history(ctx))
 
 
 async def judge_assertion_texts(site: JudgeSite, plan: Plan, assertions: list[str],
@@ -414,7 +416,7 @@ async def judge_assertion_texts(site: JudgeSite, plan: Plan, assertions: list[st
     from ..judges.rubric import RubricItem, agent_output, rubric_judge
     if reward_spec(site.session).get("assertions_judge") == "tau2" and \
             site.roles.mode("judge") == "llm":
-        return await judge_tau2(site, assertions, messages)
+        return await judge_tau2(site, assertions, messages, records)
     from ..session import initial_files, judge_rubric_items
 
     items = [RubricItem(f"assert{i + 1}", text, "") for i, text in enumerate(assertions)]

@@ -66,6 +66,11 @@ class UserScenario(Spec):
     `str(user_scenario)` put there by the τ² importer: the `chat` simulator's `{{ scenario }}`
     (default: built from `reason`, `known`, `unknown` and `instructions`), and for the `tagged`
     one in place of those four sections. The rules and scripted simulators never read it."""
+    tools: list[str] | None = None
+    """The user's own tools this user is offered, by name: some of the environment's
+    `user_toolsets` tools (τ²'s per-task `user_tools`; `[]`: none, so the `chat` prompt's
+    `user_tools` is empty). Default: all of them. The world's set-up and the gold replay still
+    run every tool of the environment, as τ² does."""
 
     @field_validator("known", "unknown")
     @classmethod
