@@ -254,7 +254,7 @@ def test_the_llm_user_is_offered_only_its_sessions_tools(fake_openai: FakeOpenAI
     else:
         assert all(not r.get("tools") for r in sims)
         assert system.startswith("NO TOOLS\n")
-        assert _rows(db, "SELECT count(*) FROM tool_calls WHERE side = 'user'") == [(0,)]
+        assert store_rows(db, "SELECT count(*) FROM tool_calls WHERE side = 'user'") == [(0,)]
 
 
 @needs_bwrap

@@ -35,7 +35,7 @@ def policy_template(extract: dict[str, Any], names: dict[str, str | None]) -> st
     each prompt verbatim (a raw block)."""
     prompts = extract.get("agent_system_prompts") or {}
     ours = {v: k for k, v in names.items() if v is not None and k not in IN_PROMPT}
-    branches = []
+    branches: list[str] = []
     for mine in [v for v in names.values() if v is not None]:
         theirs = ours.get(mine) or FALLBACK.get(mine)
         text = prompts.get(theirs) if theirs else None
