@@ -94,7 +94,7 @@ def _dialogue_declared(domain: str) -> list[Any]:
 DIALOGUE_VARS = {"banking_knowledge": {"retrieval": "none"}}
 """The pack variables of a dialogue check: banking's retrieval `none`, τ²'s `no_knowledge` (the
 driver's default; τ²'s search tools answer in their own text, not compared here)."""
-PACK_PLACES = {"banking_knowledge": {"service": "banking", "environment": "bank"}}
+PACK_PLACES: dict[str, dict[str, Any]] = {"banking_knowledge": {"service": "banking", "environment": "bank"}}
 """Where an imported pack keeps a domain's database, when not under the domain's name."""
 
 
