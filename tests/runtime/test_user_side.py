@@ -135,6 +135,28 @@ def test_a_failing_setup_call_is_a_run_error(plan: Path, tmp_path: Path) -> None
 # --------------------------------------------------------------------------- the LLM user
 
 
+def _edited_run(tmp_path: Path, fake: FakeOpenAI, edits: dict[str, str], extra: str = "",
+                files: dict[str, str] | None = None, **options: object) -> Path:
+    """The dual-control pack with `edits` (old text → new) made in pack.yaml, `extra` appended
+    and `files` added, compiled and its `no-internet` session run against the fake server
+    with the good agent; the store."""
+    pack = tmp_path / "pack"
+    shutil.copytree(PACK, pack)
+    for name, content in (files or {}).items():
+        (pack / name).write_text(content, encoding="utf-8")
+    text = (pack / "pack.yaml").read_text(encoding="utf-8")
+    for old, new in edits.items():
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    (pack / "pack.yaml").write_text(text + extra, encoding="utf-8")
+    result = compile_pack(pack, tmp_path / "plan", use_cache=False)
+    assert result.ok, [d.format() for d in result.diagnostics]
+    return bench_run(tmp_path / "plan", tmp_path, db=tmp_path / "b.duckdb",
+                     cache_dir=tmp_path / "c", agent=f"scripted:{PACK / 'good_agent.yaml'}",
+                     run_id="r", allow_python=True, sessions=["no-internet"],
+                     api_base=fake.base_url, max_retries=0, **options)[0]
+
+
 def _sim(body: dict[str, object]) -> object:
     """The user's model: asked to switch airplane mode off, it calls its own tool first."""
     msgs = body["messages"]
@@ -151,20 +173,11 @@ def _sim(body: dict[str, object]) -> object:
 
 @needs_bwrap
 def test_llm_user_calls_its_own_tools(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
-    pack = tmp_path / "pack"
-    shutil.copytree(PACK, pack)
-    text = (pack / "pack.yaml").read_text(encoding="utf-8")
-    text = text.replace("      - id: no-internet\n",
-                        "      - id: no-internet\n        conversation: {simulator: chat}\n")
-    (pack / "pack.yaml").write_text(text, encoding="utf-8")
-    assert compile_pack(pack, tmp_path / "plan", use_cache=False).ok
     fake_openai.route("sim-model", _sim)
-    db = tmp_path / "b.duckdb"
-    run_plan(RunOptions(plan=tmp_path / "plan", agent=f"scripted:{PACK / 'good_agent.yaml'}",
-                        judge="rules", simulator="litellm:openai/sim-model", db=db, run_id="r",
-                        progress=False, cache_dir=tmp_path / "c", allow_python=True,
-                        sessions=["no-internet"], api_base=fake_openai.base_url,
-                        max_retries=0))
+    db = _edited_run(tmp_path, fake_openai, {
+        "      - id: no-internet\n":
+        "      - id: no-internet\n        conversation: {simulator: chat}\n"},
+        judge="rules", simulator="litellm:openai/sim-model")
     got = _sessions(db)
     assert got["no-internet"][:2] == (1.0, {"state": 1.0, "actions": 1.0,
                                             "env_assertions": 1.0})
@@ -195,21 +208,12 @@ def test_the_users_tool_calls_count_as_tau2s_steps(fake_openai: FakeOpenAI, tmp_
     # with the user's stop before); the user's message calling a tool and its result are 2
     # more, so a limit of 8 ends it after that batch, before the simulator is asked for its
     # closing words (its 3rd request), and 10 leaves room for them
-    pack = tmp_path / "pack"
-    shutil.copytree(PACK, pack)
-    text = (pack / "pack.yaml").read_text(encoding="utf-8")
-    text = text.replace("      - id: no-internet\n",
-                        "      - id: no-internet\n        conversation: {simulator: chat}\n"
-                        f"        limits: {{max_messages: {limit}}}\n")
-    (pack / "pack.yaml").write_text(text, encoding="utf-8")
-    assert compile_pack(pack, tmp_path / "plan", use_cache=False).ok
     fake_openai.route("sim-model", _sim)
-    db = tmp_path / "b.duckdb"
-    run_plan(RunOptions(plan=tmp_path / "plan", agent=f"scripted:{PACK / 'good_agent.yaml'}",
-                        judge="rules", simulator="litellm:openai/sim-model", db=db, run_id="r",
-                        progress=False, cache_dir=tmp_path / "c", allow_python=True,
-                        sessions=["no-internet"], api_base=fake_openai.base_url,
-                        max_retries=0))
+    db = _edited_run(tmp_path, fake_openai, {
+        "      - id: no-internet\n":
+        "      - id: no-internet\n        conversation: {simulator: chat}\n"
+        f"        limits: {{max_messages: {limit}}}\n"},
+        judge="rules", simulator="litellm:openai/sim-model")
     assert store_rows(db, "SELECT termination FROM sessions") == [(ending,)]
     assert len([r for r in fake_openai.requests if r["model"] == "sim-model"]) == asked
 
@@ -223,28 +227,18 @@ def test_the_llm_user_is_offered_only_its_sessions_tools(fake_openai: FakeOpenAI
     # environment's user tools only, and none at all for `[]` (the prompt's `user_tools` is
     # empty, where τ²'s prompt leaves out its tool guidelines); the set-up call of
     # `initial_state` still runs whatever the list says, as τ²'s `set_state` does
-    pack = tmp_path / "pack"
-    shutil.copytree(PACK, pack)
-    (pack / "sim.j2").write_text("{% if user_tools %}TOOLS {{ user_tools | join(',') }}"
-                                 "{% else %}NO TOOLS{% endif %}\n{{ scenario }}",
-                                 encoding="utf-8")
-    text = (pack / "pack.yaml").read_text(encoding="utf-8")
-    text = text.replace("      - id: no-internet\n",
-                        "      - id: no-internet\n        conversation: {simulator: chat}\n")
-    text = text.replace("          reason: My phone has no internet. My line is L1.\n",
-                        "          reason: My phone has no internet. My line is L1.\n"
-                        f"          tools: {offered}\n")
-    text += "prompts:\n  instructed_user.user_system: {file: sim.j2}\n"
-    (pack / "pack.yaml").write_text(text, encoding="utf-8")
-    result = compile_pack(pack, tmp_path / "plan", use_cache=False)
-    assert result.ok, [d.format() for d in result.diagnostics]
     fake_openai.route("sim-model", _sim if offered else (lambda body: "Thanks! ###STOP###"))
-    db = tmp_path / "b.duckdb"
-    run_plan(RunOptions(plan=tmp_path / "plan", agent=f"scripted:{PACK / 'good_agent.yaml'}",
-                        judge="rules", simulator="litellm:openai/sim-model", db=db, run_id="r",
-                        progress=False, cache_dir=tmp_path / "c", allow_python=True,
-                        sessions=["no-internet"], api_base=fake_openai.base_url,
-                        max_retries=0))
+    db = _edited_run(
+        tmp_path, fake_openai, {
+            "      - id: no-internet\n":
+            "      - id: no-internet\n        conversation: {simulator: chat}\n",
+            "          reason: My phone has no internet. My line is L1.\n":
+            "          reason: My phone has no internet. My line is L1.\n"
+            f"          tools: {offered}\n"},
+        extra="prompts:\n  instructed_user.user_system: {file: sim.j2}\n",
+        files={"sim.j2": "{% if user_tools %}TOOLS {{ user_tools | join(',') }}"
+                         "{% else %}NO TOOLS{% endif %}\n{{ scenario }}"},
+        judge="rules", simulator="litellm:openai/sim-model")
     sims = [r for r in fake_openai.requests if r["model"] == "sim-model"]
     assert sims
     system = sims[0]["messages"][0]["content"]
@@ -264,24 +258,12 @@ def test_tau2_judge_reads_the_users_tool_calls_in_run_and_rejudge(fake_openai: F
     # user's next message; `bench rejudge` builds the same transcript from the stored rows
     from benchpack.runtime.rejudge import RejudgeOptions, rejudge
 
-    pack = tmp_path / "pack"
-    shutil.copytree(PACK, pack)
-    text = (pack / "pack.yaml").read_text(encoding="utf-8")
-    old = "          reward: [state, env_assertions]\n"
-    assert old in text
-    text = text.replace(old, "          reward: [state, assertions]\n"
-                        "          assertions_judge: tau2\n"
-                        "          assertions: [The user switched airplane mode off]\n", 1)
-    (pack / "pack.yaml").write_text(text, encoding="utf-8")
-    result = compile_pack(pack, tmp_path / "plan", use_cache=False)
-    assert result.ok, [d.format() for d in result.diagnostics]
     fake_openai.route("judge-model", lambda body: '{"results": []}')
-    db = tmp_path / "b.duckdb"
-    run_plan(RunOptions(plan=tmp_path / "plan", agent=f"scripted:{PACK / 'good_agent.yaml'}",
-                        judge="litellm:openai/judge-model", simulator="rules", db=db,
-                        run_id="r", progress=False, cache_dir=tmp_path / "c",
-                        allow_python=True, sessions=["no-internet"],
-                        api_base=fake_openai.base_url, max_retries=0))
+    db = _edited_run(tmp_path, fake_openai, {
+        "          reward: [state, env_assertions]\n":
+        "          reward: [state, assertions]\n          assertions_judge: tau2\n"
+        "          assertions: [The user switched airplane mode off]\n"},
+        judge="litellm:openai/judge-model", simulator="rules")
     rejudge(RejudgeOptions(run_id="r", judge="litellm:openai/judge-model", db=db,
                            progress=False, cache_dir=tmp_path / "c2", max_retries=0,
                            api_base=fake_openai.base_url))
