@@ -10,10 +10,12 @@ from typing import Any
 
 
 def need(obj: Any, key: str, kind: type | tuple[type, ...], where: str,
-         error: type[Exception], release: str, *, optional: bool = False) -> Any:
+         error: type[Exception], release: str, *, optional: bool = False,
+         json_path: bool = False) -> Any:
     """`obj[key]` when it is a `kind` (a bool is no int), else `error`: "`where`: field `key`
-    must be …, found … (is this `release`?)", or, where `where` ends in a JSONPath (`file: $…`:
-    a field of one JSON document), "`where`.`key`: must be …". `optional`: missing or null is None."""
+    must be …, found … (is this `release`?)", or, with `json_path` (`where` is a JSONPath into one
+    JSON document, `file: $.info`), "`where`.`key`: must be …". `optional`: missing or null is
+    None."""
     value = obj.get(key) if isinstance(obj, dict) else None
     if value is None and optional:
         return None
@@ -21,7 +23,6 @@ def need(obj: Any, key: str, kind: type | tuple[type, ...], where: str,
     if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
         names = " or ".join(k.__name__ for k in kinds)
         found = json.dumps(value, ensure_ascii=False, default=str)[:60]
-        json_path = where.rsplit(": ", 1)[-1].startswith("$")  # "file: $.info"
         at = f"{where}.{key}:" if json_path else f"{where}: field `{key}`"
         raise error(f"{at} must be {names}, found {found} (is this {release}?)")
     return value

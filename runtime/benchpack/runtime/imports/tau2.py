@@ -109,7 +109,8 @@ def load_results(path: Path) -> dict[str, Any]:
 
 def _get(obj: Any, key: str, kind: type | tuple[type, ...], where: str,
          optional: bool = False) -> Any:
-    return need(obj, key, kind, where, ImportRunError, "a τ² results file", optional=optional)
+    return need(obj, key, kind, where, ImportRunError, "a τ² results file", optional=optional,
+                json_path=True)
 
 
 def _epoch(text: Any) -> float | None:
