@@ -150,6 +150,8 @@ def test_a_plugin_protocol_compiles_runs_reports_and_rejudges(tmp_path: Path, si
         "s1": ("finished", 0.5, True), "s2": ("finished", 1.0, True)}
 
     table = plugin_table(tmp_path, "e1", site)
+    # an exact word count: the rules judge of the run decided nothing here, so it is not named
+    assert table["title"] == "echo_check (plug-in protocol; macro over sessions)"
     (row,) = table["rows"]
     assert (row["sessions"], row["echo_share"]["value"], row["echo_share"]["n"]) == (2, 0.75, 2)
 

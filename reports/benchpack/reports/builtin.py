@@ -229,9 +229,11 @@ def excluded_by_kind(ctx: ReportContext, where: str, group: str = "'all'"
 
 
 def metric_table(ctx: ReportContext, title: str, protocol_filter: str,
-                  metrics: list[tuple[str, str, str]], extra_notes: list[str]) -> Table:
+                  metrics: list[tuple[str, str, str]], extra_notes: list[str],
+                  judged: bool = True) -> Table:
     """One row per (agent, group): macro estimates of `metrics` = (column expr, key, title)
-    over the `scored` sessions, the errored ones left out counted in `excluded`."""
+    over the `scored` sessions, the errored ones left out counted in `excluded`; `judged`:
+    the run's judge decided them (the rules judge's heuristic is then named)."""
     labels = ctx.labels()
     group = _group_expr(ctx)
     base = f"run_id IN $runs AND ablation IS NULL AND {protocol_filter}"
@@ -245,7 +247,7 @@ def metric_table(ctx: ReportContext, title: str, protocol_filter: str,
         {cols} FROM session_results WHERE {where}""", 2, len(metrics))
     # scores the rules judge decided are word counts: say so, in the title when every run
     # was judged so (once, not on every column), else on those runs' rows
-    heuristic = ctx.rules_judged()
+    heuristic = ctx.rules_judged() if judged else set()
     every = bool(heuristic) and heuristic >= set(ctx.runs)
     table = Table(f"{title} ({HEURISTIC})" if every else title,
                   [Column("agent", "agent"), Column("group", ctx.by or "group"),

@@ -43,7 +43,7 @@ def plugin_metric_tables(ctx: ReportContext) -> tuple[list[Table], list[str]]:
         tables.append(metric_table(
             ctx, f"{name} (plug-in protocol; macro over sessions)", f"protocol = '{quoted}'",
             [(extra_figure(key), key, title) for key, title in reports.metrics],
-            [f"Figures the `{name}` plug-in stores in `sessions.extra`."]))
+            [f"Figures the `{name}` plug-in stores in `sessions.extra`."], reports.judged))
     return tables, notes
 
 

@@ -60,6 +60,10 @@ class ProtocolReports:
     """(key, title) of the figures a plug-in protocol keeps in `sessions.extra` (it has no
     column of its own), each a share in [0, 1]: `bench report summary` shows their macro mean
     and interval over the protocol's scored sessions, in a table of the protocol's own."""
+    judged: bool = True
+    """Whether the run's judge decides `metrics`; a `rules` judge's figures are then marked as
+    its keyword heuristic. False: the protocol computes them itself (exact counts, say), and
+    no judge's name belongs on them."""
     headline: tuple[str, PooledHeadline] | None = None
     """(column key in `builtin.headline_table`, its figures): a headline column this protocol
     pools itself instead of averaging its sessions (trigger_rubric: ProactBench's weighted
