@@ -32,7 +32,6 @@ from .world import WorldBuilder
 
 __all__ = [
     "DEFAULT_ENV",
-    "DEFAULT_LIMITS",
     "Builder",
     "BuilderCore",
     "Built",
@@ -47,10 +46,6 @@ __all__ = [
     "jmespath_problem",
     "regex_hint",
 ]
-
-DEFAULT_LIMITS: dict[str, dict[str, Any]] = {
-    name: c.default_limits for name, c in PROTOCOL_COMPILERS.items()}
-
 
 class Builder(CheckBuilder):
     """Phases 3 and 4 (sessions, dependency order) over the core, world and check steps; each
