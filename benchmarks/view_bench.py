@@ -8,7 +8,7 @@ running `bench run` can keep writing), the queries and the rendering. Pages: the
 (headline intervals computed) and warm (cached while the runs do not change), a run's sessions
 (first page, a sorted and filtered page, a late page), the longest transcript and a typical one,
 two runs side by side, a run pair's session runs, a SQL query and its CSV. The store is generated with
-`report_bench.generate` when missing; a 500-turn session (`long-500`, two messages a turn) is
+`synthetic_store.generate` when missing; a 500-turn session (`long-500`, two messages a turn) is
 added to its first run when absent. The fragments pages fetch after they show are timed apart:
 the runs page's headline (the report's intervals) and the run-pair page's `bench compare` table
 (its paired cluster bootstrap, pure Python: about 0.6 s on this store).
@@ -28,7 +28,7 @@ from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import report_bench
+import synthetic_store
 
 TARGET_S = 0.3
 
@@ -134,7 +134,7 @@ def main() -> int:
     db = args.db or Path(tempfile.gettempdir()) / f"benchpack-report-bench-{args.turns}.duckdb"
     if not db.exists():
         print(f"generating {db} ({args.turns:,} turns) …", flush=True)
-        report_bench.generate(db, args.turns)
+        synthetic_store.generate(db, args.turns)
     add_long_session(db)
     from starlette.testclient import TestClient
 

@@ -5,6 +5,7 @@ Nothing here is timed."""
 from __future__ import annotations
 
 import csv
+import importlib
 import importlib.util
 import json
 import math
@@ -36,6 +37,8 @@ TURNS = 3000
 
 
 def _load_bench() -> ModuleType:
+    # the benchmark imports its store generator as a script beside it would
+    sys.path.insert(0, str(ROOT / "benchmarks"))
     spec = importlib.util.spec_from_file_location("report_bench",
                                                   ROOT / "benchmarks" / "report_bench.py")
     assert spec is not None and spec.loader is not None
@@ -46,12 +49,13 @@ def _load_bench() -> ModuleType:
 
 
 bench = _load_bench()
+store = importlib.import_module("synthetic_store")  # the synthetic store's parameters
 
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("synthetic") / "bench.duckdb"
-    bench.generate(path, TURNS)
+    store.generate(path, TURNS)
     return path
 
 
@@ -65,12 +69,12 @@ def _one(con: Any, sql: str) -> Any:
 def test_generator_writes_exact_turns_and_consistent_child_tables(db: Path) -> None:
     con = duckdb.connect(str(db), read_only=True)
     try:
-        counts = bench.table_counts(con)
+        counts = store.table_counts(con)
         assert counts["turns"] == TURNS  # rejudges' copies of the dialogues included
-        runs = bench.RUNS + len(bench.REJUDGED)
+        runs = store.RUNS + len(store.REJUDGED)
         assert counts["runs"] == runs
         # at least one of each of the 20 plan slots per run and repeat
-        assert counts["sessions"] == 20 * runs * bench.REPEATS
+        assert counts["sessions"] == 20 * runs * store.REPEATS
         assert 2.0 <= counts["messages"] / TURNS <= 3.5
         for table in ("tool_calls", "intent_status", "checklist_results", "llm_calls",
                       "stage_events", "triples", "triple_support", "triggers", "intent_checks",
@@ -97,7 +101,7 @@ def test_generator_writes_exact_turns_and_consistent_child_tables(db: Path) -> N
     finally:
         con.close()
     with pytest.raises(FileExistsError):
-        bench.generate(db, TURNS)
+        store.generate(db, TURNS)
 
 
 def _differ(con: Any, table: str, a: str, b: str, where: str = "true") -> int:
@@ -113,9 +117,9 @@ def test_rejudges_are_shaped_as_bench_rejudge_writes_them(db: Path) -> None:
     with open_store(db) as con:
         lineage = con.execute("SELECT run_id, judge, rejudge_of, source_run FROM run_lineage "
                               "WHERE rejudge_of IS NOT NULL ORDER BY run_id").fetchall()
-        assert lineage == [(default_run_id(bench.run_id(r), bench.REJUDGE_JUDGE),
-                            bench.REJUDGE_JUDGE, bench.run_id(r), bench.run_id(r))
-                           for r in bench.REJUDGED]
+        assert lineage == [(default_run_id(store.run_id(r), store.REJUDGE_JUDGE),
+                            store.REJUDGE_JUDGE, store.run_id(r), store.run_id(r))
+                           for r in store.REJUDGED]
         for new, _, src, _ in lineage:
             # what the agent and the simulated user did is copied row for row
             for table in AGENT_SIDE:
@@ -125,7 +129,7 @@ def test_rejudges_are_shaped_as_bench_rejudge_writes_them(db: Path) -> None:
             assert _differ(con, "triples", new, src, "side = 'predicted'") > 0  # re-judged
             assert _one(con, f"""SELECT count(*) FROM sessions n JOIN sessions o
                 USING (session_id, repeat, status, turns, tool_calls, fingerprint, agent)
-                WHERE n.run_id = '{new}' AND o.run_id = '{src}'""") == 20 * bench.REPEATS
+                WHERE n.run_id = '{new}' AND o.run_id = '{src}'""") == 20 * store.REPEATS
             # intent statuses are not re-decided: left out, PROC unknown; the audit instead
             assert _one(con, f"SELECT count(*) FROM intent_status WHERE run_id = '{new}'") == 0
             assert _one(con, f"SELECT count(intents) + count(proc) FROM sessions "
@@ -165,19 +169,19 @@ def test_human_ratings_import_as_bench_ratings_import_takes_them(db: Path,
     shutil.copy(db, copy)
     con = connect(copy)
     try:
-        for r in bench.REJUDGED:
+        for r in store.REJUDGED:
             rows = con.execute("SELECT session_id, repeat, kind, item_id, rater, label FROM "
-                               "human_ratings WHERE run_id = ?", [bench.run_id(r)]).fetchall()
+                               "human_ratings WHERE run_id = ?", [store.run_id(r)]).fetchall()
             path = tmp_path / f"ratings-{r}.csv"
             with path.open("w", newline="", encoding="utf-8") as f:
                 out = csv.writer(f)
                 out.writerow(["session", "repeat", "kind", "item", "rater", "label"])
                 out.writerows(rows)
             # rated through the rejudge: stored under the run whose dialogues it judged
-            result = import_ratings(con, path, bench.rejudge_id(r))
+            result = import_ratings(con, path, store.rejudge_id(r))
             assert (result.run_id, result.imported, result.replaced) == (
-                bench.run_id(r), len(rows), len(rows))
-            assert result.raters <= bench.RATERS
+                store.run_id(r), len(rows), len(rows))
+            assert result.raters <= store.RATERS
     finally:
         con.close()
     with open_store(db) as ro:
@@ -202,20 +206,20 @@ def test_every_report_builds_and_renders_over_the_synthetic_store(db: Path) -> N
     # seven runs: the first agent's runs (two, and a rejudge) and the second's (one, and a
     # rejudge) labelled apart by run id
     agents = [row[0] for row in by_name["summary"].tables[0].rows]
-    assert len(set(agents)) == bench.RUNS + len(bench.REJUDGED)
+    assert len(set(agents)) == store.RUNS + len(store.REJUDGED)
     assert sum("· synth-" in a for a in agents) == 5
     # judge against judge: each rejudge with its original, and the two agents' ranking
     pairs, stability = by_name["agreement"].tables[:-1], by_name["agreement"].tables[-1]
     assert [t.title for t in pairs] == [
-        f"{bench.JUDGE} ({bench.run_id(r)}) vs {bench.REJUDGE_JUDGE} ({bench.rejudge_id(r)}) "
-        f"on the dialogues of {bench.run_id(r)}" for r in bench.REJUDGED]
+        f"{store.JUDGE} ({store.run_id(r)}) vs {store.REJUDGE_JUDGE} ({store.rejudge_id(r)}) "
+        f"on the dialogues of {store.run_id(r)}" for r in store.REJUDGED]
     assert {row[0] for row in pairs[0].rows} == {"trigger", "checklist", "triple",
                                                   "intent_completion", "intent_clarification"}
     assert stability.rows and all(row[2] == 2 for row in stability.rows)
     # against humans: every run that judged the rated dialogues, and its raters
     humans = results[-1].tables
     # per run, its consensus and raters tables; then one bias-corrected (PPI) table for all
-    assert len(humans) == 4 * len(bench.REJUDGED) + 1
+    assert len(humans) == 4 * len(store.REJUDGED) + 1
     assert humans[-1].title.startswith("Bias-corrected headline")
     assert all(t.rows for t in humans)
 
@@ -367,8 +371,8 @@ def test_agreement_counted_in_sql_matches_a_python_reference(db: Path) -> None:
         judges = agreement.agreement_report(ctx)
         ctx.humans = True
         humans = agreement.agreement_report(ctx)
-        for r in bench.REJUDGED:
-            a, b = bench.run_id(r), bench.rejudge_id(r)
+        for r in store.REJUDGED:
+            a, b = store.run_id(r), store.rejudge_id(r)
             got = cells(next(t for t in judges.tables if t.title.endswith(f"of {a}")))
             rows = con.execute("SELECT kind, type, label_a, label_b FROM judge_pairs "
                                "WHERE run_a = ? AND run_b = ?", [a, b]).fetchall()
