@@ -106,6 +106,11 @@ class _TurnsSession:
             tools.step = step  # type: ignore[attr-defined]
             rec = await tools.call(str(call["name"]), dict(call.get("args") or {}),
                                    call.get("id"))
+            if getattr(tools, "ended", False):  # solo mode's ending tool: the session is over
+                messages.append(Message("assistant", "", 0, tool_calls=[
+                    {"id": rec.call_id, "name": rec.tool_name, "arguments": rec.call}]))
+                return AgentReply(text="", tool_records=records, messages=messages,
+                                  steps=len(records) + 1, stop_reason="end_tool")
             records.append(rec)
             messages.extend(tool_call_messages(rec))
             if budget is not None and budget.reason is not None:
