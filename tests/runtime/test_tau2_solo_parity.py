@@ -214,23 +214,32 @@ needs_tau2 = pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU
 
 @needs_tau2
 @needs_bwrap
-@pytest.mark.parametrize(("domain", "limit", "requests"), [("mock", None, 63),
-                                                           ("telecom", "3", 28)])
-def test_solo_runs_equal_tau2s_own_solo_orchestrator(domain: str, limit: str | None,
-                                                     requests: int) -> None:
+@pytest.mark.parametrize(("domain", "limit"), [("mock", None), ("telecom", 3)])
+def test_solo_runs_equal_tau2s_own_solo_orchestrator(domain: str, limit: int | None) -> None:
     result = CliRunner().invoke(cli, [
         "parity", "tau2-dialogues", "--tau2", str(CHECKOUT), "--tau2-python", str(PYTHON),
-        "--domain", domain, "--solo", "--json", *(["--limit", limit] if limit else [])])
+        "--domain", domain, "--solo", "--json", *(["--limit", str(limit)] if limit else [])])
     assert result.exit_code == 0, result.output
     report = json.loads(result.output[result.output.index("{"):])
-    assert report["mismatches"] == [] and report["requests"] == {"agent": requests}
-    # only τ²'s raise on a text answer is declared (and, on mock, its raising assertion helper)
+    assert report["mismatches"] == []
+    # a task of g gold calls asks the model g + 1 times in gold and text, once in nothing, g in
+    # short and together, twice in wrong: 4g + 5 requests a side, every one compared
+    folder = Path(str(CHECKOUT)) / "data" / "tau2" / "domains" / domain
+    tasks = json.loads((folder / ("tasks_small.json" if domain == "telecom" else "tasks.json")
+                        ).read_text(encoding="utf-8"))
+    imported = {k.rsplit("/", 1)[0] for k in report["outcomes"]}
+    gold = [len(t["evaluation_criteria"]["actions"]) for t in tasks if t["id"] in imported]
+    assert len(gold) == (limit or 7)
+    assert report["requests"] == {"agent": sum(4 * g + 5 for g in gold)}
     kinds = {k.rsplit("/", 1)[1] for k in report["outcomes"]}
     assert kinds == {"gold", "nothing", "text", "short", "together", "wrong"}
-    texts = [k for k in report["outcomes"] if k.endswith("/text")]
-    assert report["declared"][TEXT_RAISES] == len(texts)
-    gold = {k: v["tau2"]["reward"] for k, v in report["outcomes"].items() if k.endswith("/gold")}
-    assert all(v["benchpack"]["reward"] == v["tau2"]["reward"] for k, v in
-               report["outcomes"].items() if v["tau2"]["reward"] is not None)
+    # τ²'s raise on a text answer is declared once a task (mock: its raising assertion helper too)
+    assert report["declared"][TEXT_RAISES] == len(gold)
+    assert all(v["benchpack"]["reward"] == v["tau2"]["reward"] for v in
+               report["outcomes"].values() if v["tau2"]["reward"] is not None)
+    rewards = {k: v["tau2"]["reward"] for k, v in report["outcomes"].items()}
     if domain == "telecom":
-        assert set(gold.values()) == {1.0}
+        assert {v for k, v in rewards.items() if k.endswith("/gold")} == {1.0}
+    else:  # τ²'s own solo gold fails where a solo agent cannot do it (see test_tau2_solo.py)
+        assert sorted(k for k, v in rewards.items() if k.endswith("/gold") and v != 1.0) == [
+            "update_task_with_initialization_data/gold", "update_task_with_user_tools/gold"]

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from ..types import AgentReply, Message, SessionBrief
+from ..types import AgentReply, Message, SessionBrief, ToolRecord
 from . import tool_call_messages
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ class _TurnsSession:
             return AgentReply(text="", stop_reason="script_end")
         spec = self.turns[self.index]
         self.index += 1
-        records = []
+        records: list[ToolRecord] = []
         messages: list[Message] = []
         budget = self.brief.budget
         for step, call in enumerate(spec.get("tool_calls") or [], start=1):

@@ -28,7 +28,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 KINDS = ("gold", "nothing", "permuted", "errors", "steps", "unfinished")
 STOP = "###STOP###"
@@ -336,7 +336,14 @@ def without_tools(x: dict[str, Any]) -> dict[str, Any]:
     return {**x, "tools": [], "tool_choice": None}
 
 
-def compare_requests(requests: list[dict[str, Any]], script: Script, sides: tuple[str, str],
+class TaskFinder(Protocol):
+    """What the comparison needs of a script (`Script`, `solo.SoloScript`): a request's task."""
+
+    def task_of(self, role: str, body: dict[str, Any]) -> Any: ...
+
+
+def compare_requests(requests: list[dict[str, Any]], script: TaskFinder,
+                     sides: tuple[str, str],
                      report: DialogueReport,
                      declared: Sequence[Declaration] = ()) -> None:
     """Pair each side's requests by (task, kind, role) in order and compare what they show; a

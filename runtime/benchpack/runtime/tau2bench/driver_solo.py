@@ -11,6 +11,7 @@ ending tool (`done`) last.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 MARK_TICKET = "@@BENCHPACK_TICKET@@"
@@ -21,10 +22,9 @@ def texts(driver: Any, domain: str) -> dict[str, Any]:
 
     env = driver.registry().get_env_constructor(domain)(solo_mode=True)
     tools = list(env.get_tools())
-    try:  # as τ²'s build_agent: a domain without user tools offers the agent's alone
+    # as τ²'s build_agent: a domain without user tools offers the agent's alone
+    with contextlib.suppress(Exception):
         tools += list(env.get_user_tools() or [])
-    except Exception:
-        pass
     task = next((t for t in driver.domain_tasks(domain).values()
                  if t.ticket and LLMSoloAgent.check_valid_task(t)), None)
     if task is None:
