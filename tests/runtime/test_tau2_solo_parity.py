@@ -183,6 +183,30 @@ def test_benchpacks_solo_half_against_the_scripted_model(tmp_path: Path) -> None
     assert report.mismatches == [] and report.requests["agent"] == len(requests)
 
 
+@needs_bwrap
+def test_a_done_call_with_malformed_arguments_still_ends_the_session(tmp_path: Path) -> None:
+    # τ² looks at the name alone; a `litellm:` agent whose model sends `done` with arguments
+    # that are no JSON ends the session all the same (not an error, not another request)
+    _solo_pack(tmp_path)
+    tasks = json.loads((TELECOM / "tasks_small.json").read_text(encoding="utf-8"))
+    mms = "[mms_issue]storage_permission[PERSONA:Hard]"
+    script = SoloScript(solo_tasks(tasks, [mms]), ("get_line", {"line_id": "nope"}))
+
+    def answer(role: str, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+        out = script(role, "gold", body)
+        for call in out.get("tool_calls") or []:
+            if call["function"]["name"] == "done":
+                call["function"]["arguments"] = "{not json"
+        return out
+
+    with ScriptedModel(answer) as model:
+        ours = solo_endings(run_ours(tmp_path / "plan", ["gold"], [mms], model.base_url,
+                                     prefix="bp", names={mms: session_id(mms)}))
+        assert model.failures == [] and len(model.requests) == 2
+    assert (ours[f"{mms}/gold"]["termination"], ours[f"{mms}/gold"]["reward"]) == \
+        ("agent_stop", 1.0)
+
+
 def _compile_with(tmp: Path, old: str, new: str) -> list[str]:
     pack = _solo_pack(tmp)
     tasks = pack / "tasks.yaml"

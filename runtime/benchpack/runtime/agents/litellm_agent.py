@@ -202,7 +202,9 @@ class LiteLLMSession:
                 {"id": tc.id, "name": tc.name, "arguments": tc.args} for tc in resp.tool_calls]))
             ending = next((tc for tc in resp.tool_calls if tc.name == self.end_tool), None)
             if ending is not None:  # τ²'s solo agent: the response's other calls are not made
-                await self._execute(ending.id, ending.name, ending.args, turn, steps)
+                # its arguments do not matter (τ² looks at the name alone): even malformed
+                # ones end the session
+                await self.brief.tools.call(ending.name, {}, ending.id)
                 return self._reply(text, records, produced, steps, "end_tool")
             for i, tc in enumerate(resp.tool_calls):
                 if loop.time() >= deadline:
