@@ -228,6 +228,7 @@ def test_a_bad_ending_is_a_located_compile_error(tmp_path: Path) -> None:
     assert "conversation.end_tool" in errors[0] and "conversation.system_request" in errors[1]
     errors = _compile_with(tmp_path / "c", "{request}", "{ticket}")
     assert len(errors) == 1 and "has no `{request}`" in errors[0], errors
+    assert "\n" not in errors[0] and 'e.g. "\\n\\nTask: {request}"' in errors[0]
 
 
 CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")

@@ -261,7 +261,7 @@ def _system_prompt(plan: Plan, session: PlanSession) -> str:
     kb = session.knowledge.context if session.knowledge is not None else None
     tail = f"\n\n{kb.strip()}" if kb else ""
     conv = session.conversation
-    # solo mode's request in the system prompt (`conversation.system_request`), at its end
+    # last, after the knowledge base: τ²'s solo agent ends its system prompt with the ticket
     if conv is not None and conv.system_request is not None:
         tail += conv.system_request.replace("{request}", session.request or "", 1)
     if env.policy is not None:

@@ -173,7 +173,7 @@ def solo_ending(b: Builder, s: P.Session, loc: Loc, conv: dict[str, Any],
     if request is not None and "{request}" not in request:
         b.err("E216", f"session `{s.id}`'s `conversation.system_request` has no `{{request}}`: "
               "the request would not reach the agent", loc, at("system_request"),
-              'write where the request goes, e.g. "\n\nTask: {request}"')
+              'write where the request goes, e.g. "\\n\\nTask: {request}"')
     end = conv.get("end_tool")
     if end is None or not conv.get("solo"):
         return

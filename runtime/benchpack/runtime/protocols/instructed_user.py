@@ -15,8 +15,9 @@ reached or the agent considers it finished), `transfer` (the agent handed the us
 where τ² counts and checks — user messages, each agent model response and each tool-result
 batch; a stop signal in the message that reaches the limit loses to it), `agent_stopped` (a
 scripted agent ran out of turns), `agent_error` (solo mode with `conversation.end_tool`: the
-agent answered with text instead of calling it, τ²'s ending for a solo agent's text), `error`. The signal is in `sessions.termination` and
-`extra.stop_signal` (None when the user never gave one or a limit won).
+agent answered with text instead of calling it, τ²'s ending for a solo agent's text), `error`.
+The signal is in `sessions.termination` and `extra.stop_signal` (None when the user never gave
+one or a limit won).
 
 Message limits and adapters: `litellm:` counts its own responses and batches and stops
 mid-turn (`session_limit`) right after the batch that reaches a limit. Any other adapter is
