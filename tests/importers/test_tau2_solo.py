@@ -1,5 +1,6 @@
 """τ²'s solo mode imported (`bench import tau2 DOMAIN --solo`, issue 24): no user, the agent
-gets both sides' tools, the ticket is its first message, the policy is τ²'s solo policy.
+gets both sides' tools and then `done`, the ticket is in its system prompt after the solo
+policy, and it ends by calling `done` (a text answer is an agent error, reward 0).
 
 Offline, on benchpack's own telecom folder in τ²'s shapes (`fixtures/tau2_telecom`): every
 imported session is solo, the gold agent (every gold action, the user's included) scores 1.0,
@@ -16,6 +17,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import duckdb
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -51,26 +53,34 @@ def test_every_session_is_solo_with_the_ticket_and_the_solo_policy(tmp_path: Pat
     assert plan["pack"]["name"] == "tau2-telecom-solo"
     sessions = {s["name"]: s for s in plan["sessions"].values()}
     assert set(sessions) == IDS
-    assert all(s["conversation"]["solo"] for s in sessions.values())
+    assert all(s["conversation"] == {**s["conversation"], "solo": True, "end_tool": "done",
+                                     "system_request": "\n\n# Ticket\n\n{request}"}
+               for s in sessions.values())
     assert sessions["service_issue-overdue_bill-PERSONA-None"]["request"] == \
         "My phone has no service."
-    # the agent is offered the phone's tools beside the operator's
+    # the agent is offered the phone's tools beside the operator's, and `done` last
     tools = sessions["mms_issue-storage_permission-PERSONA-Hard"]["tools"]
     assert "grant_app_permission" in tools and "get_customer_by_phone" in tools
+    assert tools[-1] == "done" and plan["tools"]["done"]["impl"]["kind"] == "static"
+    # without a checkout: benchpack's own instructions, then the solo policy
     policy = (pack / "policy.md").read_text(encoding="utf-8")
-    assert policy.startswith("<main_policy>\n# Operator policy, working alone") and \
+    assert policy.startswith("You are working a support ticket on your own") and \
+        "\n\n# Policy\n\n<main_policy>\n# Operator policy, working alone" in policy and \
         policy.endswith("</tech_support_policy>")
     # the gold agent makes the user's gold actions too; there is no gold user
     agent = yaml.safe_load((pack / "demo" / "gold_agent.yaml").read_text(encoding="utf-8"))
     calls = agent["sessions"]["service_issue-overdue_bill-PERSONA-None"][0]["tool_calls"]
     assert [c["name"] for c in calls] == ["send_payment_request", "make_payment",
-                                          "resume_line", "reboot_device"]
+                                          "resume_line", "reboot_device", "done"]
     assert not (pack / "demo" / "gold_user.yaml").exists()
     report = (pack / "IMPORT_REPORT.md").read_text(encoding="utf-8")
-    assert "## Solo mode (`--solo`)" in report and "`done` tool" in report
+    assert "## Solo mode (`--solo`)" in report and "ends by calling `done`" in report
     assert "| `main_policy_solo.md` | mapped |" in report
     pack_yaml = (pack / "pack.yaml").read_text(encoding="utf-8")
-    assert "τ²'s solo agent ends by calling its `done` tool" in pack_yaml  # origin.differences
+    # origin.differences: the own prompt (no checkout) and τ²'s raising on a text answer
+    assert '"own-solo-prompt: no τ² checkout was read' in pack_yaml
+    assert '"solo-text-reply: an answer in text' in pack_yaml
+    assert "the ticket is the agent's first message" not in pack_yaml
 
 
 @needs_bwrap
@@ -79,9 +89,21 @@ def test_gold_scores_one_nothing_zero_one_side_fails(tmp_path: Path) -> None:
     gold = run_scores(tmp_path, "gold", f"scripted:{pack / 'demo' / 'gold_agent.yaml'}", "rules")
     assert gold == dict.fromkeys(IDS, 1.0)
     done = tmp_path / "done.yaml"
-    done.write_text("default:\n  - say: Done.\n", encoding="utf-8")
+    done.write_text("default:\n  - tool_calls: [{name: done, args: {}}]\n", encoding="utf-8")
     assert run_scores(tmp_path, "nothing", f"scripted:{done}", "rules") == \
         dict.fromkeys(IDS, 0.0)
+    # adversarial: "Done." in text instead of the `done` call is τ²'s agent error, reward 0 —
+    # even where the state needs nothing done (the transfer task's gold is a call, and its
+    # check would pass on an untouched state only if the gold changed nothing)
+    said = tmp_path / "said.yaml"
+    said.write_text("default:\n  - say: Done.\n", encoding="utf-8")
+    assert run_scores(tmp_path, "said", f"scripted:{said}", "rules") == dict.fromkeys(IDS, 0.0)
+    con = duckdb.connect(str(tmp_path / "said.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT DISTINCT termination FROM sessions").fetchall() == \
+            [("agent_error",)]
+    finally:
+        con.close()
     # the operator's gold calls only, never the phone's: only the task the operator alone
     # settles (a transfer) passes
     agent = yaml.safe_load((pack / "demo" / "gold_agent.yaml").read_text(encoding="utf-8"))
@@ -98,7 +120,7 @@ def test_gold_scores_one_nothing_zero_one_side_fails(tmp_path: Path) -> None:
 def test_what_solo_mode_refuses(tmp_path: Path) -> None:
     with pytest.raises(ImportError_, match="τ²'s `retail` has no solo mode"):
         import_pack("tau2", FIXTURES / "tau2" / "retail", tmp_path / "r", solo=True)
-    with pytest.raises(ImportError_, match="--solo with --tau2 is not supported yet"):
+    with pytest.raises(ImportError_, match="the τ² extract has no solo-mode texts"):
         import_pack("tau2", DOMAIN, tmp_path / "t", solo=True, tau2={})
     # the tasks τ²'s solo agent refuses: no ticket, a prior conversation with messages, no
     # gold actions and no initial state
@@ -135,6 +157,7 @@ import json, sys, uuid
 from tau2.evaluator.evaluator import evaluate_simulation, EvaluationType
 from tau2.data_model.simulation import SimulationRun, TerminationReason
 from tau2.data_model.message import AssistantMessage, ToolCall
+from tau2.agent.llm_agent import LLMSoloAgent
 
 domain = sys.argv[1]
 if domain == "telecom":
@@ -156,8 +179,8 @@ def trajectory(task, gold):
     for i, a in enumerate(task.evaluation_criteria.actions or [] if gold else []):
         call = ToolCall(id=f"g{i}", name=a.name, arguments=a.arguments, requestor="assistant")
         msgs += [AssistantMessage(role="assistant", tool_calls=[call]), env.get_response(call)]
-    said = ["Done.", *(task.evaluation_criteria.communicate_info or [] if gold else [])]
-    return msgs + [AssistantMessage(role="assistant", content=" ".join(said))]
+    # τ²'s solo agent ends with its `done` call, which it turns into this message
+    return msgs + [AssistantMessage(role="assistant", content=LLMSoloAgent.STOP_TOKEN)]
 
 
 out = {}
@@ -190,8 +213,12 @@ def test_release_rewards_equal_tau2s_own_in_solo_mode(tmp_path: Path, domain: st
     pack = _import(tmp_path, folder)
     gold = run_scores(tmp_path, "gold", f"scripted:{pack / 'demo' / 'gold_agent.yaml'}", "rules")
     done = tmp_path / "done.yaml"
-    done.write_text("default:\n  - say: Done.\n", encoding="utf-8")
+    done.write_text("default:\n  - tool_calls: [{name: done, args: {}}]\n", encoding="utf-8")
     nothing = run_scores(tmp_path, "nothing", f"scripted:{done}", "rules")
+    # adversarial: an agent that answers "Done." in text, never calling `done`, scores 0
+    said = tmp_path / "said.yaml"
+    said.write_text("default:\n  - say: Done.\n", encoding="utf-8")
+    assert set(run_scores(tmp_path, "said", f"scripted:{said}", "rules").values()) == {0.0}
     from benchpack.compiler.importers.tau2 import session_id
 
     ours = {tid: {"gold": gold[session_id(tid)], "nothing": nothing[session_id(tid)]}
@@ -212,6 +239,8 @@ def test_release_rewards_equal_tau2s_own_in_solo_mode(tmp_path: Path, domain: st
     assert ours["create_task_1_with_env_assertions"] == {"gold": 1.0, "nothing": 0.0}
     same = {t: v for t, v in ours.items() if t != "create_task_1_with_env_assertions"}
     assert same == {t: theirs[t] for t in same}
-    # τ²'s own 0 on update_task_with_user_tools (its gold leaves the notification unread)
-    assert [t for t, v in ours.items() if v["gold"] != 1.0] == ["update_task_with_user_tools"]
+    # τ²'s own 0 on update_task_with_user_tools (its gold leaves the notification unread) and
+    # on update_task_with_initialization_data (a solo agent never says its communicate info)
+    assert sorted(t for t, v in ours.items() if v["gold"] != 1.0) == [
+        "update_task_with_initialization_data", "update_task_with_user_tools"]
     assert all(v["nothing"] == 0.0 for v in ours.values())

@@ -46,7 +46,8 @@ RUN_FORMATS = ("proactbench", "tau2")
                    "item-prices); the pack is then labelled not comparable.")
 @click.option("--solo", is_flag=True,
               help="tau2: τ²'s solo mode (telecom, mock): no user, the agent gets the user's "
-                   "tools and works each task's ticket alone, under τ²'s solo policy.")
+                   "tools and works each task's ticket alone, under τ²'s solo policy, and "
+                   "ends by calling `done` (with --tau2: τ²'s solo prompt and `done` tool).")
 def import_cmd(fmt: str, source: Path, out: Path, selected: Path | None,
                name: str | None, graphs_from_extractions: bool, partial: bool,
                tau2_checkout: str | None, tau2_python: str | None,
@@ -84,7 +85,7 @@ def import_cmd(fmt: str, source: Path, out: Path, selected: Path | None,
         if solo:
             options["solo"] = True
         if tau2_checkout is not None:
-            options["tau2"] = tau2_extract(source, tau2_checkout, tau2_python)
+            options["tau2"] = tau2_extract(source, tau2_checkout, tau2_python, solo)
     try:
         result = import_pack(fmt, source, out, **options)
     except ImportError_ as exc:
@@ -130,15 +131,18 @@ def extract_variants(domain: str) -> list[str]:
     return tau2_variants()
 
 
-def tau2_extract(domain_dir: Path, checkout: str, python: str | None) -> dict[str, object]:
-    """What τ²'s own code says about the domain (the driver's `extract`), or a one-line ✗."""
+def tau2_extract(domain_dir: Path, checkout: str, python: str | None, solo: bool = False
+                 ) -> dict[str, object]:
+    """What τ²'s own code says about the domain (the driver's `extract`; `solo`: its solo
+    agent's texts too), or a one-line ✗."""
     from benchpack.runtime.tau2bench.client import Tau2Driver, Tau2DriverError
 
     root = checkout_of(domain_dir, checkout)
     click.echo(f"… reading τ²'s `{domain_dir.name}` with τ²'s own code from {root}", err=True)
     try:
         with Tau2Driver(root, python) as driver:
-            return driver.extract(domain_dir.name, variants=extract_variants(domain_dir.name))
+            return driver.extract(domain_dir.name, variants=extract_variants(domain_dir.name),
+                                  solo=solo)
     except Tau2DriverError as exc:
         raise PackErrors(f"✗ --tau2: {exc}") from None
 

@@ -198,37 +198,44 @@ def _scope(diff_id: str) -> dict[str, Any]:
 @click.option("--max-messages", type=click.IntRange(2), default=40, show_default=True,
               help="τ²'s max_steps for both sides (the limit the steps/unfinished kinds hit; "
                    "smaller than τ²'s 200 so the check stays quick).")
+@click.option("--solo", is_flag=True,
+              help="τ²'s solo mode (telecom, mock): its solo agent against a `--solo` import; "
+                   "kinds gold, nothing, text, short, together, wrong.")
 @click.option("--examples", type=click.IntRange(0), default=10, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def parity_tau2_dialogues(checkout: Path, domain: str, tau2_python: str | None,
                           task_list: str | None, limit: int | None, kinds: str | None,
-                          max_messages: int, examples: int, as_json: bool) -> None:
+                          max_messages: int, solo: bool, examples: int, as_json: bool) -> None:
     """Whole dialogues through τ²'s own runner and through benchpack's, both talking to one
     scripted model endpoint on 127.0.0.1 that answers as a function of each request. Compares
     each dialogue's ending, reward and reward components, and every request the agent, the
-    user simulator and the judge received (messages, tools, sampling settings)."""
+    user simulator and the judge received (messages, tools, sampling settings). With --solo,
+    τ²'s solo agent (no user) against the `--solo` import."""
     from benchpack.runtime.tau2bench.client import Tau2Driver, Tau2DriverError
-    from benchpack.runtime.tau2bench.dialogues import KINDS
+    from benchpack.runtime.tau2bench.dialogues import KINDS as DIALOGUE_KINDS
+    from benchpack.runtime.tau2bench.solo import KINDS as SOLO_KINDS
 
-    wanted = [k.strip() for k in (kinds or ",".join(KINDS)).split(",") if k.strip()]
-    bad = [k for k in wanted if k not in KINDS]
+    known = SOLO_KINDS if solo else DIALOGUE_KINDS
+    wanted = [k.strip() for k in (kinds or ",".join(known)).split(",") if k.strip()]
+    bad = [k for k in wanted if k not in known]
     if bad:
-        raise click.UsageError(f"--kinds: unknown {', '.join(bad)} (kinds: {', '.join(KINDS)})")
+        raise click.UsageError(f"--kinds: unknown {', '.join(bad)} (kinds: {', '.join(known)})")
     domain_dir = Path(checkout) / "data" / "tau2" / "domains" / domain
     try:
         with Tau2Driver(checkout, tau2_python) as driver, \
                 tempfile.TemporaryDirectory(prefix="bench-parity-") as tmp:
             _say(f"… τ² {driver.info.get('python')} from {driver.checkout}")
-            extract = driver.extract(domain, variants=extract_variants(domain))
+            extract = driver.extract(domain, variants=extract_variants(domain), solo=solo)
             tasks = _tasks(domain, domain_dir)
-            plan_dir, imported = _dialogue_pack(domain_dir, extract, max_messages, Path(tmp))
+            plan_dir, imported = _dialogue_pack(domain_dir, extract, max_messages, Path(tmp),
+                                                solo)
             ids = [i for i in ([x.strip() for x in task_list.split(",")] if task_list else
                                [str(t.get("id")) for t in tasks]) if i in imported]
             ids = ids[:limit] if limit else ids
             if not ids:
                 raise PackErrors("✗ parity tau2-dialogues: no imported task selected")
-            report = _dialogues(driver, domain, extract, tasks, ids, wanted, plan_dir,
-                                max_messages, imported)
+            report = (_solo if solo else _dialogues)(driver, domain, extract, tasks, ids,
+                                                     wanted, plan_dir, max_messages, imported)
     except Tau2DriverError as exc:
         raise PackErrors(f"✗ parity tau2-dialogues: {exc}") from None
     from benchpack.runtime.tau2bench.dialogues import render
@@ -241,10 +248,10 @@ def parity_tau2_dialogues(checkout: Path, domain: str, tau2_python: str | None,
         raise SystemExit(1)
 
 
-def _dialogue_pack(domain_dir: Path, extract: dict[str, Any], max_messages: int, work: Path
-                   ) -> tuple[Path, dict[str, str]]:
-    """Import with τ²'s texts, the message limit set to the check's, and compile; the plan and
-    its sessions' names by τ² task id."""
+def _dialogue_pack(domain_dir: Path, extract: dict[str, Any], max_messages: int, work: Path,
+                   solo: bool = False) -> tuple[Path, dict[str, str]]:
+    """Import with τ²'s texts (`solo`: in τ²'s solo mode), the message limit set to the
+    check's, and compile; the plan and its sessions' names by τ² task id."""
     import re
 
     from benchpack.compiler import compile_pack
@@ -252,7 +259,8 @@ def _dialogue_pack(domain_dir: Path, extract: dict[str, Any], max_messages: int,
 
     pack = work / "pack"
     try:
-        result = import_pack("tau2", domain_dir, pack, tau2=extract)
+        result = import_pack("tau2", domain_dir, pack, tau2=extract,
+                             **({"solo": True} if solo else {}))
     except ImportError_ as exc:
         raise PackErrors(f"✗ parity tau2-dialogues: {exc}") from None
     text = (pack / "pack.yaml").read_text(encoding="utf-8")
@@ -363,6 +371,52 @@ def _dialogues(driver: Any, domain: str, extract: dict[str, Any], tasks: list[An
                 report.notes.append(f"the scripted model could not answer: {failure}")
     report.notes.append(f"{len(ids)} task(s) × {', '.join(kinds)}; max_messages {max_messages}, "
                         f"max_tool_errors {max_errors}; τ² Python {driver.info.get('python')}")
+    return report
+
+
+def _solo(driver: Any, domain: str, extract: dict[str, Any], tasks: list[Any], ids: list[str],
+          kinds: list[str], plan_dir: Path, max_messages: int,
+          names: dict[str, str] | None = None) -> Any:
+    """`_dialogues` for τ²'s solo mode (`runtime/tau2bench/solo.py`)."""
+    from benchpack.compiler.importers.tau2_dialogue import trial_seeds
+    from benchpack.runtime.tau2bench import solo
+    from benchpack.runtime.tau2bench.dialogues import (
+        DialogueReport,
+        compare_outcomes,
+        compare_requests,
+        run_ours,
+    )
+    from benchpack.runtime.tau2bench.scripted_model import ScriptedModel
+
+    failing, _ = _probe_calls(driver, domain, extract)
+    defaults = extract.get("defaults") or {}
+    max_errors = int(defaults.get("DEFAULT_MAX_ERRORS") or 10)
+    seed = trial_seeds(int(defaults.get("DEFAULT_SEED") or 300), 1)[0]
+    report = DialogueReport()
+    batches = solo.rounds(solo.solo_tasks(tasks, ids))
+    for n, batch in enumerate(batches, 1):
+        script = solo.SoloScript(batch, failing)
+        batch_ids = [t.id for t in batch]
+        with ScriptedModel(script) as model:
+            _say(f"… round {n}/{len(batches)}, τ² solo: {len(kinds)} kind(s) × "
+                 f"{len(batch_ids)} task(s)")
+            theirs = driver.simulate(domain, batch_ids, kinds, model.base_url,
+                                     max_steps=max_messages, max_errors=max_errors, seed=seed,
+                                     prefix="tau2", solo=True)
+            ours = solo.solo_endings(run_ours(plan_dir, kinds, batch_ids, model.base_url,
+                                              prefix="bp", names=names,
+                                              progress=lambda text: _say(f"… {text}")))
+            for note in sorted({str(v["note"]) for v in theirs.values() if v.get("note")}):
+                if note not in report.notes:
+                    report.notes.append(note)
+            solo.declare_text_raises(theirs, ours, report)
+            compare_outcomes(theirs, ours, report)
+            compare_requests(model.requests, script, ("tau2", "bp"), report)
+            for failure in model.failures[:5]:
+                report.notes.append(f"the scripted model could not answer: {failure}")
+    report.notes.append(f"solo: {len(ids)} task(s) × {', '.join(kinds)}; max_messages "
+                        f"{max_messages}, max_tool_errors {max_errors}; τ² Python "
+                        f"{driver.info.get('python')}")
     return report
 
 

@@ -260,6 +260,10 @@ def _system_prompt(plan: Plan, session: PlanSession) -> str:
     # a knowledge base's documents given in the prompt (`full`, `golden` retrieval), last
     kb = session.knowledge.context if session.knowledge is not None else None
     tail = f"\n\n{kb.strip()}" if kb else ""
+    conv = session.conversation
+    # last, after the knowledge base: τ²'s solo agent ends its system prompt with the ticket
+    if conv is not None and conv.system_request is not None:
+        tail += conv.system_request.replace("{request}", session.request or "", 1)
     if env.policy is not None:
         # the environment's policy replaces the generic prompt; the simulated clock is still
         # the agent's only way to know "today"
@@ -470,7 +474,9 @@ def session_brief(plan: Plan, session: PlanSession, repeat: int, toolbox: ToolBo
         max_steps=session.limits.max_steps_per_turn or 30,
         turn_timeout_s=session.limits.turn_timeout_s or 600.0, seed=seed,
         temperature=plan.defaults.temperature,
-        max_tool_result_chars=session.limits.max_tool_result_chars)
+        max_tool_result_chars=session.limits.max_tool_result_chars,
+        request_in_system=session.conversation is not None
+        and session.conversation.system_request is not None)
 
 
 __all__ = ["ChainMemory", "ChecklistOutcome", "Earlier", "ItemResult",

@@ -104,8 +104,9 @@ class AgentReply:
     """Assistant/tool messages produced during the turn, in order (the final text last)."""
     steps: int = 0
     stop_reason: Literal["answer", "step_budget", "timeout", "error", "script_end",
-                         "session_limit"] = "answer"
-    """`session_limit`: the session's `MessageBudget` ran out mid-turn (the session ends)."""
+                         "session_limit", "end_tool"] = "answer"
+    """`session_limit`: the session's `MessageBudget` ran out mid-turn (the session ends).
+    `end_tool`: the agent called solo mode's ending tool (`conversation.end_tool`)."""
     compactions: int = 0
     """Context compactions the agent reported during the turn."""
     error: str | None = None
@@ -195,6 +196,9 @@ class SessionBrief:
     max_tool_result_chars: int | None = None
     """How much of a tool result an LLM agent shows its model (`limits.max_tool_result_chars`;
     0: all); None: the adapter's own default."""
+    request_in_system: bool = False
+    """The session's request is in the system prompt (`conversation.system_request`): a turn
+    with neither a message nor an event adds nothing to the conversation."""
 
 
 class AgentSession(Protocol):

@@ -350,6 +350,11 @@ class PlanConversation(PlanModel):
     simulator_temperature: float
     solo: bool = False
     """No simulated user; the agent has the user's tools too (written only when true)."""
+    end_tool: str | None = None
+    """Solo mode: the tool whose call ends the session (written only when given)."""
+    system_request: str | None = None
+    """Solo mode: the request's text in the system prompt, `{request}` replaced (written only
+    when given)."""
 
 
 class PlanSession(PlanModel):

@@ -330,7 +330,7 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
         tables = _tables(_load_json(source / "db.json"), source / "db.json")
         policy = (source / "policy.md").read_text(encoding="utf-8")
     if solo:
-        policy = solo_.policy(source, domain)
+        policy = solo_.policy(source, domain, tau2)
     splits = _splits(source, tau2)
     tasks = [_Task(t, tools, splits.get(str(t.get("id"))), domain,
                    user["tools"] if user else None) for t in tasks_raw]
@@ -341,7 +341,7 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
         if t.session and solo:
             t.skip = solo_.skip_reason(t.raw)
             if t.skip is None:
-                solo_.apply(t.session, t.raw)
+                solo_.apply(t.session, t.raw, tau2)
     ids = [t.id for t in tasks]
     sids = [t.sid for t in tasks]
     clash = sorted({i for i in sids if sids.count(i) > 1} - set(ids))
@@ -396,10 +396,10 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
     pack_text = _pack_yaml(domain, tables, tau2, sorted(tools), diffs,
                            bool(st.helpers(module)), user) + dialogue.pack_blocks(
         domain, tau2, dialogue.version(tau2), _telecom_wording(
-            domain, dialogue.differences(tau2, diffs)) + (solo_.DIFFERENCES if solo else []))
-    if solo:  # its own name: a solo run is stored apart from the dialogue runs
-        pack_text = pack_text.replace(f"\nname: tau2-{domain}\n",
-                                      f"\nname: tau2-{domain}-solo\n", 1)
+            domain, dialogue.differences(tau2, diffs))
+        + (solo_.differences(tau2) if solo else []))
+    if solo:
+        pack_text = solo_.pack_text(pack_text, domain, tau2)
     write("pack.yaml", pack_text)
     write("tasks.yaml", _tasks_yaml(domain, kept))
     agent = {"sessions": {t.sid: _gold_turn(t, solo) for t in kept}}
@@ -415,7 +415,7 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
           "IMPORT_REPORT.md). Run it to check the environment.\n" + _dump(agent))
     write("IMPORT_REPORT.md", _report(source, domain, tables, tasks, tau2, prompts, diffs,
                                       tasks_path.name, solo)
-          + ("\n" + "\n".join(solo_.report(domain)) + "\n" if solo else ""))
+          + ("\n" + "\n".join(solo_.report(domain, tau2)) + "\n" if solo else ""))
     notes = [] if tau2 is not None and not diffs else [
         "not comparable with τ²-bench: " + ("our own tool descriptions (give --tau2 CHECKOUT "
                                            "for τ²'s)" if tau2 is None else

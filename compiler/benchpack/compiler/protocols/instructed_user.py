@@ -151,7 +151,41 @@ def conversation(b: Builder, s: P.Session) -> dict[str, Any] | None:
         out.update({k: getattr(layer, k) for k in layer.model_fields_set})
     if not out.get("solo"):  # issue 24: only when on, so older plans stay byte for byte
         out.pop("solo", None)
+    for key in ("end_tool", "system_request"):
+        if out.get(key) is None:
+            out.pop(key, None)
     return out
+
+
+def solo_ending(b: Builder, s: P.Session, loc: Loc, conv: dict[str, Any],
+                tools: list[str]) -> None:
+    """`end_tool` and `system_request` belong to solo mode; the ending tool must be one the
+    session offers, and it goes last (τ² appends its `done` after every other tool)."""
+    def at(key: str) -> tuple[str, ...]:
+        given = s.conversation is not None and key in s.conversation.model_fields_set
+        return ("conversation", key) if given else ()
+    for key in ("end_tool", "system_request"):
+        if conv.get(key) is not None and not conv.get("solo"):
+            b.err("E216", f"session `{s.id}` sets `conversation.{key}` without solo mode: it "
+                  "only applies to a session the agent works alone", loc, at(key),
+                  "add `solo: true` to the conversation, or remove the key")
+    request = conv.get("system_request")
+    if request is not None and "{request}" not in request:
+        b.err("E216", f"session `{s.id}`'s `conversation.system_request` has no `{{request}}`: "
+              "the request would not reach the agent", loc, at("system_request"),
+              'write where the request goes, e.g. "\\n\\nTask: {request}"')
+    end = conv.get("end_tool")
+    if end is None or not conv.get("solo"):
+        return
+    if end not in tools:
+        hint, fix = suggest_fix(end, tools)
+        b.err("E216", f"session `{s.id}`'s ending tool `{end}` is not a tool it offers the "
+              "agent", loc, at("end_tool"), hint or "declare the tool in the environment's "
+              "`tools:` (a `static` one does: it is never run)",
+              fix=fix if at("end_tool") else None)
+        return
+    tools.remove(end)
+    tools.append(end)
 
 
 def limits(merged: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
@@ -192,6 +226,8 @@ def material(b: Builder, s: P.Session, loc: Loc, r: Any, tools: list[str],
         # solo mode: the agent is offered the user's tools beside its own (in place: the
         # session's `tools` is this list)
         tools.extend(t for t in env.get("user_tools") or () if t not in tools)
+    if conv is not None:
+        solo_ending(b, s, loc, conv, tools)
     # a discoverable tool (issue 24) is offered once unlocked: gold may use it after the unlock
     g = gold(b, s, loc, [*tools, *env.get("discoverable", ())], env)
     sc = score(b, s, loc, r, g is not None, env)

@@ -20,7 +20,10 @@ when the model answers without tool calls (`answer`), after `brief.max_steps` mo
 cancelled, a tool call in flight is left to finish — tools own their time limits), when the
 LLM fails after the client's retries (`error`, with the message in `AgentReply.error`), or when
 the session's `brief.budget` (τ²'s max steps and max errors, `types.MessageBudget`) runs out
-after a tool-result batch (`session_limit`). With a budget this adapter counts its own
+after a tool-result batch (`session_limit`), or when it calls solo mode's ending tool
+(`end_tool`, `conversation.end_tool`: that call marks the session ended and the response's other
+calls are not made, as τ²'s solo agent; every request then asks `tool_choice: required`).
+With a budget this adapter counts its own
 messages: each model response is one, each batch of tool results another, and the budget is
 checked after the batch and after a response without tool calls, never after one that calls
 tools (where τ² checks).
@@ -131,6 +134,9 @@ class LiteLLMSession:
         self.params: dict[str, Any] = {}
         if brief.temperature is not None:
             self.params["temperature"] = brief.temperature
+        self.end_tool: str | None = getattr(brief.tools, "end_tool", None)
+        if self.end_tool is not None:  # the session ends by a call: every answer must be one
+            self.params["tool_choice"] = "required"
         self.params.update(agent.params)
 
     def _add(self, message: dict[str, Any]) -> None:
@@ -162,9 +168,10 @@ class LiteLLMSession:
         turn = self._turn_number()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.brief.turn_timeout_s
-        content = message if message is not None else render_event(event)
-        self._add({"role": "user", "content": self._prefix + content})
-        self._prefix = ""
+        if message is not None or event is not None or not self.brief.request_in_system:
+            content = message if message is not None else render_event(event)
+            self._add({"role": "user", "content": self._prefix + content})
+            self._prefix = ""
         records: list[ToolRecord] = []
         produced: list[Message] = []
         text = ""
@@ -193,6 +200,12 @@ class LiteLLMSession:
                 return self._reply(said, records, produced, steps, "answer")
             produced.append(Message("assistant", said, turn, tool_calls=[
                 {"id": tc.id, "name": tc.name, "arguments": tc.args} for tc in resp.tool_calls]))
+            ending = next((tc for tc in resp.tool_calls if tc.name == self.end_tool), None)
+            if ending is not None:  # τ²'s solo agent: the response's other calls are not made
+                # its arguments do not matter (τ² looks at the name alone): even malformed
+                # ones end the session
+                await self.brief.tools.call(ending.name, {}, ending.id)
+                return self._reply(text, records, produced, steps, "end_tool")
             for i, tc in enumerate(resp.tool_calls):
                 if loop.time() >= deadline:
                     for skipped in resp.tool_calls[i:]:

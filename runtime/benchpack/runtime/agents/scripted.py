@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from ..types import AgentReply, Message, SessionBrief
+from ..types import AgentReply, Message, SessionBrief, ToolRecord
 from . import tool_call_messages
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ class _TurnsSession:
             return AgentReply(text="", stop_reason="script_end")
         spec = self.turns[self.index]
         self.index += 1
-        records = []
+        records: list[ToolRecord] = []
         messages: list[Message] = []
         budget = self.brief.budget
         for step, call in enumerate(spec.get("tool_calls") or [], start=1):
@@ -106,6 +106,11 @@ class _TurnsSession:
             tools.step = step  # type: ignore[attr-defined]
             rec = await tools.call(str(call["name"]), dict(call.get("args") or {}),
                                    call.get("id"))
+            if getattr(tools, "ended", False):  # solo mode's ending tool: the session is over
+                messages.append(Message("assistant", "", 0, tool_calls=[
+                    {"id": rec.call_id, "name": rec.tool_name, "arguments": rec.call}]))
+                return AgentReply(text="", tool_records=records, messages=messages,
+                                  steps=len(records) + 1, stop_reason="end_tool")
             records.append(rec)
             messages.extend(tool_call_messages(rec))
             if budget is not None and budget.reason is not None:

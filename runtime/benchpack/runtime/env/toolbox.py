@@ -177,6 +177,11 @@ class ToolBox:
         self.records: list[ToolRecord] = []
         self.turn = 0
         self.step = 0
+        conv = session.conversation
+        self.end_tool = conv.end_tool if conv is not None and conv.solo and side == "agent" \
+            else None
+        """Solo mode's ending tool (`conversation.end_tool`): its call ends the session."""
+        self.ended = False
         self.tools: dict[str, ToolDef] = {}
         for name in (session.tools if tools is None else tools):
             tool = self._define(name)
@@ -312,6 +317,14 @@ class ToolBox:
                               else {}, result=None, error=f"not executed: the session reached "
                               f"its {self.budget.reason} limit", started_at=started,
                               duration=0.0, turn=self.turn, step=self.step)
+        if self.ended or name == self.end_tool:
+            # τ²'s solo agent: the ending call is never run, and nothing runs after it; neither
+            # is recorded, so no check counts them
+            first, self.ended = not self.ended, True
+            return ToolRecord(call_id=cid, tool_name=name, call=args if isinstance(args, dict)
+                              else {}, result=None, error=None if first and name ==
+                              self.end_tool else "not executed: the session has ended",
+                              started_at=started, duration=0.0, turn=self.turn, step=self.step)
         self._take_gifts()
         tool = self.tools.get(name)
         recorded: dict[str, Any] = copy_json(args) if isinstance(args, dict) else {}

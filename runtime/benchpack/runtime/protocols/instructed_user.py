@@ -14,8 +14,10 @@ reached or the agent considers it finished), `transfer` (the agent handed the us
 `max_tool_errors` (τ²'s `max_steps` and `max_errors`, `types.MessageBudget`: counted and checked
 where τ² counts and checks — user messages, each agent model response and each tool-result
 batch; a stop signal in the message that reaches the limit loses to it), `agent_stopped` (a
-scripted agent ran out of turns), `error`. The signal is in `sessions.termination` and
-`extra.stop_signal` (None when the user never gave one or a limit won).
+scripted agent ran out of turns), `agent_error` (solo mode with `conversation.end_tool`: the
+agent answered with text instead of calling it, τ²'s ending for a solo agent's text), `error`.
+The signal is in `sessions.termination` and `extra.stop_signal` (None when the user never gave
+one or a limit won).
 
 Message limits and adapters: `litellm:` counts its own responses and batches and stops
 mid-turn (`session_limit`) right after the batch that reaches a limit. Any other adapter is
@@ -250,18 +252,32 @@ class InstructedUser(ProtocolDefaults):
 
 async def solo(ctx: SessionContext, initial: dict[str, Any]) -> ProtocolResult:
     """Solo mode (`conversation.solo`, τ²'s solo mode): no simulated user — the agent, offered
-    both sides' tools by the compiler, works one turn on the request and the session ends
-    `done` when it answers (`agent_stopped` for a scripted agent with no turn, `error` for an
-    agent error)."""
-    budget_of(ctx)
-    reply, _ = await ctx.agent_turn(1, ctx.session.request or "", None)
+    both sides' tools by the compiler, works one turn on the request (its first message, or
+    with `system_request` in its system prompt and no message) and the session ends `done`
+    when it answers (`agent_stopped` for a scripted agent with no turn, `error` for an agent
+    error). With `end_tool` it ends `done` only by calling that tool: a text answer is
+    `agent_error` (τ²'s orchestrator), a limit its own ending, each of them unfinished."""
+    conv = ctx.session.conversation
+    budget = budget_of(ctx)
+    request = None if conv is not None and conv.system_request is not None else \
+        (ctx.session.request or "")
+    reply, _ = await ctx.agent_turn(1, request, None)
     if reply.stop_reason == "error":
         return ProtocolResult(termination="error", extra={"stop_signal": None})
     termination = "agent_stopped" if reply.stop_reason == "script_end" else "done"
+    if conv is not None and conv.end_tool is not None and not ctx.toolbox.ended:
+        termination = _unended(reply.stop_reason, budget)
     reward, judge_errors = await score(ctx, initial, termination)
     return ProtocolResult(termination=termination, judge_errors=judge_errors,
                           metrics={"score": reward["score"], "passed": reward["passed"]},
                           extra={"stop_signal": None, "solo": True, "reward": reward})
+
+
+def _unended(stop: str, budget: MessageBudget | None) -> str:
+    """How a solo session with an ending tool ended without calling it."""
+    if stop == "session_limit" and budget is not None and budget.reason is not None:
+        return budget.reason
+    return {"answer": "agent_error", "script_end": "agent_stopped"}.get(stop, stop)
 
 
 async def score(ctx: SessionContext, initial: dict[str, Any], termination: str = "done"

@@ -184,13 +184,15 @@ class Tau2Driver:
             raise Tau2DriverError(f"τ² refused `{cmd}`: {_one_line(str(answer['error']))}")
         return answer.get("result")
 
-    def extract(self, domain: str, variants: list[str] | tuple[str, ...] = ()
-                ) -> dict[str, Any]:
+    def extract(self, domain: str, variants: list[str] | tuple[str, ...] = (),
+                solo: bool = False) -> dict[str, Any]:
         """What an import needs from τ²'s code for `domain` (see the driver; cached);
-        `variants`: banking_knowledge's retrieval variants whose agent prompts to compose."""
-        key = f"extract:{domain}:{','.join(variants)}"
+        `variants`: banking_knowledge's retrieval variants whose agent prompts to compose;
+        `solo`: τ²'s solo agent's texts too."""
+        key = f"extract:{domain}:{','.join(variants)}:{solo}"
         if key not in self._cache:
-            self._cache[key] = self.request("extract", domain=domain, variants=list(variants))
+            self._cache[key] = self.request("extract", domain=domain, variants=list(variants),
+                                            **({"solo": True} if solo else {}))
         result: dict[str, Any] = self._cache[key]
         return result
 
@@ -215,13 +217,15 @@ class Tau2Driver:
 
     def simulate(self, domain: str, task_ids: list[str], kinds: list[str], api_base: str,
                  max_steps: int, max_errors: int, seed: int | None = None,
-                 prefix: str = "tau2", timeout_s: float = 3600.0) -> dict[str, Any]:
+                 prefix: str = "tau2", timeout_s: float = 3600.0, solo: bool = False
+                 ) -> dict[str, Any]:
         """τ²'s own runner on each task × kind against the scripted endpoint at `api_base`:
-        `{"<task>/<kind>": {termination, reward, breakdown}}` (see the driver)."""
+        `{"<task>/<kind>": {termination, reward, breakdown}}` (see the driver); `solo`: its
+        solo agent."""
         result: dict[str, Any] = self.request(
             "simulate", timeout_s=timeout_s, domain=domain, task_ids=task_ids, kinds=kinds,
             api_base=api_base, max_steps=max_steps, max_errors=max_errors, seed=seed,
-            prefix=prefix)
+            prefix=prefix, **({"solo": True} if solo else {}))
         return result
 
 

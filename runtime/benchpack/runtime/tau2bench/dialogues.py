@@ -28,7 +28,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 KINDS = ("gold", "nothing", "permuted", "errors", "steps", "unfinished")
 STOP = "###STOP###"
@@ -71,7 +71,7 @@ def reversed_lists(args: dict[str, Any]) -> dict[str, Any]:
             for k, v in args.items()}
 
 
-def _text(m: dict[str, Any]) -> str:
+def content_text(m: dict[str, Any]) -> str:
     c = m.get("content")
     if isinstance(c, list):  # content parts
         return "".join(str(p.get("text", "")) for p in c if isinstance(p, dict))
@@ -89,7 +89,8 @@ class Script:
 
     def task_of(self, role: str, body: dict[str, Any]) -> ScriptTask:
         if role == "user":
-            system = "".join(_text(m) for m in body["messages"] if m.get("role") == "system")
+            system = "".join(content_text(m) for m in body["messages"]
+                             if m.get("role") == "system")
             found = [t for t in self.tasks.values() if t.scenario and t.scenario in system]
             # a short scenario may be part of a longer one: the longest found is the prompt's
             longest = max((len(t.scenario) for t in found), default=0)
@@ -99,7 +100,7 @@ class Script:
                                   "system prompt")
             return found[0]
         for m in body["messages"]:
-            hit = _REF.search(_text(m))
+            hit = _REF.search(content_text(m))
             if hit and hit["task"] in self.tasks:
                 return self.tasks[hit["task"]]
         raise LookupError("no [ref task/kind] marker in the conversation")
@@ -115,7 +116,7 @@ class Script:
                 call = task.user_gold[calls]
                 args = reversed_lists(call["arguments"]) if kind == "permuted" \
                     else call["arguments"]
-                return _call(calls, call["name"], args, prefix="ucall")
+                return call_message(calls, call["name"], args, prefix="ucall")
             say = opening(task.id, kind) if own == 0 else (
                 "Let me think about it." if kind == "unfinished"
                 else f"Thank you, that is all. {STOP}")
@@ -129,18 +130,19 @@ class Script:
         if kind in ("gold", "permuted") and done < len(task.gold):
             call = task.gold[done]
             args = reversed_lists(call["arguments"]) if kind == "permuted" else call["arguments"]
-            return _call(done, call["name"], args)
+            return call_message(done, call["name"], args)
         if kind == "errors":
-            return _call(done, *self.failing)
+            return call_message(done, *self.failing)
         if kind == "steps":
-            return _call(done, *self.passing)
+            return call_message(done, *self.passing)
         if kind == "unfinished":
             return {"role": "assistant", "content": "Could you tell me a little more?"}
         words = ["Done."] if kind == "nothing" else ["Done.", *task.communicate]
         return {"role": "assistant", "content": " ".join(words)}
 
 
-def _call(i: int, name: str, args: dict[str, Any], prefix: str = "call") -> dict[str, Any]:
+def call_message(i: int, name: str, args: dict[str, Any], prefix: str = "call"
+                 ) -> dict[str, Any]:
     return {"role": "assistant", "content": None, "tool_calls": [
         {"id": f"{prefix}_{i}", "type": "function",
          "function": {"name": name, "arguments": json.dumps(args)}}]}
@@ -236,7 +238,7 @@ def shown(body: dict[str, Any]) -> dict[str, Any]:
     sampling settings."""
     messages = []
     for m in body.get("messages") or []:
-        item: dict[str, Any] = {"role": m.get("role"), "content": _text(m)}
+        item: dict[str, Any] = {"role": m.get("role"), "content": content_text(m)}
         calls = []
         for c in m.get("tool_calls") or []:
             fn = c.get("function") or {}
@@ -334,7 +336,14 @@ def without_tools(x: dict[str, Any]) -> dict[str, Any]:
     return {**x, "tools": [], "tool_choice": None}
 
 
-def compare_requests(requests: list[dict[str, Any]], script: Script, sides: tuple[str, str],
+class TaskFinder(Protocol):
+    """What the comparison needs of a script (`Script`, `solo.SoloScript`): a request's task."""
+
+    def task_of(self, role: str, body: dict[str, Any]) -> Any: ...
+
+
+def compare_requests(requests: list[dict[str, Any]], script: TaskFinder,
+                     sides: tuple[str, str],
                      report: DialogueReport,
                      declared: Sequence[Declaration] = ()) -> None:
     """Pair each side's requests by (task, kind, role) in order and compare what they show; a
@@ -418,5 +427,6 @@ def render(report: DialogueReport, examples: int = 10) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["KINDS", "DialogueReport", "Script", "ScriptTask", "compare_outcomes",
-           "compare_requests", "render", "run_ours", "script_tasks", "shown"]
+__all__ = ["KINDS", "DialogueReport", "Script", "ScriptTask", "call_message",
+           "compare_outcomes", "compare_requests", "content_text", "render", "run_ours",
+           "script_tasks", "shown"]

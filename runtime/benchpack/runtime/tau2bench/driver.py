@@ -21,9 +21,12 @@ Commands (what τ²'s own code does; nothing here re-implements τ²):
 - `evaluate {domain, task_id, messages, termination_reason, nl_verdicts?}`: τ²'s
   `evaluate_simulation` (EvaluationType.ALL) on the given messages; the NL-assertion judge is
   answered from `nl_verdicts`, and no model is ever called (every `generate` is replaced).
-- `simulate {domain, task_ids, kinds, api_base, max_steps, max_errors, seed?, prefix?}`: τ²'s
-  own runner end to end, every model it calls (agent, user simulator, NL judge) being the
-  scripted endpoint benchpack serves on 127.0.0.1 at `api_base` (the dialogue parity check).
+- `simulate {domain, task_ids, kinds, api_base, max_steps, max_errors, seed?, prefix?, solo?}`:
+  τ²'s own runner end to end, every model it calls (agent, user simulator, NL judge) being the
+  scripted endpoint benchpack serves on 127.0.0.1 at `api_base` (the dialogue parity check);
+  with `solo`, τ²'s solo agent (`llm_agent_solo`) and its dummy user (`driver_solo.py`).
+- `extract {…, solo: true}` adds `solo`: τ²'s solo agent's system prompt split around the
+  ticket, its tools and its ending tool (`driver_solo.py`).
 
 It imports nothing of benchpack: it is our code run by someone else's interpreter.
 """
@@ -175,6 +178,8 @@ class Driver:
         out["splits"] = splits() if splits is not None else None
         if domain == BANKING:
             out.update(_banking_texts(env, req.get("variants") or []))
+        if req.get("solo"):  # τ²'s solo agent's system prompt and tools (driver_solo.py)
+            out["solo"] = _sibling("driver_solo").texts(self, domain)
         return out
 
     def _user_prompts(self, domain: str, env: Any) -> dict[str, Any]:
@@ -278,6 +283,8 @@ class Driver:
         from tau2.evaluator.evaluator import EvaluationType
         from tau2.runner import run_single_task
         _unguard_models()
+        if req.get("solo"):  # τ²'s solo agent and its dummy user (driver_solo.py)
+            return dict(_sibling("driver_solo").simulate(self, req))
         domain, prefix = req["domain"], str(req.get("prefix") or "tau2")
         args = {"api_base": req["api_base"], "api_key": "benchpack-scripted",
                 "temperature": float(req.get("temperature", 0.0))}
@@ -344,6 +351,18 @@ def _banking_texts(env: Any, variants: list[str]) -> dict[str, Any]:
         else:
             prompts[name] = prompt()
     return {"discoverable": discoverable, "agent_system_prompts": prompts}
+
+
+def _sibling(name: str) -> Any:
+    """A module beside this file (its folder is kept off `sys.path`, see `main`)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        f"benchpack_tau2_{name}", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                               f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _tool(kit: Any, tool: Any) -> dict[str, Any]:

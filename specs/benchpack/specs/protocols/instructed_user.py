@@ -118,8 +118,20 @@ class Conversation(Spec):
     """Solo mode (τ²'s `--solo-mode`): no simulated user. The agent gets the session's request
     (by default the scenario's `reason`; τ² imports give the task's `ticket`) and the user's
     own tools (`user_toolsets`) beside its own, works one turn (its steps bounded by
-    `limits.max_steps_per_turn`), and the session ends `done` when it answers. Written to the
-    plan only when true."""
+    `limits.max_steps_per_turn`), and the session ends `done` when it answers (with `end_tool`,
+    when it calls that tool). Written to the plan only when true."""
+    end_tool: str | None = None
+    """Solo mode only: the tool the agent ends the session with (τ²'s solo agent: `done`), a
+    tool the session offers the agent. It is offered last, never run and never recorded; a
+    model response that calls it ends the session at once, its other calls not made (τ²). A
+    `litellm:` agent's every request then requires a tool call (`tool_choice: required`). A
+    session that ends any other way is unfinished: a text answer ends it `agent_error`, and
+    with `unfinished: fail` (τ²) it scores 0. Written to the plan only when given."""
+    system_request: str | None = None
+    """Solo mode only: the session's request goes in the agent's system prompt, not in a first
+    message: this text, `{request}` replaced by the request, is appended to the system prompt
+    (τ²'s solo agent: its ticket in `<ticket>` tags), and the agent starts with no message.
+    Written to the plan only when given."""
     simulator_temperature: float = Field(default=0.0, ge=0, le=2)
     """Sampling temperature of an LLM simulator (τ²: 0). Every simulator and judge call of
     benchpack is made at 0 unless said otherwise here; the agent's is `defaults.temperature`."""
