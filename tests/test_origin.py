@@ -112,3 +112,40 @@ def test_an_unreadable_recorded_origin_is_never_comparable() -> None:
                             ) == OriginLabel("b", "1", ())
     bad = origin_of_config({"origin": {"benchmark": "b", "differences": "x"}})
     assert bad is not None and not bad.comparable and "not readable" in bad.verdict()
+
+
+def test_a_difference_that_shows_only_in_some_endings_is_listed_only_for_runs_that_had_one(
+        tmp_path: Path) -> None:
+    db = tmp_path / "b.duckdb"
+    ended = ("origin: {benchmark: tau2-bench, version: a2c0247, differences: [], if_ended: "
+             "{%s: [\"text-ends: a text answer scores otherwise\"]}}\n")
+    _run(tmp_path, ended % "never_ends_so", "quiet", db)
+    con = duckdb.connect(str(db), read_only=True)
+    term = con.execute("SELECT min(termination) FROM sessions").fetchall()[0][0]
+    con.close()
+    plan = _run(tmp_path, ended % term, "ended", db)
+    assert plan["pack"]["origin"]["if_ended"] == {
+        term: ["text-ends: a text answer scores otherwise"]}
+
+    def first_note(run: str) -> str:
+        return str(json.loads(bench("report", "summary", "--db", db, "--run", run, "--format",
+                                    "json").output)["notes"][0])
+
+    # no session of the first run ended so: comparable, the condition said
+    assert first_note("quiet") == ("Origin (quiet): comparable with tau2-bench a2c0247 (no "
+                                   "differences declared; 1 more if a session ends "
+                                   "`never_ends_so`).")
+    # sessions of the second did: the difference is listed as if declared outright
+    assert first_note("ended") == ("⚠ Origin (ended): not comparable with tau2-bench a2c0247: "
+                                   "1 difference — text-ends: a text answer scores otherwise. "
+                                   "These figures are not comparable with the benchmark's own "
+                                   "(its leaderboard).")
+    label = OriginLabel("b", "1", ("d",), (("agent_error", ("t", "d")), ("x", ("u",))))
+    assert label.given(["done"]) == OriginLabel("b", "1", ("d",), label.if_ended)
+    assert label.given(["done", "agent_error"]) == OriginLabel("b", "1", ("d", "t"),
+                                                               (("x", ("u",)),))
+    assert origin_of_config({"origin": label.as_json()}) == label
+    # a condition that is not a list of texts is unreadable, never comparable
+    bad = origin_of_config({"origin": {"benchmark": "b", "version": "1", "differences": [],
+                                       "if_ended": {"agent_error": "t"}}})
+    assert bad is not None and not bad.comparable

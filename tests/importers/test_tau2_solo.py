@@ -26,6 +26,7 @@ from tau2_helpers import run_scores
 from benchpack.compiler import compile_pack
 from benchpack.compiler.importers import ImportError_, import_pack
 from benchpack.compiler.importers.tau2_solo import skip_reason
+from benchpack.reports.origin import run_origins
 from benchpack.runtime.sandbox import find_bwrap
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -77,9 +78,10 @@ def test_every_session_is_solo_with_the_ticket_and_the_solo_policy(tmp_path: Pat
     assert "## Solo mode (`--solo`)" in report and "ends by calling `done`" in report
     assert "| `main_policy_solo.md` | mapped |" in report
     pack_yaml = (pack / "pack.yaml").read_text(encoding="utf-8")
-    # origin.differences: the own prompt (no checkout) and τ²'s raising on a text answer
+    # origin.differences: the own prompt (no checkout); τ²'s raising on a text answer only
+    # where a session ends so (`if_ended`)
     assert '"own-solo-prompt: no τ² checkout was read' in pack_yaml
-    assert '"solo-text-reply: an answer in text' in pack_yaml
+    assert '  if_ended:\n    agent_error: ["solo-text-reply: an answer in text' in pack_yaml
     assert "the ticket is the agent's first message" not in pack_yaml
 
 
@@ -102,8 +104,18 @@ def test_gold_scores_one_nothing_zero_one_side_fails(tmp_path: Path) -> None:
     try:
         assert con.execute("SELECT DISTINCT termination FROM sessions").fetchall() == \
             [("agent_error",)]
+        # τ² treats a text answer otherwise: a run that had one lists that difference ...
+        said_label = run_origins(con, ["said"])["said"]
     finally:
         con.close()
+    assert said_label is not None and said_label.differences[-1].startswith("solo-text-reply")
+    # ... and a run without one does not (only the own prompt of an import without a checkout)
+    con = duckdb.connect(str(tmp_path / "gold.duckdb"), read_only=True)
+    try:
+        gold_label = run_origins(con, ["gold"])["gold"]
+    finally:
+        con.close()
+    assert gold_label is not None and gold_label.differences == said_label.differences[:-1]
     # the operator's gold calls only, never the phone's: only the task the operator alone
     # settles (a transfer) passes
     agent = yaml.safe_load((pack / "demo" / "gold_agent.yaml").read_text(encoding="utf-8"))

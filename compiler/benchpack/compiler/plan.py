@@ -162,7 +162,7 @@ def assemble(b: Builder, drafts: list[SessionDraft], episodes: dict[str, Any],
                  "description": b.pack.description, "content_hash": content_hash,
                  "metadata": meta,
                  # a label outside every fingerprint; only when set, so plans stay byte for byte
-                 **({"origin": b.pack.origin.model_dump(mode="json")} if b.pack.origin
+                 **({"origin": b.pack.origin.as_config()} if b.pack.origin
                     else {})},
         "defaults": {"models": defaults.models.model_dump(), "limits": _limits(defaults.limits),
                      "seed": defaults.seed, "repeats": defaults.repeats,

@@ -35,7 +35,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from benchpack.specs.origin_label import OriginLabel, origin_of_config
+from benchpack.specs.origin_label import OriginLabel
+
+from .origin import run_origins
 
 DOMAIN_ORDER = ("retail", "airline", "telecom", "banking_knowledge")
 """τ²'s `Results` fields, in its order (other domains follow; the schema refuses them)."""
@@ -234,13 +236,15 @@ def by_domain_order(tasks: dict[str, Any]) -> list[tuple[str, Any]]:
     return sorted(tasks.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0]))
 
 
-def _origins(runs: dict[str, dict[str, Any]], options: SubmissionOptions
+def _origins(con: Any, runs: dict[str, dict[str, Any]], options: SubmissionOptions
              ) -> tuple[list[str], list[str], str | None]:
-    """The differences from τ² (per run), the refusals, and the τ² version."""
+    """The differences from τ² (per run, with those its sessions' endings call up), the
+    refusals, and the τ² version."""
     differences, reasons = [], []
     versions = set()
+    labels = run_origins(con, list(runs))
     for run, row in runs.items():
-        origin: OriginLabel | None = origin_of_config(row["config"])
+        origin: OriginLabel | None = labels[run]
         found = []
         if origin is None:
             found.append("its pack has no `origin:` (not an imported τ² pack)")
@@ -291,7 +295,7 @@ def build_submission(con: Any, options: SubmissionOptions,
                      benchpack_version: str | None = None) -> Submission:
     runs = _run_rows(con, options.runs)
     figures, reasons, notes = domain_figures(con, options)
-    differences, refused, version = _origins(runs, options)
+    differences, refused, version = _origins(con, runs, options)
     reasons += refused
     agents = {_model(r["agent"]) for r in runs.values()}
     sims = {_model(r["simulator"]) for r in runs.values()}

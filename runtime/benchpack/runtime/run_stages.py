@@ -268,7 +268,7 @@ def run_config(ctx: RunContext, selected: set[str]) -> dict[str, Any]:
     config["prompt_templates"] = templates_fingerprint(plan.prompts)  # for `bench compare`
     config["role_files"] = ctx.roles.file_digests()  # scripted roles compare by content
     if plan.pack.origin is not None:  # the pack's `origin:` label, which every report shows
-        config[ORIGIN_KEY] = plan.pack.origin.model_dump(mode="json")
+        config[ORIGIN_KEY] = plan.pack.origin.as_config()
     # what the run promised, so reports can account for every (session, repeat) that never
     # ran; a resumed run keeps what earlier invocations promised
     earlier = (store.run_exists(ctx.run_id) or {}).get("config") or {}

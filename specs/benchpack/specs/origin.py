@@ -34,9 +34,24 @@ class Origin(Spec):
     """Every known way this pack differs from the benchmark in what decides a score or what the
     agent sees, one short sentence each. Empty: the pack claims parity, and reports call its
     runs comparable with the benchmark."""
+    if_ended: dict[Annotated[str, Field(min_length=1, max_length=40)],
+                   list[Annotated[str, Field(min_length=1)]]] = Field(default_factory=dict)
+    """Differences that show only in a session that ended a certain way, by its
+    `sessions.termination` (e.g. `{agent_error: ["solo-text-reply: …"]}`: the benchmark treats
+    a solo agent's text answer otherwise). A run with such a session lists them beside
+    `differences`; a run with none is as comparable as if they were not written."""
 
     def as_label(self) -> OriginLabel:
-        return OriginLabel(self.benchmark, self.version, tuple(self.differences))
+        return OriginLabel(self.benchmark, self.version, tuple(self.differences),
+                           tuple((k, tuple(v)) for k, v in sorted(self.if_ended.items())))
+
+    def as_config(self) -> dict[str, object]:
+        """What plans and `runs.config.origin` keep: `if_ended` only when set, so the plans of
+        packs without it stay byte for byte what they were."""
+        out = self.model_dump(mode="json")
+        if not self.if_ended:
+            del out["if_ended"]
+        return out
 
 
 __all__ = ["Origin"]

@@ -397,7 +397,7 @@ def import_pack(source: Path, out: Path, tau2: dict[str, Any] | None = None,
                            bool(st.helpers(module)), user) + dialogue.pack_blocks(
         domain, tau2, dialogue.version(tau2), _telecom_wording(
             domain, dialogue.differences(tau2, diffs))
-        + (solo_.differences(tau2) if solo else []))
+        + (solo_.differences(tau2) if solo else []), solo_.if_ended() if solo else None)
     if solo:
         pack_text = solo_.pack_text(pack_text, domain, tau2)
     write("pack.yaml", pack_text)

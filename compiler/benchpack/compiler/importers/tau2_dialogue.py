@@ -147,8 +147,9 @@ def _default(extract: dict[str, Any] | None, key: str, fallback: Any) -> Any:
 
 
 def pack_blocks(domain: str, extract: dict[str, Any] | None, version_: str,
-                differences_: list[str]) -> str:
-    """The pack.yaml lines for `metadata`, `origin`, `defaults` and `prompts`."""
+                differences_: list[str], if_ended: dict[str, list[str]] | None = None) -> str:
+    """The pack.yaml lines for `metadata`, `origin` (`if_ended`: its differences that show
+    only where a session ends so), `defaults` and `prompts`."""
     greeting = str(extract["first_agent_message"]) if extract else GREETING_OWN
     judge = _default(extract, "DEFAULT_LLM_NL_ASSERTIONS", JUDGE_MODEL)
     seed = int(_default(extract, "DEFAULT_SEED", TAU2_SEED))
@@ -167,7 +168,10 @@ def pack_blocks(domain: str, extract: dict[str, Any] | None, version_: str,
                          "simulator_temperature": float(_default(
                              extract, "DEFAULT_LLM_TEMPERATURE_USER", 0.0))},
     }
-    origin = {"benchmark": "tau2-bench", "version": version_, "differences": differences_}
+    origin: dict[str, Any] = {"benchmark": "tau2-bench", "version": version_,
+                              "differences": differences_}
+    if if_ended:
+        origin["if_ended"] = if_ended
     lines = [
         f"metadata: {{domain: {domain}}}",
         "origin:                      # what the pack reproduces; reports say whether a run is "

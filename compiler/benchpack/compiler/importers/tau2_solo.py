@@ -53,7 +53,13 @@ OWN_PROMPT = (
 
 def differences(tau2: dict[str, Any] | None) -> list[str]:
     """What a solo pack does differently from τ²'s solo runs (IMPORT_REPORT.md lists them)."""
-    return [TEXT_REPLY] if tau2 is not None else [OWN_PROMPT, TEXT_REPLY]
+    return [] if tau2 is not None else [OWN_PROMPT]
+
+
+def if_ended() -> dict[str, list[str]]:
+    """What differs only in a session the agent ended with text (`agent_error`): a run with
+    none, as with a model that honours `tool_choice: required`, is comparable."""
+    return {"agent_error": [TEXT_REPLY]}
 
 
 def check(source: Path, domain: str, tau2: dict[str, Any] | None) -> None:
