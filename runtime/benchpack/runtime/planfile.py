@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from benchpack.specs import PLAN_VERSION, Plan
 from benchpack.specs.plan import PlanGroup
-from benchpack.specs.schema import json_schemas
+from benchpack.specs.schema import plan_schema
 
 from .errors import UsageError
 
@@ -72,7 +72,7 @@ def _deep_path(data: Any) -> str:
 
 @lru_cache(maxsize=1)
 def _validator() -> Draft202012Validator:
-    return Draft202012Validator(json_schemas()["plan.schema.json"])
+    return Draft202012Validator(plan_schema())
 
 
 def load_plan(path: str | Path) -> Plan:
