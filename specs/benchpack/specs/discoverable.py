@@ -58,7 +58,8 @@ class UnlockImpl(BaseModel):
     """Compiled only: the tool that unlocks an environment's discoverable tools (`unlock`) or
     gives the user one of its discoverable tools (`give`)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=FIELD_DOCS)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=FIELD_DOCS,
+                              defer_build=True)  # see `base.Spec`
 
     kind: Literal["unlock", "give"]
 

@@ -89,7 +89,8 @@ class KnowledgeBase(Spec):
 
 
 class _PlanModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=FIELD_DOCS)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=FIELD_DOCS,
+                              defer_build=True)  # see `base.Spec`
 
 
 class KnowledgeImpl(_PlanModel):

@@ -39,7 +39,7 @@ PLAN_VERSION = 1
 
 class PlanModel(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=FIELD_DOCS,
-                              populate_by_name=True)
+                              defer_build=True, populate_by_name=True)  # see `base.Spec`
 
 
 class PlanPack(PlanModel):

@@ -89,7 +89,8 @@ class Toolset(Spec):
 
 
 class _PlanModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=FIELD_DOCS)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=FIELD_DOCS,
+                              defer_build=True)  # see `base.Spec`
 
 
 class PyToolImpl(_PlanModel):
