@@ -62,7 +62,8 @@ def json_schemas() -> dict[str, dict[str, Any]]:
     descriptions (a fresh copy each call)."""
     if FIELD_DOCS:
         return _generate()
-    return json.loads(_generated_with_docs())
+    schemas: dict[str, dict[str, Any]] = json.loads(_generated_with_docs())
+    return schemas
 
 
 @lru_cache(maxsize=1)
