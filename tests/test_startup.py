@@ -39,17 +39,15 @@ def _modules(*args: str) -> set[str]:
     return _probe(*args)[0]
 
 
-# every command's module but the one that runs it: the group imports a command's module when
-# the command is looked up (cli/main.py COMMANDS)
-COMMAND_MODULES = ("benchpack.cli.pack", "benchpack.cli.run", "benchpack.cli.store",
-                   "benchpack.cli.imports", "benchpack.cli.exports", "benchpack.cli.compare",
-                   "benchpack.cli.mcp", "benchpack.cli.merge", "benchpack.cli.view",
-                   "benchpack.cli.parity", "benchpack.cli.parity_retrieval",
-                   "benchpack.cli.serve_a2a")
-
-
 def _others(mods: set[str], own: str) -> list[str]:
-    return sorted(m for m in mods & set(COMMAND_MODULES) if m != own)
+    """Every command's module but `own` that the process imported: the group imports a
+    command's module when the command is looked up (cli/main.py `COMMANDS`)."""
+    from benchpack.cli.main import COMMANDS, SUBCOMMANDS
+
+    modules = {f"benchpack.cli.{m}" for m, _ in
+               (*COMMANDS.values(), *(s for subs in SUBCOMMANDS.values() for s in subs))}
+    assert len(modules) >= 10 and own in modules
+    return sorted(m for m in mods & modules if m != own)
 
 
 # every command masks secrets and maps errors to exit codes; readers check the store file
