@@ -18,21 +18,28 @@ import atexit, json, linecache, sys
 atexit.register(lambda: print("MODULES=" + json.dumps(sorted(sys.modules)), file=sys.__stderr__))
 # the source files read so far (pydantic reads a model's to find its field docstrings)
 atexit.register(lambda: print("SOURCES=" + json.dumps(sorted(linecache.cache)), file=sys.__stderr__))
+import gc
+atexit.register(lambda: print("GC=" + json.dumps([gc.isenabled(), gc.get_threshold()]),
+                              file=sys.__stderr__))
 sys.argv = ["bench", *json.loads(sys.argv[1])]
 from benchpack.cli import main
 main()
 """
 
 
-def _probe(*args: str) -> tuple[set[str], list[str]]:
-    """The modules a `bench ARGS` process imported and the source files it read, its output
-    on pipes."""
+def _probe(*args: str) -> tuple[set[str], list[str], list[object]]:
+    """The modules a `bench ARGS` process imported, the source files it read and its
+    collector's state at exit, its output on pipes."""
     res = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(list(args))],
                          capture_output=True, text=True, timeout=120)
     lines = res.stderr.splitlines()
-    mods = next(x for x in lines if x.startswith("MODULES=")).removeprefix("MODULES=")
-    sources = next(x for x in lines if x.startswith("SOURCES=")).removeprefix("SOURCES=")
-    return set(json.loads(mods)), json.loads(sources)
+
+    def read(key: str) -> object:
+        return json.loads(next(x for x in lines if x.startswith(key)).removeprefix(key))
+
+    mods, sources, gc_state = read("MODULES="), read("SOURCES="), read("GC=")
+    assert isinstance(mods, list) and isinstance(sources, list) and isinstance(gc_state, list)
+    return set(mods), sources, gc_state
 
 
 def _modules(*args: str) -> set[str]:
@@ -111,10 +118,10 @@ def test_a_rules_scripted_run_does_not_import_litellm(tmp_path: Path) -> None:
 
     res = CliRunner().invoke(cli, ["compile", str(pack), "-o", str(plan)])
     assert res.exit_code == 0, res.output
-    mods, sources = _probe("run", str(plan), "--agent",
-                           f"scripted:{tmp_path / 'agent.yaml'}", "--judge", "rules",
-                           "--simulator", "rules", "--quiet", "--db",
-                           str(tmp_path / "run.duckdb"), "--cache-dir", str(tmp_path / "c"))
+    mods, sources, gc_state = _probe(
+        "run", str(plan), "--agent", f"scripted:{tmp_path / 'agent.yaml'}", "--judge", "rules",
+        "--simulator", "rules", "--quiet", "--db", str(tmp_path / "run.duckdb"),
+        "--cache-dir", str(tmp_path / "c"))
     assert "benchpack.runtime.runner" in mods  # the run did happen in this process
     assert "benchpack.runtime.env.toolbox" in mods  # and its session held tools
     assert sorted(m for m in mods if m.split(".")[0] in ("litellm", "openai")) == []
@@ -125,3 +132,5 @@ def test_a_rules_scripted_run_does_not_import_litellm(tmp_path: Path) -> None:
     assert sorted(m for m in mods if m.split(".")[0] in ("jsonschema", "jinja2")) == []
     assert _others(mods, "benchpack.cli.run") == []
     assert [f for f in sources if "benchpack" in f] == []
+    # the collector, off during the run's imports, is back (with the run's thresholds)
+    assert gc_state == [True, [20_000, 10, 10]]
