@@ -107,3 +107,37 @@ def test_an_internal_failure_on_a_broken_pack_is_noted(runner: CliRunner,
     out = runner.invoke(cli, ["validate", "p"])
     assert out.exit_code == 1 and "error E101" in out.output
     assert "note: some checks were skipped after an internal error (RuntimeError: boom" in out.output
+
+
+def test_every_command_is_reachable_by_its_name() -> None:
+    """The group loads a command's module when it is looked up (`main.COMMANDS`): a command
+    defined in the package but named nowhere would be missing from `bench`, silently."""
+    import importlib
+    import pkgutil
+
+    import click
+
+    import benchpack.cli as package
+    from benchpack.cli.main import COMMANDS
+
+    ctx = click.Context(cli)
+    reachable: set[int] = set()
+
+    def walk(cmd: click.Command) -> None:
+        reachable.add(id(cmd))
+        if isinstance(cmd, click.Group):
+            for sub in cmd.commands.values():
+                walk(sub)
+
+    for name in cli.list_commands(ctx):
+        cmd = cli.get_command(ctx, name)
+        assert cmd is not None and cmd.name == name, name
+        walk(cmd)
+    assert set(cli.list_commands(ctx)) == set(COMMANDS)
+    defined = {f"{info.name}.{attr}": obj
+               for info in pkgutil.iter_modules(package.__path__, "benchpack.cli.")
+               if not info.name.endswith("__main__")  # importing it runs `bench`
+               for attr, obj in vars(importlib.import_module(info.name)).items()
+               if isinstance(obj, click.Command) and obj is not cli}
+    assert len(defined) >= 20
+    assert sorted(k for k, obj in defined.items() if id(obj) not in reachable) == []

@@ -104,7 +104,7 @@ class _Box(ToolBox):
 
     def __init__(self, ws: Workspace, timeout_s: float) -> None:
         from benchpack.runtime.env.builtin_specs import BUILTIN_EFFECTS, BUILTIN_SPECS
-        from benchpack.runtime.env.toolbox import ToolDef, validator
+        from benchpack.runtime.env.toolbox import ToolDef
 
         class _Env:
             workspace = ws
@@ -117,7 +117,6 @@ class _Box(ToolBox):
         self.tool_timeout_s = timeout_s
         self.tools = {n: ToolDef(n, BUILTIN_SPECS[n]["description"], BUILTIN_SPECS[n]["parameters"],
                                  BUILTIN_EFFECTS[n], None, n) for n in ("glob", "grep")}
-        self._validators = {n: validator(t.parameters) for n, t in self.tools.items()}
         self.ungiven = {}  # nothing held back for the user (ToolBox.__init__ is skipped)
 
 

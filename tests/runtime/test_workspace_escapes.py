@@ -154,7 +154,7 @@ def test_tool_errors_never_show_the_host_path(ws: Workspace) -> None:
 def test_toolbox_scrubs_the_host_path_from_internal_errors(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from benchpack.runtime.env.builtin_specs import BUILTIN_EFFECTS, BUILTIN_SPECS
-    from benchpack.runtime.env.toolbox import ToolBox, ToolDef, validator
+    from benchpack.runtime.env.toolbox import ToolBox, ToolDef
     ws = Workspace(tmp_path / "ws")
 
     def broken(self: Workspace, *a: Any, **kw: Any) -> Any:
@@ -166,7 +166,6 @@ def test_toolbox_scrubs_the_host_path_from_internal_errors(
     box.records, box.turn, box.step, box.tool_timeout_s = [], 0, 0, 5.0
     box.tools = {"glob": ToolDef("glob", "", BUILTIN_SPECS["glob"]["parameters"],
                                  BUILTIN_EFFECTS["glob"], None, "glob")}
-    box._validators = {"glob": validator(BUILTIN_SPECS["glob"]["parameters"])}
     box.ungiven = {}
     rec = asyncio.run(box.call("glob", {"pattern": "*"}))
     assert rec.error and str(ws.root) not in rec.error and "notes/a.md" in rec.error, rec.error

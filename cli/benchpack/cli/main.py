@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import gc
+import importlib
 import itertools
 import os
 import sys
@@ -22,18 +23,39 @@ import click
 from benchpack.runtime.errors import BenchError
 
 from . import process
-from .compare import compare
-from .exports import tau2_submission
-from .imports import import_cmd, import_run_cmd
-from .mcp import mcp_cmd
-from .merge import merge_cmd
-from .pack import compile_cmd, graph, init, schema, validate
 from .params import PackErrors
-from .parity import parity
-from .run import rejudge, run
-from .serve_a2a import serve_a2a
-from .store import export, query, ratings, report, views
-from .view import view
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("pack", "init"),
+    "validate": ("pack", "validate"),
+    "compile": ("pack", "compile_cmd"),
+    "graph": ("pack", "graph"),
+    "schema": ("pack", "schema"),
+    "run": ("run", "run"),
+    "rejudge": ("run", "rejudge"),
+    "report": ("store", "report"),
+    "ratings": ("store", "ratings"),
+    "query": ("store", "query"),
+    "export": ("store", "export"),
+    "views": ("store", "views"),
+    "import": ("imports", "import_cmd"),  # issue 13: released benchmarks and results
+    "import-run": ("imports", "import_run_cmd"),
+    "compare": ("compare", "compare"),  # issue 15: paired comparisons
+    "mcp": ("mcp", "mcp_cmd"),  # issue 14: a session's tools over MCP
+    "merge": ("merge", "merge_cmd"),  # issue 16: stores of runs made separately
+    "view": ("view", "view"),  # issue 17: the viewer over the store
+    "parity": ("parity", "parity"),  # issue 23: an imported benchmark against its own code
+    "serve-a2a": ("serve_a2a", "serve_a2a"),  # issue 26: benchpack as an A2A assessor
+}
+"""Command name → (module of this package, attribute). A command's module is imported when
+the command is looked up (to run it, or by `bench --help`, which lists them all): importing
+all twenty at start cost every command ~30-40 ms (`parity`'s tempfile, `view`'s socket,
+`compare`…), a third of what `bench query` may take beside the click + rich floor."""
+
+SUBCOMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "export": (("exports", "tau2_submission"),),  # issue 23: τ²-bench's leaderboard submission
+}
+"""Subcommands kept in a module of their own, added to their group when it is loaded."""
 
 
 def _option_values(args: list[str], name: str) -> list[str]:
@@ -73,6 +95,14 @@ class _Bench(click.Group):
         with _redacted_console(argv):  # error messages are printed here, after `invoke`
             return super().main(argv, *a, **kw)
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self.add_command(_load(*COMMANDS[cmd_name]), cmd_name)
+        return self.commands.get(cmd_name)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -95,18 +125,14 @@ def cli() -> None:
         click.get_current_context().color = False
 
 
-for _command in (init, validate, compile_cmd, graph, schema, run, rejudge, report, ratings, query,
-                 export, views):
-    cli.add_command(_command)
-for _command in (import_cmd, import_run_cmd):  # issue 13: released benchmarks and results
-    cli.add_command(_command)
-cli.add_command(compare)  # issue 15: paired comparisons
-cli.add_command(mcp_cmd)  # issue 14: a session's tools over MCP
-cli.add_command(merge_cmd)  # issue 16: stores of runs made separately
-cli.add_command(view)  # issue 17: the viewer over the store
-export.add_command(tau2_submission)  # issue 23: τ²-bench's leaderboard submission
-cli.add_command(parity)  # issue 23: an imported benchmark against its own code
-cli.add_command(serve_a2a)  # issue 26: benchpack as an A2A assessor
+def _load(module: str, attribute: str) -> click.Command:
+    command: click.Command = getattr(importlib.import_module(f"{__package__}.{module}"),
+                                     attribute)
+    if isinstance(command, click.Group):
+        for sub_module, sub in SUBCOMMANDS.get(command.name or "", ()):
+            command.add_command(getattr(importlib.import_module(f"{__package__}.{sub_module}"),
+                                        sub))
+    return command
 
 
 def main() -> None:

@@ -7,16 +7,18 @@ import weakref
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from benchpack.specs import PLAN_VERSION, Plan
 from benchpack.specs.plan import PlanGroup
-from benchpack.specs.schema import json_schemas
+from benchpack.specs.schema import plan_schema
 
 from .errors import UsageError
+
+if TYPE_CHECKING:  # imported when a plan fails: it only explains the failure
+    from jsonschema import Draft202012Validator
 
 
 def unknown_protocols(data: dict[str, Any]) -> list[tuple[str, str]]:
@@ -72,7 +74,9 @@ def _deep_path(data: Any) -> str:
 
 @lru_cache(maxsize=1)
 def _validator() -> Draft202012Validator:
-    return Draft202012Validator(json_schemas()["plan.schema.json"])
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(plan_schema())
 
 
 def load_plan(path: str | Path) -> Plan:

@@ -30,7 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import Spec, ToolName
+from .base import FIELD_DOCS, Spec, ToolName
 
 
 class Discoverable(Spec):
@@ -58,7 +58,8 @@ class UnlockImpl(BaseModel):
     """Compiled only: the tool that unlocks an environment's discoverable tools (`unlock`) or
     gives the user one of its discoverable tools (`give`)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=FIELD_DOCS,
+                              defer_build=True)  # see `base.Spec`
 
     kind: Literal["unlock", "give"]
 

@@ -32,7 +32,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import Spec, ToolName
+from .base import FIELD_DOCS, Spec, ToolName
 
 RETRIEVALS: tuple[str, ...] = ("none", "full", "golden", "bm25", "grep", "bm25_grep", "shell")
 """The retrieval configurations, each runs offline."""
@@ -89,7 +89,8 @@ class KnowledgeBase(Spec):
 
 
 class _PlanModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=FIELD_DOCS,
+                              defer_build=True)  # see `base.Spec`
 
 
 class KnowledgeImpl(_PlanModel):

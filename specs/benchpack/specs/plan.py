@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
+from .base import FIELD_DOCS
 from .discoverable import UnlockImpl
 from .knowledge import KnowledgeImpl, PlanKnowledge, PlanSessionKnowledge
 from .origin import Origin
@@ -37,7 +38,8 @@ PLAN_VERSION = 1
 
 
 class PlanModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=FIELD_DOCS,
+                              defer_build=True, populate_by_name=True)  # see `base.Spec`
 
 
 class PlanPack(PlanModel):

@@ -29,7 +29,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import ID_PATTERN, Spec
+from .base import FIELD_DOCS, ID_PATTERN, Spec
 
 PY_MODULE_PATTERN = r"^[^:\x00]+\.py$"
 JSON_FILE_PATTERN = r"^[^:\x00]+\.json$"
@@ -89,7 +89,8 @@ class Toolset(Spec):
 
 
 class _PlanModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=FIELD_DOCS,
+                              defer_build=True)  # see `base.Spec`
 
 
 class PyToolImpl(_PlanModel):

@@ -50,8 +50,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from benchpack.specs.pytools import PyToolSpec
 
 from ..sandbox import Sandbox, SandboxUnavailable, kill_process, sandbox_python, spawn
@@ -149,6 +147,9 @@ class PyToolWorker:
         self._drain: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self._reaping: set[asyncio.Task[Any]] = set()
+        # here, not at the top: a run without python tools never imports jsonschema
+        from jsonschema import Draft202012Validator
+
         self._validators = {n: Draft202012Validator(b.parameters) for n, b in self.tools.items()}
 
     @property
@@ -384,6 +385,8 @@ class PyToolWorker:
             return
         name = "after_call()"
         if name not in self.tools:
+            from jsonschema import Draft202012Validator
+
             self.tools[name] = ToolBinding(_HOOK_ONLY, None, {"type": "object"})
             self._validators[name] = Draft202012Validator({"type": "object"})
         await self.call(name, {})
@@ -395,6 +398,8 @@ class PyToolWorker:
         the pack's, not an agent's, so they are not checked."""
         name = f"{function}()"  # never a tool name: tool names are identifiers
         if name not in self.tools:
+            from jsonschema import Draft202012Validator
+
             self.tools[name] = ToolBinding(function, state_param, {"type": "object"})
             self._validators[name] = Draft202012Validator({"type": "object"})
         return await self.call(name, args)

@@ -22,11 +22,7 @@ copies: later changes never alter what a tool call returned.
 from __future__ import annotations
 
 import re
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.protocols import Validator
-from jsonschema.validators import validator_for
+from typing import TYPE_CHECKING, Any
 
 from benchpack.specs.pack import Operation
 from benchpack.specs.plan import PlanService, PlanTable
@@ -34,6 +30,10 @@ from benchpack.specs.plan import PlanService, PlanTable
 from ..snapblobs import FrozenRows
 from .copying import copy_json
 from .errors import ToolError
+
+if TYPE_CHECKING:  # imported by the first table with a row schema (a run without one never
+    # loads jsonschema)
+    from jsonschema.protocols import Validator
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
@@ -105,6 +105,9 @@ class ServiceState:
         self._validators: dict[str, Validator] = {}
         for name, t in service.tables.items():
             if t.row_schema:
+                from jsonschema import Draft202012Validator
+                from jsonschema.validators import validator_for
+
                 cls = validator_for(t.row_schema, default=Draft202012Validator)
                 self._validators[name] = cls(t.row_schema)
         self._counters: dict[str, int] = {name: self._max_number(name) for name in self.tables}

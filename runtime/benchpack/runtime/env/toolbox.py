@@ -29,10 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from typing import TYPE_CHECKING, Any, Literal
 
 from benchpack.specs.discoverable import UnlockImpl
 from benchpack.specs.knowledge import KnowledgeImpl
@@ -64,6 +61,11 @@ MAX_RENDER_CHARS = 20_000
 TOOL_TIMEOUT_S = 30.0
 """Default time limit of one tool call."""
 
+if TYPE_CHECKING:  # imported by the first validator: a run whose sessions offer no tool
+    # never loads jsonschema (~40 ms with referencing, attrs, rpds)
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
 _validators: dict[str, Draft202012Validator] = {}
 _by_schema: dict[int, tuple[dict[str, Any], Draft202012Validator]] = {}
 """Validators by schema object: a plan's schemas are the same objects in every session, so
@@ -78,6 +80,8 @@ def validator(schema: dict[str, Any]) -> Draft202012Validator:
     key = json.dumps(schema, sort_keys=True, default=str)
     v = _validators.get(key)
     if v is None:
+        from jsonschema import Draft202012Validator
+
         if len(_validators) > 4096:
             _validators.clear()
         v = _validators[key] = Draft202012Validator(schema)
@@ -91,8 +95,16 @@ def argument_errors(schema: dict[str, Any], args: dict[str, Any], most: int = 5)
     """Problems with `args` under the tool's parameters schema, as readable lines."""
     try:
         return _problems(validator(schema), args, most)
-    except SchemaError as exc:  # the compiler checks schemas; never the agent's fault
+    except schema_error() as exc:  # the compiler checks schemas; never the agent's fault
         return [f"the tool's parameter schema is invalid: {exc.message}"]
+
+
+def schema_error() -> type[SchemaError]:
+    """jsonschema's `SchemaError`, for an `except` clause (evaluated only once something was
+    raised, and then a validator had imported jsonschema)."""
+    from jsonschema.exceptions import SchemaError
+
+    return SchemaError
 
 
 def _problems(v: Draft202012Validator, args: dict[str, Any], most: int = 5) -> list[str]:
@@ -204,7 +216,6 @@ class ToolBox:
         self._specs: list[dict[str, Any]] | None = None
         self._replaced = False
         held = (*self.tools.items(), *self.locked.items(), *self.ungiven.items())
-        self._validators = {n: validator(t.parameters) for n, t in held}
         self._unchecked = frozenset(
             n for n, t in held
             if isinstance(t.impl, PyToolImpl) and t.impl.toolset in plan.toolsets
@@ -337,9 +348,12 @@ class ToolBox:
                 raise ToolError(f"arguments for `{name}` must be a JSON object, got "
                                 f"{type(args).__name__}")
             try:
-                problems = _problems(self._validators[name], args) \
+                # the validator is made (and jsonschema imported) at the first call
+                # that needs it, not for every tool a session holds: a session whose
+                # agent calls no tool, or a run's first request, waits for neither
+                problems = _problems(validator(tool.parameters), args) \
                     if name not in self._unchecked else []
-            except SchemaError as exc:
+            except schema_error() as exc:
                 problems = [f"the tool's parameter schema is invalid: {exc.message}"]
             if problems:
                 raise ToolError(f"invalid arguments for `{name}`: " + "; ".join(problems))

@@ -15,14 +15,20 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Protocol, TypeVar
 
-from jinja2 import StrictUndefined
-from jinja2.sandbox import ImmutableSandboxedEnvironment
-
 from ..types import LLMCallRecord
 
 T = TypeVar("T")
-ENV = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False,
-                                    keep_trailing_newline=True)
+
+
+@lru_cache(maxsize=1)
+def environment() -> Any:
+    """The sandboxed Jinja environment prompts render in, made on the first render: jinja2's
+    import (~30 ms) is no part of a run whose judges and simulator are rules or scripts."""
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    return ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False,
+                                         keep_trailing_newline=True)
 
 
 class ParseError(ValueError):
@@ -76,7 +82,7 @@ def templates_fingerprint(overrides: Mapping[str, str] | None = None) -> str:
 
 @lru_cache(maxsize=256)
 def _compile(source: str) -> Any:
-    return ENV.from_string(source)
+    return environment().from_string(source)
 
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)
