@@ -14,7 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from benchpack.compiler import compile_pack
+from benchpack.runtime.sandbox import find_bwrap
 from conftest import bench_run, store_rows
 
 PACK = """\
@@ -169,3 +172,43 @@ def test_unknown_table_is_a_located_error(tmp_path: Path) -> None:
     assert errors[2].startswith(f"pack.yaml:{line}:45: error E202 environment `office` has no "
                                 "table `notes`"), errors
     assert "did you mean `desk.notes`?" in errors[2]
+
+
+# --------------------------------------------------------------------------- the user's side
+
+
+DUAL = Path(__file__).resolve().parents[1] / "fixtures" / "dual_control"
+
+
+@pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")
+@pytest.mark.parametrize("ignores", [None, "phone.device"])
+def test_a_user_side_table_can_be_left_out(tmp_path: Path, ignores: str | None) -> None:
+    """The dual-control pack: the gold resumes L1 and the customer switches airplane mode off
+    on their phone (the user's service `phone`). An agent that resumes L1 but never mentions
+    airplane mode leaves the phone as it started: the state check fails, unless the phone's
+    table is left out — then only the line is compared, and it matches."""
+    import shutil
+
+    pack = tmp_path / "pack"
+    shutil.copytree(DUAL, pack)
+    text = (pack / "pack.yaml").read_text(encoding="utf-8")
+    if ignores:
+        text = text.replace("    user_toolsets: [tools/phone.py]\n",
+                            f"    user_toolsets: [tools/phone.py]\n    state_ignores: [{ignores}]\n")
+    (pack / "pack.yaml").write_text(text, encoding="utf-8")
+    assert compile_pack(pack, tmp_path / "build", use_cache=False).ok
+    agent = tmp_path / "agent.yaml"
+    agent.write_text("sessions:\n  no-internet:\n    - tool_calls: [{name: resume_line, args: "
+                     "{line_id: L1}}]\n      say: I resumed line L1.\n", encoding="utf-8")
+    db, _ = bench_run(tmp_path / "build", tmp_path, agent=f"scripted:{agent}", judge="rules",
+                      run_id="r", allow_python=True, sessions=["no-internet"])
+    (extra,) = [e for (e,) in store_rows(db, "SELECT extra FROM sessions")]
+    reward = json.loads(str(extra))["reward"]
+    if ignores:
+        assert reward["components"]["state"] == 1.0, reward["state"]
+        assert reward["state"]["left_out"] == ["phone.device"]
+    else:
+        assert reward["components"]["state"] == 0.0
+        assert {c["service"] for c in reward["state"]["diff"]["changes"]} == {"phone"}
+    # the phone still fails the user-side assertion, which reads the state itself
+    assert reward["components"]["env_assertions"] == 0.0 and reward["score"] == 0.0
