@@ -291,6 +291,9 @@ def print_summary(s: Any) -> None:
             over += (f", pass@{k} and pass^{k} over the {rates['tasks_k']} with ≥ {k} graded "
                      f"repeats (k = repeats; unbiased estimator)")
         t.add_row(label, f"{value}   ({over})")
+    if getattr(s, "state_left_out", None):
+        t.add_row("state check", "left out of the comparison (still recorded): "
+                  + ", ".join(s.state_left_out) + " (environments' `state_ignores`)")
     for i, error in enumerate(getattr(s, "first_errors", None) or []):
         t.add_row("first errors" if i == 0 else "", error)
     t.add_row("judge errors", str(s.judge_errors))

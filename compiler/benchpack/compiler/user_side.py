@@ -52,6 +52,30 @@ def environment_user_toolsets(b: WorldBuilder, env: P.Environment, loc: Any,
     return keys, tools
 
 
+def environment_state_ignores(b: WorldBuilder, env: P.Environment, loc: Any,
+                              services: list[str]) -> list[str]:
+    """`state_ignores` checked against the tables of the environment's services (either
+    side's): a name the state check could never meet would leave a difference in, silently."""
+    tables = [f"{svc}.{t}" for svc in services
+              for t in (b.plan_services.get(svc) or {}).get("tables") or {}]
+    out: list[str] = []
+    for i, name in enumerate(env.state_ignores):
+        if name in tables:
+            if name not in out:
+                out.append(name)
+            continue
+        svc = name.partition(".")[0]
+        if svc in b.broken:  # its service was dropped, and reported, already
+            continue
+        hint, fix = suggest_fix(name, tables)
+        what = (f"service `{svc}` of environment `{env.id}` has no table `{name.partition('.')[2]}`"
+                if svc in services else f"environment `{env.id}` has no table `{name}`")
+        b.err("E202", what + " to leave out of the state check", loc, ("state_ignores", i),
+              hint or ("name it `service.table`; its tables: " + ", ".join(tables) if tables
+                       else "the environment has no service tables"), fix=fix)
+    return out
+
+
 def _functions(b: Builder, env: dict[str, Any], side: str) -> dict[str, tuple[str, str | None]]:
     """Public functions of the side's toolsets: name → (toolset key, its `State` parameter)."""
     user = set(env.get("user_toolsets") or ())

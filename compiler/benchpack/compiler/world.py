@@ -25,7 +25,7 @@ from .knowledge import compile_knowledge, environment_knowledge
 from .lint import style_contradictions
 from .render import RenderError, render
 from .toolsets import compile_toolsets, environment_toolsets
-from .user_side import environment_user_toolsets
+from .user_side import environment_state_ignores, environment_user_toolsets
 from .validate import node_at
 
 _DURATION = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -333,6 +333,9 @@ class WorldBuilder(BuilderCore):
         if user_toolsets:  # dual control (issue 24)
             self.plan_envs[name]["user_toolsets"] = user_toolsets
             self.plan_envs[name]["user_tools"] = list(dict.fromkeys(user_tools))
+        ignores = environment_state_ignores(self, env, loc, services)
+        if ignores:  # tables the state check leaves out; likewise only when some
+            self.plan_envs[name]["state_ignores"] = ignores
         if gifts:  # the user's tools the agent gives (issue 24); likewise only when some
             self.plan_envs[name]["user_discoverable"] = gifts
         if knowledge:  # only when used, so plans without knowledge bases stay byte for byte

@@ -201,6 +201,11 @@ def _reward(r: dict[str, Any], s: dict[str, Any]) -> dict[str, Any]:
     else:
         formula = ("reward = " + " × ".join(basis) + " = "
                    + " × ".join(fmt(comps.get(b)) for b in basis) + f" = {fmt(score)}")
+    st = r.get("state")
+    left_out = [str(t) for t in (st.get("left_out") or [])] if isinstance(st, dict) else []
+    if left_out:  # a reader of the figure must know what the state check did not compare
+        formula += (f"\nstate compares every table but {', '.join(left_out)} "
+                    "(environment `state_ignores`; still recorded)")
     threshold = r.get("pass_threshold")
     part: dict[str, Any] = {
         "kind": "reward", "title": "τ²-style reward", "value": score,
@@ -210,7 +215,6 @@ def _reward(r: dict[str, Any], s: dict[str, Any]) -> dict[str, Any]:
                        for n, v in comps.items()],
         "stored_score": s.get("score"),
     }
-    st = r.get("state")
     if isinstance(st, dict):
         diff = st.get("diff") or {}
         part["state"] = {"passed": st.get("passed"), "error": st.get("error"),
@@ -218,6 +222,8 @@ def _reward(r: dict[str, Any], s: dict[str, Any]) -> dict[str, Any]:
                          "got_hash": st.get("got_hash"),
                          "changes": list(diff.get("changes") or []),
                          "more": int(diff.get("more") or 0)}
+        if left_out:
+            part["state"]["left_out"] = left_out
     if isinstance(r.get("actions"), list):
         part["actions"] = r["actions"]
     if isinstance(r.get("communicate"), list):

@@ -83,6 +83,10 @@ def _reward(p: dict[str, Any]) -> str:
                                             ("got", "txt")], rows))
             if st.get("more"):
                 out += f'<p class="dim">… and {int(st["more"])} more differences</p>'
+        if st.get("left_out"):
+            out += ('<p class="xp-state dim">state: not compared (still recorded): '
+                    + ", ".join(f"<code>{esc(t)}</code>" for t in st["left_out"])
+                    + " (environment <code>state_ignores</code>)</p>")
     if p.get("actions") is not None:
         out += "<h6>gold actions</h6>" + _table(
             "actions", [("action", "txt"), ("tool", "txt"), ("matched", "txt"),

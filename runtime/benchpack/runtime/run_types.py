@@ -159,6 +159,9 @@ class RunSummary:
     """`--max-cost`: the estimated cost of what this invocation was to run."""
     spent: float = 0.0
     """What this invocation's LLM calls cost (priced calls; unpriced ones are counted apart)."""
+    state_left_out: list[str] = field(default_factory=list)
+    """`service.table`s some session's state check did not compare (environments'
+    `state_ignores`): printed beside the figures, so a score is read with them in mind."""
     budget_stopped: int = 0
     """Sessions stopped by the budget (stored as errors of kind `budget`; `--resume` reruns
     them); nonzero means the run stopped before the end."""

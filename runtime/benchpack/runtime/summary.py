@@ -78,6 +78,11 @@ def _summarise(con: Any, store: Store, run_id: str, total: int, stats: dict[str,
         "status = 'error' GROUP BY error ORDER BY min(started_at) LIMIT 3",
         [run_id]).fetchall() if errored else []
     judge = con.execute("SELECT judge FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    # the LIKE spares the JSON parse of every session without a left-out table
+    left_out = con.execute(
+        "SELECT DISTINCT unnest(CAST(json_extract(extra, '$.reward.state.left_out') AS "
+        "VARCHAR[])) AS t FROM sessions WHERE run_id = ? AND CAST(extra AS VARCHAR) LIKE "
+        "'%\"left_out\"%' ORDER BY t", [run_id]).fetchall()
     return RunSummary(
         heuristic_judge=bool(judge and judge[0] == "rules"), alone=int(row[10]),
         run_id=run_id, db=store.path, sessions_total=total, sessions_run=stats["run"],
@@ -94,6 +99,7 @@ def _summarise(con: Any, store: Store, run_id: str, total: int, stats: dict[str,
                       for name, error in first_errors if error],
         agent_errors=int(kinds.pop("agent", 0)),
         ablation_variants=int(row[11]),
+        state_left_out=[str(t) for (t,) in left_out if t is not None],
         excluded={str(k): int(v) for k, v in sorted(kinds.items())})
 
 

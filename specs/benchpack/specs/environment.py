@@ -336,6 +336,12 @@ class Environment(Spec):
     """Python toolsets the simulated user gets (dual control, τ²'s user tools), by `name` or
     module: their functions are the user's tools (never offered to the agent) and their
     service is the user's own state (in the state check, beside the agent's)."""
+    state_ignores: list[str] = Field(default_factory=list)
+    """Tables the `state` reward component leaves out of its comparison, as `service.table`
+    (of either side's services): bookkeeping a reference benchmark keeps outside its state
+    hash, e.g. `[banking.unlocked_agent_tools]` (τ² keeps agent unlocks in memory). They are
+    still recorded (episode snapshots, `tool_calls`) and rules reading `state:` still see
+    them; the run summary and `bench report explain` name them beside the state result."""
     policy: str | PolicyFile | None = None
     """The agent's system prompt / domain policy (τ²-bench's `policy.md`), inline (Jinja; tag
     it `!literal` to keep braces) or `{file: policy.md}`. Every agent adapter shows it as the

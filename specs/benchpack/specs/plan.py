@@ -222,6 +222,9 @@ class PlanEnvironment(PlanModel):
     user_discoverable: list[str] = Field(default_factory=list)
     """The user's tools (also in `user_tools`) held back until the agent gives them with the
     give tool (issue 24); left out when empty."""
+    state_ignores: list[str] = Field(default_factory=list)
+    """`service.table`s the `state` reward component does not compare (`Environment.
+    state_ignores`, checked); left out when empty."""
 
 
 class PlanEpisode(PlanModel):

@@ -74,6 +74,13 @@ TABLES = ("users", "accounts", "debit_cards", "referrals", "credit_card_applicat
 """τ²'s `TransactionalDB` tables (db.json leaves some out: they start empty)."""
 OWN_TABLES = ("unlocked_agent_tools", "read_log_allowlist")
 """What τ² keeps in its toolkit's memory, as tables here (tau2_tools/banking.py says why)."""
+STATE_IGNORES = ("unlocked_agent_tools",)
+"""Of `OWN_TABLES`, what the state check leaves out (`state_ignores`): τ²'s DB hash is its
+`TransactionalDB`, and an agent's unlocks live outside it, so an extra unlock changes nothing
+there. A gift to the user is in it (τ² writes `user_discoverable_tools`), and so is a logged
+call (`agent_discoverable_tools`). `read_log_allowlist`, outside τ²'s hash too, stays
+compared: only the task's `initial_state` writes it, so the gold replay and the agent's run
+always agree on it."""
 SERVICE = "banking"
 META = {"call_discoverable_agent_tool": "agent", "unlock_discoverable_agent_tool": "agent",
         "give_discoverable_user_tool": "user", "call_discoverable_user_tool": "user"}
@@ -327,8 +334,6 @@ OWN_TEXTS = [
     "no-policy: τ²'s per-retrieval agent prompt is not composed (import with --tau2 CHECKOUT)",
 ]
 DIFFERENCES = [
-    "unlock-in-state: an unlock is a row of `unlocked_agent_tools`, which the state check "
-    "compares (τ² keeps it in memory): unlocking a tool the gold does not unlock fails it",
     "no-deposit-scans: `get_atm_deposit_images_8473` shows no images for any deposit (τ²'s code "
     "holds scans for three transaction ids that are in none of the release's data)",
     "search-results: a search returns JSON `[{id, title, score, content}]` of the documents "
@@ -385,6 +390,7 @@ def _pack_yaml(n: int, tables: list[str], agent: list[str], user: list[str],
                    "differences in origin.differences (IMPORT_REPORT.md)." if theirs else
                    "τ²-bench banking_knowledge, NOT comparable with τ²'s scores: the tool "
                    "descriptions are benchpack's own (import with --tau2 CHECKOUT for τ²'s).")
+    ignores = ", ".join(f"{SERVICE}.{t}" for t in STATE_IGNORES)
     return f"""\
 # τ²-bench, domain `banking_knowledge`, imported by `bench import tau2`: its knowledge base
 # ({n} documents), its database, our own rewrite of its toolset and its tasks (one whose gold
@@ -433,6 +439,7 @@ environments:
     knowledge: [banking]
     toolsets: [tools/banking.py]
     user_toolsets: [tools/banking_user.py]
+    state_ignores: [{ignores}]   # τ² keeps unlocks in memory, outside its DB hash
 {policy}include: [tasks.yaml]        # one episode per imported τ² task
 """
 

@@ -7,6 +7,10 @@ tool that stores `2.0` and one that stores `2` leave the same state), rows of a 
 (tables are keyed sets, their order means nothing). When the hashes differ, `diff` says how, row
 by row and field by field, bounded in size so a wrecked database cannot flood the store.
 
+`leave_out` drops tables the pack keeps out of the comparison (`environments[].state_ignores`:
+bookkeeping a reference benchmark does not hash, such as τ²'s in-memory agent unlocks) from a
+state before it is hashed or diffed; the stored snapshots keep them.
+
 `replay_gold` is independent of tool kinds: the caller passes `call(state, tool, args)`, which
 runs the real tool implementation (declarative, python or HTTP) on the working copy `state` and
 leaves its changes there.
@@ -108,6 +112,20 @@ def _canonical_before(state: Mapping[str, Any]) -> str:
 def state_hash(state: Mapping[str, Any], frozen: bool = False) -> str:
     """sha256 of the canonical JSON, hex (`frozen`: see `canonical`)."""
     return hashlib.sha256(canonical(state, frozen).encode()).hexdigest()
+
+
+def leave_out(state: Mapping[str, Any], tables: Sequence[str]) -> State:
+    """`state` without the `service.table`s named (a new outer mapping; rows are shared, not
+    copied, so a `frozen` state stays frozen)."""
+    if not tables:
+        return dict(state)
+    drop: dict[str, set[str]] = {}
+    for name in tables:
+        svc, _, table = name.partition(".")
+        drop.setdefault(svc, set()).add(table)
+    return {svc: ({t: rows for t, rows in ts.items() if t not in drop[svc]}
+                  if svc in drop and isinstance(ts, Mapping) else ts)
+            for svc, ts in state.items()}
 
 
 # --------------------------------------------------------------------------- diff
@@ -286,27 +304,35 @@ class StateCheck:
     got_hash: str
     diff: StateDiff
     error: str | None = None
+    left_out: list[str] = field(default_factory=list)
+    """The `service.table`s not compared (`ignore`): the hashes are of the rest."""
 
     def extra(self) -> dict[str, Any]:
-        return {"passed": self.passed, "expected_hash": self.expected_hash,
-                "got_hash": self.got_hash, "diff": self.diff.as_dict(), "error": self.error}
+        out: dict[str, Any] = {"passed": self.passed, "expected_hash": self.expected_hash,
+                               "got_hash": self.got_hash, "diff": self.diff.as_dict(),
+                               "error": self.error}
+        if self.left_out:  # only when some, so other stored results stay as they were
+            out["left_out"] = list(self.left_out)
+        return out
 
 
 async def check_state(actions: Sequence[Mapping[str, Any]], initial_state: Mapping[str, Any],
                       final_state: Mapping[str, Any], call: ToolCall,
                       keys: Mapping[str, str] | None = None,
                       settled: Callable[[], State] | None = None,
-                      frozen: bool = False) -> StateCheck:
+                      frozen: bool = False, ignore: Sequence[str] = ()) -> StateCheck:
     """Replay, hash both, and diff when they differ (`settled`: see `replay_gold`; `frozen`:
-    both states are services' live rows, see `canonical`)."""
+    both states are services' live rows, see `canonical`; `ignore`: `service.table`s left
+    out of both before hashing, see `leave_out`)."""
+    final_state = leave_out(final_state, ignore)
     got = state_hash(final_state, frozen)
     try:
-        expected = await replay_gold(actions, initial_state, call, settled)
+        expected = leave_out(await replay_gold(actions, initial_state, call, settled), ignore)
     except GoldReplayError as exc:
-        return StateCheck(None, None, got, StateDiff(), str(exc))
+        return StateCheck(None, None, got, StateDiff(), str(exc), list(ignore))
     want = state_hash(expected, frozen)
     if want == got:
-        return StateCheck(True, want, got, StateDiff())
+        return StateCheck(True, want, got, StateDiff(), left_out=list(ignore))
     found = diff(expected, final_state, keys)
     if not found.changes:
         # the rows agree; what differs is the layout (a table or service on one side only)
@@ -314,8 +340,8 @@ async def check_state(actions: Sequence[Mapping[str, Any]], initial_state: Mappi
                                     sorted(f"{s}.{t}" for s, ts in expected.items() for t in ts),
                                     sorted(f"{s}.{t}" for s, ts in final_state.items()
                                            for t in ts)))
-    return StateCheck(False, want, got, found)
+    return StateCheck(False, want, got, found, left_out=list(ignore))
 
 
 __all__ = ["Change", "GoldReplayError", "StateCheck", "StateDiff", "canonical", "check_state",
-           "diff", "replay_gold", "state_hash"]
+           "diff", "leave_out", "replay_gold", "state_hash"]

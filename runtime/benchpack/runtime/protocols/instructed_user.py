@@ -300,7 +300,9 @@ async def score(ctx: SessionContext, initial: dict[str, Any], termination: str =
         final = {name: svc.live_rows() for name, svc in ctx.env.services.items()}
         keys = {f"{n}.{t}": spec.key for n, svc in ctx.env.services.items()
                 for t, spec in svc.tables.items()}
-        check = await replay_state(ctx, initial, gold["actions"], final, keys)
+        plan_env = ctx.plan.environments.get(ctx.session.environment)
+        ignore = list(plan_env.state_ignores) if plan_env is not None else []
+        check = await replay_state(ctx, initial, gold["actions"], final, keys, ignore)
         out["state"] = {**check.extra(), "diff_text": check.diff.text()}
         components["state"] = None if check.passed is None else float(check.passed)
         results = actions_grader.match_actions(gold["actions"], records,
@@ -361,7 +363,7 @@ def combine_reward(sc: dict[str, Any], components: dict[str, float | None],
 
 async def replay_state(ctx: SessionContext, initial: dict[str, Any],
                        gold: list[dict[str, Any]], final: dict[str, Any],
-                       keys: dict[str, str]) -> Any:
+                       keys: dict[str, str], ignore: Sequence[str] = ()) -> Any:
     """`graders.state.check_state` with the session's own tools: a throwaway copy of the episode
     environment (restored to `initial`) and a toolbox over it, so every tool kind replays the
     way it ran for the agent."""
@@ -400,7 +402,8 @@ async def replay_state(ctx: SessionContext, initial: dict[str, Any],
             return {n: svc.live_rows() for n, svc in env.services.items()}
 
         try:
-            return await check_state(gold, {}, final, call, keys, settled, frozen=True)
+            return await check_state(gold, {}, final, call, keys, settled, frozen=True,
+                                     ignore=ignore)
         finally:  # the replay's own toolset workers end with it, before the event loop does
             await env.aclose()
 

@@ -11,9 +11,9 @@ descriptions an unlock returns are ours, or τ²'s when the import read a checko
 writes them over `CATALOG`).
 
 Two records τ² keeps in memory are tables here, so that a warm worker cannot carry them from
-one episode to the next: `unlocked_agent_tools` (τ²'s unlocked set; the state check therefore
-sees an unlock, see IMPORT_REPORT.md `unlock-in-state`) and `read_log_allowlist` (τ²'s
-per-task set of read tools whose calls are logged: the task's gold reads, written by the
+one episode to the next: `unlocked_agent_tools` (τ²'s unlocked set, outside its DB hash: the
+pack's environment leaves it out of the state check, `state_ignores`) and `read_log_allowlist`
+(τ²'s per-task set of read tools whose calls are logged: the task's gold reads, written by the
 task's `initial_state`).
 """
 
