@@ -104,3 +104,25 @@ def test_a_one_call_session_costs_a_bounded_number_of_calls_and_no_file_lookup(
     assert workspaces == [], workspaces[:5]
     assert stats_big == stats_small, counted["stats"][start:]
     assert 0 < per_session <= CALLS_PER_SESSION, per_session
+
+
+def test_the_registry_remembers_its_columns_until_a_protocol_is_registered() -> None:
+    """Every session's row reads the registry's metric and score columns: computed once, and
+    again after a registration (a plug-in is registered the first time it is asked for)."""
+    from benchpack.runtime.protocols.base import ProtocolDefaults, default_protocols
+
+    reg = default_protocols()
+    before = reg.metric_columns()
+    assert reg.metric_columns() is before and "proc" in reg.score_columns()
+
+    class Toy(ProtocolDefaults):
+        name = "toy"
+        metric_columns = ("toy_count", "proc")
+        score_columns = frozenset({"toy_count"})
+
+        async def run(self, ctx: Any) -> Any:
+            raise AssertionError("not run here")
+
+    reg.register(Toy())
+    assert reg.metric_columns() == (*before, "toy_count")  # once, in registration order
+    assert "toy_count" in reg.score_columns() and "proc" in reg.score_columns()
