@@ -24,7 +24,7 @@ from benchpack.runtime.runner import RunOptions, run_plan
 SMALL, BIG = 4, 16
 
 CALLS_PER_SESSION = 1200
-"""Python function calls per session on the event loop's thread: 773-781 at the time of
+"""Python function calls per session on the event loop's thread: 734-740 at the time of
 writing (aiohttp's request and response included, stable to ±1 % run to run); a change that
 adds half as much again to every session fails here, and one that is worth it raises the
 bound with its reason."""
