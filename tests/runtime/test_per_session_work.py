@@ -89,7 +89,12 @@ def _run(plan: Path, tmp: Path, server: FakeOpenAI, seen: dict[str, Any]) -> tup
 def test_a_one_call_session_costs_a_bounded_number_of_calls_and_no_file_lookup(
         fake_openai: FakeOpenAI, tmp_path: Path, counted: dict[str, Any],
         monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchpack.runtime import tmpdirs
+
     monkeypatch.setenv("OPENAI_API_KEY", "no-key")
+    # the start of a run removes what killed runs left in the temporary directory (other
+    # processes' too): a lookup per leftover, which would make the two runs' counts differ
+    monkeypatch.setattr(tmpdirs, "sweep", lambda *a, **kw: [])
     fake_openai.route("bench-model", lambda body: "Here is the summary.")
     small, big = _plan(tmp_path, SMALL), _plan(tmp_path, BIG)
     _run(small, tmp_path, fake_openai, counted)  # warm: imports and first-use caches
