@@ -65,6 +65,10 @@ async def run_sessions(ctx: RunContext, sessions: list[PlanSession], repeat: int
                         stats: dict[str, int], envs: list[EpisodeEnvironment]) -> None:
     plan = ctx.plan
     env: EpisodeEnvironment | None = None
+    # the chain's directory is a name of its own in a work directory the run made: nothing
+    # can be there before the chain's first environment (a later one, after a resumed
+    # session, may find what the first left)
+    absent = ctx.work_dir_made
     for s in sessions:
         if ctx.budget is not None and ctx.budget.exhausted:
             return  # left unstarted, so `--resume` runs them; nothing to store
@@ -80,7 +84,8 @@ async def run_sessions(ctx: RunContext, sessions: list[PlanSession], repeat: int
                  s.name, True)
             continue
         if env is None:
-            env = EpisodeEnvironment.create(plan, s.environment, env_root)
+            env = EpisodeEnvironment.create(plan, s.environment, env_root, absent=absent)
+            absent = False
             env.process_pool = ctx.services
             env.tool_workers = ctx.services.tool_workers
             envs.append(env)

@@ -36,6 +36,7 @@ through litellm.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import json
 import os
@@ -55,6 +56,7 @@ PREFIX = "openai/"
 _PRICES = "model_prices_and_context_window_backup.json"
 
 
+@functools.lru_cache(maxsize=64)  # every call of a run asks about the same URL
 def _without_credentials(url: str) -> tuple[str, str | None]:
     """(`url` without `user:password@`, the Basic authorization they stand for or None):
     aiohttp refuses a URL with credentials next to an Authorization header (every call of an
@@ -76,12 +78,10 @@ async def _read_capped(resp: Any) -> bytes:
     """The body, refused past `model_reply_bytes` (an announced size at once, else where
     reading crosses it): a 2 GB answer read whole, parsed and kept in the history cost
     gigabytes before anything looked at its size (issue 27)."""
+    limit = MODEL_REPLY_BYTES.value  # read once a call: an environment lookup each time
     length = resp.content_length
-    if length is not None:
-        refusal = reply_refusal(length)
-        if refusal is not None:
-            raise LLMError(refusal, retryable=False)
-    limit = MODEL_REPLY_BYTES.value
+    if length is not None and length > limit:
+        raise LLMError(str(reply_refusal(length)), retryable=False)
     buf = bytearray()
     async for chunk in resp.content.iter_chunked(1 << 16):
         buf += chunk

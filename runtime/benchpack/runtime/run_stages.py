@@ -361,6 +361,7 @@ async def execute(start: Started, chains: list[Chain], finished: Finished, todo:
     work_dir = ctx.work_dir
     if not options.work_dir:
         work_dir = ctx.work_dir = ctx.services.work_dir = tmpdirs.temp_dir("benchpack-")
+        ctx.work_dir_made = True
     try:
         if options.executor == "ray":
             from .ray_executor import run_chains

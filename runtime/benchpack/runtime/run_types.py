@@ -206,6 +206,9 @@ class RunContext:
             self.templates, llm, plan.defaults.seed)
         self.roles.seeds = list(plan.defaults.repeat_seeds or [])
         self.work_dir = work_dir
+        self.work_dir_made = False
+        """Whether `work_dir` is a fresh directory this run made (so a chain's directory in it
+        cannot exist before the chain makes it)."""
         self.alone: dict[str, list[str]] = {}
         """Sessions run with `--alone` → the sessions they depend on that did not run."""
         self.llm = llm

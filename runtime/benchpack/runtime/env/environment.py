@@ -51,14 +51,16 @@ class EpisodeEnvironment:
         self._process_state: dict[str, Any] = {}
 
     @classmethod
-    def create(cls, plan: Plan, environment_id: str, root: Path) -> EpisodeEnvironment:
+    def create(cls, plan: Plan, environment_id: str, root: Path, *,
+               absent: bool = False) -> EpisodeEnvironment:
         """A fresh environment: `root` is emptied, the environment's files are written into it
-        and every service starts from its fixture rows."""
+        and every service starts from its fixture rows. `absent`: the caller knows `root` does
+        not exist yet (no file-system check)."""
         if environment_id not in plan.environments:
             raise KeyError(f"the plan has no environment `{environment_id}`; it has: "
                            f"{', '.join(sorted(plan.environments)) or '(none)'}")
         env = plan.environments[environment_id]
-        ws = Workspace(root, clear=True)
+        ws = Workspace(root, clear=True, absent=absent)
         ws.materialise(env.files)
         return cls(plan, env, ws)
 

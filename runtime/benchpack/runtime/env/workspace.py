@@ -101,7 +101,9 @@ def _decode(data: bytes) -> str | None:
 class Workspace:
     """A per-episode directory that persists across the episode's sessions."""
 
-    def __init__(self, root: Path | str, *, clear: bool = False) -> None:
+    def __init__(self, root: Path | str, *, clear: bool = False, absent: bool = False) -> None:
+        """`absent`: the caller knows `root` does not exist (a name of its own in a directory
+        it made), so nothing asks the file system."""
         self._path = Path(root)
         self._root: Path | None = None
         self._read: set[str] = set()
@@ -109,8 +111,10 @@ class Workspace:
         # A directory that does not exist yet is made at first use, so a session that never
         # touches its workspace (no files, no file tools, no harness) costs no directory:
         # mkdir waits on the file system's journal while the store commits, 0.8 ms per
-        # session of 1,000 one-call sessions (benchmarks/http_bench.py).
-        if os.path.lexists(self._path):
+        # session of 1,000 one-call sessions (benchmarks/http_bench.py). Even the check
+        # costs: lstat gives up the interpreter lock, and the event loop waits to get it back
+        # from the store's writer thread (0.2-0.4 ms a session at 64 in flight, profiled).
+        if not absent and os.path.lexists(self._path):
             _ = self.root
             if clear:
                 self.clear()

@@ -110,9 +110,13 @@ class ProtocolRegistry:
 
     def __init__(self) -> None:
         self._items: dict[str, ProtocolInterpreter] = {}
+        # every session's row asks for both (benchmarks/http_bench.py: ~30 generator steps a
+        # session); what the registered protocols declare, so only `register` changes them
+        self._columns: tuple[tuple[str, ...], frozenset[str]] | None = None
 
     def register(self, interpreter: ProtocolInterpreter) -> None:
         self._items[interpreter.name] = interpreter
+        self._columns = None
 
     def get(self, name: str) -> ProtocolInterpreter:
         found = self._items.get(name)
@@ -130,10 +134,18 @@ class ProtocolRegistry:
 
     def metric_columns(self) -> tuple[str, ...]:
         """Every registered protocol's `sessions` metric columns, in registration order."""
-        return tuple(dict.fromkeys(c for p in self._items.values() for c in p.metric_columns))
+        return self._declared()[0]
 
     def score_columns(self) -> frozenset[str]:
-        return frozenset(c for p in self._items.values() for c in p.score_columns)
+        return self._declared()[1]
+
+    def _declared(self) -> tuple[tuple[str, ...], frozenset[str]]:
+        if self._columns is None:
+            protocols = self._items.values()
+            self._columns = (
+                tuple(dict.fromkeys(c for p in protocols for c in p.metric_columns)),
+                frozenset(c for p in protocols for c in p.score_columns))
+        return self._columns
 
     def pass_k_protocols(self) -> list[str]:
         """The protocols whose `passed` pass@k counts, in registration order."""
