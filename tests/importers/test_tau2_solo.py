@@ -113,6 +113,8 @@ def test_gold_scores_one_nothing_zero_one_side_fails(tmp_path: Path) -> None:
     con = duckdb.connect(str(tmp_path / "gold.duckdb"), read_only=True)
     try:
         gold_label = run_origins(con, ["gold"])["gold"]
+        # the ticket is in the system prompt: the one turn had no user message (not "null")
+        assert con.execute("SELECT DISTINCT user_message FROM turns").fetchall() == [(None,)]
     finally:
         con.close()
     assert gold_label is not None and gold_label.differences == said_label.differences[:-1]

@@ -231,7 +231,9 @@ class SessionContext:
                           files=files, questions=questions, written=written,
                           heard=[m.content for m in self.messages if m.role == "user"])
         self.turn_rows.append(row_type("turns")(
-            turn=turn, user_message=message if message is not None else json.dumps(event),
+            # a turn the agent starts with no message (solo `system_request`) has neither: NULL
+            turn=turn, user_message=message if message is not None else
+            (json.dumps(event) if event is not None else None),
             assistant_message=reply.text, steps=reply.steps, tool_calls=len(records),
             stop_reason=reply.stop_reason, started_at=started,
             duration_s=time.time() - started))
