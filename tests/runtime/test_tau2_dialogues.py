@@ -25,6 +25,7 @@ from benchpack.runtime.tau2bench.dialogues import (
     compare_requests,
     first_difference,
     opening,
+    render,
     run_ours,
     shown,
     without_tools,
@@ -134,6 +135,12 @@ def test_outcomes_and_requests_are_compared() -> None:
     report = DialogueReport()
     compare_requests([u2, ub], SCRIPT, ("tau2", "bp"), report, [why])
     assert [m.what for m in report.mismatches] == ["shown"] and report.declared == {}
+    # the printout counts a declared request difference in requests, an ending one in runs
+    report = DialogueReport(declared={"user tools": 3})
+    report.declare_ending("raises")
+    report.declare_ending("raises")
+    text = render(report)
+    assert "declared: user tools (3 requests)" in text and "declared: raises (2 runs)" in text
 
 
 def test_benchpacks_half_runs_every_kind_against_the_scripted_model(tmp_path: Path) -> None:

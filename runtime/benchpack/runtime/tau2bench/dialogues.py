@@ -276,8 +276,15 @@ class DialogueReport:
     """role → requests compared (pairs)."""
     mismatches: list[DialogueMismatch] = field(default_factory=list)
     declared: dict[str, int] = field(default_factory=dict)
-    """A declared difference → how many requests it explained."""
+    """A declared difference → how many requests it explained, or runs for one of `endings`."""
+    endings: set[str] = field(default_factory=set)
+    """The declared differences that explain a run's ending and reward, counted in runs."""
     notes: list[str] = field(default_factory=list)
+
+    def declare_ending(self, why: str) -> None:
+        """One more run whose ending `why` explains."""
+        self.endings.add(why)
+        self.declared[why] = self.declared.get(why, 0) + 1
 
     def as_json(self) -> dict[str, Any]:
         return {"outcomes": {k: {"tau2": a, "benchpack": b} for k, (a, b) in
@@ -311,7 +318,7 @@ def compare_outcomes(theirs: dict[str, Any], ours: dict[str, Any], report: Dialo
                                                       else "benchpack ran it"))
             continue
         if _assertion_raised(a, b):
-            report.declared[ASSERTION_RAISES] = report.declared.get(ASSERTION_RAISES, 0) + 1
+            report.declare_ending(ASSERTION_RAISES)
             continue
         if b.get("error"):
             report.mismatches.append(DialogueMismatch(key, "error", str(b["error"])))
@@ -422,7 +429,8 @@ def render(report: DialogueReport, examples: int = 10) -> str:
         lines.append("no mismatch: every dialogue ended alike, scored alike, and showed every "
                      "model the same requests" + (" but for the declared differences below"
                                                   if report.declared else ""))
-    lines += [f"declared: {why} ({n} request(s))" for why, n in report.declared.items()]
+    lines += [f"declared: {why} ({n} {'run' if why in report.endings else 'request'}"
+              f"{'' if n == 1 else 's'})" for why, n in report.declared.items()]
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join(lines)
 

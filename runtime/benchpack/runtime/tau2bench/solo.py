@@ -145,7 +145,7 @@ def declare_text_raises(theirs: dict[str, Any], ours: dict[str, Any],
                 b.get("termination") == "agent_error" and b.get("reward") == 0.0 and \
                 not b.get("error"):
             report.outcomes[key] = (a, b)
-            report.declared[TEXT_RAISES] = report.declared.get(TEXT_RAISES, 0) + 1
+            report.declare_ending(TEXT_RAISES)
             del theirs[key]
             ours.pop(key, None)
 
