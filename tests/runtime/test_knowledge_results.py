@@ -69,11 +69,11 @@ def test_fill_in_json_too() -> None:
 def test_timing_line_follows_the_entries() -> None:
     out = call_knowledge(KB, _impl("search", format="text", timing=True), {"query": "zebra"})
     assert re.fullmatch(r"No relevant documents found\.\n\n"
-                        r"\[Timing: retrieval=(\d+)ms, total=\1ms\]", out), out
+                        r"\[Timing: retrieval=(\d+)ms, reranking=0ms, total=\1ms\]", out), out
     out = call_knowledge(KB, _impl("search", format="text", timing=True), {"query": "red"})
     assert out.startswith("1. Router lights\n   ID: lights\n")
     assert re.search(r"   Content: router lights blink red\n\n\n\[Timing: retrieval=\d+ms, "
-                     r"total=\d+ms\]$", out), out
+                     r"reranking=0ms, total=\d+ms\]$", out), out
 
 
 def test_text_grep_by_hand_ties_in_document_order() -> None:

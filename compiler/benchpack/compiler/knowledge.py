@@ -240,7 +240,11 @@ def environment_knowledge(b: WorldBuilder, env_id: str, refs: list[str], loc: Lo
         if ref in out:
             continue
         out.append(ref)
-        tools.extend(t for t in b.knowledge_tools.get(ref, ()) if t not in tools)
+        own = b.knowledge_tools.get(ref, ())
+        if b.knowledge[ref].obj.tools.first:
+            tools[:] = [*own, *(t for t in tools if t not in own)]
+        else:
+            tools.extend(t for t in own if t not in tools)
         if b.knowledge_retrieval.get(ref) == "shell":
             tools.extend(t for t in SHELL_BUILTINS if t not in tools)
             for d in b.plan_knowledge[ref]["documents"]:

@@ -70,6 +70,8 @@ class KnowledgeTools(Spec):
     """The BM25 search tool (default `<name>__search`)."""
     grep: ToolName | KnowledgeToolSpec | None = None
     """The regular-expression search tool (default `<name>__grep`)."""
+    first: bool = False
+    """Offer these tools before the environment's others (default: after them)."""
 
 
 class KnowledgeResults(Spec):
@@ -86,8 +88,8 @@ class KnowledgeResults(Spec):
     """`search`: always `top_k` documents, those sharing no word with the query following at
     score 0 in document order (default: only documents sharing a word)."""
     timing: bool = False
-    """`format: text`, `search`: a last line `[Timing: retrieval=<ms>ms, total=<ms>ms]`, the
-    search's measured time (it varies from call to call)."""
+    """`format: text`, `search`: a last line `[Timing: retrieval=<ms>ms, reranking=0ms,
+    total=<ms>ms]`, the search's measured time (it varies from call to call)."""
 
 
 class KnowledgeBase(Spec):

@@ -153,7 +153,8 @@ def call_knowledge(kb: PlanKnowledge, impl: KnowledgeImpl, args: dict[str, Any])
     took = (time.perf_counter() - started) * 1000
     out = index.text(hits) if hits else "No relevant documents found."
     if impl.timing:
-        out += f"\n\n[Timing: retrieval={took:.0f}ms, total={took:.0f}ms]"
+        # τ²'s layout: its pipeline times an (empty) reranking stage too, at 0 ms here
+        out += f"\n\n[Timing: retrieval={took:.0f}ms, reranking=0ms, total={took:.0f}ms]"
     return out
 
 
