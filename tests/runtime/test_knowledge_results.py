@@ -220,3 +220,15 @@ def test_the_agent_reads_the_text_and_the_documents_are_counted(fake_openai: Fak
     con.close()
     assert extra["knowledge"]["documents_found"] == ["billing"]
     assert extra["knowledge"]["required_found"] == 1.0
+
+
+def test_first_offers_the_bases_tools_before_the_others(tmp_path: Path) -> None:
+    text = PACK.replace("    builtin_tools: []\n", "    builtin_tools: [read_file]\n")
+    res, plan = _compile(tmp_path, text)
+    assert res.ok, _errors(res)
+    assert plan["environments"]["desk"]["tools"] == ["read_file", "KB_search", "grep"]
+    res, plan = _compile(tmp_path / "2", text.replace("      search: KB_search\n",
+                                                      "      search: KB_search\n"
+                                                      "      first: true\n"))
+    assert res.ok, _errors(res)
+    assert plan["environments"]["desk"]["tools"] == ["KB_search", "grep", "read_file"]
