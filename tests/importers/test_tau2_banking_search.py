@@ -123,7 +123,22 @@ def test_imported_with_tau2_search_results_is_no_longer_a_difference(tmp_path: P
     ids = [d.split(":")[0] for d in pack["origin"]["differences"]] \
         if isinstance(pack["origin"]["differences"][0], str) else \
         [d["id"] for d in pack["origin"]["differences"]]
-    assert "search-results" not in ids and "search-timing" in ids
+    assert "search-results" not in ids and ids == ["no-deposit-scans", "kb-in-prompt"]
+    report = (tmp_path / "p" / "IMPORT_REPORT.md").read_text(encoding="utf-8")
+    assert "benchpack's own measured milliseconds" in report
     kb = pack["knowledge"][0]
     assert kb["tools"]["search"]["name"] == "KB_search" and kb["tools"]["grep"]["name"] == "grep"
     assert kb["results"] == {"format": "text", "fill": True, "timing": True}
+
+
+def test_without_tau2_search_results_stays_a_difference(tmp_path: Path) -> None:
+    from benchpack.compiler.importers import import_pack
+
+    fixture = Path(__file__).parents[1] / "fixtures" / "tau2_banking" / "banking_knowledge"
+    import_pack("tau2", fixture, tmp_path / "p")
+    pack = yaml.safe_load((tmp_path / "p" / "pack.yaml").read_text(encoding="utf-8"))
+    ids = [str(d).split(":")[0] for d in pack["origin"]["differences"]]
+    assert ids == ["own-descriptions", "no-policy", "search-results", "no-deposit-scans",
+                   "kb-in-prompt"]
+    kb = pack["knowledge"][0]
+    assert kb["tools"] == {"search": "KB_search", "grep": "KB_grep"} and "results" not in kb

@@ -354,16 +354,15 @@ DIFFERENCES = [
     "golden_retrieval prompts place them inside the policy, in theirs",
 ]
 """What makes a run of the pack differ from τ²'s (written into `origin.differences`)."""
-TAU2_NOTES = [
-    "search-timing: a KB_search answer's last line, `[Timing: retrieval=…ms, total=…ms]`, "
-    "holds benchpack's own measured time (τ²'s varies from call to call as well); the rest of "
-    "the answer is τ²'s text (`bench parity tau2-retrieval`)",
-]
-"""With --tau2: what differs only in a figure that is not reproducible on either side."""
+TIMING_NOTE = ("A KB_search answer ends with τ²'s `[Timing: retrieval=…ms, reranking=…ms, "
+               "total=…ms]` line holding benchpack's own measured milliseconds: a figure that "
+               "varies from call to call in τ² as well, so not counted as a difference; the "
+               "rest of every answer is τ²'s text (`bench parity tau2-retrieval`).")
+"""With --tau2 (IMPORT_REPORT.md)."""
 
 
 def differences_of(tau2: dict[str, Any] | None) -> list[str]:
-    return (OWN_TEXTS if tau2 is None else []) + DIFFERENCES + (TAU2_NOTES if tau2 else [])
+    return (OWN_TEXTS if tau2 is None else []) + DIFFERENCES
 
 
 def tau2_variants() -> list[str]:
@@ -499,7 +498,7 @@ def _report(source: Path, docs: list[dict[str, str]], tasks: list[dict[str, Any]
         "listing, which depends on the file system); `full`/`golden` prompt text is "
         "benchpack's layout"
         + (". Search answers are τ²'s text, its top 10 filled at score 0, under τ²'s tool "
-           "names and definitions (its `grep` takes the built-in's name)."
+           "names and definitions (its `grep` takes the built-in's name). " + TIMING_NOTE
            if not any(d.startswith("own-descriptions") for d in differences) else
            "; search answers are JSON `[{id, title, score, content}]` of the documents "
            "sharing a token with the query (τ²'s are text, filled to 10 with score-0 "
