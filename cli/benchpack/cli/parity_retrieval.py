@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from .params import PackErrors
+
+if TYPE_CHECKING:
+    from benchpack.runtime.tau2bench.retrieval_text import TextReport
 
 
 @click.command(name="tau2-retrieval")
@@ -72,7 +76,7 @@ def parity_tau2_retrieval(checkout: Path, tau2_python: str | None, top_k: int, t
         raise PackErrors("")
 
 
-def _texts(root: Path, python: str, tau2_python: str | None) -> object:
+def _texts(root: Path, python: str, tau2_python: str | None) -> TextReport:
     """Import the domain with --tau2, compile it per variant, and compare its answers with
     τ²'s environment's (`retrieval_text`)."""
     import tempfile

@@ -108,9 +108,9 @@ def _compile(b: WorldBuilder, name: str, it: Item) -> None:
         given = getattr(kb.tools, op)
         custom = given if isinstance(given, KnowledgeToolSpec) else None
         tool_name = (custom.name if custom else given) or f"{name}__{op}"
-        sub: tuple[Any, ...] = ("tools", op) if given else ("name",)
+        at: tuple[Any, ...] = ("tools", op) if given else ("name",)
         spec = _tool_spec(kb, name, op, tool_name)
-        if custom is not None and not _custom(b, spec, custom, op, loc, sub):
+        if custom is not None and not _custom(b, spec, custom, op, loc, at):
             continue
         # a built-in's name (τ²'s `grep`): the environments offering this base give it up
         if tool_name in P.BUILTIN_TOOLS and custom is not None:
@@ -119,7 +119,7 @@ def _compile(b: WorldBuilder, name: str, it: Item) -> None:
             b.tool_origin[tool_name] = f"knowledge base `{name}`"
             b.read_tools.add(tool_name)
         else:
-            b.add_tool(tool_name, spec, f"knowledge base `{name}`", loc, sub)
+            b.add_tool(tool_name, spec, f"knowledge base `{name}`", loc, at)
         tools.append(tool_name)
     b.knowledge_tools[name] = tools
 

@@ -19,6 +19,7 @@ import io
 import json
 import os
 import sys
+from typing import Any
 
 
 def main() -> int:
@@ -60,7 +61,7 @@ def main() -> int:
     return 0
 
 
-def _texts(req: dict) -> int:
+def _texts(req: dict[str, Any]) -> int:
     """`{variants: {τ² variant: [[tool, arguments], ...]}}` → `{texts: {variant: {tools:
     [{name, description, parameters}], answers: [text, ...]}}}`: each call made through τ²'s own
     banking_knowledge environment of that variant (its knowledge base as it loads it), the

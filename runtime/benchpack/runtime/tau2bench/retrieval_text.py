@@ -137,7 +137,7 @@ def compare_texts(plans: dict[str, dict[str, Any]], env: str, base: str,
             report.compared += 1
             report.per_variant[ours] = report.per_variant.get(ours, 0) + 1
             if a != b:
-                at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y),
+                at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
                           min(len(a), len(b)))
                 # where they part, with some context (answers are ten whole documents)
                 report.mismatches.append({"variant": ours, "tool": name, "args": args,
