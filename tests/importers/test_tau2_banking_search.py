@@ -66,7 +66,7 @@ def test_the_knowledge_blocks_lines_are_tau2s_definitions() -> None:
 def _plan(description: str = "Search it.") -> dict[str, Any]:
     impl = {"kind": "knowledge", "knowledge": "kb", "operation": "search", "top_k": 2,
             "format": "text", "fill": True, "timing": True}
-    return {"knowledge": {"kb": {"name": "kb", "sha256": "x", "documents": DOCS}},
+    return {"knowledge": {"kb": {"name": "kb", "sha256": "hand-made-parity", "documents": DOCS}},
             "tools": {"KB_search": {"name": "KB_search", "description": description,
                                     "parameters": {"type": "object"}, "impl": impl}},
             "environments": {"bank": {"tools": ["KB_search", "other"]}}}

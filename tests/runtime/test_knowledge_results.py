@@ -23,7 +23,9 @@ from benchpack.specs.knowledge import KnowledgeImpl, PlanKnowledge
 DOCS = [{"id": "lights", "title": "Router lights", "text": "router lights blink red"},
         {"id": "billing", "title": "Billing", "text": "billing invoices arrive monthly"},
         {"id": "wifi", "title": "Wi-Fi", "text": "wifi password under router"}]
-KB = PlanKnowledge.model_validate({"name": "kb", "sha256": "x", "documents": DOCS})
+# the index cache is keyed by `sha256`: a name of its own, not another test's
+KB = PlanKnowledge.model_validate({"name": "kb", "sha256": "hand-made-results",
+                                   "documents": DOCS})
 
 
 def _impl(op: str, **kw: Any) -> KnowledgeImpl:
