@@ -12,6 +12,8 @@ knowledge:
     file: kb/extra.jsonl        # and/or JSONL rows {id, title, text}
     retrieval: "{{ vars.retrieval }}"   # none | full | golden | bm25 | grep | bm25_grep | shell
     top_k: 5
+    results: {format: text, fill: true}   # default: JSON of the matching documents
+    tools: {search: KB_search}            # or {name, description, parameters}; `first: true`
 environments:
   - id: desk
     knowledge: [handbook]
