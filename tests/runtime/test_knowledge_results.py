@@ -234,3 +234,24 @@ def test_first_offers_the_bases_tools_before_the_others(tmp_path: Path) -> None:
                                                       "      first: true\n"))
     assert res.ok, _errors(res)
     assert plan["environments"]["desk"]["tools"] == ["KB_search", "grep", "read_file"]
+
+
+def test_in_policy_leaves_the_documents_to_the_policy(tmp_path: Path) -> None:
+    text = PACK.replace("retrieval: bm25_grep", "retrieval: full")
+
+    def context(plan: dict[str, Any]) -> Any:
+        sessions = plan["sessions"]
+        s = next(iter(sessions.values())) if isinstance(sessions, dict) else sessions[0]
+        return s["knowledge"].get("context")
+
+    res, plan = _compile(tmp_path, text)
+    assert res.ok, _errors(res)
+    assert "## Billing (id: billing)" in context(plan)
+    res, plan = _compile(tmp_path / "2", text.replace("    top_k: 3\n",
+                                                      "    top_k: 3\n    in_policy: [full]\n"))
+    assert res.ok, _errors(res)
+    assert context(plan) is None and plan["sessions"]
+    res, _ = _compile(tmp_path / "3", text.replace("    top_k: 3\n",
+                                                   "    top_k: 3\n    in_policy: [bm25]\n"))
+    assert any(re.search(r"pack\.yaml:\d+:\d+: error E104 .*in_policy", t) or
+               "in_policy" in t for t in _errors(res)), _errors(res)

@@ -290,7 +290,9 @@ def session_knowledge(b: WorldBuilder, required: list[str], env: dict[str, Any],
     retrieval = retrievals[0] if len(retrievals) == 1 else "+".join(retrievals)
     context = None
     heading = b.knowledge[bases[0]].obj.heading
-    if retrieval == "full":
+    if retrieval in b.knowledge[bases[0]].obj.in_policy:
+        pass  # the policy holds them (`in_policy`)
+    elif retrieval == "full":
         context = _context(heading, [d for k in bases for d in b.plan_knowledge[k]["documents"]])
     elif retrieval == "golden":
         if not required:

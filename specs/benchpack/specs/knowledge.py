@@ -121,6 +121,10 @@ class KnowledgeBase(Spec):
     """What a search answers (format, fill)."""
     heading: str = "# Knowledge base"
     """The line above the documents placed in the system prompt (`full`, `golden`)."""
+    in_policy: list[Literal["full", "golden"]] = Field(default_factory=list)
+    """Configurations whose documents the environment's policy holds itself (an imported
+    benchmark's own prompt, e.g. a Jinja branch on `vars.retrieval`): under them nothing is
+    appended to the system prompt."""
 
 
 # --------------------------------------------------------------------------- compiled

@@ -353,6 +353,10 @@ DIFFERENCES = [
     "with the documents (all, or the task's) appended in benchpack's layout; τ²'s full_kb and "
     "golden_retrieval prompts place them inside the policy, in theirs",
 ]
+KB_IN_PROMPT_TAU2 = (
+    "kb-in-prompt: with --var retrieval=golden the agent gets τ²'s no_knowledge prompt with the "
+    "task's documents appended in benchpack's layout; τ²'s golden_retrieval prompt places them "
+    "inside the policy, in its (`full` is τ²'s full_kb prompt itself)")
 """What makes a run of the pack differ from τ²'s (written into `origin.differences`)."""
 TIMING_NOTE = ("A KB_search answer ends with τ²'s `[Timing: retrieval=…ms, reranking=…ms, "
                "total=…ms]` line holding benchpack's own measured milliseconds: a figure that "
@@ -362,7 +366,9 @@ TIMING_NOTE = ("A KB_search answer ends with τ²'s `[Timing: retrieval=…ms, r
 
 
 def differences_of(tau2: dict[str, Any] | None) -> list[str]:
-    return (OWN_TEXTS if tau2 is None else []) + DIFFERENCES
+    if tau2 is None:
+        return OWN_TEXTS + DIFFERENCES
+    return [KB_IN_PROMPT_TAU2 if d.startswith("kb-in-prompt") else d for d in DIFFERENCES]
 
 
 def tau2_variants() -> list[str]:
@@ -401,6 +407,9 @@ def _pack_yaml(n: int, tables: list[str], agent: list[str], user: list[str],
                   "definitions\n") if theirs else ""
     policy = ("    policy: {file: policy.md}   # τ²'s agent system prompt for each retrieval "
               "variant (Jinja)\n") if theirs else ""
+    # τ²'s full_kb prompt holds every document itself
+    in_policy = "    in_policy: [full]   # policy.md's `full` branch is τ²'s full_kb prompt\n" \
+        if theirs else ""
     description = ("τ²-bench banking_knowledge with τ²'s own tool definitions and agent prompts; "
                    "differences in origin.differences (IMPORT_REPORT.md)." if theirs else
                    "τ²-bench banking_knowledge, NOT comparable with τ²'s scores: the tool "
@@ -428,7 +437,7 @@ knowledge:
     file: knowledge/banking.jsonl
     retrieval: "{{{{ vars.retrieval }}}}"
     top_k: {TOP_K}
-{kb_tools or KB_TOOLS}services:
+{in_policy}{kb_tools or KB_TOOLS}services:
   - name: {SERVICE}
     description: τ²'s banking database (db.json), every record's id as `_id`; the agent's and
       the customer's tools share it, as in τ².
@@ -495,8 +504,10 @@ def _report(source: Path, docs: list[dict[str, str]], tasks: list[dict[str, Any]
         *[f"| `{k}` | {f'`{v}`' if v else 'not offered (embedding model or write shell)'} |"
           for k, v in RETRIEVAL_NAMES.items()], "",
         "Ties among equal scores keep the documents' order (τ²'s follow its directory "
-        "listing, which depends on the file system); `full`/`golden` prompt text is "
-        "benchpack's layout"
+        "listing, which depends on the file system); "
+        + ("`golden` prompt text is benchpack's layout (`full` is τ²'s full_kb prompt)"
+           if not any(d.startswith("own-descriptions") for d in differences) else
+           "`full`/`golden` prompt text is benchpack's layout")
         + (". Search answers are τ²'s text, its top 10 filled at score 0, under τ²'s tool "
            "names and definitions (its `grep` takes the built-in's name). " + TIMING_NOTE
            if not any(d.startswith("own-descriptions") for d in differences) else

@@ -5,11 +5,11 @@ unlock or a hand-over shows of each discoverable tool (written over the toolset'
 and the agent's system prompt of each retrieval variant, `policy.md`, a Jinja file whose branch
 `bench compile --var retrieval=…` selects as it selects the knowledge base's configuration.
 
-τ²'s `golden_retrieval` prompt is per task (the task's required documents inside its policy)
-and its `full_kb` prompt holds every document; a pack's policy is per environment and the
-knowledge base appends its documents itself, so `golden` and `full` get τ²'s `no_knowledge`
-prompt with the documents appended in benchpack's layout (`kb-in-prompt`, a declared
-difference).
+τ²'s `full_kb` prompt, every document inside its policy in its layout, is the `full` branch
+(the knowledge base's `in_policy: [full]` then appends nothing). Its `golden_retrieval` prompt
+is per task (the task's required documents inside its policy); a pack's policy is per
+environment, so `golden` gets τ²'s `no_knowledge` prompt with the documents appended in
+benchpack's layout (`kb-in-prompt`, a declared difference).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 
 from . import ImportError_
 
-IN_PROMPT = ("golden_retrieval", "full_kb")
-FALLBACK = {"golden": "no_knowledge", "full": "no_knowledge"}
+IN_PROMPT = ("golden_retrieval",)
+FALLBACK = {"golden": "no_knowledge"}
 """Our configuration → the τ² variant whose prompt stands in for it (the difference above)."""
 
 
