@@ -38,20 +38,24 @@ NAMES = {"no_knowledge": "none", "full_kb": "full", "golden_retrieval": "golden"
          "bm25": "bm25", "openai_embeddings": None}
 
 
-def test_the_policy_holds_each_variants_prompt_and_golden_and_full_fall_back() -> None:
+def test_the_policy_holds_each_variants_prompt_and_golden_falls_back() -> None:
     extract = {"agent_system_prompts": {"no_knowledge": "NONE {{ not jinja }}",
-                                        "bm25": "BM25 {% if x %}"}}
-    assert texts.variants(NAMES) == ["no_knowledge", "bm25"]
+                                        "full_kb": "FULL ## doc", "bm25": "BM25 {% if x %}"}}
+    assert texts.variants(NAMES) == ["no_knowledge", "full_kb", "bm25"]
     template = texts.policy_template(extract, NAMES)
     for ours, want in (("none", "NONE {{ not jinja }}"), ("bm25", "BM25 {% if x %}"),
-                       ("full", "NONE {{ not jinja }}"), ("golden", "NONE {{ not jinja }}"),
+                       ("full", "FULL ## doc"), ("golden", "NONE {{ not jinja }}"),
                        ("grep", "")):
         assert render(template, {"vars": {"retrieval": ours}}) == want, ours
     with pytest.raises(ImportError_, match="no agent prompt for the retrieval variant `bm25`"):
-        texts.policy_template({"agent_system_prompts": {"no_knowledge": "x"}}, NAMES)
+        texts.policy_template({"agent_system_prompts": {"no_knowledge": "x", "full_kb": "y"}},
+                              NAMES)
+    with pytest.raises(ImportError_, match="no agent prompt for the retrieval variant `full_kb`"):
+        texts.policy_template({"agent_system_prompts": {"no_knowledge": "x", "bm25": "y"}},
+                              NAMES)
     with pytest.raises(ImportError_, match="endraw"):
         texts.policy_template({"agent_system_prompts": {"no_knowledge": "{% endraw %}",
-                                                        "bm25": "x"}}, NAMES)
+                                                        "full_kb": "y", "bm25": "x"}}, NAMES)
 
 
 def test_taus_descriptions_are_written_over_the_catalog_and_shown_by_an_unlock(
@@ -241,7 +245,7 @@ def test_each_retrieval_gets_tau2s_own_agent_prompt(tmp_path: Path) -> None:
                                       "--tau2", str(CHECKOUT), "--tau2-python", str(PYTHON)])
     assert result.exit_code == 0, result.output
     pairs = {"none": "no_knowledge", "bm25": "bm25", "bm25_grep": "bm25_grep",
-             "grep": "grep_only", "shell": "terminal_use", "full": "no_knowledge",
+             "grep": "grep_only", "shell": "terminal_use", "full": "full_kb",
              "golden": "no_knowledge"}
     proc = subprocess.run([str(PYTHON), "-c", TAU2_PROMPTS, *sorted(set(pairs.values()))],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path, env={
@@ -252,6 +256,12 @@ def test_each_retrieval_gets_tau2s_own_agent_prompt(tmp_path: Path) -> None:
     for ours, variant in pairs.items():
         assert compile_pack(tmp_path / "p", tmp_path / ours, use_cache=False,
                             variables={"retrieval": ours}).ok
-        env = json.loads((tmp_path / ours / "plan.json").read_text())["environments"]["bank"]
-        # `full` and `golden` append the documents after it (`kb-in-prompt`, declared)
+        plan = json.loads((tmp_path / ours / "plan.json").read_text())
+        env = plan["environments"]["bank"]
+        # `golden` appends the task's documents after it (`kb-in-prompt`, declared); `full`'s
+        # are inside τ²'s full_kb prompt, nothing appended (`in_policy: [full]`)
         assert env["policy"] == theirs[variant] and env.get("clock") is None, ours
+        contexts = {(s.get("knowledge") or {}).get("context") is None
+                    for s in plan["sessions"].values()} if isinstance(plan["sessions"], dict) \
+            else {(s.get("knowledge") or {}).get("context") is None for s in plan["sessions"]}
+        assert contexts == ({False} if ours == "golden" else {True}), ours

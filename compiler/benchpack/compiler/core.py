@@ -120,6 +120,8 @@ class BuilderCore:
         self.knowledge_retrieval: dict[str, str] = {}
         self.knowledge_tools: dict[str, list[str]] = {}
         self.knowledge_unresolved: set[str] = set()
+        self.knowledge_shadows: dict[str, str] = {}
+        """A built-in's name → the knowledge base whose tool took it (`tools.grep.name: grep`)."""
         """Environments naming an unknown knowledge base (already reported)."""
         self._pack_paths: dict[str, str] = {}
         self.pack_ignore = self.lint_settings(self.pack.lint, (self.pack_src, ()))

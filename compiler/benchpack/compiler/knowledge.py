@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from benchpack.specs.knowledge import RETRIEVALS, KnowledgeBase, KnowledgeDocument
+from benchpack.specs import pack as P
+from benchpack.specs.knowledge import (
+    RETRIEVALS,
+    KnowledgeBase,
+    KnowledgeDocument,
+    KnowledgeResults,
+    KnowledgeToolSpec,
+)
 
 from .core import Item, Loc
 from .datafiles import first_error
@@ -98,11 +105,50 @@ def _compile(b: WorldBuilder, name: str, it: Item) -> None:
     b.knowledge_retrieval[name] = retrieval
     tools: list[str] = []
     for op in SEARCH_TOOLS.get(retrieval, ()):
-        tool_name = getattr(kb.tools, op) or f"{name}__{op}"
-        b.add_tool(tool_name, _tool_spec(kb, name, op, tool_name), f"knowledge base `{name}`",
-                   loc, ("tools", op) if getattr(kb.tools, op) else ("name",))
+        given = getattr(kb.tools, op)
+        custom = given if isinstance(given, KnowledgeToolSpec) else None
+        tool_name = (custom.name if custom else given) or f"{name}__{op}"
+        at: tuple[Any, ...] = ("tools", op) if given else ("name",)
+        spec = _tool_spec(kb, name, op, tool_name)
+        if custom is not None and not _custom(b, spec, custom, op, loc, at):
+            continue
+        # a built-in's name (τ²'s `grep`): the environments offering this base give it up
+        if tool_name in P.BUILTIN_TOOLS and custom is not None:
+            b.knowledge_shadows[tool_name] = name
+            b.plan_tools[tool_name] = spec
+            b.tool_origin[tool_name] = f"knowledge base `{name}`"
+            b.read_tools.add(tool_name)
+        else:
+            b.add_tool(tool_name, spec, f"knowledge base `{name}`", loc, at)
         tools.append(tool_name)
     b.knowledge_tools[name] = tools
+
+
+ARGUMENT = {"search": "query", "grep": "pattern"}
+"""The one argument each operation reads."""
+
+
+def _custom(b: WorldBuilder, spec: dict[str, Any], custom: KnowledgeToolSpec, op: str,
+            loc: Loc, sub: tuple[Any, ...]) -> bool:
+    """A tool definition given in the pack over benchpack's; False (reported) when its
+    parameters lack the argument the operation reads."""
+    if custom.name in P.BUILTIN_TOOLS and custom.name in b.knowledge_shadows:
+        b.err("E214", f"tool name `{custom.name}` is already used by knowledge base "
+              f"`{b.knowledge_shadows[custom.name]}`", loc, (*sub, "name"), "rename one of them")
+        return False
+    if custom.description is not None:
+        spec["description"] = custom.description
+    if custom.parameters is not None:
+        params = custom.parameters
+        arg = ARGUMENT[op]
+        b.check_schema(params, loc, (*sub, "parameters"), "`parameters`")
+        if not isinstance(params.get("properties"), dict) or arg not in params["properties"]:
+            b.err("E240", f"the {op} tool's `parameters` have no property `{arg}`", loc,
+                  (*sub, "parameters"), f"the {op} tool reads one argument, `{arg}`: "
+                  f"declare it under `properties:`")
+            return False
+        spec["parameters"] = params
+    return True
 
 
 def _tool_spec(kb: KnowledgeBase, name: str, op: str, tool_name: str) -> dict[str, Any]:
@@ -123,9 +169,14 @@ def _tool_spec(kb: KnowledgeBase, name: str, op: str, tool_name: str) -> dict[st
             "type": "string",
             "description": "A regular expression, e.g. `router.*reset` or `fee|charge`."}},
             "required": ["pattern"]}
-    return {"name": tool_name, "description": desc, "parameters": params,
-            "impl": {"kind": "knowledge", "knowledge": name, "operation": op,
-                     "top_k": kb.top_k},
+    res = kb.results
+    impl: dict[str, Any] = {"kind": "knowledge", "knowledge": name, "operation": op,
+                            "top_k": kb.top_k}
+    # only when not the defaults, so the plans of existing packs stay byte for byte
+    impl.update({k: v for k, v in (("format", res.format), ("fill", res.fill),
+                                   ("timing", res.timing))
+                 if v != KnowledgeResults.model_fields[k].default})
+    return {"name": tool_name, "description": desc, "parameters": params, "impl": impl,
             "group": None, "effect": "read"}
 
 
@@ -189,7 +240,11 @@ def environment_knowledge(b: WorldBuilder, env_id: str, refs: list[str], loc: Lo
         if ref in out:
             continue
         out.append(ref)
-        tools.extend(t for t in b.knowledge_tools.get(ref, ()) if t not in tools)
+        own = b.knowledge_tools.get(ref, ())
+        if b.knowledge[ref].obj.tools.first:
+            tools[:] = [*own, *(t for t in tools if t not in own)]
+        else:
+            tools.extend(t for t in own if t not in tools)
         if b.knowledge_retrieval.get(ref) == "shell":
             tools.extend(t for t in SHELL_BUILTINS if t not in tools)
             for d in b.plan_knowledge[ref]["documents"]:
@@ -197,6 +252,14 @@ def environment_knowledge(b: WorldBuilder, env_id: str, refs: list[str], loc: Lo
                 files.append({"path": f"knowledge/{ref}/{_file_name(d['id'])}.md",
                               "encoding": "utf-8", "content": d["text"],
                               "sha256": hashlib.sha256(data).hexdigest()})
+    # the plan's tool of that name answers every call by it: an environment without the base
+    # would get its searches where it expects the built-in
+    for builtin, owner in b.knowledge_shadows.items():
+        if builtin in tools and owner not in out:
+            b.err("E214", f"environment `{env_id}` offers the built-in `{builtin}`, but knowledge "
+                  f"base `{owner}` took that name for its tool", loc, ("builtin_tools",),
+                  f"leave `{builtin}` out of this environment's `builtin_tools:`, or give the "
+                  "knowledge base's tool another name")
     return out
 
 
@@ -227,7 +290,9 @@ def session_knowledge(b: WorldBuilder, required: list[str], env: dict[str, Any],
     retrieval = retrievals[0] if len(retrievals) == 1 else "+".join(retrievals)
     context = None
     heading = b.knowledge[bases[0]].obj.heading
-    if retrieval == "full":
+    if retrieval in b.knowledge[bases[0]].obj.in_policy:
+        pass  # the policy holds them (`in_policy`)
+    elif retrieval == "full":
         context = _context(heading, [d for k in bases for d in b.plan_knowledge[k]["documents"]])
     elif retrieval == "golden":
         if not required:

@@ -12,6 +12,8 @@ knowledge:
     file: kb/extra.jsonl        # and/or JSONL rows {id, title, text}
     retrieval: "{{ vars.retrieval }}"   # none | full | golden | bm25 | grep | bm25_grep | shell
     top_k: 5
+    results: {format: text, fill: true}   # default: JSON of the matching documents
+    tools: {search: KB_search}            # or {name, description, parameters}; `first: true`
 environments:
   - id: desk
     knowledge: [handbook]
@@ -28,7 +30,7 @@ needs `--allow-python`).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -49,13 +51,47 @@ class KnowledgeDocument(Spec):
     """Full text."""
 
 
-class KnowledgeTools(Spec):
-    """Names of a knowledge base's tools (an imported benchmark's own names)."""
+class KnowledgeToolSpec(Spec):
+    """A knowledge base's tool as another benchmark offers it: its name, and optionally its
+    description and parameters schema (which must keep the tool's one argument, `query` for
+    `search`, `pattern` for `grep`)."""
 
-    search: ToolName | None = None
+    name: ToolName
+    """Tool name; may be a built-in's (`grep`), which the environments offering this base then
+    give up."""
+    description: str | None = None
+    """What the agent reads (default: benchpack's text)."""
+    parameters: dict[str, Any] | None = None
+    """JSON Schema of the arguments (default: benchpack's)."""
+
+
+class KnowledgeTools(Spec):
+    """Names (or full definitions) of a knowledge base's tools (an imported benchmark's)."""
+
+    search: ToolName | KnowledgeToolSpec | None = None
     """The BM25 search tool (default `<name>__search`)."""
-    grep: ToolName | None = None
+    grep: ToolName | KnowledgeToolSpec | None = None
     """The regular-expression search tool (default `<name>__grep`)."""
+    first: bool = False
+    """Offer these tools before the environment's others (default: after them)."""
+
+
+class KnowledgeResults(Spec):
+    """What a search answers.
+
+    `format: json` (the default): `[{id, title, score, content}]`. `format: text`: one entry
+    per document, `N. <title>` then indented `ID:`, `Score:` (4 decimals) and `Content:` lines,
+    entries separated by a blank line; no document gives `No relevant documents found.`
+    (search) or `No matches found for pattern: <pattern>` (grep)."""
+
+    format: Literal["json", "text"] = "json"
+    """`json` or `text` (above)."""
+    fill: bool = False
+    """`search`: always `top_k` documents, those sharing no word with the query following at
+    score 0 in document order (default: only documents sharing a word)."""
+    timing: bool = False
+    """`format: text`, `search`: a last line `[Timing: retrieval=<ms>ms, reranking=0ms,
+    total=<ms>ms]`, the search's measured time (it varies from call to call)."""
 
 
 class KnowledgeBase(Spec):
@@ -80,9 +116,15 @@ class KnowledgeBase(Spec):
     top_k: int = Field(default=5, ge=1, le=50)
     """Documents a search returns."""
     tools: KnowledgeTools = Field(default_factory=KnowledgeTools)
-    """Tool names, when not the defaults."""
+    """Tool names (or definitions), when not the defaults."""
+    results: KnowledgeResults = Field(default_factory=KnowledgeResults)
+    """What a search answers (format, fill)."""
     heading: str = "# Knowledge base"
     """The line above the documents placed in the system prompt (`full`, `golden`)."""
+    in_policy: list[Literal["full", "golden"]] = Field(default_factory=list)
+    """Configurations whose documents the environment's policy holds itself (an imported
+    benchmark's own prompt, e.g. a Jinja branch on `vars.retrieval`): under them nothing is
+    appended to the system prompt."""
 
 
 # --------------------------------------------------------------------------- compiled
@@ -103,6 +145,12 @@ class KnowledgeImpl(_PlanModel):
     """`search`: BM25 over the documents; `grep`: a regular expression, ranked by matches."""
     top_k: int
     """Documents a call returns."""
+    format: Literal["json", "text"] = "json"
+    """The result's layout (`KnowledgeResults`)."""
+    fill: bool = False
+    """`search`: top k filled with score-0 documents."""
+    timing: bool = False
+    """`text` search: a last line with the measured time."""
 
 
 class PlanKnowledgeDocument(_PlanModel):
@@ -140,6 +188,8 @@ __all__ = [
     "KnowledgeBase",
     "KnowledgeDocument",
     "KnowledgeImpl",
+    "KnowledgeResults",
+    "KnowledgeToolSpec",
     "KnowledgeTools",
     "PlanKnowledge",
     "PlanKnowledgeDocument",

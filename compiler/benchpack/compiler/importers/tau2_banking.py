@@ -2,11 +2,13 @@
 knowledge base, its database and the tasks benchpack's rewrite of its toolset can run.
 
 Written: the 698 documents (`documents/*.json`, `{id, title, content}`) as one JSONL knowledge
-base, `knowledge/banking.jsonl`, in file-name order, with τ²'s search tool name (`KB_search`;
-its `grep` is `KB_grep`, `grep` being a benchpack built-in) and top k (10); the retrieval
+base, `knowledge/banking.jsonl` (order: below), with τ²'s top k (10) and, with --tau2,
+τ²'s search tools (`KB_search`, `grep`: names, descriptions, parameters, first in the list) and
+text answers filled to 10 at score 0 (without: `KB_search`, `KB_grep`, JSON); the retrieval
 configuration a variable (`--var retrieval=…`), τ²'s names mapped to ours (`RETRIEVAL_NAMES`).
-τ²'s tie order among equal BM25 scores follows its directory listing; the import's is the
-sorted file names.
+τ²'s tie order among equal scores (and so its score-0 fill) follows its directory listing,
+which is the file system's: with --tau2 the documents are written in the order τ² loads them on
+the importing machine, without it in file-name order.
 
 The database (db.json, `{table: {data: {record id: record}}}`) becomes one service, `banking`,
 every record carrying its id as `_id`; the agent's toolset (tau2_tools/banking.py) and the
@@ -198,6 +200,8 @@ def import_banking(source: Path, out: Path, tau2: dict[str, Any] | None = None
     from . import tau2_parity as parity
 
     docs = read_documents(source)
+    if tau2 is not None:
+        docs = texts.in_tau2_order(docs, tau2)
     tasks = read_tasks(source)
     tables = read_db(source / "db.json")
     agent, user, _, _ = _tools()
@@ -267,7 +271,8 @@ def import_banking(source: Path, out: Path, tau2: dict[str, Any] | None = None
     order = parity.tool_order(tau2) if tau2 is not None else sorted(agent)
     user_order = [t["name"] for t in tau2.get("user_tools") or []] if tau2 is not None \
         else sorted(user)
-    write("pack.yaml", _pack_yaml(len(docs), sorted(tables), order, user_order, tau2 is not None)
+    write("pack.yaml", _pack_yaml(len(docs), sorted(tables), order, user_order, tau2 is not None,
+                                  texts.knowledge_tools(tau2) if tau2 is not None else None)
           + dialogue.pack_blocks("banking_knowledge", tau2, dialogue.version(tau2),
                                  differences))
     write("tasks.yaml", base._tasks_yaml("banking_knowledge", kept).replace(
@@ -328,27 +333,42 @@ def _gold_turns(session: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dic
     return agent, user
 
 
+KB_TOOLS = ("    tools: {search: KB_search, grep: KB_grep}   # τ²'s names; `grep` is a built-in "
+            "here\n")
+"""Without --tau2: benchpack's descriptions and JSON results (`search-results`)."""
 OWN_TEXTS = [
     "own-descriptions: the tool descriptions are benchpack's own (import with --tau2 CHECKOUT "
     "for τ²'s)",
     "no-policy: τ²'s per-retrieval agent prompt is not composed (import with --tau2 CHECKOUT)",
+    "search-results: a search returns JSON `[{id, title, score, content}]` of the documents "
+    "sharing a token with the query (τ² answers in text and fills its top 10 with score-0 "
+    "documents); τ²'s `grep` tool is `KB_grep`; the search tools' descriptions are "
+    "benchpack's (only with --var retrieval=bm25, grep, bm25_grep; import with --tau2 CHECKOUT "
+    "for τ²'s)",
 ]
 DIFFERENCES = [
     "no-deposit-scans: `get_atm_deposit_images_8473` shows no images for any deposit (τ²'s code "
     "holds scans for three transaction ids that are in none of the release's data)",
-    "search-results: a search returns JSON `[{id, title, score, content}]` of the documents "
-    "sharing a token with the query (τ² answers in text and fills its top 10 with score-0 "
-    "documents); τ²'s `grep` tool is `KB_grep`; the search tools' descriptions are "
-    "benchpack's (only with --var retrieval=bm25, grep, bm25_grep)",
     "kb-in-prompt: with --var retrieval=full or golden the agent gets τ²'s no_knowledge prompt "
     "with the documents (all, or the task's) appended in benchpack's layout; τ²'s full_kb and "
     "golden_retrieval prompts place them inside the policy, in theirs",
 ]
+KB_IN_PROMPT_TAU2 = (
+    "kb-in-prompt: with --var retrieval=golden the agent gets τ²'s no_knowledge prompt with the "
+    "task's documents appended in benchpack's layout; τ²'s golden_retrieval prompt places them "
+    "inside the policy, in its (`full` is τ²'s full_kb prompt itself)")
 """What makes a run of the pack differ from τ²'s (written into `origin.differences`)."""
+TIMING_NOTE = ("A KB_search answer ends with τ²'s `[Timing: retrieval=…ms, reranking=…ms, "
+               "total=…ms]` line holding benchpack's own measured milliseconds: a figure that "
+               "varies from call to call in τ² as well, so not counted as a difference; the "
+               "rest of every answer is τ²'s text (`bench parity tau2-retrieval`).")
+"""With --tau2 (IMPORT_REPORT.md)."""
 
 
 def differences_of(tau2: dict[str, Any] | None) -> list[str]:
-    return (OWN_TEXTS if tau2 is None else []) + DIFFERENCES
+    if tau2 is None:
+        return OWN_TEXTS + DIFFERENCES
+    return [KB_IN_PROMPT_TAU2 if d.startswith("kb-in-prompt") else d for d in DIFFERENCES]
 
 
 def tau2_variants() -> list[str]:
@@ -377,8 +397,9 @@ def read_tasks(source: Path) -> list[dict[str, Any]]:
 
 
 def _pack_yaml(n: int, tables: list[str], agent: list[str], user: list[str],
-               theirs: bool = False) -> str:
-    """`theirs`: τ²'s texts were read (`specs:` files, `policy.md`)."""
+               theirs: bool = False, kb_tools: str | None = None) -> str:
+    """`theirs`: τ²'s texts were read (`specs:` files, `policy.md`); `kb_tools`: the
+    knowledge base's `tools:` and `results:` lines as τ² offers and answers them."""
     table_lines = "".join(f"      {t}: {{key: _id, fixture: data/{t}.json}}\n" for t in tables)
     specs = "    specs: tools/banking.specs.json   # τ²'s own tool definitions\n" if theirs \
         else ""
@@ -386,6 +407,9 @@ def _pack_yaml(n: int, tables: list[str], agent: list[str], user: list[str],
                   "definitions\n") if theirs else ""
     policy = ("    policy: {file: policy.md}   # τ²'s agent system prompt for each retrieval "
               "variant (Jinja)\n") if theirs else ""
+    # τ²'s full_kb prompt holds every document itself
+    in_policy = "    in_policy: [full]   # policy.md's `full` branch is τ²'s full_kb prompt\n" \
+        if theirs else ""
     description = ("τ²-bench banking_knowledge with τ²'s own tool definitions and agent prompts; "
                    "differences in origin.differences (IMPORT_REPORT.md)." if theirs else
                    "τ²-bench banking_knowledge, NOT comparable with τ²'s scores: the tool "
@@ -413,8 +437,7 @@ knowledge:
     file: knowledge/banking.jsonl
     retrieval: "{{{{ vars.retrieval }}}}"
     top_k: {TOP_K}
-    tools: {{search: KB_search, grep: KB_grep}}   # τ²'s KB_search; its `grep` is a built-in here
-services:
+{in_policy}{kb_tools or KB_TOOLS}services:
   - name: {SERVICE}
     description: τ²'s banking database (db.json), every record's id as `_id`; the agent's and
       the customer's tools share it, as in τ².
@@ -454,7 +477,9 @@ def _report(source: Path, docs: list[dict[str, str]], tasks: list[dict[str, Any]
         "# Import report: τ²-bench banking_knowledge", "",
         f"Source: `{source}`", "",
         f"- documents imported: {len(docs)} (knowledge base `banking`, "
-        "`knowledge/banking.jsonl`, file-name order)",
+        "`knowledge/banking.jsonl`, "
+        + ("file-name order)" if any(d.startswith("own-descriptions") for d in differences)
+           else "in the order τ² loads them here: its directory listing)"),
         f"- tasks imported: {len(kept)} of {len(tasks)}", "",
         "## Differences from τ²", "",
         *(["τ²'s own texts were read from the checkout with τ²'s Python: the tool definitions "
@@ -478,10 +503,16 @@ def _report(source: Path, docs: list[dict[str, str]], tasks: list[dict[str, Any]
         "| τ² variant | benchpack `--var retrieval=` |", "|---|---|",
         *[f"| `{k}` | {f'`{v}`' if v else 'not offered (embedding model or write shell)'} |"
           for k, v in RETRIEVAL_NAMES.items()], "",
-        "Differences: a search returns only documents sharing a token with the query (τ² "
-        "fills its top 10 with score-0 documents); ties keep file-name order (τ²'s follow its "
-        "directory listing); search results are JSON `[{id, title, score, content}]` (τ²'s are "
-        "text with a timing line); τ²'s `grep` tool is `KB_grep` (`grep` is a benchpack built-in); "
-        "`full`/`golden` prompt text is benchpack's layout.", "",
+        "Ties among equal scores keep the documents' order (τ²'s follow its directory "
+        "listing, which depends on the file system); "
+        + ("`golden` prompt text is benchpack's layout (`full` is τ²'s full_kb prompt)"
+           if not any(d.startswith("own-descriptions") for d in differences) else
+           "`full`/`golden` prompt text is benchpack's layout")
+        + (". Search answers are τ²'s text, its top 10 filled at score 0, under τ²'s tool "
+           "names and definitions (its `grep` takes the built-in's name). " + TIMING_NOTE
+           if not any(d.startswith("own-descriptions") for d in differences) else
+           "; search answers are JSON `[{id, title, score, content}]` of the documents "
+           "sharing a token with the query (τ²'s are text, filled to 10 with score-0 "
+           "documents), and τ²'s `grep` tool is `KB_grep`."), "",
     ]
     return "\n".join(lines)

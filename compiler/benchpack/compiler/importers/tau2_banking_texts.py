@@ -5,11 +5,11 @@ unlock or a hand-over shows of each discoverable tool (written over the toolset'
 and the agent's system prompt of each retrieval variant, `policy.md`, a Jinja file whose branch
 `bench compile --var retrieval=…` selects as it selects the knowledge base's configuration.
 
-τ²'s `golden_retrieval` prompt is per task (the task's required documents inside its policy)
-and its `full_kb` prompt holds every document; a pack's policy is per environment and the
-knowledge base appends its documents itself, so `golden` and `full` get τ²'s `no_knowledge`
-prompt with the documents appended in benchpack's layout (`kb-in-prompt`, a declared
-difference).
+τ²'s `full_kb` prompt, every document inside its policy in its layout, is the `full` branch
+(the knowledge base's `in_policy: [full]` then appends nothing). Its `golden_retrieval` prompt
+is per task (the task's required documents inside its policy); a pack's policy is per
+environment, so `golden` gets τ²'s `no_knowledge` prompt with the documents appended in
+benchpack's layout (`kb-in-prompt`, a declared difference).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 
 from . import ImportError_
 
-IN_PROMPT = ("golden_retrieval", "full_kb")
-FALLBACK = {"golden": "no_knowledge", "full": "no_knowledge"}
+IN_PROMPT = ("golden_retrieval",)
+FALLBACK = {"golden": "no_knowledge"}
 """Our configuration → the τ² variant whose prompt stands in for it (the difference above)."""
 
 
@@ -76,3 +76,34 @@ def with_catalog(source: str, text: str) -> str:
     if n != 1:
         raise ImportError_("tools/banking.py", "the toolset has no `CATALOG = {` … `}` block")
     return source
+
+
+def knowledge_tools(extract: dict[str, Any]) -> str:
+    """The knowledge base's `results:` and `tools:` lines (pack.yaml) making a search what
+    τ²'s bm25/grep/bm25_grep variants show: its tools' names, descriptions and parameters (its
+    `grep` takes the built-in's name), its text answers, the top k filled at score 0."""
+    found = extract.get("knowledge_tools") or {}
+    if set(found) != {"search", "grep"}:
+        raise ImportError_("τ² extract", "has no definition of the KB_search and grep tools",
+                           "the checkout is older than this benchpack")
+    first = sorted(int(t.get("position", -1)) for t in found.values()) == [0, 1]
+    lines = ["    results: {format: text, fill: true, timing: true}   # τ²'s text answers, "
+             "top k filled at score 0\n", "    tools:   # τ²'s own definitions\n",
+             f"      first: {json.dumps(first)}   # τ² offers them before its others\n"]
+    for op in ("search", "grep"):
+        t = found[op]
+        tool = {"name": t["name"], "description": t["description"],
+                "parameters": t["parameters"]}
+        lines.append(f"      {op}: {json.dumps(tool, ensure_ascii=False)}\n")
+    return "".join(lines)
+
+
+def in_tau2_order(docs: list[dict[str, str]], extract: dict[str, Any]) -> list[dict[str, str]]:
+    """The documents in the order τ² loads them (its `glob`, the file system's order), which
+    its ranking keeps among equal scores."""
+    order = [str(i) for i in extract.get("knowledge_order") or []]
+    by_id = {d["id"]: d for d in docs}
+    if sorted(order) != sorted(by_id):
+        raise ImportError_("τ² extract", "τ²'s knowledge base holds other documents than "
+                           "documents/*.json", "import the domain folder of that checkout")
+    return [by_id[i] for i in order]

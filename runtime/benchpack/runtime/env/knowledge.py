@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections import OrderedDict
 from typing import Any
 
-from benchpack.specs.knowledge import PlanKnowledge
+from benchpack.specs.knowledge import KnowledgeImpl, PlanKnowledge
 from benchpack.specs.regex import RegexError, compile_regex
 
 from .errors import ToolError
@@ -70,7 +71,9 @@ class KnowledgeIndex:
         return {"id": d.id, "title": d.title, "score": round(float(score), 4),
                 "content": d.text}
 
-    def search(self, query: Any, top_k: int) -> list[dict[str, Any]]:
+    def ranked(self, query: Any, top_k: int, fill: bool = False) -> list[tuple[int, float]]:
+        """(document index, BM25 score), best first; `fill`: top k reached with documents no
+        query token occurs in, at score 0, in document order."""
         if not isinstance(query, str) or not query.strip():
             raise ToolError("give `query`, the words to search for")
         tokens = tokenise(query)
@@ -81,10 +84,15 @@ class KnowledgeIndex:
         known = set(tokens)
         # τ²'s order: score descending, ties in document order (a stable sort)
         order = sorted(range(len(scores)), key=lambda i: scores[i], reverse=True)
-        hits = [i for i in order if any(t in bm25.doc_freqs[i] for t in known)][:top_k]
-        return [self._result(i, scores[i]) for i in hits]
+        if not fill:
+            order = [i for i in order if any(t in bm25.doc_freqs[i] for t in known)]
+        return [(i, float(scores[i])) for i in order[:top_k]]
 
-    def grep(self, pattern: Any, top_k: int) -> list[dict[str, Any]]:
+    def search(self, query: Any, top_k: int, fill: bool = False) -> list[dict[str, Any]]:
+        return [self._result(i, s) for i, s in self.ranked(query, top_k, fill)]
+
+    def grepped(self, pattern: Any, top_k: int) -> list[tuple[int, float]]:
+        """(document index, matches), most matches first, ties in document order."""
         if not isinstance(pattern, str) or not pattern.strip():
             raise ToolError("give `pattern`, the regular expression to search for")
         try:
@@ -97,7 +105,17 @@ class KnowledgeIndex:
             if n:
                 counts.append((n, i))
         counts.sort(key=lambda c: -c[0])  # stable: ties keep document order
-        return [self._result(i, n) for n, i in counts[:top_k]]
+        return [(i, float(n)) for n, i in counts[:top_k]]
+
+    def grep(self, pattern: Any, top_k: int) -> list[dict[str, Any]]:
+        return [self._result(i, n) for i, n in self.grepped(pattern, top_k)]
+
+    def text(self, hits: list[tuple[int, float]]) -> str:
+        """The `text` layout of `KnowledgeResults` (specs/knowledge.py)."""
+        return "\n".join(f"{n}. {d.title or 'Untitled'}\n   ID: {d.id}\n   Score: {s:.4f}\n"
+                         f"   Content: {d.text}\n"
+                         for n, (d, s) in enumerate(((self.kb.documents[i], s)
+                                                     for i, s in hits), start=1))
 
 
 _INDEXES: OrderedDict[str, KnowledgeIndex] = OrderedDict()
@@ -115,12 +133,44 @@ def knowledge_index(kb: PlanKnowledge) -> KnowledgeIndex:
         return index
 
 
-def call_knowledge(kb: PlanKnowledge, operation: str, args: dict[str, Any],
-                   top_k: int) -> list[dict[str, Any]]:
+def call_knowledge(kb: PlanKnowledge, impl: KnowledgeImpl, args: dict[str, Any]) -> Any:
+    """A search tool's answer in the layout `impl` asks for."""
     index = knowledge_index(kb)
-    if operation == "search":
-        return index.search(args.get("query"), top_k)
-    return index.grep(args.get("pattern"), top_k)
+    if impl.format == "json":
+        if impl.operation == "search":
+            return index.search(args.get("query"), impl.top_k, impl.fill)
+        return index.grep(args.get("pattern"), impl.top_k)
+    if impl.operation == "grep":
+        pattern = args.get("pattern")
+        if isinstance(pattern, str) and not pattern.strip():
+            return f"No matches found for pattern: {pattern}"
+        hits = index.grepped(pattern, impl.top_k)
+        return index.text(hits) if hits else f"No matches found for pattern: {pattern}"
+    query = args.get("query")
+    started = time.perf_counter()
+    hits = [] if isinstance(query, str) and not query.strip() else \
+        index.ranked(query, impl.top_k, impl.fill)
+    took = (time.perf_counter() - started) * 1000
+    out = index.text(hits) if hits else "No relevant documents found."
+    if impl.timing:
+        # τ²'s layout: its pipeline times an (empty) reranking stage too, at 0 ms here
+        out += f"\n\n[Timing: retrieval={took:.0f}ms, reranking=0ms, total={took:.0f}ms]"
+    return out
+
+
+def documents_returned(kb: PlanKnowledge, impl: KnowledgeImpl, args: dict[str, Any]
+                       ) -> list[str]:
+    """The ids a call answered (a `text` answer is searched again rather than parsed: a
+    document's content may hold lines that look like an entry)."""
+    index = knowledge_index(kb)
+    try:
+        if impl.operation == "search":
+            return [index.kb.documents[i].id
+                    for i, _ in index.ranked(args.get("query"), impl.top_k, impl.fill)]
+        return [index.kb.documents[i].id for i, _ in index.grepped(args.get("pattern"),
+                                                                    impl.top_k)]
+    except ToolError:
+        return []
 
 
 def knowledge_extra(plan: Any, session: Any, records: list[Any]) -> dict[str, Any] | None:
@@ -131,12 +181,19 @@ def knowledge_extra(plan: Any, session: Any, records: list[Any]) -> dict[str, An
     sk = session.knowledge
     if sk is None:
         return None
-    tools = {n for n, t in plan.tools.items() if getattr(t.impl, "kind", None) == "knowledge"}
+    tools = {n: t.impl for n, t in plan.tools.items()
+             if getattr(t.impl, "kind", None) == "knowledge"}
     searches = [r for r in records if r.tool_name in tools]
     found: list[str] = []
     for r in searches:
-        if r.error is None and isinstance(r.result, list):
+        impl = tools[r.tool_name]
+        if r.error is not None:
+            continue
+        if isinstance(r.result, list):
             found.extend(d["id"] for d in r.result if isinstance(d, dict) and "id" in d)
+        elif isinstance(r.result, str) and impl.knowledge in plan.knowledge:
+            found.extend(documents_returned(plan.knowledge[impl.knowledge], impl,
+                                            r.call if isinstance(r.call, dict) else {}))
     found = list(dict.fromkeys(found))
     required = list(sk.required_documents)
     share = None

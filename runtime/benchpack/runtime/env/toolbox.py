@@ -403,7 +403,7 @@ class ToolBox:
             kb = self.plan.knowledge.get(impl.knowledge)
             if kb is None:
                 raise ToolError(f"the knowledge base `{impl.knowledge}` is not in this plan")
-            return await asyncio.to_thread(call_knowledge, kb, impl.operation, args, impl.top_k)
+            return await asyncio.to_thread(call_knowledge, kb, impl, args)
         # ---
         if tool.builtin is not None or isinstance(impl, CorpusImpl | StreamImpl):
             deadline = time.monotonic() + self.tool_timeout_s

@@ -350,7 +350,31 @@ def _banking_texts(env: Any, variants: list[str]) -> dict[str, Any]:
                              registry.get_tasks_loader(BANKING)(None)}
         else:
             prompts[name] = prompt()
-    return {"discoverable": discoverable, "agent_system_prompts": prompts}
+    return {"discoverable": discoverable, "agent_system_prompts": prompts,
+            "knowledge_tools": _knowledge_tools(env) if variants else {},
+            # τ²'s documents in the order it loads them (its directory listing, unsorted):
+            # what its search breaks ties by, the score-0 fill above all
+            "knowledge_order": kb.get_document_ids() if kb is not None else []}
+
+
+def _knowledge_tools(env: Any) -> dict[str, Any]:
+    """banking_knowledge's search tools as its BM25+grep variant offers them, by our operation
+    (`search`, `grep`): `{name, description, parameters}` of τ²'s `openai_schema`, and `position`,
+    the tool's place in τ²'s list of that variant's tools."""
+    from tau2.domains.banking_knowledge.retrieval_toolkits import (
+        KnowledgeToolsWithKBSearchAndGrep,
+    )
+
+    # the schemas only: no pipeline is built (indexing 698 documents is not needed for them)
+    kit = KnowledgeToolsWithKBSearchAndGrep(env.tools.db, None, None)
+    tools = kit.get_tools()
+    names = list(tools)
+    out: dict[str, Any] = {}
+    for op, name in (("search", "KB_search"), ("grep", "grep")):
+        fn = tools[name].openai_schema["function"]
+        out[op] = {"name": fn["name"], "description": fn["description"],
+                   "parameters": fn["parameters"], "position": names.index(name)}
+    return out
 
 
 def _sibling(name: str) -> Any:
