@@ -81,5 +81,36 @@ def store_rows(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         con.close()
 
 
+def bare_toolbox(env: Any, tools: dict[str, Any], timeout_s: float = 5.0,
+                 box: Any = None) -> Any:
+    """A ToolBox over `tools` (name → ToolDef) and `env`, without a plan or session: the state
+    `ToolBox.__init__` would give a plain agent-side box with nothing locked, given or ending.
+    `box`: an instance of a subclass to fill in (its own `__init__` calls this).
+
+    The one place the tests bypass that `__init__`, so a new per-box attribute is set here
+    (twice before, such an attribute broke hand-built boxes in two test modules)."""
+    from benchpack.runtime.env.gifts import Gifts
+    from benchpack.runtime.env.toolbox import ToolBox
+
+    box = ToolBox.__new__(ToolBox) if box is None else box
+    box.plan = box.session = None
+    box.side = "agent"
+    box.env = env
+    box.allow_python = False
+    box.python_tools = {}
+    box.records = []
+    box.turn = box.step = 0
+    box.tool_timeout_s = timeout_s
+    box.end_tool = None
+    box.ended = False
+    box.tools = dict(tools)
+    box.locked = {}
+    box.unlocked = []
+    box.gifts = Gifts()
+    box.ungiven = {}
+    box._specs = None
+    return box
+
+
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

@@ -18,6 +18,7 @@ from benchpack.runtime.env import ToolBox, ToolError, Workspace
 from benchpack.runtime.env import workspace as workspace_module
 from benchpack.runtime.graders.rule import evaluate
 from benchpack.runtime.graders.trace import Trace
+from conftest import bare_toolbox
 
 
 def _deep(root: Path, levels: int) -> None:
@@ -109,15 +110,10 @@ class _Box(ToolBox):
         class _Env:
             workspace = ws
             services: ClassVar[dict[str, Any]] = {}
-        self.env = _Env()  # type: ignore[assignment]
-        self.allow_python = False
-        self.python_tools = {}
-        self.records = []
-        self.turn = self.step = 0
-        self.tool_timeout_s = timeout_s
-        self.tools = {n: ToolDef(n, BUILTIN_SPECS[n]["description"], BUILTIN_SPECS[n]["parameters"],
-                                 BUILTIN_EFFECTS[n], None, n) for n in ("glob", "grep")}
-        self.ungiven = {}  # nothing held back for the user (ToolBox.__init__ is skipped)
+        bare_toolbox(_Env(), {n: ToolDef(n, BUILTIN_SPECS[n]["description"],
+                                         BUILTIN_SPECS[n]["parameters"], BUILTIN_EFFECTS[n],
+                                         None, n) for n in ("glob", "grep")},
+                     timeout_s, box=self)
 
 
 def test_a_slow_tool_times_out_and_other_chains_keep_going(

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from benchpack.runtime.env import ToolError, Workspace
+from conftest import bare_toolbox
 
 
 @pytest.fixture
@@ -154,18 +155,15 @@ def test_tool_errors_never_show_the_host_path(ws: Workspace) -> None:
 def test_toolbox_scrubs_the_host_path_from_internal_errors(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from benchpack.runtime.env.builtin_specs import BUILTIN_EFFECTS, BUILTIN_SPECS
-    from benchpack.runtime.env.toolbox import ToolBox, ToolDef
+    from benchpack.runtime.env.toolbox import ToolDef
     ws = Workspace(tmp_path / "ws")
 
     def broken(self: Workspace, *a: Any, **kw: Any) -> Any:
         raise OSError(f"disk trouble at {self.root}/notes/a.md")
 
     monkeypatch.setattr(Workspace, "glob", broken)
-    box = ToolBox.__new__(ToolBox)
-    box.env = type("E", (), {"workspace": ws, "services": {}})()  # type: ignore[assignment]
-    box.records, box.turn, box.step, box.tool_timeout_s = [], 0, 0, 5.0
-    box.tools = {"glob": ToolDef("glob", "", BUILTIN_SPECS["glob"]["parameters"],
-                                 BUILTIN_EFFECTS["glob"], None, "glob")}
-    box.ungiven = {}
+    box = bare_toolbox(type("E", (), {"workspace": ws, "services": {}})(),
+                       {"glob": ToolDef("glob", "", BUILTIN_SPECS["glob"]["parameters"],
+                                        BUILTIN_EFFECTS["glob"], None, "glob")})
     rec = asyncio.run(box.call("glob", {"pattern": "*"}))
     assert rec.error and str(ws.root) not in rec.error and "notes/a.md" in rec.error, rec.error
