@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -54,8 +55,17 @@ def scripted_model(body: dict[str, Any]) -> Any:
 
 
 @pytest.fixture(scope="module")
-def plan_dir(compiled: Callable[..., Path]) -> Path:
-    return compiled(ROOT / "taskpacks" / "pharmacist-week")
+def plan_dir(compiled: Callable[..., Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # three user turns, not the pack's ten: every turn starts the harness afresh (~2 s of
+    # pydantic-ai imports), and three show the per-turn numbering as well as ten (the suite
+    # spent a minute here)
+    pack = tmp_path_factory.mktemp("pack") / "pharmacist-week"
+    shutil.copytree(ROOT / "taskpacks" / "pharmacist-week", pack)
+    text = (pack / "pack.yaml").read_text(encoding="utf-8")
+    assert "    max_turns: 10 " in text
+    (pack / "pack.yaml").write_text(text.replace("    max_turns: 10 ", "    max_turns: 3  ", 1),
+                                    encoding="utf-8")
+    return compiled(pack)
 
 
 @pytest.fixture(scope="module")
