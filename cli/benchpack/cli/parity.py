@@ -342,6 +342,7 @@ def _dialogues(driver: Any, domain: str, extract: dict[str, Any], tasks: list[An
         compare_requests,
         run_ours,
         script_tasks,
+        text_rounds,
     )
     from benchpack.runtime.tau2bench.scripted_model import ScriptedModel
 
@@ -353,7 +354,7 @@ def _dialogues(driver: Any, domain: str, extract: dict[str, Any], tasks: list[An
     seed = trial_seeds(int(defaults.get("DEFAULT_SEED") or 300), 1)[0]
     report = DialogueReport()
     declared: list[Any] = _dialogue_declared(domain)
-    rounds = _rounds(scripted)
+    rounds = text_rounds(scripted, lambda t: t.scenario)
     for n, batch in enumerate(rounds, 1):
         script = Script(batch, failing, passing)
         batch_ids = [t.id for t in batch]
@@ -420,18 +421,6 @@ def _solo(driver: Any, domain: str, extract: dict[str, Any], tasks: list[Any], i
     return report
 
 
-def _rounds(tasks: list[Any]) -> list[list[Any]]:
-    """Tasks in rounds where no scenario is part of another's: the scripted user tells its task
-    by the scenario in its prompt (mock's tasks share theirs)."""
-    rounds: list[list[Any]] = []
-    for t in tasks:
-        for r in rounds:
-            if all(t.scenario not in o.scenario and o.scenario not in t.scenario for o in r):
-                r.append(t)
-                break
-        else:
-            rounds.append([t])
-    return rounds
 
 
 # issue 24: the knowledge-base search tools against τ²'s retrieval (its own module)

@@ -28,7 +28,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 KINDS = ("gold", "nothing", "permuted", "errors", "steps", "unfinished")
 STOP = "###STOP###"
@@ -148,6 +148,32 @@ def call_message(i: int, name: str, args: dict[str, Any], prefix: str = "call"
          "function": {"name": name, "arguments": json.dumps(args)}}]}
 
 
+T = TypeVar("T")
+
+
+def gold_calls(criteria: dict[str, Any], requestor: str | None = None) -> list[dict[str, Any]]:
+    """`{name, arguments}` of a task's gold actions, in order; `requestor`: only that side's
+    (τ²'s default requestor is the assistant)."""
+    return [{"name": a["name"], "arguments": a.get("arguments") or {}}
+            for a in criteria.get("actions") or []
+            if requestor is None or a.get("requestor", "assistant") == requestor]
+
+
+def text_rounds(tasks: Sequence[T], text: Callable[[T], str]) -> list[list[T]]:
+    """`tasks` in rounds where no task's `text` is part of another's: a scripted model tells
+    its task by that text in its prompt (the user's scenario, the solo agent's ticket), and
+    mock's tasks share theirs."""
+    out: list[list[T]] = []
+    for t in tasks:
+        for r in out:
+            if all(text(t) not in text(o) and text(o) not in text(t) for o in r):
+                r.append(t)
+                break
+        else:
+            out.append([t])
+    return out
+
+
 def script_tasks(tasks: list[dict[str, Any]], extract: dict[str, Any],
                  ids: list[str]) -> list[ScriptTask]:
     """The scripted tasks from tasks.json and the driver's extract (scenario texts)."""
@@ -158,12 +184,9 @@ def script_tasks(tasks: list[dict[str, Any]], extract: dict[str, Any],
         if tid not in ids:
             continue
         crit = t.get("evaluation_criteria") or {}
-        gold = [{"name": a["name"], "arguments": a.get("arguments") or {}}
-                for a in crit.get("actions") or [] if a.get("requestor", "assistant") ==
-                "assistant"]
+        gold = gold_calls(crit, "assistant")
         history = (t.get("initial_state") or {}).get("message_history") or []
-        user_gold = [{"name": a["name"], "arguments": a.get("arguments") or {}}
-                     for a in crit.get("actions") or [] if a.get("requestor") == "user"]
+        user_gold = gold_calls(crit, "user")
         out.append(ScriptTask(tid, scenario.get(tid, ""), gold,
                               [str(c) for c in crit.get("communicate_info") or []],
                               [str(c) for c in crit.get("nl_assertions") or []],

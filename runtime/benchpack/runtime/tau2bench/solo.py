@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .dialogues import DialogueReport, call_message, content_text
+from .dialogues import DialogueReport, call_message, content_text, gold_calls, text_rounds
 
 KINDS = ("gold", "nothing", "text", "short", "together", "wrong")
 END = "done"
@@ -55,9 +55,7 @@ def solo_tasks(tasks: list[dict[str, Any]], ids: list[str]) -> list[SoloTask]:
         crit = t.get("evaluation_criteria") or {}
         history = (t.get("initial_state") or {}).get("message_history") or []
         out.append(SoloTask(
-            tid, str(t.get("ticket") or ""),
-            [{"name": a["name"], "arguments": a.get("arguments") or {}}
-             for a in crit.get("actions") or []],
+            tid, str(t.get("ticket") or ""), gold_calls(crit),
             sum(1 for m in history if m.get("role") == "assistant" and m.get("tool_calls")),
             [str(c) for c in crit.get("nl_assertions") or []]))
     return out
@@ -65,15 +63,7 @@ def solo_tasks(tasks: list[dict[str, Any]], ids: list[str]) -> list[SoloTask]:
 
 def rounds(tasks: list[SoloTask]) -> list[list[SoloTask]]:
     """Tasks in rounds where no ticket is part of another's (mock's tasks share theirs)."""
-    out: list[list[SoloTask]] = []
-    for t in tasks:
-        for r in out:
-            if all(t.ticket not in o.ticket and o.ticket not in t.ticket for o in r):
-                r.append(t)
-                break
-        else:
-            out.append([t])
-    return out
+    return text_rounds(tasks, lambda t: t.ticket)
 
 
 class SoloScript:
