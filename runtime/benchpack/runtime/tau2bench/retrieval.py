@@ -53,21 +53,29 @@ def queries_of(documents: list[dict[str, str]]) -> tuple[list[str], list[str]]:
     return queries, [*dict.fromkeys(patterns), *FIXED_PATTERNS]
 
 
-def run_tau2(checkout: Path, python: str, documents: list[dict[str, str]], queries: list[str],
-             patterns: list[str], top_k: int) -> dict[str, Any]:
+def ask_driver(checkout: Path, python: str, request: dict[str, Any], what: str,
+               timeout_s: float) -> dict[str, Any]:
+    """`retrieval_driver.py` run in τ²'s Python on `request`: its JSON answer, or a
+    RuntimeError naming `what` of τ²'s did not answer or failed."""
     driver = Path(__file__).with_name("retrieval_driver.py")
     proc = subprocess.run([python, str(driver), "--checkout", str(checkout)],
-                          input=json.dumps({"documents": documents, "queries": queries,
-                                            "patterns": patterns, "top_k": top_k}),
-                          capture_output=True, text=True, timeout=600, check=False)
+                          input=json.dumps(request), capture_output=True, text=True,
+                          timeout=timeout_s, check=False)
     try:
         answer: dict[str, Any] = json.loads(proc.stdout)
     except ValueError:
-        raise RuntimeError(f"τ²'s retrieval did not answer: {proc.stderr.strip()[-500:]}") \
+        raise RuntimeError(f"τ²'s {what} did not answer: {proc.stderr.strip()[-500:]}") \
             from None
     if "fatal" in answer:
-        raise RuntimeError(f"τ²'s retrieval failed: {answer['fatal']}")
+        raise RuntimeError(f"τ²'s {what} failed: {answer['fatal']}")
     return answer
+
+
+def run_tau2(checkout: Path, python: str, documents: list[dict[str, str]], queries: list[str],
+             patterns: list[str], top_k: int) -> dict[str, Any]:
+    return ask_driver(checkout, python, {"documents": documents, "queries": queries,
+                                         "patterns": patterns, "top_k": top_k},
+                      "retrieval", 600)
 
 
 def compare(documents: list[dict[str, str]], tau2: dict[str, Any], queries: list[str],

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 from benchpack.specs.knowledge import KnowledgeImpl, PlanKnowledge
 
 from ..env.knowledge import call_knowledge
+from .retrieval import ask_driver
 
 VARIANTS = {"bm25": "bm25", "grep": "grep_only", "bm25_grep": "bm25_grep"}
 """Our retrieval configuration → τ²'s variant."""
@@ -81,18 +81,8 @@ def calls_of(tools: list[tuple[str, KnowledgeImpl]], queries: list[str],
 def run_tau2_texts(checkout: Path, python: str,
                    calls: dict[str, list[tuple[str, dict[str, Any]]]]) -> dict[str, Any]:
     """τ²'s side: `{τ² variant: {tools, answers}}`."""
-    driver = Path(__file__).with_name("retrieval_driver.py")
-    proc = subprocess.run([python, str(driver), "--checkout", str(checkout)],
-                          input=json.dumps({"variants": calls}), capture_output=True,
-                          text=True, timeout=1800, check=False)
-    try:
-        answer: dict[str, Any] = json.loads(proc.stdout)
-    except ValueError:
-        raise RuntimeError(f"τ²'s environment did not answer: {proc.stderr.strip()[-500:]}") \
-            from None
-    if "fatal" in answer:
-        raise RuntimeError(f"τ²'s environment failed: {answer['fatal']}")
-    texts: dict[str, Any] = answer["texts"]
+    texts: dict[str, Any] = ask_driver(checkout, python, {"variants": calls}, "environment",
+                                       1800)["texts"]
     return texts
 
 
