@@ -140,17 +140,12 @@ def call_knowledge(kb: PlanKnowledge, impl: KnowledgeImpl, args: dict[str, Any])
         if impl.operation == "search":
             return index.search(args.get("query"), impl.top_k, impl.fill)
         return index.grep(args.get("pattern"), impl.top_k)
+    started = time.perf_counter()
+    hits = text_hits(index, impl, args)
+    took = (time.perf_counter() - started) * 1000
     if impl.operation == "grep":
         pattern = args.get("pattern")
-        if isinstance(pattern, str) and not pattern.strip():
-            return f"No matches found for pattern: {pattern}"
-        hits = index.grepped(pattern, impl.top_k)
         return index.text(hits) if hits else f"No matches found for pattern: {pattern}"
-    query = args.get("query")
-    started = time.perf_counter()
-    hits = [] if isinstance(query, str) and not query.strip() else \
-        index.ranked(query, impl.top_k, impl.fill)
-    took = (time.perf_counter() - started) * 1000
     out = index.text(hits) if hits else "No relevant documents found."
     if impl.timing:
         # τ²'s layout: its pipeline times an (empty) reranking stage too, at 0 ms here
@@ -158,17 +153,28 @@ def call_knowledge(kb: PlanKnowledge, impl: KnowledgeImpl, args: dict[str, Any])
     return out
 
 
+def text_hits(index: KnowledgeIndex, impl: KnowledgeImpl, args: dict[str, Any]
+              ) -> list[tuple[int, float]]:
+    """(document, score) of what a `text` answer lists: none for a blank query or pattern
+    (τ² answers "nothing found" without searching), else the ranking or the grep's hits."""
+    if impl.operation == "grep":
+        pattern = args.get("pattern")
+        if isinstance(pattern, str) and not pattern.strip():
+            return []
+        return index.grepped(pattern, impl.top_k)
+    query = args.get("query")
+    if isinstance(query, str) and not query.strip():
+        return []
+    return index.ranked(query, impl.top_k, impl.fill)
+
+
 def documents_returned(kb: PlanKnowledge, impl: KnowledgeImpl, args: dict[str, Any]
                        ) -> list[str]:
-    """The ids a call answered (a `text` answer is searched again rather than parsed: a
-    document's content may hold lines that look like an entry)."""
+    """The ids a `text` answer listed: the same hits `call_knowledge` formatted, found again
+    rather than parsed (a document's content may hold lines that look like an entry)."""
     index = knowledge_index(kb)
     try:
-        if impl.operation == "search":
-            return [index.kb.documents[i].id
-                    for i, _ in index.ranked(args.get("query"), impl.top_k, impl.fill)]
-        return [index.kb.documents[i].id for i, _ in index.grepped(args.get("pattern"),
-                                                                    impl.top_k)]
+        return [index.kb.documents[i].id for i, _ in text_hits(index, impl, args)]
     except ToolError:
         return []
 
