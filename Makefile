@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BENCH := $(VENV)/bin/bench
 
-.PHONY: setup demo test test-latest upgrade lint schema bench-compile
+.PHONY: setup demo test test-slow test-latest upgrade lint schema bench-compile
 
 LOCK := requirements/lock.txt
 
@@ -67,7 +67,12 @@ demo: setup
 	$(BENCH) report --format html --run all --db bench.duckdb -o report.html
 
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m 'not real_api and not slow'
+
+# The slow cases (real harness CLIs, Ray clusters, headless Chromium, SIGKILL loops): CI runs
+# them after `make test`, which stays within the suite's time budget without them.
+test-slow: setup
+	$(PY) -m pytest -q -m 'slow and not real_api'
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -291,6 +291,7 @@ def test_report_explain_json_and_session_filter(store: Path) -> None:
 # --------------------------------------------------------------------------- browser
 
 
+@pytest.mark.slow
 def test_panel_in_chromium_for_every_protocol(store: Path, tmp_path: Path) -> None:
     """Each protocol's session page answers "why" on screen: the panel open, its formula and
     its items visible (screenshots in $BENCHPACK_SCREENSHOTS when set)."""

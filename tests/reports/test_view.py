@@ -500,6 +500,7 @@ def served(store: Path) -> Iterator[str]:
         yield url
 
 
+@pytest.mark.slow
 def test_pages_in_chromium(served: str, store: Path, tmp_path: Path) -> None:
     from test_html import BROWSER_FLAGS, find_chromium
 

@@ -8,9 +8,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_runs_start_and_finish_while_every_page_is_polled(tmp_path: Path) -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:

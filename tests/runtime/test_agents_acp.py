@@ -122,6 +122,7 @@ async def _session(argument: str, turns: list[str], timeout: float = 30.0
     return replies, session, tools
 
 
+@pytest.mark.slow
 def test_reply_is_the_chunks_builtin_calls_are_events_and_policy_denies(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-real-key-must-not-reach-the-agent")
@@ -157,6 +158,7 @@ def test_reply_is_the_chunks_builtin_calls_are_events_and_policy_denies(
     assert [c["name"] for c in bench_calls] == ["echo", "echo"]
 
 
+@pytest.mark.slow
 def test_allow_builtin_tools_and_the_stdio_mcp_server(tmp_path: Path) -> None:
     command = _command(tmp_path, [["echo", {"z": "ü"}]])
     replies, _, tools = asyncio.run(_session(
@@ -176,6 +178,7 @@ def test_step_budget_holds_over_mcp(tmp_path: Path) -> None:
 
 
 @needs_proc
+@pytest.mark.slow
 def test_timeouts_cancel_then_kill_and_a_crash_is_an_error(tmp_path: Path) -> None:
     command = _command(tmp_path)
     # WAIT honours session/cancel: the turn times out, the session goes on
@@ -238,6 +241,7 @@ def _run(plan: Path, agent: str, session: str, tmp_path: Path, name: str
         con.close()
 
 
+@pytest.mark.slow
 def test_bench_run_acp_stores_the_native_tool_calls(claw_plan: Path, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     session, calls = MCP_CALLS["claw-ops-desk"]
@@ -260,6 +264,7 @@ def test_bench_run_acp_stores_the_native_tool_calls(claw_plan: Path, tmp_path: P
 
 # a session that lasts: the echo agent starts a `sleep` child and hangs on its first prompt
 @needs_proc
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_killing_bench_run_leaves_no_agent_behind(claw_plan: Path, tmp_path: Path,
                                                   sig: int) -> None:

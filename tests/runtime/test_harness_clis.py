@@ -23,6 +23,9 @@ from test_harness_pydantic_ai import SESSION, scripted_model
 from benchpack.compiler import compile_pack
 from benchpack.runtime.runner import RunOptions, run_plan
 
+# Real agent CLIs from npm, each set up per case: `make test-slow` (CI runs it after the suite).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT, COMPLETION = 37, 11
 FINAL = "I checked the clinic log and wrote my notes to notes/复核.md. 需要我通知医生吗？"

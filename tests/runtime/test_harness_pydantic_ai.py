@@ -27,6 +27,8 @@ from test_mcp_server import _processes_mentioning
 from benchpack.runtime.runner import RunOptions, run_plan
 
 pytest.importorskip("pydantic_ai")
+# Each case starts a real agent framework per turn: `make test-slow` (CI runs it after the suite).
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = f"{sys.executable} -m benchpack.runtime.agents.example_harness_pydantic_ai"

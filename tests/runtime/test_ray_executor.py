@@ -116,6 +116,7 @@ def _figures(summary: Any) -> dict[str, Any]:
     return {k: v for k, v in summary.as_dict().items() if k not in ("wall_s", "db")}
 
 
+@pytest.mark.slow
 def test_same_rows_and_figures_as_the_local_executor(cluster: Path, plan: Path,
                                                      tmp_path: Path) -> None:
     local = _run(plan, tmp_path / "local.duckdb")
@@ -128,6 +129,7 @@ def test_same_rows_and_figures_as_the_local_executor(cluster: Path, plan: Path,
     assert a == b
 
 
+@pytest.mark.slow
 def test_chains_start_in_plan_order_on_a_worker(cluster: Path, plan: Path,
                                                tmp_path: Path) -> None:
     """One worker, one chain at a time, 8 repeats: the chains run in plan order as locally,
@@ -146,6 +148,7 @@ def test_chains_start_in_plan_order_on_a_worker(cluster: Path, plan: Path,
     assert order == sorted(order) and len(order) == 24
 
 
+@pytest.mark.slow
 def test_a_fresh_chain_does_not_wait_for_the_store(cluster: Path, plan: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 16 item 5: a chain with nothing finished needs nothing from the store, so the
@@ -167,6 +170,7 @@ def test_a_fresh_chain_does_not_wait_for_the_store(cluster: Path, plan: Path, tm
     assert len(calls) <= 2, f"{len(calls)} flushes for 2 fresh chains"
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_session_loses_and_duplicates_nothing(cluster: Path, plan: Path,
                                                                   tmp_path: Path) -> None:
     marker = cluster / "died"
@@ -181,6 +185,7 @@ def test_a_worker_killed_mid_session_loses_and_duplicates_nothing(cluster: Path,
     assert got == _rows(tmp_path / "local.duckdb")
 
 
+@pytest.mark.slow
 def test_resume_after_the_run_reruns_exactly_what_did_not_finish(cluster: Path, plan: Path,
                                                                  tmp_path: Path) -> None:
     db = tmp_path / "ray.duckdb"
@@ -211,6 +216,7 @@ def _most_at_once(log: Path) -> tuple[int, int]:
     return len(spans), most
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 2])
 def test_max_per_model_holds_across_the_cluster(cluster: Path, plan: Path, tmp_path: Path,
                                                 workers: int) -> None:
@@ -255,6 +261,7 @@ def _spend(db: Path) -> tuple[Any, ...]:
         con.close()
 
 
+@pytest.mark.slow
 def test_max_cost_stops_a_ray_run_as_the_local_executor_does(cluster: Path, plan: Path,
                                                              tmp_path: Path) -> None:
     """Concurrency 1: the same sessions run, the same one stopped (error kind `budget`, run
@@ -284,6 +291,7 @@ def test_max_cost_stops_a_ray_run_as_the_local_executor_does(cluster: Path, plan
     assert _rows(tmp_path / "ray.duckdb") == _rows(tmp_path / "full.duckdb")
 
 
+@pytest.mark.slow
 def test_max_cost_holds_across_workers(cluster: Path, plan: Path, tmp_path: Path) -> None:
     """Two workers, two chains each at once: one ledger for the cluster. Two budgets of $0.03
     (one a worker) would let the run spend ≈ $0.04; the summary's spend is the cluster's."""
@@ -296,6 +304,7 @@ def test_max_cost_holds_across_workers(cluster: Path, plan: Path, tmp_path: Path
     assert summary.spent <= 0.03
 
 
+@pytest.mark.slow
 def test_cli_max_cost_on_ray_exits_4(cluster: Path, plan: Path, tmp_path: Path,
                                      fake_openai: Any) -> None:
     """`bench run --executor ray --max-cost` below one call's worst case (≈ $0.0099 for
@@ -321,6 +330,7 @@ def test_cli_max_cost_on_ray_exits_4(cluster: Path, plan: Path, tmp_path: Path,
     assert (spent, paid, status) == (None, 0, "interrupted") and set(kinds) == {"budget"}
 
 
+@pytest.mark.slow
 def test_dialogue_from_on_ray_stores_what_the_local_executor_stores(
         cluster: Path, tmp_path: Path) -> None:
     """`--dialogue-from live`: each worker replays the other run's dialogue and trigger
@@ -445,6 +455,7 @@ print(json.dumps(out))
 '''
 
 
+@pytest.mark.slow
 def test_a_cluster_the_run_started_is_shut_down_on_every_exit(plan: Path, tmp_path: Path,
                                                               cluster: Path) -> None:
     # a fresh process: this module's cluster would be joined, not started
