@@ -97,6 +97,15 @@ def _run(tmp_path: Path, turns: dict[str, list[dict[str, Any]]], text: str = PAC
     return got, db, summary
 
 
+def _view(db: Path) -> list[tuple[Any, ...]]:
+    """`instructed_results`' state columns, as `bench query` reads them."""
+    from benchpack.reports.access import open_store
+
+    with open_store(db) as con:
+        return con.execute("SELECT name, state, state_left_out FROM instructed_results "
+                           "WHERE run_id = 'r' ORDER BY name").fetchall()
+
+
 def test_a_change_to_a_left_out_table_keeps_the_state_equal(tmp_path: Path) -> None:
     got, db, summary = _run(tmp_path, {"quiet": [NOTE], "close": [CLOSE_T1]})
     quiet, close = got["quiet"], got["close"]
@@ -108,6 +117,8 @@ def test_a_change_to_a_left_out_table_keeps_the_state_equal(tmp_path: Path) -> N
     snap = store_rows(db, "SELECT state FROM snapshots WHERE run_id = 'r'")
     assert any('"N9"' in str(s) for (s,) in snap), snap
     assert summary.state_left_out == ["desk.notes"]
+    assert _view(db) == [
+        ("close", 1.0, ["desk.notes"]), ("quiet", 1.0, ["desk.notes"])]
 
 
 def test_a_change_to_a_compared_table_still_fails(tmp_path: Path) -> None:
@@ -125,12 +136,14 @@ def test_a_change_to_a_compared_table_still_fails(tmp_path: Path) -> None:
 
 
 def test_without_the_field_the_left_out_table_counts(tmp_path: Path) -> None:
-    got, _, summary = _run(tmp_path, {"quiet": [NOTE], "close": [CLOSE_T1]},
-                           PACK.replace("    state_ignores: [desk.notes]\n", ""))
+    got, db, summary = _run(tmp_path, {"quiet": [NOTE], "close": [CLOSE_T1]},
+                            PACK.replace("    state_ignores: [desk.notes]\n", ""))
     assert got["quiet"]["components"]["state"] == 0.0, got["quiet"]
     assert got["close"]["components"]["state"] == 0.0, got["close"]
     assert "left_out" not in got["quiet"]["state"]
     assert summary.state_left_out == []
+    assert _view(db) == [
+        ("close", 0.0, None), ("quiet", 0.0, None)]
 
 
 def test_explain_names_the_left_out_tables(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ VIEWS: tuple[View, ...] = (
     View("instructed_results", """Instructed-user sessions: the stop signal that ended the
 dialogue (`done`, `transfer`, `out_of_scope`; NULL at the turn budget), the τ² reward and each
 component (1/0; NULL when not in the session's reward or undecided; `env_assertions`: the
-predicates over the final world, issue 24), and pass.""", """
+predicates over the final world, issue 24), the tables the state check left out
+(`state_left_out`, the environment's `state_ignores`; NULL when none), and pass.""", """
 SELECT run_id, session_id, repeat, agent, name, coalesce(base_session, session_id) AS task,
        termination, json_extract_string(extra, '$.stop_signal') AS stop_signal,
        score AS reward, passed,
@@ -23,6 +24,7 @@ SELECT run_id, session_id, repeat, agent, name, coalesce(base_session, session_i
        TRY_CAST(json_extract(extra, '$.reward.components.env_assertions') AS DOUBLE)
            AS env_assertions,
        json_extract_string(extra, '$.reward.state.diff_text') AS state_diff,
+       CAST(json_extract(extra, '$.reward.state.left_out') AS VARCHAR[]) AS state_left_out,
        user_turns, turns, tool_calls, status, error_kind
 FROM session_results WHERE protocol = 'instructed_user'
 """),
