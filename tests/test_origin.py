@@ -149,3 +149,39 @@ def test_a_difference_that_shows_only_in_some_endings_is_listed_only_for_runs_th
     bad = origin_of_config({"origin": {"benchmark": "b", "version": "1", "differences": [],
                                        "if_ended": {"agent_error": "t"}}})
     assert bad is not None and not bad.comparable
+
+
+VARIED = ("origin: {benchmark: tau2-bench, version: a2c0247, differences: [\"always: d0\"], "
+          "if_vars: {vendor: {Lumora Optics: [\"lumora: d1\"], Other Optics: [\"other: d2\", "
+          "\"always: d0\"]}, %s: {x: [\"never: d3\"]}}}\n")
+
+
+def test_a_difference_of_one_variable_value_is_compiled_only_for_that_value(
+        tmp_path: Path) -> None:
+    # the pack's own value (vendor: Lumora Optics): its difference joins `differences`
+    pack = _pack(tmp_path, VARIED % "facility")
+    r = bench("compile", pack, "-o", tmp_path / "b1")
+    assert r.exit_code == 0, r.output
+    origin = json.loads((tmp_path / "b1" / "plan.json").read_text())["pack"]["origin"]
+    assert origin == {"benchmark": "tau2-bench", "version": "a2c0247",
+                      "differences": ["always: d0", "lumora: d1"]}
+    # another value given with --var: that value's only, written once
+    r = bench("compile", pack, "-o", tmp_path / "b2", "--var", "vendor=Other Optics")
+    assert r.exit_code == 0, r.output
+    origin = json.loads((tmp_path / "b2" / "plan.json").read_text())["pack"]["origin"]
+    assert origin["differences"] == ["always: d0", "other: d2"]
+    # a value with no differences of its own: the unconditional ones only
+    r = bench("compile", pack, "-o", tmp_path / "b3", "--var", "vendor=Acme")
+    assert r.exit_code == 0, r.output
+    origin = json.loads((tmp_path / "b3" / "plan.json").read_text())["pack"]["origin"]
+    assert origin["differences"] == ["always: d0"]
+
+
+def test_an_if_vars_variable_the_pack_does_not_declare_is_located(tmp_path: Path) -> None:
+    pack = _pack(tmp_path, VARIED % "facilty")
+    r = bench("validate", pack)
+    assert r.exit_code == 1, r.output
+    assert (f"{pack / 'pack.yaml'}:25:") in r.output
+    assert ("error E202 `origin.if_vars` names the variable `facilty`, which the pack's `vars:` "
+            "does not declare") in r.output and "(hint: did you mean `facility`?)" in r.output
+    assert "[fixable]" in r.output  # a rename `bench validate --fix` can make

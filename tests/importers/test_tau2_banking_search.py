@@ -17,6 +17,7 @@ import yaml
 from click.testing import CliRunner
 
 from benchpack.cli.main import cli
+from benchpack.compiler import compile_pack
 from benchpack.compiler.importers import ImportError_
 from benchpack.compiler.importers.tau2_banking_texts import in_tau2_order, knowledge_tools
 from benchpack.runtime.tau2bench.retrieval_text import compare_texts
@@ -123,7 +124,11 @@ def test_imported_with_tau2_search_results_is_no_longer_a_difference(tmp_path: P
     ids = [d.split(":")[0] for d in pack["origin"]["differences"]] \
         if isinstance(pack["origin"]["differences"][0], str) else \
         [d["id"] for d in pack["origin"]["differences"]]
-    assert "search-results" not in ids and ids == ["no-deposit-scans", "kb-in-prompt"]
+    assert "search-results" not in ids and ids == ["no-deposit-scans"]
+    # the golden prompt's layout labels only the runs compiled with --var retrieval=golden
+    assert {v: [d.split(":")[0] for d in ds]
+            for v, ds in pack["origin"]["if_vars"]["retrieval"].items()} == {
+        "golden": ["kb-in-prompt"]}
     report = (tmp_path / "p" / "IMPORT_REPORT.md").read_text(encoding="utf-8")
     assert "benchpack's own measured milliseconds" in report
     kb = pack["knowledge"][0]
@@ -138,7 +143,19 @@ def test_without_tau2_search_results_stays_a_difference(tmp_path: Path) -> None:
     import_pack("tau2", fixture, tmp_path / "p")
     pack = yaml.safe_load((tmp_path / "p" / "pack.yaml").read_text(encoding="utf-8"))
     ids = [str(d).split(":")[0] for d in pack["origin"]["differences"]]
-    assert ids == ["own-descriptions", "no-policy", "search-results", "no-deposit-scans",
-                   "kb-in-prompt"]
+    assert ids == ["own-descriptions", "no-policy", "no-deposit-scans"]
+    assert {v: [d.split(":")[0] for d in ds]
+            for v, ds in pack["origin"]["if_vars"]["retrieval"].items()} == {
+        "full": ["kb-in-prompt"], "golden": ["kb-in-prompt"], "bm25": ["search-results"],
+        "grep": ["search-results"], "bm25_grep": ["search-results"]}
+    # each build lists what holds for its retrieval: the pack's own (bm25), golden, none
+    for var, extra in ((None, ["search-results"]), ("golden", ["kb-in-prompt"]), ("none", [])):
+        out = tmp_path / f"b-{var}"
+        result = compile_pack(tmp_path / "p", out, use_cache=False,
+                              variables={"retrieval": var} if var else None)
+        assert not result.errors, [d.format() for d in result.diagnostics]
+        plan = json.loads((out / "plan.json").read_text(encoding="utf-8"))
+        assert [d.split(":")[0] for d in plan["pack"]["origin"]["differences"]] == [
+            "own-descriptions", "no-policy", "no-deposit-scans", *extra], var
     kb = pack["knowledge"][0]
     assert kb["tools"] == {"search": "KB_search", "grep": "KB_grep"} and "results" not in kb

@@ -391,3 +391,18 @@ def check_prompts(pack: P.Pack, src: SourceFile, builder: Builder) -> dict[str, 
             continue
         out[name] = text
     return dict(sorted(out.items()))
+
+
+def check_origin(pack: P.Pack, src: SourceFile, builder: Builder) -> None:
+    """`origin.if_vars` names variables the pack declares (`vars:`); a value no build can
+    take is allowed (a difference of a configuration the pack does not offer is harmless)."""
+    if pack.origin is None:
+        return
+    for var in pack.origin.if_vars:
+        if var not in pack.vars:
+            hint, fix = suggest_fix(var, pack.vars, "rename_key",
+                                    taken=pack.origin.if_vars)
+            builder.err("E202", f"`origin.if_vars` names the variable `{var}`, which the pack's "
+                        "`vars:` does not declare", (src, ("origin", "if_vars")), (var,),
+                        hint or "declare it under `vars:` with its default value",
+                        at_key=True, fix=fix)

@@ -10,7 +10,7 @@ from typing import Any
 
 from benchpack.specs import PLAN_SCHEMA_ID, PLAN_VERSION
 
-from .build import Builder, check_prompts
+from .build import Builder, check_origin, check_prompts
 from .core import SessionDraft
 from .diagnostics import PathPart
 from .lint import lint_session
@@ -40,6 +40,7 @@ def assemble(b: Builder, drafts: list[SessionDraft], episodes: dict[str, Any],
              version: str) -> dict[str, Any]:
     by_id = {d.sid: d for d in drafts}
     prompts = check_prompts(b.pack, b.pack_src, b)
+    check_origin(b.pack, b.pack_src, b)
     sessions: dict[str, dict[str, Any]] = {}
     # episode memory: sessions of the episode that run earlier (same style variant family)
     ep_order: dict[str, list[str]] = {}
@@ -162,8 +163,8 @@ def assemble(b: Builder, drafts: list[SessionDraft], episodes: dict[str, Any],
                  "description": b.pack.description, "content_hash": content_hash,
                  "metadata": meta,
                  # a label outside every fingerprint; only when set, so plans stay byte for byte
-                 **({"origin": b.pack.origin.as_config()} if b.pack.origin
-                    else {})},
+                 **({"origin": b.pack.origin.for_vars(b.pack.vars).as_config()}
+                    if b.pack.origin else {})},
         "defaults": {"models": defaults.models.model_dump(), "limits": _limits(defaults.limits),
                      "seed": defaults.seed, "repeats": defaults.repeats,
                      "temperature": defaults.temperature,

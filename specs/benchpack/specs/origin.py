@@ -40,6 +40,22 @@ class Origin(Spec):
     `sessions.termination` (e.g. `{agent_error: ["solo-text-reply: …"]}`: the benchmark treats
     a solo agent's text answer otherwise). A run with such a session lists them beside
     `differences`; a run with none is as comparable as if they were not written."""
+    if_vars: dict[Annotated[str, Field(min_length=1, max_length=100)],
+                  dict[Annotated[str, Field(min_length=1, max_length=100)],
+                       list[Annotated[str, Field(min_length=1)]]]] = Field(default_factory=dict)
+    """Differences that hold only for some values of a pack variable, by variable and value
+    (e.g. `{retrieval: {golden: ["kb-in-prompt: …"]}}`: only `--var retrieval=golden` composes
+    the prompt otherwise). `bench compile` adds those of the values it compiles with to
+    `differences` and drops the rest, so a plan lists exactly what holds for it."""
+
+    def for_vars(self, values: dict[str, object]) -> Origin:
+        """This origin as compiled with the pack variables `values`: the `if_vars` differences
+        of their values joined to `differences` (in the order written), the rest dropped."""
+        extra = [d for var, by_value in self.if_vars.items() if var in values
+                 for d in by_value.get(str(values[var]), [])]
+        return self.model_copy(update={
+            "differences": [*self.differences, *(d for d in extra if d not in self.differences)],
+            "if_vars": {}})
 
     def as_label(self) -> OriginLabel:
         return OriginLabel(self.benchmark, self.version, tuple(self.differences),
@@ -47,10 +63,12 @@ class Origin(Spec):
 
     def as_config(self) -> dict[str, object]:
         """What plans and `runs.config.origin` keep: `if_ended` only when set, so the plans of
-        packs without it stay byte for byte what they were."""
+        packs without it stay byte for byte what they were; never `if_vars`, which the
+        compiler resolves (`for_vars`)."""
         out = self.model_dump(mode="json")
         if not self.if_ended:
             del out["if_ended"]
+        del out["if_vars"]
         return out
 
 

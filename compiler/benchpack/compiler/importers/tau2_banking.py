@@ -253,7 +253,7 @@ def import_banking(source: Path, out: Path, tau2: dict[str, Any] | None = None
     from .tau2_parity import toolset_source
 
     pydantic = tau2.get("pydantic") if tau2 is not None else None
-    differences = differences_of(tau2)
+    differences, if_vars = differences_of(tau2)
     for mod in ("banking.py", "banking_user.py"):
         text = toolset_source(base.TOOLS_DIR / mod, pydantic, ())
         if tau2 is not None and mod == "banking.py":
@@ -274,7 +274,7 @@ def import_banking(source: Path, out: Path, tau2: dict[str, Any] | None = None
     write("pack.yaml", _pack_yaml(len(docs), sorted(tables), order, user_order, tau2 is not None,
                                   texts.knowledge_tools(tau2) if tau2 is not None else None)
           + dialogue.pack_blocks("banking_knowledge", tau2, dialogue.version(tau2),
-                                 differences))
+                                 differences, if_vars=if_vars))
     write("tasks.yaml", base._tasks_yaml("banking_knowledge", kept).replace(
         "environment: banking_knowledge", "environment: bank"))
     turns = {t.sid: _gold_turns(t.session) for t in kept}
@@ -287,13 +287,15 @@ def import_banking(source: Path, out: Path, tau2: dict[str, Any] | None = None
         write("demo/gold_user.yaml", "# The gold user: each task's `requestor: user` gold "
               "actions, made with the customer's\n# tools after the gold agent's turn.\n"
               + base._dump({"sessions": user_gold}))
-    write("IMPORT_REPORT.md", _report(source, docs, tasks, kept, dropped, differences))
+    write("IMPORT_REPORT.md", _report(source, docs, tasks, kept, dropped,
+                                      all_differences(differences, if_vars)))
     return ImportResult(out=out, files=files, sessions=len(kept),
                         dropped=[f"task {i}: {why}" for i, why in dropped], notes=[
         f"{len(docs)} documents imported as the knowledge base `banking`; {len(kept)} of "
         f"{len(tasks)} tasks"
         + (" (IMPORT_REPORT.md says why each other one is not)" if dropped else "")
-        + "; differences from τ²-bench: " + ", ".join(d.split(":")[0] for d in differences)])
+        + "; differences from τ²-bench: " + ", ".join(
+            d.split(":")[0] for d in all_differences(differences, if_vars))])
 
 
 def _gold_turns(session: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -340,19 +342,21 @@ OWN_TEXTS = [
     "own-descriptions: the tool descriptions are benchpack's own (import with --tau2 CHECKOUT "
     "for τ²'s)",
     "no-policy: τ²'s per-retrieval agent prompt is not composed (import with --tau2 CHECKOUT)",
+]
+SEARCH_RESULTS = (
     "search-results: a search returns JSON `[{id, title, score, content}]` of the documents "
     "sharing a token with the query (τ² answers in text and fills its top 10 with score-0 "
     "documents); τ²'s `grep` tool is `KB_grep`; the search tools' descriptions are "
     "benchpack's (only with --var retrieval=bm25, grep, bm25_grep; import with --tau2 CHECKOUT "
-    "for τ²'s)",
-]
+    "for τ²'s)")
 DIFFERENCES = [
     "no-deposit-scans: `get_atm_deposit_images_8473` shows no images for any deposit (τ²'s code "
     "holds scans for three transaction ids that are in none of the release's data)",
+]
+KB_IN_PROMPT = (
     "kb-in-prompt: with --var retrieval=full or golden the agent gets τ²'s no_knowledge prompt "
     "with the documents (all, or the task's) appended in benchpack's layout; τ²'s full_kb and "
-    "golden_retrieval prompts place them inside the policy, in theirs",
-]
+    "golden_retrieval prompts place them inside the policy, in theirs")
 KB_IN_PROMPT_TAU2 = (
     "kb-in-prompt: with --var retrieval=golden the agent gets τ²'s no_knowledge prompt with the "
     "task's documents appended in benchpack's layout; τ²'s golden_retrieval prompt places them "
@@ -365,10 +369,26 @@ TIMING_NOTE = ("A KB_search answer ends with τ²'s `[Timing: retrieval=…ms, r
 """With --tau2 (IMPORT_REPORT.md)."""
 
 
-def differences_of(tau2: dict[str, Any] | None) -> list[str]:
+def differences_of(tau2: dict[str, Any] | None
+                   ) -> tuple[list[str], dict[str, dict[str, list[str]]]]:
+    """`origin.differences`, and `origin.if_vars`: those that hold only for some values of
+    `--var retrieval` (a run with bm25 and τ²'s texts is not labelled by the golden prompt's
+    layout)."""
     if tau2 is None:
-        return OWN_TEXTS + DIFFERENCES
-    return [KB_IN_PROMPT_TAU2 if d.startswith("kb-in-prompt") else d for d in DIFFERENCES]
+        by_value = {"full": [KB_IN_PROMPT], "golden": [KB_IN_PROMPT],
+                    **{v: [SEARCH_RESULTS] for v in ("bm25", "grep", "bm25_grep")}}
+        return OWN_TEXTS + DIFFERENCES, {"retrieval": by_value}
+    return list(DIFFERENCES), {"retrieval": {"golden": [KB_IN_PROMPT_TAU2]}}
+
+
+def all_differences(differences: list[str], if_vars: dict[str, dict[str, list[str]]]
+                    ) -> list[str]:
+    """Every difference some build of the pack can have, once each (IMPORT_REPORT.md)."""
+    out = list(differences)
+    for d in (d for by_value in if_vars.values() for ds in by_value.values() for d in ds):
+        if d not in out:
+            out.append(d)
+    return out
 
 
 def tau2_variants() -> list[str]:

@@ -147,9 +147,11 @@ def _default(extract: dict[str, Any] | None, key: str, fallback: Any) -> Any:
 
 
 def pack_blocks(domain: str, extract: dict[str, Any] | None, version_: str,
-                differences_: list[str], if_ended: dict[str, list[str]] | None = None) -> str:
+                differences_: list[str], if_ended: dict[str, list[str]] | None = None,
+                if_vars: dict[str, dict[str, list[str]]] | None = None) -> str:
     """The pack.yaml lines for `metadata`, `origin` (`if_ended`: its differences that show
-    only where a session ends so), `defaults` and `prompts`."""
+    only where a session ends so; `if_vars`: those of some values of a pack variable),
+    `defaults` and `prompts`."""
     greeting = str(extract["first_agent_message"]) if extract else GREETING_OWN
     judge = _default(extract, "DEFAULT_LLM_NL_ASSERTIONS", JUDGE_MODEL)
     seed = int(_default(extract, "DEFAULT_SEED", TAU2_SEED))
@@ -172,6 +174,8 @@ def pack_blocks(domain: str, extract: dict[str, Any] | None, version_: str,
                               "differences": differences_}
     if if_ended:
         origin["if_ended"] = if_ended
+    if if_vars:
+        origin["if_vars"] = if_vars
     lines = [
         f"metadata: {{domain: {domain}}}",
         "origin:                      # what the pack reproduces; reports say whether a run is "
