@@ -225,3 +225,31 @@ def test_a_user_side_table_can_be_left_out(tmp_path: Path, ignores: str | None) 
         assert {c["service"] for c in reward["state"]["diff"]["changes"]} == {"phone"}
     # the phone still fails the user-side assertion, which reads the state itself
     assert reward["components"]["env_assertions"] == 0.0 and reward["score"] == 0.0
+
+
+def _w321(tmp_path: Path, text: str) -> list[str]:
+    """The sessions W321 names (a reward an agent doing nothing earns)."""
+    result = compile_pack(_pack(tmp_path, text), tmp_path / "build", use_cache=False)
+    assert not result.errors, [d.format() for d in result.diagnostics]
+    return sorted(d.format().split("sessions[")[1][:1] for d in result.diagnostics
+                  if d.code == "W321")
+
+
+def test_w321_counts_a_gold_that_writes_only_a_left_out_table_as_changing_nothing(
+        tmp_path: Path) -> None:
+    # a third session whose gold only writes a note: the state check cannot tell that gold
+    # from doing nothing, so the do-nothing agent earns the reward — W321 says so
+    note_only = PACK + """\
+      - id: note
+        protocol: instructed_user
+        user: {reason: Please note that I called.}
+        gold:
+          actions:
+            - {tool: desk__write_note, args: {id: N1, text: called}}
+        score: {reward: [state]}
+"""
+    # `quiet` (sessions[0], no gold action) and `note` (sessions[2]); never `close`
+    assert _w321(tmp_path / "a", note_only) == ["0", "2"]
+    # with the notes compared, the note-only gold is work the agent must do
+    assert _w321(tmp_path / "b", note_only.replace("    state_ignores: [desk.notes]\n", "")
+                 ) == ["0"]

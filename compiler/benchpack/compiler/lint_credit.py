@@ -15,7 +15,7 @@ items.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from benchpack.specs.guards import NullTrace, guard_ids
@@ -33,6 +33,23 @@ def _state_services(rule: Any) -> Iterator[str]:
                 yield from _state_services(sub)
         if "not" in rule:
             yield from _state_services(rule["not"])
+
+
+def state_effects(tools: dict[str, dict[str, Any]], services: dict[str, dict[str, Any]],
+                  ignores: Iterable[str]) -> dict[str, str]:
+    """Plan tool → `read` / `write` as the `state` component sees it: a declarative service's
+    operation writing a table the environment leaves out of the state check
+    (`state_ignores`) changes nothing it compares, so it counts as a read."""
+    left_out = set(ignores)
+    tables = {(name, op["name"]): f"{name}.{op['table']}"
+              for name, svc in services.items() for op in svc.get("operations") or []}
+    out = {}
+    for name, tool in tools.items():
+        impl = tool.get("impl") or {}
+        table = tables.get((str(impl.get("service")), str(impl.get("operation")))) \
+            if impl.get("kind") == "service" else None
+        out[name] = "read" if table in left_out else tool["effect"]
+    return out
 
 
 def lint_credit(s: dict[str, Any], report: Report, files: dict[str, str],

@@ -14,7 +14,7 @@ from .build import Builder, check_origin, check_prompts
 from .core import SessionDraft
 from .diagnostics import PathPart
 from .lint import lint_session
-from .lint_credit import lint_credit
+from .lint_credit import lint_credit, state_effects
 from .protocols import session_compilers
 from .toolsets import OPTION_DEFAULTS
 
@@ -90,7 +90,9 @@ def assemble(b: Builder, drafts: list[SessionDraft], episodes: dict[str, Any],
         lint_session(s, report, earlier, ws)
         lint_credit(s, report, _start_files(b, s, [sessions[o] for o in
                                                     ep_order[d.episode][: position[sid] + 1]]),
-                    _declared_state(b, s), {n: t["effect"] for n, t in b.plan_tools.items()})
+                    _declared_state(b, s), state_effects(
+                        b.plan_tools, b.plan_services,
+                        b.plan_envs.get(s["environment"], {}).get("state_ignores") or ()))
 
     if b.options.ablation:
         for g in groups:
