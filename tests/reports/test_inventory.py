@@ -125,3 +125,44 @@ def test_every_format_carries_the_inventory(db: Path, fmt: str) -> None:
     assert "2 not run" in out and "6 excluded from the figures" in out
     if fmt == "json":
         assert any("Inventory" in n for n in json.loads(out)["notes"])
+
+
+def test_plan_ids_with_quotes_and_rows_outside_the_plan(tmp_path: Path) -> None:
+    """The plan is matched as SQL literals (issue 31: a Python list parameter is bound at
+    ~0.2 ms an element): ids with quotes and backslashes match themselves; a stored session the
+    plan does not list, or a repeat beyond the run's, is not one of the promised.
+    Promised 3 × 2 = 6; recorded of them: o'brien r0, o'brien r1, a\\'b r0 → 3 not run."""
+    path = tmp_path / "bench.duckdb"
+    store = Store(path)
+    try:
+        _run(store, "run-q", "q-agent", ["o'brien", "a\\'b", "''"], 2)
+        store.write_batch([
+            _session("run-q", "o'brien", 0, "q-agent", score=1.0, passed=True),
+            _session("run-q", "o'brien", 1, "q-agent", score=1.0, passed=True),
+            _session("run-q", "a\\'b", 0, "q-agent", score=0.0, passed=False),
+            _session("run-q", "a'b", 1, "q-agent", score=0.0, passed=False),  # not planned
+            _session("run-q", "''", 2, "q-agent", score=0.0, passed=False)])  # repeat 2 of 2
+    finally:
+        store.close()
+    row = _row(_report(path, "inventory", "run-q"))
+    assert (row["promised"], row["finished"], row["not_run"]) == (6, 5, 3)
+
+
+def test_the_plan_is_not_bound_as_a_list_parameter(db: Path) -> None:
+    from benchpack.reports.access import open_store
+    from benchpack.reports.builtin import ReportContext
+    from benchpack.reports.inventory import inventories
+
+    class Spy:
+        def __init__(self, con: Any) -> None:
+            self.con, self.params = con, []
+
+        def execute(self, sql: str, params: Any = ()) -> Any:
+            self.params.append(list(params or ()))
+            return self.con.execute(sql, params)
+
+    with open_store(db) as con:
+        spy = Spy(con)
+        found = inventories(ReportContext(spy, ["run-done", "run-infra"]))
+    assert found["run-infra"].not_run == 2 and found["run-done"].not_run == 0
+    assert spy.params and not any(isinstance(v, list | tuple) for p in spy.params for v in p)

@@ -220,8 +220,8 @@ def render_page(results: Sequence[ReportResult], con: Any = None, *,
 
     if con is not None:
         drilldown = read(con)
-    else:
-        with open_store(store) as own:
+    else:  # the drill-down reads the store's tables, none of the views (~60 ms to create)
+        with open_store(store, views=False) as own:
             drilldown = read(own)
     if kept is None:
         section = _drilldown_html(drilldown, _labels(drilldown.runs), budget)

@@ -30,10 +30,6 @@ def _pct(v: Any) -> float | None:
     return None if v is None or not math.isfinite(float(v)) else round(100 * float(v), 4)
 
 
-def _known(v: Any) -> bool:
-    return v is not None and math.isfinite(float(v))
-
-
 def chart_spec(result: ReportResult, chart: Chart) -> dict[str, Any] | None:
     """What `report.js` needs to draw `chart`; None when it has nothing to draw."""
     d = chart.data
@@ -46,18 +42,29 @@ def chart_spec(result: ReportResult, chart: Chart) -> dict[str, Any] | None:
         x_pct = bool(d.get("x_pct", chart.x_label in pct_titles))
         y_pct = bool(d.get("y_pct", chart.y_label in pct_titles))
         datasets = []
+        finite = math.isfinite
         for name, points in d.get("series", {}).items():
-            # sessions at the same spot become one marker that counts them (its area grows)
+            # sessions at the same spot become one marker that counts them (its area grows);
+            # the finite check and `_pct` written out: a scatter of 1 M turns has 40,000 points a chart
             spots: dict[tuple[Any, Any], dict[str, Any]] = {}
             for p in points:
-                if not (_known(p.get("x")) and _known(p.get("y"))):
+                x, y = p.get("x"), p.get("y")
+                if x is None or y is None:
                     continue
-                x = _pct(p["x"]) if x_pct else p["x"]
-                y = _pct(p["y"]) if y_pct else p["y"]
-                spot = spots.setdefault((x, y), {"x": x, "y": y, "n": 0, "labels": []})
+                fx, fy = float(x), float(y)
+                if not (finite(fx) and finite(fy)):
+                    continue
+                if x_pct:
+                    x = round(100 * fx, 4)
+                if y_pct:
+                    y = round(100 * fy, 4)
+                spot = spots.get((x, y))
+                if spot is None:
+                    spot = spots[(x, y)] = {"x": x, "y": y, "n": 0, "labels": []}
                 spot["n"] += 1
-                if p.get("label") is not None and len(spot["labels"]) < 5:
-                    spot["labels"].append(str(p["label"]))
+                label = p.get("label")
+                if label is not None and len(spot["labels"]) < 5:
+                    spot["labels"].append(str(label))
             if spots:
                 datasets.append({"label": str(name), "points": list(spots.values())})
         if not datasets:

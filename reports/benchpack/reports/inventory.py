@@ -92,11 +92,15 @@ def inventories(ctx: ReportContext) -> dict[str, Inventory]:
             continue
         out[run] = Inventory(run, None if planned is None else len(planned) * reps,
                              None if planned is None else len(planned), reps)
-        if planned is not None:
-            (recorded,) = ctx.rows("""SELECT count(DISTINCT (session_id, repeat)) FROM sessions
-                WHERE run_id = ? AND list_contains(?, session_id) AND repeat < ?""",
-                                   [run, list(planned), reps])
+        if planned:
+            # the plan as SQL literals: DuckDB binds a Python list parameter at ~0.2 ms an
+            # element (a plan of 2,000 sessions: 0.4 s a run, in every report's inventory line)
+            ids = ", ".join("'" + str(p).replace("'", "''") + "'" for p in planned)
+            (recorded,) = ctx.rows(f"""SELECT count(DISTINCT (session_id, repeat)) FROM sessions
+                WHERE run_id = ? AND session_id IN ({ids}) AND repeat < ?""", [run, reps])
             out[run].not_run = len(planned) * reps - int(recorded[0])
+        elif planned is not None:  # an empty plan: nothing promised, nothing recorded of it
+            out[run].not_run = 0
     # a store from before `sessions.error_kind` (schema < 3): its errors are unclassified
     kind_col = ("error_kind" if ctx.rows("""SELECT 1 FROM duckdb_columns()
         WHERE table_name = 'sessions' AND column_name = 'error_kind'""") else "NULL")
