@@ -121,16 +121,30 @@ def test_imported_with_tau2_search_results_is_no_longer_a_difference(tmp_path: P
                                  "--tau2", str(CHECKOUT), "--tau2-python", str(PYTHON)])
     assert r.exit_code == 0, r.output
     pack = yaml.safe_load((tmp_path / "p" / "pack.yaml").read_text(encoding="utf-8"))
-    ids = [d.split(":")[0] for d in pack["origin"]["differences"]] \
-        if isinstance(pack["origin"]["differences"][0], str) else \
-        [d["id"] for d in pack["origin"]["differences"]]
-    assert "search-results" not in ids and ids == ["no-deposit-scans"]
+    ids = [str(d).split(":")[0] for d in pack["origin"]["differences"]]
+    # τ²'s own tool, asked about every ATM deposit a task starts with, shows no scan: the
+    # deposit-scan difference cannot show in a run of this release, so it is not listed
+    assert "search-results" not in ids and ids == []
     # the golden prompt's layout labels only the runs compiled with --var retrieval=golden
     assert {v: [d.split(":")[0] for d in ds]
             for v, ds in pack["origin"]["if_vars"]["retrieval"].items()} == {
-        "golden": ["kb-in-prompt"]}
+        "golden": ["kb-in-prompt"], "shell": ["shell-tools"]}
     report = (tmp_path / "p" / "IMPORT_REPORT.md").read_text(encoding="utf-8")
     assert "benchpack's own measured milliseconds" in report
+    assert "asked at import about each of the 1 ATM deposit(s) in the 2 starting state(s)" \
+        in report and "showed a scan of none" in report
+    # so a build with τ²'s default retrieval is labelled comparable with τ²; golden is not
+    from benchpack.specs.origin_label import origin_of_config
+
+    for var, listed in ((None, []), ("golden", ["kb-in-prompt"]), ("shell", ["shell-tools"])):
+        out = tmp_path / f"b-{var}"
+        result = compile_pack(tmp_path / "p", out, use_cache=False,
+                              variables={"retrieval": var} if var else None)
+        assert not result.errors, [d.format() for d in result.diagnostics]
+        plan = json.loads((out / "plan.json").read_text(encoding="utf-8"))
+        label = origin_of_config({"origin": plan["pack"]["origin"]})
+        assert label is not None and [d.split(":")[0] for d in label.differences] == listed
+        assert label.comparable is (not listed)
     kb = pack["knowledge"][0]
     assert kb["tools"]["search"]["name"] == "KB_search" and kb["tools"]["grep"]["name"] == "grep"
     assert kb["results"] == {"format": "text", "fill": True, "timing": True}
@@ -147,7 +161,7 @@ def test_without_tau2_search_results_stays_a_difference(tmp_path: Path) -> None:
     assert {v: [d.split(":")[0] for d in ds]
             for v, ds in pack["origin"]["if_vars"]["retrieval"].items()} == {
         "full": ["kb-in-prompt"], "golden": ["kb-in-prompt"], "bm25": ["search-results"],
-        "grep": ["search-results"], "bm25_grep": ["search-results"]}
+        "grep": ["search-results"], "bm25_grep": ["search-results"], "shell": ["shell-tools"]}
     # each build lists what holds for its retrieval: the pack's own (bm25), golden, none
     for var, extra in ((None, ["search-results"]), ("golden", ["kb-in-prompt"]), ("none", [])):
         out = tmp_path / f"b-{var}"
@@ -159,3 +173,20 @@ def test_without_tau2_search_results_stays_a_difference(tmp_path: Path) -> None:
             "own-descriptions", "no-policy", "no-deposit-scans", *extra], var
     kb = pack["knowledge"][0]
     assert kb["tools"] == {"search": "KB_search", "grep": "KB_grep"} and "results" not in kb
+
+
+@pytest.mark.parametrize(("scans", "listed"), [
+    ({"checked": 3, "states": 2, "with_scans": []}, False),
+    ({"checked": 3, "states": 2, "with_scans": [{"task": "t1", "transaction": "b1"}]}, True),
+    ({"checked": 0, "states": 1, "with_scans": []}, False),  # nothing to show a scan of
+    (None, True),                                             # a driver without the check
+    ({"with_scans": []}, True),                               # unreadable: kept
+])
+def test_no_deposit_scans_is_dropped_only_when_taus_tool_showed_none(
+        scans: dict[str, Any] | None, listed: bool) -> None:
+    from benchpack.compiler.importers.tau2_banking import differences_of, no_deposit_scans
+
+    extract = {} if scans is None else {"deposit_scans": scans}
+    differences, _ = differences_of(extract)
+    assert any(d.startswith("no-deposit-scans") for d in differences) is listed
+    assert (no_deposit_scans(extract) is None) is listed

@@ -287,8 +287,10 @@ def import_banking(source: Path, out: Path, tau2: dict[str, Any] | None = None
         write("demo/gold_user.yaml", "# The gold user: each task's `requestor: user` gold "
               "actions, made with the customer's\n# tools after the gold agent's turn.\n"
               + base._dump({"sessions": user_gold}))
+    scans = no_deposit_scans(tau2) if tau2 is not None else None
     write("IMPORT_REPORT.md", _report(source, docs, tasks, kept, dropped,
-                                      all_differences(differences, if_vars)))
+                                      all_differences(differences, if_vars),
+                                      [scans] if scans else []))
     return ImportResult(out=out, files=files, sessions=len(kept),
                         dropped=[f"task {i}: {why}" for i, why in dropped], notes=[
         f"{len(docs)} documents imported as the knowledge base `banking`; {len(kept)} of "
@@ -357,6 +359,10 @@ KB_IN_PROMPT = (
     "kb-in-prompt: with --var retrieval=full or golden the agent gets τ²'s no_knowledge prompt "
     "with the documents (all, or the task's) appended in benchpack's layout; τ²'s full_kb and "
     "golden_retrieval prompts place them inside the policy, in theirs")
+SHELL_TOOLS = (
+    "shell-tools: with --var retrieval=shell the agent gets benchpack's shell built-ins (`shell`, "
+    "`read_file`, `grep`, `list_files`) over the documents as workspace files; τ²'s "
+    "terminal_use offers its one `shell` tool over its own sandbox (not checked against τ²)")
 KB_IN_PROMPT_TAU2 = (
     "kb-in-prompt: with --var retrieval=golden the agent gets τ²'s no_knowledge prompt with the "
     "task's documents appended in benchpack's layout; τ²'s golden_retrieval prompt places them "
@@ -376,9 +382,29 @@ def differences_of(tau2: dict[str, Any] | None
     layout)."""
     if tau2 is None:
         by_value = {"full": [KB_IN_PROMPT], "golden": [KB_IN_PROMPT],
-                    **{v: [SEARCH_RESULTS] for v in ("bm25", "grep", "bm25_grep")}}
+                    **{v: [SEARCH_RESULTS] for v in ("bm25", "grep", "bm25_grep")},
+                    "shell": [SHELL_TOOLS]}
         return OWN_TEXTS + DIFFERENCES, {"retrieval": by_value}
-    return list(DIFFERENCES), {"retrieval": {"golden": [KB_IN_PROMPT_TAU2]}}
+    return [d for d in DIFFERENCES if not (d.startswith("no-deposit-scans")
+                                           and no_deposit_scans(tau2) is not None)], \
+        {"retrieval": {"golden": [KB_IN_PROMPT_TAU2], "shell": [SHELL_TOOLS]}}
+
+
+def no_deposit_scans(tau2: dict[str, Any]) -> str | None:
+    """IMPORT_REPORT.md's line when τ²'s own tool, asked at import about every ATM deposit a
+    task starts with (the driver's `deposit_scans`), showed a scan of none: then its scans
+    cannot show in a run (one adds transactions only under generated ids) and
+    `no-deposit-scans` is no difference of this import. None otherwise (a driver without the
+    check, or a scan shown)."""
+    scans = tau2.get("deposit_scans")
+    if not isinstance(scans, dict) or scans.get("with_scans") != [] \
+            or not isinstance(scans.get("checked"), int):
+        return None
+    return (f"`get_atm_deposit_images_8473`: τ²'s own tool, asked at import about each of the "
+            f"{scans['checked']} ATM deposit(s) in the {scans.get('states')} starting state(s) "
+            "that hold any (the database's and the tasks'), showed a scan of none, as "
+            "benchpack's toolset; a run adds transactions only under generated `txn_…` ids, "
+            "so the scans τ²'s code holds for three other ids cannot show (no difference).")
 
 
 def all_differences(differences: list[str], if_vars: dict[str, dict[str, list[str]]]
@@ -488,7 +514,8 @@ environments:
 
 
 def _report(source: Path, docs: list[dict[str, str]], tasks: list[dict[str, Any]],
-            kept: list[Any], dropped: list[tuple[str, str]], differences: list[str]) -> str:
+            kept: list[Any], dropped: list[tuple[str, str]], differences: list[str],
+            checked: tuple[str, ...] | list[str] = ()) -> str:
     reasons: Counter[str] = Counter()
     for _, why in dropped:
         for name in why.split(": ", 1)[-1].split(", ") if why.startswith("uses") else [why]:
@@ -509,6 +536,8 @@ def _report(source: Path, docs: list[dict[str, str]], tasks: list[dict[str, Any]
            "simulator's and judge's prompts (`tau2/`). What still differs:", ""]
           if not any(d.startswith("own-descriptions") for d in differences) else []),
         *[f"- {d}" for d in differences], "",
+        *(["Checked at import, and not a difference:", "", *[f"- {c}" for c in checked], ""]
+          if checked else []),
         "## Tasks not imported", "",
         *[f"- `{i}`: {why}" for i, why in dropped], *([] if dropped else ["None."]), "",
         *(["Tools the skipped tasks need (tasks each):", "", "| tool | tasks |", "|---|---|",

@@ -26,7 +26,8 @@ Commands (what τ²'s own code does; nothing here re-implements τ²):
   scripted endpoint benchpack serves on 127.0.0.1 at `api_base` (the dialogue parity check);
   with `solo`, τ²'s solo agent (`llm_agent_solo`) and its dummy user (`driver_solo.py`).
 - `extract {…, solo: true}` adds `solo`: τ²'s solo agent's system prompt split around the
-  ticket, its tools and its ending tool (`driver_solo.py`).
+  ticket, its tools and its ending tool (`driver_solo.py`); banking_knowledge's adds
+  `deposit_scans`, what τ²'s tool shows of each ATM deposit a task starts with (`driver_banking.py`).
 
 It imports nothing of benchpack: it is our code run by someone else's interpreter.
 """
@@ -178,6 +179,8 @@ class Driver:
         out["splits"] = splits() if splits is not None else None
         if domain == BANKING:
             out.update(_banking_texts(env, req.get("variants") or []))
+            # which ATM deposits τ²'s tool would show scans of (driver_banking.py)
+            out["deposit_scans"] = _sibling("driver_banking").deposit_scans(self)
         if req.get("solo"):  # τ²'s solo agent's system prompt and tools (driver_solo.py)
             out["solo"] = _sibling("driver_solo").texts(self, domain)
         return out
