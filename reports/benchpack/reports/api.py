@@ -33,6 +33,10 @@ if TYPE_CHECKING:  # the reports and their statistics load only for `bench repor
 
 
 
+DEFAULT_LIMIT = 20
+"""`bench report --limit`'s default."""
+
+
 @dataclass
 class ReportOptions:
     db: str | Path
@@ -54,6 +58,9 @@ class ReportOptions:
     """`agreement --humans`: `median` or `majority` (ProactBench's released analysis)."""
     sessions: Sequence[str] = ()
     """`explain`: session names or plan ids (globs); empty: every session of the runs."""
+    limit: int = DEFAULT_LIMIT
+    """Long tables (`cost --by`): at most this many rows per run, the table saying how many
+    it leaves out; 0: all."""
 
 
 def build_reports(options: ReportOptions, registry: ReportRegistry | None = None
@@ -81,6 +88,7 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
         ctx.consensus = options.consensus
         ctx.sessions = list(options.sessions)
         ctx.db = options.db
+        ctx.limit = options.limit
         result = report.build(ctx)
         if result.name != "inventory" and runs:  # no report shrinks a denominator silently
             result.notes.append(inventory_note(ctx))

@@ -66,6 +66,9 @@ class ReportContext:
     the middle of the scale, then the better label)."""
     sessions: list[str] = field(default_factory=list)
     """`explain`: session names or plan ids (globs) to cover; empty: all."""
+    limit: int = 0
+    """Long tables (`cost --by`): at most this many rows per run, the table saying how many
+    it leaves out (`Table.more`); 0: all."""
     db: str | Path | None = None
     """The store's file, where a report may keep what it derived from an unchanged file
     (`benchpack.specs.storefile.store_facts`); None: nothing kept."""
@@ -209,6 +212,12 @@ def _group_expr(ctx: ReportContext) -> str:
         return f"coalesce({_tag_expr(ctx.by)}, '(none)')"
     raise ValueError(f"cannot group by `{ctx.by}`; choose one of {', '.join(GROUPABLE)}, or the "
                      "key of a `key:value` tag of the selected sessions")
+
+
+def group_expr(ctx: ReportContext) -> str:
+    """`--by` as an SQL expression over `sessions` (a column, or a tag key checked against the
+    selected sessions), for the reports of other modules (`cost`)."""
+    return _group_expr(ctx)
 
 
 def excluded_text(kinds: dict[str, int]) -> str:
