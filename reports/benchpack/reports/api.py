@@ -79,6 +79,12 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
 
     registry = registry or default_reports()
     out = []
+    # what every report over these runs carries is read once: the HTML page of 14 reports
+    # read the inventory, the origins and the comparability 14 times (~0.05 s each on 1 M
+    # turns)
+    inventory: str | None = None
+    origins = origin_notes(con, runs)
+    mixed = mixed_note(con, runs)  # figures side by side that differ not only by agent
     for name in options.names:
         report = registry.get(name)
         ctx = ReportContext(con, runs, options.by, options.level, options.resamples,
@@ -91,11 +97,11 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
         ctx.limit = options.limit
         result = report.build(ctx)
         if result.name != "inventory" and runs:  # no report shrinks a denominator silently
-            result.notes.append(inventory_note(ctx))
+            inventory = inventory or inventory_note(ctx)
+            result.notes.append(inventory)
         result.store = str(options.db)
         # whether each run is comparable with the published benchmark its pack reproduces
-        result.notes[:0] = origin_notes(con, runs)
-        mixed = mixed_note(con, runs)  # figures side by side that differ not only by agent
+        result.notes[:0] = origins
         if mixed:
             result.notes.insert(0, mixed)
         out.append(result)
