@@ -5,12 +5,14 @@ and each report comes out as it does alone."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from store_fixture import build_store
 
 from benchpack.reports import comparability, inventory, origin
 from benchpack.reports.api import ReportOptions, build_reports
+from benchpack.reports.builtin import ReportContext
 
 NAMES = ["summary", "status", "cost", "inventory", "judge-errors"]
 
@@ -36,8 +38,18 @@ def test_common_notes_are_read_once_and_every_report_is_as_alone(
                         counted("inventory", inventory.inventory_note))
     monkeypatch.setattr(origin, "origin_notes", counted("origin", origin.origin_notes))
     monkeypatch.setattr(comparability, "mixed_note", counted("mixed", comparability.mixed_note))
+    labels: list[int] = []
+    real_rows = ReportContext.rows
+
+    def rows(self: ReportContext, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        if "coalesce(any_value(s.agent), r.agent)" in sql:  # `ReportContext.labels`' query
+            labels.append(1)
+        return real_rows(self, sql, params)
+
+    monkeypatch.setattr(ReportContext, "rows", rows)
     together = build_reports(ReportOptions(db=db, names=NAMES, runs=["all"]))
     assert calls == {"inventory": 1, "origin": 1, "mixed": 1}  # 4, 5 and 5 before
+    assert labels == [1]  # read by the first report that asks, 5 times before
     for res in together:
         assert res.notes == alone[res.name].notes
         assert [t.as_dicts() for t in res.tables] == [t.as_dicts()

@@ -80,9 +80,10 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
     registry = registry or default_reports()
     out = []
     # what every report over these runs carries is read once: the HTML page of 14 reports
-    # read the inventory, the origins and the comparability 14 times (~0.05 s each on 1 M
-    # turns)
+    # read the inventory, the origins, the comparability and the run labels 14 times (~0.05 s
+    # each on 1 M turns)
     inventory: str | None = None
+    previous: ReportContext | None = None  # its run labels, once read, serve the next
     origins = origin_notes(con, runs)
     mixed = mixed_note(con, runs)  # figures side by side that differ not only by agent
     for name in options.names:
@@ -95,7 +96,10 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
         ctx.sessions = list(options.sessions)
         ctx.db = options.db
         ctx.limit = options.limit
+        if previous is not None:
+            ctx.share_labels(previous)
         result = report.build(ctx)
+        previous = ctx
         if result.name != "inventory" and runs:  # no report shrinks a denominator silently
             inventory = inventory or inventory_note(ctx)
             result.notes.append(inventory)
