@@ -77,7 +77,8 @@ def formats() -> list[str]:
     return ["table", "md", "json", *(["html"] if html else [])]
 
 
-VARIANTS = {"agreement": [("agreement --humans", {"humans": True})]}
+VARIANTS = {"agreement": [("agreement --humans", {"humans": True})],
+            "cost": [("cost --by name", {"by": "name"})]}
 """Reports timed once more with other options: (label, `ReportOptions` fields)."""
 
 
@@ -99,8 +100,8 @@ def time_report(db: Path, name: str, fmts: list[str], *, by: str | None = None,
     builds = []
     for _ in range(repeat):
         t = time.perf_counter()
-        (result,) = build_reports(ReportOptions(db=db, names=[name], runs=["all"], by=by,
-                                                **(options or {})))
+        (result,) = build_reports(ReportOptions(db=db, names=[name], runs=["all"],
+                                                **{"by": by, **(options or {})}))
         builds.append(time.perf_counter() - t)
     renders = {}
     for fmt in fmts:

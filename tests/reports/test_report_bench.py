@@ -271,11 +271,50 @@ def test_benchmark_main_runs_end_to_end(db: Path, monkeypatch: pytest.MonkeyPatc
     assert bench.main() == 0
     out = capsys.readouterr().out
     assert f"reusing {db}" in out and "DuckDB" in out
-    for name in [*default_reports().names(), "agreement --humans"]:
+    for name in [*default_reports().names(), "agreement --humans", "cost --by name"]:
         assert any(line.startswith(f"{name} ") and line.rstrip().endswith(("×", "✗"))
                    for line in out.splitlines()), name
     assert "slowest report ÷ target" in out and "bench export --format parquet" in out
     assert all(label in out for label in bench.QUERIES)
+
+
+def test_cost_ledger_is_short_and_its_parts_add_up(db: Path) -> None:
+    """`bench report cost` on the synthetic store: the role and model rows and each run's
+    total (33,000 per-session rows on 1 M turns before, ~143,000 terminal lines); `--by name`
+    fetches each run's `--limit` costliest sessions and counts the rest; with `--limit 0`
+    every session, whose ledgers add up to the run's total and to the calls in the store."""
+    (res,) = build_reports(ReportOptions(db=db, names=["cost"], runs=["all"]))
+    (roles,) = res.tables
+    runs = sorted({row[1] for row in roles.rows})
+    assert len(roles.rows) <= 5 * len(runs) and len(render(res, "table").splitlines()) < 200
+    (limited,) = build_reports(ReportOptions(db=db, names=["cost"], runs=["all"], by="name",
+                                             limit=3))
+    by_name = limited.tables[1]
+    everything = build_reports(ReportOptions(db=db, names=["cost"], runs=["all"], by="name",
+                                             limit=0))[0].tables[1]
+    assert len(by_name.rows) == 3 * len(runs) and everything.more == 0
+    assert by_name.more == len(everything.rows) - len(by_name.rows) > 0
+    assert f"{len(by_name.rows):,} of {len(everything.rows):,} rows shown" in by_name.notes[0]
+    keys = [c.key for c in everything.columns]
+    totals = {row[1]: dict(zip([c.key for c in roles.columns], row, strict=True))
+              for row in roles.rows if row[2] == "total"}
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        calls = dict(con.execute("""SELECT run_id, count(*) FROM llm_calls
+            WHERE coalesce(purpose, '') <> 'imported' GROUP BY run_id""").fetchall())
+    finally:
+        con.close()
+    for run in runs:
+        rows = [dict(zip(keys, r, strict=True)) for r in everything.rows if r[1] == run]
+        assert [r["group"] for r in rows[:3]] == [r[2] for r in by_name.rows if r[1] == run]
+        assert [r["priced_cost"] for r in rows] == sorted((r["priced_cost"] for r in rows),
+                                                          reverse=True)
+        for part in ("calls", "cache_hits", "errors", "prompt_tokens", "completion_tokens",
+                     "unpriced_calls"):
+            assert sum(r[part] for r in rows) == totals[run][part], (run, part)
+        assert totals[run]["calls"] == calls[run]
+        assert math.fsum(r["priced_cost"] for r in rows) == pytest.approx(
+            totals[run]["priced_cost"], rel=1e-12)
 
 
 # --------------------------------------------------------------------------- SQL vs Python

@@ -43,12 +43,15 @@ from .params import PackErrors, db_option, emit, wait_option
                    "released analysis).")
 @click.option("--session", "sessions", multiple=True, metavar="NAME",
               help="explain: only these sessions (name, plan id or glob; repeatable).")
+@click.option("--limit", type=click.IntRange(0), metavar="N",
+              help="cost --by: each run's N costliest groups (the table says how many rows "
+                   "it leaves out); 0: all. [default: 20]")
 @click.option("--list", "list_", is_flag=True, help="List the available reports.")
 @wait_option
 def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | None, fmt: str,
            out: Path | None, level: float, resamples: int, seed: int, exact_max: int | None,
-           humans: bool, min_raters: int, consensus: str, sessions: tuple[str, ...], list_: bool,
-           wait_s: float) -> None:
+           humans: bool, min_raters: int, consensus: str, sessions: tuple[str, ...],
+           limit: int | None, list_: bool, wait_s: float) -> None:
     """Print reports over a run store (default: `summary`; with --format html, all of them)."""
     from benchpack.reports.access import StoreError
     from benchpack.reports.api import ReportOptions, render_report
@@ -64,7 +67,8 @@ def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | No
     options = ReportOptions(db=db, names=chosen, runs=runs, by=by, level=level,
                             resamples=resamples, seed=seed, wait_s=wait_s, exact_max=exact_max,
                             humans=humans, min_raters=min_raters, consensus=consensus,
-                            sessions=sessions)
+                            sessions=sessions,
+                            **({} if limit is None else {"limit": limit}))
     try:
         text = render_report(options, fmt)
     except (StoreError, UnknownReport, ValueError) as exc:

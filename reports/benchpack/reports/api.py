@@ -33,6 +33,10 @@ if TYPE_CHECKING:  # the reports and their statistics load only for `bench repor
 
 
 
+DEFAULT_LIMIT = 20
+"""`bench report --limit`'s default."""
+
+
 @dataclass
 class ReportOptions:
     db: str | Path
@@ -54,6 +58,9 @@ class ReportOptions:
     """`agreement --humans`: `median` or `majority` (ProactBench's released analysis)."""
     sessions: Sequence[str] = ()
     """`explain`: session names or plan ids (globs); empty: every session of the runs."""
+    limit: int = DEFAULT_LIMIT
+    """Long tables (`cost --by`): at most this many rows per run, the table saying how many
+    it leaves out; 0: all."""
 
 
 def build_reports(options: ReportOptions, registry: ReportRegistry | None = None
@@ -72,6 +79,13 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
 
     registry = registry or default_reports()
     out = []
+    # what every report over these runs carries is read once: the HTML page of 14 reports
+    # read the inventory, the origins, the comparability and the run labels 14 times (~0.05 s
+    # each on 1 M turns)
+    inventory: str | None = None
+    previous: ReportContext | None = None  # its run labels, once read, serve the next
+    origins = origin_notes(con, runs)
+    mixed = mixed_note(con, runs)  # figures side by side that differ not only by agent
     for name in options.names:
         report = registry.get(name)
         ctx = ReportContext(con, runs, options.by, options.level, options.resamples,
@@ -81,13 +95,17 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
         ctx.consensus = options.consensus
         ctx.sessions = list(options.sessions)
         ctx.db = options.db
+        ctx.limit = options.limit
+        if previous is not None:
+            ctx.share_labels(previous)
         result = report.build(ctx)
+        previous = ctx
         if result.name != "inventory" and runs:  # no report shrinks a denominator silently
-            result.notes.append(inventory_note(ctx))
+            inventory = inventory or inventory_note(ctx)
+            result.notes.append(inventory)
         result.store = str(options.db)
         # whether each run is comparable with the published benchmark its pack reproduces
-        result.notes[:0] = origin_notes(con, runs)
-        mixed = mixed_note(con, runs)  # figures side by side that differ not only by agent
+        result.notes[:0] = origins
         if mixed:
             result.notes.insert(0, mixed)
         out.append(result)

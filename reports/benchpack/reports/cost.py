@@ -1,11 +1,20 @@
-"""`bench report cost`: the cost ledger — tokens, calls, cache hits and cost by role, by session
-(or a `--by` slice), with totals.
+"""`bench report cost`: the cost ledger — tokens, calls, cache hits and cost by role and model,
+a total per run, and with `--by` the same per session (`--by name`) or any slice.
 
 A call's price is *unknown* when it was answered by the provider (no error, not from the
 cache) and litellm had no price for its model (`llm_calls.cost` NULL). Such a call makes the
 cost of every row it falls in unknown (NULL, shown as "unknown") — never $0, which would pass
 for a free run — and is counted (`unpriced_calls`); `priced_cost` keeps the part that is known.
 Cache hits cost 0 (nothing was paid); failed calls have no answer and are not unpriced.
+
+Costs are summed as DECIMAL(38, 18), exactly, as the run summary sums them: a float sum
+grouped in parallel depends on the order rows arrive in, so a total on a rounding boundary
+printed one digit or the other from read to read, and the ledger and the summary could
+disagree on a run's cost.
+
+The `--by` table is long (one row per session name: 33,000 on 1 M turns, which nobody reads
+in a terminal): each run shows its `--limit` costliest groups, and the table says how many
+rows it leaves out and how to get them (`ReportContext.limit`, `Table.more`).
 
 Calls of imported runs (`purpose = 'imported'`: counts from a released results file, without
 prices or prompts) are a table of their own and never mix with measured ones. Agent calls that
@@ -28,13 +37,66 @@ ROLE_LABEL = """CASE WHEN role = 'agent' AND purpose = 'proxy' THEN 'agent (prox
 ROLE_ORDER = {"agent": 0, "agent (proxy)": 1, "agent (harness-reported)": 2, "simulator": 3,
               "planner": 4, "judge": 5}
 
+EXACT_COST = "cost::DECIMAL(38, 18)"
+
 LEDGER = f"""count(*) AS calls, count(*) FILTER (WHERE cache_hit) AS cache_hits,
     count(*) FILTER (WHERE error IS NOT NULL) AS errors,
     coalesce(sum(prompt_tokens), 0) AS prompt_tokens,
     coalesce(sum(completion_tokens), 0) AS completion_tokens,
     count(*) FILTER (WHERE {UNPRICED}) AS unpriced_calls,
-    coalesce(sum(cost), 0) AS priced_cost"""
-"""The ledger's aggregates over a group of `llm_calls` (the cost is derived from the last two)."""
+    coalesce(sum({EXACT_COST}), 0) AS priced_cost"""
+"""The ledger's aggregates over a group of `llm_calls` (the cost is derived from the last two);
+`priced_cost` an exact DECIMAL, cast to DOUBLE once summed to the row shown."""
+
+PARTS = ("calls", "cache_hits", "errors", "prompt_tokens", "completion_tokens",
+         "unpriced_calls")
+"""The ledger's counts, summed again from partial ledgers (with `priced_cost`)."""
+
+MEASURED = "run_id IN $runs AND coalesce(purpose, '') <> 'imported'"
+
+BY_ROLE = f"""
+WITH g AS MATERIALIZED (
+    SELECT run_id, {ROLE_LABEL} AS r, model, {LEDGER},
+           avg(latency_s) FILTER (WHERE NOT cache_hit) AS latency,
+           quantile_cont(latency_s, 0.95) FILTER (WHERE NOT cache_hit) AS p95
+    FROM llm_calls WHERE {MEASURED} GROUP BY ALL)
+SELECT run_id, false AS total, r, model, {", ".join(PARTS)}, priced_cost::DOUBLE, latency, p95
+FROM g
+UNION ALL
+SELECT run_id, true, NULL, NULL, {", ".join(f"sum({p})::HUGEINT" for p in PARTS)},
+       sum(priced_cost)::DOUBLE, NULL, NULL
+FROM g GROUP BY run_id
+"""
+"""One row per (run, role, model), and each run's total (`total`) summed from them in the
+same statement: one pass over `llm_calls` (two before), the total exactly the sum of its
+rows."""
+
+
+def by_group_sql(group: str) -> str:
+    """Each run's groups (`group`: an expression over `sessions`) with their ledgers, the
+    costliest first, and each group's rank `k` and the run's number of groups. Each session's
+    ledger first, then summed by group: joining 2.9 M calls to their sessions and counting
+    distinct sessions took 2.1 s of the report on 1 M turns (0.5 s)."""
+    return f"""
+WITH c AS (
+    SELECT run_id, session_id, repeat, {LEDGER}
+    FROM llm_calls WHERE {MEASURED} GROUP BY run_id, session_id, repeat
+), s AS (
+    SELECT run_id, session_id, repeat, {group} AS grp FROM sessions WHERE run_id IN $runs
+), g AS (
+    SELECT c.run_id, s.grp, count(*) AS sessions,
+           {", ".join(f"sum(c.{p})::HUGEINT AS {p}" for p in PARTS)},
+           sum(c.priced_cost) AS priced_cost
+    FROM c JOIN s USING (run_id, session_id, repeat) GROUP BY ALL
+), k AS (
+    SELECT *, row_number() OVER (PARTITION BY run_id
+                                 ORDER BY priced_cost DESC, grp NULLS LAST) AS k,
+           count(*) OVER (PARTITION BY run_id) AS groups
+    FROM g
+)
+SELECT run_id, grp, sessions, {", ".join(PARTS)}, priced_cost::DOUBLE, groups
+FROM k WHERE ? = 0 OR k <= ? ORDER BY run_id, k
+"""
 
 
 def _ledger_columns(first: list[Column]) -> list[Column]:
@@ -55,53 +117,37 @@ def _ledger_cells(r: tuple[Any, ...]) -> list[Any]:
 
 def cost(ctx: Any) -> ReportResult:
     labels = ctx.labels()
-    res = ReportResult("cost", "Cost ledger: tokens, calls and cost by role and session",
+    res = ReportResult("cost", "Cost ledger: tokens, calls and cost by role and model",
                        "Every LLM call, by role (agent / simulator / planner / judge) and "
-                       "model, by session (or `--by`), with totals; imported calls apart.",
-                       ctx.runs)
-    measured = "run_id IN $runs AND coalesce(purpose, '') <> 'imported'"
-    rows = ctx.rows(f"""SELECT run_id, {ROLE_LABEL} AS r, model, {LEDGER},
-        avg(latency_s) FILTER (WHERE NOT cache_hit),
-        quantile_cont(latency_s, 0.95) FILTER (WHERE NOT cache_hit)
-        FROM llm_calls WHERE {measured} GROUP BY ALL""")
-    totals = {r[0]: r[1:] for r in ctx.rows(
-        f"SELECT run_id, {LEDGER} FROM llm_calls WHERE {measured} GROUP BY run_id")}
-    rows.sort(key=lambda r: (r[0], ROLE_ORDER.get(r[1], 9), r[1], r[2] or ""))
+                       "model, with a total per run; by session (`--by name`) or any `--by`; "
+                       "imported calls apart.", ctx.runs)
+    rows = ctx.rows(BY_ROLE)
+    totals = {r[0]: r for r in rows if r[1]}
+    rows = sorted((r for r in rows if not r[1]),
+                  key=lambda r: (r[0], ROLE_ORDER.get(r[2], 9), r[2], r[3] or ""))
     t = Table("By role and model", [*_ledger_columns([
         Column("agent", "run (agent)"), Column("run", "run"), Column("role", "role"),
         Column("model", "model")]), Column("latency", "mean latency", "seconds"),
         Column("p95", "p95 latency", "seconds")])
     for run in dict.fromkeys(r[0] for r in rows):
         for r in (r for r in rows if r[0] == run):
-            t.rows.append([labels[run], run, r[1], r[2], *_ledger_cells(r[3:10]), r[10], r[11]])
-        t.rows.append([labels[run], run, "total", "", *_ledger_cells(totals[run]), None, None])
+            t.rows.append([labels[run], run, r[2], r[3], *_ledger_cells(r[4:11]), r[11], r[12]])
+        t.rows.append([labels[run], run, "total", "", *_ledger_cells(totals[run][4:11]), None,
+                       None])
     t.notes.append("cost unknown: at least one call in the row was answered by a model "
                    "litellm has no price for (counted in `unknown-price calls`; `of it priced` "
                    "is the known part). Cache hits cost nothing and are left out of latencies; "
                    "failed calls are counted in `errors`.")
-    if any(r[8] for r in rows):
-        n = sum(r[8] for r in rows)
+    n = sum(r[9] for r in rows)
+    if n:
         t.notes.append(f"{n} call{'s' if n != 1 else ''} with an unknown price: the costs "
                        "they fall in are unknown, not $0.")
+    if not ctx.by and rows:
+        t.notes.append("Per session: `--by name`; per category, domain, episode …: `--by "
+                       "category` and so on.")
     res.tables.append(t)
-
-    group = f"s.{ctx.by}" if ctx.by else "s.name"
-    title = f"By {ctx.by}" if ctx.by else "By session"
-    # each session's ledger first, then summed by group: joining 2.9 M calls to their
-    # sessions and counting distinct sessions took 2.1 s of the report on 1 M turns (0.5 s)
-    parts = ("calls", "cache_hits", "errors", "prompt_tokens", "completion_tokens",
-             "unpriced_calls")
-    summed = ", ".join(f"sum(c.{p})::BIGINT" for p in parts)
-    srows = ctx.rows(f"""WITH c AS (SELECT run_id, session_id, repeat, {LEDGER}
-            FROM llm_calls WHERE {measured} GROUP BY run_id, session_id, repeat)
-        SELECT c.run_id, {group} AS grp, count(*), {summed}, sum(c.priced_cost)
-        FROM c JOIN sessions s USING (run_id, session_id, repeat)
-        GROUP BY ALL ORDER BY c.run_id, grp""")
-    st = Table(title + " (all roles)", _ledger_columns([
-        Column("agent", "run (agent)"), Column("run", "run"),
-        Column("group", ctx.by or "session"), Column("sessions", "session runs", "int")]))
-    st.rows = [[labels[r[0]], r[0], r[1], r[2], *_ledger_cells(r[3:10])] for r in srows]
-    res.tables.append(st)
+    if ctx.by:
+        res.tables.append(_by_group(ctx, labels))
 
     imported = ctx.rows("""SELECT run_id, role, model, coalesce(sum(attempts), 0),
         coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0),
@@ -122,3 +168,28 @@ def cost(ctx: Any) -> ReportResult:
         it.rows = [[labels[r[0]], *r] for r in imported]
         res.tables.append(it)
     return res
+
+
+def _by_group(ctx: Any, labels: dict[str, str]) -> Table:
+    """The `--by` table: each run's `ctx.limit` costliest groups (0: all of them)."""
+    from .builtin import group_expr
+
+    what = "session" if ctx.by == "name" else ctx.by
+    kind = "sessions" if ctx.by == "name" else f"{ctx.by} groups"
+    limit = max(0, int(ctx.limit or 0))
+    rows = ctx.rows(by_group_sql(group_expr(ctx)), [limit, limit])
+    t = Table(f"By {what} (all roles)", _ledger_columns([
+        Column("agent", "run (agent)"), Column("run", "run"), Column("group", what),
+        Column("sessions", "session runs", "int")]))
+    t.rows = [[labels[r[0]], r[0], r[1], r[2], *_ledger_cells(r[3:10])] for r in rows]
+    groups = {r[0]: int(r[10]) for r in rows}
+    total = sum(groups.values())
+    t.more = total - len(rows)
+    order = "Each run's rows go from the highest priced cost down."
+    if t.more:
+        t.notes.append(f"{len(rows):,} of {total:,} rows shown: each run's {limit:,} costliest "
+                       f"{kind}; {t.more:,} more not shown (`--limit 0` shows all, "
+                       f"`--limit N` each run's N costliest). {order}")
+    else:
+        t.notes.append(order)
+    return t

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -206,29 +207,30 @@ def render_page(results: Sequence[ReportResult], con: Any = None, *,
     runs = list(dict.fromkeys(run for r in results for run in r.runs))
     # the sessions section is the same for every report over these runs of an unchanged
     # file: kept once built (`html_cache`)
-    from . import drilldown as dd
     from .html_cache import keep_section, load_section, section_key
 
     key, identity = section_key(store, runs, {"budget": budget,
                                               **(load_drilldown.__kwdefaults__ or {})})
     kept = load_section(store, key)
-
-    def read(c: Any) -> Drilldown:
-        if kept is not None:  # the header's run descriptions only
-            return Drilldown(dd.load_runs(c, runs), [])
-        return load_drilldown(c, runs)
-
+    if kept is not None:  # with the header's run descriptions: the store is not opened
+        section, count, header = kept
+        try:
+            infos = [RunInfo(**r) for r in header]
+        except TypeError:  # kept by another shape of RunInfo
+            infos = None
+        if infos is not None:
+            return to_html(list(results), Drilldown(infos, []), generated_at=generated_at,
+                           budget=budget, sessions=(section, count))
     if con is not None:
-        drilldown = read(con)
+        drilldown = load_drilldown(con, runs)
     else:  # the drill-down reads the store's tables, none of the views (~60 ms to create)
         with open_store(store, views=False) as own:
-            drilldown = read(own)
-    if kept is None:
-        section = _drilldown_html(drilldown, _labels(drilldown.runs), budget)
-        kept = (section, len(drilldown.sessions))
-        keep_section(store, key, identity, *kept)
+            drilldown = load_drilldown(own, runs)
+    section = _drilldown_html(drilldown, _labels(drilldown.runs), budget)
+    keep_section(store, key, identity, section, len(drilldown.sessions),
+                 [asdict(r) for r in drilldown.runs])
     return to_html(list(results), drilldown, generated_at=generated_at, budget=budget,
-                   sessions=kept)
+                   sessions=(section, len(drilldown.sessions)))
 
 
 def to_html(results: list[ReportResult], drilldown: Drilldown | None = None, *,

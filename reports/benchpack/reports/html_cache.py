@@ -3,8 +3,9 @@
 Every `bench report NAME --format html` over the same runs shows the same drill-down: the
 same session attempts read from the store and rendered the same way (0.6-1.2 s of each report
 on 1 M turns, 280 transcripts). It depends only on the store's content, the runs, the page's
-size budget and this code, so it is kept beside what `verify_once` learnt about the file
-(`benchpack.specs.storefile.store_facts_dir`) under a key of all four: the file's identity
+size budget and this code, so it is kept, with the page header's description of the runs (a
+page over a kept section opens no connection: 0.1 s of each page on 1 M turns), beside what
+`verify_once` learnt about the file (`benchpack.specs.storefile.store_facts_dir`) under a key of all four: the file's identity
 (`store_identity`: any write to the file changes it), the runs in order, the budget and caps,
 and a digest of the report package's source (an edited renderer never reads an old section).
 The section is written only if the file did not change while it was read. One section is
@@ -23,7 +24,7 @@ from typing import Any
 
 from benchpack.specs.storefile import store_facts_dir, store_identity
 
-_MAGIC = "benchpack drill-down section v1\n"
+_MAGIC = "benchpack drill-down section v2\n"
 
 
 @lru_cache(maxsize=1)
@@ -54,31 +55,38 @@ def _path(store: str | Path) -> Path:
     return store_facts_dir() / f"{name}.sessions.html"
 
 
-def load_section(store: str | Path, key: str) -> tuple[str, int] | None:
-    """The kept section and its number of transcripts, if it was kept under `key`."""
+def load_section(store: str | Path, key: str
+                 ) -> tuple[str, int, list[dict[str, Any]]] | None:
+    """The kept section, its number of transcripts and the page header's run descriptions,
+    if they were kept under `key`."""
     try:
         with _path(store).open(encoding="utf-8", newline="") as f:
             if f.readline() != _MAGIC or f.readline().rstrip("\n") != key:
                 return None
             count = int(f.readline())
-            return f.read(), count
+            runs = json.loads(f.readline())
+            if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+                return None
+            return f.read(), count, runs
     except (OSError, ValueError, RuntimeError):  # RuntimeError: no home directory
         return None
 
 
 def keep_section(store: str | Path, key: str, identity: list[Any] | None, section: str,
-                 count: int) -> None:
-    """Keep `section` under `key`, unless the file changed since `identity` was taken."""
+                 count: int, runs: list[dict[str, Any]]) -> None:
+    """Keep `section` and the header's `runs` (JSON values) under `key`, unless the file
+    changed since `identity` was taken."""
     if identity is None or store_identity(store) != identity:
         return
     try:
+        header = json.dumps(runs, ensure_ascii=True)  # one line: no raw line break
         target = _path(store)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
         with tmp.open("w", encoding="utf-8", newline="") as f:
-            f.write(f"{_MAGIC}{key}\n{count}\n{section}")
+            f.write(f"{_MAGIC}{key}\n{count}\n{header}\n{section}")
         os.replace(tmp, target)
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, TypeError, ValueError):  # a value JSON cannot hold
         return
 
 

@@ -62,6 +62,8 @@ class Table:
     rows: list[list[Any]] = field(default_factory=list)
     """Cells are str, int, float, None (shown as –) or `Estimate`."""
     notes: list[str] = field(default_factory=list)
+    more: int = 0
+    """Rows left out (`bench report --limit`); a note says so and how to get them."""
 
     def as_dicts(self) -> list[dict[str, Any]]:
         return [{c.key: (v.as_dict() if isinstance(v, Estimate) else v)
@@ -100,7 +102,8 @@ class ReportResult:
         return {"report": self.name, "title": self.title, "description": self.description,
                 "runs": self.runs, "notes": self.notes,
                 "tables": [{"title": t.title, "notes": t.notes,
-                            "columns": [asdict(c) for c in t.columns], "rows": t.as_dicts()}
+                            "columns": [asdict(c) for c in t.columns], "rows": t.as_dicts(),
+                            **({"rows_not_shown": t.more} if t.more else {})}
                            for t in self.tables], **self.data}
 
 
