@@ -137,11 +137,12 @@ def _matrix_text(matrix: list[list[int]]) -> str:
 def agreement_cells(cube: Cube, scale: Sequence[str], ctx: ReportContext) -> list[Any]:
     """items, judge errors, confusion, exact, within-one, κ, κ_lin, κ_quad of the `pair`
     counts of a group (a None label is a judge error: counted, left out)."""
-    pairs = {(k[1], k[2]): n for k, n in cube.items() if k[0] == "pair"}
+    split = _by_stat(cube)
+    pairs = {(k[1], k[2]): n for k, n in split.get("pair", ())}
     index = {c: i for i, c in enumerate(scale)}
     sessions: dict[Any, list[int]] = {}
-    for key, n in cube.items():  # ("cluster", session, row label, column label)
-        if key[0] == "cluster" and key[2] in index and key[3] in index:
+    for key, n in split.get("cluster", ()):  # ("cluster", session, row label, column label)
+        if key[2] in index and key[3] in index:
             cells = sessions.setdefault(key[1], [0] * len(scale) ** 2)
             cells[index[key[2]] * len(scale) + index[key[3]]] += n
     return _cells(pairs, [sessions[s] for s in sorted(sessions, key=str)], scale, ctx)
@@ -160,8 +161,10 @@ def _cells(pairs: dict[tuple[Any, Any], int], clusters: list[list[int]],
             *kappa_estimates(matrix, ctx, clusters)]
 
 
-def _alpha(cube: Cube, who: str, scale: Sequence[str], ctx: ReportContext) -> Estimate:
-    """Krippendorff's α (ordinal) from the coincidences counted for `who`, with its percentile
+def _alpha(coincidences: Iterable[tuple[tuple[Any, ...], int]], scale: Sequence[str],
+           ctx: ReportContext) -> Estimate:
+    """Krippendorff's α (ordinal) from the coincidences counted for one `who` (a cube's
+    items, `_by_stat`), with its percentile
     bootstrap CI over sessions: `(who, m, c, d, session)` is Σ n_c · (n_d − [c = d]) over the
     session's items with m ratings, n_c of them c (0 for an item of one rating: a unit all the
     same). Sessions, not items, are resampled — as for κ — because the items of one dialogue
@@ -169,14 +172,22 @@ def _alpha(cube: Cube, who: str, scale: Sequence[str], ctx: ReportContext) -> Es
     index = {c: i for i, c in enumerate(scale)}
     k = len(scale)
     units: dict[Any, list[list[float]]] = {}
-    for key, n in cube.items():
-        if key[0] == who:
-            _, m, c, d, unit = key
-            parts = units.setdefault(unit, [[] for _ in range(k * k)])
-            if m >= 2:
-                parts[index[c] * k + index[d]].append(n / (m - 1))
+    for (_, m, c, d, unit), n in coincidences:
+        parts = units.setdefault(unit, [[] for _ in range(k * k)])
+        if m >= 2:
+            parts[index[c] * k + index[d]].append(n / (m - 1))
     flat = [[math.fsum(cell) for cell in units[u]] for u in sorted(units, key=str)]
     return _alpha_of(flat, scale, ctx)
+
+
+def _by_stat(cube: Cube) -> dict[Any, list[tuple[tuple[Any, ...], int]]]:
+    """The cube's (key, count) items by their first element (`pair`, `cluster`, a `who`):
+    split once, so that the cells and each α read only their own items, where each walked
+    the whole cube (0.2 s of `--humans` on 1 M turns)."""
+    by: dict[Any, list[tuple[tuple[Any, ...], int]]] = defaultdict(list)
+    for key, n in cube.items():
+        by[key[0]].append((key, n))
+    return by
 
 
 def _alpha_of(units: list[list[float]], scale: Sequence[str], ctx: ReportContext) -> Estimate:
@@ -546,9 +557,10 @@ def _against_humans(ctx: ReportContext, res: ReportResult,
                    f"add no pairs but are drawn like the others; {_ALPHA_CI}."])
         for kind, typ, cube in _groups(by_run[run]):
             scale = scale_of(kind)
+            split = _by_stat(cube)
             t.rows.append([kind, typ, *agreement_cells(cube, scale, ctx), cube[("ratings",)],
-                           cube[("ties",)], _alpha(cube, "humans", scale, ctx),
-                           _alpha(cube, "with_judge", scale, ctx)])
+                           cube[("ties",)], _alpha(split.get("humans", ()), scale, ctx),
+                           _alpha(split.get("with_judge", ()), scale, ctx)])
         res.tables.append(t)
         res.tables.append(_raters(raters[run], run, lineage))
     if not any_rows:
@@ -595,7 +607,7 @@ def _raters_only(ctx: ReportContext, run: str, rows: list[tuple[Any, ...]],
         scale = scale_of(kind)
         items = sum(n for k, n in cube.items() if k[0] == "pair")
         t.rows.append([kind, typ, items, cube[("ratings",)], cube[("ties",)],
-                       _alpha(cube, "humans", scale, ctx)])
+                       _alpha(_by_stat(cube).get("humans", ()), scale, ctx)])
     return t
 
 
