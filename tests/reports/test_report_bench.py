@@ -470,3 +470,24 @@ def test_agreement_fetches_rows_per_session_not_per_item(db: Path) -> None:
     others = [(sql, n) for sql, n in counting.fetched if "judge_pairs" not in sql]
     assert from_pairs <= cells < items / 4, (from_pairs, cells, items)
     assert sum(n for _, n in others) <= 2 * len(pairs) * plan * 5 + 20 * runs, others
+
+
+def test_agreement_against_humans_fetches_no_item_rows(db: Path) -> None:
+    """`--humans` hands Python its counts per session (κ's clusters, α's coincidences, the
+    bias-corrected headline's sums), per rater and per group, never a row per judged or rated
+    item: every statement returns fewer rows than the items it summarises here (the PPI
+    headline fetched every judged trigger and checklist item, 30,000 a run on 1 M turns)."""
+    with open_store(db) as con:
+        counting = _Counting(con)
+        ctx = ReportContext(counting, select_runs(con, ["all"]))
+        ctx.humans = True
+        result = agreement.agreement_report(ctx)
+        assert any(t.title.startswith("Bias-corrected") for t in result.tables)
+        judged = _one(con, "SELECT count(*) FROM judge_labels j JOIN sessions s USING "
+                           "(run_id, session_id, repeat) WHERE s.ablation IS NULL AND "
+                           "j.label IS NOT NULL AND j.kind IN ('trigger', 'checklist') AND "
+                           "j.source_run IN (SELECT run_id FROM human_ratings)")
+        sessions = _one(con, "SELECT count(*) FROM (SELECT DISTINCT run_id, session_id "
+                             "FROM sessions)")
+    ppi = [n for sql, n in counting.fetched if "judge_labels j" in sql]
+    assert ppi and ppi[0] <= 2 * sessions < judged, (ppi, sessions, judged)

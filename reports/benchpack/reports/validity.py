@@ -87,6 +87,34 @@ def ppi_mean(judge: Sequence[float], labelled: Mapping[int, float], *,
     return PPIEstimate(theta, low, high, se, f_bar, r_bar, n_all, n_lab, g)
 
 
+def ppi_mean_totals(totals: Sequence[tuple[int, float, int, float]], *, level: float = 0.95,
+                    bounds: tuple[float, float] | None = (0.0, 1.0)) -> PPIEstimate:
+    """`ppi_mean` from each cluster's totals `(N_g, F_g, n_g, R_g)`: its judged units, the sum
+    of the judge's values over them, its labelled units and the sum of (y − f) over those —
+    what SQL sums per session, so that no unit is fetched. ψ summed over a cluster is
+    (F_g − N_g·f̄)/N + (R_g − n_g·r̄)/n; clusters without judged units do not count. θ̂, f̄
+    and r̄ are those of `ppi_mean` to the bit when the sums are exact (values of 0, ½ and 1,
+    as the reports' labels); the SE's last bits may differ (its sums run in another order)."""
+    n_all = sum(t[0] for t in totals)
+    n_lab = sum(t[2] for t in totals)
+    if n_all == 0 or n_lab == 0:
+        mean = math.fsum(t[1] for t in totals) / n_all if n_all else None
+        return PPIEstimate(None, None, None, None, mean, None, n_all, n_lab, 0)
+    f_bar = math.fsum(t[1] for t in totals) / n_all
+    r_bar = math.fsum(t[3] for t in totals) / n_lab
+    theta = f_bar + r_bar
+    psi = [(f - n * f_bar) / n_all + (r - m * r_bar) / n_lab for n, f, m, r in totals if n]
+    g = len(psi)
+    if n_lab < 2 or g < 2:
+        return PPIEstimate(theta, None, None, None, f_bar, r_bar, n_all, n_lab, g)
+    se = math.sqrt(max(g / (g - 1) * math.fsum(v * v for v in psi), 0.0))
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    low, high = theta - z * se, theta + z * se
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return PPIEstimate(theta, low, high, se, f_bar, r_bar, n_all, n_lab, g)
+
+
 # --------------------------------------------------------------------------- Kendall τ
 
 
@@ -244,4 +272,5 @@ __all__ = [
     "kendall_tau_ci",
     "leaks",
     "ppi_mean",
+    "ppi_mean_totals",
 ]
