@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
 from benchpack.specs.text import LEAK_MIN_TOKENS, LEAK_SHARE, VERBATIM_MIN, leaks
 
@@ -246,7 +246,8 @@ def _tau_rows(sx: Any, cx: Any, sy: Any, cy: Any) -> list[float]:
     pairs = m * (m - 1) // 2
     denominator = (pairs - tied_x) * (pairs - tied_y)
     defined = denominator != 0
-    return (score[defined] / np.sqrt(denominator[defined].astype(float))).tolist()
+    taus: list[float] = (score[defined] / np.sqrt(denominator[defined].astype(float))).tolist()
+    return taus
 
 
 def _quantile(xs: Sequence[float], q: float) -> float:
