@@ -24,7 +24,6 @@ shown.
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -162,25 +161,6 @@ def _cells(pairs: dict[tuple[Any, Any], int], clusters: list[list[int]],
             *kappa_estimates(matrix, ctx, clusters)]
 
 
-def alpha_estimate(coincidences: Iterable[tuple[tuple[Any, ...], int]], scale: Sequence[str],
-           ctx: ReportContext) -> Estimate:
-    """Krippendorff's α (ordinal) from the coincidences counted for one `who` (a cube's
-    items, `by_stat`), with its percentile
-    bootstrap CI over sessions: `(who, m, c, d, session)` is Σ n_c · (n_d − [c = d]) over the
-    session's items with m ratings, n_c of them c (0 for an item of one rating: a unit all the
-    same). Sessions, not items, are resampled — as for κ — because the items of one dialogue
-    are not independent; where each session holds one item (ProactBench) that is items."""
-    index = {c: i for i, c in enumerate(scale)}
-    k = len(scale)
-    units: dict[Any, list[list[float]]] = {}
-    for (_, m, c, d, unit), n in coincidences:
-        parts = units.setdefault(unit, [[] for _ in range(k * k)])
-        if m >= 2:
-            parts[index[c] * k + index[d]].append(n / (m - 1))
-    flat = [[math.fsum(cell) for cell in units[u]] for u in sorted(units, key=str)]
-    return _alpha_of(flat, scale, ctx)
-
-
 def by_stat(cube: Cube) -> dict[Any, list[tuple[tuple[Any, ...], int]]]:
     """The cube's (key, count) items by their first element (`pair`, `cluster`, a `who`):
     split once, so that the cells and each α read only their own items, where each walked
@@ -191,7 +171,7 @@ def by_stat(cube: Cube) -> dict[Any, list[tuple[tuple[Any, ...], int]]]:
     return by
 
 
-def _alpha_of(units: list[list[float]], scale: Sequence[str], ctx: ReportContext) -> Estimate:
+def alpha_of_units(units: list[list[float]], scale: Sequence[str], ctx: ReportContext) -> Estimate:
     """Krippendorff's α (ordinal) with its CI from each unit's flattened coincidences."""
     ci = stats.krippendorff_alpha_ci(units, "ordinal", scale, level=ctx.level,
                                      resamples=ctx.resamples, seed=ctx.seed)
@@ -258,7 +238,7 @@ def _against_judges(ctx: ReportContext, res: ReportResult,
             turned = [i % k * k + i // k for i in range(k * k)]
             both = (clusters + clusters[:, turned]).astype(float).tolist()
             t.rows.append([kind, typ, *_cells(counts, clusters.tolist(), scale, ctx),
-                           _alpha_of(both, scale, ctx)])
+                           alpha_of_units(both, scale, ctx)])
         if not t.rows:
             t.notes.append("No judged items in common.")
         res.tables.append(t)
@@ -434,5 +414,5 @@ AGREEMENT = BuiltinReport(
     "consensus (--humans): κ, α, confusion, rank stability", agreement_report)
 
 __all__ = ["AGREEMENT", "ALPHA_CI", "Lineage", "agreement_cells", "agreement_report",
-           "alpha_estimate", "by_stat", "ci_note", "columns", "groups", "judge_pairs",
+           "alpha_of_units", "by_stat", "ci_note", "columns", "groups", "judge_pairs",
            "kappa_estimates", "run_name", "scale_of"]
