@@ -98,18 +98,26 @@ each item's label counts with themselves gave one row per cell: 0.73 → 0.44 s 
 139,000 → 46,000 rows on the 1 M-turn benchmark store, the same sums."""
 
 
+_CLUSTERS = """
+SELECT run_id, kind, type, session_id, human_label, judge_label, count(*) FROM items
+WHERE human_label IS NOT NULL AND judge_label IS NOT NULL GROUP BY ALL
+"""
+"""κ's clusters: per session, its rated items' (consensus, judge) label pairs (from `items`,
+not `human_pairs` again: 0.2 s less on 1 M turns)."""
+
+
 def _human_counts(ctx: ReportContext, runs: list[str], label: str, tie: str
-                  ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """The rows of `_HUMANS` and `_COINCIDENCES` over `runs`, their two inputs held in TEMP
-    tables meanwhile."""
+                  ) -> tuple[list[tuple[Any, ...]], ...]:
+    """The rows of `_HUMANS`, `_COINCIDENCES` and `_CLUSTERS` over `runs`, their two inputs
+    held in TEMP tables meanwhile."""
     items = (_HUMAN_ITEMS.replace("$runs", "(" + ", ".join("?" * len(runs)) + ")")
              .replace("$label", label).replace("$tie", tie))
     con = ctx.con
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE items AS {items}", [*runs, ctx.min_raters])
         con.execute(f"CREATE OR REPLACE TEMP TABLE ratings AS {_HUMAN_RATINGS}")
-        return (list(con.execute(_HUMANS).fetchall()),
-                list(con.execute(_COINCIDENCES).fetchall()))
+        return tuple(list(con.execute(sql).fetchall())
+                     for sql in (_HUMANS, _COINCIDENCES, _CLUSTERS))
     finally:
         con.execute("DROP TABLE IF EXISTS temp.ratings")
         con.execute("DROP TABLE IF EXISTS temp.items")
@@ -133,13 +141,8 @@ def against_humans(ctx: ReportContext, res: ReportResult,
     by_run: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     raters: dict[str, list[tuple[str, str, str, str, int]]] = defaultdict(list)
     if runs:
-        rows, coincidences = _human_counts(ctx, runs, label, tie)
-        marks = ", ".join("?" * len(runs))
-        for run, kind, typ, session, c, d, n in ctx.con.execute(
-                f"SELECT run_id, kind, type, session_id, {label}, judge_label, count(*) "
-                f"FROM human_pairs WHERE run_id IN ({marks}) AND raters >= ? AND {label} "
-                "IS NOT NULL AND judge_label IS NOT NULL GROUP BY ALL",
-                [*runs, ctx.min_raters]).fetchall():
+        rows, coincidences, clusters = _human_counts(ctx, runs, label, tie)
+        for run, kind, typ, session, c, d, n in clusters:
             by_run[str(run)].append((kind, typ, "cluster", session, c, d, n))
     else:
         rows, coincidences = [], []
