@@ -1,5 +1,5 @@
-"""`stats.resampling.unit_draw_counts` keeps its last two draws: asked again for the same
-(n, resamples, seed) it gives the same counts without drawing; a generator left before its
+"""`stats.resampling.unit_draw_counts` keeps its latest draws (up to a byte budget): asked
+again for the same (n, resamples, seed) it gives the same counts without drawing; a generator left before its
 end keeps nothing; other seeds or sizes draw anew."""
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ def test_the_same_draws_are_given_again_without_drawing(monkeypatch: pytest.Monk
         _all(37, 600, 6)
     monkeypatch.setattr(np.random, "default_rng", real)
     assert _all(37, 600, 6) != first
-    # the two latest are kept: (37, 600, 6) and (37, 600, 5), not a third
+    # the latest are kept up to the byte budget (16-bit counts: 2·n·resamples bytes each),
+    # the least recently used dropped first: room for two of these, not a third
+    monkeypatch.setattr(resampling, "_DRAWS_KEPT_BYTES", 2 * 2 * 38 * 600)
     _all(38, 600, 5)
     assert set(resampling._DRAWS) == {(37, 600, 6, 256), (38, 600, 5, 256)}
 

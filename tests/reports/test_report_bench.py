@@ -446,3 +446,87 @@ def test_agreement_counted_in_sql_matches_a_python_reference(db: Path) -> None:
                     assert row["alpha_all"].value == pytest.approx(stats.krippendorff_alpha(
                         [[*u, i[6]] for u, i in zip(units, mine, strict=True)
                          if i[6] is not None], "ordinal", categories=labels), abs=1e-12)
+
+
+class _Counting:
+    """A DuckDB connection that records how many rows each statement handed to Python."""
+
+    def __init__(self, con: Any) -> None:
+        self.con = con
+        self.fetched: list[tuple[str, int]] = []
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        result = self.con.execute(sql, params) if params is not None else self.con.execute(sql)
+        return _CountingResult(result, sql, self.fetched)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.con, name)
+
+
+class _CountingResult:
+    def __init__(self, result: Any, sql: str, fetched: list[tuple[str, int]]) -> None:
+        self.result, self.sql, self.fetched = result, sql, fetched
+
+    def fetchall(self) -> list[Any]:
+        rows = self.result.fetchall()
+        self.fetched.append((self.sql, len(rows)))
+        return rows
+
+    def fetchone(self) -> Any:
+        row = self.result.fetchone()
+        self.fetched.append((self.sql, int(row is not None)))
+        return row
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"the report read its rows another way ({name}): count them too")
+
+
+def test_agreement_fetches_rows_per_session_not_per_item(db: Path) -> None:
+    """What the judge-against-judge report hands to Python is counted in SQL per session and
+    label pair (κ's clusters, α's coincidences) and per session (rank stability's figures),
+    never per judged item: on 1 M turns each judge pair holds 187,000 items in 29,000 such
+    rows, and the report's cost must not grow with the items. Checked by counting the rows
+    every statement returns: from `judge_pairs` at most one row a (kind, type, session, label
+    pair) cell, a quarter of the items here; elsewhere a bound in sessions."""
+    with open_store(db) as con:
+        counting = _Counting(con)
+        ctx = ReportContext(counting, select_runs(con, ["all"]))
+        result = agreement.agreement_report(ctx)
+        assert any(t.rows for t in result.tables)
+        runs = len(ctx.runs)
+        pairs = [(store.run_id(r), store.rejudge_id(r)) for r in store.REJUDGED]
+        items = cells = 0
+        for a, b in pairs:
+            items += _one(con, f"SELECT count(*) FROM judge_pairs WHERE run_a = '{a}' "
+                               f"AND run_b = '{b}'")
+            # the (kind, type, session, label pair) cells the items fall in
+            cells += _one(con, f"SELECT count(*) FROM (SELECT DISTINCT kind, type, session_id, "
+                               f"label_a, label_b FROM judge_pairs WHERE run_a = '{a}' "
+                               f"AND run_b = '{b}')")
+        # rank stability: the figures per run, and per (run, session) and trigger type
+        plan = _one(con, "SELECT count(DISTINCT session_id) FROM sessions")
+    from_pairs = sum(n for sql, n in counting.fetched if "judge_pairs" in sql)
+    others = [(sql, n) for sql, n in counting.fetched if "judge_pairs" not in sql]
+    assert from_pairs <= cells < items / 4, (from_pairs, cells, items)
+    assert sum(n for _, n in others) <= 2 * len(pairs) * plan * 5 + 20 * runs, others
+
+
+def test_agreement_against_humans_fetches_no_item_rows(db: Path) -> None:
+    """`--humans` hands Python its counts per session (κ's clusters, α's coincidences, the
+    bias-corrected headline's sums), per rater and per group, never a row per judged or rated
+    item: every statement returns fewer rows than the items it summarises here (the PPI
+    headline fetched every judged trigger and checklist item, 30,000 a run on 1 M turns)."""
+    with open_store(db) as con:
+        counting = _Counting(con)
+        ctx = ReportContext(counting, select_runs(con, ["all"]))
+        ctx.humans = True
+        result = agreement.agreement_report(ctx)
+        assert any(t.title.startswith("Bias-corrected") for t in result.tables)
+        judged = _one(con, "SELECT count(*) FROM judge_labels j JOIN sessions s USING "
+                           "(run_id, session_id, repeat) WHERE s.ablation IS NULL AND "
+                           "j.label IS NOT NULL AND j.kind IN ('trigger', 'checklist') AND "
+                           "j.source_run IN (SELECT run_id FROM human_ratings)")
+        sessions = _one(con, "SELECT count(*) FROM (SELECT DISTINCT run_id, session_id "
+                             "FROM sessions)")
+    ppi = [n for sql, n in counting.fetched if "judge_labels j" in sql]
+    assert ppi and ppi[0] <= 2 * sessions < judged, (ppi, sessions, judged)

@@ -88,6 +88,61 @@ def test_ppi_undefined_cases() -> None:
         validity.ppi_mean([1.0], {3: 1.0})
 
 
+def test_ppi_from_cluster_totals_by_hand() -> None:
+    # the ten units above, each its own cluster, given as (N_g, Σf, n_g, Σ(y − f)) totals
+    judge = [1, 1, 1, 0, 1, 1, 1, 1, 0, 0]
+    humans = {0: 1.0, 1: 0.0, 2: 0.0, 3: 1.0}
+    totals = [(1, float(f), int(i in humans), humans[i] - f if i in humans else 0.0)
+              for i, f in enumerate(judge)]
+    est = validity.ppi_mean_totals(totals)
+    assert (est.judge_mean, est.rectifier, est.estimate) == (0.7, -0.25, 0.7 - 0.25)
+    assert est.se == pytest.approx(0.38061, abs=1e-5) and (est.low, est.high) == (0.0, 1.0)
+    # the same units in two sessions of five: ψ_g = (F_g − N_g·f̄)/N + (R_g − n_g·r̄)/n.
+    # session 1 (units 0-4): F 4, rated 4, R = 0 − 1 − 1 + 1 = −1; session 2: F 3, none rated.
+    # ψ_1 = (4 − 3.5)/10 + (−1 + 1)/4 = 0.05, ψ_2 = (3 − 3.5)/10 = −0.05;
+    # Var = 2/1 · (0.0025 + 0.0025) = 0.01, SE 0.1
+    two = validity.ppi_mean_totals([(5, 4.0, 4, -1.0), (5, 3.0, 0, 0.0)], bounds=None)
+    assert two.estimate == 0.7 - 0.25 and two.clusters == 2
+    assert two.se == pytest.approx(0.1, abs=1e-15)
+    assert two.low == pytest.approx(0.45 - Z95 * 0.1)
+    same = validity.ppi_mean([float(f) for f in judge], humans,
+                             clusters=[i // 5 for i in range(10)], bounds=None)
+    assert same.se == pytest.approx(0.1, abs=1e-15)
+
+
+def test_ppi_from_cluster_totals_equals_the_unit_by_unit_estimate() -> None:
+    """What the agreement report now sums per session in SQL against `ppi_mean` over the
+    units: θ̂, f̄ and r̄ to the bit (sums of 0, ½ and 1 are exact), the SE to rounding;
+    adversarial cases among them: clusters without judged units, without labelled ones, one
+    cluster, one labelled unit, no labelled unit."""
+    rng = random.Random(31)
+    for case in range(400):
+        sessions = rng.randint(1, 12)
+        judge: list[float] = []
+        humans: dict[int, float] = {}
+        clusters: list[int] = []
+        for g in range(sessions):
+            for _ in range(rng.randint(0, 6)):
+                if rng.random() < [0.0, 0.3, 0.9][case % 3]:
+                    humans[len(judge)] = rng.choice([0.0, 0.5, 1.0])
+                judge.append(rng.choice([0.0, 0.5, 1.0]))
+                clusters.append(g)
+        totals = [(clusters.count(g),
+                   sum(f for f, c in zip(judge, clusters, strict=True) if c == g),
+                   sum(1 for i in humans if clusters[i] == g),
+                   sum(y - judge[i] for i, y in humans.items() if clusters[i] == g))
+                  for g in range(sessions)]
+        a = validity.ppi_mean(judge, humans, clusters=clusters)
+        b = validity.ppi_mean_totals(totals)
+        assert (a.estimate, a.judge_mean, a.rectifier) == (b.estimate, b.judge_mean,
+                                                           b.rectifier), case
+        assert (a.n_all, a.n_labelled, a.clusters) == (b.n_all, b.n_labelled, b.clusters)
+        for x, y in ((a.se, b.se), (a.low, b.low), (a.high, b.high)):
+            assert (x is None) == (y is None), case
+            if x is not None:
+                assert y == pytest.approx(x, rel=1e-12, abs=1e-14), case
+
+
 def test_ppi_coverage_by_simulation() -> None:
     # a biased noisy judge (passes 30 % of true fails): the PPI CI covers the true rate
     rng = random.Random(1)

@@ -24,8 +24,6 @@ shown.
 
 from __future__ import annotations
 
-import json
-import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -50,7 +48,7 @@ hence not `BOOTSTRAP_EXACT_MAX`. `--exact-bootstrap N` above this raises it."""
 Cube = Counter[tuple[Any, ...]]
 """Integer statistics of one (kind, type) group, keyed by what they count (summed exactly when
 the types are pooled): `("pair", row label, column label)` items, `("ratings",)`, `("ties",)`,
-`(who, m, c, d)` coincidences of units with m ratings (see `_alpha`)."""
+`(who, m, c, d)` coincidences of units with m ratings (see `alpha_estimate`)."""
 
 
 def scale_of(kind: str) -> tuple[str, ...]:
@@ -90,7 +88,9 @@ def agreement_report(ctx: ReportContext) -> ReportResult:
         return res
     lineage = _lineage(ctx)
     if ctx.humans:
-        _against_humans(ctx, res, lineage)
+        from .agreement_humans import against_humans
+
+        against_humans(ctx, res, lineage)
     else:
         _against_judges(ctx, res, lineage)
         _rank_stability(ctx, res, lineage)
@@ -100,7 +100,7 @@ def agreement_report(ctx: ReportContext) -> ReportResult:
 # --------------------------------------------------------------------------- statistics
 
 
-def _columns(first: str) -> list[Column]:
+def columns(first: str) -> list[Column]:
     return [Column("kind", "kind"), Column("type", "type"), Column("items", "items", "int"),
             Column("unjudged", "judge errors", "int"),
             Column("confusion", f"confusion (rows: {first})"),
@@ -137,45 +137,48 @@ def _matrix_text(matrix: list[list[int]]) -> str:
 def agreement_cells(cube: Cube, scale: Sequence[str], ctx: ReportContext) -> list[Any]:
     """items, judge errors, confusion, exact, within-one, κ, κ_lin, κ_quad of the `pair`
     counts of a group (a None label is a judge error: counted, left out)."""
-    pairs = {(k[1], k[2]): n for k, n in cube.items() if k[0] == "pair"}
+    split = by_stat(cube)
+    pairs = {(k[1], k[2]): n for k, n in split.get("pair", ())}
+    index = {c: i for i, c in enumerate(scale)}
+    sessions: dict[Any, list[int]] = {}
+    for key, n in split.get("cluster", ()):  # ("cluster", session, row label, column label)
+        if key[2] in index and key[3] in index:
+            cells = sessions.setdefault(key[1], [0] * len(scale) ** 2)
+            cells[index[key[2]] * len(scale) + index[key[3]]] += n
+    return _cells(pairs, [sessions[s] for s in sorted(sessions, key=str)], scale, ctx)
+
+
+def _cells(pairs: dict[tuple[Any, Any], int], clusters: list[list[int]],
+           scale: Sequence[str], ctx: ReportContext) -> list[Any]:
+    """`agreement_cells` from a group's label-pair counts (None labels included) and its
+    sessions' flattened confusion matrices (sorted by session id)."""
     known = {p: n for p, n in pairs.items() if p[0] is not None and p[1] is not None}
     matrix = stats.confusion_matrix(known, list(scale))
     agree = stats.agreement(matrix)
     within = agree.within_one if len(scale) > 2 else None
     items = sum(known.values())
-    index = {c: i for i, c in enumerate(scale)}
-    sessions: dict[Any, list[int]] = {}
-    for key, n in cube.items():  # ("cluster", session, row label, column label)
-        if key[0] == "cluster" and key[2] in index and key[3] in index:
-            cells = sessions.setdefault(key[1], [0] * len(scale) ** 2)
-            cells[index[key[2]] * len(scale) + index[key[3]]] += n
-    clusters = [sessions[s] for s in sorted(sessions, key=str)]
     return [items, sum(pairs.values()) - items, _matrix_text(matrix), agree.exact, within,
             *kappa_estimates(matrix, ctx, clusters)]
 
 
-def _alpha(cube: Cube, who: str, scale: Sequence[str], ctx: ReportContext) -> Estimate:
-    """Krippendorff's α (ordinal) from the coincidences counted for `who`, with its percentile
-    bootstrap CI over sessions: `(who, m, c, d, session)` is Σ n_c · (n_d − [c = d]) over the
-    session's items with m ratings, n_c of them c (0 for an item of one rating: a unit all the
-    same). Sessions, not items, are resampled — as for κ — because the items of one dialogue
-    are not independent; where each session holds one item (ProactBench) that is items."""
-    index = {c: i for i, c in enumerate(scale)}
-    k = len(scale)
-    units: dict[Any, list[list[float]]] = {}
+def by_stat(cube: Cube) -> dict[Any, list[tuple[tuple[Any, ...], int]]]:
+    """The cube's (key, count) items by their first element (`pair`, `cluster`, a `who`):
+    split once, so that the cells and each α read only their own items, where each walked
+    the whole cube (0.2 s of `--humans` on 1 M turns)."""
+    by: dict[Any, list[tuple[tuple[Any, ...], int]]] = defaultdict(list)
     for key, n in cube.items():
-        if key[0] == who:
-            _, m, c, d, unit = key
-            parts = units.setdefault(unit, [[] for _ in range(k * k)])
-            if m >= 2:
-                parts[index[c] * k + index[d]].append(n / (m - 1))
-    flat = [[math.fsum(cell) for cell in units[u]] for u in sorted(units, key=str)]
-    ci = stats.krippendorff_alpha_ci(flat, "ordinal", scale, level=ctx.level,
+        by[key[0]].append((key, n))
+    return by
+
+
+def alpha_of_units(units: list[list[float]], scale: Sequence[str], ctx: ReportContext) -> Estimate:
+    """Krippendorff's α (ordinal) with its CI from each unit's flattened coincidences."""
+    ci = stats.krippendorff_alpha_ci(units, "ordinal", scale, level=ctx.level,
                                      resamples=ctx.resamples, seed=ctx.seed)
     return Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units)
 
 
-def _groups(rows: Iterable[tuple[Any, ...]]) -> list[tuple[str, str, Cube]]:
+def groups(rows: Iterable[tuple[Any, ...]]) -> list[tuple[str, str, Cube]]:
     """(kind, type, cube) for each kind and, for trigger points, each type then all, from rows
     `(kind, type, *key, count)`."""
     by: dict[tuple[str, str], Cube] = defaultdict(Counter)
@@ -183,12 +186,7 @@ def _groups(rows: Iterable[tuple[Any, ...]]) -> list[tuple[str, str, Cube]]:
         by[(kind, "all")][tuple(key)] += int(n)
         if kind == "trigger" and typ:
             by[(kind, str(typ))][tuple(key)] += int(n)
-    order = []
-    for kind in [*KINDS, *sorted({k for k, _ in by} - set(KINDS))]:
-        for typ in (*TRIGGER_TYPES, "all") if kind == "trigger" else ("all",):
-            if (kind, typ) in by:
-                order.append((kind, typ, by[(kind, typ)]))
-    return order
+    return [(kind, typ, by[(kind, typ)]) for kind, typ in _group_order(by)]
 
 
 # --------------------------------------------------------------------------- judge vs judge
@@ -210,7 +208,7 @@ def judge_pairs(ctx: ReportContext, lineage: dict[str, Lineage]) -> list[tuple[s
     return out
 
 
-def _name(run: str, lineage: dict[str, Lineage]) -> str:
+def run_name(run: str, lineage: dict[str, Lineage]) -> str:
     return f"{lineage[run].judge} ({run})"
 
 
@@ -222,55 +220,87 @@ def _against_judges(ctx: ReportContext, res: ReportResult,
                          "re-judging (`bench rejudge RUN --judge …`), or a re-judged run alone.")
         return
     for a, b in pairs:
-        rows = _pair_rows(ctx.con.execute(
+        rows = ctx.con.execute(
             "SELECT kind, type, session_id, label_a, label_b, count(*) FROM judge_pairs "
-            "WHERE run_a = ? AND run_b = ? GROUP BY ALL", [a, b]).fetchall())
-        t = Table(f"{_name(a, lineage)} vs {_name(b, lineage)} on the dialogues of "
-                  f"{lineage[a].source_run}", [*_columns(a),
+            "WHERE run_a = ? AND run_b = ? GROUP BY ALL", [a, b]).fetchall()
+        t = Table(f"{run_name(a, lineage)} vs {run_name(b, lineage)} on the dialogues of "
+                  f"{lineage[a].source_run}", [*columns(a),
                                                Column("alpha", "α ordinal", "float")],
-                  notes=[_ci_note(ctx), "α: Krippendorff's α (ordinal) between the two "
-                         f"judges; {_ALPHA_CI}. intent_completion and intent_clarification: the per-turn "
+                  notes=[ci_note(ctx), "α: Krippendorff's α (ordinal) between the two "
+                         f"judges; {ALPHA_CI}. intent_completion and intent_clarification: the per-turn "
                          "checks of the intent-check audit, over the intents the original run "
                          "still had open."])
-        for kind, typ, cube in _groups(rows):
+        for kind, typ, counts, clusters in _judge_groups(rows):
             scale = scale_of(kind)
-            cells = agreement_cells(cube, scale, ctx)
             # two judges, both known: each item is a unit of two ratings, so a session's
             # coincidence matrix is its confusion matrix plus its transpose
-            pair = [(k, n) for k, n in cube.items() if k[0] == "cluster"]
-            both: Cube = Counter()
-            for (_, session, a, b), n in pair:
-                if a not in scale or b not in scale:
-                    continue
-                both[("judges", 2, a, b, session)] += n
-                both[("judges", 2, b, a, session)] += n
-            t.rows.append([kind, typ, *cells, _alpha(both, "judges", scale, ctx)])
+            k = len(scale)
+            turned = [i % k * k + i // k for i in range(k * k)]
+            both = (clusters + clusters[:, turned]).astype(float).tolist()
+            t.rows.append([kind, typ, *_cells(counts, clusters.tolist(), scale, ctx),
+                           alpha_of_units(both, scale, ctx)])
         if not t.rows:
             t.notes.append("No judged items in common.")
         res.tables.append(t)
 
 
-def _pair_rows(per_session: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """`_groups`' rows of a judge pair from its counts per (kind, type, session, label a,
-    label b): `pair` counts summed over sessions (judge errors, None, included), `cluster`
-    counts per session of the items both judged. One pass over `judge_pairs` where two took
-    0.8 s of the report on 1 M turns."""
-    pairs: Counter[tuple[Any, ...]] = Counter()
-    rows: list[tuple[Any, ...]] = []
-    for kind, typ, session, label_a, label_b, n in per_session:
-        pairs[(kind, typ, label_a, label_b)] += int(n)
-        if label_a is not None and label_b is not None:
-            rows.append((kind, typ, "cluster", session, label_a, label_b, n))
-    return [(kind, typ, "pair", a, b, n) for (kind, typ, a, b), n in pairs.items()] + rows
+def _judge_groups(rows: list[tuple[Any, ...]]
+                  ) -> list[tuple[str, str, dict[tuple[Any, Any], int], Any]]:
+    """(kind, type, label-pair counts, clusters) in `groups`' order from a judge pair's
+    counts per (kind, type, session, label a, label b): the counts summed over sessions
+    (judge errors, None, included); the clusters a numpy array, one row per session (sorted
+    by id) holding a known label pair of the scale, its flattened confusion matrix. Each row
+    is read once and the matrices filled by numpy, where a dictionary per group keyed by
+    (session, label, label) took 0.4-0.5 s of the report on 1 M turns."""
+    import numpy as np
+
+    counts: dict[tuple[str, str], Counter[tuple[Any, Any]]] = defaultdict(Counter)
+    cells: dict[tuple[str, str], list[tuple[Any, int, int]]] = defaultdict(list)
+    indexes: dict[str, dict[Any, int]] = {}
+    for kind, typ, session, label_a, label_b, n in rows:
+        targets = [(kind, "all"), *([(kind, str(typ))] if kind == "trigger" and typ else [])]
+        for target in targets:
+            counts[target][(label_a, label_b)] += int(n)
+        index = indexes.get(kind)
+        if index is None:
+            index = indexes[kind] = {c: i for i, c in enumerate(scale_of(kind))}
+        if label_a in index and label_b in index:
+            cell = (session, index[label_a] * len(index) + index[label_b], int(n))
+            for target in targets:
+                cells[target].append(cell)
+    out = []
+    for kind, typ in _group_order(counts):
+        k2 = len(scale_of(kind)) ** 2
+        entries = cells.get((kind, typ), [])
+        sessions = sorted({s for s, _, _ in entries}, key=str)
+        at = {s: i for i, s in enumerate(sessions)}
+        matrix = np.zeros((len(sessions), k2), dtype=np.int64)
+        if entries:
+            np.add.at(matrix, ([at[s] for s, _, _ in entries], [c for _, c, _ in entries]),
+                      [n for _, _, n in entries])
+        out.append((kind, typ, dict(counts[(kind, typ)]), matrix))
+    return out
 
 
-_ALPHA_CI = ("its [ ] resamples sessions (each session's items together, so items where a "
+def _group_order(present: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The (kind, type) groups present, in the tables' order: the known kinds, then others by
+    name; trigger points by type, then all."""
+    have = set(present)
+    order = []
+    for kind in [*KINDS, *sorted({k for k, _ in have} - set(KINDS))]:
+        for typ in (*TRIGGER_TYPES, "all") if kind == "trigger" else ("all",):
+            if (kind, typ) in have:
+                order.append((kind, typ))
+    return order
+
+
+ALPHA_CI = ("its [ ] resamples sessions (each session's items together, so items where a "
              "session holds one), recomputing α from the resampled coincidences, with the "
              "resamples and seed of κ; resamples with one value only (α undefined) are left "
              "out, as in ProactBench's released analysis; α undefined (no variation) is –")
 
 
-def _ci_note(ctx: ReportContext) -> str:
+def ci_note(ctx: ReportContext) -> str:
     return (f"[ ] = {ctx.level:.0%} CI over sessions (their items and repeats together): "
             f"percentile bootstrap ({ctx.resamples} resamples, seed {ctx.seed}) up to "
             f"{ctx.exact_max} sessions, above it its normal approximation (linearised SE over "
@@ -379,209 +409,10 @@ def _ranking(scores: list[tuple[str, float]]) -> str:
     return " > ".join(f"{n} {100 * v:.1f}" for n, v in ordered)
 
 
-# --------------------------------------------------------------------------- judge vs humans
-
-
-_HUMAN_ITEMS = """
-SELECT run_id, source_run, session_id, repeat, kind, item_id, type, raters,
-       $tie AS tie, $label AS human_label, judge_label
-FROM human_pairs WHERE run_id IN $runs AND raters >= ?
-"""
-_HUMAN_RATINGS = """
-SELECT i.run_id, i.kind, i.type, i.session_id, i.repeat, i.item_id, i.judge_label, h.rater,
-       h.label
-FROM items i JOIN human_ratings h ON h.run_id = i.source_run AND h.session_id = i.session_id
-     AND h.repeat = i.repeat AND h.kind = i.kind AND h.item_id = i.item_id
-"""
-"""`items` and `ratings` of `_HUMANS`, made TEMP tables first: as materialised CTEs of one
-statement, the whole did not finish in 5 minutes on the 1 M-turn benchmark store (DuckDB
-1.5.6; each branch of its UNION alone took 0.2 s); as tables, 1.8 s in all."""
-
-_HUMANS = """
-WITH units AS (
-    SELECT 'humans' AS who, run_id, kind, type, session_id, repeat, item_id, label, count(*) AS n
-    FROM ratings GROUP BY ALL
-    UNION ALL
-    SELECT 'with_judge', run_id, kind, type, session_id, repeat, item_id, label, count(*)
-    FROM (SELECT run_id, kind, type, session_id, repeat, item_id, label FROM ratings
-          WHERE judge_label IS NOT NULL
-          UNION ALL
-          SELECT run_id, kind, type, session_id, repeat, item_id, judge_label FROM items
-          WHERE judge_label IS NOT NULL)
-    GROUP BY ALL
-), sized AS (
-    SELECT *, sum(n) OVER (PARTITION BY who, run_id, kind, session_id, repeat, item_id) AS m
-    FROM units
-)
-SELECT run_id, kind, type, 'pair' AS stat, human_label AS c, judge_label AS d, NULL AS m,
-       NULL AS unit, count(*) AS n
-FROM items GROUP BY ALL
-UNION ALL
-SELECT run_id, kind, type, 'ratings', NULL, NULL, NULL, NULL, sum(raters) FROM items
-GROUP BY ALL
-UNION ALL
-SELECT run_id, kind, type, 'ties', NULL, NULL, NULL, NULL, count(*) FILTER (WHERE tie)
-FROM items GROUP BY ALL
-UNION ALL
-SELECT x.run_id, x.kind, x.type, x.who, x.label, y.label, x.m, x.session_id,
-       sum(x.n * (y.n - (x.label = y.label)::INTEGER))
-FROM sized x JOIN sized y USING (who, run_id, kind, session_id, repeat, item_id)
-GROUP BY ALL
-UNION ALL
-SELECT run_id, kind, rater, 'rater', label, judge_label, NULL, NULL, count(*) FROM ratings
-WHERE judge_label IS NOT NULL GROUP BY ALL
-"""
-"""Everything `--humans` shows, counted per selected run: per rated item with enough ratings
-(`items`) its consensus and judge labels (`pair`), ratings and ties; per unit (an item's
-ratings, and those plus the judge's label) the coincidences Krippendorff's α needs, per session
-(the unit α's CI resamples) and number of ratings m — items of one rating too, with count 0, as
-they are units that can be drawn; per rater its ratings against the judge (`rater`, the type
-column holding the rater)."""
-
-
-def _human_counts(ctx: ReportContext, runs: list[str], label: str, tie: str
-                  ) -> list[tuple[Any, ...]]:
-    """The rows of `_HUMANS` over `runs`, its two inputs held in TEMP tables meanwhile."""
-    items = (_HUMAN_ITEMS.replace("$runs", "(" + ", ".join("?" * len(runs)) + ")")
-             .replace("$label", label).replace("$tie", tie))
-    con = ctx.con
-    try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE items AS {items}", [*runs, ctx.min_raters])
-        con.execute(f"CREATE OR REPLACE TEMP TABLE ratings AS {_HUMAN_RATINGS}")
-        return list(con.execute(_HUMANS).fetchall())
-    finally:
-        con.execute("DROP TABLE IF EXISTS temp.ratings")
-        con.execute("DROP TABLE IF EXISTS temp.items")
-
-
-def _against_humans(ctx: ReportContext, res: ReportResult,
-                    lineage: dict[str, Lineage]) -> None:
-    majority = ctx.consensus == "majority"
-    # fixed column names chosen here, never user text, go into the SQL
-    label, tie = ("human_majority", "majority_tie") if majority else ("human_label", "tie")
-    res.notes.append(
-        ("Human consensus: the majority vote; a tie goes to the middle label (PARTIAL), then "
-         "the better one (PASS before FAIL, YES before NO), counted under ties "
-         "(ProactBench's released analysis). " if majority else
-         "Human consensus: the median of the raters' labels; an even number of raters whose "
-         "middle labels differ gives the lower (worse) one, counted under ties. ") +
-        f"Items need at least {ctx.min_raters} rating(s).")
-    rated = {str(r[0]) for r in ctx.con.execute(
-        "SELECT DISTINCT run_id FROM human_ratings").fetchall()}
-    runs = [r for r in ctx.runs if r in lineage and lineage[r].source_run in rated]
-    by_run: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
-    raters: dict[str, list[tuple[str, str, str, str, int]]] = defaultdict(list)
-    if runs:
-        rows = _human_counts(ctx, runs, label, tie)
-        marks = ", ".join("?" * len(runs))
-        for run, kind, typ, session, c, d, n in ctx.con.execute(
-                f"SELECT run_id, kind, type, session_id, {label}, judge_label, count(*) "
-                f"FROM human_pairs WHERE run_id IN ({marks}) AND raters >= ? AND {label} "
-                "IS NOT NULL AND judge_label IS NOT NULL GROUP BY ALL",
-                [*runs, ctx.min_raters]).fetchall():
-            by_run[str(run)].append((kind, typ, "cluster", session, c, d, n))
-    else:
-        rows = []
-    for run, kind, typ, stat, c, d, m, unit, n in rows:
-        if stat == "rater":
-            raters[str(run)].append((str(typ), str(kind), c, d, int(n)))
-        elif stat in ("pair", "ratings", "ties"):
-            by_run[str(run)].append((kind, typ, stat, c, d, n) if stat == "pair"
-                                    else (kind, typ, stat, n))
-        else:
-            by_run[str(run)].append((kind, typ, stat, int(m), c, d, unit, n))
-    unlabelled = _without_judge_labels(ctx, runs)
-    any_rows = False
-    for run in runs:
-        if run not in by_run:
-            continue
-        any_rows = True
-        if run in unlabelled:
-            res.tables.append(_raters_only(ctx, run, by_run[run], unlabelled[run]))
-            continue
-        t = Table(f"Human consensus vs {_name(run, lineage)}", [
-            *_columns("humans"), Column("ratings", "ratings", "int"),
-            Column("ties", "ties", "int"), Column("alpha_humans", "α humans", "float"),
-            Column("alpha_all", "α humans + judge", "float")],
-            notes=[_ci_note(ctx), "α: Krippendorff's α (ordinal) over the rated items: among "
-                   "the human raters, and with the judge as one more rater; items of one rating "
-                   f"add no pairs but are drawn like the others; {_ALPHA_CI}."])
-        for kind, typ, cube in _groups(by_run[run]):
-            scale = scale_of(kind)
-            t.rows.append([kind, typ, *agreement_cells(cube, scale, ctx), cube[("ratings",)],
-                           cube[("ties",)], _alpha(cube, "humans", scale, ctx),
-                           _alpha(cube, "with_judge", scale, ctx)])
-        res.tables.append(t)
-        res.tables.append(_raters(raters[run], run, lineage))
-    if not any_rows:
-        res.notes.append("No rated items for these runs: import ratings with `bench ratings "
-                         "import FILE --run RUN_ID`.")
-        return
-    from .judge_validity import ppi_table
-
-    ppi = ppi_table(ctx, [r for r in runs if r in by_run and r not in unlabelled],
-                    {r: _name(r, lineage) for r in runs}, label)
-    if ppi is not None:
-        res.tables.append(ppi)
-
-
-def _without_judge_labels(ctx: ReportContext, runs: list[str]) -> dict[str, list[str]]:
-    """Runs made of rated items alone (`bench ratings import --format proactbench` without
-    `--items`), each with the figures it cannot give (recorded by the import)."""
-    out: dict[str, list[str]] = {}
-    for run in runs:
-        row = ctx.con.execute("SELECT config FROM runs WHERE run_id = ?", [run]).fetchone()
-        config = json.loads(row[0]) if row and isinstance(row[0], str) else (
-            row[0] if row and isinstance(row[0], dict) else {})
-        needs = (config.get("imported") or {}).get("needs_sample_items")
-        if needs:
-            out[run] = [str(x) for x in needs]
-    return out
-
-
-def _raters_only(ctx: ReportContext, run: str, rows: list[tuple[Any, ...]],
-                 needs: list[str]) -> Table:
-    """Agreement among the raters of a run that holds no judge labels: the rated items,
-    ratings, ties and α among the humans; what needs the judge is named, not shown as 0 or as
-    judge errors."""
-    t = Table(f"Human raters ({run}: rated items, no judge labels)", [
-        Column("kind", "kind"), Column("type", "type"), Column("items", "rated items", "int"),
-        Column("ratings", "ratings", "int"), Column("ties", "ties", "int"),
-        Column("alpha_humans", "α humans", "float")],
-        notes=[f"α: Krippendorff's α (ordinal) among the human raters over the rated items; "
-               f"{_ALPHA_CI}.",
-               "Made from the rating files alone (no sample_items.json), so these need the "
-               "judge labels and trigger types of `bench ratings import RESULTS --format "
-               "proactbench --items sample_items.json`: " + "; ".join(needs) + "."])
-    for kind, typ, cube in _groups(rows):
-        scale = scale_of(kind)
-        items = sum(n for k, n in cube.items() if k[0] == "pair")
-        t.rows.append([kind, typ, items, cube[("ratings",)], cube[("ties",)],
-                       _alpha(cube, "humans", scale, ctx)])
-    return t
-
-
-def _raters(rows: list[tuple[str, str, str, str, int]], run: str,
-            lineage: dict[str, Lineage]) -> Table:
-    """Each rater against the judge, rating by rating (to spot a rater who disagrees with
-    everyone): rows `(rater, kind, label, judge label, ratings)`."""
-    per: dict[tuple[str, str], dict[tuple[str, str], int]] = defaultdict(dict)
-    for rater, kind, label, judged, n in rows:
-        per[(rater, kind)][(label, judged)] = n
-    t = Table(f"Each rater vs {_name(run, lineage)}", [
-        Column("rater", "rater"), Column("kind", "kind"), Column("ratings", "ratings", "int"),
-        Column("exact", "exact", "pct"), Column("kappa_quadratic", "κ quadratic", "float")],
-        notes=["Per rating, not per consensus; no CI."])
-    for (rater, kind), counts in sorted(per.items()):
-        matrix = stats.confusion_matrix(counts, list(scale_of(kind)))
-        t.rows.append([rater, kind, sum(counts.values()), stats.agreement(matrix).exact,
-                       stats.cohen_kappa(matrix, "quadratic")])
-    return t
-
-
 AGREEMENT = BuiltinReport(
     "agreement", "Judge agreement", "judge vs judge (a run and its rejudge) or vs human "
     "consensus (--humans): κ, α, confusion, rank stability", agreement_report)
 
-__all__ = ["AGREEMENT", "Lineage", "agreement_cells", "agreement_report", "judge_pairs",
-           "kappa_estimates", "scale_of"]
+__all__ = ["AGREEMENT", "ALPHA_CI", "Lineage", "agreement_cells", "agreement_report",
+           "alpha_of_units", "by_stat", "ci_note", "columns", "groups", "judge_pairs",
+           "kappa_estimates", "run_name", "scale_of"]

@@ -34,20 +34,32 @@ def ppi_table(ctx: ReportContext, runs: list[str], labels: dict[str, str], label
     if not runs:
         return None
     marks = ", ".join("?" * len(runs))
-    # label_col is one of two fixed column names chosen by the caller, never user text
+    # per (run, kind, session) and figure: judged items, Σ judge value, rated items,
+    # Σ (human − judge) — the items are summed here, not fetched (30,000 a run on 1 M turns);
+    # label_col is one of two fixed column names chosen by the caller, and the values and
+    # labels come from `_PPI_FIGURES`, never user text
+    sums = []
+    for i, (kind, _, values) in enumerate(_PPI_FIGURES):
+        judge = _value_sql("j.label", values)
+        human = _value_sql(f"h.{label_col}", values)
+        sums.append(f"sum({judge}) FILTER (WHERE j.kind = '{kind}') AS f{i}, "
+                    f"sum({human} - {judge}) FILTER (WHERE j.kind = '{kind}') AS r{i}")
     rows = ctx.con.execute(f"""
-        SELECT j.run_id, j.kind, j.session_id, j.repeat, j.item_id, j.label, h.{label_col}
+        SELECT j.run_id, j.kind, j.session_id, count(*) AS judged,
+               count(h.{label_col}) AS rated, {", ".join(sums)}
         FROM judge_labels j JOIN sessions s USING (run_id, session_id, repeat)
         LEFT JOIN human_pairs h ON h.run_id = j.run_id AND h.session_id = j.session_id
              AND h.repeat = j.repeat AND h.kind = j.kind AND h.item_id = j.item_id
              AND h.raters >= ?
         WHERE j.run_id IN ({marks}) AND s.ablation IS NULL AND j.label IS NOT NULL
           AND j.kind IN ('trigger', 'checklist')
-        ORDER BY j.run_id, j.kind, j.session_id, j.repeat, j.item_id""",
-                            [ctx.min_raters, *runs]).fetchall()
-    items: dict[tuple[str, str], list[tuple[str, str, str | None]]] = defaultdict(list)
-    for run, kind, session, _, _, judge, human in rows:
-        items[(str(run), str(kind))].append((str(session), str(judge), human))
+        GROUP BY ALL""", [ctx.min_raters, *runs]).fetchall()
+    totals: dict[tuple[str, int], list[tuple[int, float, int, float]]] = defaultdict(list)
+    for run, kind, _, judged, rated, *figures in rows:
+        for i, (of, _, _) in enumerate(_PPI_FIGURES):
+            if of == kind:
+                totals[(str(run), i)].append((int(judged), float(figures[2 * i] or 0),
+                                              int(rated), float(figures[2 * i + 1] or 0)))
     t = Table("Bias-corrected headline (prediction-powered inference)", [
         Column("run", "run"), Column("figure", "figure"), Column("judged", "judged", "int"),
         Column("rated", "human-rated", "int"), Column("judge", "judge alone", "pct"),
@@ -63,18 +75,21 @@ def ppi_table(ctx: ReportContext, runs: list[str], labels: dict[str, str], label
                "Trigger pass rate: PASS = 1; trigger score: PASS 1, PARTIAL 0.5, FAIL 0 "
                "(ProactBench's weighted score); judge errors are left out of both sets."])
     for run in runs:
-        for kind, title, values in _PPI_FIGURES:
-            data = items.get((run, kind))
+        for i, (_, title, _) in enumerate(_PPI_FIGURES):
+            data = totals.get((run, i))
             if not data:
                 continue
-            judge = [values[j] for _, j, _ in data]
-            humans = {i: values[h] for i, (_, _, h) in enumerate(data) if h is not None}
-            est = validity.ppi_mean(judge, humans, clusters=[s for s, _, _ in data],
-                                    level=ctx.level)
+            est = validity.ppi_mean_totals(data, level=ctx.level)
             t.rows.append([labels.get(run, run), title, est.n_all, est.n_labelled,
                            Estimate(est.judge_mean), Estimate(est.rectifier),
                            Estimate(est.estimate, None, est.low, est.high, est.n_labelled)])
     return t if t.rows else None
+
+
+def _value_sql(column: str, values: dict[str, float]) -> str:
+    """`values[label]` of a label column in SQL (NULL for a NULL label)."""
+    return ("CASE " + column + " " + " ".join(f"WHEN '{k}' THEN {v!r}" for k, v in values.items())
+            + " END")
 
 
 def unit_figures(ctx: ReportContext, runs: list[str]

@@ -19,6 +19,7 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
 from benchpack.specs.text import LEAK_MIN_TOKENS, LEAK_SHARE, VERBATIM_MIN, leaks
 
@@ -79,6 +80,34 @@ def ppi_mean(judge: Sequence[float], labelled: Mapping[int, float], *,
         return PPIEstimate(theta, None, None, None, f_bar, r_bar, n_all, n_lab, g)
     var = g / (g - 1) * sum(v * v for v in psi.values())
     se = math.sqrt(max(var, 0.0))
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    low, high = theta - z * se, theta + z * se
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return PPIEstimate(theta, low, high, se, f_bar, r_bar, n_all, n_lab, g)
+
+
+def ppi_mean_totals(totals: Sequence[tuple[int, float, int, float]], *, level: float = 0.95,
+                    bounds: tuple[float, float] | None = (0.0, 1.0)) -> PPIEstimate:
+    """`ppi_mean` from each cluster's totals `(N_g, F_g, n_g, R_g)`: its judged units, the sum
+    of the judge's values over them, its labelled units and the sum of (y − f) over those —
+    what SQL sums per session, so that no unit is fetched. ψ summed over a cluster is
+    (F_g − N_g·f̄)/N + (R_g − n_g·r̄)/n; clusters without judged units do not count. θ̂, f̄
+    and r̄ are those of `ppi_mean` to the bit when the sums are exact (values of 0, ½ and 1,
+    as the reports' labels); the SE's last bits may differ (its sums run in another order)."""
+    n_all = sum(t[0] for t in totals)
+    n_lab = sum(t[2] for t in totals)
+    if n_all == 0 or n_lab == 0:
+        mean = math.fsum(t[1] for t in totals) / n_all if n_all else None
+        return PPIEstimate(None, None, None, None, mean, None, n_all, n_lab, 0)
+    f_bar = math.fsum(t[1] for t in totals) / n_all
+    r_bar = math.fsum(t[3] for t in totals) / n_lab
+    theta = f_bar + r_bar
+    psi = [(f - n * f_bar) / n_all + (r - m * r_bar) / n_lab for n, f, m, r in totals if n]
+    g = len(psi)
+    if n_lab < 2 or g < 2:
+        return PPIEstimate(theta, None, None, None, f_bar, r_bar, n_all, n_lab, g)
+    se = math.sqrt(max(g / (g - 1) * math.fsum(v * v for v in psi), 0.0))
     z = NormalDist().inv_cdf(0.5 + level / 2)
     low, high = theta - z * se, theta + z * se
     if bounds is not None:
@@ -167,35 +196,58 @@ def kendall_tau_ci(under_a: Mapping[str, Figure], under_b: Mapping[str, Figure],
     from .stats.resampling import unit_draw_counts
 
     n = len(all_units)
-    # each kept agent's (sum, count) per unit under each judge, as columns: an agent's figure
-    # on a resample is Σ draws·sum ÷ Σ draws·count, as `_figure` sums over the drawn units
+    # each kept agent's (sum, count) per unit under each judge, side by side in one matrix
+    # (sums under A, counts under A, sums under B, counts under B): an agent's figure on a
+    # resample is Σ draws·sum ÷ Σ draws·count, as `_figure` sums over the drawn units
     at = {u: i for i, u in enumerate(all_units)}
-    columns = []
-    for figures in (under_a, under_b):
-        for part in (0, 1):
-            col = [[0.0] * len(keep) for _ in range(n)]
-            for j, i in enumerate(keep):
-                for u, pair in figures[agents[i]].items():
-                    col[at[u]][j] = float(pair[part])
-            columns.append(np.array(col))
+    m = len(keep)
+    columns = np.zeros((n, 4 * m))
+    for part, (figures, side) in enumerate((f, s) for f in (under_a, under_b) for s in (0, 1)):
+        for j, i in enumerate(keep):
+            for u, pair in figures[agents[i]].items():
+                columns[at[u], part * m + j] = float(pair[side])
     taus: list[float] = []
     for block in unit_draw_counts(n, resamples, seed):
         # einsum, not `@`: a BLAS product spreads over threads that spin, 40 % slower in all
-        # on 2 shared cores; these products are small
+        # on 2 shared cores; one product for the four column groups (each element summed
+        # over the units in the same order as one product a group: the same bits)
         drawn = block.astype(float)  # a float × float einsum is twice an int × float one
-        sx, cx, sy, cy = (np.einsum("ij,jk->ik", drawn, col) for col in columns)
-        for r in range(block.shape[0]):
-            if not (cx[r].all() and cy[r].all()):  # an agent with no drawn unit: no figure
-                continue
-            t = kendall_tau_b((sx[r] / cx[r]).tolist(), (sy[r] / cy[r]).tolist())
-            if t is not None:
-                taus.append(t)
+        sx, cx, sy, cy = np.split(np.einsum("ij,jk->ik", drawn, columns), 4, axis=1)
+        taus.extend(_tau_rows(sx, cx, sy, cy))
     if not taus:
         return TauCI(tau, None, None, len(keep), n, 0)
     taus.sort()
     alpha = (1 - level) / 2
     return TauCI(tau, _quantile(taus, alpha), _quantile(taus, 1 - alpha), len(keep), n,
                  len(taus))
+
+
+def _tau_rows(sx: Any, cx: Any, sy: Any, cy: Any) -> list[float]:
+    """`kendall_tau_b` of every resample (a row: the agents' sums and counts under each
+    judge) at once, in numpy, leaving out the rows where an agent has no drawn unit (no
+    figure) or τ is undefined: the same comparisons, integer counts and final division as
+    `kendall_tau_b`, so the same floats."""
+    import numpy as np
+
+    full = cx.all(axis=1) & cy.all(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x, y = sx[full] / cx[full], sy[full] / cy[full]
+    m = x.shape[1]
+    rows = x.shape[0]
+    score = np.zeros(rows, dtype=np.int64)
+    tied_x = np.zeros(rows, dtype=np.int64)
+    tied_y = np.zeros(rows, dtype=np.int64)
+    for i in range(m):
+        for j in range(i + 1, m):
+            a, b = np.sign(x[:, i] - x[:, j]), np.sign(y[:, i] - y[:, j])
+            tied_x += a == 0
+            tied_y += b == 0
+            score += (a * b).astype(np.int64)  # +1 concordant, −1 discordant, 0 tied
+    pairs = m * (m - 1) // 2
+    denominator = (pairs - tied_x) * (pairs - tied_y)
+    defined = denominator != 0
+    taus: list[float] = (score[defined] / np.sqrt(denominator[defined].astype(float))).tolist()
+    return taus
 
 
 def _quantile(xs: Sequence[float], q: float) -> float:
@@ -221,4 +273,5 @@ __all__ = [
     "kendall_tau_ci",
     "leaks",
     "ppi_mean",
+    "ppi_mean_totals",
 ]

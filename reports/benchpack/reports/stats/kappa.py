@@ -220,9 +220,14 @@ def _cluster_kappa_normal_ci(clusters: Sequence[Sequence[int]], total: list[int]
         down[j] -= h
         hi, lo = _kappas(up, k, (weights,))[0], _kappas(down, k, (weights,))[0]
         grad.append(0.0 if hi is None or lo is None else (hi - lo) / (2 * h))
-    spread = math.fsum(
-        math.fsum(g * (x - sum(c) * q) for g, x, q in zip(grad, c, p, strict=True)) ** 2
-        for c in clusters)
+    import numpy as np
+
+    # each term g·(x − N_c·q) in numpy (the same IEEE operations, so the same floats), each
+    # cluster's terms summed by fsum, which rounds once whatever the order: the same sums as
+    # a Python loop over the clusters, which took 0.2 s of the 1 M-turn agreement report
+    cells = np.asarray(clusters, dtype=np.int64)
+    terms = np.asarray(grad) * (cells - cells.sum(axis=1, keepdims=True) * np.asarray(p))
+    spread = math.fsum(v ** 2 for v in map(math.fsum, terms.tolist()))
     half = statistics.NormalDist().inv_cdf((1.0 + level) / 2.0) * math.sqrt(spread) / n_items
     return BootstrapCI(kappa, max(kappa - half, -1.0), min(kappa + half, 1.0), level, 0,
                        n_items, seed, method="normal")
