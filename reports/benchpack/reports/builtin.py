@@ -313,14 +313,24 @@ def summary(ctx: ReportContext) -> ReportResult:
     # 0.8 on 1 M turns). Summed as DECIMAL (exact): grouped in parallel, the float sum
     # depends on the order rows arrive in, and a total on a rounding boundary (synth-02's
     # $2146.43145 in `benchmarks/report_bench.py`'s store) printed $2146.4314 one read and
-    # $2146.4315 the next
+    # $2146.4315 the next. Each distinct price is cast once and multiplied by its calls
+    # (integer arithmetic on the DECIMAL, so the same sum), and the unpriced calls are
+    # counted apart: the store's statistics skip a column without NULLs, where reading
+    # `error` and `cache_hit` for every call cost a quarter of the query
     rows = ctx.rows("""
-        WITH c AS (
-            SELECT run_id, sum(cost::DECIMAL(38, 18))::DOUBLE AS cost,
-                   count(*) FILTER (WHERE cost IS NULL AND error IS NULL
-                                    AND NOT coalesce(cache_hit, false)) AS unpriced
-            FROM llm_calls WHERE run_id IN $runs AND coalesce(purpose, '') <> 'imported'
+        WITH priced AS (
+            SELECT run_id, cost, count(*) AS n FROM llm_calls
+            WHERE run_id IN $runs AND coalesce(purpose, '') <> 'imported'
+            GROUP BY run_id, cost
+        ), unpriced AS (
+            SELECT run_id, count(*) AS unpriced FROM llm_calls
+            WHERE run_id IN $runs AND coalesce(purpose, '') <> 'imported'
+                  AND cost IS NULL AND error IS NULL AND NOT coalesce(cache_hit, false)
             GROUP BY run_id
+        ), c AS (
+            SELECT run_id, sum(n * cost::DECIMAL(38, 18))::DOUBLE AS cost,
+                   coalesce(any_value(u.unpriced), 0) AS unpriced
+            FROM priced LEFT JOIN unpriced u USING (run_id) GROUP BY run_id
         ), s AS (
             SELECT r.run_id, r.pack_name, r.repeats, r.status,
                    count(*) FILTER (WHERE s.status = 'finished') AS finished,
