@@ -12,6 +12,7 @@ from typing import Any
 import duckdb
 import pytest
 
+from benchpack.reports import stats
 from benchpack.reports.access import open_store, select_runs
 from benchpack.reports.api import ReportOptions, build_reports
 from benchpack.reports.builtin import ReportContext, summary
@@ -129,3 +130,30 @@ def test_the_summary_reads_no_view_of_every_judged_item(db: Path) -> None:
     assert any("not validated" in n for n in res.notes)
     assert not [q for q in sqls if "judge_labels" in q]
     assert len([q for q in sqls if "FROM llm_calls" in q]) == 1
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_an_interval_does_not_depend_on_the_order_of_its_units(binary: bool) -> None:
+    """The headline's units reach Python in no order (no `ORDER BY` sorting 100,000 sessions):
+    that changes no digit only while every sum in the interval is exact (`math.fsum`)."""
+    rng = random.Random(7)
+    units = []
+    for i in range(400):
+        count = rng.choice([1, 2, 3])
+        total = (float(sum(rng.random() < 0.3 for _ in range(count))) if binary
+                 else sum(rng.random() ** 3 for _ in range(count)))
+        # most episodes hold one session, some several (their deviations summed first)
+        units.append((total, float(count), f"ep{i if i % 3 else i // 7}"))
+    seen = set()
+    for _ in range(20):
+        rng.shuffle(units)
+        for macro in (True, False):
+            u = stats.headline_interval([(s, c) for s, c, _ in units], binary=binary,
+                                        macro=macro, clusters=[k for _, _, k in units])
+            seen.add((macro, repr(u)))
+    assert len(seen) == 2
+    plain = [sum(s for s, _, _ in units)]
+    for _ in range(20):
+        rng.shuffle(units)
+        plain.append(sum(s for s, _, _ in units))
+    assert binary or len(set(plain)) > 1  # a float sum would have changed a digit
