@@ -319,8 +319,8 @@ def summary(ctx: ReportContext) -> ReportResult:
     # $2146.43145 in `benchmarks/report_bench.py`'s store) printed $2146.4314 one read and
     # $2146.4315 the next. Each distinct price is cast once and multiplied by its calls
     # (integer arithmetic on the DECIMAL, so the same sum), and the unpriced calls are
-    # counted apart: the store's statistics skip a column without NULLs, where reading
-    # `error` and `cache_hit` for every call cost a quarter of the query
+    # counted apart: DuckDB answers that from the column statistics when no price is NULL,
+    # where reading `error` and `cache_hit` for every call cost a quarter of the query
     rows = ctx.rows("""
         WITH priced AS (
             SELECT run_id, cost, count(*) AS n FROM llm_calls
