@@ -167,21 +167,25 @@ class ReportContext:
                       FROM long GROUP BY ALL)
                 GROUP BY ALL
             )
-            SELECT {k}, m, list(mean ORDER BY unit), list(cnt ORDER BY unit),
-                   list(cluster ORDER BY unit), bool_and(is01), any_value(r.means)
+            SELECT {k}, m, list((mean, cnt, cluster)), bool_and(is01), any_value(r.means)
             FROM units JOIN repeats r USING ({k}, m)
             GROUP BY ALL""")
+        # the units in no order (sorting them was a third of this query on 1 M turns): an
+        # interval's sums are exact (fsum), so their order changes no digit
+        # (tests/reports/test_summary_reads.py); one list of triples keeps each unit's
+        # mean, count and cluster together
         out: dict[tuple[Any, ...], list[Estimate]] = {}
         for row in rows:
             key, metric = tuple(row[:keys]), int(str(row[keys])[1:])
-            means, counts, clusters, binary, repeat_means = row[keys + 1:]
+            units, binary, repeat_means = row[keys + 1:]
             spread = stats.mean_std(repeat_means)
             clip = (0.0, 1.0) if bounds is None else bounds[metric]
             ests = out.setdefault(key, [Estimate(None)] * metrics)
-            ests[metric] = self.interval([(m * c, c) for m, c in zip(means, counts, strict=True)],
+            ests[metric] = self.interval([(m * c, c) for m, c, _ in units],
                                          # a difference is never a proportion
                                          binary=bool(binary) and (clip is None or clip[0] >= 0),
-                                         std=spread.std, bounds=clip, clusters=clusters)
+                                         std=spread.std, bounds=clip,
+                                         clusters=[u[2] for u in units])
         return out
 
 
@@ -328,14 +332,24 @@ def summary(ctx: ReportContext) -> ReportResult:
     # 0.8 on 1 M turns). Summed as DECIMAL (exact): grouped in parallel, the float sum
     # depends on the order rows arrive in, and a total on a rounding boundary (synth-02's
     # $2146.43145 in `benchmarks/report_bench.py`'s store) printed $2146.4314 one read and
-    # $2146.4315 the next
+    # $2146.4315 the next. Each distinct price is cast once and multiplied by its calls
+    # (integer arithmetic on the DECIMAL, so the same sum), and the unpriced calls are
+    # counted apart: DuckDB answers that from the column statistics when no price is NULL,
+    # where reading `error` and `cache_hit` for every call cost a quarter of the query
     rows = ctx.rows("""
-        WITH c AS (
-            SELECT run_id, sum(cost::DECIMAL(38, 18))::DOUBLE AS cost,
-                   count(*) FILTER (WHERE cost IS NULL AND error IS NULL
-                                    AND NOT coalesce(cache_hit, false)) AS unpriced
-            FROM llm_calls WHERE run_id IN $runs AND coalesce(purpose, '') <> 'imported'
+        WITH priced AS (
+            SELECT run_id, cost, count(*) AS n FROM llm_calls
+            WHERE run_id IN $runs AND coalesce(purpose, '') <> 'imported'
+            GROUP BY run_id, cost
+        ), unpriced AS (
+            SELECT run_id, count(*) AS unpriced FROM llm_calls
+            WHERE run_id IN $runs AND coalesce(purpose, '') <> 'imported'
+                  AND cost IS NULL AND error IS NULL AND NOT coalesce(cache_hit, false)
             GROUP BY run_id
+        ), c AS (
+            SELECT run_id, sum(n * cost::DECIMAL(38, 18))::DOUBLE AS cost,
+                   coalesce(any_value(u.unpriced), 0) AS unpriced
+            FROM priced LEFT JOIN unpriced u USING (run_id) GROUP BY run_id
         ), s AS (
             SELECT r.run_id, r.pack_name, r.repeats, r.status,
                    count(*) FILTER (WHERE s.status = 'finished') AS finished,

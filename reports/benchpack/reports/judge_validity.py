@@ -123,6 +123,20 @@ def unit_figures(ctx: ReportContext, runs: list[str]
     return out
 
 
+JUDGED_ITEMS = """
+SELECT t.run_id FROM triggers t JOIN s USING (run_id, session_id, repeat)
+WHERE s.status = 'finished' AND coalesce(t.label, '') <> 'SKIPPED'
+UNION ALL
+SELECT c.run_id FROM checklist_results c JOIN s USING (run_id, session_id, repeat)
+WHERE s.status = 'finished' AND c.grader = 'rubric'
+UNION ALL
+SELECT g.run_id FROM triples g JOIN s USING (run_id, session_id, repeat)
+WHERE s.status = 'finished' AND g.side = 'ground_truth' AND s.triples_predicted > 0
+"""
+"""The runs of the items `judge_labels` lists as `trigger`, `checklist` and `triple`, with
+its conditions (`s`: the sessions, or some of them); the note asks this, not the view."""
+
+
 def unvalidated_note(ctx: ReportContext) -> str | None:
     """One line naming the selected runs whose judge (an LLM, not the `rules` heuristic, which
     is labelled as such) judged items but was never compared with human ratings of those
@@ -131,11 +145,19 @@ def unvalidated_note(ctx: ReportContext) -> str | None:
     if "judge_labels" not in have:
         return None
     rated = "human_ratings" in have
-    rows = ctx.rows(f"""SELECT DISTINCT l.run_id, l.judge FROM judge_labels l
-        WHERE l.run_id IN $runs AND l.judge <> 'rules' AND l.kind IN ('trigger', 'checklist',
-              'triple')
-        {"AND l.source_run NOT IN (SELECT run_id FROM human_ratings)" if rated else ""}
-        ORDER BY l.run_id""")
+    # the judged items of `judge_labels` (trigger, checklist, triple), asked of its tables
+    # for the candidate runs only: the view unions every run's items with their lineage first
+    # (0.12 s of CPU on 1 M turns, 0.04 this way); `JUDGED_ITEMS` keeps the view's
+    # conditions word for word, and tests/reports/test_summary_reads.py fails if they differ
+    rows = ctx.rows(f"""WITH cand AS (
+            SELECT run_id, judge FROM run_lineage WHERE run_id IN $runs AND judge <> 'rules'
+            {"AND source_run NOT IN (SELECT run_id FROM human_ratings)" if rated else ""}
+        ), s AS (
+            SELECT run_id, session_id, repeat, status, triples_predicted FROM sessions
+            WHERE run_id IN (SELECT run_id FROM cand)
+        )
+        SELECT DISTINCT run_id, judge FROM cand WHERE run_id IN ({JUDGED_ITEMS})
+        ORDER BY run_id""")
     if not rows:
         return None
     return ("⚠ Judge not validated against humans: " + ", ".join(
@@ -144,4 +166,4 @@ def unvalidated_note(ctx: ReportContext) -> str | None:
             "RUN`, then `bench report agreement --humans`).")
 
 
-__all__ = ["ppi_table", "unit_figures", "unvalidated_note"]
+__all__ = ["JUDGED_ITEMS", "ppi_table", "unit_figures", "unvalidated_note"]

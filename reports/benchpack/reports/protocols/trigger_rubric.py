@@ -50,8 +50,8 @@ GROUP BY run_id, agent, type
 )
 
 
-def trigger_estimates(ctx: ReportContext, where: str = "TRUE", *, by_type: bool = True
-                      ) -> dict[tuple[str, str], dict[str, Any]]:
+def trigger_estimates(ctx: ReportContext, where: str = "TRUE", *, by_type: bool = True,
+                      pass_rate: bool = True) -> dict[tuple[str, str], dict[str, Any]]:
     """(run, type or 'overall') → counts and the pooled pass rate and weighted score over judged
     triggers (ProactBench: SKIPPED and judge errors not in N), with clustered SEs and CIs over
     **episodes** (`stats.CLUSTER`): a dialogue's triggers and all its repeats share the agent,
@@ -59,7 +59,8 @@ def trigger_estimates(ctx: ReportContext, where: str = "TRUE", *, by_type: bool 
     content, so they are one cluster; treating triggers as independent items narrows the
     interval with every repeat. One row per (session, type) reaches Python; with
     `by_type=False` only the 'overall' figures (the headline's), one row per session: a
-    quarter of the intervals."""
+    quarter of the intervals; `pass_rate=False`: the weighted score's interval only (the
+    headline shows no pass rate)."""
     judged = "label IN ('PASS', 'PARTIAL', 'FAIL')"
     typ, sets = (("CASE WHEN grouping(type) = 1 THEN 'overall' ELSE type END",
                   "(run_id, type, session_id), (run_id, session_id)")
@@ -68,9 +69,10 @@ def trigger_estimates(ctx: ReportContext, where: str = "TRUE", *, by_type: bool 
                count(*) FILTER (WHERE {judged}), count(*) FILTER (WHERE label = 'PASS'),
                count(*) FILTER (WHERE label = 'PARTIAL'), count(*) FILTER (WHERE label IS NULL)
         FROM trigger_results WHERE run_id IN $runs AND {where}
-        GROUP BY GROUPING SETS ({sets})
-        ORDER BY run_id, typ, session_id""")
+        GROUP BY GROUPING SETS ({sets})""")
     units: dict[tuple[str, str], list[tuple[int, int, int, int, str]]] = defaultdict(list)
+    # in no order: the sums are of integers and the intervals' of floats exact (fsum), so
+    # the order units arrive in changes no digit (tests/reports/test_summary_reads.py)
     for run, typ, _, episode, n, n_pass, n_partial, errors in rows:
         units[(run, typ)].append((int(n), int(n_pass), int(n_partial), int(errors),
                                   str(episode)))
@@ -89,7 +91,7 @@ def trigger_estimates(ctx: ReportContext, where: str = "TRUE", *, by_type: bool 
 
         out[key] = {"n": n, "pass": n_pass, "partial": n_partial, "fail": n - n_pass - n_partial,
                     "judge_errors": sum(u[3] for u in us), "sessions": len(scored),
-                    "pass_rate": ci(lambda u: float(u[1]), True),
+                    "pass_rate": ci(lambda u: float(u[1]), True) if pass_rate else None,
                     # with no PARTIAL the weighted score is a pass rate too
                     "weighted": ci(lambda u: u[1] + 0.5 * u[2], n_partial == 0)}
     return out
@@ -139,7 +141,7 @@ def triggers(ctx: ReportContext) -> ReportResult:
 def pooled_trigger_score(ctx: ReportContext) -> dict[str, Estimate]:
     """The headline's trigger score: run → its weighted score pooled over judged triggers, as
     `bench report triggers` shows it (CI over sessions)."""
-    pooled = trigger_estimates(ctx, "ablation IS NULL", by_type=False)
+    pooled = trigger_estimates(ctx, "ablation IS NULL", by_type=False, pass_rate=False)
     return {run: f["weighted"] for run in ctx.runs
             if (f := pooled.get((run, "overall"))) is not None}
 

@@ -306,11 +306,22 @@ def _clustered_mean(units: Sequence[tuple[float, float, Hashable]]
     is √Σ_g (Σ_{u∈g} w_u (m_u − x̄))² / Σ w (Miller 2024, eq. 4, with weights)."""
     total = math.fsum(w for _, w, _ in units)
     est = math.fsum(m * w for m, w, _ in units) / total
-    dev: dict[Hashable, list[float]] = {}
+    # most clusters hold one unit (99,167 units in 87,743 episodes on the 1 M-turn store):
+    # their deviation is its own sum (fsum of one float is that float), so only the others
+    # are listed and summed; fsum is correctly rounded, so no order changes a digit
+    first: dict[Hashable, float] = {}
+    more: dict[Hashable, list[float]] = {}
     for m, w, k in units:
-        dev.setdefault(k, []).append(w * (m - est))
-    se = math.sqrt(math.fsum(math.fsum(d) ** 2 for d in dev.values())) / total
-    return est, se, len(dev)
+        d = w * (m - est)
+        if k not in first:
+            first[k] = d
+        elif k in more:
+            more[k].append(d)
+        else:
+            more[k] = [first[k], d]
+    se = math.sqrt(math.fsum([(math.fsum(more[k]) if k in more else d) ** 2
+                              for k, d in first.items()])) / total
+    return est, se, len(first)
 
 
 def interval_note(level: float, unit: str = "sessions") -> str:

@@ -1,0 +1,159 @@
+"""What `bench report summary` asks the store (issue 31): the "judge not validated" note reads
+the tables under `judge_labels` with the view's own conditions, and the run cost is the exact
+DECIMAL sum of every call's price, however the query groups it."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from benchpack.reports import stats
+from benchpack.reports.access import open_store, select_runs
+from benchpack.reports.api import ReportOptions, build_reports
+from benchpack.reports.builtin import ReportContext, summary
+from benchpack.reports.judge_validity import JUDGED_ITEMS, unvalidated_note
+from benchpack.reports.views import VIEWS
+from benchpack.runtime.store import SessionRows, Store
+
+
+def _branches(sql: str) -> list[str]:
+    return [b.strip() for b in sql.split("UNION ALL")]
+
+
+def test_judged_items_have_the_conditions_of_judge_labels() -> None:
+    """The note's query repeats the trigger, checklist and triple branches of `judge_labels`:
+    each branch's table and WHERE clause must be the view's, word for word."""
+    (view,) = [v for v in VIEWS if v.name == "judge_labels"]
+    kinds = _branches(view.sql)[:3]
+    mine = _branches(JUDGED_ITEMS)
+    assert len(mine) == 3
+    for theirs, ours in zip(kinds, mine, strict=True):
+        table = re.search(r"^FROM (\w+ \w)", theirs, re.M)
+        assert table and f"FROM {table.group(1)} JOIN s " in ours, (theirs, ours)
+        (where,) = re.findall(r"^WHERE .*$", theirs, re.M)
+        assert ours.endswith(where), (where, ours)
+    assert "'trigger'" in kinds[0] and "'checklist'" in kinds[1] and "'triple'" in kinds[2]
+
+
+def _run(store: Store, run_id: str, judge: str) -> None:
+    store.upsert_run({"run_id": run_id, "created_at": 1.0, "updated_at": 1.0,
+                      "plan_path": "b", "pack_name": "p", "agent": "a", "judge": judge,
+                      "repeats": 1, "config": {"judge": judge}, "status": "finished"})
+
+
+def _session(store: Store, run_id: str, status: str, labels: list[str | None],
+             calls: list[tuple[Any, ...]] = ()) -> None:  # type: ignore[assignment]
+    session = {"run_id": run_id, "session_id": "s0", "repeat": 0, "fingerprint": "f",
+               "name": "s0", "protocol": "trigger_rubric", "agent": "a", "status": status,
+               "judge_errors": 0}
+    triggers = [(run_id, "s0", 0, f"t{i}", "critical", 1, "offline", "authored", "[]", "p",
+                 "pa", "f", "answer", label, None if label in (None, "SKIPPED") else 1.0, "r",
+                 "", None, None) for i, label in enumerate(labels)]
+    rows = [(run_id, "s0", 0, k, "agent", "agent_step", "m", "h", 1, 1, cost, 0.1, False, None,
+             1, 1, 0.0) for k, cost in enumerate(calls)]
+    store.write_now(SessionRows(run_id, "s0", 0, session,
+                                {"triggers": triggers, "llm_calls": rows}))
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("summary") / "bench.duckdb"
+    store = Store(path)
+    rng = random.Random(31)
+    # a few prices many times over (the query casts each distinct price once), zero,
+    # negative (a refund) and values that are not decimal fractions in binary
+    prices = [0.0, 0.1, 0.2, 0.3, -0.1, 1e-7, 0.0140725, 2146.43145, 1 / 3]
+    try:
+        for run, judge, status, labels in (
+                ("judged", "judge-x", "finished", ["PASS"]),
+                ("skipped", "judge-x", "finished", ["SKIPPED"]),
+                ("errored", "judge-x", "error", ["PASS"]),
+                ("judge-error", "judge-x", "finished", [None]),
+                ("none", "judge-x", "finished", []),
+                ("rules", "rules", "finished", ["FAIL"])):
+            _run(store, run, judge)
+            calls = [rng.choice(prices) for _ in range(rng.randrange(1, 60))]
+            _session(store, run, status, labels, calls)
+    finally:
+        store.close()
+    return path
+
+
+def test_the_note_names_the_runs_judge_labels_has(db: Path) -> None:
+    with open_store(db) as con:
+        runs = [str(r[0]) for r in con.execute("SELECT run_id FROM runs").fetchall()]
+        expected = con.execute("""SELECT DISTINCT run_id FROM judge_labels
+            WHERE judge <> 'rules' AND kind IN ('trigger', 'checklist', 'triple')
+            ORDER BY run_id""").fetchall()
+        note = unvalidated_note(ReportContext(con, runs))
+    assert [r[0] for r in expected] == ["judge-error", "judged"]
+    assert note is not None
+    named = re.findall(r"([\w-]+) \(judge judge-x\)", note)
+    assert named == ["judge-error", "judged"]
+
+
+def test_the_run_cost_is_the_decimal_sum_of_every_call(db: Path) -> None:
+    (res,) = build_reports(ReportOptions(db=db, names=["summary"], runs=["all"]))
+    (runs,) = [t for t in res.tables if t.title == "Runs"]
+    cost = {row[1]: row[-1] for row in runs.rows}
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        exact = dict(con.execute("""SELECT run_id, sum(cost::DECIMAL(38, 18))::DOUBLE
+            FROM llm_calls GROUP BY run_id""").fetchall())
+    finally:
+        con.close()
+    assert len(exact) == 6
+    for run, total in exact.items():
+        assert repr(cost[run]) == repr(total), run
+
+
+def test_the_summary_reads_no_view_of_every_judged_item(db: Path) -> None:
+    """The note used to union every run's judged items (`judge_labels`, 0.12 s of the
+    summary's 1.2 s on 1 M turns) to name a few runs; `llm_calls` is read by one query."""
+    sqls: list[str] = []
+
+    class Logged:
+        def __init__(self, con: Any) -> None:
+            self._con = con
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            sqls.append(str(sql))
+            return self._con.execute(sql, *args)
+
+    with open_store(db) as con:
+        res = summary(ReportContext(Logged(con), select_runs(con, ["all"])))
+    assert any("not validated" in n for n in res.notes)
+    assert not [q for q in sqls if "judge_labels" in q]
+    assert len([q for q in sqls if "FROM llm_calls" in q]) == 1
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_an_interval_does_not_depend_on_the_order_of_its_units(binary: bool) -> None:
+    """The headline's units reach Python in no order (no `ORDER BY` sorting 100,000 sessions):
+    that changes no digit only while every sum in the interval is exact (`math.fsum`)."""
+    rng = random.Random(7)
+    units = []
+    for i in range(400):
+        count = rng.choice([1, 2, 3])
+        total = (float(sum(rng.random() < 0.3 for _ in range(count))) if binary
+                 else sum(rng.random() ** 3 for _ in range(count)))
+        # most episodes hold one session, some several (their deviations summed first)
+        units.append((total, float(count), f"ep{i if i % 3 else i // 7}"))
+    seen = set()
+    for _ in range(20):
+        rng.shuffle(units)
+        for macro in (True, False):
+            u = stats.headline_interval([(s, c) for s, c, _ in units], binary=binary,
+                                        macro=macro, clusters=[k for _, _, k in units])
+            seen.add((macro, repr(u)))
+    assert len(seen) == 2
+    plain = [sum(s for s, _, _ in units)]
+    for _ in range(20):
+        rng.shuffle(units)
+        plain.append(sum(s for s, _, _ in units))
+    assert binary or len(set(plain)) > 1  # a float sum would have changed a digit
