@@ -159,6 +159,22 @@ _SHARED_SPECS: dict[int, tuple[Plan, dict[tuple[str, ...], list[dict[str, Any]]]
 """`ToolBox.shared_specs` by plan (the plan held, so its id is not reused) and tool names: a
 plan's tool of a given name has one definition."""
 
+_DEFINED: dict[int, tuple[Plan, dict[str, ToolDef | None]]] = {}
+"""`ToolBox._define` by plan and tool name: a `ToolDef` is frozen and made only of the plan's
+tool, so every session of a run shares one (eight built-ins a session cost 56 calls of the
+event loop, `tests/runtime/test_per_session_work.py`)."""
+
+
+def _per_plan(held: dict[int, tuple[Plan, Any]], plan: Plan, new: Callable[[], Any]) -> Any:
+    """What `held` keeps for `plan`, made by `new` the first time; at most 8 plans are kept
+    (those of finished runs: tests run many)."""
+    hit = held.get(id(plan))
+    if hit is None or hit[0] is not plan:
+        if len(held) >= 8:
+            held.pop(next(iter(held)))
+        hit = held[id(plan)] = (plan, new())
+    return hit[1]
+
 
 class ToolBox:
     """Executes and records one session's tool calls (`types.ToolHandle`)."""
@@ -243,19 +259,21 @@ class ToolBox:
         self._take_gifts()
         if self._replaced and self._specs is not None:  # what this session now offers
             return self._specs
-        plan_id = id(self.plan)
-        held = _SHARED_SPECS.get(plan_id)
-        if held is None or held[0] is not self.plan:
-            if len(_SHARED_SPECS) >= 8:  # plans of finished runs (tests run many)
-                _SHARED_SPECS.pop(next(iter(_SHARED_SPECS)))
-            held = _SHARED_SPECS[plan_id] = (self.plan, {})
+        held: dict[tuple[str, ...], list[dict[str, Any]]] = _per_plan(
+            _SHARED_SPECS, self.plan, dict)
         names = tuple(self.tools)
-        shared = held[1].get(names)
+        shared = held.get(names)
         if shared is None:
-            shared = held[1][names] = [t.spec() for t in self.tools.values()]
+            shared = held[names] = [t.spec() for t in self.tools.values()]
         return shared
 
     def _define(self, name: str) -> ToolDef | None:
+        defined: dict[str, ToolDef | None] = _per_plan(_DEFINED, self.plan, dict)
+        if name not in defined:
+            defined[name] = self._definition(name)
+        return defined[name]
+
+    def _definition(self, name: str) -> ToolDef | None:
         tool = self.plan.tools.get(name)
         if tool is not None:
             builtin = tool.impl.name if isinstance(tool.impl, BuiltinImpl) else None
