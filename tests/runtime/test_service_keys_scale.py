@@ -72,6 +72,26 @@ def test_key_info_scans_a_table_again_only_when_its_keys_change(monkeypatch) -> 
     state.put_row("orders", {"oid": "#W0001500", "note": "x"})  # same keys: no scan
     state.key_info()
     assert calls["n"] == 3
+    state.delete_row("orders", "#W0001500")  # back to the first keys: known already
+    # (the counter stays: a deleted row's key is never given again)
+    assert state.key_info()["orders"] == {**first["orders"], "counter": 1500}
+    assert calls["n"] == 3
+    # between writes a state does not even read its keys again (`version` is unchanged)
+    rows_read = {"n": 0}
+
+    class Counting(dict):  # type: ignore[type-arg]
+        def get(self, *a):  # type: ignore[no-untyped-def]
+            rows_read["n"] += 1
+            return super().get(*a)
+
+    state._rows["users"] = [Counting(r) for r in state._rows["users"]]
+    state.version += 1
+    state.key_info()
+    read = rows_read["n"]
+    assert read >= 2
+    for _ in range(20):
+        state.key_info()
+    assert rows_read["n"] == read
 
 
 def test_keys_equal_in_python_but_of_another_type_are_scanned_again(monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -155,10 +155,12 @@ class ServiceState:
 
                 cls = validator_for(t.row_schema, default=Draft202012Validator)
                 self._validators[name] = cls(t.row_schema)
-        self._counters: dict[str, int] = {name: self._max_number(name) for name in self.tables}
         self.version = 0
         """Bumped by every write: a python tool worker whose replica saw another version
         reloads the tables before its next call (`pytools.PyToolWorker`)."""
+        self._facts_at: dict[str, tuple[int, _KeyFacts]] = {}
+        """Per table: the `version` its `_KeyFacts` were last looked up at, and those."""
+        self._counters: dict[str, int] = {name: self._max_number(name) for name in self.tables}
 
     # ------------------------------------------------------------------ state
 
@@ -279,19 +281,24 @@ class ServiceState:
         restore (the τ² retail gold run, 114 tasks at concurrency 4: ~2.5 s of the event
         loop's CPU, holding up the other sessions' calls). Looking the keys up hashes
         strings whose hashes Python keeps."""
+        at = self._facts_at.get(table)
+        if at is not None and at[0] == self.version:  # nothing written since
+            return at[1]
         t = self.tables[table]
         keys = tuple([r.get(t.key) for r in self._rows[table]])
         # with their types: `==` holds between 1, 1.0 and True, which do not number alike
         seen = (t.id_prefix, keys, tuple(map(type, keys)))
         try:
             facts = _FACTS.get(seen)
-        except TypeError:  # an unhashable key (a list): worked out every time
-            return _key_facts(keys, t.id_prefix)
-        if facts is None:
+        except TypeError:  # an unhashable key (a list): not shared
             facts = _key_facts(keys, t.id_prefix)
-            if len(_FACTS) >= 256:  # tables of earlier runs and their states
-                _FACTS.pop(next(iter(_FACTS)))
-            _FACTS[seen] = facts
+        else:
+            if facts is None:
+                facts = _key_facts(keys, t.id_prefix)
+                if len(_FACTS) >= 256:  # tables of earlier runs and their states
+                    _FACTS.pop(next(iter(_FACTS)))
+                _FACTS[seen] = facts
+        self._facts_at[table] = (self.version, facts)
         return facts
 
     def _prefix(self, table: str) -> str | None:

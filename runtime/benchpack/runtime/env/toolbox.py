@@ -211,8 +211,9 @@ class ToolBox:
         """Solo mode's ending tool (`conversation.end_tool`): its call ends the session."""
         self.ended = False
         self.tools: dict[str, ToolDef] = {}
+        defined: dict[str, ToolDef | None] = _per_plan(_DEFINED, plan, dict)
         for name in (session.tools if tools is None else tools):
-            tool = self._define(name)
+            tool = defined[name] if name in defined else self._define(name, defined)
             if tool is not None:
                 self.tools[name] = tool
         # discoverable tools (issue 24): defined now, offered once the agent unlocks them
@@ -221,7 +222,7 @@ class ToolBox:
         # the user's own toolbox never holds the agent's locked tools
         unlockable = env_plan.discoverable if env_plan is not None and side == "agent" else ()
         for name in unlockable:
-            tool = self._define(name) if name not in self.tools else None
+            tool = self._define(name, defined) if name not in self.tools else None
             if tool is not None:
                 self.locked[name] = tool
         self.unlocked: list[dict[str, Any]] = []
@@ -267,8 +268,8 @@ class ToolBox:
             shared = held[names] = [t.spec() for t in self.tools.values()]
         return shared
 
-    def _define(self, name: str) -> ToolDef | None:
-        defined: dict[str, ToolDef | None] = _per_plan(_DEFINED, self.plan, dict)
+    def _define(self, name: str, defined: dict[str, ToolDef | None]) -> ToolDef | None:
+        """The plan's tool `name` as offered, from `defined` (this plan's, `_DEFINED`)."""
         if name not in defined:
             defined[name] = self._definition(name)
         return defined[name]
