@@ -80,7 +80,8 @@ def _table_text(rows: Sequence[Any]) -> str:
     """A `frozen` table's canonical text, written once for a given list of row objects: the
     state check hashes the agent's and the gold's final states of every session, whose
     tables mostly hold the plan's rows untouched (the τ² retail gold run: ~1,500 rows a
-    state; sorting and joining their texts was most of the event loop's grading time)."""
+    state; looking up, sorting and joining their texts was most of the event loop's grading
+    time)."""
     held = tuple(rows)
     ids = tuple(map(id, held))
     hit = _TABLE_TEXT.get(ids)
