@@ -93,3 +93,26 @@ def test_a_plan_carrying_a_deep_value_is_a_plan_error(tmp_path: Path) -> None:
     assert "$.services.crm.tables.leads.rows[0].note" in res.output, res.output
     assert not (tmp_path / "bench.duckdb").exists()
     shutil.rmtree(tmp_path / "cache", ignore_errors=True)
+
+
+def test_the_plan_depth_check_counts_every_list_and_object_to_the_limit() -> None:
+    """`planfile._too_deep` walks a level at a time (start-up, issue 31): the plan itself is
+    level 1, so 128 nested containers pass and 129 do not, whichever kind and wherever the
+    deep branch hangs among shallow siblings; scalars never count."""
+    from benchpack.runtime import planfile
+    from benchpack.runtime.planfile import PLAN_MAX_DEPTH
+
+    def objects(levels: int) -> object:
+        value: object = "x"
+        for _ in range(levels):
+            value = {"k": value, "n": 1}
+        return value
+
+    assert PLAN_MAX_DEPTH == 128
+    for make in (_nested, objects):
+        assert not planfile._too_deep({"a": 1, "b": make(127)})  # 1 + 127 containers
+        assert planfile._too_deep({"a": [1, {}], "b": make(128)})  # 1 + 128
+        assert not planfile._too_deep(make(128))
+        assert planfile._too_deep(make(129))
+        assert planfile._too_deep([[], 3, make(128)])
+    assert not planfile._too_deep({}) and not planfile._too_deep({"a": [[], {}, "s"]})

@@ -58,3 +58,37 @@ def test_frozen_hashing_keeps_each_rows_text_and_gives_the_same_hash() -> None:
     changed = {"svc": {"t": [*rows[:10], {**rows[10], "price": 99.5}, *rows[11:]]}}
     assert state_hash(changed, frozen=True) == state_hash(changed) != state_hash(state)
     assert state_hash(state, frozen=True) == state_hash(state)
+
+
+def test_a_frozen_tables_text_is_kept_for_the_same_row_objects_only() -> None:
+    """A `frozen` table's text is kept by the identities of its rows, in order: the same rows
+    in another list (the next session's state) reuse it; a row replaced, removed or added,
+    or the same rows reordered, is a new text equal to the unfrozen one."""
+    from benchpack.runtime.graders import state as st
+
+    rows = [{"id": i, "v": float(i) / 2} for i in range(40)]
+    base = {"svc": {"t": list(rows)}}
+    before = dict(st._TABLE_TEXT)
+    assert canonical(base, frozen=True) == canonical(base)
+    added = [k for k in st._TABLE_TEXT if k not in before]
+    assert len(added) == 1 and st._TABLE_TEXT[added[0]][0] == tuple(rows)
+    calls = {"n": 0}
+    real = st._row_text
+
+    def counted(row: Any) -> str:
+        calls["n"] += 1
+        return real(row)
+
+    st._row_text = counted  # type: ignore[assignment]
+    try:
+        assert canonical({"svc": {"t": list(rows)}}, frozen=True) == canonical(base)
+        assert calls["n"] == 0  # the same row objects: the kept text
+        for other in ([*rows[:5], {**rows[5], "v": 7}, *rows[6:]], rows[1:],
+                      [*rows, {"id": 99}], list(reversed(rows))):
+            state = {"svc": {"t": other}}
+            assert canonical(state, frozen=True) == canonical(state) == _canonical_before(state)
+        assert calls["n"] > 0
+        # the reordered rows give the same text as the original order (a table is a set)
+        assert canonical({"svc": {"t": list(reversed(rows))}}, frozen=True) == canonical(base)
+    finally:
+        st._row_text = real  # type: ignore[assignment]

@@ -103,3 +103,31 @@ def test_every_scratch_directory_is_made_with_an_owner() -> None:
              for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if re.search(r"tempfile\.(mkdtemp|TemporaryDirectory)\(", line)]
     assert found == [], found
+
+
+def test_a_coroutines_scratch_directory_is_removed_off_the_event_loop(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`atemporary` (issue 31): named like `temporary`'s (swept after a SIGKILL), removed on
+    the way out, in another thread than the loop's, and the way out waits for it."""
+    import asyncio
+    import threading
+
+    removed_on: list[threading.Thread] = []
+    real = tmpdirs.shutil.rmtree
+
+    def rmtree(path: Path, ignore_errors: bool = False) -> None:
+        removed_on.append(threading.current_thread())
+        real(path, ignore_errors)
+    monkeypatch.setattr(tmpdirs.shutil, "rmtree", rmtree)
+
+    async def use() -> tuple[Path, threading.Thread]:
+        async with tmpdirs.atemporary("benchpack-test-", tmp_path) as path:
+            (path / "sub").mkdir()
+            (path / "sub" / "f.txt").write_text("x", encoding="utf-8")
+            assert tmpdirs.owner_tag() is None or tmpdirs.owner_tag() in path.name
+        assert not path.exists()
+        return path, threading.current_thread()
+
+    path, loop_thread = asyncio.run(use())
+    assert path.parent == tmp_path and path.name.startswith("benchpack-test-")
+    assert len(removed_on) == 1 and removed_on[0] is not loop_thread

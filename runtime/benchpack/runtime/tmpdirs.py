@@ -23,7 +23,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 _NAME = re.compile(r"^(?:benchpack-|bp-svc-)(?:[a-z0-9]+-)*o([0-9a-z]+)\.([0-9a-z]+)\.([0-9a-f]{6})-")
@@ -49,6 +49,22 @@ def temporary(prefix: str, dir: str | Path | None = None) -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def atemporary(prefix: str, dir: str | Path | None = None) -> AsyncIterator[Path]:
+    """`temporary` for a coroutine: the directory is removed in a thread, which the way out
+    awaits, so the event loop runs other sessions meanwhile. Removing a state check's replay
+    directory at the end of each τ² session held the loop (issue 31: `rmdir` waits on the
+    file system's journal, behind the store's commits), and a tool call of another session
+    waited with it."""
+    import asyncio
+
+    path = temp_dir(prefix, dir)
+    try:
+        yield path
+    finally:
+        await asyncio.to_thread(shutil.rmtree, path, True)
 
 
 def owner_tag() -> str | None:

@@ -159,6 +159,22 @@ _SHARED_SPECS: dict[int, tuple[Plan, dict[tuple[str, ...], list[dict[str, Any]]]
 """`ToolBox.shared_specs` by plan (the plan held, so its id is not reused) and tool names: a
 plan's tool of a given name has one definition."""
 
+_DEFINED: dict[int, tuple[Plan, dict[str, ToolDef | None]]] = {}
+"""`ToolBox._define` by plan and tool name: a `ToolDef` is frozen and made only of the plan's
+tool, so every session of a run shares one (eight built-ins a session cost 56 calls of the
+event loop, `tests/runtime/test_per_session_work.py`)."""
+
+
+def _per_plan(held: dict[int, tuple[Plan, Any]], plan: Plan, new: Callable[[], Any]) -> Any:
+    """What `held` keeps for `plan`, made by `new` the first time; at most 8 plans are kept
+    (those of finished runs: tests run many)."""
+    hit = held.get(id(plan))
+    if hit is None or hit[0] is not plan:
+        if len(held) >= 8:
+            held.pop(next(iter(held)))
+        hit = held[id(plan)] = (plan, new())
+    return hit[1]
+
 
 class ToolBox:
     """Executes and records one session's tool calls (`types.ToolHandle`)."""
@@ -195,8 +211,9 @@ class ToolBox:
         """Solo mode's ending tool (`conversation.end_tool`): its call ends the session."""
         self.ended = False
         self.tools: dict[str, ToolDef] = {}
+        defined: dict[str, ToolDef | None] = _per_plan(_DEFINED, plan, dict)
         for name in (session.tools if tools is None else tools):
-            tool = self._define(name)
+            tool = defined[name] if name in defined else self._define(name, defined)
             if tool is not None:
                 self.tools[name] = tool
         # discoverable tools (issue 24): defined now, offered once the agent unlocks them
@@ -205,7 +222,7 @@ class ToolBox:
         # the user's own toolbox never holds the agent's locked tools
         unlockable = env_plan.discoverable if env_plan is not None and side == "agent" else ()
         for name in unlockable:
-            tool = self._define(name) if name not in self.tools else None
+            tool = self._define(name, defined) if name not in self.tools else None
             if tool is not None:
                 self.locked[name] = tool
         self.unlocked: list[dict[str, Any]] = []
@@ -243,19 +260,21 @@ class ToolBox:
         self._take_gifts()
         if self._replaced and self._specs is not None:  # what this session now offers
             return self._specs
-        plan_id = id(self.plan)
-        held = _SHARED_SPECS.get(plan_id)
-        if held is None or held[0] is not self.plan:
-            if len(_SHARED_SPECS) >= 8:  # plans of finished runs (tests run many)
-                _SHARED_SPECS.pop(next(iter(_SHARED_SPECS)))
-            held = _SHARED_SPECS[plan_id] = (self.plan, {})
+        held: dict[tuple[str, ...], list[dict[str, Any]]] = _per_plan(
+            _SHARED_SPECS, self.plan, dict)
         names = tuple(self.tools)
-        shared = held[1].get(names)
+        shared = held.get(names)
         if shared is None:
-            shared = held[1][names] = [t.spec() for t in self.tools.values()]
+            shared = held[names] = [t.spec() for t in self.tools.values()]
         return shared
 
-    def _define(self, name: str) -> ToolDef | None:
+    def _define(self, name: str, defined: dict[str, ToolDef | None]) -> ToolDef | None:
+        """The plan's tool `name` as offered, from `defined` (this plan's, `_DEFINED`)."""
+        if name not in defined:
+            defined[name] = self._definition(name)
+        return defined[name]
+
+    def _definition(self, name: str) -> ToolDef | None:
         tool = self.plan.tools.get(name)
         if tool is not None:
             builtin = tool.impl.name if isinstance(tool.impl, BuiltinImpl) else None

@@ -368,10 +368,10 @@ async def replay_state(ctx: SessionContext, initial: dict[str, Any],
     environment (restored to `initial`) and a toolbox over it, so every tool kind replays the
     way it ran for the agent."""
     from ..env import EpisodeEnvironment, ToolBox
-    from ..tmpdirs import temporary
+    from ..tmpdirs import atemporary
 
     # owner-tagged: a SIGKILL mid-replay leaves a directory the next run sweeps
-    with temporary("benchpack-replay-") as tmp:
+    async with atemporary("benchpack-replay-") as tmp:
         env = EpisodeEnvironment.create(ctx.plan, ctx.session.environment, tmp)
         env.tool_workers = ctx.env.tool_workers
         env.restore(initial)
