@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import pytest
 
 from benchpack.runtime.env import ToolBox, ToolError, Workspace
-from benchpack.runtime.env import workspace as workspace_module
+from benchpack.runtime.env import confined as confined_module
 from benchpack.runtime.graders.rule import evaluate
 from benchpack.runtime.graders.trace import Trace
 from conftest import bare_toolbox
@@ -45,7 +45,7 @@ def test_glob_work_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     ws = Workspace(tmp_path / "ws")
     for i in range(30):
         (ws.root / f"f{i}.txt").write_text("x", encoding="utf-8")
-    monkeypatch.setattr(workspace_module, "MAX_WALK_ENTRIES", 10)
+    monkeypatch.setattr(confined_module, "MAX_WALK_ENTRIES", 10)
     out = ws.glob("*.txt")
     assert out["truncated"] is True and len(out["matches"]) <= 10
 
