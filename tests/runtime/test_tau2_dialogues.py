@@ -222,3 +222,29 @@ def test_telecom_dialogues_equal_tau2s_own_runner() -> None:
     # the user's own gold calls (its phone's tools) settle the task in both runners
     gold = [v for k, v in report["outcomes"].items() if k.endswith("/gold")]
     assert [(g["tau2"]["reward"], g["benchpack"]["reward"]) for g in gold] == [(1.0, 1.0)] * 2
+
+
+@pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT and "
+                    "BENCH_TAU2_PYTHON to a τ² checkout and a Python that imports it")
+def test_banking_dialogues_under_a_search_variant_equal_tau2s_and_golden_differs() -> None:
+    # the bm25 build: τ²'s policy for bm25 and its search tools offered first, as τ²'s
+    # runner offers them, request for request; golden's prompt layout is a declared
+    # difference (`kb-in-prompt`, origin.if_vars), and the check shows it
+    def run(variant: str) -> dict[str, Any]:
+        result = CliRunner().invoke(cli, [
+            "parity", "tau2-dialogues", "--tau2", str(CHECKOUT), "--tau2-python", str(PYTHON),
+            "--domain", "banking_knowledge", "--retrieval", variant, "--limit", "2",
+            "--kinds", "gold,errors", "--max-messages", "20", "--json"])
+        assert result.exit_code in (0, 1), result.output
+        report: dict[str, Any] = json.loads(result.output[result.output.index("{"):])
+        return report
+
+    bm25 = run("bm25")
+    assert bm25["mismatches"] == [] and len(bm25["outcomes"]) == 4
+    assert bm25["requests"]["agent"] >= 4
+    golden = run("golden")
+    assert golden["mismatches"] and all("messages[0].content" in str(m)
+                                        for m in golden["mismatches"])
+    bad = CliRunner().invoke(cli, ["parity", "tau2-dialogues", "--tau2", str(CHECKOUT),
+                                   "--domain", "retail", "--retrieval", "bm25"])
+    assert bad.exit_code == 2 and "retail has no retrieval configuration" in bad.output

@@ -91,9 +91,24 @@ def _dialogue_declared(domain: str) -> list[Any]:
     return declared.get(domain, [])
 
 
-DIALOGUE_VARS = {"banking_knowledge": {"retrieval": "none"}}
-"""The pack variables of a dialogue check: banking's retrieval `none`, τ²'s `no_knowledge` (the
-driver's default; τ²'s search tools answer in their own text, not compared here)."""
+DIALOGUE_VARS = {"banking_knowledge": "retrieval"}
+"""The pack variable a dialogue check sets (`--retrieval`): banking's retrieval configuration,
+run on τ²'s side as its matching variant."""
+
+
+def _retrieval_variant(domain: str, retrieval: str) -> str | None:
+    """τ²'s retrieval variant for `--retrieval` (None for a domain without one)."""
+    if domain not in DIALOGUE_VARS:
+        if retrieval != "none":
+            raise click.UsageError(f"--retrieval: {domain} has no retrieval configuration")
+        return None
+    from benchpack.compiler.importers.tau2_banking import RETRIEVAL_NAMES
+
+    theirs = {ours: name for name, ours in RETRIEVAL_NAMES.items() if ours}
+    if retrieval not in theirs:
+        raise click.UsageError(f"--retrieval: unknown {retrieval} (one of "
+                               f"{', '.join(theirs)})")
+    return theirs[retrieval]
 PACK_PLACES: dict[str, dict[str, Any]] = {"banking_knowledge": {"service": "banking", "environment": "bank"}}
 """Where an imported pack keeps a domain's database, when not under the domain's name."""
 
@@ -201,11 +216,15 @@ def _scope(diff_id: str) -> dict[str, Any]:
 @click.option("--solo", is_flag=True,
               help="τ²'s solo mode (telecom, mock): its solo agent against a `--solo` import; "
                    "kinds gold, nothing, text, short, together, wrong.")
+@click.option("--retrieval", default="none", show_default=True, metavar="VARIANT",
+              help="banking_knowledge: the pack's `--var retrieval` both sides run with "
+                   "(none, full, golden, bm25, grep, bm25_grep, shell; τ²'s matching variant).")
 @click.option("--examples", type=click.IntRange(0), default=10, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def parity_tau2_dialogues(checkout: Path, domain: str, tau2_python: str | None,
                           task_list: str | None, limit: int | None, kinds: str | None,
-                          max_messages: int, solo: bool, examples: int, as_json: bool) -> None:
+                          max_messages: int, solo: bool, retrieval: str, examples: int,
+                          as_json: bool) -> None:
     """Whole dialogues through τ²'s own runner and through benchpack's, both talking to one
     scripted model endpoint on 127.0.0.1 that answers as a function of each request. Compares
     each dialogue's ending, reward and reward components, and every request the agent, the
@@ -220,6 +239,7 @@ def parity_tau2_dialogues(checkout: Path, domain: str, tau2_python: str | None,
     bad = [k for k in wanted if k not in known]
     if bad:
         raise click.UsageError(f"--kinds: unknown {', '.join(bad)} (kinds: {', '.join(known)})")
+    theirs_retrieval = _retrieval_variant(domain, retrieval)
     domain_dir = Path(checkout) / "data" / "tau2" / "domains" / domain
     try:
         with Tau2Driver(checkout, tau2_python) as driver, \
@@ -228,14 +248,15 @@ def parity_tau2_dialogues(checkout: Path, domain: str, tau2_python: str | None,
             extract = driver.extract(domain, variants=extract_variants(domain), solo=solo)
             tasks = _tasks(domain, domain_dir)
             plan_dir, imported = _dialogue_pack(domain_dir, extract, max_messages, Path(tmp),
-                                                solo)
+                                                solo, retrieval)
             ids = [i for i in ([x.strip() for x in task_list.split(",")] if task_list else
                                [str(t.get("id")) for t in tasks]) if i in imported]
             ids = ids[:limit] if limit else ids
             if not ids:
                 raise PackErrors("✗ parity tau2-dialogues: no imported task selected")
             report = (_solo if solo else _dialogues)(driver, domain, extract, tasks, ids,
-                                                     wanted, plan_dir, max_messages, imported)
+                                                     wanted, plan_dir, max_messages, imported,
+                                                     theirs_retrieval)
     except Tau2DriverError as exc:
         raise PackErrors(f"✗ parity tau2-dialogues: {exc}") from None
     from benchpack.runtime.tau2bench.dialogues import render
@@ -249,9 +270,10 @@ def parity_tau2_dialogues(checkout: Path, domain: str, tau2_python: str | None,
 
 
 def _dialogue_pack(domain_dir: Path, extract: dict[str, Any], max_messages: int, work: Path,
-                   solo: bool = False) -> tuple[Path, dict[str, str]]:
+                   solo: bool = False, retrieval: str = "none") -> tuple[Path, dict[str, str]]:
     """Import with τ²'s texts (`solo`: in τ²'s solo mode), the message limit set to the
-    check's, and compile; the plan and its sessions' names by τ² task id."""
+    check's, and compile (`retrieval`: the domain's variable, if it has one); the plan and its
+    sessions' names by τ² task id."""
     import re
 
     from benchpack.compiler import compile_pack
@@ -270,7 +292,8 @@ def _dialogue_pack(domain_dir: Path, extract: dict[str, Any], max_messages: int,
                          "`max_messages:` default to set (hint: a benchpack bug)")
     (pack / "pack.yaml").write_text(text, encoding="utf-8")
     compiled = compile_pack(pack, work / "plan", use_cache=False,
-                            variables=DIALOGUE_VARS.get(domain_dir.name))
+                            variables={DIALOGUE_VARS[domain_dir.name]: retrieval}
+                            if domain_dir.name in DIALOGUE_VARS else None)
     if not compiled.ok:
         first = next((d.format() for d in compiled.diagnostics if d.severity == "error"), "")
         raise PackErrors(f"✗ parity tau2-dialogues: the pack does not compile: {first}")
@@ -333,7 +356,7 @@ def _some_keys(extract: dict[str, Any]) -> list[str]:
 
 def _dialogues(driver: Any, domain: str, extract: dict[str, Any], tasks: list[Any],
                ids: list[str], kinds: list[str], plan_dir: Path, max_messages: int,
-               names: dict[str, str] | None = None) -> Any:
+               names: dict[str, str] | None = None, retrieval: str | None = None) -> Any:
     from benchpack.compiler.importers.tau2_dialogue import trial_seeds
     from benchpack.runtime.tau2bench.dialogues import (
         DialogueReport,
@@ -363,7 +386,7 @@ def _dialogues(driver: Any, domain: str, extract: dict[str, Any], tasks: list[An
                  "task(s)")
             theirs = driver.simulate(domain, batch_ids, kinds, model.base_url,
                                      max_steps=max_messages, max_errors=max_errors, seed=seed,
-                                     prefix="tau2")
+                                     prefix="tau2", retrieval=retrieval)
             ours = run_ours(plan_dir, kinds, batch_ids, model.base_url, prefix="bp", names=names,
                             progress=lambda text: _say(f"… {text}"))
             compare_outcomes(theirs, ours, report)
@@ -371,13 +394,14 @@ def _dialogues(driver: Any, domain: str, extract: dict[str, Any], tasks: list[An
             for failure in model.failures[:5]:
                 report.notes.append(f"the scripted model could not answer: {failure}")
     report.notes.append(f"{len(ids)} task(s) × {', '.join(kinds)}; max_messages {max_messages}, "
-                        f"max_tool_errors {max_errors}; τ² Python {driver.info.get('python')}")
+                        f"max_tool_errors {max_errors}; τ² Python {driver.info.get('python')}"
+                        + (f"; τ²'s retrieval variant {retrieval}" if retrieval else ""))
     return report
 
 
 def _solo(driver: Any, domain: str, extract: dict[str, Any], tasks: list[Any], ids: list[str],
           kinds: list[str], plan_dir: Path, max_messages: int,
-          names: dict[str, str] | None = None) -> Any:
+          names: dict[str, str] | None = None, retrieval: str | None = None) -> Any:
     """`_dialogues` for τ²'s solo mode (`runtime/tau2bench/solo.py`)."""
     from benchpack.compiler.importers.tau2_dialogue import trial_seeds
     from benchpack.runtime.tau2bench import solo

@@ -217,15 +217,16 @@ class Tau2Driver:
 
     def simulate(self, domain: str, task_ids: list[str], kinds: list[str], api_base: str,
                  max_steps: int, max_errors: int, seed: int | None = None,
-                 prefix: str = "tau2", timeout_s: float = 3600.0, solo: bool = False
-                 ) -> dict[str, Any]:
+                 prefix: str = "tau2", timeout_s: float = 3600.0, solo: bool = False,
+                 retrieval: str | None = None) -> dict[str, Any]:
         """τ²'s own runner on each task × kind against the scripted endpoint at `api_base`:
         `{"<task>/<kind>": {termination, reward, breakdown}}` (see the driver); `solo`: its
-        solo agent."""
+        solo agent; `retrieval`: banking's variant (τ²'s name; default `no_knowledge`)."""
         result: dict[str, Any] = self.request(
             "simulate", timeout_s=timeout_s, domain=domain, task_ids=task_ids, kinds=kinds,
             api_base=api_base, max_steps=max_steps, max_errors=max_errors, seed=seed,
-            prefix=prefix, **({"solo": True} if solo else {}))
+            prefix=prefix, **({"solo": True} if solo else {}),
+            **({"retrieval": retrieval} if retrieval else {}))
         return result
 
 
