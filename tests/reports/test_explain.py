@@ -468,9 +468,9 @@ def test_next_and_previous_walk_the_filtered_sorted_list(store: Path) -> None:
 
 def test_transcript_search_finds_every_message_and_links_its_turn(store: Path,
                                                                   tmp_path: Path) -> None:
-    from test_view import _long_store
+    from test_view_calls import long_store
 
-    client = local_client(create_app(_long_store(tmp_path / "long.duckdb")))
+    client = local_client(create_app(long_store(tmp_path / "long.duckdb")))
     # Chinese and case-insensitive; a hit on a later page links to that page and turn
     page = client.get("/session?run=r&session=long&repeat=0&q=第250轮").text
     assert "1 message contains “第250轮”" in page
