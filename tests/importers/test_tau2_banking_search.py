@@ -114,6 +114,17 @@ def test_imported_with_tau2_the_answers_are_tau2s(tmp_path: Path) -> None:
                                                                       "bm25_grep"}
 
 
+def _built_origin(tmp_path: Path, retrieval: str | None) -> dict[str, Any]:
+    """The plan's `origin` of `tmp_path/p` compiled with `--var retrieval` (None: the pack's)."""
+    out = tmp_path / f"b-{retrieval}"
+    result = compile_pack(tmp_path / "p", out, use_cache=False,
+                          variables={"retrieval": retrieval} if retrieval else None)
+    assert not result.errors, [d.format() for d in result.diagnostics]
+    origin: dict[str, Any] = json.loads((out / "plan.json").read_text(encoding="utf-8"))[
+        "pack"]["origin"]
+    return origin
+
+
 @needs_tau2
 def test_imported_with_tau2_search_results_is_no_longer_a_difference(tmp_path: Path) -> None:
     domain = Path(str(CHECKOUT)) / "data" / "tau2" / "domains" / "banking_knowledge"
@@ -137,12 +148,7 @@ def test_imported_with_tau2_search_results_is_no_longer_a_difference(tmp_path: P
     from benchpack.specs.origin_label import origin_of_config
 
     for var, listed in ((None, []), ("golden", ["kb-in-prompt"]), ("shell", ["shell-tools"])):
-        out = tmp_path / f"b-{var}"
-        result = compile_pack(tmp_path / "p", out, use_cache=False,
-                              variables={"retrieval": var} if var else None)
-        assert not result.errors, [d.format() for d in result.diagnostics]
-        plan = json.loads((out / "plan.json").read_text(encoding="utf-8"))
-        label = origin_of_config({"origin": plan["pack"]["origin"]})
+        label = origin_of_config({"origin": _built_origin(tmp_path, var)})
         assert label is not None and [d.split(":")[0] for d in label.differences] == listed
         assert label.comparable is (not listed)
     kb = pack["knowledge"][0]
@@ -164,12 +170,7 @@ def test_without_tau2_search_results_stays_a_difference(tmp_path: Path) -> None:
         "grep": ["search-results"], "bm25_grep": ["search-results"], "shell": ["shell-tools"]}
     # each build lists what holds for its retrieval: the pack's own (bm25), golden, none
     for var, extra in ((None, ["search-results"]), ("golden", ["kb-in-prompt"]), ("none", [])):
-        out = tmp_path / f"b-{var}"
-        result = compile_pack(tmp_path / "p", out, use_cache=False,
-                              variables={"retrieval": var} if var else None)
-        assert not result.errors, [d.format() for d in result.diagnostics]
-        plan = json.loads((out / "plan.json").read_text(encoding="utf-8"))
-        assert [d.split(":")[0] for d in plan["pack"]["origin"]["differences"]] == [
+        assert [d.split(":")[0] for d in _built_origin(tmp_path, var)["differences"]] == [
             "own-descriptions", "no-policy", "no-deposit-scans", *extra], var
     kb = pack["knowledge"][0]
     assert kb["tools"] == {"search": "KB_search", "grep": "KB_grep"} and "results" not in kb

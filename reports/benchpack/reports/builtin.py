@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from . import stats
 from .cluster import cluster_sql
-from .cost import cost
+from .cost import EXACT_COST, MEASURED, UNPRICED, cost
 from .model import BuiltinReport, Column, Estimate, ReportResult, Table
 
 BOOTSTRAP_EXACT_MAX = 50
@@ -336,18 +336,16 @@ def summary(ctx: ReportContext) -> ReportResult:
     # (integer arithmetic on the DECIMAL, so the same sum), and the unpriced calls are
     # counted apart: DuckDB answers that from the column statistics when no price is NULL,
     # where reading `error` and `cache_hit` for every call cost a quarter of the query
-    rows = ctx.rows("""
+    rows = ctx.rows(f"""
         WITH priced AS (
-            SELECT run_id, cost, count(*) AS n FROM llm_calls
-            WHERE run_id IN $runs AND coalesce(purpose, '') <> 'imported'
+            SELECT run_id, cost, count(*) AS n FROM llm_calls WHERE {MEASURED}
             GROUP BY run_id, cost
         ), unpriced AS (
             SELECT run_id, count(*) AS unpriced FROM llm_calls
-            WHERE run_id IN $runs AND coalesce(purpose, '') <> 'imported'
-                  AND cost IS NULL AND error IS NULL AND NOT coalesce(cache_hit, false)
+            WHERE {MEASURED} AND {UNPRICED}
             GROUP BY run_id
         ), c AS (
-            SELECT run_id, sum(n * cost::DECIMAL(38, 18))::DOUBLE AS cost,
+            SELECT run_id, sum(n * {EXACT_COST})::DOUBLE AS cost,
                    coalesce(any_value(u.unpriced), 0) AS unpriced
             FROM priced LEFT JOIN unpriced u USING (run_id) GROUP BY run_id
         ), s AS (

@@ -75,16 +75,8 @@ def ppi_mean(judge: Sequence[float], labelled: Mapping[int, float], *,
         if i in rect:
             contribution += (rect[i] - r_bar) / n_lab
         psi[keys[i]] = psi.get(keys[i], 0.0) + contribution
-    g = len(psi)
-    if n_lab < 2 or g < 2:
-        return PPIEstimate(theta, None, None, None, f_bar, r_bar, n_all, n_lab, g)
-    var = g / (g - 1) * sum(v * v for v in psi.values())
-    se = math.sqrt(max(var, 0.0))
-    z = NormalDist().inv_cdf(0.5 + level / 2)
-    low, high = theta - z * se, theta + z * se
-    if bounds is not None:
-        low, high = max(low, bounds[0]), min(high, bounds[1])
-    return PPIEstimate(theta, low, high, se, f_bar, r_bar, n_all, n_lab, g)
+    squares = sum(v * v for v in psi.values()) if n_lab >= 2 and len(psi) >= 2 else None
+    return _ppi_estimate(theta, f_bar, r_bar, n_all, n_lab, len(psi), squares, level, bounds)
 
 
 def ppi_mean_totals(totals: Sequence[tuple[int, float, int, float]], *, level: float = 0.95,
@@ -104,10 +96,19 @@ def ppi_mean_totals(totals: Sequence[tuple[int, float, int, float]], *, level: f
     r_bar = math.fsum(t[3] for t in totals) / n_lab
     theta = f_bar + r_bar
     psi = [(f - n * f_bar) / n_all + (r - m * r_bar) / n_lab for n, f, m, r in totals if n]
-    g = len(psi)
-    if n_lab < 2 or g < 2:
+    squares = math.fsum(v * v for v in psi) if n_lab >= 2 and len(psi) >= 2 else None
+    return _ppi_estimate(theta, f_bar, r_bar, n_all, n_lab, len(psi), squares, level, bounds)
+
+
+def _ppi_estimate(theta: float, f_bar: float, r_bar: float, n_all: int, n_lab: int, g: int,
+                  squares: float | None, level: float,
+                  bounds: tuple[float, float] | None) -> PPIEstimate:
+    """The estimate with its CI from Σ_g ψ_g² over the `g` clusters (`squares`; None: too few
+    labelled units or clusters for one): SE = √(G/(G−1)·Σ ψ²), θ̂ ± z·SE clipped to
+    `bounds`."""
+    if squares is None:
         return PPIEstimate(theta, None, None, None, f_bar, r_bar, n_all, n_lab, g)
-    se = math.sqrt(max(g / (g - 1) * math.fsum(v * v for v in psi), 0.0))
+    se = math.sqrt(max(g / (g - 1) * squares, 0.0))
     z = NormalDist().inv_cdf(0.5 + level / 2)
     low, high = theta - z * se, theta + z * se
     if bounds is not None:
