@@ -10,6 +10,22 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 TASKPACKS = ROOT / "taskpacks"
 
+# τ²-bench's own code, for the gated parity tests: a checkout and a Python that imports it
+TAU2_CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
+TAU2_PYTHON = os.environ.get("BENCH_TAU2_PYTHON")
+needs_tau2 = pytest.mark.skipif(
+    not (TAU2_CHECKOUT and TAU2_PYTHON),
+    reason="set BENCH_TAU2_CHECKOUT (a τ²-bench checkout) and BENCH_TAU2_PYTHON (a Python that "
+           "imports tau2 from it) to compare with τ²'s own code")
+
+
+def _has_bwrap() -> bool:
+    from benchpack.runtime.sandbox import find_bwrap
+    return find_bwrap() is not None
+
+
+needs_bwrap = pytest.mark.skipif(not _has_bwrap(), reason="bubblewrap is not available")
+
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:

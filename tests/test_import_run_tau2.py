@@ -31,6 +31,8 @@ import pytest
 from click.testing import CliRunner
 
 from benchpack.cli.main import cli
+from conftest import TAU2_CHECKOUT, needs_tau2
+from conftest import TAU2_PYTHON as TAU2_PY
 
 FIX = Path(__file__).parent / "fixtures" / "tau2"
 RESULTS = FIX / "results" / "retail_results.json"
@@ -38,12 +40,6 @@ RUN = "tau2-retail-gpt-4.1-mini"
 PASS_HAT = {1: 23 / 36, 2: 1 / 3, 3: 1 / 12}
 AVG_REWARD = 6.9999995 / 11
 
-TAU2_PY = os.environ.get("BENCH_TAU2_PYTHON")
-TAU2_CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
-needs_tau2 = pytest.mark.skipif(
-    not (TAU2_PY and TAU2_CHECKOUT),
-    reason="set BENCH_TAU2_PYTHON (a Python that imports tau2) and BENCH_TAU2_CHECKOUT (the τ² "
-           "checkout) to compare with τ²'s own metrics")
 
 
 def bench(*args: Any) -> Any:

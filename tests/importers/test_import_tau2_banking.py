@@ -13,7 +13,6 @@ mismatches, 2 queries differing only by τ²'s score-0 fill."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from benchpack.runtime.tau2bench.retrieval import (
     documents_of,
     queries_of,
 )
+from conftest import TAU2_CHECKOUT, TAU2_PYTHON
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "tau2_banking" / "banking_knowledge"
 
@@ -104,8 +104,6 @@ def test_queries_come_from_the_documents() -> None:
     assert patterns[:2] == ["Opening", "Cashback"] and patterns[-1] == "verif(y|ied|ication)"
 
 
-TAU2_CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
-TAU2_PYTHON = os.environ.get("BENCH_TAU2_PYTHON")
 
 
 def _tau2_retrieval_available() -> bool:

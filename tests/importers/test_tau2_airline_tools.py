@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import random
 import re
 import subprocess
@@ -23,8 +22,10 @@ import pytest
 from benchpack.compiler.importers.tau2 import DOMAINS, TOOLS_DIR
 from benchpack.runtime.env import ServiceState
 from benchpack.runtime.env.pytools import API
-from benchpack.runtime.sandbox import find_bwrap
 from benchpack.specs.plan import PlanService
+from conftest import TAU2_CHECKOUT as CHECKOUT
+from conftest import TAU2_PYTHON as PYTHON
+from conftest import needs_bwrap, needs_tau2
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "tau2" / "airline" / "tools_db.json"
 KEYS = {"flights": "flight_number", "users": "user_id", "reservations": "reservation_id"}
@@ -476,14 +477,10 @@ def test_error_links_name_the_pydantic_version_the_import_sets(air: Air) -> None
 
 # ---------------------------------------------------------------- against τ² itself
 
-CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
-PYTHON = os.environ.get("BENCH_TAU2_PYTHON")
 
 
-@pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT (a τ²-bench "
-                    "checkout) and BENCH_TAU2_PYTHON (a Python that can import it) to run the "
-                    "τ² tests")
-@pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")
+@needs_tau2
+@needs_bwrap
 def test_parity_with_tau2s_airline(tmp_path: Path) -> None:
     """`bench parity tau2` for airline: every gold list, as given and permuted, and generated
     calls, through τ²'s own AirlineTools and our real tool path (a small run: the full one is

@@ -29,16 +29,13 @@ from tau2_helpers import import_domain, run_scores
 from benchpack.compiler.importers import run_import
 from benchpack.runtime.env import ServiceState
 from benchpack.runtime.env.pytools import API
-from benchpack.runtime.sandbox import find_bwrap
 from benchpack.runtime.user_side import patch_tables
 from benchpack.specs.plan import PlanService
+from conftest import TAU2_CHECKOUT as CHECKOUT
+from conftest import TAU2_PYTHON as PYTHON
+from conftest import needs_bwrap, needs_tau2
 
 DOMAIN = Path(__file__).resolve().parents[1] / "fixtures" / "tau2_banking" / "banking_knowledge"
-CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
-PYTHON = os.environ.get("BENCH_TAU2_PYTHON")
-needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")
-needs_tau2 = pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT "
-                                "(a τ²-bench checkout) and BENCH_TAU2_PYTHON")
 IDS = ("task_a", "task_c", "task_d", "task_e")
 TWO = {"max_concurrency": 2}  # sessions at once in these runs
 

@@ -28,12 +28,11 @@ from benchpack.runtime.tau2bench.callgen_discoverable import (
     expand,
 )
 from benchpack.runtime.tau2bench.parity import ParityRun, _cut_tables
+from conftest import TAU2_CHECKOUT as CHECKOUT
+from conftest import TAU2_PYTHON as PYTHON
+from conftest import needs_tau2
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
-PYTHON = os.environ.get("BENCH_TAU2_PYTHON")
-needs_tau2 = pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT "
-                                "(a τ²-bench checkout) and BENCH_TAU2_PYTHON")
 NAMES = {"no_knowledge": "none", "full_kb": "full", "golden_retrieval": "golden",
          "bm25": "bm25", "openai_embeddings": None}
 

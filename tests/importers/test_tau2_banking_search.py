@@ -8,7 +8,6 @@ BENCH_TAU2_CHECKOUT and BENCH_TAU2_PYTHON). Measured on τ²-bench a2c0247: 1966
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +20,9 @@ from benchpack.compiler import compile_pack
 from benchpack.compiler.importers import ImportError_
 from benchpack.compiler.importers.tau2_banking_texts import in_tau2_order, knowledge_tools
 from benchpack.runtime.tau2bench.retrieval_text import compare_texts
-
-CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
-PYTHON = os.environ.get("BENCH_TAU2_PYTHON")
-needs_tau2 = pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT "
-                                "(a τ²-bench checkout) and BENCH_TAU2_PYTHON")
+from conftest import TAU2_CHECKOUT as CHECKOUT
+from conftest import TAU2_PYTHON as PYTHON
+from conftest import needs_tau2
 
 DOCS = [{"id": "a", "title": "A", "text": "x"}, {"id": "b", "title": "B", "text": "y"},
         {"id": "c", "title": "C", "text": "z"}]

@@ -22,19 +22,16 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
 import yaml
 from tau2_helpers import import_domain, run_scores
 
-from benchpack.runtime.sandbox import find_bwrap
-from conftest import store_rows
+from conftest import TAU2_CHECKOUT as CHECKOUT
+from conftest import TAU2_PYTHON as PYTHON
+from conftest import needs_bwrap, needs_tau2, store_rows
 
-CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
-PYTHON = os.environ.get("BENCH_TAU2_PYTHON")
 pytestmark = [
-    pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT (a τ²-bench "
-                       "checkout) and BENCH_TAU2_PYTHON (a Python that imports tau2)"),
-    pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")]
+    needs_tau2,
+    needs_bwrap]
 EXTRA = "example_agent_tool_0000"
 
 TAU2_SIDE = r'''

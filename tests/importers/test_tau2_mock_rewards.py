@@ -13,25 +13,22 @@ in τ² either); the do-nothing agent 0.0 on all 9."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import duckdb
-import pytest
 from tau2_helpers import TAU2_TRAJECTORY
 
 from benchpack.compiler import compile_pack
 from benchpack.compiler.importers import import_pack, run_import
 from benchpack.runtime.runner import RunOptions, run_plan
-from benchpack.runtime.sandbox import find_bwrap
+from conftest import TAU2_CHECKOUT as CHECKOUT
+from conftest import TAU2_PYTHON as PYTHON
+from conftest import needs_bwrap, needs_tau2
 
-CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
-PYTHON = os.environ.get("BENCH_TAU2_PYTHON")
 pytestmark = [
-    pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT (a τ²-bench "
-                       "checkout) and BENCH_TAU2_PYTHON (a Python that imports tau2)"),
-    pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")]
+    needs_tau2,
+    needs_bwrap]
 
 TAU2_SIDE = TAU2_TRAJECTORY + r'''
 from tau2.domains.mock.environment import get_environment, get_tasks

@@ -27,15 +27,12 @@ from benchpack.compiler import compile_pack
 from benchpack.compiler.importers import ImportError_, import_pack
 from benchpack.compiler.importers.tau2_solo import skip_reason
 from benchpack.reports.origin import run_origins
-from benchpack.runtime.sandbox import find_bwrap
+from conftest import TAU2_CHECKOUT as CHECKOUT
+from conftest import TAU2_PYTHON as PYTHON
+from conftest import needs_bwrap, needs_tau2
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DOMAIN = FIXTURES / "tau2_telecom" / "telecom"
-CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
-PYTHON = os.environ.get("BENCH_TAU2_PYTHON")
-needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")
-needs_tau2 = pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT "
-                                "(a τ²-bench checkout) and BENCH_TAU2_PYTHON")
 IDS = {"service_issue-overdue_bill-PERSONA-None", "mobile_data_issue-abroad_roaming-PERSONA-Easy",
        "mms_issue-storage_permission-PERSONA-Hard", "service_issue-locked_sim-PERSONA-None"}
 

@@ -21,14 +21,11 @@ from tau2_helpers import TAU2_TRAJECTORY, import_domain, run_scores
 
 from benchpack.compiler.importers import run_import
 from benchpack.runtime.runner import RunOptions, run_plan
-from benchpack.runtime.sandbox import find_bwrap
+from conftest import TAU2_CHECKOUT as CHECKOUT
+from conftest import TAU2_PYTHON as PYTHON
+from conftest import needs_bwrap, needs_tau2
 
 DOMAIN = Path(__file__).resolve().parents[1] / "fixtures" / "tau2_telecom" / "telecom"
-CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
-PYTHON = os.environ.get("BENCH_TAU2_PYTHON")
-needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")
-needs_tau2 = pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT "
-                                "(a τ²-bench checkout) and BENCH_TAU2_PYTHON")
 IDS = {"service_issue-overdue_bill-PERSONA-None", "mobile_data_issue-abroad_roaming-PERSONA-Easy",
        "mms_issue-storage_permission-PERSONA-Hard", "service_issue-locked_sim-PERSONA-None"}
 

@@ -24,6 +24,8 @@ import pytest
 from click.testing import CliRunner
 
 from benchpack.cli.main import cli
+from conftest import TAU2_CHECKOUT, needs_tau2
+from conftest import TAU2_PYTHON as TAU2_PY
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "tau2" / "results"
 
@@ -39,8 +41,6 @@ def _peer_root() -> Path:
 
 PEER_SCHEMA = (_peer_root() / "tau2-bench" / "web" / "leaderboard" / "public" / "submissions"
                / "schema.json")
-TAU2_PY = os.environ.get("BENCH_TAU2_PYTHON")
-TAU2_CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
 
 PASS = {"pass_1": 200 / 3, "pass_2": 700 / 18, "pass_3": 100 / 6, "pass_4": 0.0}
 COST = 0.072 / 11
@@ -266,9 +266,7 @@ print(json.dumps({"valid": sub.model_name, "model": model, "user": user,
 """
 
 
-@pytest.mark.skipif(not (TAU2_PY and TAU2_CHECKOUT),
-                    reason="set BENCH_TAU2_PYTHON and BENCH_TAU2_CHECKOUT to check against "
-                           "τ²'s own submission code")
+@needs_tau2
 def test_tau2s_own_submission_code_agrees(tmp_path: Path) -> None:
     db = tmp_path / "b.duckdb"
     files = [results_file(tmp_path), results_file(tmp_path, "airline")]

@@ -6,7 +6,6 @@ own runner on a few retail tasks."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,10 @@ from benchpack.runtime.tau2bench.scripted_model import ScriptedModel
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "importers"))
 from test_import_tau2_parity import FIX, _extract
+
+from conftest import TAU2_CHECKOUT as CHECKOUT
+from conftest import TAU2_PYTHON as PYTHON
+from conftest import needs_tau2
 
 TASK = ScriptTask("7", "SCENARIO SEVEN", [{"name": "get_order_details",
                                           "arguments": {"order_id": "#W1"}},
@@ -181,12 +184,9 @@ def test_benchpacks_half_runs_every_kind_against_the_scripted_model(tmp_path: Pa
         assert ours[f"{task}/steps"]["reward"] == ours[f"{task}/unfinished"]["reward"] == 0.0
 
 
-CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
-PYTHON = os.environ.get("BENCH_TAU2_PYTHON")
 
 
-@pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT and "
-                    "BENCH_TAU2_PYTHON to a τ² checkout and a Python that imports it")
+@needs_tau2
 def test_dialogues_equal_tau2s_own_runner() -> None:
     result = CliRunner().invoke(cli, [
         "parity", "tau2-dialogues", "--tau2", str(CHECKOUT), "--tau2-python", str(PYTHON),
@@ -207,8 +207,7 @@ def test_a_task_id_with_brackets_is_found_by_its_marker() -> None:
     assert hit is not None and (hit["task"], hit["kind"]) == (tid, "gold")
 
 
-@pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT and "
-                    "BENCH_TAU2_PYTHON to a τ² checkout and a Python that imports it")
+@needs_tau2
 def test_telecom_dialogues_equal_tau2s_own_runner() -> None:
     # issue 24: the phone's tools in the user simulator's turns, the sync after every call,
     # τ²'s bracketed task ids mapped to the pack's
@@ -224,8 +223,7 @@ def test_telecom_dialogues_equal_tau2s_own_runner() -> None:
     assert [(g["tau2"]["reward"], g["benchpack"]["reward"]) for g in gold] == [(1.0, 1.0)] * 2
 
 
-@pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT and "
-                    "BENCH_TAU2_PYTHON to a τ² checkout and a Python that imports it")
+@needs_tau2
 def test_banking_dialogues_under_a_search_variant_equal_tau2s_and_golden_differs() -> None:
     # the bm25 build: τ²'s policy for bm25 and its search tools offered first, as τ²'s
     # runner offers them, request for request; golden's prompt layout is a declared

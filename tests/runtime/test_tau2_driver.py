@@ -5,19 +5,15 @@ evaluates with τ²'s own code, never calling a model."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
 from benchpack.runtime.tau2bench.client import Tau2Driver, Tau2DriverError, find_python
-
-CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
-PYTHON = os.environ.get("BENCH_TAU2_PYTHON")
-needs_tau2 = pytest.mark.skipif(
-    not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT (a τ²-bench checkout) and "
-    "BENCH_TAU2_PYTHON (a Python that can import it) to run the τ² tests")
+from conftest import TAU2_CHECKOUT as CHECKOUT
+from conftest import TAU2_PYTHON as PYTHON
+from conftest import needs_tau2
 
 
 def _fake_checkout(tmp_path: Path, init: str = "") -> Path:

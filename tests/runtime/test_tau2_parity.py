@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from benchpack.runtime.sandbox import find_bwrap
 from benchpack.runtime.tau2bench.callgen import Call, CallMaker, Tool, gold_sequences
 from benchpack.runtime.tau2bench.compare import (
     Declared,
@@ -27,16 +25,13 @@ from benchpack.runtime.tau2bench.compare import (
     same,
 )
 from benchpack.specs.pytools import read_tools
+from conftest import TAU2_CHECKOUT as CHECKOUT
+from conftest import TAU2_PYTHON as PYTHON
+from conftest import needs_bwrap, needs_tau2
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "tau2"
 TOOLS = Path(__file__).resolve().parents[2] / "compiler" / "benchpack" / "compiler" / \
     "importers" / "tau2_tools"
-CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
-PYTHON = os.environ.get("BENCH_TAU2_PYTHON")
-needs_tau2 = pytest.mark.skipif(
-    not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT (a τ²-bench checkout) and "
-    "BENCH_TAU2_PYTHON (a Python that can import it) to run the τ² tests")
-needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")
 WRITES = {"cancel_pending_order", "exchange_delivered_order_items",
           "modify_pending_order_address", "modify_pending_order_items",
           "modify_pending_order_payment", "modify_user_address", "return_delivered_order_items"}

@@ -12,19 +12,16 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from benchpack.runtime.graders.actions import tau2_match
 from benchpack.runtime.graders.communicate import find_tau2
 from benchpack.runtime.judges.base import ParseError
 from benchpack.runtime.judges.instructed_user import find_stop, parse_tau2_results
 from benchpack.runtime.types import ToolRecord
+from conftest import TAU2_CHECKOUT as CHECKOUT
+from conftest import TAU2_PYTHON as PYTHON
+from conftest import needs_tau2
 
-CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
-PYTHON = os.environ.get("BENCH_TAU2_PYTHON")
-pytestmark = pytest.mark.skipif(
-    not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT (a τ²-bench checkout) and "
-    "BENCH_TAU2_PYTHON (a Python that can import τ² from it) to compare with τ²'s code")
+pytestmark = needs_tau2
 
 # run by τ²'s Python: reads cases on stdin, prints τ²'s answers
 _PROBE = r'''

@@ -8,7 +8,6 @@ own solo orchestrator on mock and telecom."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,6 @@ from benchpack.compiler import compile_pack
 from benchpack.compiler.importers import import_pack
 from benchpack.compiler.importers.tau2 import session_id
 from benchpack.compiler.importers.tau2_solo import pack_text, policy
-from benchpack.runtime.sandbox import find_bwrap
 from benchpack.runtime.tau2bench.dialogues import (
     DialogueReport,
     compare_outcomes,
@@ -37,10 +35,12 @@ from benchpack.runtime.tau2bench.solo import (
     solo_endings,
     solo_tasks,
 )
+from conftest import TAU2_CHECKOUT as CHECKOUT
+from conftest import TAU2_PYTHON as PYTHON
+from conftest import needs_bwrap, needs_tau2
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TELECOM = FIXTURES / "tau2_telecom" / "telecom"
-needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not available")
 TASK = SoloTask("t1", "Fix my phone.", [{"name": "a", "arguments": {"x": 1}},
                                         {"name": "b", "arguments": {}}])
 SCRIPT = SoloScript([TASK, SoloTask("t2", "Fix my phone. And my bill.", [])],
@@ -231,10 +231,6 @@ def test_a_bad_ending_is_a_located_compile_error(tmp_path: Path) -> None:
     assert "\n" not in errors[0] and 'e.g. "\\n\\nTask: {request}"' in errors[0]
 
 
-CHECKOUT = os.environ.get("BENCH_TAU2_CHECKOUT")
-PYTHON = os.environ.get("BENCH_TAU2_PYTHON")
-needs_tau2 = pytest.mark.skipif(not (CHECKOUT and PYTHON), reason="set BENCH_TAU2_CHECKOUT "
-                                "and BENCH_TAU2_PYTHON to a τ² checkout and its Python")
 
 
 @needs_tau2
