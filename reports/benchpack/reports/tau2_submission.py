@@ -37,6 +37,7 @@ from typing import Any
 
 from benchpack.specs.origin_label import OriginLabel
 
+from .cost import UNPRICED
 from .origin import run_origins
 
 DOMAIN_ORDER = ("retail", "airline", "telecom", "banking_knowledge")
@@ -126,11 +127,10 @@ def _run_rows(con: Any, runs: Sequence[str]) -> dict[str, dict[str, Any]]:
 def _sessions(con: Any, run: str) -> list[tuple[Any, ...]]:
     """(domain, task, τ² task id, session id, repeat, scored, passed, agent cost known?, agent
     cost, error kind) of the run's instructed-user session runs (ablation variants aside)."""
-    return list(con.execute("""
+    return list(con.execute(f"""
         WITH agent_cost AS (
             SELECT session_id, repeat, sum(cost) AS cost,
-                   count(*) FILTER (WHERE cost IS NULL AND error IS NULL
-                                    AND NOT coalesce(cache_hit, false)) AS unpriced
+                   count(*) FILTER (WHERE {UNPRICED}) AS unpriced
             FROM llm_calls WHERE run_id = ? AND role = 'agent' GROUP BY ALL)
         SELECT s.domain, coalesce(s.base_session, s.session_id),
                coalesce(json_extract_string(s.extra, '$.tau2.task_id'), s.name),
