@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchpack.specs.secrets import MASK, Redactor
-from benchpack.specs.storefile import damage_reason
+from benchpack.specs.storefile import damage_reason, duckdb_core
 from benchpack.specs.storeformat import EXPORTED_TABLES as TABLES
 
 from .access import (
@@ -171,7 +171,7 @@ def run_query(db: str | Path, sql: str, *, wait_s: float = 30.0, limit: int | No
     no access to files, extensions or settings (`access.LOCKED`). `handle` lets another
     thread stop it; `reader`: the process's shared connections to `db` (`bench view`),
     opened with `LOCKED`."""
-    import duckdb
+    duckdb = duckdb_core()
 
     if not sql.strip():
         raise StoreError("the query is empty; pass one SQL statement, e.g. "
