@@ -16,7 +16,7 @@ from fake_openai import FakeOpenAI, FakeReply, completion_body, fake_openai_fixt
 from benchpack.runtime.cache import ResponseCache
 from benchpack.runtime.env.toolbox import BUILTIN_SPECS
 from benchpack.runtime.llm import BackendRequest, LLMClient, LLMConfig, LLMError
-from benchpack.runtime.openai_direct import OpenAIDirectBackend, direct_route
+from benchpack.runtime.openai_direct import OpenAIDirectBackend, _prices, direct_route
 from benchpack.runtime.types import LLMCallRecord
 
 TOOLS = [{"type": "function", "function": {"name": n, **s}} for n, s in BUILTIN_SPECS.items()]
@@ -288,3 +288,29 @@ def test_a_key_from_the_environment_echoed_in_an_error_is_not_recorded(
     assert isinstance(out, LLMError) and not out.retryable and out.status_code == 401
     assert not client.backend._imported  # type: ignore[attr-defined]  # the direct path said it
     assert "sk-env-secret-789" not in str(records[0].error) + str(out)
+
+
+def test_a_priced_call_costs_the_price_table_by_hand(fake_openai: FakeOpenAI,
+                                                     tmp_path: Path) -> None:
+    """gpt-4o-mini in litellm's bundled map: input $0.15, cached input $0.075, output $0.60 per
+    million tokens. 1,234 prompt tokens of which 1,024 cached and 56 completion tokens cost
+    210 × 0.15e-6 + 1,024 × 0.075e-6 + 56 × 0.6e-6 = 3.15e-5 + 7.68e-5 + 3.36e-5 = 1.419e-4 USD;
+    the same call again is a cache hit, recorded at 0 with no request made."""
+    entry = _prices()["gpt-4o-mini-2024-07-18"]  # the answer's model is the one priced
+    assert (entry["input_cost_per_token"], entry["cache_read_input_token_cost"],
+            entry["output_cost_per_token"]) == (1.5e-7, 7.5e-8, 6e-7)
+    fake_openai.respond(_priced_reply("gpt-4o-mini-2024-07-18", 1024))
+    client = LLMClient(LLMConfig(api_base=fake_openai.base_url, api_key="sk-1",
+                                 backoff_base_s=0.01, timeout_s=30.0),
+                       cache=ResponseCache(tmp_path / "cache"))
+    _, first = _call(client, model="litellm:openai/gpt-4o-mini")
+    _, again = _call(client, model="litellm:openai/gpt-4o-mini")
+    assert not client._direct._imported  # type: ignore[union-attr]  # priced without litellm
+    assert len(fake_openai.requests) == 1
+    (call,), (hit,) = first, again
+    assert (call.role, call.model, call.prompt_tokens, call.completion_tokens, call.cache_hit,
+            call.error) == ("agent", "openai/gpt-4o-mini", 1234, 56, False, None)
+    assert call.cost == pytest.approx(1.419e-4, rel=1e-12)
+    assert call.latency_s > 0 and len(call.prompt_hash) == 64
+    assert (hit.cache_hit, hit.cost, hit.prompt_hash, hit.prompt_tokens) == \
+        (True, 0.0, call.prompt_hash, 1234)
