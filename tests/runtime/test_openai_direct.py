@@ -125,8 +125,14 @@ def test_which_models_and_parameters_take_which_route(monkeypatch: pytest.Monkey
     assert direct_route(_req("openai/gpt-4.1", None, temperature=0, max_tokens=9)) is None
     monkeypatch.setenv("OPENAI_API_KEY", "sk-1")
     assert direct_route(_req("openai/gpt-4.1", None, temperature=0, max_tokens=9)) == "priced"
-    assert direct_route(_req("openai/o4-mini")) is None  # reasoning: litellm rewrites params
-    assert direct_route(_req("openai/gpt-5", None)) is None
+    # reasoning models: only the parameters litellm sends as given (the rest it rewrites)
+    assert direct_route(_req("openai/o4-mini")) == "priced"
+    assert direct_route(_req("openai/o4-mini", tool_choice="required")) == "priced"
+    assert direct_route(_req("openai/o4-mini", temperature=0)) is None
+    assert direct_route(_req("openai/o4-mini", max_tokens=9)) is None
+    assert direct_route(_req("openai/gpt-5", reasoning_effort="low")) is None
+    assert direct_route(_req("openai/gpt-5.5-cyber", tool_choice="required")) is None
+    assert direct_route(_req("openai/gpt-5", None)) == "priced"  # OpenAI's, with the key
     assert direct_route(_req("openai/gpt-4o-mini", service_tier="flex")) is None  # its price
     assert direct_route(_req("openai/gpt-4o-mini", reasoning_effort="low")) is None
     assert direct_route(_req("anthropic/claude-3-5-sonnet-20240620")) is None
@@ -314,3 +320,55 @@ def test_a_priced_call_costs_the_price_table_by_hand(fake_openai: FakeOpenAI,
     assert call.latency_s > 0 and len(call.prompt_hash) == 64
     assert (hit.cache_hit, hit.cost, hit.prompt_hash, hit.prompt_tokens) == \
         (True, 0.0, call.prompt_hash, 1234)
+
+
+def _reasoning_models() -> list[str]:
+    return sorted(k for k, v in _prices().items()
+                  if isinstance(v, dict) and v.get("litellm_provider") == "openai"
+                  and v.get("mode") == "chat" and v.get("supports_reasoning") and "/" not in k)
+
+
+def test_reasoning_models_take_the_lean_path_as_litellm_sends_them(
+        fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    """Every OpenAI reasoning chat model of litellm's map, with a system message, tools and
+    `tool_choice` (an agent's call) and with neither: litellm's request and the direct one are
+    the same JSON (o3/o4-mini's system message sent as a user message by both), and so is
+    every recorded field, the cost with reasoning tokens included."""
+    models = _reasoning_models()
+    assert {"o4-mini", "o3", "gpt-5", "gpt-5-mini"} <= set(models)
+
+    def reply(body: dict[str, Any]) -> FakeReply:
+        out = completion_body(f"{body['model']}-2099-01-01",
+                              {"role": "assistant", "content": "好的"}, "stop", 1234, 300, 1)
+        out["usage"]["completion_tokens_details"] = {"reasoning_tokens": 128}
+        return FakeReply(body=out)
+
+    clients = {d: _client(fake_openai, tmp_path, d) for d in (False, True)}
+    compared = converted = 0
+    for model in models:
+        for tools, params in ((TOOLS, {"tool_choice": "required"}), (None, {})):
+            req = BackendRequest(model=f"openai/{model}", messages=MESSAGES, tools=tools,
+                                 params=params, seed=3, timeout_s=1.0,
+                                 api_base=fake_openai.base_url)
+            if direct_route(req) is None:
+                continue
+            got = []
+            for direct in (False, True):
+                fake_openai.respond(reply)
+                records: list[LLMCallRecord] = []
+
+                async def go(client: LLMClient = clients[direct]) -> Any:
+                    return await client.complete(
+                        role="agent", model=f"litellm:openai/{model}", messages=MESSAGES,
+                        tools=tools, params=params, seed=3, recorder=records.append, turn=1)
+
+                got.append((asyncio.run(go()), records))
+            (lit, lrec), (direct_resp, drec) = got
+            assert fake_openai.requests[-1] == fake_openai.requests[-2], model
+            assert _fields(drec) == _fields(lrec), model
+            assert drec[0].cost is not None and drec[0].cost == lrec[0].cost, model
+            assert direct_resp.content == lit.content
+            converted += fake_openai.requests[-1]["messages"][0]["role"] == "user"
+            compared += 1
+    assert not clients[True].backend._imported  # type: ignore[attr-defined]
+    assert compared >= 2 * 40 and converted >= 2 * 4  # o3, o4-mini and their dated names
