@@ -35,7 +35,9 @@ skipped and the output says so.
 
 Targets (issue 16): ≥ 90 % of the ideal at concurrency 64, overhead ≤ 1 % at concurrency 1,
 start-up ≤ 1 s, ≤ 0.25× inspect_ai's wall (issue 31: through every path, priced models too:
-`--model gpt-4o-mini --litellm-arm` shows the priced direct path beside litellm's).
+`--model gpt-4o-mini --litellm-arm` shows the priced direct path beside litellm's; `--model
+o4-mini`, a reasoning model, takes the direct path too when asked with no parameter but
+`tool_choice`, as here).
 
 Usage: python benchmarks/http_bench.py [--sessions 1000] [--sessions-c1 200]
                                        [--latency-ms 50] [--levels 64,1]
