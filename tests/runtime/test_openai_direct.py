@@ -328,6 +328,15 @@ def _reasoning_models() -> list[str]:
                   and v.get("mode") == "chat" and v.get("supports_reasoning") and "/" not in k)
 
 
+def _agent_call(client: LLMClient, model: str, tools: list[dict[str, Any]] | None,
+                params: dict[str, Any]) -> tuple[Any, list[LLMCallRecord]]:
+    records: list[LLMCallRecord] = []
+    resp = asyncio.run(client.complete(
+        role="agent", model=f"litellm:openai/{model}", messages=MESSAGES, tools=tools,
+        params=params, seed=3, recorder=records.append, turn=1))
+    return resp, records
+
+
 def test_reasoning_models_take_the_lean_path_as_litellm_sends_them(
         fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     """Every OpenAI reasoning chat model of litellm's map, with a system message, tools and
@@ -355,14 +364,7 @@ def test_reasoning_models_take_the_lean_path_as_litellm_sends_them(
             got = []
             for direct in (False, True):
                 fake_openai.respond(reply)
-                records: list[LLMCallRecord] = []
-
-                async def go(client: LLMClient = clients[direct]) -> Any:
-                    return await client.complete(
-                        role="agent", model=f"litellm:openai/{model}", messages=MESSAGES,
-                        tools=tools, params=params, seed=3, recorder=records.append, turn=1)
-
-                got.append((asyncio.run(go()), records))
+                got.append(_agent_call(clients[direct], model, tools, params))
             (lit, lrec), (direct_resp, drec) = got
             assert fake_openai.requests[-1] == fake_openai.requests[-2], model
             assert _fields(drec) == _fields(lrec), model

@@ -4,6 +4,7 @@ every data block read. Each side wraps these with its own error type."""
 
 from __future__ import annotations
 
+import importlib
 import re
 import sys
 from collections.abc import Callable
@@ -30,10 +31,9 @@ def duckdb_core() -> Any:
     if loaded is not None:
         return loaded
     try:
-        import _duckdb
+        return importlib.import_module("_duckdb")
     except ImportError:
-        import duckdb as _duckdb
-    return _duckdb
+        return importlib.import_module("duckdb")
 
 
 def damage_reason(exc: BaseException | None) -> str | None:
