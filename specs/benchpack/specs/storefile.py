@@ -4,7 +4,6 @@ every data block read. Each side wraps these with its own error type."""
 
 from __future__ import annotations
 
-import importlib
 import re
 import sys
 from collections.abc import Callable
@@ -31,9 +30,10 @@ def duckdb_core() -> Any:
     if loaded is not None:
         return loaded
     try:
-        return importlib.import_module("_duckdb")
+        import _duckdb as core
     except ImportError:
-        return importlib.import_module("duckdb")
+        import duckdb as core  # type: ignore[no-redef]
+    return core
 
 
 def damage_reason(exc: BaseException | None) -> str | None:
