@@ -374,3 +374,31 @@ def test_reasoning_models_take_the_lean_path_as_litellm_sends_them(
             compared += 1
     assert not clients[True].backend._imported  # type: ignore[attr-defined]
     assert compared >= 2 * 40 and converted >= 2 * 4  # o3, o4-mini and their dated names
+
+
+def test_a_reasoning_call_costs_the_price_table_by_hand(fake_openai: FakeOpenAI,
+                                                        tmp_path: Path) -> None:
+    """o4-mini in litellm's bundled map: input $1.10, output $4.40 per million tokens, the
+    reasoning tokens counted in the completion. 1,234 prompt and 300 completion tokens (128 of
+    them reasoning) cost 1,234 × 1.1e-6 + 300 × 4.4e-6 = 1.3574e-3 + 1.32e-3 = 2.6774e-3 USD.
+    The system prompt goes as a user message (o4-mini's map entry does not say it takes system
+    messages, and litellm sends it so); the prompt hash is the one of the messages as given."""
+    entry = _prices()["o4-mini-2025-04-16"]
+    assert (entry["input_cost_per_token"], entry["output_cost_per_token"]) == (1.1e-6, 4.4e-6)
+
+    def reply(body: dict[str, Any]) -> FakeReply:
+        out = completion_body("o4-mini-2025-04-16", {"role": "assistant", "content": "好的"},
+                              "stop", 1234, 300, 1)
+        out["usage"]["completion_tokens_details"] = {"reasoning_tokens": 128}
+        return FakeReply(body=out)
+
+    fake_openai.respond(reply)
+    client = _client(fake_openai, tmp_path, True)
+    resp, (call,) = _agent_call(client, "o4-mini", None, {})
+    assert not client._direct._imported  # type: ignore[union-attr]  # priced without litellm
+    assert [m["role"] for m in fake_openai.requests[-1]["messages"]] == ["user", "user"]
+    assert fake_openai.requests[-1]["messages"][0]["content"] == "Be brief."
+    assert (call.model, call.prompt_tokens, call.completion_tokens, call.cache_hit) == \
+        ("openai/o4-mini", 1234, 300, False)
+    assert call.cost == pytest.approx(2.6774e-3, rel=1e-12)
+    assert resp.content == "好的"
