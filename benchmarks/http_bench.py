@@ -29,16 +29,20 @@ A `bare loop` arm sends the same requests from a bare aiohttp loop (no harness, 
 its `steady` share is the most this server and machine allow any client.
 
 An inspect_ai arm (the same samples, `generate()` only, `--max-connections c`) runs beside it
-when `inspect_ai` is importable; otherwise it is skipped and the output says so (it is not in
-benchpack's lock).
+when `inspect_ai` is importable, here or by `--inspect-python PYTHON` (a venv of its own: it is
+not in benchpack's lock, and its openai SDK is not the one litellm pins); otherwise it is
+skipped and the output says so.
 
 Targets (issue 16): ≥ 90 % of the ideal at concurrency 64, overhead ≤ 1 % at concurrency 1,
 start-up ≤ 1 s, ≤ 0.25× inspect_ai's wall (issue 31: through every path, priced models too:
-`--model gpt-4o-mini --litellm-arm` shows the priced direct path beside litellm's).
+`--model gpt-4o-mini --litellm-arm` shows the priced direct path beside litellm's; `--model
+o4-mini`, a reasoning model, takes the direct path too when asked with no parameter but
+`tool_choice`, as here).
 
 Usage: python benchmarks/http_bench.py [--sessions 1000] [--sessions-c1 200]
                                        [--latency-ms 50] [--levels 64,1]
                                        [--model gpt-4o-mini] [--litellm-arm] [--rounds K]
+                                       [--inspect-python /path/to/inspect-venv/bin/python]
 """
 
 from __future__ import annotations
@@ -224,7 +228,7 @@ def run_bench(plan: Path, work: Path, base_url: str, c: int, sessions: int,
             "rss_mb": usage.ru_maxrss / 1024}
 
 
-def run_inspect(tmp: Path, n: int, base_url: str, c: int) -> dict[str, Any]:
+def run_inspect(tmp: Path, n: int, base_url: str, c: int, python: str) -> dict[str, Any]:
     task = tmp / f"inspect_task_{n}.py"
     task.write_text(
         "from inspect_ai import Task, task\nfrom inspect_ai.dataset import Sample\n"
@@ -233,7 +237,7 @@ def run_inspect(tmp: Path, n: int, base_url: str, c: int) -> dict[str, Any]:
         " solver=generate())\n", encoding="utf-8")
     env = {**os.environ, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "no-key"}
     # inspect_ai globs the task path from the working directory: relative, run from `tmp`
-    cmd = [sys.executable, "-m", "inspect_ai", "eval", task.name, "--model",
+    cmd = [python, "-m", "inspect_ai", "eval", task.name, "--model",
            f"openai/{MODEL}", "--max-connections", str(c), "--log-dir", str(tmp / "ilogs"),
            # chat completions, as benchpack sends (newer inspect_ai defaults to /v1/responses)
            "-M", "responses_api=false", "--display", "none"]
@@ -264,10 +268,15 @@ def main() -> int:
                     help="add a `litellm` arm: benchpack with BENCH_LITELLM_ONLY=1")
     ap.add_argument("--rounds", type=int, default=1,
                     help="runs per arm; the fastest after start-up is shown (less noise)")
+    ap.add_argument("--inspect-python", default=sys.executable, metavar="PYTHON",
+                    help="the Python that runs the inspect_ai arm (default: this one)")
     args = ap.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
     MODEL = args.model  # before the server's process starts: it answers with this name
-    has_inspect = importlib.util.find_spec("inspect_ai") is not None
+    has_inspect = (importlib.util.find_spec("inspect_ai") is not None
+                   if args.inspect_python == sys.executable else
+                   subprocess.run([args.inspect_python, "-c", "import inspect_ai"],
+                                  capture_output=True).returncode == 0)
 
     parent, child = multiprocessing.Pipe()
     server = multiprocessing.Process(target=serve, args=(child,), daemon=True)
@@ -291,7 +300,8 @@ def main() -> int:
                     arms.append(("benchpack=1", lambda n=n, c=c: run_bench(
                         plans[n], _fresh(tmp), base_url, c, c)))
                 if has_inspect:
-                    arms.append(("inspect_ai", lambda n=n, c=c: run_inspect(tmp, n, base_url, c)))
+                    arms.append(("inspect_ai", lambda n=n, c=c: run_inspect(
+                        tmp, n, base_url, c, args.inspect_python)))
                 arms.append(("bare loop", lambda n=n, c=c: run_bare(base_url, n, c)))
                 for name, run in arms:
                     best: dict[str, Any] | None = None
@@ -319,7 +329,7 @@ def main() -> int:
               f"{100 * r['ideal'] / r['steady']:>6.1f}% {r['tail']:>6.2f}")
     if not has_inspect:
         print("inspect_ai: not importable here, side-by-side arm skipped "
-              "(pip install inspect_ai==0.3.285 in this venv to add it)")
+              "(pip install inspect_ai==0.3.285 in a venv, then --inspect-python)")
     bare = {(lat, c): r for name, lat, c, _, r in rows if name == "bare loop"}
     for name, lat, c, n, r in rows:
         b = bare.get((lat, c))

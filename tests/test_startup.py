@@ -82,7 +82,11 @@ def test_query_imports_only_duckdb_and_the_store_views(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     connect(db).close()
     mods = _modules("query", "SELECT 1", "--db", str(db))
-    assert "duckdb" in mods
+    # DuckDB's compiled core, not its package (`storefile.duckdb_core`: the package's
+    # `__init__` reads its version through importlib.metadata and builds DB-API type objects)
+    assert "_duckdb" in mods
+    assert sorted(m for m in mods if m == "duckdb" or m.startswith("duckdb.")) == []
+    assert "importlib.metadata" not in mods
     assert _heavy(mods, ("benchpack.reports.stats", "benchpack.reports.builtin")) == []
     assert _others(mods, "benchpack.cli.store") == []
     # a simple table on a pipe is drawn without rich's console (reports/plain_table.py)
@@ -134,3 +138,24 @@ def test_a_rules_scripted_run_does_not_import_litellm(tmp_path: Path) -> None:
     assert [f for f in sources if "benchpack" in f] == []
     # the collector, off during the run's imports, is back (with the run's thresholds)
     assert gc_state == [True, [20_000, 10, 10]]
+
+
+def test_the_duckdb_core_a_reader_uses_is_the_package_s() -> None:
+    """`duckdb_core()` stands for the package on the read path: every name the readers use must
+    be the very object the package exports (an exception caught as `duckdb.Error` elsewhere is
+    the same class), or a newer duckdb changed its layout and the core must not be used."""
+    code = ("import sys; from benchpack.specs.storefile import duckdb_core; core = duckdb_core();"
+            " print(core.__name__, 'duckdb' in sys.modules); import duckdb;"
+            " names = ['connect', 'extract_statements', 'Error', 'IOException',"
+            " 'CatalogException', 'InternalException', 'SerializationException',"
+            " 'FatalException', 'DuckDBPyConnection'];"
+            " print([n for n in names if getattr(core, n) is not getattr(duckdb, n)])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60).stdout.split("\n")
+    assert out[0] == "_duckdb False"
+    assert out[1] == "[]"
+    import duckdb
+
+    from benchpack.specs.storefile import duckdb_core
+
+    assert duckdb_core() is duckdb  # the package, once something has loaded it

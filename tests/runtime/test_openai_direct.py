@@ -16,7 +16,7 @@ from fake_openai import FakeOpenAI, FakeReply, completion_body, fake_openai_fixt
 from benchpack.runtime.cache import ResponseCache
 from benchpack.runtime.env.toolbox import BUILTIN_SPECS
 from benchpack.runtime.llm import BackendRequest, LLMClient, LLMConfig, LLMError
-from benchpack.runtime.openai_direct import OpenAIDirectBackend, direct_route
+from benchpack.runtime.openai_direct import OpenAIDirectBackend, _prices, direct_route
 from benchpack.runtime.types import LLMCallRecord
 
 TOOLS = [{"type": "function", "function": {"name": n, **s}} for n, s in BUILTIN_SPECS.items()]
@@ -125,8 +125,14 @@ def test_which_models_and_parameters_take_which_route(monkeypatch: pytest.Monkey
     assert direct_route(_req("openai/gpt-4.1", None, temperature=0, max_tokens=9)) is None
     monkeypatch.setenv("OPENAI_API_KEY", "sk-1")
     assert direct_route(_req("openai/gpt-4.1", None, temperature=0, max_tokens=9)) == "priced"
-    assert direct_route(_req("openai/o4-mini")) is None  # reasoning: litellm rewrites params
-    assert direct_route(_req("openai/gpt-5", None)) is None
+    # reasoning models: only the parameters litellm sends as given (the rest it rewrites)
+    assert direct_route(_req("openai/o4-mini")) == "priced"
+    assert direct_route(_req("openai/o4-mini", tool_choice="required")) == "priced"
+    assert direct_route(_req("openai/o4-mini", temperature=0)) is None
+    assert direct_route(_req("openai/o4-mini", max_tokens=9)) is None
+    assert direct_route(_req("openai/gpt-5", reasoning_effort="low")) is None
+    assert direct_route(_req("openai/gpt-5.5-cyber", tool_choice="required")) is None
+    assert direct_route(_req("openai/gpt-5", None)) == "priced"  # OpenAI's, with the key
     assert direct_route(_req("openai/gpt-4o-mini", service_tier="flex")) is None  # its price
     assert direct_route(_req("openai/gpt-4o-mini", reasoning_effort="low")) is None
     assert direct_route(_req("anthropic/claude-3-5-sonnet-20240620")) is None
@@ -288,3 +294,111 @@ def test_a_key_from_the_environment_echoed_in_an_error_is_not_recorded(
     assert isinstance(out, LLMError) and not out.retryable and out.status_code == 401
     assert not client.backend._imported  # type: ignore[attr-defined]  # the direct path said it
     assert "sk-env-secret-789" not in str(records[0].error) + str(out)
+
+
+def test_a_priced_call_costs_the_price_table_by_hand(fake_openai: FakeOpenAI,
+                                                     tmp_path: Path) -> None:
+    """gpt-4o-mini in litellm's bundled map: input $0.15, cached input $0.075, output $0.60 per
+    million tokens. 1,234 prompt tokens of which 1,024 cached and 56 completion tokens cost
+    210 × 0.15e-6 + 1,024 × 0.075e-6 + 56 × 0.6e-6 = 3.15e-5 + 7.68e-5 + 3.36e-5 = 1.419e-4 USD;
+    the same call again is a cache hit, recorded at 0 with no request made."""
+    entry = _prices()["gpt-4o-mini-2024-07-18"]  # the answer's model is the one priced
+    assert (entry["input_cost_per_token"], entry["cache_read_input_token_cost"],
+            entry["output_cost_per_token"]) == (1.5e-7, 7.5e-8, 6e-7)
+    fake_openai.respond(_priced_reply("gpt-4o-mini-2024-07-18", 1024))
+    client = LLMClient(LLMConfig(api_base=fake_openai.base_url, api_key="sk-1",
+                                 backoff_base_s=0.01, timeout_s=30.0),
+                       cache=ResponseCache(tmp_path / "cache"))
+    _, first = _call(client, model="litellm:openai/gpt-4o-mini")
+    _, again = _call(client, model="litellm:openai/gpt-4o-mini")
+    assert not client._direct._imported  # type: ignore[union-attr]  # priced without litellm
+    assert len(fake_openai.requests) == 1
+    (call,), (hit,) = first, again
+    assert (call.role, call.model, call.prompt_tokens, call.completion_tokens, call.cache_hit,
+            call.error) == ("agent", "openai/gpt-4o-mini", 1234, 56, False, None)
+    assert call.cost == pytest.approx(1.419e-4, rel=1e-12)
+    assert call.latency_s > 0 and len(call.prompt_hash) == 64
+    assert (hit.cache_hit, hit.cost, hit.prompt_hash, hit.prompt_tokens) == \
+        (True, 0.0, call.prompt_hash, 1234)
+
+
+def _reasoning_models() -> list[str]:
+    return sorted(k for k, v in _prices().items()
+                  if isinstance(v, dict) and v.get("litellm_provider") == "openai"
+                  and v.get("mode") == "chat" and v.get("supports_reasoning") and "/" not in k)
+
+
+def _agent_call(client: LLMClient, model: str, tools: list[dict[str, Any]] | None,
+                params: dict[str, Any]) -> tuple[Any, list[LLMCallRecord]]:
+    records: list[LLMCallRecord] = []
+    resp = asyncio.run(client.complete(
+        role="agent", model=f"litellm:openai/{model}", messages=MESSAGES, tools=tools,
+        params=params, seed=3, recorder=records.append, turn=1))
+    return resp, records
+
+
+def test_reasoning_models_take_the_lean_path_as_litellm_sends_them(
+        fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    """Every OpenAI reasoning chat model of litellm's map, with a system message, tools and
+    `tool_choice` (an agent's call) and with neither: litellm's request and the direct one are
+    the same JSON (o3/o4-mini's system message sent as a user message by both), and so is
+    every recorded field, the cost with reasoning tokens included."""
+    models = _reasoning_models()
+    assert {"o4-mini", "o3", "gpt-5", "gpt-5-mini"} <= set(models)
+
+    def reply(body: dict[str, Any]) -> FakeReply:
+        out = completion_body(f"{body['model']}-2099-01-01",
+                              {"role": "assistant", "content": "好的"}, "stop", 1234, 300, 1)
+        out["usage"]["completion_tokens_details"] = {"reasoning_tokens": 128}
+        return FakeReply(body=out)
+
+    clients = {d: _client(fake_openai, tmp_path, d) for d in (False, True)}
+    compared = converted = 0
+    for model in models:
+        for tools, params in ((TOOLS, {"tool_choice": "required"}), (None, {})):
+            req = BackendRequest(model=f"openai/{model}", messages=MESSAGES, tools=tools,
+                                 params=params, seed=3, timeout_s=1.0,
+                                 api_base=fake_openai.base_url)
+            if direct_route(req) is None:
+                continue
+            got = []
+            for direct in (False, True):
+                fake_openai.respond(reply)
+                got.append(_agent_call(clients[direct], model, tools, params))
+            (lit, lrec), (direct_resp, drec) = got
+            assert fake_openai.requests[-1] == fake_openai.requests[-2], model
+            assert _fields(drec) == _fields(lrec), model
+            assert drec[0].cost is not None and drec[0].cost == lrec[0].cost, model
+            assert direct_resp.content == lit.content
+            converted += fake_openai.requests[-1]["messages"][0]["role"] == "user"
+            compared += 1
+    assert not clients[True].backend._imported  # type: ignore[attr-defined]
+    assert compared >= 2 * 40 and converted >= 2 * 4  # o3, o4-mini and their dated names
+
+
+def test_a_reasoning_call_costs_the_price_table_by_hand(fake_openai: FakeOpenAI,
+                                                        tmp_path: Path) -> None:
+    """o4-mini in litellm's bundled map: input $1.10, output $4.40 per million tokens, the
+    reasoning tokens counted in the completion. 1,234 prompt and 300 completion tokens (128 of
+    them reasoning) cost 1,234 × 1.1e-6 + 300 × 4.4e-6 = 1.3574e-3 + 1.32e-3 = 2.6774e-3 USD.
+    The system prompt goes as a user message (o4-mini's map entry does not say it takes system
+    messages, and litellm sends it so); the prompt hash is the one of the messages as given."""
+    entry = _prices()["o4-mini-2025-04-16"]
+    assert (entry["input_cost_per_token"], entry["output_cost_per_token"]) == (1.1e-6, 4.4e-6)
+
+    def reply(body: dict[str, Any]) -> FakeReply:
+        out = completion_body("o4-mini-2025-04-16", {"role": "assistant", "content": "好的"},
+                              "stop", 1234, 300, 1)
+        out["usage"]["completion_tokens_details"] = {"reasoning_tokens": 128}
+        return FakeReply(body=out)
+
+    fake_openai.respond(reply)
+    client = _client(fake_openai, tmp_path, True)
+    resp, (call,) = _agent_call(client, "o4-mini", None, {})
+    assert not client._direct._imported  # type: ignore[union-attr]  # priced without litellm
+    assert [m["role"] for m in fake_openai.requests[-1]["messages"]] == ["user", "user"]
+    assert fake_openai.requests[-1]["messages"][0]["content"] == "Be brief."
+    assert (call.model, call.prompt_tokens, call.completion_tokens, call.cache_hit) == \
+        ("openai/o4-mini", 1234, 300, False)
+    assert call.cost == pytest.approx(2.6774e-3, rel=1e-12)
+    assert resp.content == "好的"

@@ -184,9 +184,6 @@ def ratings_import(file: Path, run_id: str | None, fmt: str | None, items: Path 
 @wait_option
 def query(sql: str, db: Path, fmt: str, limit: int | None, wait_s: float) -> None:
     """Run read-only SQL over the store; the report views (`bench views`) are available."""
-    import csv
-    import io
-
     from benchpack.reports.access import StoreError
     from benchpack.reports.api import run_query
 
@@ -198,6 +195,9 @@ def query(sql: str, db: Path, fmt: str, limit: int | None, wait_s: float) -> Non
         click.echo(json.dumps([dict(zip(res.columns, r, strict=True)) for r in res.rows],
                               indent=2, ensure_ascii=False, default=str))
     elif fmt == "csv":
+        import csv
+        import io
+
         buf = io.StringIO()
         # csv's default \r\n would follow a value into `$(bench query … | tail -1)`
         writer = csv.writer(buf, lineterminator="\n")

@@ -26,6 +26,7 @@ from benchpack.specs.storefile import check_complete as _check_complete
 from benchpack.specs.storefile import (
     damage_reason,
     damaged_message,
+    duckdb_core,
     verify_once,
     writer_waiting,
 )
@@ -99,7 +100,7 @@ def open_store(db: str | Path, *, wait_s: float = 30.0, views: bool | tuple[str,
 def _connect(path: Path, wait_s: float, config: dict[str, Any] | None) -> Any:
     """A read-only connection, asking a running writer to step aside (module docstring) and
     letting a writer that waits for the file in first."""
-    import duckdb
+    duckdb = duckdb_core()
 
     request = read_request_path(path)
     deadline = time.monotonic() + wait_s

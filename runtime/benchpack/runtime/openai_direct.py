@@ -4,9 +4,10 @@ through `litellm.acompletion`, on two routes (`direct_route`):
 - unpriced: a model litellm has no price for, at an `api_base` (a local or self-hosted server,
   the usual `--api-base` case). No cost, as through litellm, unless the answer names a model
   litellm prices (it prices the answer's model then, and so does this path).
-- priced (issue 31): one of OpenAI's plain chat models in litellm's price map (not a reasoning
-  model, whose parameters litellm rewrites), with only `LEAN_PARAMS`, at an `api_base` or at
-  OpenAI's (resolved from the environment as litellm does). The cost is litellm's over the
+- priced (issue 31): one of OpenAI's chat models in litellm's price map, with only
+  `LEAN_PARAMS` (a reasoning model, whose parameters litellm rewrites: only `REASONING_PARAMS`,
+  and an o-series model's system messages sent as user messages, as litellm sends them), at an
+  `api_base` or at OpenAI's (resolved from the environment as litellm does). The cost is litellm's over the
   answer: computed from its bundled price map where the arithmetic is plain (`openai_prices`,
   tested entry by entry against litellm), by litellm itself otherwise.
 
@@ -36,6 +37,7 @@ through litellm.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import importlib.util
 import json
@@ -137,17 +139,55 @@ _ACCOUNT_ENV = ("OPENAI_ORGANIZATION", "OPENAI_PROJECT", "OPENAI_API_VERSION")
 """Set, they make litellm send headers or versions of its own: such calls stay with litellm."""
 
 
-def _lean_priced(entry: Any) -> bool:
-    """A model litellm prices as one of OpenAI's plain chat models: not a reasoning model (its
-    parameters litellm rewrites: `max_tokens` → `max_completion_tokens`, dropped temperature)."""
+REASONING_PARAMS = frozenset({"tool_choice"})
+"""The parameters a reasoning model may take the lean path with: litellm rewrites or refuses
+most others for them (`max_tokens` → `max_completion_tokens`, any temperature but 1 refused,
+`top_p`, `parallel_tool_calls`, penalties refused by the o-series, `reasoning_effort` checked
+against the model's levels); `tool_choice` it passes as given (tested body for body, every
+reasoning chat model of the map)."""
+
+
+def _openai_chat(entry: Any) -> bool:
     return (isinstance(entry, dict) and entry.get("litellm_provider") == "openai"
-            and entry.get("mode") == "chat" and not entry.get("supports_reasoning"))
+            and entry.get("mode") == "chat")
+
+
+def _lean_params(entry: dict[str, Any], req: BackendRequest) -> bool:
+    """`req`'s parameters are ones litellm sends unchanged for this model: `LEAN_PARAMS` for a
+    plain chat model; for a reasoning model `REASONING_PARAMS`, and tools only where the map
+    says it calls functions (litellm refuses them otherwise)."""
+    if not entry.get("supports_reasoning"):
+        return LEAN_PARAMS.issuperset(req.params)
+    return REASONING_PARAMS.issuperset(req.params) and (
+        not (req.tools or req.params) or entry.get("supports_function_calling") is True)
+
+
+def _system_as_user(model: str, entry: dict[str, Any]) -> bool:
+    """litellm sends this model's system messages as user messages: an o-series model
+    (`o` and a digit, as litellm's `is_model_o_series_model`) whose map entry does not say it
+    takes system messages (o3, o4-mini)."""
+    return (len(model) > 1 and model[0] == "o" and model[1].isdigit()
+            and entry.get("supports_system_messages") is not True)
+
+
+def as_litellm_sends(req: BackendRequest) -> BackendRequest:
+    """`req` with its messages as litellm sends them to this model: an o-series model's system
+    messages become user messages with the same content, the way litellm rewrites them."""
+    model = req.model[len(PREFIX):]
+    entry = _prices().get(model)
+    if not (isinstance(entry, dict) and _system_as_user(model, entry)
+            and any(m.get("role") == "system" for m in req.messages)):
+        return req
+    messages = [{"content": m.get("content"), "role": "user"} if m.get("role") == "system"
+                else m for m in req.messages]
+    return dataclasses.replace(req, messages=messages, messages_json=None)
 
 
 def direct_route(req: BackendRequest, enabled: bool = True) -> str | None:
     """How `req` is sent without litellm's completion: "unpriced" (an `openai/` model litellm has
     no price for, at an `api_base`: no cost, as litellm), "priced" (an OpenAI chat model litellm
-    prices, with lean parameters: the cost as litellm computes it) or None (litellm)."""
+    prices, with lean parameters — a reasoning model too, with the few litellm passes as given:
+    the cost as litellm computes it) or None (litellm)."""
     if not (enabled and req.model.startswith(PREFIX)):
         return None
     env = os.environ
@@ -158,7 +198,7 @@ def direct_route(req: BackendRequest, enabled: bool = True) -> str | None:
     entry = prices.get(bare, prices.get(req.model))
     if entry is None:
         return "unpriced" if req.api_base else None
-    if (not _lean_priced(entry) or not LEAN_PARAMS.issuperset(req.params)
+    if (not _openai_chat(entry) or not _lean_params(entry, req)
             or any(env.get(k) for k in _ACCOUNT_ENV)):
         return None
     if not (req.api_base or req.api_key or env.get("OPENAI_API_KEY")):
@@ -254,7 +294,7 @@ class OpenAIDirectBackend:
     async def __call__(self, req: BackendRequest) -> dict[str, Any]:
         import aiohttp
 
-        data = _body(req)
+        data = _body(as_litellm_sends(req))
         headers = {"Content-Type": "application/json"}
         base, key = endpoint(req)
         url, basic = _without_credentials(base.rstrip("/") + "/chat/completions")

@@ -5,6 +5,7 @@ every data block read. Each side wraps these with its own error type."""
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,29 @@ _HEADER_BYTES = 3 * 4096
 """DuckDB's main header and its two database headers, before the first block."""
 
 
+def duckdb_core() -> Any:
+    """DuckDB for a reader that only connects, queries and catches DuckDB's errors: the
+    `duckdb` package when something has imported it already, else its compiled core `_duckdb`
+    (duckdb ≥ 1.4), whose connections, functions and exception classes are the very objects the
+    package re-exports. The package's own `__init__` costs ~35 ms more than the core on this
+    machine (`duckdb._version` imports `importlib.metadata` to read its version,
+    `_dbapi_type_object` builds DB-API type objects), a fifth of `bench query`'s whole start-up,
+    for nothing a query uses. `tests/test_startup.py` checks that the names readers use are the
+    package's own objects; an older duckdb without `_duckdb` gets the package."""
+    loaded = sys.modules.get("duckdb")
+    if loaded is not None:
+        return loaded
+    try:
+        import _duckdb as core
+    except ImportError:
+        import duckdb as core  # type: ignore[no-redef]
+    return core
+
+
 def damage_reason(exc: BaseException | None) -> str | None:
     """DuckDB's words for a damaged file (or a damaged file's internal assertion), from `exc` or
     the exception it was raised from; None for any other error (a lock, a bad query…)."""
-    import duckdb
+    duckdb = duckdb_core()
 
     seen = 0
     while exc is not None and seen < 5:
