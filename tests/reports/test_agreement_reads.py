@@ -1,0 +1,171 @@
+"""What the agreement report reads, checked against the views it stands for: the judge pairs'
+counts (`agreement.PAIR_CELLS`, joined kind by kind on the tables' own keys) against
+`judge_pairs`, on the synthetic benchmark store and on a copy with a second rejudge of the same
+dialogues (two rejudges paired with each other, the original run's intent checks listed once
+by both), a SKIPPED trigger and judge errors. And what it fetches: rows per session and group,
+never per item. Nothing here is timed."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from benchpack.reports import agreement
+from benchpack.reports.access import open_store, select_runs
+from benchpack.reports.builtin import ReportContext
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import synthetic_store as store  # noqa: E402  (the benchmark's generator, beside it)
+
+SECOND = f"{store.run_id(0)}+rejudge-second"
+"""A second rejudge of run 0's dialogues, added to a copy of the store."""
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("agreement-reads") / "bench.duckdb"
+    store.generate(path, 3000)
+    return path
+
+
+@pytest.fixture(scope="module")
+def two_rejudges(db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The store with `SECOND`: run 0's rejudge copied under another id, some of its labels
+    decided otherwise, a few of its audit's `original` labels differing from the first
+    rejudge's (so the original run lists both), a trigger SKIPPED and judge errors."""
+    path = tmp_path_factory.mktemp("two-rejudges") / "bench.duckdb"
+    shutil.copy(db, path)
+    first = store.rejudge_id(0)
+    con = duckdb.connect(str(path))
+    try:
+        for table in ("runs", "sessions", "triggers", "checklist_results", "triples",
+                      "intent_checks"):
+            con.execute(f"INSERT INTO {table} SELECT * REPLACE ('{SECOND}' AS run_id) "
+                        f"FROM {table} WHERE run_id = '{first}'")
+        con.execute(f"""UPDATE triggers SET label = CASE hash(trigger_id, session_id) % 4
+                WHEN 0 THEN 'PASS' WHEN 1 THEN NULL WHEN 2 THEN 'SKIPPED' ELSE 'FAIL' END
+            WHERE run_id = '{SECOND}' AND hash(trigger_id, repeat) % 5 = 0""")
+        con.execute(f"""UPDATE checklist_results SET score = CASE WHEN score >= 0.5 THEN 0
+                ELSE NULL END WHERE run_id = '{SECOND}' AND hash(item_id, session_id) % 7 = 0""")
+        con.execute(f"""UPDATE triples SET matched = NOT matched
+            WHERE run_id = '{SECOND}' AND hash(idx, session_id) % 6 = 0""")
+        con.execute(f"""UPDATE intent_checks SET decision = NOT decision
+            WHERE run_id = '{SECOND}' AND hash(intent_id, session_id) % 4 = 0""")
+        con.execute(f"""UPDATE intent_checks SET original = NOT original
+            WHERE run_id = '{SECOND}' AND hash(intent_id, turn) % 5 = 0""")
+    finally:
+        con.close()
+    return path
+
+
+def _pairs_of(con: Any) -> list[tuple[str, str]]:
+    lineage = con.execute("SELECT run_id, source_run FROM run_lineage").fetchall()
+    return [(a, b) for a, sa in lineage for b, sb in lineage if a != b and sa == sb]
+
+
+def _view_cells(con: Any, a: str, b: str) -> Counter[tuple[Any, ...]]:
+    """PAIR_CELLS' rows rebuilt item by item from the `judge_pairs` view."""
+    width = agreement.LABELS
+    cells: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0] * (width * width + 2))
+    for kind, typ, session, x, y in con.execute(
+            "SELECT kind, type, session_id, label_a, label_b FROM judge_pairs "
+            "WHERE run_a = ? AND run_b = ?", [a, b]).fetchall():
+        scale = agreement.scale_of(kind)
+        for group in ("all", *([typ] if kind == "trigger" and typ else [])):
+            row = cells[(kind, group, session)]
+            if x in scale and y in scale:
+                row[scale.index(x) * width + scale.index(y)] += 1
+            row[-2] += x is not None and y is not None
+            row[-1] += 1
+    return Counter((*key, *row) for key, row in cells.items())
+
+
+@pytest.mark.parametrize("which", ["synthetic", "two rejudges"])
+def test_pair_cells_are_the_judge_pairs_view_counted(which: str, db: Path,
+                                                     two_rejudges: Path) -> None:
+    with open_store(db if which == "synthetic" else two_rejudges) as con:
+        pairs = _pairs_of(con)
+        assert len(pairs) == (4 if which == "synthetic" else 8)
+        for a, b in pairs:
+            got = Counter(con.execute(agreement.PAIR_CELLS, [a, b]).fetchall())
+            want = _view_cells(con, a, b)
+            assert got == want, (a, b)
+            assert sum(r[-1] for r in got) > 100  # items of every kind were paired
+            assert {r[0] for r in got} == {"trigger", "checklist", "triple",
+                                           "intent_completion", "intent_clarification"}
+
+
+def test_second_rejudge_exercises_what_the_view_must_agree_on(two_rejudges: Path) -> None:
+    """The copy holds what the counts must get right: judge errors, a SKIPPED trigger (left
+    out), and original labels the two rejudges record differently (the original run then
+    lists the item twice, and the view pairs both)."""
+    with open_store(two_rejudges) as con:
+        a = store.run_id(0)
+        duplicated = con.execute(
+            "SELECT count(*) FROM (SELECT session_id, repeat, kind, item_id FROM judge_labels "
+            "WHERE run_id = ? AND kind LIKE 'intent_%' GROUP BY ALL HAVING count(*) > 1)",
+            [a]).fetchone()[0]
+        assert duplicated > 0
+        errors = con.execute("SELECT count(*) FROM judge_pairs WHERE run_a = ? AND run_b = ? "
+                             "AND label_b IS NULL", [a, SECOND]).fetchone()[0]
+        assert errors > 0
+
+
+def test_judge_report_over_two_rejudges_pairs_all_three(two_rejudges: Path) -> None:
+    with open_store(two_rejudges) as con:
+        ctx = ReportContext(con, [store.run_id(0), store.rejudge_id(0), SECOND])
+        result = agreement.agreement_report(ctx)
+    titles = [t.title for t in result.tables]
+    assert sum(" vs " in t for t in titles) == 3, titles  # a-first, a-second, first-second
+
+
+class _Counting:
+    """A connection recording how many rows each statement handed to Python."""
+
+    def __init__(self, con: Any) -> None:
+        self.con, self.fetched = con, []
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        result = self.con.execute(sql, params) if params is not None else self.con.execute(sql)
+        fetched = self.fetched
+
+        class Rows:
+            def fetchall(self) -> list[Any]:
+                rows = result.fetchall()
+                fetched.append((sql, len(rows)))
+                return rows
+
+            def fetchone(self) -> Any:
+                row = result.fetchone()
+                fetched.append((sql, int(row is not None)))
+                return row
+
+        return Rows()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.con, name)
+
+
+def test_judge_pairs_are_fetched_per_session_and_group(db: Path) -> None:
+    """A judge pair's counts come to Python as one row per (kind, group, session) — at most
+    sessions × (kinds + trigger types) — however many items and label pairs the sessions
+    hold; here fewer than a row per four paired items."""
+    with open_store(db) as con:
+        counting = _Counting(con)
+        ctx = ReportContext(counting, select_runs(con, ["all"]))
+        agreement.agreement_report(ctx)
+        sessions = con.execute("SELECT count(DISTINCT session_id) FROM sessions").fetchone()[0]
+        items = con.execute("SELECT count(*) FROM judge_pairs WHERE run_a < run_b"
+                            ).fetchone()[0]
+    fetched = [n for sql, n in counting.fetched if sql is agreement.PAIR_CELLS]
+    assert len(fetched) == len(store.REJUDGED)
+    groups = len(agreement.KINDS) + len(agreement.TRIGGER_TYPES)
+    assert all(n <= sessions * groups for n in fetched), (fetched, sessions)
+    assert sum(fetched) < items / 4, (fetched, items)
