@@ -169,3 +169,55 @@ def test_judge_pairs_are_fetched_per_session_and_group(db: Path) -> None:
     groups = len(agreement.KINDS) + len(agreement.TRIGGER_TYPES)
     assert all(n <= sessions * groups for n in fetched), (fetched, sessions)
     assert sum(fetched) < items / 4, (fetched, items)
+
+
+def _units_by_fsum(rows: list[tuple[Any, ...]]) -> dict[tuple[str, ...], list[list[float]]]:
+    """The coincidence units as the report built them first: per group and session a counter
+    of (m, cell) sums, then each cell the fsum of its sums ÷ (m − 1) over m ≥ 2."""
+    import math
+
+    per: dict[tuple[str, ...], dict[Any, Counter[tuple[int, int]]]] = defaultdict(
+        lambda: defaultdict(Counter))
+    width = agreement.LABELS
+    for run, kind, typ, who, m, session, *cells in rows:
+        k = len(agreement.scale_of(kind))
+        for group in ("all", *([typ] if kind == "trigger" and typ else [])):
+            counts = per[(run, kind, group, who)][session]
+            for c in range(k):
+                for d in range(k):
+                    counts[(m, c * k + d)] += cells[c * width + d]
+    out = {}
+    for key, sessions in per.items():
+        k2 = len(agreement.scale_of(key[1])) ** 2
+        out[key] = [[math.fsum(n / (m - 1) for (m, cell), n in sessions[s].items()
+                               if cell == c and m >= 2) for c in range(k2)]
+                    for s in sorted(sessions, key=str)]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_coincidence_units_are_the_fsum_of_each_cell(seed: int) -> None:
+    """`agreement_humans._units` sums in numpy what the report fsum'd cell by cell: the same
+    floats to the bit, with up to eight ratings an item (several quotients by 3, 5, 6, 7 in
+    a cell, which are fsum'd), sessions of one-rating items only, a trigger type named `all`,
+    and sums large enough to leave the exact path."""
+    import random
+
+    from benchpack.reports import agreement_humans
+
+    rng = random.Random(seed)
+    width = agreement.LABELS
+    big = 2**56 if seed % 10 == 9 else 40  # past 2**53, where only int ÷ int rounds once
+    rows = []
+    for _ in range(rng.randint(1, 300)):
+        kind = rng.choice(["trigger", "checklist", "triple"])
+        typ = rng.choice(["emergent", "critical", "all", None]) if kind == "trigger" else None
+        m = rng.choice([1, 2, 3, 3, 3, 4, 4, 5, *([6, 7, 8] if seed % 2 else [])])
+        cells = [0 if m == 1 else rng.randint(0, big) for _ in range(width * width)]
+        rows.append((rng.choice(["r1", "r2"]), kind, typ, rng.choice(["humans", "with_judge"]),
+                     m, f"s{rng.randint(0, 40):02d}", *cells))
+    got = agreement_humans._units(rows)
+    want = _units_by_fsum(rows)
+    assert got.keys() == want.keys()
+    for key in want:
+        assert got[key] == want[key], key  # floats compared exactly, session order included

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from typing import Any
 
 from . import stats
@@ -173,8 +173,7 @@ def against_humans(ctx: ReportContext, res: ReportResult,
             scale = scale_of(kind)
             t.rows.append([kind, typ, *agreement_cells(cube, scale, ctx), cube[("ratings",)],
                            cube[("ties",)],
-                           *(alpha_of_units(_alpha_units(units.get((run, kind, typ, who), {}),
-                                                         len(scale)), scale, ctx)
+                           *(alpha_of_units(units.get((run, kind, typ, who), []), scale, ctx)
                              for who in ("humans", "with_judge"))])
         res.tables.append(t)
         res.tables.append(_raters(raters[run], run, lineage))
@@ -190,39 +189,85 @@ def against_humans(ctx: ReportContext, res: ReportResult,
         res.tables.append(ppi)
 
 
-Units = dict[tuple[str, str, str, str], dict[Any, Counter[tuple[int, int]]]]
-"""(run, kind, type or `all`, who) → session → (m, flattened cell) → Σ n_c · (n_d − [c = d])
-over the session's items with m ratings (`_COINCIDENCES`)."""
+Units = dict[tuple[str, str, str, str], list[list[float]]]
+"""(run, kind, type or `all`, who) → each session's flattened k × k coincidence matrix, sorted
+by session id: cell (c, d) the fsum over m ≥ 2 of Σ n_c · (n_d − [c = d]) ÷ (m − 1) over the
+session's items with m ratings (`_COINCIDENCES`), as `krippendorff_alpha_coincidence` adds
+units; a session whose items all have one rating is there, all 0 (a unit that can be drawn)."""
 
 
 def _units(rows: list[tuple[Any, ...]]) -> Units:
     """`_COINCIDENCES`' rows summed per group as `groups` sums the other counts (a trigger
-    type and all types), each session present even when all its cells are 0 (items of one
-    rating are units that can be drawn). Read straight into this shape: through the groups'
-    tuple-keyed counters they took ~0.6 s of `--humans` on 1 M turns."""
-    out: Units = defaultdict(lambda: defaultdict(Counter))
-    for run, kind, typ, who, m, session, *cells in rows:
-        k = len(scale_of(kind))
-        found = [(c * k + d, int(cells[c * _LABELS + d])) for c in range(k) for d in range(k)
-                 if cells[c * _LABELS + d]]
+    type and all types), then per session in numpy, where dictionaries per (session, m, cell)
+    and an fsum per cell took 0.8 s of `--humans` on 1 M turns. The same floats: the integer
+    sums are exact in any order; of the quotients n ÷ (m − 1), those by a power of two are
+    exact and so is their sum, and with at most one other (m = 4 at 2-4 raters) adding it last
+    rounds once, as fsum does — a cell with two or more such terms is fsum'd."""
+    import numpy as np
+
+    if not rows:
+        return {}
+    keys: dict[tuple[str, str, str, str], int] = {}
+    order = {s: i for i, s in enumerate(sorted({r[5] for r in rows}, key=str))}
+    at: list[tuple[int, int, int, int]] = []  # (group, session, m, row)
+    for i, (run, kind, typ, who, m, session, *_) in enumerate(rows):
         for group in ("all", *([str(typ)] if kind == "trigger" and typ else [])):
-            per = out[(str(run), str(kind), group, str(who))][session]
-            for cell, n in found:
-                per[(int(m), cell)] += n
+            g = keys.setdefault((str(run), str(kind), group, str(who)), len(keys))
+            at.append((g, order[session], int(m), i))
+    index = np.array(at, dtype=np.int64)
+    cells = np.array([r[6:] for r in rows], dtype=np.int64)[index[:, 3]]
+    # integer sums per (group, session, m): exact
+    triples, inverse = np.unique(index[:, :3], axis=0, return_inverse=True)
+    sums = np.zeros((len(triples), cells.shape[1]), dtype=np.int64)
+    np.add.at(sums, inverse.ravel(), cells)
+    # per (group, session): the quotients by powers of two summed (exact), the others apart
+    units, where = np.unique(triples[:, :2], axis=0, return_inverse=True)
+    where = where.ravel()
+    m = triples[:, 2]
+    pairable = m >= 2
+    step = np.where(pairable, m - 1, 1)
+    exact = pairable & (step & (step - 1) == 0) & (step <= 1024)
+    inexact = pairable & ~exact
+    terms = sums / step[:, None]
+    shape = (len(units), sums.shape[1])
+    total = np.zeros(shape, dtype=float)
+    np.add.at(total, where[exact], terms[exact])
+    if len(sums) and int(sums.max()) >= 2**40:  # floats no longer exact: fsum every cell
+        return _units_by_fsum(keys, units, where, sums, m)
+    rest = np.zeros(shape, dtype=float)
+    np.add.at(rest, where[inexact], terms[inexact])
+    many = np.zeros(shape, dtype=np.int64)
+    np.add.at(many, where[inexact], terms[inexact] != 0)
+    flat = total + rest
+    for u, c in zip(*np.nonzero(many > 1), strict=True):
+        flat[u, c] = math.fsum(terms[(where == u) & pairable, c].tolist())
+    return _by_group(keys, units, flat)
+
+
+def _by_group(keys: dict[tuple[str, str, str, str], int], units: Any, flat: Any) -> Units:
+    """Each group's rows of `flat` (one per (group, session) of `units`), its k × k cells."""
+    out: Units = {}
+    for key, g in keys.items():
+        k = len(scale_of(key[1]))
+        mine = flat[units[:, 0] == g][:, [c * _LABELS + d for c in range(k) for d in range(k)]]
+        out[key] = mine.tolist()
     return out
 
 
-def _alpha_units(sessions: dict[Any, Counter[tuple[int, int]]], k: int) -> list[list[float]]:
-    """Each session's flattened coincidence matrix, sorted by session id: cell (c, d) the
-    fsum over m of its count ÷ (m − 1), as `krippendorff_alpha_coincidence` adds units."""
-    flat = []
-    for session in sorted(sessions, key=str):
-        parts: list[list[float]] = [[] for _ in range(k * k)]
-        for (m, cell), n in sessions[session].items():
-            if m >= 2:
-                parts[cell].append(n / (m - 1))
-        flat.append([math.fsum(p) for p in parts])
-    return flat
+def _units_by_fsum(keys: dict[tuple[str, str, str, str], int], units: Any, where: Any,
+                   sums: Any, m: Any) -> Units:
+    """`_units` for counts of 2⁴⁰ and more: each cell fsum'd from the exact integer sums."""
+    import numpy as np
+
+    parts: dict[tuple[int, int], list[float]] = defaultdict(list)
+    for u, row, count in zip(where.tolist(), sums.tolist(), m.tolist(), strict=True):
+        if count >= 2:
+            for c, n in enumerate(row):
+                parts[(u, c)].append(n / (count - 1))
+    flat = np.zeros((len(units), sums.shape[1]), dtype=float)
+    for (u, c), terms in parts.items():
+        flat[u, c] = math.fsum(terms)
+    return _by_group(keys, units, flat)
 
 
 def _without_judge_labels(ctx: ReportContext, runs: list[str]) -> dict[str, list[str]]:
@@ -257,8 +302,8 @@ def _raters_only(ctx: ReportContext, run: str, rows: list[tuple[Any, ...]], unit
         scale = scale_of(kind)
         items = sum(n for k, n in cube.items() if k[0] == "pair")
         t.rows.append([kind, typ, items, cube[("ratings",)], cube[("ties",)],
-                       alpha_of_units(_alpha_units(units.get((run, kind, typ, "humans"), {}),
-                                                   len(scale)), scale, ctx)])
+                       alpha_of_units(units.get((run, kind, typ, "humans"), []), scale,
+                                      ctx)])
     return t
 
 
