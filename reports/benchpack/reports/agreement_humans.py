@@ -216,14 +216,18 @@ def _units(rows: list[tuple[Any, ...]]) -> Units:
             at.append((g, order[session], int(m), i))
     index = np.array(at, dtype=np.int64)
     cells = np.array([r[6:] for r in rows], dtype=np.int64)[index[:, 3]]
-    # integer sums per (group, session, m): exact
-    triples, inverse = np.unique(index[:, :3], axis=0, return_inverse=True)
+    # integer sums per (group, session, m), found by one integer key (a 1-D unique sorts
+    # it in the order of the three): exact
+    sessions, ms = len(order), int(index[:, 2].max()) + 1
+    triples, inverse = np.unique((index[:, 0] * sessions + index[:, 1]) * ms + index[:, 2],
+                                 return_inverse=True)
     sums = np.zeros((len(triples), cells.shape[1]), dtype=np.int64)
     np.add.at(sums, inverse.ravel(), cells)
     # per (group, session): the quotients by powers of two summed (exact), the others apart
-    units, where = np.unique(triples[:, :2], axis=0, return_inverse=True)
+    pair, where = np.unique(triples // ms, return_inverse=True)
+    units = np.stack([pair // sessions, pair % sessions], axis=1)
     where = where.ravel()
-    m = triples[:, 2]
+    m = triples % ms
     pairable = m >= 2
     step = np.where(pairable, m - 1, 1)
     exact = pairable & (step & (step - 1) == 0) & (step <= 1024)
