@@ -221,3 +221,26 @@ def test_coincidence_units_are_the_fsum_of_each_cell(seed: int) -> None:
     assert got.keys() == want.keys()
     for key in want:
         assert got[key] == want[key], key  # floats compared exactly, session order included
+
+
+def test_judge_groups_by_hand() -> None:
+    """`PAIR_CELLS`-shaped rows (cells on a 3-wide grid, then known and all pairs) into
+    matrices, judge errors and clusters: a session with no known pair on the scale is no
+    cluster; a trigger type named `all` gives a session two rows of the `all` group, summed."""
+    def row(kind: str, group: str, session: str, cells: dict[int, int], known: int,
+            every: int) -> tuple[Any, ...]:
+        return (kind, group, session, *[cells.get(i, 0) for i in range(9)], known, every)
+
+    rows = [row("checklist", "all", "s2", {0: 1, 3: 2}, 3, 4),
+            row("trigger", "all", "s1", {8: 1}, 1, 1), row("trigger", "all", "s1", {0: 1}, 1, 2),
+            row("trigger", "all", "s3", {}, 0, 1), row("trigger", "emergent", "s1", {8: 1}, 1, 1)]
+    got = {(kind, typ): (matrix, unjudged, clusters.tolist())
+           for kind, typ, matrix, unjudged, clusters in agreement._judge_groups(rows)}
+    assert list(got) == [("trigger", "emergent"), ("trigger", "all"), ("checklist", "all")]
+    assert got[("checklist", "all")] == ([[1, 0], [2, 0]], 1, [[1, 0, 2, 0]])
+    assert got[("trigger", "all")] == ([[1, 0, 0], [0, 0, 0], [0, 0, 1]], 2,
+                                       [[1, 0, 0, 0, 0, 0, 0, 0, 1]])
+    assert got[("trigger", "emergent")] == ([[0, 0, 0], [0, 0, 0], [0, 0, 1]], 0,
+                                            [[0, 0, 0, 0, 0, 0, 0, 0, 1]])
+    with pytest.raises(ValueError, match="not one of"):  # a pair off the scale
+        agreement._judge_groups([row("checklist", "all", "s1", {0: 1}, 2, 2)])

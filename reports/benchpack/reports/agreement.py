@@ -280,6 +280,7 @@ UNION ALL
 SELECT kind, type, session_id, {_CELLS},
        coalesce(sum(n) FILTER (WHERE label_a IS NOT NULL AND label_b IS NOT NULL), 0), sum(n)
 FROM pairs WHERE kind = 'trigger' AND type <> '' GROUP BY kind, type, session_id
+ORDER BY kind, grp, session_id
 """
 """A judge pair's items (`_PAIRS`) per kind, group and session: the k × k cells of the pairs
 labelled on the kind's scale (`label_at`; NULL past a kind's scale), the pairs with both
@@ -352,33 +353,47 @@ def _judge_groups(rows: list[tuple[Any, ...]]
     import numpy as np
 
     width = LABELS * LABELS
-    found: dict[tuple[str, str], dict[Any, list[int]]] = defaultdict(dict)
-    totals: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
-    for kind, group, session, *cells in rows:
+    if not rows:
+        return []
+    # the rows come sorted by kind, group and session (`PAIR_CELLS`): each group a run of rows
+    counts = np.array([r[3:] for r in rows], dtype=np.int64)  # cells, known, all
+    bounds = [i for i in range(len(rows)) if i == 0 or rows[i][:2] != rows[i - 1][:2]]
+    found: dict[tuple[str, str], tuple[list[Any], Any]] = {}
+    for start, stop in zip(bounds, [*bounds[1:], len(rows)], strict=True):
+        kind, group = str(rows[start][0]), str(rows[start][1])
         k = len(scale_of(kind))
-        flat = [int(cells[c * LABELS + d]) for c in range(k) for d in range(k)]
-        known, every = int(cells[width]), int(cells[width + 1])
-        if sum(flat) != known:
+        part = counts[start:stop]
+        flat = part[:, [c * LABELS + d for c in range(k) for d in range(k)]]
+        if int(flat.sum()) != int(part[:, width].sum()):
             # a label off the kind's scale: as `stats.confusion_matrix` says of it
             raise ValueError(f"a {kind} label is not one of {list(scale_of(kind))!r}")
-        per = found[(str(kind), str(group))]
-        if session in per:  # a trigger type named `all` counts in both, as in `groups`
-            per[session] = [x + y for x, y in zip(per[session], flat, strict=True)]
-        else:
-            per[session] = flat
-        totals[(str(kind), str(group))][0] += known
-        totals[(str(kind), str(group))][1] += every
+        sessions = [r[2] for r in rows[start:stop]]
+        if len(set(sessions)) < len(sessions):
+            # a trigger type named `all` counts in both, as in `groups`: sum its sessions
+            sessions, flat, part = _merged(sessions, flat, part)
+        found[(kind, group)] = (sessions, flat, part)
     out = []
-    for kind, typ in _group_order(totals):
+    for kind, typ in _group_order(found):
         k = len(scale_of(kind))
-        per = found[(kind, typ)]
-        sessions = sorted((s for s in per if any(per[s])), key=str)
-        clusters = np.array([per[s] for s in sessions], dtype=np.int64).reshape(-1, k * k)
-        summed = clusters.sum(axis=0).tolist()
+        sessions, flat, part = found[(kind, typ)]
+        summed = flat.sum(axis=0).tolist()
         matrix = [summed[r * k:(r + 1) * k] for r in range(k)]
-        known, every = totals[(kind, typ)]
-        out.append((kind, typ, matrix, every - known, clusters))
+        known, every = int(part[:, width].sum()), int(part[:, width + 1].sum())
+        out.append((kind, typ, matrix, every - known, flat[flat.any(axis=1)]))
     return out
+
+
+def _merged(sessions: list[Any], flat: Any, part: Any) -> tuple[list[Any], Any, Any]:
+    """A group's rows (sessions, cells, counts) summed per session, sorted by session."""
+    import numpy as np
+
+    once = sorted(set(sessions), key=str)
+    at = [{s: i for i, s in enumerate(once)}[s] for s in sessions]
+    cells = np.zeros((len(once), flat.shape[1]), dtype=np.int64)
+    counts = np.zeros((len(once), part.shape[1]), dtype=np.int64)
+    np.add.at(cells, at, flat)
+    np.add.at(counts, at, part)
+    return once, cells, counts
 
 
 def _group_order(present: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
