@@ -244,3 +244,21 @@ def test_judge_groups_by_hand() -> None:
                                             [[0, 0, 0, 0, 0, 0, 0, 0, 1]])
     with pytest.raises(ValueError, match="not one of"):  # a pair off the scale
         agreement._judge_groups([row("checklist", "all", "s1", {0: 1}, 2, 2)])
+
+
+def test_pooled_trigger_scores_are_the_views_average(db: Path) -> None:
+    """Rank stability's trigger scores, summed from the per-session figures τ resamples,
+    are `avg(score)` of `trigger_results` per run and type (and over all types) to the bit."""
+    from benchpack.reports.judge_validity import unit_and_pooled_figures
+
+    with open_store(db) as con:
+        runs = select_runs(con, ["all"])
+        _, means = unit_and_pooled_figures(ReportContext(con, runs), runs)
+        want: dict[str, dict[str, float]] = defaultdict(dict)
+        for run, typ, v in con.execute(
+                "SELECT run_id, type, avg(score) FROM trigger_results WHERE label IS NOT NULL "
+                "GROUP BY GROUPING SETS ((run_id, type), (run_id))").fetchall():
+            if v is not None:
+                want[run][f"trigger score ({typ or 'all'})"] = v
+    assert means == want
+    assert sum(len(m) for m in means.values()) == 4 * len(runs)  # three types and all

@@ -432,9 +432,11 @@ _FIGURES = (("comp", "COMP"), ("f1", "triple F1"), ("score", "verified score"),
             ("passed", "verified pass rate"))
 
 
-def _figures(ctx: ReportContext, runs: list[str]) -> dict[str, dict[str, float]]:
+def _figures(ctx: ReportContext, runs: list[str],
+             trigger_means: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
     """run → figure → value: session means of the re-judged figures and trigger weighted
-    scores pooled over triggers (overall and per type)."""
+    scores pooled over triggers (overall and per type: `trigger_means`, from the query of
+    `judge_validity.unit_and_pooled_figures`)."""
     if not runs:
         return {}
     marks = ", ".join("?" * len(runs))
@@ -447,13 +449,8 @@ def _figures(ctx: ReportContext, runs: list[str]) -> dict[str, dict[str, float]]
         for (_, name), v in zip(_FIGURES, values, strict=True):
             if v is not None:
                 out[str(run)][name] = float(v)
-    rows = ctx.con.execute(
-        f"SELECT run_id, type, avg(score) FROM trigger_results WHERE run_id IN ({marks}) "
-        "AND label IS NOT NULL GROUP BY GROUPING SETS ((run_id, type), (run_id))",
-        runs).fetchall()
-    for run, typ, v in rows:
-        if v is not None:
-            out[str(run)][f"trigger score ({typ or 'all'})"] = float(v)
+    for run, means in trigger_means.items():
+        out[run].update(means)
     return out
 
 
@@ -478,11 +475,11 @@ def _rank_stability(ctx: ReportContext, res: ReportResult,
                "both judges, every figure recomputed; with few agents τ takes few values, so "
                "the interval is coarse."])
     runs = sorted({r for pairs in groups.values() for p in pairs for r in p})
-    figures = _figures(ctx, runs)
-    from .judge_validity import unit_figures
+    from .judge_validity import unit_and_pooled_figures
     from .validity import kendall_tau_ci
 
-    per_unit = unit_figures(ctx, runs)
+    per_unit, trigger_means = unit_and_pooled_figures(ctx, runs)
+    figures = _figures(ctx, runs, trigger_means)
     for (ja, jb), pairs in groups.items():
         agents = Counter(lineage[a].agent for a, _ in pairs)
         names = {a: lineage[a].agent if agents[lineage[a].agent] == 1 else
