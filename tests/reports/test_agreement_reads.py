@@ -262,3 +262,24 @@ def test_pooled_trigger_scores_are_the_views_average(db: Path) -> None:
                 want[run][f"trigger score ({typ or 'all'})"] = v
     assert means == want
     assert sum(len(m) for m in means.values()) == 4 * len(runs)  # three types and all
+
+
+@pytest.mark.parametrize("consensus", ["median", "majority"])
+def test_headline_from_the_rated_items_table_is_the_views(db: Path, consensus: str) -> None:
+    """`agreement --humans` makes its bias-corrected headline from its TEMP table of rated
+    items; asked of the `human_pairs` view, the same table, figure for figure."""
+    from benchpack.reports.judge_validity import ppi_table
+
+    with open_store(db) as con:
+        ctx = ReportContext(con, select_runs(con, ["all"]))
+        ctx.humans, ctx.consensus, ctx.min_raters = True, consensus, 3
+        result = agreement.agreement_report(ctx)
+        (got,) = [t for t in result.tables if t.title.startswith("Bias-corrected")]
+        names = {r[0]: agreement.run_name(r[0], agreement._lineage(ctx))
+                 for r in con.execute("SELECT run_id FROM runs").fetchall()}
+        runs = [r for r in ctx.runs if any(n == names[r] for n, *_ in got.rows)]
+        label = "human_majority" if consensus == "majority" else "human_label"
+        want = ppi_table(ctx, runs, names, label)
+    assert want is not None and len(runs) == 4
+    assert [[str(c) for c in r] for r in got.rows] == [[str(c) for c in r] for r in want.rows]
+    assert got.rows == want.rows

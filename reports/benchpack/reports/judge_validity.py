@@ -26,11 +26,13 @@ def _tables(ctx: ReportContext) -> set[str]:
     ).fetchall()}
 
 
-def ppi_table(ctx: ReportContext, runs: list[str], labels: dict[str, str], label_col: str
-              ) -> Table | None:
+def ppi_table(ctx: ReportContext, runs: list[str], labels: dict[str, str], label_col: str,
+              rated: str = "human_pairs") -> Table | None:
     """Per run and figure: the judge's figure over every judged item of the run (ablation
     variants left out, as in the headline), the human consensus on the rated ones, and the PPI
-    estimate with its CI, clustered by session."""
+    estimate with its CI, clustered by session. `rated`: the `human_pairs` view, or a table
+    of its rows for these runs (`agreement_humans`' TEMP `items`) — fixed names, never user
+    text."""
     if not runs:
         return None
     marks = ", ".join("?" * len(runs))
@@ -48,7 +50,7 @@ def ppi_table(ctx: ReportContext, runs: list[str], labels: dict[str, str], label
         SELECT j.run_id, j.kind, j.session_id, count(*) AS judged,
                count(h.{label_col}) AS rated, {", ".join(sums)}
         FROM judge_labels j JOIN sessions s USING (run_id, session_id, repeat)
-        LEFT JOIN human_pairs h ON h.run_id = j.run_id AND h.session_id = j.session_id
+        LEFT JOIN {rated} h ON h.run_id = j.run_id AND h.session_id = j.session_id
              AND h.repeat = j.repeat AND h.kind = j.kind AND h.item_id = j.item_id
              AND h.raters >= ?
         WHERE j.run_id IN ({marks}) AND s.ablation IS NULL AND j.label IS NOT NULL
