@@ -119,9 +119,9 @@ def unit_and_pooled_figures(ctx: ReportContext, runs: list[str]
     names = ("COMP", "triple F1", "verified score", "verified pass rate")
     for run, session, *cells in ctx.con.execute(
             f"SELECT run_id, session_id, sum(comp), count(comp), sum(f1), count(f1), "
-            f"sum(score), count(score), sum(passed::INTEGER), count(passed) FROM sessions "
-            f"WHERE run_id IN ({marks}) AND status = 'finished' AND ablation IS NULL "
-            "GROUP BY ALL", runs).fetchall():
+            f"sum(score), count(score), sum(passed::INTEGER)::BIGINT, count(passed) "
+            f"FROM sessions WHERE run_id IN ({marks}) AND status = 'finished' "
+            "AND ablation IS NULL GROUP BY ALL", runs).fetchall():
         for i, name in enumerate(names):
             if cells[2 * i + 1]:
                 out[str(run)][name][str(session)] = (float(cells[2 * i]),
