@@ -283,3 +283,38 @@ def test_headline_from_the_rated_items_table_is_the_views(db: Path, consensus: s
     assert want is not None and len(runs) == 4
     assert [[str(c) for c in r] for r in got.rows] == [[str(c) for c in r] for r in want.rows]
     assert got.rows == want.rows
+
+
+@pytest.mark.parametrize("kept", [False, True])
+def test_alpha_ci_draws_are_summed_per_pattern_as_before(kept: bool,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """α's resampled coincidences: the pattern weights as differences of running totals
+    (`unit_draw_totals`) give the bits of summing each pattern's draws (`np.add.reduceat`
+    over `unit_draw_counts`, then einsum, as the report computed them first), with cells in
+    thirds whose sums depend on the order einsum adds them in — whether the draws are fresh
+    or kept."""
+    import random
+
+    import numpy as np
+
+    from benchpack.reports import stats
+    from benchpack.reports.stats import kappa, resampling
+
+    monkeypatch.setattr(resampling, "_DRAWS", {})
+    rng = random.Random(7)
+    labels = ("FAIL", "PARTIAL", "PASS")
+    units = [[rng.randint(0, 12) / 3 for _ in range(9)] for _ in range(300)]
+    units += units[:200]  # patterns of several units
+    if kept:
+        list(resampling.unit_draw_counts(len(units), 700, 3))
+    got = stats.krippendorff_alpha_ci(units, "ordinal", labels, resamples=700, seed=3)
+    patterns = sorted(Counter(tuple(u) for u in units).items())
+    counts = [n for _, n in patterns]
+    starts = np.cumsum([0, *counts[:-1]])
+    weights = np.concatenate([np.add.reduceat(block, starts, axis=1).astype(float)
+                              for block in resampling.unit_draw_counts(len(units), 700, 3)])
+    cells = np.array([[p[j] for p, _ in patterns] for j in range(9)], dtype=float).T
+    draws = sorted(d for d in kappa._alpha_rows(np.einsum("ij,jk->ik", weights, cells),
+                                                "ordinal", labels) if d is not None)
+    assert (got.low, got.high) == (resampling.quantile(draws, (1 - 0.95) / 2),
+                                   resampling.quantile(draws, (1 + 0.95) / 2))

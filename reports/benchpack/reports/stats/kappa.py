@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any, Literal, TypeVar
 
-from .resampling import BootstrapCI, bootstrap_counts_joint, quantile, unit_draw_counts
+from .resampling import BootstrapCI, bootstrap_counts_joint, quantile, unit_draw_totals
 
 L = TypeVar("L", bound=Hashable)
 
@@ -368,7 +368,8 @@ def krippendorff_alpha_ci(
     and a resample is a weighted sum over the distinct matrices: the draws of each unit
     (`unit_draw_counts`, numpy) summed per pattern, every resample's matrix one product and
     its α computed at once (16 calls of the 1 M-turn benchmark's agreement report: 13 s
-    one resample at a time, 1.0 s). Fewer than two
+    one resample at a time, 1.0 s; the patterns' draws as differences of running totals,
+    `unit_draw_totals`, not summed per pattern). Fewer than two
     units say nothing about the variation between units: no interval."""
     k = len(categories)
     if any(len(u) != k * k for u in units):
@@ -394,10 +395,14 @@ def krippendorff_alpha_ci(
 
     cells_of = np.array(columns, dtype=float).T  # patterns × k²
     # the units lie grouped by pattern: a pattern's weight in a resample is the draws of its
-    # slice of units; every resample's α computed at once (`_alpha_rows`)
-    starts = np.cumsum([0, *counts[:-1]])
-    weights = np.concatenate([np.add.reduceat(block, starts, axis=1).astype(float)
-                              for block in unit_draw_counts(n, resamples, seed)])
+    # slice of units, the difference of the running totals at the slices' ends; every
+    # resample's α computed at once (`_alpha_rows`)
+    ends = np.cumsum(counts) - 1
+    # in C order, as einsum's sums run in another order over a Fortran-ordered operand (a
+    # column gather gives one): the same bits as before for the same resamples
+    weights = np.concatenate([np.diff(block[:, ends].astype(np.int64), axis=1,
+                                      prepend=0).astype(float, order="C")
+                              for block in unit_draw_totals(n, resamples, seed)])
     # einsum, not `@`: BLAS's threads spin on a shared machine (`validity.kendall_tau_ci`)
     draws = _alpha_rows(np.einsum("ij,jk->ik", weights, cells_of), level_of_measurement,
                         categories)
