@@ -395,9 +395,9 @@ def unit_draw_counts(n: int, resamples: int, seed: int, chunk: int = 256) -> Ite
     2,000 resamples: 3.5 s a call before)."""
     import numpy as np
 
-    for block, kept in _draw_blocks(n, resamples, seed, chunk):
-        if kept:  # running totals, as kept: the counts are their differences
-            yield np.diff(block, axis=1, prepend=np.zeros((len(block), 1), block.dtype)
+    for block, totals in _draw_blocks(n, resamples, seed, chunk):
+        if block is None:  # kept as running totals: the counts are their differences
+            yield np.diff(totals, axis=1, prepend=np.zeros((len(totals), 1), totals.dtype)
                           ).astype(np.int64)
         else:
             yield block
@@ -411,21 +411,21 @@ def unit_draw_totals(n: int, resamples: int, seed: int, chunk: int = 256) -> Ite
     (`np.add.reduceat` took 0.4 s of `agreement --humans` on 1 M turns)."""
     import numpy as np
 
-    for block, kept in _draw_blocks(n, resamples, seed, chunk):
-        yield block if kept else np.cumsum(block, axis=1)
+    for block, totals in _draw_blocks(n, resamples, seed, chunk):
+        yield np.cumsum(block, axis=1) if totals is None else totals
 
 
-def _draw_blocks(n: int, resamples: int, seed: int, chunk: int) -> Iterator[tuple[Any, bool]]:
-    """(block, kept): the counts as drawn (kept False), or running totals read back from
-    `_DRAWS` (kept True)."""
+def _draw_blocks(n: int, resamples: int, seed: int, chunk: int) -> Iterator[tuple[Any, Any]]:
+    """(counts, running totals) of each block: the counts as drawn (None when read back from
+    `_DRAWS`, which keeps the totals), the totals when kept (None when too big to keep)."""
     import numpy as np
 
     key = (n, resamples, seed, chunk)
     kept = _DRAWS.get(key)
     if kept is not None:  # the same draws, made again: the same numbers
         _DRAWS[key] = _DRAWS.pop(key)  # most recently used
-        for block in kept:
-            yield block, True
+        for totals in kept:
+            yield None, totals
         return
     keep = n < 2**16 and resamples * n * 2 <= _DRAWS_KEPT_BYTES
     blocks = []
@@ -437,9 +437,10 @@ def _draw_blocks(n: int, resamples: int, seed: int, chunk: int) -> Iterator[tupl
         # one bincount for the whole block: row r's draws shifted by r·n
         flat = (draws + np.arange(rows)[:, None] * n).ravel()
         block = np.bincount(flat, minlength=rows * n).reshape(rows, n)
+        totals = np.cumsum(block, axis=1, dtype=np.uint16) if keep else None
         if keep:  # a running total is at most n < 2¹⁶
-            blocks.append(np.cumsum(block, axis=1, dtype=np.uint16))
-        yield block, False
+            blocks.append(totals)
+        yield block, totals
         done += rows
     if keep:
         _DRAWS[key] = blocks
