@@ -374,9 +374,18 @@ def krippendorff_alpha_ci(
     k = len(categories)
     if any(len(u) != k * k for u in units):
         raise ValueError(f"each unit must be a flattened {k}×{k} coincidence matrix")
-    patterns = sorted(Counter(tuple(float(x) for x in u) for u in units).items())
-    counts = [n for _, n in patterns]
-    columns = [tuple(p[j] for p, _ in patterns) for j in range(k * k)]
+    import numpy as np
+
+    # the distinct matrices in sorted order and how many units hold each: np.unique sorts
+    # rows as `sorted` sorts tuples (+ 0.0 makes a −0.0 the 0.0 it equals), where a Counter
+    # of tuples took 0.15 s of `agreement --humans`' 48 calls on 1 M turns
+    if units:
+        found, tally = np.unique(np.array(units, dtype=float).reshape(len(units), k * k) + 0.0,
+                                 axis=0, return_counts=True)
+        counts: list[int] = tally.tolist()
+        columns = [tuple(col) for col in found.T.tolist()]
+    else:
+        counts, columns = [], [() for _ in range(k * k)]
 
     def alpha(weights: Sequence[int]) -> list[float | None]:
         cells = [math.fsum(map(operator.mul, weights, col)) for col in columns]
@@ -391,8 +400,6 @@ def krippendorff_alpha_ci(
         return BootstrapCI(estimate, None, None, level, 0, n, seed)
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
-    import numpy as np
-
     cells_of = np.array(columns, dtype=float).T  # patterns × k²
     # the units lie grouped by pattern: a pattern's weight in a resample is the draws of its
     # slice of units, the difference of the running totals at the slices' ends; every
