@@ -318,3 +318,23 @@ def test_alpha_ci_draws_are_summed_per_pattern_as_before(kept: bool,
                                                 "ordinal", labels) if d is not None)
     assert (got.low, got.high) == (resampling.quantile(draws, (1 - 0.95) / 2),
                                    resampling.quantile(draws, (1 + 0.95) / 2))
+
+
+def test_human_clusters_by_hand() -> None:
+    """`_CLUSTERS`-shaped rows (run, kind, group, session, cells on a 3-wide grid) into each
+    group's sessions: a session with no pair on the kind's scale is no cluster, a trigger
+    type named `all` gives a session two rows of the `all` group, summed."""
+    from benchpack.reports import agreement_humans
+
+    def row(run: str, kind: str, group: str, session: str, cells: dict[int, int]
+            ) -> tuple[Any, ...]:
+        return (run, kind, group, session, *[cells.get(i, 0) for i in range(9)])
+
+    got = agreement_humans._clusters([
+        row("r", "checklist", "all", "s1", {0: 2, 4: 1}), row("r", "checklist", "all", "s2", {}),
+        row("r", "trigger", "all", "s1", {8: 1}), row("r", "trigger", "all", "s1", {1: 2}),
+        row("r", "trigger", "all", "s2", {4: 3}), row("q", "trigger", "critical", "s9", {3: 1})])
+    assert got == {("r", "checklist", "all"): [[2, 0, 0, 1]],
+                   ("r", "trigger", "all"): [[0, 2, 0, 0, 0, 0, 0, 0, 1],
+                                             [0, 0, 0, 0, 3, 0, 0, 0, 0]],
+                   ("q", "trigger", "critical"): [[0, 0, 0, 1, 0, 0, 0, 0, 0]]}

@@ -134,11 +134,16 @@ def _matrix_text(matrix: list[list[int]]) -> str:
     return " / ".join(" ".join(str(c) for c in row) for row in matrix)
 
 
-def agreement_cells(cube: Cube, scale: Sequence[str], ctx: ReportContext) -> list[Any]:
+def agreement_cells(cube: Cube, scale: Sequence[str], ctx: ReportContext,
+                    clusters: list[list[int]] | None = None) -> list[Any]:
     """items, judge errors, confusion, exact, within-one, κ, κ_lin, κ_quad of the `pair`
-    counts of a group (a None label is a judge error: counted, left out)."""
+    counts of a group (a None label is a judge error: counted, left out); κ's clusters are
+    the cube's `cluster` counts, or `clusters` (each session's flattened confusion matrix,
+    sorted by session id)."""
     split = by_stat(cube)
     pairs = {(k[1], k[2]): n for k, n in split.get("pair", ())}
+    if clusters is not None:
+        return _cells(pairs, clusters, scale, ctx)
     index = {c: i for i, c in enumerate(scale)}
     sessions: dict[Any, list[int]] = {}
     for key, n in split.get("cluster", ()):  # ("cluster", session, row label, column label)
@@ -361,7 +366,7 @@ def _judge_groups(rows: list[tuple[Any, ...]]
     # the rows come sorted by kind, group and session (`PAIR_CELLS`): each group a run of rows
     counts = np.array([r[3:] for r in rows], dtype=np.int64)  # cells, known, all
     bounds = [i for i in range(len(rows)) if i == 0 or rows[i][:2] != rows[i - 1][:2]]
-    found: dict[tuple[str, str], tuple[list[Any], Any]] = {}
+    found: dict[tuple[str, str], tuple[list[Any], Any, Any]] = {}
     for start, stop in zip(bounds, [*bounds[1:], len(rows)], strict=True):
         kind, group = str(rows[start][0]), str(rows[start][1])
         k = len(scale_of(kind))
@@ -373,12 +378,12 @@ def _judge_groups(rows: list[tuple[Any, ...]]
         sessions = [r[2] for r in rows[start:stop]]
         if len(set(sessions)) < len(sessions):
             # a trigger type named `all` counts in both, as in `groups`: sum its sessions
-            sessions, flat, part = _merged(sessions, flat, part)
+            sessions, flat, part = sum_sessions(sessions, flat, part)
         found[(kind, group)] = (sessions, flat, part)
     out = []
     for kind, typ in _group_order(found):
         k = len(scale_of(kind))
-        sessions, flat, part = found[(kind, typ)]
+        _, flat, part = found[(kind, typ)]
         summed = flat.sum(axis=0).tolist()
         matrix = [summed[r * k:(r + 1) * k] for r in range(k)]
         known, every = int(part[:, width].sum()), int(part[:, width + 1].sum())
@@ -386,7 +391,7 @@ def _judge_groups(rows: list[tuple[Any, ...]]
     return out
 
 
-def _merged(sessions: list[Any], flat: Any, part: Any) -> tuple[list[Any], Any, Any]:
+def sum_sessions(sessions: list[Any], flat: Any, part: Any) -> tuple[list[Any], Any, Any]:
     """A group's rows (sessions, cells, counts) summed per session, sorted by session."""
     import numpy as np
 
@@ -527,6 +532,7 @@ AGREEMENT = BuiltinReport(
     "agreement", "Judge agreement", "judge vs judge (a run and its rejudge) or vs human "
     "consensus (--humans): κ, α, confusion, rank stability", agreement_report)
 
-__all__ = ["AGREEMENT", "ALPHA_CI", "Lineage", "agreement_cells", "agreement_report",
-           "alpha_of_units", "by_stat", "ci_note", "columns", "groups", "judge_pairs",
-           "kappa_estimates", "run_name", "scale_of"]
+__all__ = ["AGREEMENT", "ALPHA_CI", "LABELS", "PAIR_CELLS", "Lineage", "agreement_cells",
+           "agreement_report", "alpha_of_units", "by_stat", "ci_note", "columns", "groups",
+           "judge_pairs", "kappa_estimates", "label_at", "run_name", "scale_of",
+           "sum_sessions"]

@@ -16,18 +16,20 @@ from typing import Any
 from . import stats
 from .agreement import (
     ALPHA_CI,
+    LABELS,
     Lineage,
     agreement_cells,
     alpha_of_units,
     ci_note,
     columns,
     groups,
+    label_at,
     run_name,
     scale_of,
+    sum_sessions,
 )
 from .builtin import ReportContext
 from .model import Column, ReportResult, Table
-from .ratings import SCALES
 
 _HUMAN_ITEMS = """
 SELECT run_id, source_run, session_id, repeat, kind, item_id, type, raters,
@@ -60,17 +62,6 @@ WHERE judge_label IS NOT NULL GROUP BY ALL
 judge labels (`pair`), ratings and ties; per rater its ratings against the judge (`rater`, the
 type column holding the rater)."""
 
-_LABELS = max(len(s) for s in (*SCALES.values(), ("NO", "YES")))
-
-
-def _label_at(i: int) -> str:
-    """SQL for the i-th label of the row's kind (worst first), NULL past its scale."""
-    whens = " ".join(f"WHEN '{kind}' THEN '{scale[i]}'" for kind, scale in SCALES.items()
-                     if i < len(scale))
-    default = f"'{('NO', 'YES')[i]}'" if i < 2 else "NULL"
-    return f"CASE kind {whens} ELSE {default} END"
-
-
 _COINCIDENCES = f"""
 WITH labels AS (
     SELECT 'humans' AS who, run_id, kind, type, session_id, repeat, item_id, label FROM ratings
@@ -82,13 +73,13 @@ WITH labels AS (
     WHERE judge_label IS NOT NULL
 ), units AS (
     SELECT who, run_id, kind, type, session_id, count(*) AS m,
-           {", ".join(f"count(*) FILTER (WHERE label = {_label_at(i)}) AS n{i}"
-                      for i in range(_LABELS))}
+           {", ".join(f"count(*) FILTER (WHERE label = {label_at(i)}) AS n{i}"
+                      for i in range(LABELS))}
     FROM labels GROUP BY who, run_id, kind, type, session_id, repeat, item_id
 )
 SELECT run_id, kind, type, who, m, session_id,
        {", ".join(f"sum(n{c} * (n{d} - {int(c == d)}))::BIGINT"
-                  for c in range(_LABELS) for d in range(_LABELS))}
+                  for c in range(LABELS) for d in range(LABELS))}
 FROM units GROUP BY ALL
 """
 """The coincidences Krippendorff's α needs, per unit (an item's ratings, and those plus the
@@ -102,12 +93,44 @@ each item's label counts with themselves gave one row per cell: 0.73 → 0.44 s 
 Python took 0.3 s, as BIGINT 0.09."""
 
 
-_CLUSTERS = """
-SELECT run_id, kind, type, session_id, human_label, judge_label, count(*) FROM items
-WHERE human_label IS NOT NULL AND judge_label IS NOT NULL GROUP BY ALL
+_PAIR_CELLS = ", ".join(f"count(*) FILTER (WHERE human_label = {label_at(c)} "
+                        f"AND judge_label = {label_at(d)})"
+                        for c in range(LABELS) for d in range(LABELS))
+_CLUSTERS = f"""
+SELECT run_id, kind, 'all' AS grp, session_id, {_PAIR_CELLS} FROM items
+WHERE human_label IS NOT NULL AND judge_label IS NOT NULL GROUP BY run_id, kind, session_id
+UNION ALL
+SELECT run_id, kind, type, session_id, {_PAIR_CELLS} FROM items
+WHERE human_label IS NOT NULL AND judge_label IS NOT NULL AND kind = 'trigger' AND type <> ''
+GROUP BY run_id, kind, type, session_id
+ORDER BY run_id, kind, grp, session_id
 """
-"""κ's clusters: per session, its rated items' (consensus, judge) label pairs (from `items`,
-not `human_pairs` again: 0.2 s less on 1 M turns)."""
+"""κ's clusters: per run, kind, group (a trigger type, or all, as `groups` counts them) and
+session, its rated items' (consensus, judge) label pairs on the kind's scale, the k × k cells
+side by side (from `items`, not `human_pairs` again: 0.2 s less on 1 M turns), sorted so that
+a group's sessions are one slice of a numpy array (`_clusters`): as a row per label pair
+(25,000) read into the groups' dictionaries they took 0.2 s on 1 M turns."""
+
+
+def _clusters(rows: list[tuple[Any, ...]]) -> dict[tuple[str, str, str], list[list[int]]]:
+    """(run, kind, group) → each session's flattened confusion matrix (sorted by session id)
+    holding a pair on the kind's scale, from the rows of `_CLUSTERS`."""
+    import numpy as np
+
+    if not rows:
+        return {}
+    cells = np.array([r[4:] for r in rows], dtype=np.int64)
+    bounds = [i for i in range(len(rows)) if i == 0 or rows[i][:3] != rows[i - 1][:3]]
+    out = {}
+    for start, stop in zip(bounds, [*bounds[1:], len(rows)], strict=True):
+        run, kind, group = (str(x) for x in rows[start][:3])
+        k = len(scale_of(kind))
+        flat = cells[start:stop][:, [c * LABELS + d for c in range(k) for d in range(k)]]
+        sessions = [r[3] for r in rows[start:stop]]
+        if len(set(sessions)) < len(sessions):  # a trigger type named `all`: in both
+            sessions, flat, _ = sum_sessions(sessions, flat, flat)
+        out[(run, kind, group)] = flat[flat.any(axis=1)].tolist()
+    return out
 
 
 @contextlib.contextmanager
@@ -145,15 +168,15 @@ def against_humans(ctx: ReportContext, res: ReportResult,
     raters: dict[str, list[tuple[str, str, str, str, int]]] = defaultdict(list)
     rows: list[tuple[Any, ...]] = []
     coincidences: list[tuple[Any, ...]] = []
+    clusters: dict[tuple[str, str, str], list[list[int]]] = {}
     unlabelled = _without_judge_labels(ctx, runs)
     ppi = None
     if runs:
         with _rated_items(ctx, runs, label, tie):
-            rows, coincidences, clusters = (list(ctx.con.execute(sql).fetchall())
-                                            for sql in (_HUMANS, _COINCIDENCES, _CLUSTERS))
-            for run, kind, typ, session, c, d, n in clusters:
-                by_run[str(run)].append((kind, typ, "cluster", session, c, d, n))
-            present = {str(r[0]) for r in rows if r[3] != "rater"} | set(by_run)
+            rows, coincidences, cluster_rows = (list(ctx.con.execute(sql).fetchall())
+                                                for sql in (_HUMANS, _COINCIDENCES, _CLUSTERS))
+            clusters = _clusters(cluster_rows)
+            present = {str(r[0]) for r in rows if r[3] != "rater"} | {r for r, _, _ in clusters}
             if present & set(runs):
                 from .judge_validity import ppi_table
 
@@ -187,7 +210,9 @@ def against_humans(ctx: ReportContext, res: ReportResult,
                    f"add no pairs but are drawn like the others; {ALPHA_CI}."])
         for kind, typ, cube in groups(by_run[run]):
             scale = scale_of(kind)
-            t.rows.append([kind, typ, *agreement_cells(cube, scale, ctx), cube[("ratings",)],
+            t.rows.append([kind, typ, *agreement_cells(cube, scale, ctx,
+                                                       clusters.get((run, kind, typ), [])),
+                           cube[("ratings",)],
                            cube[("ties",)],
                            *(alpha_of_units(units.get((run, kind, typ, who), []), scale, ctx)
                              for who in ("humans", "with_judge"))])
@@ -265,7 +290,7 @@ def _by_group(keys: dict[tuple[str, str, str, str], int], units: Any, flat: Any)
     out: Units = {}
     for key, g in keys.items():
         k = len(scale_of(key[1]))
-        mine = flat[units[:, 0] == g][:, [c * _LABELS + d for c in range(k) for d in range(k)]]
+        mine = flat[units[:, 0] == g][:, [c * LABELS + d for c in range(k) for d in range(k)]]
         out[key] = mine.tolist()
     return out
 
