@@ -451,8 +451,8 @@ def _draw_blocks(n: int, resamples: int, seed: int, chunk: int) -> Iterator[tupl
 _DRAWS: dict[tuple[int, int, int, int], list[Any]] = {}
 _DRAWS_KEPT_BYTES = 64 * 2**20
 """`unit_draw_counts` keeps its latest draws (n, resamples, seed), as 16-bit running totals
-over the units (`unit_draw_totals`), up to
-64 MB in all, the least recently used dropped first: the reports ask for the same ones again
+over the units (`unit_draw_totals`), up to 64 MB in all, the least recently used dropped
+first: the reports ask for the same ones again
 and again — a run pair's figures over the same sessions (the agreement report's Kendall τ of
 the four trigger scores, of the verified score and pass rate), each judge pair's α over the
 sessions of each item kind — and drawing them cost 0.9 s of its 4 s CPU on 1 M turns (when
