@@ -434,9 +434,9 @@ def _draw_blocks(n: int, resamples: int, seed: int, chunk: int) -> Iterator[tupl
     while done < resamples:
         rows = min(chunk, resamples - done)
         draws = gen.integers(0, n, size=(rows, n))
-        # one bincount for the whole block: row r's draws shifted by r·n
-        flat = (draws + np.arange(rows)[:, None] * n).ravel()
-        block = np.bincount(flat, minlength=rows * n).reshape(rows, n)
+        # one bincount for the whole block: row r's draws shifted by r·n (in place)
+        draws += np.arange(rows)[:, None] * n
+        block = np.bincount(draws.ravel(), minlength=rows * n).reshape(rows, n)
         totals = np.cumsum(block, axis=1, dtype=np.uint16) if keep else None
         if keep:  # a running total is at most n < 2¹⁶
             blocks.append(totals)
