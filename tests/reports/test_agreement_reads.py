@@ -338,3 +338,31 @@ def test_human_clusters_by_hand() -> None:
                    ("r", "trigger", "all"): [[0, 2, 0, 0, 0, 0, 0, 0, 1],
                                              [0, 0, 0, 0, 3, 0, 0, 0, 0]],
                    ("q", "trigger", "critical"): [[0, 0, 0, 1, 0, 0, 0, 0, 0]]}
+
+
+@pytest.mark.parametrize("humans", [False, True])
+def test_each_bootstrap_size_is_drawn_once_a_report(db: Path, humans: bool,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """α's and τ's resamples over the same number of sessions are the same draws: a report
+    draws each (sessions, resamples, seed) once and reads it back after (the numpy draws are
+    most of a bootstrap's cost), and asks for fewer sizes than it computes intervals."""
+    from benchpack.reports.stats import resampling
+
+    monkeypatch.setattr(resampling, "_DRAWS", {})
+    drawn: list[tuple[int, int, int]] = []
+    asked: list[int] = []
+    real = resampling._draw_blocks
+
+    def counting(n: int, resamples: int, seed: int, chunk: int) -> Any:
+        asked.append(n)
+        if (n, resamples, seed, chunk) not in resampling._DRAWS:
+            drawn.append((n, resamples, seed))
+        return real(n, resamples, seed, chunk)
+
+    monkeypatch.setattr(resampling, "_draw_blocks", counting)
+    with open_store(db) as con:
+        ctx = ReportContext(con, select_runs(con, ["all"]))
+        ctx.humans = humans
+        agreement.agreement_report(ctx)
+    assert drawn and len(drawn) == len(set(drawn)), drawn
+    assert len(drawn) < len(asked)
