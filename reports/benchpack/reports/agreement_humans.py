@@ -6,26 +6,30 @@ bias-corrected headline (`judge_validity.ppi_table`). Everything is counted in S
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any
 
 from . import stats
 from .agreement import (
     ALPHA_CI,
+    LABELS,
     Lineage,
     agreement_cells,
     alpha_of_units,
     ci_note,
     columns,
     groups,
+    label_at,
     run_name,
     scale_of,
+    sum_sessions,
 )
 from .builtin import ReportContext
 from .model import Column, ReportResult, Table
-from .ratings import SCALES
 
 _HUMAN_ITEMS = """
 SELECT run_id, source_run, session_id, repeat, kind, item_id, type, raters,
@@ -58,17 +62,6 @@ WHERE judge_label IS NOT NULL GROUP BY ALL
 judge labels (`pair`), ratings and ties; per rater its ratings against the judge (`rater`, the
 type column holding the rater)."""
 
-_LABELS = max(len(s) for s in (*SCALES.values(), ("NO", "YES")))
-
-
-def _label_at(i: int) -> str:
-    """SQL for the i-th label of the row's kind (worst first), NULL past its scale."""
-    whens = " ".join(f"WHEN '{kind}' THEN '{scale[i]}'" for kind, scale in SCALES.items()
-                     if i < len(scale))
-    default = f"'{('NO', 'YES')[i]}'" if i < 2 else "NULL"
-    return f"CASE kind {whens} ELSE {default} END"
-
-
 _COINCIDENCES = f"""
 WITH labels AS (
     SELECT 'humans' AS who, run_id, kind, type, session_id, repeat, item_id, label FROM ratings
@@ -80,13 +73,13 @@ WITH labels AS (
     WHERE judge_label IS NOT NULL
 ), units AS (
     SELECT who, run_id, kind, type, session_id, count(*) AS m,
-           {", ".join(f"count(*) FILTER (WHERE label = {_label_at(i)}) AS n{i}"
-                      for i in range(_LABELS))}
+           {", ".join(f"count(*) FILTER (WHERE label = {label_at(i)}) AS n{i}"
+                      for i in range(LABELS))}
     FROM labels GROUP BY who, run_id, kind, type, session_id, repeat, item_id
 )
 SELECT run_id, kind, type, who, m, session_id,
-       {", ".join(f"sum(n{c} * (n{d} - {int(c == d)}))"
-                  for c in range(_LABELS) for d in range(_LABELS))}
+       {", ".join(f"sum(n{c} * (n{d} - {int(c == d)}))::BIGINT"
+                  for c in range(LABELS) for d in range(LABELS))}
 FROM units GROUP BY ALL
 """
 """The coincidences Krippendorff's α needs, per unit (an item's ratings, and those plus the
@@ -95,29 +88,62 @@ judge's label), summed per session (the unit α's CI resamples) and number of ra
 item by label in one aggregation — items of one rating too (all cells 0), as they are units
 that can be drawn. One row per (session, m) with the k × k cells side by side, where a join of
 each item's label counts with themselves gave one row per cell: 0.73 → 0.44 s CPU and
-139,000 → 46,000 rows on the 1 M-turn benchmark store, the same sums."""
+139,000 → 46,000 rows on the 1 M-turn benchmark store, the same sums. The sums as BIGINT
+(an overflow is an error, never a wrong number): as DuckDB's HUGEINT, handing the rows to
+Python took 0.3 s, as BIGINT 0.09."""
 
 
-_CLUSTERS = """
-SELECT run_id, kind, type, session_id, human_label, judge_label, count(*) FROM items
-WHERE human_label IS NOT NULL AND judge_label IS NOT NULL GROUP BY ALL
+_PAIR_CELLS = ", ".join(f"count(*) FILTER (WHERE human_label = {label_at(c)} "
+                        f"AND judge_label = {label_at(d)})"
+                        for c in range(LABELS) for d in range(LABELS))
+_CLUSTERS = f"""
+SELECT run_id, kind, 'all' AS grp, session_id, {_PAIR_CELLS} FROM items
+WHERE human_label IS NOT NULL AND judge_label IS NOT NULL GROUP BY run_id, kind, session_id
+UNION ALL
+SELECT run_id, kind, type, session_id, {_PAIR_CELLS} FROM items
+WHERE human_label IS NOT NULL AND judge_label IS NOT NULL AND kind = 'trigger' AND type <> ''
+GROUP BY run_id, kind, type, session_id
+ORDER BY run_id, kind, grp, session_id
 """
-"""κ's clusters: per session, its rated items' (consensus, judge) label pairs (from `items`,
-not `human_pairs` again: 0.2 s less on 1 M turns)."""
+"""κ's clusters: per run, kind, group (a trigger type, or all, as `groups` counts them) and
+session, its rated items' (consensus, judge) label pairs on the kind's scale, the k × k cells
+side by side (from `items`, not `human_pairs` again: 0.2 s less on 1 M turns), sorted so that
+a group's sessions are one slice of a numpy array (`_clusters`): as a row per label pair
+(25,000) read into the groups' dictionaries they took 0.2 s on 1 M turns."""
 
 
-def _human_counts(ctx: ReportContext, runs: list[str], label: str, tie: str
-                  ) -> tuple[list[tuple[Any, ...]], ...]:
-    """The rows of `_HUMANS`, `_COINCIDENCES` and `_CLUSTERS` over `runs`, their two inputs
-    held in TEMP tables meanwhile."""
+def _clusters(rows: list[tuple[Any, ...]]) -> dict[tuple[str, str, str], list[list[int]]]:
+    """(run, kind, group) → each session's flattened confusion matrix (sorted by session id)
+    holding a pair on the kind's scale, from the rows of `_CLUSTERS`."""
+    import numpy as np
+
+    if not rows:
+        return {}
+    cells = np.array([r[4:] for r in rows], dtype=np.int64)
+    bounds = [i for i in range(len(rows)) if i == 0 or rows[i][:3] != rows[i - 1][:3]]
+    out = {}
+    for start, stop in zip(bounds, [*bounds[1:], len(rows)], strict=True):
+        run, kind, group = (str(x) for x in rows[start][:3])
+        k = len(scale_of(kind))
+        flat = cells[start:stop][:, [c * LABELS + d for c in range(k) for d in range(k)]]
+        sessions = [r[3] for r in rows[start:stop]]
+        if len(set(sessions)) < len(sessions):  # a trigger type named `all`: in both
+            sessions, flat, _ = sum_sessions(sessions, flat, flat)
+        out[(run, kind, group)] = flat[flat.any(axis=1)].tolist()
+    return out
+
+
+@contextlib.contextmanager
+def _rated_items(ctx: ReportContext, runs: list[str], label: str, tie: str) -> Iterator[None]:
+    """`items` and `ratings` over `runs` as TEMP tables while the block runs: the inputs of
+    `_HUMANS`, `_COINCIDENCES`, `_CLUSTERS` and the bias-corrected headline."""
     items = (_HUMAN_ITEMS.replace("$runs", "(" + ", ".join("?" * len(runs)) + ")")
              .replace("$label", label).replace("$tie", tie))
     con = ctx.con
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE items AS {items}", [*runs, ctx.min_raters])
         con.execute(f"CREATE OR REPLACE TEMP TABLE ratings AS {_HUMAN_RATINGS}")
-        return tuple(list(con.execute(sql).fetchall())
-                     for sql in (_HUMANS, _COINCIDENCES, _CLUSTERS))
+        yield
     finally:
         con.execute("DROP TABLE IF EXISTS temp.ratings")
         con.execute("DROP TABLE IF EXISTS temp.items")
@@ -140,12 +166,26 @@ def against_humans(ctx: ReportContext, res: ReportResult,
     runs = [r for r in ctx.runs if r in lineage and lineage[r].source_run in rated]
     by_run: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     raters: dict[str, list[tuple[str, str, str, str, int]]] = defaultdict(list)
+    rows: list[tuple[Any, ...]] = []
+    coincidences: list[tuple[Any, ...]] = []
+    clusters: dict[tuple[str, str, str], list[list[int]]] = {}
+    unlabelled = _without_judge_labels(ctx, runs)
+    ppi = None
     if runs:
-        rows, coincidences, clusters = _human_counts(ctx, runs, label, tie)
-        for run, kind, typ, session, c, d, n in clusters:
-            by_run[str(run)].append((kind, typ, "cluster", session, c, d, n))
-    else:
-        rows, coincidences = [], []
+        with _rated_items(ctx, runs, label, tie):
+            rows, coincidences, cluster_rows = (list(ctx.con.execute(sql).fetchall())
+                                                for sql in (_HUMANS, _COINCIDENCES, _CLUSTERS))
+            clusters = _clusters(cluster_rows)
+            present = {str(r[0]) for r in rows if r[3] != "rater"} | {r for r, _, _ in clusters}
+            if present & set(runs):
+                from .judge_validity import ppi_table
+
+                # the rated items of `human_pairs` these runs need are `items`, already
+                # made (its `human_label` the chosen consensus): read again, the view took
+                # 0.3 s of the headline's 0.6 on 1 M turns
+                ppi = ppi_table(ctx, [r for r in runs if r in present and r not in unlabelled],
+                                {r: run_name(r, lineage) for r in runs}, "human_label",
+                                rated="items")
     for run, kind, typ, stat, c, d, n in rows:
         if stat == "rater":
             raters[str(run)].append((str(typ), str(kind), c, d, int(n)))
@@ -153,7 +193,6 @@ def against_humans(ctx: ReportContext, res: ReportResult,
             by_run[str(run)].append((kind, typ, stat, c, d, n) if stat == "pair"
                                     else (kind, typ, stat, n))
     units = _units(coincidences)
-    unlabelled = _without_judge_labels(ctx, runs)
     any_rows = False
     for run in runs:
         if run not in by_run:
@@ -171,10 +210,11 @@ def against_humans(ctx: ReportContext, res: ReportResult,
                    f"add no pairs but are drawn like the others; {ALPHA_CI}."])
         for kind, typ, cube in groups(by_run[run]):
             scale = scale_of(kind)
-            t.rows.append([kind, typ, *agreement_cells(cube, scale, ctx), cube[("ratings",)],
+            t.rows.append([kind, typ, *agreement_cells(cube, scale, ctx,
+                                                       clusters.get((run, kind, typ), [])),
+                           cube[("ratings",)],
                            cube[("ties",)],
-                           *(alpha_of_units(_alpha_units(units.get((run, kind, typ, who), {}),
-                                                         len(scale)), scale, ctx)
+                           *(alpha_of_units(units.get((run, kind, typ, who), []), scale, ctx)
                              for who in ("humans", "with_judge"))])
         res.tables.append(t)
         res.tables.append(_raters(raters[run], run, lineage))
@@ -182,47 +222,93 @@ def against_humans(ctx: ReportContext, res: ReportResult,
         res.notes.append("No rated items for these runs: import ratings with `bench ratings "
                          "import FILE --run RUN_ID`.")
         return
-    from .judge_validity import ppi_table
-
-    ppi = ppi_table(ctx, [r for r in runs if r in by_run and r not in unlabelled],
-                    {r: run_name(r, lineage) for r in runs}, label)
     if ppi is not None:
         res.tables.append(ppi)
 
 
-Units = dict[tuple[str, str, str, str], dict[Any, Counter[tuple[int, int]]]]
-"""(run, kind, type or `all`, who) → session → (m, flattened cell) → Σ n_c · (n_d − [c = d])
-over the session's items with m ratings (`_COINCIDENCES`)."""
+Units = dict[tuple[str, str, str, str], list[list[float]]]
+"""(run, kind, type or `all`, who) → each session's flattened k × k coincidence matrix, sorted
+by session id: cell (c, d) the fsum over m ≥ 2 of Σ n_c · (n_d − [c = d]) ÷ (m − 1) over the
+session's items with m ratings (`_COINCIDENCES`), as `krippendorff_alpha_coincidence` adds
+units; a session whose items all have one rating is there, all 0 (a unit that can be drawn)."""
 
 
 def _units(rows: list[tuple[Any, ...]]) -> Units:
     """`_COINCIDENCES`' rows summed per group as `groups` sums the other counts (a trigger
-    type and all types), each session present even when all its cells are 0 (items of one
-    rating are units that can be drawn). Read straight into this shape: through the groups'
-    tuple-keyed counters they took ~0.6 s of `--humans` on 1 M turns."""
-    out: Units = defaultdict(lambda: defaultdict(Counter))
-    for run, kind, typ, who, m, session, *cells in rows:
-        k = len(scale_of(kind))
-        found = [(c * k + d, int(cells[c * _LABELS + d])) for c in range(k) for d in range(k)
-                 if cells[c * _LABELS + d]]
+    type and all types), then per session in numpy, where dictionaries per (session, m, cell)
+    and an fsum per cell took 0.8 s of `--humans` on 1 M turns. The same floats: the integer
+    sums are exact in any order; of the quotients n ÷ (m − 1), those by a power of two are
+    exact and so is their sum, and with at most one other (m = 4 at 2-4 raters) adding it last
+    rounds once, as fsum does — a cell with two or more such terms is fsum'd."""
+    import numpy as np
+
+    if not rows:
+        return {}
+    keys: dict[tuple[str, str, str, str], int] = {}
+    order = {s: i for i, s in enumerate(sorted({r[5] for r in rows}, key=str))}
+    at: list[tuple[int, int, int, int]] = []  # (group, session, m, row)
+    for i, (run, kind, typ, who, m, session, *_) in enumerate(rows):
         for group in ("all", *([str(typ)] if kind == "trigger" and typ else [])):
-            per = out[(str(run), str(kind), group, str(who))][session]
-            for cell, n in found:
-                per[(int(m), cell)] += n
+            g = keys.setdefault((str(run), str(kind), group, str(who)), len(keys))
+            at.append((g, order[session], int(m), i))
+    index = np.array(at, dtype=np.int64)
+    cells = np.array([r[6:] for r in rows], dtype=np.int64)[index[:, 3]]
+    # integer sums per (group, session, m), found by one integer key (a 1-D unique sorts
+    # it in the order of the three): exact
+    sessions, ms = len(order), int(index[:, 2].max()) + 1
+    triples, inverse = np.unique((index[:, 0] * sessions + index[:, 1]) * ms + index[:, 2],
+                                 return_inverse=True)
+    sums = np.zeros((len(triples), cells.shape[1]), dtype=np.int64)
+    np.add.at(sums, inverse.ravel(), cells)
+    # per (group, session): the quotients by powers of two summed (exact), the others apart
+    pair, where = np.unique(triples // ms, return_inverse=True)
+    units = np.stack([pair // sessions, pair % sessions], axis=1)
+    where = where.ravel()
+    m = triples % ms
+    pairable = m >= 2
+    step = np.where(pairable, m - 1, 1)
+    exact = pairable & (step & (step - 1) == 0) & (step <= 1024)
+    inexact = pairable & ~exact
+    terms = sums / step[:, None]
+    shape = (len(units), sums.shape[1])
+    total = np.zeros(shape, dtype=float)
+    np.add.at(total, where[exact], terms[exact])
+    if len(sums) and int(sums.max()) >= 2**40:  # floats no longer exact: fsum every cell
+        return _units_by_fsum(keys, units, where, sums, m)
+    rest = np.zeros(shape, dtype=float)
+    np.add.at(rest, where[inexact], terms[inexact])
+    many = np.zeros(shape, dtype=np.int64)
+    np.add.at(many, where[inexact], terms[inexact] != 0)
+    flat = total + rest
+    for u, c in zip(*np.nonzero(many > 1), strict=True):
+        flat[u, c] = math.fsum(terms[(where == u) & pairable, c].tolist())
+    return _by_group(keys, units, flat)
+
+
+def _by_group(keys: dict[tuple[str, str, str, str], int], units: Any, flat: Any) -> Units:
+    """Each group's rows of `flat` (one per (group, session) of `units`), its k × k cells."""
+    out: Units = {}
+    for key, g in keys.items():
+        k = len(scale_of(key[1]))
+        mine = flat[units[:, 0] == g][:, [c * LABELS + d for c in range(k) for d in range(k)]]
+        out[key] = mine.tolist()
     return out
 
 
-def _alpha_units(sessions: dict[Any, Counter[tuple[int, int]]], k: int) -> list[list[float]]:
-    """Each session's flattened coincidence matrix, sorted by session id: cell (c, d) the
-    fsum over m of its count ÷ (m − 1), as `krippendorff_alpha_coincidence` adds units."""
-    flat = []
-    for session in sorted(sessions, key=str):
-        parts: list[list[float]] = [[] for _ in range(k * k)]
-        for (m, cell), n in sessions[session].items():
-            if m >= 2:
-                parts[cell].append(n / (m - 1))
-        flat.append([math.fsum(p) for p in parts])
-    return flat
+def _units_by_fsum(keys: dict[tuple[str, str, str, str], int], units: Any, where: Any,
+                   sums: Any, m: Any) -> Units:
+    """`_units` for counts of 2⁴⁰ and more: each cell fsum'd from the exact integer sums."""
+    import numpy as np
+
+    parts: dict[tuple[int, int], list[float]] = defaultdict(list)
+    for u, row, count in zip(where.tolist(), sums.tolist(), m.tolist(), strict=True):
+        if count >= 2:
+            for c, n in enumerate(row):
+                parts[(u, c)].append(n / (count - 1))
+    flat = np.zeros((len(units), sums.shape[1]), dtype=float)
+    for (u, c), terms in parts.items():
+        flat[u, c] = math.fsum(terms)
+    return _by_group(keys, units, flat)
 
 
 def _without_judge_labels(ctx: ReportContext, runs: list[str]) -> dict[str, list[str]]:
@@ -257,8 +343,8 @@ def _raters_only(ctx: ReportContext, run: str, rows: list[tuple[Any, ...]], unit
         scale = scale_of(kind)
         items = sum(n for k, n in cube.items() if k[0] == "pair")
         t.rows.append([kind, typ, items, cube[("ratings",)], cube[("ties",)],
-                       alpha_of_units(_alpha_units(units.get((run, kind, typ, "humans"), {}),
-                                                   len(scale)), scale, ctx)])
+                       alpha_of_units(units.get((run, kind, typ, "humans"), []), scale,
+                                      ctx)])
     return t
 
 

@@ -26,11 +26,13 @@ def _tables(ctx: ReportContext) -> set[str]:
     ).fetchall()}
 
 
-def ppi_table(ctx: ReportContext, runs: list[str], labels: dict[str, str], label_col: str
-              ) -> Table | None:
+def ppi_table(ctx: ReportContext, runs: list[str], labels: dict[str, str], label_col: str,
+              rated: str = "human_pairs") -> Table | None:
     """Per run and figure: the judge's figure over every judged item of the run (ablation
     variants left out, as in the headline), the human consensus on the rated ones, and the PPI
-    estimate with its CI, clustered by session."""
+    estimate with its CI, clustered by session. `rated`: the `human_pairs` view, or a table
+    of its rows for these runs (`agreement_humans`' TEMP `items`) — fixed names, never user
+    text."""
     if not runs:
         return None
     marks = ", ".join("?" * len(runs))
@@ -48,7 +50,7 @@ def ppi_table(ctx: ReportContext, runs: list[str], labels: dict[str, str], label
         SELECT j.run_id, j.kind, j.session_id, count(*) AS judged,
                count(h.{label_col}) AS rated, {", ".join(sums)}
         FROM judge_labels j JOIN sessions s USING (run_id, session_id, repeat)
-        LEFT JOIN human_pairs h ON h.run_id = j.run_id AND h.session_id = j.session_id
+        LEFT JOIN {rated} h ON h.run_id = j.run_id AND h.session_id = j.session_id
              AND h.repeat = j.repeat AND h.kind = j.kind AND h.item_id = j.item_id
              AND h.raters >= ?
         WHERE j.run_id IN ({marks}) AND s.ablation IS NULL AND j.label IS NOT NULL
@@ -92,35 +94,54 @@ def _value_sql(column: str, values: dict[str, float]) -> str:
             + " END")
 
 
-def unit_figures(ctx: ReportContext, runs: list[str]
-                 ) -> dict[str, dict[str, dict[str, tuple[float, float]]]]:
+Figures = dict[str, dict[str, dict[str, tuple[float, float]]]]
+"""run → figure → session → (sum, count)."""
+
+
+def unit_figures(ctx: ReportContext, runs: list[str]) -> Figures:
     """run → figure → session → (sum, count): the figures rank stability compares (`agreement.
     _figures`: session means of COMP, F1, verified score and pass rate; trigger scores pooled
     over judged triggers), split by session so that Kendall τ can resample sessions."""
+    return unit_and_pooled_figures(ctx, runs)[0]
+
+
+def unit_and_pooled_figures(ctx: ReportContext, runs: list[str]
+                            ) -> tuple[Figures, dict[str, dict[str, float]]]:
+    """`unit_figures`, and run → `trigger score (type or all)` → the mean score over the
+    run's judged triggers (`avg(score)` of `trigger_results`, as `agreement._figures` asked
+    it in a query of its own, 0.1 s on 1 M turns): Σ of the sessions' sums ÷ Σ of their
+    scored triggers. The same float: scores are 1, 0.5 or 0, so every sum is exact in any
+    order and the one division rounds as avg's does."""
     if not runs:
-        return {}
+        return {}, {}
     marks = ", ".join("?" * len(runs))
-    out: dict[str, dict[str, dict[str, tuple[float, float]]]] = defaultdict(
-        lambda: defaultdict(dict))
+    out: Figures = defaultdict(lambda: defaultdict(dict))
     names = ("COMP", "triple F1", "verified score", "verified pass rate")
     for run, session, *cells in ctx.con.execute(
             f"SELECT run_id, session_id, sum(comp), count(comp), sum(f1), count(f1), "
-            f"sum(score), count(score), sum(passed::INTEGER), count(passed) FROM sessions "
-            f"WHERE run_id IN ({marks}) AND status = 'finished' AND ablation IS NULL "
-            "GROUP BY ALL", runs).fetchall():
+            f"sum(score), count(score), sum(passed::INTEGER)::BIGINT, count(passed) "
+            f"FROM sessions WHERE run_id IN ({marks}) AND status = 'finished' "
+            "AND ablation IS NULL GROUP BY ALL", runs).fetchall():
         for i, name in enumerate(names):
             if cells[2 * i + 1]:
                 out[str(run)][name][str(session)] = (float(cells[2 * i]),
                                                      float(cells[2 * i + 1]))
-    for run, typ, session, total, n in ctx.con.execute(
-            f"SELECT run_id, type, session_id, sum(score), count(*) FROM trigger_results "
-            f"WHERE run_id IN ({marks}) AND label IS NOT NULL "
+    pooled: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0])
+    for run, typ, session, total, n, scored in ctx.con.execute(
+            f"SELECT run_id, type, session_id, sum(score), count(*), count(score) "
+            f"FROM trigger_results WHERE run_id IN ({marks}) AND label IS NOT NULL "
             "GROUP BY GROUPING SETS ((run_id, type, session_id), (run_id, session_id))",
             runs).fetchall():
+        name = f"trigger score ({typ or 'all'})"
         if n and total is not None:
-            out[str(run)][f"trigger score ({typ or 'all'})"][str(session)] = (float(total),
-                                                                             float(n))
-    return out
+            out[str(run)][name][str(session)] = (float(total), float(n))
+        if scored:
+            pooled[(str(run), name)][0] += float(total)
+            pooled[(str(run), name)][1] += int(scored)
+    means: dict[str, dict[str, float]] = defaultdict(dict)
+    for (run, name), (total, scored) in pooled.items():
+        means[run][name] = total / scored
+    return out, means
 
 
 JUDGED_ITEMS = """
@@ -166,4 +187,5 @@ def unvalidated_note(ctx: ReportContext) -> str | None:
             "RUN`, then `bench report agreement --humans`).")
 
 
-__all__ = ["JUDGED_ITEMS", "ppi_table", "unit_figures", "unvalidated_note"]
+__all__ = ["JUDGED_ITEMS", "Figures", "ppi_table", "unit_and_pooled_figures", "unit_figures",
+           "unvalidated_note"]

@@ -1,0 +1,368 @@
+"""What the agreement report reads, checked against the views it stands for: the judge pairs'
+counts (`agreement.PAIR_CELLS`, joined kind by kind on the tables' own keys) against
+`judge_pairs`, on the synthetic benchmark store and on a copy with a second rejudge of the same
+dialogues (two rejudges paired with each other, the original run's intent checks listed once
+by both), a SKIPPED trigger and judge errors. And what it fetches: rows per session and group,
+never per item. Nothing here is timed."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from benchpack.reports import agreement
+from benchpack.reports.access import open_store, select_runs
+from benchpack.reports.builtin import ReportContext
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import synthetic_store as store  # noqa: E402  (the benchmark's generator, beside it)
+
+SECOND = f"{store.run_id(0)}+rejudge-second"
+"""A second rejudge of run 0's dialogues, added to a copy of the store."""
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("agreement-reads") / "bench.duckdb"
+    store.generate(path, 3000)
+    return path
+
+
+@pytest.fixture(scope="module")
+def two_rejudges(db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The store with `SECOND`: run 0's rejudge copied under another id, some of its labels
+    decided otherwise, a few of its audit's `original` labels differing from the first
+    rejudge's (so the original run lists both), a trigger SKIPPED and judge errors."""
+    path = tmp_path_factory.mktemp("two-rejudges") / "bench.duckdb"
+    shutil.copy(db, path)
+    first = store.rejudge_id(0)
+    con = duckdb.connect(str(path))
+    try:
+        for table in ("runs", "sessions", "triggers", "checklist_results", "triples",
+                      "intent_checks"):
+            con.execute(f"INSERT INTO {table} SELECT * REPLACE ('{SECOND}' AS run_id) "
+                        f"FROM {table} WHERE run_id = '{first}'")
+        con.execute(f"""UPDATE triggers SET label = CASE hash(trigger_id, session_id) % 4
+                WHEN 0 THEN 'PASS' WHEN 1 THEN NULL WHEN 2 THEN 'SKIPPED' ELSE 'FAIL' END
+            WHERE run_id = '{SECOND}' AND hash(trigger_id, repeat) % 5 = 0""")
+        con.execute(f"""UPDATE checklist_results SET score = CASE WHEN score >= 0.5 THEN 0
+                ELSE NULL END WHERE run_id = '{SECOND}' AND hash(item_id, session_id) % 7 = 0""")
+        con.execute(f"""UPDATE triples SET matched = NOT matched
+            WHERE run_id = '{SECOND}' AND hash(idx, session_id) % 6 = 0""")
+        con.execute(f"""UPDATE intent_checks SET decision = NOT decision
+            WHERE run_id = '{SECOND}' AND hash(intent_id, session_id) % 4 = 0""")
+        con.execute(f"""UPDATE intent_checks SET original = NOT original
+            WHERE run_id = '{SECOND}' AND hash(intent_id, turn) % 5 = 0""")
+    finally:
+        con.close()
+    return path
+
+
+def _pairs_of(con: Any) -> list[tuple[str, str]]:
+    lineage = con.execute("SELECT run_id, source_run FROM run_lineage").fetchall()
+    return [(a, b) for a, sa in lineage for b, sb in lineage if a != b and sa == sb]
+
+
+def _view_cells(con: Any, a: str, b: str) -> Counter[tuple[Any, ...]]:
+    """PAIR_CELLS' rows rebuilt item by item from the `judge_pairs` view."""
+    width = agreement.LABELS
+    cells: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0] * (width * width + 2))
+    for kind, typ, session, x, y in con.execute(
+            "SELECT kind, type, session_id, label_a, label_b FROM judge_pairs "
+            "WHERE run_a = ? AND run_b = ?", [a, b]).fetchall():
+        scale = agreement.scale_of(kind)
+        for group in ("all", *([typ] if kind == "trigger" and typ else [])):
+            row = cells[(kind, group, session)]
+            if x in scale and y in scale:
+                row[scale.index(x) * width + scale.index(y)] += 1
+            row[-2] += x is not None and y is not None
+            row[-1] += 1
+    return Counter((*key, *row) for key, row in cells.items())
+
+
+@pytest.mark.parametrize("which", ["synthetic", "two rejudges"])
+def test_pair_cells_are_the_judge_pairs_view_counted(which: str, db: Path,
+                                                     two_rejudges: Path) -> None:
+    with open_store(db if which == "synthetic" else two_rejudges) as con:
+        pairs = _pairs_of(con)
+        assert len(pairs) == (4 if which == "synthetic" else 8)
+        for a, b in pairs:
+            got = Counter(con.execute(agreement.PAIR_CELLS, [a, b]).fetchall())
+            want = _view_cells(con, a, b)
+            assert got == want, (a, b)
+            assert sum(r[-1] for r in got) > 100  # items of every kind were paired
+            assert {r[0] for r in got} == {"trigger", "checklist", "triple",
+                                           "intent_completion", "intent_clarification"}
+
+
+def test_second_rejudge_exercises_what_the_view_must_agree_on(two_rejudges: Path) -> None:
+    """The copy holds what the counts must get right: judge errors, a SKIPPED trigger (left
+    out), and original labels the two rejudges record differently (the original run then
+    lists the item twice, and the view pairs both)."""
+    with open_store(two_rejudges) as con:
+        a = store.run_id(0)
+        duplicated = con.execute(
+            "SELECT count(*) FROM (SELECT session_id, repeat, kind, item_id FROM judge_labels "
+            "WHERE run_id = ? AND kind LIKE 'intent_%' GROUP BY ALL HAVING count(*) > 1)",
+            [a]).fetchone()[0]
+        assert duplicated > 0
+        errors = con.execute("SELECT count(*) FROM judge_pairs WHERE run_a = ? AND run_b = ? "
+                             "AND label_b IS NULL", [a, SECOND]).fetchone()[0]
+        assert errors > 0
+
+
+def test_judge_report_over_two_rejudges_pairs_all_three(two_rejudges: Path) -> None:
+    with open_store(two_rejudges) as con:
+        ctx = ReportContext(con, [store.run_id(0), store.rejudge_id(0), SECOND])
+        result = agreement.agreement_report(ctx)
+    titles = [t.title for t in result.tables]
+    assert sum(" vs " in t for t in titles) == 3, titles  # a-first, a-second, first-second
+
+
+class _Counting:
+    """A connection recording how many rows each statement handed to Python."""
+
+    def __init__(self, con: Any) -> None:
+        self.con, self.fetched = con, []
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        result = self.con.execute(sql, params) if params is not None else self.con.execute(sql)
+        fetched = self.fetched
+
+        class Rows:
+            def fetchall(self) -> list[Any]:
+                rows = result.fetchall()
+                fetched.append((sql, len(rows)))
+                return rows
+
+            def fetchone(self) -> Any:
+                row = result.fetchone()
+                fetched.append((sql, int(row is not None)))
+                return row
+
+        return Rows()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.con, name)
+
+
+def test_judge_pairs_are_fetched_per_session_and_group(db: Path) -> None:
+    """A judge pair's counts come to Python as one row per (kind, group, session) — at most
+    sessions × (kinds + trigger types) — however many items and label pairs the sessions
+    hold; here fewer than a row per four paired items."""
+    with open_store(db) as con:
+        counting = _Counting(con)
+        ctx = ReportContext(counting, select_runs(con, ["all"]))
+        agreement.agreement_report(ctx)
+        sessions = con.execute("SELECT count(DISTINCT session_id) FROM sessions").fetchone()[0]
+        items = con.execute("SELECT count(*) FROM judge_pairs WHERE run_a < run_b"
+                            ).fetchone()[0]
+    fetched = [n for sql, n in counting.fetched if sql is agreement.PAIR_CELLS]
+    assert len(fetched) == len(store.REJUDGED)
+    groups = len(agreement.KINDS) + len(agreement.TRIGGER_TYPES)
+    assert all(n <= sessions * groups for n in fetched), (fetched, sessions)
+    assert sum(fetched) < items / 4, (fetched, items)
+
+
+def _units_by_fsum(rows: list[tuple[Any, ...]]) -> dict[tuple[str, ...], list[list[float]]]:
+    """The coincidence units as the report built them first: per group and session a counter
+    of (m, cell) sums, then each cell the fsum of its sums ÷ (m − 1) over m ≥ 2."""
+    import math
+
+    per: dict[tuple[str, ...], dict[Any, Counter[tuple[int, int]]]] = defaultdict(
+        lambda: defaultdict(Counter))
+    width = agreement.LABELS
+    for run, kind, typ, who, m, session, *cells in rows:
+        k = len(agreement.scale_of(kind))
+        for group in ("all", *([typ] if kind == "trigger" and typ else [])):
+            counts = per[(run, kind, group, who)][session]
+            for c in range(k):
+                for d in range(k):
+                    counts[(m, c * k + d)] += cells[c * width + d]
+    out = {}
+    for key, sessions in per.items():
+        k2 = len(agreement.scale_of(key[1])) ** 2
+        out[key] = [[math.fsum(n / (m - 1) for (m, cell), n in sessions[s].items()
+                               if cell == c and m >= 2) for c in range(k2)]
+                    for s in sorted(sessions, key=str)]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_coincidence_units_are_the_fsum_of_each_cell(seed: int) -> None:
+    """`agreement_humans._units` sums in numpy what the report fsum'd cell by cell: the same
+    floats to the bit, with up to eight ratings an item (several quotients by 3, 5, 6, 7 in
+    a cell, which are fsum'd), sessions of one-rating items only, a trigger type named `all`,
+    and sums large enough to leave the exact path."""
+    import random
+
+    from benchpack.reports import agreement_humans
+
+    rng = random.Random(seed)
+    width = agreement.LABELS
+    big = 2**56 if seed % 10 == 9 else 40  # past 2**53, where only int ÷ int rounds once
+    rows = []
+    for _ in range(rng.randint(1, 300)):
+        kind = rng.choice(["trigger", "checklist", "triple"])
+        typ = rng.choice(["emergent", "critical", "all", None]) if kind == "trigger" else None
+        m = rng.choice([1, 2, 3, 3, 3, 4, 4, 5, *([6, 7, 8] if seed % 2 else [])])
+        cells = [0 if m == 1 else rng.randint(0, big) for _ in range(width * width)]
+        rows.append((rng.choice(["r1", "r2"]), kind, typ, rng.choice(["humans", "with_judge"]),
+                     m, f"s{rng.randint(0, 40):02d}", *cells))
+    got = agreement_humans._units(rows)
+    want = _units_by_fsum(rows)
+    assert got.keys() == want.keys()
+    for key in want:
+        assert got[key] == want[key], key  # floats compared exactly, session order included
+
+
+def test_judge_groups_by_hand() -> None:
+    """`PAIR_CELLS`-shaped rows (cells on a 3-wide grid, then known and all pairs) into
+    matrices, judge errors and clusters: a session with no known pair on the scale is no
+    cluster; a trigger type named `all` gives a session two rows of the `all` group, summed."""
+    def row(kind: str, group: str, session: str, cells: dict[int, int], known: int,
+            every: int) -> tuple[Any, ...]:
+        return (kind, group, session, *[cells.get(i, 0) for i in range(9)], known, every)
+
+    rows = [row("checklist", "all", "s2", {0: 1, 3: 2}, 3, 4),
+            row("trigger", "all", "s1", {8: 1}, 1, 1), row("trigger", "all", "s1", {0: 1}, 1, 2),
+            row("trigger", "all", "s3", {}, 0, 1), row("trigger", "emergent", "s1", {8: 1}, 1, 1)]
+    got = {(kind, typ): (matrix, unjudged, clusters.tolist())
+           for kind, typ, matrix, unjudged, clusters in agreement._judge_groups(rows)}
+    assert list(got) == [("trigger", "emergent"), ("trigger", "all"), ("checklist", "all")]
+    assert got[("checklist", "all")] == ([[1, 0], [2, 0]], 1, [[1, 0, 2, 0]])
+    assert got[("trigger", "all")] == ([[1, 0, 0], [0, 0, 0], [0, 0, 1]], 2,
+                                       [[1, 0, 0, 0, 0, 0, 0, 0, 1]])
+    assert got[("trigger", "emergent")] == ([[0, 0, 0], [0, 0, 0], [0, 0, 1]], 0,
+                                            [[0, 0, 0, 0, 0, 0, 0, 0, 1]])
+    with pytest.raises(ValueError, match="not one of"):  # a pair off the scale
+        agreement._judge_groups([row("checklist", "all", "s1", {0: 1}, 2, 2)])
+
+
+def test_pooled_trigger_scores_are_the_views_average(db: Path) -> None:
+    """Rank stability's trigger scores, summed from the per-session figures τ resamples,
+    are `avg(score)` of `trigger_results` per run and type (and over all types) to the bit."""
+    from benchpack.reports.judge_validity import unit_and_pooled_figures
+
+    with open_store(db) as con:
+        runs = select_runs(con, ["all"])
+        _, means = unit_and_pooled_figures(ReportContext(con, runs), runs)
+        want: dict[str, dict[str, float]] = defaultdict(dict)
+        for run, typ, v in con.execute(
+                "SELECT run_id, type, avg(score) FROM trigger_results WHERE label IS NOT NULL "
+                "GROUP BY GROUPING SETS ((run_id, type), (run_id))").fetchall():
+            if v is not None:
+                want[run][f"trigger score ({typ or 'all'})"] = v
+    assert means == want
+    assert sum(len(m) for m in means.values()) == 4 * len(runs)  # three types and all
+
+
+@pytest.mark.parametrize("consensus", ["median", "majority"])
+def test_headline_from_the_rated_items_table_is_the_views(db: Path, consensus: str) -> None:
+    """`agreement --humans` makes its bias-corrected headline from its TEMP table of rated
+    items; asked of the `human_pairs` view, the same table, figure for figure."""
+    from benchpack.reports.judge_validity import ppi_table
+
+    with open_store(db) as con:
+        ctx = ReportContext(con, select_runs(con, ["all"]))
+        ctx.humans, ctx.consensus, ctx.min_raters = True, consensus, 3
+        result = agreement.agreement_report(ctx)
+        (got,) = [t for t in result.tables if t.title.startswith("Bias-corrected")]
+        names = {r[0]: agreement.run_name(r[0], agreement._lineage(ctx))
+                 for r in con.execute("SELECT run_id FROM runs").fetchall()}
+        runs = [r for r in ctx.runs if any(n == names[r] for n, *_ in got.rows)]
+        label = "human_majority" if consensus == "majority" else "human_label"
+        want = ppi_table(ctx, runs, names, label)
+    assert want is not None and len(runs) == 4
+    assert [[str(c) for c in r] for r in got.rows] == [[str(c) for c in r] for r in want.rows]
+    assert got.rows == want.rows
+
+
+@pytest.mark.parametrize("kept", [False, True])
+def test_alpha_ci_draws_are_summed_per_pattern_as_before(kept: bool,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """α's resampled coincidences: the pattern weights as differences of running totals
+    (`unit_draw_totals`) give the bits of summing each pattern's draws (`np.add.reduceat`
+    over `unit_draw_counts`, then einsum, as the report computed them first), with cells in
+    thirds whose sums depend on the order einsum adds them in — whether the draws are fresh
+    or kept."""
+    import random
+
+    import numpy as np
+
+    from benchpack.reports import stats
+    from benchpack.reports.stats import kappa, resampling
+
+    monkeypatch.setattr(resampling, "_DRAWS", {})
+    rng = random.Random(7)
+    labels = ("FAIL", "PARTIAL", "PASS")
+    units = [[rng.randint(0, 12) / 3 for _ in range(9)] for _ in range(300)]
+    units += units[:200]  # patterns of several units
+    if kept:
+        list(resampling.unit_draw_counts(len(units), 700, 3))
+    got = stats.krippendorff_alpha_ci(units, "ordinal", labels, resamples=700, seed=3)
+    patterns = sorted(Counter(tuple(u) for u in units).items())
+    counts = [n for _, n in patterns]
+    starts = np.cumsum([0, *counts[:-1]])
+    weights = np.concatenate([np.add.reduceat(block, starts, axis=1).astype(float)
+                              for block in resampling.unit_draw_counts(len(units), 700, 3)])
+    cells = np.array([[p[j] for p, _ in patterns] for j in range(9)], dtype=float).T
+    draws = sorted(d for d in kappa._alpha_rows(np.einsum("ij,jk->ik", weights, cells),
+                                                "ordinal", labels) if d is not None)
+    assert (got.low, got.high) == (resampling.quantile(draws, (1 - 0.95) / 2),
+                                   resampling.quantile(draws, (1 + 0.95) / 2))
+
+
+def test_human_clusters_by_hand() -> None:
+    """`_CLUSTERS`-shaped rows (run, kind, group, session, cells on a 3-wide grid) into each
+    group's sessions: a session with no pair on the kind's scale is no cluster, a trigger
+    type named `all` gives a session two rows of the `all` group, summed."""
+    from benchpack.reports import agreement_humans
+
+    def row(run: str, kind: str, group: str, session: str, cells: dict[int, int]
+            ) -> tuple[Any, ...]:
+        return (run, kind, group, session, *[cells.get(i, 0) for i in range(9)])
+
+    got = agreement_humans._clusters([
+        row("r", "checklist", "all", "s1", {0: 2, 4: 1}), row("r", "checklist", "all", "s2", {}),
+        row("r", "trigger", "all", "s1", {8: 1}), row("r", "trigger", "all", "s1", {1: 2}),
+        row("r", "trigger", "all", "s2", {4: 3}), row("q", "trigger", "critical", "s9", {3: 1})])
+    assert got == {("r", "checklist", "all"): [[2, 0, 0, 1]],
+                   ("r", "trigger", "all"): [[0, 2, 0, 0, 0, 0, 0, 0, 1],
+                                             [0, 0, 0, 0, 3, 0, 0, 0, 0]],
+                   ("q", "trigger", "critical"): [[0, 0, 0, 1, 0, 0, 0, 0, 0]]}
+
+
+@pytest.mark.parametrize("humans", [False, True])
+def test_each_bootstrap_size_is_drawn_once_a_report(db: Path, humans: bool,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """α's and τ's resamples over the same number of sessions are the same draws: a report
+    draws each (sessions, resamples, seed) once and reads it back after (the numpy draws are
+    most of a bootstrap's cost), and asks for fewer sizes than it computes intervals."""
+    from benchpack.reports.stats import resampling
+
+    monkeypatch.setattr(resampling, "_DRAWS", {})
+    drawn: list[tuple[int, int, int]] = []
+    asked: list[int] = []
+    real = resampling._draw_blocks
+
+    def counting(n: int, resamples: int, seed: int, chunk: int) -> Any:
+        asked.append(n)
+        if (n, resamples, seed, chunk) not in resampling._DRAWS:
+            drawn.append((n, resamples, seed))
+        return real(n, resamples, seed, chunk)
+
+    monkeypatch.setattr(resampling, "_draw_blocks", counting)
+    with open_store(db) as con:
+        ctx = ReportContext(con, select_runs(con, ["all"]))
+        ctx.humans = humans
+        agreement.agreement_report(ctx)
+    assert drawn and len(drawn) == len(set(drawn)), drawn
+    assert len(drawn) < len(asked)
