@@ -225,6 +225,10 @@ def _body(req: BackendRequest) -> bytes:
 class OpenAIDirectBackend:
     """POST /chat/completions with aiohttp; one connection pool per event loop."""
 
+    enforces_timeout = True
+    """aiohttp's `total` timeout spans the attempt (connecting, sending, reading the body), so
+    `LLMClient` sets no guard timer of its own around it."""
+
     def __init__(self) -> None:
         self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = \
             weakref.WeakKeyDictionary()

@@ -415,7 +415,7 @@ def finalise(start: Started, stats: dict[str, int], total: int, todo: int, start
     # stopped by the budget, or sessions lost with Ray workers that kept dying: `interrupted`
     row["status"] = ("interrupted" if stats["budget"] or stats.get("lost") else
                      "finished" if stats["errors"] == 0 and stats["skipped"] == 0 else "partial")
-    ctx.store.upsert_run(row)
+    ctx.store.finish_run(row)  # the store's checkpoint starts now, beside the summary's reads
     summary = summarise(ctx.store, ctx.run_id, total, stats, total - todo,
                         time.time() - started, start.repeats)
     if budget is not None:
