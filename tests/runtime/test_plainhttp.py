@@ -30,6 +30,7 @@ class Server:
         self.requests: list[bytes] = []
         self.connections = 0
         self.transports: list[Any] = []
+        self.sending: list[asyncio.Future[None]] = []
 
     async def start(self) -> int:
         server = self
@@ -52,7 +53,7 @@ class Server:
                 self.buf = rest[length:]
                 server.requests.append(head + b"\r\n\r\n" + rest[:length])
                 answer = server.answers[len(server.requests) - 1]
-                asyncio.ensure_future(server.send(self.transport, answer))
+                server.sending.append(asyncio.ensure_future(server.send(self.transport, answer)))
 
         loop = asyncio.get_running_loop()
         self.server = await loop.create_server(Proto, "127.0.0.1", 0)

@@ -271,7 +271,7 @@ class OpenAIDirectBackend:
             closer = _close_with_loop(session, pool)
             await closer.__anext__()
             held = self._sessions[loop] = (session, closer, pool)
-        return held  # type: ignore[no-any-return]
+        return held
 
     async def _session(self) -> Any:
         return (await self._held())[0]

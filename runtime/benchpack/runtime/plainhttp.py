@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Callable
-from typing import Any
 
 
 class Redirect(Exception):
@@ -61,7 +60,9 @@ class _Connection(asyncio.Protocol):
         self.limit = limit
         self._head: tuple[int, dict[str, str], int | None, bool, bool] | None = None
         """(status, headers, content length, chunked, keep) of the answer being read."""
-        self._body_at = 0
+        self._parts: list[bytes] = []
+        self._size = 0
+        """The chunks of a chunked body read so far, and their size."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -147,7 +148,6 @@ class _Connection(asyncio.Protocol):
             if length is None and not chunked:
                 keep = False  # the body ends where the server closes
             self._head = (status, headers, length, chunked, keep)
-            self._body_at = 0
         status, headers, length, chunked, keep = self._head
         if chunked:
             body = self._chunks()
@@ -172,31 +172,32 @@ class _Connection(asyncio.Protocol):
         self.waiter.set_result(_Answer(status, headers, body, keep))
 
     def _chunks(self) -> bytes | None:
-        """The whole chunked body once its last chunk is in, else None (parsed again from the
-        start as data comes: answers here are small, a few kilobytes)."""
-        buf, pos, parts, size_total = self.buf, 0, [], 0
+        """The whole chunked body once its last chunk is in, else None; whole chunks are taken
+        out of the buffer as they come (`_parts`), so a long body is parsed once."""
+        buf = self.buf
         while True:
-            line_end = buf.find(b"\r\n", pos)
+            line_end = buf.find(b"\r\n")
             if line_end < 0:
                 return None
             try:
-                size = int(bytes(buf[pos:line_end]).split(b";", 1)[0].strip(), 16)
+                size = int(bytes(buf[:line_end]).split(b";", 1)[0].strip(), 16)
             except ValueError:
                 raise ConnectionError("a malformed chunk size in the answer") from None
-            pos = line_end + 2
             if size == 0:
-                end = buf.find(b"\r\n\r\n", pos - 2)  # trailers, then an empty line
+                end = buf.find(b"\r\n\r\n", line_end)  # trailers, then an empty line
                 if end < 0:
                     return None
                 del buf[:end + 4]
-                return b"".join(parts)
-            size_total += size
-            if size_total > self.limit:
-                raise ReplyTooLarge(size_total, known=False)
-            if len(buf) < pos + size + 2:
+                body, self._parts, self._size = b"".join(self._parts), [], 0
+                return body
+            if self._size + size > self.limit:
+                raise ReplyTooLarge(self._size + size, known=False)
+            start = line_end + 2
+            if len(buf) < start + size + 2:
                 return None
-            parts.append(bytes(buf[pos:pos + size]))
-            pos += size + 2
+            self._parts.append(bytes(buf[start:start + size]))
+            self._size += size
+            del buf[:start + size + 2]
 
 
 class PlainPool:

@@ -42,7 +42,7 @@ from benchpack.specs.storeformat import SESSION_TABLES as SESSION_TABLES
 
 from .calltexts import CallText, encode_calls
 from .errors import EnvironmentProblem
-from .limits import below_any_limit, clip_cell, clip_json
+from .limits import clip_json, clip_rows
 from .redact import Redactor
 from .snapblobs import BLOB_MIN_CHARS, BLOB_REF, join_state, split_state
 from .storecheck import (
@@ -54,21 +54,13 @@ from .storecheck import (
     damaged,
     verify_blocks,
 )
+from .storeend import Checkpoint, in_background
 from .storeinsert import columns, described, insert_rows, no_pandas_retries
 from .storeschema import check_ours, migrate
 
 __all__ = ["BLOB_MIN_CHARS", "BLOB_REF", "DAMAGED_HINT", "SessionRows", "Store",
            "StoreDamagedError", "StoreOpenError", "check_complete", "connect",
            "damage_reason", "damaged", "join_state", "split_state", "verify_blocks"]
-
-def _has_long_text(row: Sequence[Any], near: int) -> bool:
-    """Whether a cell of `row` is a text longer than `near` characters (a plain loop: the
-    writer asks it of every cell it writes, ~110 a one-call session)."""
-    for v in row:
-        if type(v) is str and len(v) > near:
-            return True
-    return False
-
 
 def _json(value: Any) -> str | None:
     if value is None:
@@ -223,8 +215,8 @@ class Store:
         self._lock = threading.Lock()
         self._blobs: set[str] | None = None
         """Hashes already in `blobs` (read at the first snapshot written)."""
-        self._checkpoint: tuple[threading.Thread, list[BaseException]] | None = None
-        """`finish_run`'s checkpoint thread and the damage it met."""
+        self._checkpoint: Checkpoint | None = None
+        """`finish_run`'s checkpoint, running or done."""
         self._tools_texts: dict[int, dict[str, tuple[str, str]]] = {}
         """Per stored-text limit: tool list → its stored text and blob hash
         (`calltexts.encode_calls`), made once a run instead of once a session."""
@@ -271,39 +263,17 @@ class Store:
                              values)
 
     def finish_run(self, row: dict[str, Any]) -> None:
-        """The run's final row (`upsert_run`), then DuckDB's checkpoint of the run started on a
-        thread. Closing the store would do it after the summary's queries (~40-90 ms for a
-        1,000-session run, ~5-10 ms per table written, whatever the rows); started here, the
-        summary's reads and the printing overlap it (DuckDB reads while it checkpoints). The
-        writer stops first (every submitted session is committed by then): nothing may write
-        after the checkpoint, or closing checkpoints again. `close` waits for it."""
+        """Stop the writer (committing what waits), write the run's final row, and start
+        DuckDB's checkpoint (`storeend`): nothing may write after it, or closing would
+        checkpoint again. `close` waits for it."""
         self._stop_writer()
         self.upsert_run(row)
-        failed: list[BaseException] = []
-
-        def checkpoint() -> None:
-            import duckdb
-
-            try:
-                cur = self.con.cursor()  # a cursor of its own: the summary reads meanwhile
-                try:
-                    cur.execute("CHECKPOINT")
-                finally:
-                    cur.close()
-            except duckdb.Error as exc:  # closing checkpoints anyway, and fails the same way
-                if damage_reason(exc) is not None:
-                    failed.append(exc)
-        self._checkpoint = (threading.Thread(target=checkpoint, name="benchpack-checkpoint"),
-                            failed)
-        self._checkpoint[0].start()
+        self._checkpoint = Checkpoint(self.con)
 
     def _checkpointed(self) -> None:
-        """Wait for `finish_run`'s checkpoint; raise the damage it met."""
         held, self._checkpoint = self._checkpoint, None
         if held is not None:
-            held[0].join()
-            if held[1]:
-                raise held[1][0]
+            held.wait()
 
     def forget_starting(self, run_id: str) -> None:
         """Remove the run's row if it is still the placeholder of a run that never started
@@ -422,32 +392,19 @@ class Store:
                 self.con.close()
 
     def close_in_background(self) -> Callable[[], None]:
-        """`close`, with DuckDB's part on a thread: closing checkpoints the run into the file
-        (~40 ms for a 1,000-session run, with the interpreter lock released), which then
-        overlaps what the caller does meanwhile (the CLI prints the summary). Every row is
-        committed before this returns. The returned function waits for the close and raises
-        what it raised; the thread is not a daemon, so the interpreter waits for it anyway."""
+        """`close`, with DuckDB's part on a thread (`storeend.in_background`) while the caller
+        goes on (the CLI prints the summary): what `finish_run`'s checkpoint has not done
+        yet. Every row is committed before this returns; the function returned waits for the
+        close and raises what it raised."""
         self._stop_writer()
-        failed: list[BaseException] = []
 
         def closing() -> None:
             try:
-                try:
-                    self._checkpointed()
-                finally:
-                    with self._lock:
-                        self.con.close()
-            except BaseException as exc:  # handed to the waiter, which raises it
-                failed.append(exc)
-
-        thread = threading.Thread(target=closing, name="benchpack-store-close")
-        thread.start()
-
-        def wait() -> None:
-            thread.join()
-            if failed:
-                raise failed[0]
-        return wait
+                self._checkpointed()
+            finally:
+                with self._lock:
+                    self.con.close()
+        return in_background(closing, "benchpack-store-close")
 
     def _stop_writer(self) -> None:
         if self._thread is not None:
@@ -542,16 +499,9 @@ class Store:
                 raise
 
     def _clip(self, table: str, data: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-        """`data` with every text over its named limit clipped (`limits.clip_cell`: a prefix
-        and the digest of the whole): a 2 GB tool argument stored whole took the writer down
-        (issue 27). Rows with no long text, nearly all, pass as they are."""
-        near = below_any_limit()
-        if not any(_has_long_text(row, near) for row in data):
-            return data
-        types = described(self.con, table)
-        return [tuple(clip_cell(v, table, name, sql == "JSON")
-                      for v, (name, sql) in zip(row, types, strict=False))
-                if _has_long_text(row, near) else row for row in data]
+        """`data` with every text over its named limit clipped (`limits.clip_rows`): a 2 GB
+        tool argument stored whole took the writer down (issue 27)."""
+        return clip_rows(table, data, lambda: described(self.con, table))
 
     def _clean(self, row: Sequence[Any]) -> tuple[Any, ...]:
         """`row` with every string redacted (a tuple, as the rows are)."""
