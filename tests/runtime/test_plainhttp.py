@@ -6,10 +6,13 @@ sent again once); informational answers skipped; redirects, oversized replies an
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
 
 from benchpack.runtime.plainhttp import PlainPool, Redirect, ReplyTooLarge, request_bytes
 
@@ -202,3 +205,37 @@ def test_a_timeout_drops_the_connection() -> None:
 
     answer, server = _run([never, _length()], two)
     assert answer[2] == OK and server.connections == 2
+
+
+def test_a_run_against_a_plain_http_endpoint_never_imports_aiohttp(
+        fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    """aiohttp's import builds SSL contexts (0.1-0.2 s of CPU a run, in a thread beside the
+    start-up): a `bench run` whose every call goes to an `http://` endpoint does without it."""
+    import json
+    import subprocess
+    import sys
+
+    from benchpack.compiler import compile_pack
+
+    fake_openai.route("bench-model", lambda body: "Here is the summary.")
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    (pack / "pack.yaml").write_text(
+        "benchpack: 1\nname: plain\npersonas:\n  - id: p\n    profile: {role: Analyst}\n"
+        "episodes:\n  - id: e1\n    persona: p\n    sessions:\n      - id: s\n"
+        "        protocol: intent_tracking\n        request: Summarise the note.\n",
+        encoding="utf-8")
+    assert compile_pack(pack, tmp_path / "plan", use_cache=False).ok
+    probe = ("import atexit, json, sys\natexit.register(lambda: print('MODULES=' + json.dumps("
+             "sorted(sys.modules)), file=sys.__stderr__))\nsys.argv = ['bench', *json.loads("
+             "sys.argv[1])]\nfrom benchpack.cli import main\nmain()\n")
+    args = ["run", str(tmp_path / "plan"), "--agent", "litellm:openai/bench-model", "--judge",
+            "rules", "--simulator", "rules", "--api-base", fake_openai.base_url, "--quiet",
+            "--db", str(tmp_path / "run.duckdb"), "--cache-dir", str(tmp_path / "c")]
+    res = subprocess.run([sys.executable, "-c", probe, json.dumps(args)], capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "OPENAI_API_KEY": "no-key"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    mods = json.loads(next(x for x in res.stderr.splitlines() if x.startswith("MODULES="))
+                      .removeprefix("MODULES="))
+    assert "benchpack.runtime.plainhttp" in mods and len(fake_openai.requests) == 1
+    assert [m for m in mods if m.split(".")[0] == "aiohttp"] == []

@@ -44,7 +44,7 @@ import json
 import os
 import sys
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
@@ -192,16 +192,25 @@ def litellm_cost(data: dict[str, Any], model: str) -> float | None:
     return float(found) if isinstance(found, int | float) else None
 
 
-async def _close_with_loop(session: Any, pool: PlainPool) -> AsyncIterator[None]:
-    """Parked at its first `yield` for the session's life: `asyncio.run` closes every async
-    generator of its loop before closing the loop (`shutdown_asyncgens`), which closes the
-    session and the plain pool with it, so no caller has to remember to (and aiohttp reports
-    none unclosed)."""
+class _LoopClients:
+    """One event loop's HTTP clients: the plain pool, aiohttp's session when one was needed."""
+
+    def __init__(self) -> None:
+        self.pool = PlainPool()
+        self.session: Any = None
+        self.closer = _close_with_loop(self)
+
+
+async def _close_with_loop(clients: _LoopClients) -> AsyncGenerator[None, None]:
+    """Parked at its first `yield` for the clients' life: `asyncio.run` closes every async
+    generator of its loop before closing the loop (`shutdown_asyncgens`), which closes them
+    with it, so no caller has to remember to (and aiohttp reports no session unclosed)."""
     try:
         yield
     finally:
-        pool.close()
-        await session.close()
+        clients.pool.close()
+        if clients.session is not None:
+            await clients.session.close()
 
 
 @functools.lru_cache(maxsize=64)  # every call of a run asks about the same URL
@@ -251,36 +260,37 @@ class OpenAIDirectBackend:
     scope, aiohttp's `total`), so `LLMClient` sets no guard timer of its own around it."""
 
     def __init__(self) -> None:
-        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = \
+        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClients] = \
             weakref.WeakKeyDictionary()
         self._imported = False
         """litellm imported for a price `openai_prices` leaves to it."""
 
-    async def _held(self) -> tuple[Any, Any, PlainPool]:
-        """This loop's aiohttp session, its closer and plain-HTTP pool (made on first use,
-        closed with the loop)."""
+    async def _held(self) -> _LoopClients:
+        """This loop's clients (closed with the loop), made on first use."""
         loop = asyncio.get_running_loop()
         held = self._sessions.get(loop)
-        if held is None or held[0].closed:
-            import aiohttp
-
-            # limit=0: no cap of its own; LLMClient's per-model limits decide what is in flight
-            session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0),
-                                            skip_auto_headers=("User-Agent",))
-            pool = PlainPool()
-            closer = _close_with_loop(session, pool)
-            await closer.__anext__()
-            held = self._sessions[loop] = (session, closer, pool)
+        if held is None:
+            held = self._sessions[loop] = _LoopClients()
+            await held.closer.__anext__()
         return held
 
     async def _session(self) -> Any:
-        return (await self._held())[0]
+        """This loop's aiohttp session: imported and made only for a call that needs it (an
+        `https://` endpoint, a redirect), not for a plain `http://` one."""
+        held = await self._held()
+        if held.session is None or held.session.closed:
+            import aiohttp
+
+            # limit=0: no cap of its own; LLMClient's per-model limits decide what is in flight
+            held.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0),
+                                                 skip_auto_headers=("User-Agent",))
+        return held.session
 
     async def aclose(self) -> None:
         """Close this loop's pools now (tests; `asyncio.run` does it anyway)."""
         held = self._sessions.pop(asyncio.get_running_loop(), None)
         if held is not None:
-            await held[1].aclose()
+            await held.closer.aclose()
 
     async def _post_plain(self, target: tuple[str, int, str, str], data: bytes,
                           headers: dict[str, str], timeout_s: float
@@ -288,7 +298,7 @@ class OpenAIDirectBackend:
         """(status, headers, body) through `plainhttp`, None for a redirect (aiohttp follows
         it); failures raised as the aiohttp path raises them."""
         host, port, path, host_header = target
-        pool = (await self._held())[2]
+        pool = (await self._held()).pool
         request = request_bytes(path, host_header, headers, data)
         try:
             return await pool.post(host, port, request, MODEL_REPLY_BYTES.value, timeout_s)
