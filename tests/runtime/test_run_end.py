@@ -168,3 +168,50 @@ def test_a_run_starts_the_checkpoint_before_its_summary(tmp_path: Path,
     assert summary.finished == 1
     assert order == ["checkpoint started", "summary"]
     assert not Path(f"{db}.wal").exists()
+
+
+def test_the_run_row_goes_in_the_last_sessions_transaction(tmp_path: Path) -> None:
+    """One commit at the run's end, not two: the sessions still waiting and the final row."""
+    store = Store(tmp_path / "db.duckdb", group_commit_s=30.0)
+    store.upsert_run(_run_row("running"))
+    calls: list[str] = []
+    write_batch, upsert_run = store.write_batch, store.upsert_run
+
+    def counting(batch: list[SessionRows]) -> None:
+        calls.append(f"{len(batch)} sessions")
+        write_batch(batch)
+
+    def upsert(row: dict[str, Any]) -> None:
+        calls.append("run row alone")
+        upsert_run(row)
+
+    store.write_batch = counting  # type: ignore[method-assign]
+    store.upsert_run = upsert  # type: ignore[method-assign]
+    store.start()
+    store.submit(_session(1))
+    store.submit(_session(2))
+    store.finish_run(_run_row("finished"))
+    with store.reading() as con:
+        assert con.execute("SELECT status FROM runs").fetchone() == ("finished",)
+        assert con.execute("SELECT count(*) FROM sessions").fetchone() == (2,)
+    store.close()
+    assert calls == ["2 sessions"]  # before: ["2 sessions", "run row alone"]
+
+
+def test_a_failed_writer_fails_the_runs_end(tmp_path: Path) -> None:
+    """Adversarial: the writer failed on the last sessions: `finish_run` raises it (as `flush`
+    does) and the run row keeps what it said."""
+    store = Store(tmp_path / "db.duckdb", group_commit_s=30.0)
+    store.upsert_run(_run_row("running"))
+
+    def broken(batch: list[SessionRows]) -> None:
+        raise RuntimeError("disk on fire")
+
+    store.write_batch = broken  # type: ignore[method-assign]
+    store.start()
+    store.submit(_session(1))
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        store.finish_run(_run_row("finished"))
+    with store.reading() as con:
+        assert con.execute("SELECT status FROM runs").fetchone() == ("running",)
+    store.close()

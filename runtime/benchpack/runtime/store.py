@@ -187,6 +187,13 @@ _WAKE = object()
 """Queued by `flush`: a writer gathering a batch commits it at once instead of at its window."""
 
 
+class _Final:
+    """Queued by `finish_run`: the run's final row, for the last batch; the writer stops."""
+
+    def __init__(self, row: dict[str, Any]) -> None:
+        self.row = row
+
+
 class Store:
     """Owns the DuckDB connection. Reads happen before the run starts (resume state) and after
     it ends; during the run every write goes through the writer thread.
@@ -215,6 +222,8 @@ class Store:
         self._lock = threading.Lock()
         self._blobs: set[str] | None = None
         """Hashes already in `blobs` (read at the first snapshot written)."""
+        self._final_row: dict[str, Any] | None = None
+        """The run's final row, for the writer's last transaction (`finish_run`)."""
         self._checkpoint: Checkpoint | None = None
         """`finish_run`'s checkpoint, running or done."""
         self._tools_texts: dict[int, dict[str, tuple[str, str]]] = {}
@@ -256,18 +265,26 @@ class Store:
 
     def upsert_run(self, row: dict[str, Any]) -> None:
         with self._lock:
-            cols = columns(self.con, "runs")
-            values = self._clean([(_json(row[c]) if c == "config" else row.get(c))
-                                  for c in cols])
-            self.con.execute(f"INSERT OR REPLACE INTO runs VALUES ({', '.join('?' * len(cols))})",
-                             values)
+            self._put_run(self.con, row)
+
+    def _put_run(self, con: Any, row: dict[str, Any]) -> None:
+        cols = columns(con, "runs")
+        values = self._clean([(_json(row[c]) if c == "config" else row.get(c)) for c in cols])
+        con.execute(f"INSERT OR REPLACE INTO runs VALUES ({', '.join('?' * len(cols))})", values)
 
     def finish_run(self, row: dict[str, Any]) -> None:
-        """Stop the writer (committing what waits), write the run's final row, and start
-        DuckDB's checkpoint (`storeend`): nothing may write after it, or closing would
-        checkpoint again. `close` waits for it."""
-        self._stop_writer()
-        self.upsert_run(row)
+        """The run's end: what waits for the writer and the run's final row committed in one
+        transaction (a commit less at the end of the run), the writer stopped, and DuckDB's
+        checkpoint started (`storeend`): nothing may write after it, or closing would
+        checkpoint again. `close` waits for it. Raises the writer's failure, as `flush`."""
+        if self._thread is None:
+            self.upsert_run(row)
+        else:
+            self._queue.put(_Final(row))  # ends the window at once, and the writer
+            self._thread.join()
+            self._thread = None
+            if self._error is not None:
+                raise self.writer_error() from self._error
         self._checkpoint = Checkpoint(self.con)
 
     def _checkpointed(self) -> None:
@@ -426,12 +443,16 @@ class Store:
         self.write_batch([rows])
 
     def write_batch(self, batch: list[SessionRows]) -> None:
-        """Commit finished sessions in one transaction: every row of a session, or none of it.
+        """Commit finished sessions in one transaction: every row of a session, or none of it
+        (and the run's final row with them, when `finish_run` queued it).
 
         The writer calls this with one session whenever it keeps up; when sessions finish faster
         than commits complete, it groups the waiting ones (group commit), since DuckDB's cost
         is per statement, not per row."""
+        run_row, self._final_row = self._final_row, None
         if not batch:
+            if run_row is not None:
+                self.upsert_run(run_row)
             return
         with self._lock:
             con = self.con
@@ -490,6 +511,8 @@ class Store:
                     sess["extra"] = _json(sess.get("extra"))
                     session_rows.append(self._clean(list(map(sess.get, cols))))
                 insert_rows(con, "sessions", self._clip("sessions", session_rows))
+                if run_row is not None:
+                    self._put_run(con, run_row)
                 con.execute("COMMIT")
                 self._blobs.update(new_blobs)
                 for r in batch:
@@ -537,9 +560,10 @@ class Store:
             except queue.Empty:
                 continue
             batch: list[tuple[SessionRows, Callable[[], None] | None]] = []
-            stop = first is None
+            final = first.row if isinstance(first, _Final) else None
+            stop = first is None or final is not None
             wakes = 1 if first is _WAKE else 0
-            if first is not None and first is not _WAKE:
+            if not stop and first is not _WAKE:
                 batch.append(first)
             deadline = time.monotonic() + self.group_commit_s
             # `flush` and `close` end the window at once: they queue `_WAKE` or None behind
@@ -552,14 +576,16 @@ class Store:
                     item = self._queue.get(timeout=left)
                 except queue.Empty:
                     break
-                if item is None:
+                if item is None or isinstance(item, _Final):
                     stop = True
+                    final = item.row if item is not None else None
                 elif item is _WAKE:
                     wakes += 1
                 else:
                     batch.append(item)
             try:
-                if batch and self._error is None:
+                if (batch or final is not None) and self._error is None:
+                    self._final_row = final  # `write_batch` commits it with the batch
                     self.write_batch([rows for rows, _ in batch])
                     for _, on_commit in batch:
                         if on_commit is not None:
