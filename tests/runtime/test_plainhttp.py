@@ -239,3 +239,27 @@ def test_a_run_against_a_plain_http_endpoint_never_imports_aiohttp(
                       .removeprefix("MODULES="))
     assert "benchpack.runtime.plainhttp" in mods and len(fake_openai.requests) == 1
     assert [m for m in mods if m.split(".")[0] == "aiohttp"] == []
+
+
+def test_a_redirect_is_followed_through_aiohttp(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    """`plainhttp` follows no redirect: the direct backend sends the request again through
+    aiohttp, which does (a 307 keeps the method and the body)."""
+    from fake_openai import FakeReply
+
+    from benchpack.runtime.cache import ResponseCache
+    from benchpack.runtime.llm import LLMClient, LLMConfig
+
+    fake_openai.push(FakeReply(status=307, raw=b"", headers={
+        "Location": fake_openai.base_url + "/chat/completions"}))
+    fake_openai.text("fine")
+    client = LLMClient(LLMConfig(api_base=fake_openai.base_url, api_key="k", timeout_s=10.0),
+                       cache=ResponseCache(tmp_path / "c", enabled=False))
+
+    async def ask() -> Any:
+        return await client.complete(role="agent", model="litellm:openai/fake-model",
+                                     messages=[{"role": "user", "content": "hi"}],
+                                     recorder=lambda record: None)
+
+    assert asyncio.run(ask()).content == "fine"
+    assert len(fake_openai.requests) == 2
+    assert fake_openai.requests[0]["messages"] == fake_openai.requests[1]["messages"]
