@@ -44,10 +44,18 @@ def _put(text: str, found: dict[str, str]) -> str:
     return digest
 
 
-def encode_calls(texts: Iterable[CallText], clean: Callable[[str], str]
+TOOLS_MEMO_MAX = 256
+"""Tool lists a `tools_memo` keeps (a run offers a handful; a bound, not a working size)."""
+
+
+def encode_calls(texts: Iterable[CallText], clean: Callable[[str], str],
+                 tools_memo: dict[str, tuple[str, str]] | None = None
                  ) -> tuple[list[tuple[int, str | None, str | None]], dict[str, str]]:
     """(seq, prompt blob, reply blob) per call and the blobs by hash. `clean` (redaction) runs
-    on every message, tool list and reply before it is hashed."""
+    on every message, tool list and reply before it is hashed. `tools_memo` (tool list → its
+    cleaned text and digest), kept by the caller across calls with the same `clean`: every
+    session of a run offers the same few tool lists, several kilobytes each, which were
+    redacted and hashed again for each session on the store writer's thread (issue 31)."""
     found: dict[str, str] = {}
     memo: dict[str, str] = {}  # a history's messages are the same strings call after call
 
@@ -57,13 +65,23 @@ def encode_calls(texts: Iterable[CallText], clean: Callable[[str], str]
             out = memo[text] = clean(text)
         return out
 
+    def tool_list(text: str) -> str:
+        hit = tools_memo.get(text) if tools_memo is not None else None
+        if hit is None:
+            stored = cleaned(text)
+            hit = (stored, _put(stored, found))
+            if tools_memo is not None and len(tools_memo) < TOOLS_MEMO_MAX:
+                tools_memo[text] = hit
+        found[hit[1]] = hit[0]
+        return hit[1]
+
     last: dict[tuple[Any, ...], tuple[list[str], str, int]] = {}
     rows: list[tuple[int, str | None, str | None]] = []
     for t in texts:
         prompt = reply = None
         if t.messages is not None:
             msgs = [cleaned(m) for m in t.messages]
-            tools = _put(cleaned(t.tools), found) if t.tools and t.tools != "[]" else None
+            tools = tool_list(t.tools) if t.tools and t.tools != "[]" else None
             key = (t.role, t.purpose, tools)
             prev = last.get(key)
             if prev is not None and prev[0] == msgs:  # asked again: the same blob

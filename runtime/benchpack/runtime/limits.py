@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 from benchpack.specs.limits import (
@@ -101,6 +102,27 @@ def below_any_limit() -> int:
     """A length in characters no text can exceed any stored limit at (4 bytes a character at
     most): texts this short need no look (nearly all of them)."""
     return min(TOOL_ARGUMENT_BYTES.value, TOOL_RESULT_BYTES.value, STORED_TEXT_BYTES.value) // 4
+
+
+def clip_rows(table: str, data: list[tuple[Any, ...]],
+              types: Callable[[], list[tuple[str, str]]]) -> list[tuple[Any, ...]]:
+    """`data` with every text over its limit clipped (`clip_cell`; `types`: the table's
+    (column, SQL type) pairs, asked only then). Rows with no long text, nearly all, pass as
+    they are, checked with a plain loop: the writer asks it of every cell it writes."""
+    near = below_any_limit()
+    if not any(_has_long_text(row, near) for row in data):
+        return data
+    described = types()
+    return [tuple(clip_cell(v, table, name, sql == "JSON")
+                  for v, (name, sql) in zip(row, described, strict=False))
+            if _has_long_text(row, near) else row for row in data]
+
+
+def _has_long_text(row: tuple[Any, ...], near: int) -> bool:
+    for v in row:  # noqa: SIM110 (a loop: any() over a generator costs a frame switch a cell)
+        if type(v) is str and len(v) > near:
+            return True
+    return False
 
 
 def clip_cell(value: Any, table: str, column: str, is_json: bool) -> Any:

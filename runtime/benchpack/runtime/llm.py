@@ -332,6 +332,8 @@ class LLMClient:
         self.cache_hits = 0
         self.failures = 0
         self._tools_memo: dict[int, tuple[list[dict[str, Any]], str, str]] = {}
+        self._base_tag: tuple[str, str] | None = None
+        """(`api_base`, the digest the cache key's model carries)."""
         # litellm reads keys from the environment itself: an error may echo any of them
         self._redact = Redactor.from_environment(urls=[self.config.api_base],
                                                  values=[self.config.api_key])
@@ -353,7 +355,10 @@ class LLMClient:
         base = self.config.api_base
         if not base:
             return model
-        return f"{model}@{hashlib.sha256(base.encode()).hexdigest()[:16]}"
+        held = self._base_tag
+        if held is None or held[0] != base:  # a digest a client, not one a call
+            held = self._base_tag = (base, hashlib.sha256(base.encode()).hexdigest()[:16])
+        return f"{model}@{held[1]}"
 
     def _scrub(self, text: str) -> str:
         key = self.config.api_key
@@ -514,10 +519,16 @@ class LLMClient:
                 async with limits.semaphore:
                     if limits.rate is not None:
                         await limits.rate.acquire()
-                    # the backend enforces `timeout`; this guard catches a backend that does not
-                    # (a timeout scope, unlike wait_for, runs the backend without a new task)
-                    async with asyncio.timeout(timeout + max(1.0, 0.25 * timeout)):
-                        out = await (backend or self.backend)(request)
+                    call = backend or self.backend
+                    if getattr(call, "enforces_timeout", False):
+                        # its own timer spans the whole attempt: a second one cost every
+                        # call a timer set and cancelled on the loop (issue 31)
+                        out = await call(request)
+                    else:
+                        # the backend enforces `timeout`; this guard catches one that does
+                        # not (a timeout scope, unlike wait_for, runs it without a new task)
+                        async with asyncio.timeout(timeout + max(1.0, 0.25 * timeout)):
+                            out = await call(request)
                 try:
                     raw, pt, ct, cost, finish = normalize_output(out)
                 except (ValueError, KeyError, TypeError) as exc:

@@ -22,8 +22,10 @@ Why aiohttp and not httpx: httpcore's pool matches every waiting request against
 connection on each change (`_assign_requests_to_connections`), so at 64 requests in flight a
 call cost 4 ms of client CPU against the fake server, half of a whole session's, and 1,000
 one-call sessions ran at 9 % of the latency-bound ideal. aiohttp (already installed with
-litellm, which uses it for its own async HTTP) costs 0.2-0.3 ms per call at any concurrency
-(measured side by side, benchmarks/http_bench.py).
+litellm, which uses it for its own async HTTP) costs 0.15-0.3 ms per call at any concurrency
+(measured side by side, benchmarks/http_bench.py). A plain `http://` endpoint (the usual
+`--api-base`: a server on the same host or network) is called through `plainhttp` instead,
+~0.05 ms a call (issue 31); `https://` and redirects stay with aiohttp.
 
 What stays identical to litellm's path, by construction and tested model by model
 (tests/runtime/test_openai_direct.py): the request body (the model name without `openai/`,
@@ -44,7 +46,7 @@ import json
 import os
 import sys
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,7 @@ from benchpack.specs.limits import MODEL_REPLY_BYTES
 from .limits import reply_refusal
 from .llm import BackendRequest, LLMError, import_litellm
 from .openai_prices import UNSURE, lean_cost
+from .plainhttp import PlainPool, Redirect, ReplyTooLarge, request_bytes
 
 PREFIX = "openai/"
 _PRICES = "model_prices_and_context_window_backup.json"
@@ -229,14 +232,41 @@ def litellm_cost(data: dict[str, Any], model: str) -> float | None:
     return float(found) if isinstance(found, int | float) else None
 
 
-async def _close_with_loop(session: Any) -> AsyncIterator[None]:
-    """Parked at its first `yield` for the session's life: `asyncio.run` closes every async
-    generator of its loop before closing the loop (`shutdown_asyncgens`), which closes the
-    session with it, so no caller has to remember to (and aiohttp reports none unclosed)."""
+class _LoopClients:
+    """One event loop's HTTP clients: the plain pool, aiohttp's session when one was needed."""
+
+    def __init__(self) -> None:
+        self.pool = PlainPool()
+        self.session: Any = None
+        self.closer = _close_with_loop(self)
+
+
+async def _close_with_loop(clients: _LoopClients) -> AsyncGenerator[None, None]:
+    """Parked at its first `yield` for the clients' life: `asyncio.run` closes every async
+    generator of its loop before closing the loop (`shutdown_asyncgens`), which closes them
+    with it, so no caller has to remember to (and aiohttp reports no session unclosed)."""
     try:
         yield
     finally:
-        await session.close()
+        clients.pool.close()
+        if clients.session is not None:
+            await clients.session.close()
+
+
+@functools.lru_cache(maxsize=64)  # every call of a run asks about the same URL
+def _plain_target(url: str) -> tuple[str, int, str, str] | None:
+    """(host, port, path, Host header) of a plain `http://` URL, else None (aiohttp's)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        return None
+    try:
+        port = parts.port or 80
+    except ValueError:
+        return None
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return parts.hostname, port, path, parts.netloc
 
 
 def _body(req: BackendRequest) -> bytes:
@@ -265,35 +295,82 @@ def _body(req: BackendRequest) -> bytes:
 class OpenAIDirectBackend:
     """POST /chat/completions with aiohttp; one connection pool per event loop."""
 
+    enforces_timeout = True
+    """Its timeout spans the attempt (connecting, sending, reading the body: `plainhttp`'s
+    scope, aiohttp's `total`), so `LLMClient` sets no guard timer of its own around it."""
+
     def __init__(self) -> None:
-        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = \
+        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClients] = \
             weakref.WeakKeyDictionary()
         self._imported = False
         """litellm imported for a price `openai_prices` leaves to it."""
 
-    async def _session(self) -> Any:
+    async def _held(self) -> _LoopClients:
+        """This loop's clients (closed with the loop), made on first use."""
         loop = asyncio.get_running_loop()
         held = self._sessions.get(loop)
-        if held is None or held[0].closed:
+        if held is None:
+            held = self._sessions[loop] = _LoopClients()
+            await held.closer.__anext__()
+        return held
+
+    async def _session(self) -> Any:
+        """This loop's aiohttp session: imported and made only for a call that needs it (an
+        `https://` endpoint, a redirect), not for a plain `http://` one."""
+        held = await self._held()
+        if held.session is None or held.session.closed:
             import aiohttp
 
             # limit=0: no cap of its own; LLMClient's per-model limits decide what is in flight
-            session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0),
-                                            skip_auto_headers=("User-Agent",))
-            closer = _close_with_loop(session)
-            await closer.__anext__()
-            held = self._sessions[loop] = (session, closer)
-        return held[0]
+            held.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0),
+                                                 skip_auto_headers=("User-Agent",))
+        return held.session
 
     async def aclose(self) -> None:
-        """Close this loop's pool now (tests; `asyncio.run` does it anyway)."""
+        """Close this loop's pools now (tests; `asyncio.run` does it anyway)."""
         held = self._sessions.pop(asyncio.get_running_loop(), None)
         if held is not None:
-            await held[1].aclose()
+            await held.closer.aclose()
 
-    async def __call__(self, req: BackendRequest) -> dict[str, Any]:
+    async def _post_plain(self, target: tuple[str, int, str, str], data: bytes,
+                          headers: dict[str, str], timeout_s: float
+                          ) -> tuple[int, dict[str, str], bytes] | None:
+        """(status, headers, body) through `plainhttp`, None for a redirect (aiohttp follows
+        it); failures raised as the aiohttp path raises them."""
+        host, port, path, host_header = target
+        pool = (await self._held()).pool
+        request = request_bytes(path, host_header, headers, data)
+        try:
+            return await pool.post(host, port, request, MODEL_REPLY_BYTES.value, timeout_s)
+        except Redirect:
+            return None
+        except ReplyTooLarge as exc:
+            raise LLMError(str(reply_refusal(exc.size, known=exc.known)),
+                           retryable=False) from None
+        except TimeoutError as exc:
+            raise TimeoutError(f"the request timed out after {timeout_s:g} s "
+                               f"({type(exc).__name__})") from None
+        except OSError as exc:
+            raise ConnectionError(f"{type(exc).__name__}: {exc}") from None
+
+    async def _post_aiohttp(self, url: str, data: bytes, headers: dict[str, str],
+                            timeout_s: float) -> tuple[int, dict[str, str], bytes]:
         import aiohttp
 
+        session = await self._session()
+        try:
+            async with session.post(
+                    url, data=data,
+                    headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+                raw = await _read_capped(resp)
+                return resp.status, dict(resp.headers), raw
+        except TimeoutError as exc:  # asyncio's and aiohttp's ServerTimeoutError alike
+            raise TimeoutError(f"the request timed out after {timeout_s:g} s "
+                               f"({type(exc).__name__})") from None
+        except aiohttp.ClientError as exc:
+            raise ConnectionError(f"{type(exc).__name__}: {exc}") from None
+
+    async def __call__(self, req: BackendRequest) -> dict[str, Any]:
         data = _body(as_litellm_sends(req))
         headers = {"Content-Type": "application/json"}
         base, key = endpoint(req)
@@ -302,18 +379,13 @@ class OpenAIDirectBackend:
             headers["Authorization"] = f"Bearer {key}"
         elif basic is not None:  # `http://user:password@host/v1`, and no key of its own
             headers["Authorization"] = basic
-        session = await self._session()
-        try:
-            async with session.post(
-                    url, data=data,
-                    headers=headers, timeout=aiohttp.ClientTimeout(total=req.timeout_s)) as resp:
-                raw = await _read_capped(resp)
-                status, got = resp.status, dict(resp.headers)
-        except TimeoutError as exc:  # asyncio's and aiohttp's ServerTimeoutError alike
-            raise TimeoutError(f"the request timed out after {req.timeout_s:g} s "
-                               f"({type(exc).__name__})") from None
-        except aiohttp.ClientError as exc:
-            raise ConnectionError(f"{type(exc).__name__}: {exc}") from None
+        answer = None
+        target = _plain_target(url)
+        if target is not None:
+            answer = await self._post_plain(target, data, headers, req.timeout_s)
+        if answer is None:  # https, or a redirect to follow
+            answer = await self._post_aiohttp(url, data, headers, req.timeout_s)
+        status, got, raw = answer
         if status >= 400:
             raise OpenAICompatError(status, raw.decode("utf-8", "replace"), got)
         try:

@@ -337,8 +337,9 @@ def hold_to_budget(ctx: RunContext, chains: list[Chain], finished: Finished, llm
 
 async def execute(start: Started, chains: list[Chain], finished: Finished, todo: int,
                   llm: LazyClient) -> dict[str, int]:
-    """Check the machine, write the run row, run the chains; the run's counts (`run`,
-    `finished`, `errors`, `skipped`, `budget`, with Ray `lost`). Interrupted (Ctrl-C, SIGTERM)
+    """Check the machine, write the run row, run the chains, write the final row with the last
+    sessions (`Store.finish_run`); the run's counts (`run`, `finished`, `errors`, `skipped`,
+    `budget`, with Ray `lost`). Interrupted (Ctrl-C, SIGTERM)
     or broken (a full disk, a bug), the run row says `interrupted` and what committed stays."""
     ctx, agent, row = start.ctx, start.agent, start.row
     options, plan, store = ctx.options, ctx.plan, ctx.store
@@ -370,7 +371,11 @@ async def execute(start: Started, chains: list[Chain], finished: Finished, todo:
             await asyncio.gather(*(chain(k, r, ss) for k, r, ss in chains))
         if llm.made and llm.made[0].cache is not None:
             llm.made[0].cache.finish_soon()  # no call follows: write the last entries now
-        store.flush()
+        # the run's final row goes in the last sessions' transaction, and the store's
+        # checkpoint starts at once, beside what is left: the summary's reads (issue 31)
+        row["updated_at"] = time.time()
+        row["status"] = final_status(stats)
+        store.finish_run(row)
         await asyncio.sleep(0)  # let the last commits' progress reports run
     except (asyncio.CancelledError, KeyboardInterrupt):
         # Ctrl-C: asyncio.run cancels us once the sessions in flight are cancelled. Keep what
@@ -407,15 +412,17 @@ async def execute(start: Started, chains: list[Chain], finished: Finished, todo:
     return stats
 
 
+def final_status(stats: dict[str, int]) -> str:
+    """The run row's status once its chains are done: stopped by the budget, or sessions lost
+    with Ray workers that kept dying, `interrupted`; some errored or skipped, `partial`."""
+    return ("interrupted" if stats["budget"] or stats.get("lost") else
+            "finished" if stats["errors"] == 0 and stats["skipped"] == 0 else "partial")
+
+
 def finalise(start: Started, stats: dict[str, int], total: int, todo: int, started: float,
              budget: Budget | None, estimate: PlanEstimate | None) -> RunSummary:
-    """The run row's final status and the run's summary."""
-    ctx, row = start.ctx, start.row
-    row["updated_at"] = time.time()
-    # stopped by the budget, or sessions lost with Ray workers that kept dying: `interrupted`
-    row["status"] = ("interrupted" if stats["budget"] or stats.get("lost") else
-                     "finished" if stats["errors"] == 0 and stats["skipped"] == 0 else "partial")
-    ctx.store.upsert_run(row)
+    """The run's summary (its final row was written by `execute`, with its last sessions)."""
+    ctx = start.ctx
     summary = summarise(ctx.store, ctx.run_id, total, stats, total - todo,
                         time.time() - started, start.repeats)
     if budget is not None:

@@ -42,7 +42,7 @@ from benchpack.specs.storeformat import SESSION_TABLES as SESSION_TABLES
 
 from .calltexts import CallText, encode_calls
 from .errors import EnvironmentProblem
-from .limits import below_any_limit, clip_cell, clip_json
+from .limits import clip_json, clip_rows
 from .redact import Redactor
 from .snapblobs import BLOB_MIN_CHARS, BLOB_REF, join_state, split_state
 from .storecheck import (
@@ -54,6 +54,7 @@ from .storecheck import (
     damaged,
     verify_blocks,
 )
+from .storeend import Checkpoint, in_background
 from .storeinsert import columns, described, insert_rows, no_pandas_retries
 from .storeschema import check_ours, migrate
 
@@ -186,6 +187,13 @@ _WAKE = object()
 """Queued by `flush`: a writer gathering a batch commits it at once instead of at its window."""
 
 
+class _Final:
+    """Queued by `finish_run`: the run's final row, for the last batch; the writer stops."""
+
+    def __init__(self, row: dict[str, Any]) -> None:
+        self.row = row
+
+
 class Store:
     """Owns the DuckDB connection. Reads happen before the run starts (resume state) and after
     it ends; during the run every write goes through the writer thread.
@@ -214,6 +222,13 @@ class Store:
         self._lock = threading.Lock()
         self._blobs: set[str] | None = None
         """Hashes already in `blobs` (read at the first snapshot written)."""
+        self._final_row: dict[str, Any] | None = None
+        """The run's final row, for the writer's last transaction (`finish_run`)."""
+        self._checkpoint: Checkpoint | None = None
+        """`finish_run`'s checkpoint, running or done."""
+        self._tools_texts: dict[int, dict[str, tuple[str, str]]] = {}
+        """Per stored-text limit: tool list → its stored text and blob hash
+        (`calltexts.encode_calls`), made once a run instead of once a session."""
         self._recorded: dict[str, set[tuple[str, str, int]]] = {}
         """(run, session, repeat) keys with rows already in the store: only those need their old
         rows deleted before a rerun (a DELETE scans whole tables, so new sessions skip it)."""
@@ -250,11 +265,32 @@ class Store:
 
     def upsert_run(self, row: dict[str, Any]) -> None:
         with self._lock:
-            cols = columns(self.con, "runs")
-            values = self._clean([(_json(row[c]) if c == "config" else row.get(c))
-                                  for c in cols])
-            self.con.execute(f"INSERT OR REPLACE INTO runs VALUES ({', '.join('?' * len(cols))})",
-                             values)
+            self._put_run(self.con, row)
+
+    def _put_run(self, con: Any, row: dict[str, Any]) -> None:
+        cols = columns(con, "runs")
+        values = self._clean([(_json(row[c]) if c == "config" else row.get(c)) for c in cols])
+        con.execute(f"INSERT OR REPLACE INTO runs VALUES ({', '.join('?' * len(cols))})", values)
+
+    def finish_run(self, row: dict[str, Any]) -> None:
+        """The run's end: what waits for the writer and the run's final row committed in one
+        transaction (a commit less at the end of the run), the writer stopped, and DuckDB's
+        checkpoint started (`storeend`): nothing may write after it, or closing would
+        checkpoint again. `close` waits for it. Raises the writer's failure, as `flush`."""
+        if self._thread is None:
+            self.upsert_run(row)
+        else:
+            self._queue.put(_Final(row))  # ends the window at once, and the writer
+            self._thread.join()
+            self._thread = None
+            if self._error is not None:
+                raise self.writer_error() from self._error
+        self._checkpoint = Checkpoint(self.con)
+
+    def _checkpointed(self) -> None:
+        held, self._checkpoint = self._checkpoint, None
+        if held is not None:
+            held.wait()
 
     def forget_starting(self, run_id: str) -> None:
         """Remove the run's row if it is still the placeholder of a run that never started
@@ -366,33 +402,26 @@ class Store:
 
     def close(self) -> None:
         self._stop_writer()
-        with self._lock:
-            self.con.close()
+        try:
+            self._checkpointed()
+        finally:
+            with self._lock:
+                self.con.close()
 
     def close_in_background(self) -> Callable[[], None]:
-        """`close`, with DuckDB's part on a thread: closing checkpoints the run into the file
-        (~40 ms for a 1,000-session run, with the interpreter lock released), which then
-        overlaps what the caller does meanwhile (the CLI prints the summary). Every row is
-        committed before this returns. The returned function waits for the close and raises
-        what it raised; the thread is not a daemon, so the interpreter waits for it anyway."""
+        """`close`, with DuckDB's part on a thread (`storeend.in_background`) while the caller
+        goes on (the CLI prints the summary): what `finish_run`'s checkpoint has not done
+        yet. Every row is committed before this returns; the function returned waits for the
+        close and raises what it raised."""
         self._stop_writer()
-        failed: list[BaseException] = []
 
         def closing() -> None:
             try:
+                self._checkpointed()
+            finally:
                 with self._lock:
                     self.con.close()
-            except BaseException as exc:  # handed to the waiter, which raises it
-                failed.append(exc)
-
-        thread = threading.Thread(target=closing, name="benchpack-store-close")
-        thread.start()
-
-        def wait() -> None:
-            thread.join()
-            if failed:
-                raise failed[0]
-        return wait
+        return in_background(closing, "benchpack-store-close")
 
     def _stop_writer(self) -> None:
         if self._thread is not None:
@@ -414,12 +443,16 @@ class Store:
         self.write_batch([rows])
 
     def write_batch(self, batch: list[SessionRows]) -> None:
-        """Commit finished sessions in one transaction: every row of a session, or none of it.
+        """Commit finished sessions in one transaction: every row of a session, or none of it
+        (and the run's final row with them, when `finish_run` queued it).
 
         The writer calls this with one session whenever it keeps up; when sessions finish faster
         than commits complete, it groups the waiting ones (group commit), since DuckDB's cost
         is per statement, not per row."""
+        run_row, self._final_row = self._final_row, None
         if not batch:
+            if run_row is not None:
+                self.upsert_run(run_row)
             return
         with self._lock:
             con = self.con
@@ -435,15 +468,21 @@ class Store:
                     self._blobs = {str(r[0]) for r in con.execute(
                         "SELECT DISTINCT hash FROM blobs").fetchall()}
                 clean = self.redact if self.redact else (lambda text: text)
+                limit = STORED_TEXT_BYTES.value  # once a batch: an environment lookup
 
                 def clean_call(text: str) -> str:  # a message, tool list or reply: JSON
-                    return clip_json(clean(text), STORED_TEXT_BYTES)
+                    text = clean(text)
+                    # 4 bytes a character at most: nearly every text is clearly under
+                    return text if len(text) * 4 <= limit else clip_json(text,
+                                                                         STORED_TEXT_BYTES)
+
+                tools_memo = self._tools_texts.setdefault(limit, {})
 
                 new_blobs: dict[str, str] = {}
                 tables: dict[str, list[tuple[Any, ...]]] = {}
                 for rows in batch:
                     if rows.call_texts:
-                        texts, parts = encode_calls(rows.call_texts, clean_call)
+                        texts, parts = encode_calls(rows.call_texts, clean_call, tools_memo)
                         new_blobs.update((h, d) for h, d in parts.items() if h not in self._blobs)
                         tables.setdefault("llm_call_texts", []).extend(
                             (rows.run_id, rows.session_id, rows.repeat, *t) for t in texts)
@@ -470,8 +509,10 @@ class Store:
                 for rows in batch:
                     sess = dict(rows.session)
                     sess["extra"] = _json(sess.get("extra"))
-                    session_rows.append(self._clean(tuple(sess.get(c) for c in cols)))
+                    session_rows.append(self._clean(list(map(sess.get, cols))))
                 insert_rows(con, "sessions", self._clip("sessions", session_rows))
+                if run_row is not None:
+                    self._put_run(con, run_row)
                 con.execute("COMMIT")
                 self._blobs.update(new_blobs)
                 for r in batch:
@@ -481,18 +522,12 @@ class Store:
                 raise
 
     def _clip(self, table: str, data: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-        """`data` with every text over its named limit clipped (`limits.clip_cell`: a prefix
-        and the digest of the whole): a 2 GB tool argument stored whole took the writer down
-        (issue 27). Rows with no long text, nearly all, pass as they are."""
-        near = below_any_limit()
-        if not any(type(v) is str and len(v) > near for row in data for v in row):
-            return data
-        types = described(self.con, table)
-        return [tuple(clip_cell(v, table, name, sql == "JSON")
-                      for v, (name, sql) in zip(row, types, strict=False))
-                if any(type(v) is str and len(v) > near for v in row) else row for row in data]
+        """`data` with every text over its named limit clipped (`limits.clip_rows`): a 2 GB
+        tool argument stored whole took the writer down (issue 27)."""
+        return clip_rows(table, data, lambda: described(self.con, table))
 
     def _clean(self, row: Sequence[Any]) -> tuple[Any, ...]:
+        """`row` with every string redacted (a tuple, as the rows are)."""
         if not self.redact:
             return tuple(row)
         r = self.redact
@@ -525,9 +560,10 @@ class Store:
             except queue.Empty:
                 continue
             batch: list[tuple[SessionRows, Callable[[], None] | None]] = []
-            stop = first is None
+            final = first.row if isinstance(first, _Final) else None
+            stop = first is None or final is not None
             wakes = 1 if first is _WAKE else 0
-            if first is not None and first is not _WAKE:
+            if not stop and first is not _WAKE:
                 batch.append(first)
             deadline = time.monotonic() + self.group_commit_s
             # `flush` and `close` end the window at once: they queue `_WAKE` or None behind
@@ -540,14 +576,16 @@ class Store:
                     item = self._queue.get(timeout=left)
                 except queue.Empty:
                     break
-                if item is None:
+                if item is None or isinstance(item, _Final):
                     stop = True
+                    final = item.row if item is not None else None
                 elif item is _WAKE:
                     wakes += 1
                 else:
                     batch.append(item)
             try:
-                if batch and self._error is None:
+                if (batch or final is not None) and self._error is None:
+                    self._final_row = final  # `write_batch` commits it with the batch
                     self.write_batch([rows for rows, _ in batch])
                     for _, on_commit in batch:
                         if on_commit is not None:
