@@ -52,6 +52,9 @@ def two_rejudges(db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
         con.execute(f"""UPDATE triggers SET label = CASE hash(trigger_id, session_id) % 4
                 WHEN 0 THEN 'PASS' WHEN 1 THEN NULL WHEN 2 THEN 'SKIPPED' ELSE 'FAIL' END
             WHERE run_id = '{SECOND}' AND hash(trigger_id, repeat) % 5 = 0""")
+        # scored as a run scores them: no score for a judge error or a SKIPPED trigger
+        con.execute(f"""UPDATE triggers SET score = CASE label WHEN 'PASS' THEN 1
+                WHEN 'PARTIAL' THEN 0.5 WHEN 'FAIL' THEN 0 END WHERE run_id = '{SECOND}'""")
         con.execute(f"""UPDATE checklist_results SET score = CASE WHEN score >= 0.5 THEN 0
                 ELSE NULL END WHERE run_id = '{SECOND}' AND hash(item_id, session_id) % 7 = 0""")
         con.execute(f"""UPDATE triples SET matched = NOT matched
@@ -255,13 +258,51 @@ def test_pooled_trigger_scores_are_the_views_average(db: Path) -> None:
         runs = select_runs(con, ["all"])
         _, means = unit_and_pooled_figures(ReportContext(con, runs), runs)
         want: dict[str, dict[str, float]] = defaultdict(dict)
-        for run, typ, v in con.execute(
-                "SELECT run_id, type, avg(score) FROM trigger_results WHERE label IS NOT NULL "
+        for run, typ, every, v in con.execute(
+                "SELECT run_id, type, grouping(type), avg(score) FROM trigger_results "
+                "WHERE label IS NOT NULL "
                 "GROUP BY GROUPING SETS ((run_id, type), (run_id))").fetchall():
             if v is not None:
-                want[run][f"trigger score ({typ or 'all'})"] = v
+                want[run][f"trigger score ({'all' if every else typ})"] = v
     assert means == want
     assert sum(len(m) for m in means.values()) == 4 * len(runs)  # three types and all
+
+
+def test_tau_resamples_the_figure_the_table_shows(two_rejudges: Path) -> None:
+    """Kendall τ's units, pooled over a run's sessions, give the trigger score ρ and the
+    rankings show: SKIPPED triggers (score NULL) are in neither N. (Their units once counted
+    every labelled trigger, so τ ranked runs by a figure with SKIPPED ones as 0.)"""
+    from benchpack.reports.judge_validity import unit_and_pooled_figures
+
+    with open_store(two_rejudges) as con:
+        runs = select_runs(con, ["all"])
+        units, means = unit_and_pooled_figures(ReportContext(con, runs), runs)
+        skipped = con.execute("SELECT count(*) FROM trigger_results WHERE label = 'SKIPPED' "
+                              "AND score IS NULL AND run_id = ?", [SECOND]).fetchone()[0]
+    assert skipped > 0  # the case that tells the two counts apart is in the store
+    for run, figures in means.items():
+        for name, mean in figures.items():
+            cells = units[run][name].values()
+            assert sum(t for t, _ in cells) / sum(n for _, n in cells) == mean, (run, name)
+
+
+def test_a_trigger_without_a_type_is_not_the_all_types_figure(tmp_path: Path) -> None:
+    """A trigger whose type is NULL gets a figure of its own, never the overall one."""
+    from benchpack.reports.judge_validity import unit_and_pooled_figures
+
+    path = tmp_path / "bench.duckdb"
+    store.generate(path, 300)
+    con = duckdb.connect(str(path))
+    try:
+        run = con.execute("SELECT min(run_id) FROM triggers").fetchone()[0]
+        con.execute("UPDATE triggers SET type = NULL WHERE run_id = ?", [run])
+    finally:
+        con.close()
+    with open_store(path) as con:
+        _, means = unit_and_pooled_figures(ReportContext(con, [run]), [run])
+        (overall,) = con.execute("SELECT avg(score) FROM trigger_results WHERE run_id = ? "
+                                 "AND label IS NOT NULL", [run]).fetchone()
+    assert means[run] == {"trigger score (all)": overall, "trigger score (no type)": overall}
 
 
 @pytest.mark.parametrize("consensus", ["median", "majority"])

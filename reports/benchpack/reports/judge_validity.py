@@ -127,15 +127,17 @@ def unit_and_pooled_figures(ctx: ReportContext, runs: list[str]
                 out[str(run)][name][str(session)] = (float(cells[2 * i]),
                                                      float(cells[2 * i + 1]))
     pooled: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0])
-    for run, typ, session, total, n, scored in ctx.con.execute(
-            f"SELECT run_id, type, session_id, sum(score), count(*), count(score) "
+    # a session's unit is (Σ score, scored triggers): SKIPPED triggers (label set, score
+    # NULL) are in no N, as in the pooled figure the table shows beside τ; `grouping(type)`
+    # tells the all-types row from a trigger without a type
+    for run, typ, every, session, total, scored in ctx.con.execute(
+            f"SELECT run_id, type, grouping(type), session_id, sum(score), count(score) "
             f"FROM trigger_results WHERE run_id IN ({marks}) AND label IS NOT NULL "
             "GROUP BY GROUPING SETS ((run_id, type, session_id), (run_id, session_id))",
             runs).fetchall():
-        name = f"trigger score ({typ or 'all'})"
-        if n and total is not None:
-            out[str(run)][name][str(session)] = (float(total), float(n))
+        name = f"trigger score ({'all' if every else typ or 'no type'})"
         if scored:
+            out[str(run)][name][str(session)] = (float(total), float(scored))
             pooled[(str(run), name)][0] += float(total)
             pooled[(str(run), name)][1] += int(scored)
     means: dict[str, dict[str, float]] = defaultdict(dict)
