@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
 
-from benchpack.runtime.plainhttp import PlainPool, Redirect, ReplyTooLarge, request_bytes
+from benchpack.runtime.plainhttp import PlainPool, Redirect, ReplyTooLarge, make_request
 
 OK = b'{"ok": true}'
 
@@ -91,7 +91,7 @@ def _run(answers: list[Any], body: Callable[[PlainPool, int, Server], Awaitable[
 
 def _post(pool: PlainPool, port: int, limit: int = 1 << 20, timeout: float = 5.0
           ) -> Awaitable[tuple[int, dict[str, str], bytes]]:
-    request = request_bytes("/v1/chat/completions", f"127.0.0.1:{port}",
+    request = make_request("/v1/chat/completions", f"127.0.0.1:{port}",
                             {"Content-Type": "application/json"}, b'{"model": "m"}')
     return pool.post("127.0.0.1", port, request, limit, timeout)
 

@@ -55,7 +55,7 @@ from benchpack.specs.limits import MODEL_REPLY_BYTES
 from .limits import reply_refusal
 from .llm import BackendRequest, LLMError, import_litellm
 from .openai_prices import UNSURE, lean_cost
-from .plainhttp import PlainPool, Redirect, ReplyTooLarge, request_bytes
+from .plainhttp import PlainPool, Redirect, ReplyTooLarge, make_request
 
 PREFIX = "openai/"
 _PRICES = "model_prices_and_context_window_backup.json"
@@ -336,10 +336,14 @@ class OpenAIDirectBackend:
                           headers: dict[str, str], timeout_s: float
                           ) -> tuple[int, dict[str, str], bytes] | None:
         """(status, headers, body) through `plainhttp`, None for a redirect (aiohttp follows
-        it); failures raised as the aiohttp path raises them."""
+        it) or a request h11 will not frame (aiohttp quotes a path, and refuses a header with
+        a newline as it always did); failures raised as the aiohttp path raises them."""
         host, port, path, host_header = target
         pool = (await self._held()).pool
-        request = request_bytes(path, host_header, headers, data)
+        try:
+            request = make_request(path, host_header, headers, data)
+        except ValueError:
+            return None
         try:
             return await pool.post(host, port, request, MODEL_REPLY_BYTES.value, timeout_s)
         except Redirect:

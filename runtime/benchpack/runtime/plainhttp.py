@@ -5,24 +5,34 @@ Why not aiohttp there (issue 31): aiohttp costs ~0.15 ms of the event loop's CPU
 (request and response objects, a body-writer task, timers, header multidicts, its connector's
 bookkeeping), measured side by side against the same server; at 64 calls in flight a one-call
 session has ~0.8 ms of the loop, so about a fifth of it went to the HTTP client. Here a request
-is one `write` of bytes made by the caller and the response is parsed in `data_received` as it
-arrives: ~0.05 ms.
+is one `write` and the answer is parsed in `data_received` as it arrives.
 
-What it does: one pool of idle connections per (host, port) and event loop, reused while the
-server keeps them alive (`Connection: close` and HTTP/1.0 answers are not reused); bodies by
-`Content-Length`, `chunked` or up to the server's close; informational (1xx) answers skipped;
-the reply-size limit enforced while reading (an announced size at once); a request on a kept
-connection that the server had closed meanwhile (no byte of an answer came back) is sent again
-once on a new connection, as a browser does. What it leaves to aiohttp: TLS (`https://`),
-redirects (a 3xx answer is returned as `Redirect`, and the caller sends the request through
-aiohttp, which follows it). Neither client uses a proxy (the aiohttp session does not read the
-environment's) nor asks for compression."""
+The protocol is h11's (python-hyper's HTTP/1.1 state machine, sans I/O): the request's
+framing, and the answer's status line, headers, body by `Content-Length`, `chunked` or up to
+the server's close, informational (1xx) answers, and whether the connection may serve another
+request (`Connection: close`, HTTP/1.0, a close-delimited body, bytes past the answer: not).
+A malformed answer (a bad status line or chunk, conflicting lengths, a chunk's data not ended
+by CRLF — CVE-2025-43859, fixed in h11 0.16) is a `ConnectionError` and the connection is
+dropped. What is ours: the asyncio protocol, one pool of idle connections per (host, port)
+and event loop, the reply-size limit enforced while reading (an announced size at once), and
+a request on a kept connection that the server had closed meanwhile (no byte of an answer
+came back) sent again once on a new connection, as a browser does. What it leaves to aiohttp:
+TLS (`https://`), redirects (a 3xx answer is returned as `Redirect`, and the caller sends the
+request through aiohttp, which follows it), and a request h11 will not frame (`make_request`
+raises `ValueError`: a target or header with characters HTTP forbids). Neither client uses a
+proxy (the aiohttp session does not read the environment's) nor asks for compression."""
 
 from __future__ import annotations
 
 import asyncio
 import weakref
 from collections.abc import Callable
+from typing import NamedTuple
+
+import h11
+
+_HEAD_LIMIT = 65536
+"""The longest status line and headers accepted (h11's `max_incomplete_event_size`)."""
 
 
 class Redirect(Exception):
@@ -38,13 +48,41 @@ class ReplyTooLarge(Exception):
         self.size, self.known = size, known
 
 
-class _Answer:
-    """What a connection parsed: status, headers (names as sent), body, whether to keep it."""
+class Request(NamedTuple):
+    """A POST as h11 sends it: the validated head and the body. Sent as is again on a new
+    connection when a kept one turns out closed."""
 
-    __slots__ = ("body", "headers", "keep", "status")
+    head: h11.Request
+    body: bytes
 
-    def __init__(self, status: int, headers: dict[str, str], body: bytes, keep: bool) -> None:
-        self.status, self.headers, self.body, self.keep = status, headers, body, keep
+
+def make_request(path: str, host_header: str, headers: dict[str, str], body: bytes) -> Request:
+    """A POST request (HTTP/1.1, keep-alive, `Content-Length`). `ValueError` when h11 will not
+    frame it; the message names the header, never its value (it may be a key)."""
+    fields = [("Host", host_header), ("Accept", "*/*"), ("Content-Length", str(len(body))),
+              *headers.items()]
+    try:
+        return Request(h11.Request(method="POST", target=path, headers=fields), body)
+    except (h11.LocalProtocolError, UnicodeError):
+        pass
+    for name, value in fields:  # which one, for the message
+        try:
+            h11.Request(method="POST", target="/", headers=[("Host", "h"), (name, value)])
+        except (h11.LocalProtocolError, UnicodeError):
+            raise ValueError(f"the request's `{name}` header has characters HTTP does not "
+                             "allow in one (a newline, a control or non-ASCII character)"
+                             ) from None
+    raise ValueError(f"the request target {path[:200]!r} has characters HTTP does not allow "
+                     "in one")
+
+
+class _Answer(NamedTuple):
+    status: int
+    headers: dict[str, str]
+    """Names as sent; a repeated header's values joined with `, `, as a multidict reads them."""
+    body: bytes
+    keep: bool
+    """The connection may serve another request."""
 
 
 class _Connection(asyncio.Protocol):
@@ -52,29 +90,42 @@ class _Connection(asyncio.Protocol):
 
     def __init__(self, limit: int) -> None:
         self.transport: asyncio.Transport | None = None
-        self.buf = bytearray()
+        self.http = h11.Connection(h11.CLIENT, max_incomplete_event_size=_HEAD_LIMIT)
         self.waiter: asyncio.Future[_Answer] | None = None
         self.closed = False
+        self.stray = False
+        """Bytes came while no request was waiting: not a connection to trust."""
         self.received = 0
         """Bytes received since the current request was written."""
         self.limit = limit
-        self._head: tuple[int, dict[str, str], int | None, bool, bool] | None = None
-        """(status, headers, content length, chunked, keep) of the answer being read."""
+        self._status = 0
+        self._headers: dict[str, str] = {}
         self._parts: list[bytes] = []
         self._size = 0
-        """The chunks of a chunked body read so far, and their size."""
+        """The body read so far, and its size."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
 
+    def send(self, request: Request, waiter: asyncio.Future[_Answer]) -> None:
+        http = self.http
+        data = (http.send(request.head) + http.send(h11.Data(data=request.body))
+                + http.send(h11.EndOfMessage()))
+        self.waiter, self.received = waiter, 0
+        self._status, self._headers, self._parts, self._size = 0, {}, [], 0
+        assert self.transport is not None
+        self.transport.write(data)
+
     def data_received(self, data: bytes) -> None:
-        self.buf += data
         self.received += len(data)
-        if self.waiter is not None and not self.waiter.done():
-            try:
-                self._parse(eof=False)
-            except Exception as exc:  # a malformed or oversized answer ends the connection
-                self._fail(exc)
+        if self.waiter is None or self.waiter.done():
+            self.stray = True
+            return
+        self.http.receive_data(data)
+        try:
+            self._read()
+        except Exception as exc:  # a malformed or oversized answer ends the connection
+            self._fail(exc)
 
     def eof_received(self) -> bool | None:
         return None  # close the transport: `connection_lost` follows
@@ -82,17 +133,20 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         waiter = self.waiter
-        if waiter is not None and not waiter.done():
+        if waiter is None or waiter.done():
+            return
+        if exc is None:  # a clean close: it ends a close-delimited body, nothing else
+            self.http.receive_data(b"")
             try:
-                if self._head is not None and self._head[2] is None and not self._head[3]:
-                    self._parse(eof=True)  # a body that ends where the server closes
+                self._read()
             except Exception as err:
-                waiter.set_exception(err)
+                if not waiter.done():
+                    waiter.set_exception(err)
                 return
-            if not waiter.done():
-                waiter.set_exception(ConnectionResetError(
-                    "the server closed the connection before a whole answer"
-                    + (f" ({exc})" if exc else "")))
+        if not waiter.done():
+            waiter.set_exception(ConnectionResetError(
+                "the server closed the connection before a whole answer"
+                + (f" ({exc})" if exc else "")))
 
     def _fail(self, exc: BaseException) -> None:
         if self.waiter is not None and not self.waiter.done():
@@ -104,100 +158,52 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
-    def _parse(self, eof: bool) -> None:
-        buf = self.buf
-        while self._head is None:
-            end = buf.find(b"\r\n\r\n")
-            if end < 0:
-                if len(buf) > 65536:
-                    raise ConnectionError("the answer's header is longer than 64 KiB")
-                return
-            lines = bytes(buf[:end]).decode("latin-1").split("\r\n")
-            del buf[:end + 4]
-            version, _, rest = lines[0].partition(" ")
-            try:
-                status = int(rest[:3])
-            except ValueError:
-                raise ConnectionError(f"not an HTTP answer: {lines[0][:80]!r}") from None
-            if 100 <= status < 200:
-                continue  # informational: the answer follows
-            headers: dict[str, str] = {}
-            for line in lines[1:]:
-                name, sep, value = line.partition(":")
-                if sep:
-                    name, value = name.strip(), value.strip()
-                    if name in headers:  # repeated: joined, as a multidict's values read
-                        value = f"{headers[name]}, {value}"
-                    headers[name] = value
-            low = {k.lower(): v.lower() for k, v in headers.items()
-                   if k.lower() in ("content-length", "transfer-encoding", "connection")}
-            chunked = "chunked" in low.get("transfer-encoding", "")
-            length: int | None = None
-            if not chunked and "content-length" in low:
-                try:
-                    length = int(low["content-length"])
-                except ValueError:
-                    raise ConnectionError("the answer's Content-Length is not a number") \
-                        from None
-                if length > self.limit:
-                    raise ReplyTooLarge(length, known=True)
-            if status in (204, 304):
-                length = 0
-            conn = low.get("connection", "")
-            keep = ("keep-alive" in conn) if version == "HTTP/1.0" else ("close" not in conn)
-            if length is None and not chunked:
-                keep = False  # the body ends where the server closes
-            self._head = (status, headers, length, chunked, keep)
-        status, headers, length, chunked, keep = self._head
-        if chunked:
-            body = self._chunks()
-            if body is None:
-                return
-        elif length is not None:
-            if len(buf) < length:
-                return
-            body = bytes(buf[:length])
-            del buf[:length]
-        else:
-            if len(buf) > self.limit:
-                raise ReplyTooLarge(len(buf), known=False)
-            if not eof:
-                return
-            body = bytes(buf)
-            buf.clear()
-        self._head = None
-        if buf:  # bytes after a whole answer to one request: not a connection to reuse
-            keep = False
-        assert self.waiter is not None
-        self.waiter.set_result(_Answer(status, headers, body, keep))
-
-    def _chunks(self) -> bytes | None:
-        """The whole chunked body once its last chunk is in, else None; whole chunks are taken
-        out of the buffer as they come (`_parts`), so a long body is parsed once."""
-        buf = self.buf
+    def _read(self) -> None:
+        """Take h11's events until the answer is whole (the waiter's result) or more bytes are
+        needed; `ConnectionError` for what h11 refuses."""
+        http = self.http
         while True:
-            line_end = buf.find(b"\r\n")
-            if line_end < 0:
-                return None
             try:
-                size = int(bytes(buf[:line_end]).split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                raise ConnectionError("a malformed chunk size in the answer") from None
-            if size == 0:
-                end = buf.find(b"\r\n\r\n", line_end)  # trailers, then an empty line
-                if end < 0:
-                    return None
-                del buf[:end + 4]
-                body, self._parts, self._size = b"".join(self._parts), [], 0
-                return body
-            if self._size + size > self.limit:
-                raise ReplyTooLarge(self._size + size, known=False)
-            start = line_end + 2
-            if len(buf) < start + size + 2:
-                return None
-            self._parts.append(bytes(buf[start:start + size]))
-            self._size += size
-            del buf[:start + size + 2]
+                event = http.next_event()
+            except h11.RemoteProtocolError as exc:
+                if http.trailing_data[1]:  # the server closed before the answer was whole
+                    raise ConnectionResetError("the server closed the connection before a "
+                                               f"whole answer ({str(exc)[:200]})") from None
+                raise ConnectionError(f"a malformed HTTP answer: {str(exc)[:200]}") from None
+            if isinstance(event, h11.Data):
+                self._size += len(event.data)
+                if self._size > self.limit:
+                    raise ReplyTooLarge(self._size, known=False)
+                self._parts.append(event.data)
+            elif isinstance(event, h11.Response):
+                self._head(event)
+            elif isinstance(event, h11.EndOfMessage):
+                break
+            elif event is h11.NEED_DATA:
+                return
+            elif not isinstance(event, h11.InformationalResponse):  # pragma: no cover
+                # ConnectionClosed, PAUSED: only after an answer's end, which returned above
+                raise ConnectionResetError("the server closed the connection before a whole "
+                                           "answer")
+            # an informational (1xx) answer: the real one follows
+        keep = (http.our_state is h11.DONE and http.their_state is h11.DONE
+                and not http.trailing_data[0])  # bytes past the answer: not to be trusted
+        if keep:
+            http.start_next_cycle()
+        body, self._parts = b"".join(self._parts), []
+        assert self.waiter is not None
+        self.waiter.set_result(_Answer(self._status, self._headers, body, keep))
+
+    def _head(self, event: h11.Response) -> None:
+        headers: dict[str, str] = {}
+        for raw, value in event.headers.raw_items():
+            name, text = raw.decode("latin-1"), value.decode("latin-1")
+            if name in headers:
+                text = f"{headers[name]}, {text}"
+            headers[name] = text
+            if len(raw) == 14 and raw.lower() == b"content-length" and int(value) > self.limit:
+                raise ReplyTooLarge(int(value), known=True)
+        self._status, self._headers = event.status_code, headers
 
 
 class PlainPool:
@@ -207,23 +213,21 @@ class PlainPool:
         self._idle: dict[tuple[str, int], list[_Connection]] = {}
         self._all: weakref.WeakSet[_Connection] = weakref.WeakSet()
 
-    async def post(self, host: str, port: int, request: bytes, limit: int,
+    async def post(self, host: str, port: int, request: Request, limit: int,
                    timeout_s: float) -> tuple[int, dict[str, str], bytes]:
-        """(status, headers, body) of `request` (the whole HTTP request's bytes) sent to
-        `host:port`. Raises `Redirect` on a 3xx answer, `ReplyTooLarge` past `limit`,
-        `TimeoutError` after `timeout_s`, `OSError` (`ConnectionError`) when the exchange
-        fails."""
+        """(status, headers, body) of `request` sent to `host:port`. Raises `Redirect` on a 3xx
+        answer, `ReplyTooLarge` past `limit`, `TimeoutError` after `timeout_s`, `OSError`
+        (`ConnectionError`) when the exchange fails or the answer is malformed."""
         async with asyncio.timeout(timeout_s):
             for fresh in (False, True):
                 conn = self._take(host, port) if not fresh else None
                 if conn is None:
                     conn = await self._connect(host, port, limit)
                     fresh = True
-                conn.limit, conn.received = limit, 0
-                conn.waiter = waiter = asyncio.get_running_loop().create_future()
+                conn.limit = limit
+                waiter = asyncio.get_running_loop().create_future()
                 try:
-                    assert conn.transport is not None
-                    conn.transport.write(request)
+                    conn.send(request, waiter)
                     answer = await waiter
                 except ConnectionError:
                     conn.close()
@@ -250,7 +254,7 @@ class PlainPool:
         idle = self._idle.get((host, port))
         while idle:
             conn = idle.pop()
-            if conn.buf:  # bytes nobody asked for: not a connection to trust
+            if conn.stray:
                 conn.close()
             elif (not conn.closed and conn.transport is not None
                     and not conn.transport.is_closing()):
@@ -269,12 +273,3 @@ class PlainPool:
         for conn in list(self._all):
             conn.close()
         self._idle.clear()
-
-
-def request_bytes(path: str, host_header: str, headers: dict[str, str], body: bytes) -> bytes:
-    """A POST request's bytes (HTTP/1.1, keep-alive, the body after the head)."""
-    head = [f"POST {path} HTTP/1.1", f"Host: {host_header}", "Accept: */*",
-            f"Content-Length: {len(body)}"]
-    head += [f"{k}: {v}" for k, v in headers.items()]
-    return ("\r\n".join(head) + "\r\n\r\n").encode("utf-8") + body
-
