@@ -1,8 +1,10 @@
-"""The event loop's CPU per request of the direct OpenAI path's HTTP clients, side by side in one
-process against the same server (issue 31): aiohttp (the `https://` client) against
-`runtime/plainhttp.py` (plain `http://`), and against other versions of `plainhttp` given as
-files (`--plain NAME=PATH`, e.g. the main branch's: `git show main:runtime/benchpack/runtime/
-plainhttp.py > /tmp/plainhttp_main.py`).
+"""The event loop's CPU per request of HTTP clients for the direct OpenAI path, side by side in
+one process against the same server (issue 31): aiohttp (the path's client, `http://` and
+`https://`) against versions of the former `runtime/plainhttp.py` given as files (`--plain
+NAME=PATH`): the hand-written one and the one on h11, from git:
+
+  git show 8f7cd86^:runtime/benchpack/runtime/plainhttp.py > /tmp/plainhttp_hand.py
+  git show 8f7cd86:runtime/benchpack/runtime/plainhttp.py > /tmp/plainhttp_h11.py
 
 The server is `http_bench.py`'s (a minimal asyncio HTTP/1.1 endpoint in a child process,
 answering at once or after `--latency-ms`). Each arm sends `--requests` POSTs of a chat
@@ -13,7 +15,7 @@ waking for each answer (the same for every arm). The arms alternate over `--roun
 prints its median and best.
 
 Usage: python benchmarks/client_bench.py [--requests 2000] [--concurrency 64] [--rounds 5]
-                                         [--latency-ms 0] [--plain main=/tmp/plainhttp_main.py]
+                                         [--latency-ms 0] [--plain hand=/tmp/plainhttp_hand.py]
 """
 
 from __future__ import annotations
@@ -29,11 +31,10 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from http_bench import MODEL, serve  # noqa: E402
+from http_bench import MODEL, serve
 
 HEADERS = {"Content-Type": "application/json", "Authorization": "Bearer no-key"}
 BODY = json.dumps({"model": MODEL, "messages": [
@@ -82,11 +83,10 @@ async def aiohttp_arm(url: str, n: int, c: int) -> None:
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0),
                                      skip_auto_headers=("User-Agent",)) as session:
         async def one() -> None:
-            async with sem:
-                async with session.post(url, data=BODY, headers=HEADERS,
-                                        timeout=aiohttp.ClientTimeout(total=30.0)) as resp:
-                    body = await resp.read()
-                    assert resp.status == 200 and body
+            async with sem, session.post(url, data=BODY, headers=HEADERS,
+                                    timeout=aiohttp.ClientTimeout(total=30.0)) as resp:
+                body = await resp.read()
+                assert resp.status == 200 and body
         await asyncio.gather(*(one() for _ in range(n)))
 
 
@@ -110,9 +110,7 @@ def main() -> int:
     ap.add_argument("--plain", action="append", default=[], metavar="NAME=PATH",
                     help="another plainhttp version, as an arm of its own")
     args = ap.parse_args()
-    from benchpack.runtime import plainhttp
-
-    arms: dict[str, Arm] = {"aiohttp": aiohttp_arm, "plainhttp (this tree)": plain_arm(plainhttp)}
+    arms: dict[str, Arm] = {"aiohttp": aiohttp_arm}
     for item in args.plain:
         name, _, path = item.partition("=")
         arms[f"plainhttp ({name})"] = plain_arm(_load(name, path))
