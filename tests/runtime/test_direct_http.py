@@ -191,13 +191,25 @@ def test_a_connection_closed_mid_answer_is_a_retryable_error() -> None:
     b"not HTTP at all\r\n\r\n",
 ])
 def test_a_malformed_answer_is_a_connection_error_not_a_body(answer: bytes) -> None:
-    async def one(post: Post, server: Server) -> Any:
-        with pytest.raises(ConnectionError) as info:
-            await asyncio.wait_for(post(), 5.0)
-        return info.value
+    """Through the backend's own routing (`__call__`), as a run calls it."""
+    from benchpack.runtime.llm import BackendRequest
 
-    exc, _ = _run([answer], one)
-    assert is_retryable(exc)
+    async def main() -> BaseException:
+        server = Server([answer])
+        port = await server.start()
+        backend = OpenAIDirectBackend()
+        try:
+            with pytest.raises(ConnectionError) as info:
+                await asyncio.wait_for(backend(BackendRequest(
+                    model="openai/fake-model", messages=[{"role": "user", "content": "hi"}],
+                    tools=None, params={}, seed=None, timeout_s=5.0,
+                    api_base=f"http://127.0.0.1:{port}/v1", api_key="k")), 5.0)
+            return info.value
+        finally:
+            await backend.aclose()
+            server.close()
+
+    assert is_retryable(asyncio.run(main()))
 
 
 def test_replies_over_the_limit_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
