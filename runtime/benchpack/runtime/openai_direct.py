@@ -23,9 +23,10 @@ connection on each change (`_assign_requests_to_connections`), so at 64 requests
 call cost 4 ms of client CPU against the fake server, half of a whole session's, and 1,000
 one-call sessions ran at 9 % of the latency-bound ideal. aiohttp (already installed with
 litellm, which uses it for its own async HTTP) costs 0.15-0.3 ms per call at any concurrency
-(measured side by side, benchmarks/http_bench.py). A plain `http://` endpoint (the usual
-`--api-base`: a server on the same host or network) is called through `plainhttp` instead,
-~0.05 ms a call (issue 31); `https://` and redirects stay with aiohttp.
+(measured side by side, benchmarks/http_bench.py). Plain `http://` endpoints take it too: a
+hand-written HTTP/1.1 client for them cost ~0.065 ms a call, but the same client on h11 (a
+well-kept parser instead of our own) cost 0.140 ms against aiohttp's 0.147
+(benchmarks/client_bench.py), so it went (issue 31).
 
 What stays identical to litellm's path, by construction and tested model by model
 (tests/runtime/test_openai_direct.py): the request body (the model name without `openai/`,
@@ -55,7 +56,6 @@ from benchpack.specs.limits import MODEL_REPLY_BYTES
 from .limits import reply_refusal
 from .llm import BackendRequest, LLMError, import_litellm
 from .openai_prices import UNSURE, lean_cost
-from .plainhttp import PlainPool, Redirect, ReplyTooLarge, request_bytes
 
 PREFIX = "openai/"
 _PRICES = "model_prices_and_context_window_backup.json"
@@ -233,10 +233,9 @@ def litellm_cost(data: dict[str, Any], model: str) -> float | None:
 
 
 class _LoopClients:
-    """One event loop's HTTP clients: the plain pool, aiohttp's session when one was needed."""
+    """One event loop's aiohttp session, made on the loop's first direct call."""
 
     def __init__(self) -> None:
-        self.pool = PlainPool()
         self.session: Any = None
         self.closer = _close_with_loop(self)
 
@@ -248,25 +247,8 @@ async def _close_with_loop(clients: _LoopClients) -> AsyncGenerator[None, None]:
     try:
         yield
     finally:
-        clients.pool.close()
         if clients.session is not None:
             await clients.session.close()
-
-
-@functools.lru_cache(maxsize=64)  # every call of a run asks about the same URL
-def _plain_target(url: str) -> tuple[str, int, str, str] | None:
-    """(host, port, path, Host header) of a plain `http://` URL, else None (aiohttp's)."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    if parts.scheme != "http" or not parts.hostname:
-        return None
-    try:
-        port = parts.port or 80
-    except ValueError:
-        return None
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    return parts.hostname, port, path, parts.netloc
 
 
 def _body(req: BackendRequest) -> bytes:
@@ -296,8 +278,8 @@ class OpenAIDirectBackend:
     """POST /chat/completions with aiohttp; one connection pool per event loop."""
 
     enforces_timeout = True
-    """Its timeout spans the attempt (connecting, sending, reading the body: `plainhttp`'s
-    scope, aiohttp's `total`), so `LLMClient` sets no guard timer of its own around it."""
+    """aiohttp's `total` timeout spans the attempt (connecting, sending, reading the body), so
+    `LLMClient` sets no guard timer of its own around it."""
 
     def __init__(self) -> None:
         self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClients] = \
@@ -315,8 +297,8 @@ class OpenAIDirectBackend:
         return held
 
     async def _session(self) -> Any:
-        """This loop's aiohttp session: imported and made only for a call that needs it (an
-        `https://` endpoint, a redirect), not for a plain `http://` one."""
+        """This loop's aiohttp session: imported and made on the first direct call (a run that
+        makes none never imports aiohttp)."""
         held = await self._held()
         if held.session is None or held.session.closed:
             import aiohttp
@@ -327,31 +309,10 @@ class OpenAIDirectBackend:
         return held.session
 
     async def aclose(self) -> None:
-        """Close this loop's pools now (tests; `asyncio.run` does it anyway)."""
+        """Close this loop's pool now (tests; `asyncio.run` does it anyway)."""
         held = self._sessions.pop(asyncio.get_running_loop(), None)
         if held is not None:
             await held.closer.aclose()
-
-    async def _post_plain(self, target: tuple[str, int, str, str], data: bytes,
-                          headers: dict[str, str], timeout_s: float
-                          ) -> tuple[int, dict[str, str], bytes] | None:
-        """(status, headers, body) through `plainhttp`, None for a redirect (aiohttp follows
-        it); failures raised as the aiohttp path raises them."""
-        host, port, path, host_header = target
-        pool = (await self._held()).pool
-        request = request_bytes(path, host_header, headers, data)
-        try:
-            return await pool.post(host, port, request, MODEL_REPLY_BYTES.value, timeout_s)
-        except Redirect:
-            return None
-        except ReplyTooLarge as exc:
-            raise LLMError(str(reply_refusal(exc.size, known=exc.known)),
-                           retryable=False) from None
-        except TimeoutError as exc:
-            raise TimeoutError(f"the request timed out after {timeout_s:g} s "
-                               f"({type(exc).__name__})") from None
-        except OSError as exc:
-            raise ConnectionError(f"{type(exc).__name__}: {exc}") from None
 
     async def _post_aiohttp(self, url: str, data: bytes, headers: dict[str, str],
                             timeout_s: float) -> tuple[int, dict[str, str], bytes]:
@@ -379,13 +340,7 @@ class OpenAIDirectBackend:
             headers["Authorization"] = f"Bearer {key}"
         elif basic is not None:  # `http://user:password@host/v1`, and no key of its own
             headers["Authorization"] = basic
-        answer = None
-        target = _plain_target(url)
-        if target is not None:
-            answer = await self._post_plain(target, data, headers, req.timeout_s)
-        if answer is None:  # https, or a redirect to follow
-            answer = await self._post_aiohttp(url, data, headers, req.timeout_s)
-        status, got, raw = answer
+        status, got, raw = await self._post_aiohttp(url, data, headers, req.timeout_s)
         if status >= 400:
             raise OpenAICompatError(status, raw.decode("utf-8", "replace"), got)
         try:

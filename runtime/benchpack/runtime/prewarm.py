@@ -14,16 +14,13 @@ def prewarm_http_client(api_base: str | None, models: tuple[str | None, ...] = (
     """With an `--api-base`, or a role's model `litellm:openai/…` (OpenAI's chat models litellm
     prices go direct too), calls may take the direct HTTP path (`openai_direct`), whose first
     use imports aiohttp; that import builds two SSL contexts (the system's certificates loaded
-    twice: 0.1-0.2 s). The loading releases the GIL, so it runs in a thread beside the
-    runtime's own imports and the plan loading; the first call then finds aiohttp imported. A
-    plain `http://` `--api-base` needs no aiohttp (`plainhttp`): nothing is started for it. A
-    failed import is left to the call path, which says why."""
+    twice: 0.1-0.2 s, even for an `http://` endpoint). The loading releases the GIL, so it runs
+    in a thread beside the runtime's own imports and the plan loading; the first call then
+    finds aiohttp imported. A failed import is left to the call path, which says why."""
     global _STARTED
     direct = api_base or any(m and m.startswith("litellm:openai/") for m in models)
     if _STARTED or not direct or os.environ.get("BENCH_LITELLM_ONLY"):
         return
-    if api_base and api_base.lower().startswith("http://"):
-        return  # every direct call goes to it through `plainhttp`: no aiohttp to import
     _STARTED = True
 
     def load() -> None:
