@@ -161,21 +161,20 @@ class ReportContext:
                 FROM (SELECT {k}, cluster, unit, repeat, {cast}
                       FROM ({obs}) o({k}, cluster, unit, repeat, {v}))
                 UNPIVOT (x FOR m IN ({v}))
-            ), units AS (
-                SELECT {k}, m, unit, any_value(cluster) AS cluster,
+            ), g AS (
+                -- each unit's (session's) mean over its repeats, and each repeat's mean over
+                -- the units, from one aggregation of `long` (two, and `long` materialised
+                -- for them, cost a quarter more)
+                SELECT {k}, m, unit, repeat, grouping(unit) AS by_repeat,
+                       any_value(cluster) AS cluster,
                        (sum(x::DECIMAL(38, 18)) / count(*))::DOUBLE AS mean,
                        count(*) AS cnt, bool_and(x = 0 OR x = 1) AS is01
-                FROM long GROUP BY ALL
-            ), repeats AS (
-                SELECT {k}, m, list(mean ORDER BY repeat) AS means
-                FROM (SELECT {k}, m, repeat,
-                             (sum(x::DECIMAL(38, 18)) / count(*))::DOUBLE AS mean
-                      FROM long GROUP BY ALL)
-                GROUP BY ALL
+                FROM long GROUP BY GROUPING SETS (({k}, m, unit), ({k}, m, repeat))
             )
-            SELECT {k}, m, list((mean, cnt, cluster)), bool_and(is01), any_value(r.means)
-            FROM units JOIN repeats r USING ({k}, m)
-            GROUP BY ALL""")
+            SELECT {k}, m, list((mean, cnt, cluster)) FILTER (WHERE by_repeat = 0),
+                   bool_and(is01) FILTER (WHERE by_repeat = 0),
+                   list(mean ORDER BY repeat) FILTER (WHERE by_repeat = 1)
+            FROM g GROUP BY ALL""")
         # the units in no order (sorting them was a third of this query on 1 M turns): an
         # interval's sums are exact (fsum), so their order changes no digit
         # (tests/reports/test_summary_reads.py); one list of triples keeps each unit's
