@@ -204,3 +204,37 @@ def test_the_note_asks_each_kind_only_for_runs_not_yet_found(tmp_path: Path) -> 
     assert "FROM triggers" in asked[0] and "'synth-03', 'synth-04', 'synth-05'" in asked[0]
     assert "FROM checklist_results" in asked[1] and "'synth-03', 'synth-04', 'synth-05'" in asked[1]
     assert "FROM triples" in asked[2] and "IN ('synth-04', 'synth-05')" in asked[2]
+
+
+def test_the_run_alone_table_finds_every_spelling_of_the_context(tmp_path: Path) -> None:
+    """The summary searches `extra`'s text for `alone` or a `\\u` escape before the view
+    parses it: every session whose context is "alone", however the JSON spells it, is listed,
+    and no other."""
+    db = tmp_path / "bench.duckdb"
+    store = Store(db)
+    extras = {"plain": '{"context": "alone"}', "escaped": '{"context": "\\u0061lone"}',
+              "key": '{"\\u0063ontext": "alone", "x": 1}', "mixed": '{"context": "al\\u006Fne"}',
+              "other": '{"note": "alone", "context": "full"}', "case": '{"context": "Alone"}',
+              "none": None, "nested": '{"context": {"alone": true}}'}
+    try:
+        _run(store, "r", "judge-x")
+        for i, name in enumerate(extras):
+            store.write_now(SessionRows("r", f"s{i}", 0, {
+                "run_id": "r", "session_id": f"s{i}", "repeat": 0, "fingerprint": "f",
+                "name": name, "protocol": "trigger_rubric", "agent": "a", "status": "finished",
+                "judge_errors": 0}, {}))
+    finally:
+        store.close()
+    con = duckdb.connect(str(db))
+    try:
+        for i, text in enumerate(extras.values()):
+            con.execute("UPDATE sessions SET extra = ? WHERE session_id = ?", [text, f"s{i}"])
+    finally:
+        con.close()
+    (res,) = build_reports(ReportOptions(db=db, names=["summary"], runs=["all"]))
+    (alone,) = [t for t in res.tables if t.title.startswith("Run alone")]
+    with open_store(db) as con:
+        expected = [r[0] for r in con.execute(
+            "SELECT name FROM alone_results ORDER BY name").fetchall()]
+    assert expected == ["escaped", "key", "mixed", "plain"]
+    assert sorted(row[1] for row in alone.rows) == expected
