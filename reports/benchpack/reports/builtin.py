@@ -155,12 +155,16 @@ class ReportContext:
         k = ", ".join(f"k{i}" for i in range(keys))
         v = ", ".join(f"v{i}" for i in range(metrics))
         cast = ", ".join(f"CAST(v{i} AS DOUBLE) AS v{i}" for i in range(metrics))
+        ms = ", ".join(str(i) for i in range(metrics))
+        # one row per known value, its metric a number (UNPIVOT's names, strings, made the
+        # grouping below a third slower); NULLs left out, as UNPIVOT leaves them out
         rows = self.rows(f"""
             WITH long AS (
-                SELECT {k}, cluster, unit, repeat, m, x
-                FROM (SELECT {k}, cluster, unit, repeat, {cast}
-                      FROM ({obs}) o({k}, cluster, unit, repeat, {v}))
-                UNPIVOT (x FOR m IN ({v}))
+                SELECT * FROM (
+                    SELECT {k}, cluster, unit, repeat, unnest([{ms}]) AS m, unnest([{v}]) AS x
+                    FROM (SELECT {k}, cluster, unit, repeat, {cast}
+                          FROM ({obs}) o({k}, cluster, unit, repeat, {v})))
+                WHERE x IS NOT NULL
             ), g AS (
                 -- each unit's (session's) mean over its repeats, and each repeat's mean over
                 -- the units, from one aggregation of `long` (two, and `long` materialised
@@ -181,7 +185,7 @@ class ReportContext:
         # mean, count and cluster together
         out: dict[tuple[Any, ...], list[Estimate]] = {}
         for row in rows:
-            key, metric = tuple(row[:keys]), int(str(row[keys])[1:])
+            key, metric = tuple(row[:keys]), int(row[keys])
             units, binary, repeat_means = row[keys + 1:]
             spread = stats.mean_std(repeat_means)
             clip = (0.0, 1.0) if bounds is None else bounds[metric]
