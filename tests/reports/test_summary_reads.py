@@ -238,3 +238,26 @@ def test_the_run_alone_table_finds_every_spelling_of_the_context(tmp_path: Path)
             "SELECT name FROM alone_results ORDER BY name").fetchall()]
     assert expected == ["escaped", "key", "mixed", "plain"]
     assert sorted(row[1] for row in alone.rows) == expected
+
+
+def test_the_summary_reads_the_sessions_once_for_each_figure(db: Path) -> None:
+    """Issue 31 (the summary ≤ 0.5 s on 1 M turns): the run labels come from the run query's
+    own pass over the sessions, each headline row's session counts and left-out errors from
+    one pass, the headline means from one aggregation keyed by number (no UNPIVOT names)."""
+    sqls: list[str] = []
+
+    class Logged:
+        def __init__(self, con: Any) -> None:
+            self._con = con
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            sqls.append(" ".join(str(sql).split()))
+            return self._con.execute(sql, *args)
+
+    with open_store(db) as con:
+        summary(ReportContext(Logged(con), select_runs(con, ["all"])))
+    assert len([q for q in sqls if "LEFT JOIN sessions s USING (run_id)" in q]) == 1
+    # the headline's counts (scored and left out, one pass) and its means
+    assert len([q for q in sqls if "FROM session_results" in q]) == 2
+    assert not [q for q in sqls if "UNPIVOT" in q or "SELECT *, " in q]
+    assert len([q for q in sqls if "GROUPING SETS" in q]) == 2  # the means, the triggers
