@@ -261,6 +261,8 @@ def test_the_summary_reads_the_sessions_once_for_each_figure(db: Path) -> None:
     assert len([q for q in sqls if "FROM session_results" in q]) == 2
     assert not [q for q in sqls if "UNPIVOT" in q or "SELECT *, " in q]
     assert len([q for q in sqls if "GROUPING SETS" in q]) == 2  # the means, the triggers
+    # the runs' protocols, asked by the simulator note and the plug-in tables: once
+    assert len([q for q in sqls if "SELECT DISTINCT protocol" in q]) == 1
 
 
 def test_no_statement_of_the_summary_binds_a_parameter(db: Path) -> None:

@@ -72,6 +72,9 @@ class ReportContext:
     db: str | Path | None = None
     """The store's file, where a report may keep what it derived from an unchanged file
     (`benchpack.specs.storefile.store_facts`); None: nothing kept."""
+    memo: dict[str, Any] = field(default_factory=dict, repr=False)
+    """What one report asks twice of the same runs, kept for the build (`plugin_metrics.
+    plugin_protocols`: the summary's simulator note and its plug-in tables)."""
     _labels: dict[str, str] | None = field(default=None, init=False, repr=False)
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
