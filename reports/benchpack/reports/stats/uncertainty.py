@@ -335,7 +335,8 @@ class _Groups:
         if bounds is not None:
             (low, high), w = bounds
             extra = [(low, w), (high, w)]
-        total = math.fsum([*(ws if ws is not None else [1.0] * len(values)),
+        # n weights of 1 sum to n exactly (n < 2**53): fsum, exact, gives the same float
+        total = math.fsum([*(ws if ws is not None else [float(len(values))]),
                            *(w for _, w in extra)])
         est = math.fsum([*products, *(m * w for m, w in extra)]) / total
         if ws is None:
