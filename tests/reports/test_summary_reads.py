@@ -286,3 +286,40 @@ def test_no_statement_of_the_summary_binds_a_parameter(db: Path) -> None:
         runs = select_runs(con, ["all"])
         (res,) = _build(Logged(con), runs, ReportOptions(db=db, names=["summary"], runs=["all"]))
     assert res.tables and not bound
+
+
+def test_session_results_tests_the_context_only_where_a_session_may_be_alone(
+        db: Path, tmp_path: Path) -> None:
+    """`session_results` parses each session's `extra` for the context `alone` in every
+    statement; a store without `alone` or a `\\u` escape in any `extra` has no such session,
+    so its TEMP views drop the test (the same rows), while views written into a store keep it
+    and a store with one such session keeps it."""
+    from benchpack.reports.views import install_views
+
+    def view_sql(con: Any, name: str) -> str:
+        return str(con.execute("SELECT sql FROM duckdb_views() WHERE view_name = ?",
+                               [name]).fetchall()[0][0])
+
+    with open_store(db) as con:
+        assert "json_extract" not in view_sql(con, "session_results")
+        fast = con.execute("SELECT * FROM session_results ORDER BY ALL").fetchall()
+        install_views(con, only=("session_results",))  # as bench view installs them
+        assert "json_extract" in view_sql(con, "session_results")
+        assert con.execute("SELECT * FROM session_results ORDER BY ALL").fetchall() == fast
+    copy = tmp_path / "copy.duckdb"
+    copy.write_bytes(db.read_bytes())
+    con = duckdb.connect(str(copy))
+    try:
+        assert install_views(con, temporary=False)
+        assert "json_extract" in view_sql(con, "session_results")
+        con.execute("""UPDATE sessions SET extra = '{"context": "\\u0061lone"}'
+            WHERE run_id = 'judged'""")
+    finally:
+        con.close()
+    with open_store(copy) as con:
+        assert "json_extract" in view_sql(con, "session_results")
+        runs = [r[0] for r in con.execute(
+            "SELECT DISTINCT run_id FROM session_results ORDER BY 1").fetchall()]
+        assert "judged" not in runs and runs
+        assert [r[0] for r in con.execute("SELECT run_id FROM alone_results").fetchall()] \
+            == ["judged"]
