@@ -49,7 +49,11 @@ def test_common_notes_are_read_once_and_every_report_is_as_alone(
     monkeypatch.setattr(ReportContext, "rows", rows)
     together = build_reports(ReportOptions(db=db, names=NAMES, runs=["all"]))
     assert calls == {"inventory": 1, "origin": 1, "mixed": 1}  # 4, 5 and 5 before
-    assert labels == [1]  # read by the first report that asks, 5 times before
+    # the summary, first, reads them in its own run query and the others take them (issue
+    # 31's sixth pass; read by the first report that asked before, 5 times before that)
+    assert labels == []
+    build_reports(ReportOptions(db=db, names=NAMES[1:] + NAMES[:1], runs=["all"]))
+    assert labels == [1]  # another report first: its query, once
     for res in together:
         assert res.notes == alone[res.name].notes
         assert [t.as_dicts() for t in res.tables] == [t.as_dicts()

@@ -157,3 +157,169 @@ def test_an_interval_does_not_depend_on_the_order_of_its_units(binary: bool) -> 
         rng.shuffle(units)
         plain.append(sum(s for s, _, _ in units))
     assert binary or len(set(plain)) > 1  # a float sum would have changed a digit
+
+
+def test_the_note_asks_each_kind_only_for_runs_not_yet_found(tmp_path: Path) -> None:
+    """A run needs one judged item to be named: a run with triggers is not looked for in the
+    checklists and triples (a join of 200,000 and 365,000 rows on 1 M turns), and a run found
+    only by its checklist, only by its triples, or by nothing is named as `judge_labels`
+    names it."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    synthetic = importlib.import_module("synthetic_store")
+    db = tmp_path / "bench.duckdb"
+    synthetic.generate(db, 3000)
+    con = duckdb.connect(str(db))
+    try:  # synth-03 keeps only checklists, synth-04 only triples, synth-05 nothing judged
+        con.execute("DELETE FROM triggers WHERE run_id IN ('synth-03', 'synth-04', 'synth-05')")
+        con.execute("DELETE FROM checklist_results WHERE run_id IN ('synth-04', 'synth-05')")
+        con.execute("DELETE FROM triples WHERE run_id = 'synth-05'")
+    finally:
+        con.close()
+    sqls: list[str] = []
+
+    class Logged:
+        def __init__(self, con: Any) -> None:
+            self._con = con
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            sqls.append(str(sql))
+            return self._con.execute(sql, *args)
+
+    with open_store(db) as con:
+        runs = select_runs(con, ["all"])
+        expected = [r[0] for r in con.execute("""SELECT DISTINCT run_id FROM judge_labels
+            WHERE judge <> 'rules' AND kind IN ('trigger', 'checklist', 'triple')
+              AND source_run NOT IN (SELECT run_id FROM human_ratings) ORDER BY run_id""")
+            .fetchall()]
+        note = unvalidated_note(ReportContext(Logged(con), runs))
+    assert expected == ["synth-03", "synth-04"]
+    assert note is not None
+    assert re.findall(r"(synth-\d\d) \(judge", note) == expected
+    # triggers for every candidate, checklists for synth-03/04/05, triples for synth-04/05
+    asked = [q for q in sqls if "DISTINCT run_id FROM" in q]
+    assert len(asked) == 3
+    assert "FROM triggers" in asked[0] and "'synth-03', 'synth-04', 'synth-05'" in asked[0]
+    assert "FROM checklist_results" in asked[1] and "'synth-03', 'synth-04', 'synth-05'" in asked[1]
+    assert "FROM triples" in asked[2] and "IN ('synth-04', 'synth-05')" in asked[2]
+
+
+def test_the_run_alone_table_finds_every_spelling_of_the_context(tmp_path: Path) -> None:
+    """The summary searches `extra`'s text for `alone` or a `\\u` escape before the view
+    parses it: every session whose context is "alone", however the JSON spells it, is listed,
+    and no other."""
+    db = tmp_path / "bench.duckdb"
+    store = Store(db)
+    extras = {"plain": '{"context": "alone"}', "escaped": '{"context": "\\u0061lone"}',
+              "key": '{"\\u0063ontext": "alone", "x": 1}', "mixed": '{"context": "al\\u006Fne"}',
+              "other": '{"note": "alone", "context": "full"}', "case": '{"context": "Alone"}',
+              "none": None, "nested": '{"context": {"alone": true}}'}
+    try:
+        _run(store, "r", "judge-x")
+        for i, name in enumerate(extras):
+            store.write_now(SessionRows("r", f"s{i}", 0, {
+                "run_id": "r", "session_id": f"s{i}", "repeat": 0, "fingerprint": "f",
+                "name": name, "protocol": "trigger_rubric", "agent": "a", "status": "finished",
+                "judge_errors": 0}, {}))
+    finally:
+        store.close()
+    con = duckdb.connect(str(db))
+    try:
+        for i, text in enumerate(extras.values()):
+            con.execute("UPDATE sessions SET extra = ? WHERE session_id = ?", [text, f"s{i}"])
+    finally:
+        con.close()
+    (res,) = build_reports(ReportOptions(db=db, names=["summary"], runs=["all"]))
+    (alone,) = [t for t in res.tables if t.title.startswith("Run alone")]
+    with open_store(db) as con:
+        expected = [r[0] for r in con.execute(
+            "SELECT name FROM alone_results ORDER BY name").fetchall()]
+    assert expected == ["escaped", "key", "mixed", "plain"]
+    assert sorted(row[1] for row in alone.rows) == expected
+
+
+def test_the_summary_reads_the_sessions_once_for_each_figure(db: Path) -> None:
+    """Issue 31 (the summary ≤ 0.5 s on 1 M turns): the run labels come from the run query's
+    own pass over the sessions, each headline row's session counts and left-out errors from
+    one pass, the headline means from one aggregation keyed by number (no UNPIVOT names)."""
+    sqls: list[str] = []
+
+    class Logged:
+        def __init__(self, con: Any) -> None:
+            self._con = con
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            sqls.append(" ".join(str(sql).split()))
+            return self._con.execute(sql, *args)
+
+    with open_store(db) as con:
+        summary(ReportContext(Logged(con), select_runs(con, ["all"])))
+    assert len([q for q in sqls if "LEFT JOIN sessions s USING (run_id)" in q]) == 1
+    # the headline's counts (scored and left out, one pass) and its means
+    assert len([q for q in sqls if "FROM session_results" in q]) == 2
+    assert not [q for q in sqls if "UNPIVOT" in q or "SELECT *, " in q]
+    assert len([q for q in sqls if "GROUPING SETS" in q]) == 2  # the means, the triggers
+    # the runs' protocols, asked by the simulator note and the plug-in tables: once
+    assert len([q for q in sqls if "SELECT DISTINCT protocol" in q]) == 1
+
+
+def test_no_statement_of_the_summary_binds_a_parameter(db: Path) -> None:
+    """DuckDB tries to import pandas (twice, failing here) for each bound parameter: the
+    origins and comparability notes every report carries bound each run id (42 failed
+    imports, ~5 ms a report for 7 runs); the ids are SQL literals instead."""
+    from benchpack.reports.api import _build
+
+    bound: list[tuple[str, Any]] = []
+
+    class Logged:
+        def __init__(self, con: Any) -> None:
+            self._con = con
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            if args and args[0]:
+                bound.append((" ".join(str(sql).split())[:80], args[0]))
+            return self._con.execute(sql, *args)
+
+    with open_store(db) as con:
+        runs = select_runs(con, ["all"])
+        (res,) = _build(Logged(con), runs, ReportOptions(db=db, names=["summary"], runs=["all"]))
+    assert res.tables and not bound
+
+
+def test_session_results_tests_the_context_only_where_a_session_may_be_alone(
+        db: Path, tmp_path: Path) -> None:
+    """`session_results` parses each session's `extra` for the context `alone` in every
+    statement; a store without `alone` or a `\\u` escape in any `extra` has no such session,
+    so its TEMP views drop the test (the same rows), while views written into a store keep it
+    and a store with one such session keeps it."""
+    from benchpack.reports.views import install_views
+
+    def view_sql(con: Any, name: str) -> str:
+        return str(con.execute("SELECT sql FROM duckdb_views() WHERE view_name = ?",
+                               [name]).fetchall()[0][0])
+
+    with open_store(db) as con:
+        assert "json_extract" not in view_sql(con, "session_results")
+        fast = con.execute("SELECT * FROM session_results ORDER BY ALL").fetchall()
+        install_views(con, only=("session_results",))  # as bench view installs them
+        assert "json_extract" in view_sql(con, "session_results")
+        assert con.execute("SELECT * FROM session_results ORDER BY ALL").fetchall() == fast
+    copy = tmp_path / "copy.duckdb"
+    copy.write_bytes(db.read_bytes())
+    con = duckdb.connect(str(copy))
+    try:
+        assert install_views(con, temporary=False)
+        assert "json_extract" in view_sql(con, "session_results")
+        con.execute("""UPDATE sessions SET extra = '{"context": "\\u0061lone"}'
+            WHERE run_id = 'judged'""")
+    finally:
+        con.close()
+    with open_store(copy) as con:
+        assert "json_extract" in view_sql(con, "session_results")
+        runs = [r[0] for r in con.execute(
+            "SELECT DISTINCT run_id FROM session_results ORDER BY 1").fetchall()]
+        assert "judged" not in runs and runs
+        assert [r[0] for r in con.execute("SELECT run_id FROM alone_results").fetchall()] \
+            == ["judged"]

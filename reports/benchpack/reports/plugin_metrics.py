@@ -23,8 +23,10 @@ def extra_figure(key: str) -> str:
 def plugin_protocols(ctx: ReportContext) -> list[tuple[str, ProtocolReports | None]]:
     """The protocols of the selected runs that are not built in, each with its plug-in's
     reports (None: no such plug-in installed here); entry points are read only if any."""
-    found = [str(r[0]) for r in ctx.rows("""SELECT DISTINCT protocol FROM sessions
-        WHERE run_id IN $runs ORDER BY protocol""") if r[0] not in PROTOCOL_REPORTS]
+    if "protocols" not in ctx.memo:
+        ctx.memo["protocols"] = [str(r[0]) for r in ctx.rows("""SELECT DISTINCT protocol
+            FROM sessions WHERE run_id IN $runs ORDER BY protocol""")]
+    found = [p for p in ctx.memo["protocols"] if p not in PROTOCOL_REPORTS]
     return [(name, plugin_reports(name)) for name in found]
 
 

@@ -249,13 +249,18 @@ def headline_interval(
     keys: list[Hashable] = list(range(len(pairs))) if clusters is None else list(clusters)
     if len(keys) != len(pairs):
         raise ValueError(f"{len(pairs)} units but {len(keys)} cluster keys")
-    units = [(s, c, k) for (s, c), k in zip(pairs, keys, strict=True) if c]
-    n_obs = round(math.fsum(c for _, c, _ in units))
-    if not units:
+    if not all(c for _, c in pairs):
+        keys = [k for (_, c), k in zip(pairs, keys, strict=True) if c]
+        pairs = [(s, c) for s, c in pairs if c]
+    n_obs = round(math.fsum(c for _, c in pairs))
+    if not pairs:
         return Uncertainty(None, None, None, None, 0, 0, level, "none")
-    # (value, weight, cluster): each unit weighs 1 (macro) or its count (pooled)
-    weighted = [(s / c, 1.0 if macro else c, k) for s, c, k in units]
-    est, se, g = _clustered_mean(weighted)
+    # each unit's value and weight (1: macro, its count: pooled), the units grouped into
+    # their clusters once for both means below
+    values = [s / c for s, c in pairs]
+    weights = None if macro else [c for _, c in pairs]
+    groups = _Groups(keys)
+    est, se, g = groups.mean(values, weights)
     if g < 2:  # one cluster: its spread is no SE (printing SE 0 would claim certainty)
         return Uncertainty(est, None, None, None, n_obs, g, level, "none")
     if binary:
@@ -281,9 +286,8 @@ def headline_interval(
         # Agresti–Coull's added successes and failures): scores near a bound whose rare far
         # values the sample has not shown (a task that usually scores 0.99 and sometimes 0)
         # otherwise get a t interval that covers 75–85 % (`benchmarks/stat_sim.py`)
-        pseudo = BOUND_WEIGHT * math.fsum(w for _, w, _ in weighted) / g
-        centre, spread, _ = _clustered_mean(
-            [*weighted, (bounds[0], pseudo, _LOW), (bounds[1], pseudo, _HIGH)])
+        pseudo = BOUND_WEIGHT * (len(values) if weights is None else math.fsum(weights)) / g
+        centre, spread, _ = groups.mean(values, weights, (bounds, pseudo))
     half = t_ppf((1.0 + level) / 2.0, g - 1) * math.sqrt(g / (g - 1)) * spread
     low, high = centre - half, centre + half
     if bounds is not None:
@@ -296,32 +300,55 @@ BOUND_WEIGHT = 0.25
 score adds at each bound. Measured (`benchmarks/stat_sim.py`, and capped-exponential scores):
 coverage of a mean score near 1 from 75–85 % to ≥ 95 % at 6–30 clusters; mid-range scores'
 intervals widen by under 5 % from 0.2 of spread up, more where every score is nearly equal."""
-_LOW, _HIGH = object(), object()
-"""Cluster keys of the two pseudo-observations (never equal to a real cluster)."""
 
 
-def _clustered_mean(units: Sequence[tuple[float, float, Hashable]]
-                    ) -> tuple[float, float, int]:
-    """(weighted mean, CR0 clustered SE, clusters) of (value, weight, cluster) units: the SE
-    is √Σ_g (Σ_{u∈g} w_u (m_u − x̄))² / Σ w (Miller 2024, eq. 4, with weights)."""
-    total = math.fsum(w for _, w, _ in units)
-    est = math.fsum(m * w for m, w, _ in units) / total
-    # most clusters hold one unit (99,167 units in 87,743 episodes on the 1 M-turn store):
-    # their deviation is its own sum (fsum of one float is that float), so only the others
-    # are listed and summed; fsum is correctly rounded, so no order changes a digit
-    first: dict[Hashable, float] = {}
-    more: dict[Hashable, list[float]] = {}
-    for m, w, k in units:
-        d = w * (m - est)
-        if k not in first:
-            first[k] = d
-        elif k in more:
-            more[k].append(d)
+class _Groups:
+    """Units grouped into their clusters (`headline_interval`), for the clustered mean of
+    their values: most clusters hold one unit (99,167 units in 87,743 episodes on the 1 M-turn
+    store), whose deviation is its own sum (fsum of one float is that float), so only the
+    others are listed and summed."""
+
+    def __init__(self, keys: Sequence[Hashable]) -> None:
+        first: dict[Hashable, int] = {}
+        more: dict[int, list[int]] = {}
+        for i, k in enumerate(keys):
+            j = first.setdefault(k, i)
+            if j != i:
+                more.setdefault(j, [j]).append(i)
+        self.clusters = len(first)
+        self.single = [i for i in first.values() if i not in more] if more else None
+        self.more = list(more.values())
+
+    def mean(self, values: list[float], weights: list[float] | None,
+             bounds: tuple[tuple[float, float], float] | None = None
+             ) -> tuple[float, float, int]:
+        """(weighted mean, CR0 clustered SE, clusters) of the units' `values` (`weights` None:
+        each weighs 1), with `bounds` = ((low, high), w) a unit of weight w at each bound, each
+        its own cluster: the SE is √Σ_g (Σ_{u∈g} w_u (m_u − x̄))² / Σ w (Miller 2024, eq. 4,
+        with weights). Every sum is an fsum, correctly rounded, so it is the same float
+        whatever the order of its terms."""
+        if weights is None:  # w = 1: w·m and w·(m − x̄) are m and m − x̄ exactly
+            products, ws = values, None
         else:
-            more[k] = [first[k], d]
-    se = math.sqrt(math.fsum([(math.fsum(more[k]) if k in more else d) ** 2
-                              for k, d in first.items()])) / total
-    return est, se, len(first)
+            products, ws = [m * w for m, w in zip(values, weights, strict=True)], weights
+        extra: list[tuple[float, float]] = []
+        if bounds is not None:
+            (low, high), w = bounds
+            extra = [(low, w), (high, w)]
+        # n weights of 1 sum to n exactly (n < 2**53): fsum, exact, gives the same float
+        total = math.fsum([*(ws if ws is not None else [float(len(values))]),
+                           *(w for _, w in extra)])
+        est = math.fsum([*products, *(m * w for m, w in extra)]) / total
+        if ws is None:
+            dev = [m - est for m in values]
+        else:
+            dev = [w * (m - est) for m, w in zip(values, ws, strict=True)]
+        squares = ([d ** 2 for d in dev] if self.single is None
+                   else [dev[i] ** 2 for i in self.single])
+        squares += [math.fsum([dev[i] for i in g]) ** 2 for g in self.more]
+        squares += [(w * (m - est)) ** 2 for m, w in extra]
+        se = math.sqrt(math.fsum(squares)) / total
+        return est, se, self.clusters + len(extra)
 
 
 def interval_note(level: float, unit: str = "sessions") -> str:
