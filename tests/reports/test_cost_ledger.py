@@ -16,7 +16,8 @@ from benchpack.reports.model import ReportResult, Table
 from benchpack.reports.render import render
 from benchpack.runtime.store import SessionRows, Store
 
-# (session, repeat, seq, role, purpose, model, prompt, completion, cost, cache_hit, error)
+# (session, repeat, seq, role, purpose, model, prompt, completion, cost, cache_hit, error
+#  [, latency: 0.1 s when left out])
 CALLS: list[tuple[Any, ...]] = [
     ("s1", 0, 0, "agent", "agent_step", "gpt-4o-mini", 100, 10, 0.002, False, None),
     ("s1", 0, 1, "agent", "agent_step", "gpt-4o-mini", 200, 20, 0.0, True, None),  # cached
@@ -45,8 +46,9 @@ def _store(path: Path, calls: list[tuple[Any, ...]] | None = None,
         for run, run_calls in ((r, CALLS if calls is None else calls) if r != "run-i"
                                else (r, IMPORTED) for r in runs):
             for sid, repeat in sorted({(c[0], c[1]) for c in run_calls}):
-                rows = [(run, *c[:2], c[2], c[3], c[4], c[5], "h", c[6], c[7], c[8], 0.1,
-                         c[9], c[10], 1, 1, 0.0) for c in run_calls
+                rows = [(run, *c[:2], c[2], c[3], c[4], c[5], "h", c[6], c[7], c[8],
+                         c[11] if len(c) > 11 else 0.1, c[9], c[10], 1, 1, 0.0)
+                         for c in run_calls
                         if (c[0], c[1]) == (sid, repeat)]
                 batch.append(SessionRows(run, sid, repeat, {
                     "run_id": run, "session_id": sid, "repeat": repeat, "fingerprint": "f",
@@ -181,6 +183,36 @@ def test_ledger_sums_cost_exactly_as_the_summary_does(tmp_path: Path) -> None:
     assert session["cost"] == 1.0 and session["calls"] == 10
     (summary,) = build_reports(ReportOptions(db=db, names=["summary"], runs=["run-c"]))
     assert _table(summary, "Runs")[0]["cost"] == roles["total"]["cost"]
+
+
+# calls of 0.1, 0.2 and 0.3 s (costing as many dollars): 0.6 in all, a mean of exactly 0.2 s;
+# floats added in this order give 0.6000000000000001 and 0.20000000000000004, and in
+# parallel the last digits depend on which thread's rows come first
+LATENCIES = [("s1", 0, k, "agent", "agent_step", "gpt-4o-mini", 10, 1, x, False, None, x)
+             for k, x in enumerate([0.1, 0.2, 0.3])]
+
+
+def test_mean_latency_is_exact_and_the_same_every_read(tmp_path: Path) -> None:
+    """The ledger's and `llm_usage`'s mean latency is the exact mean (to the nanosecond), the
+    run summary's cost the exact sum: DECIMAL sums, which no thread order can change. (On
+    the 1 M-turn store six reads of the float mean gave four different answers.)"""
+    from benchpack.reports.api import run_query
+    from benchpack.runtime.summary import summarise
+
+    db = _store(tmp_path / "latency.duckdb", LATENCIES)
+    floats = run_query(db, "SELECT avg(latency_s), sum(cost) FROM llm_calls "
+                           "WHERE run_id = 'run-c'")
+    assert tuple(floats.rows[0]) != (0.2, 0.6)  # what DuckDB's float arithmetic gives
+    res = _report(db, ["run-c"])
+    roles = {r["role"]: r for r in _table(res, "By role")}
+    assert roles["agent"]["latency"] == 0.2
+    usage = run_query(db, "SELECT mean_latency_s, cost FROM llm_usage WHERE run_id = 'run-c'")
+    assert [tuple(r) for r in usage.rows] == [(0.2, 0.6)]
+    store = Store(db)
+    try:
+        assert summarise(store, "run-c", 1, {"run": 1}, 0, 0.0).cost == 0.6
+    finally:
+        store.close()
 
 
 # session sK of run-c: K agent calls of $0.01 · K (K = 1…5), s5 also one unpriced simulator

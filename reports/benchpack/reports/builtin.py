@@ -27,9 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from benchpack.specs.storeformat import EXACT_COST
+
 from . import stats
 from .cluster import cluster_sql
-from .cost import EXACT_COST, MEASURED, UNPRICED, cost
+from .cost import MEASURED, UNPRICED, cost
 from .model import BuiltinReport, Column, Estimate, ReportResult, Table
 
 BOOTSTRAP_EXACT_MAX = 50

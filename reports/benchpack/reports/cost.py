@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchpack.specs.storeformat import EXACT_COST, EXACT_LATENCY
+
 from .model import Column, ReportResult, Table
 
 UNPRICED = "cost IS NULL AND error IS NULL AND NOT coalesce(cache_hit, false)"
@@ -36,8 +38,6 @@ ROLE_LABEL = """CASE WHEN role = 'agent' AND purpose = 'proxy' THEN 'agent (prox
 
 ROLE_ORDER = {"agent": 0, "agent (proxy)": 1, "agent (harness-reported)": 2, "simulator": 3,
               "planner": 4, "judge": 5}
-
-EXACT_COST = "cost::DECIMAL(38, 18)"
 
 LEDGER = f"""count(*) AS calls, count_if(cache_hit) AS cache_hits, count(error) AS errors,
     coalesce(sum(prompt_tokens), 0) AS prompt_tokens,
@@ -58,7 +58,7 @@ MEASURED = "run_id IN $runs AND coalesce(purpose, '') <> 'imported'"
 BY_ROLE = f"""
 WITH g AS MATERIALIZED (
     SELECT run_id, {ROLE_LABEL} AS r, model, {LEDGER},
-           avg(latency_s) FILTER (WHERE NOT cache_hit) AS latency,
+           avg({EXACT_LATENCY}) FILTER (WHERE NOT cache_hit) AS latency,
            quantile_cont(latency_s, 0.95) FILTER (WHERE NOT cache_hit) AS p95
     FROM llm_calls WHERE {MEASURED} GROUP BY ALL)
 SELECT run_id, false AS total, r, model, {", ".join(PARTS)}, priced_cost::DOUBLE, latency, p95
@@ -150,9 +150,9 @@ def cost(ctx: Any) -> ReportResult:
     if ctx.by:
         res.tables.append(_by_group(ctx, labels))
 
-    imported = ctx.rows("""SELECT run_id, role, model, coalesce(sum(attempts), 0),
+    imported = ctx.rows(f"""SELECT run_id, role, model, coalesce(sum(attempts), 0),
         coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0),
-        CASE WHEN count(*) FILTER (WHERE cost IS NULL) = 0 THEN sum(cost) END
+        CASE WHEN count(*) FILTER (WHERE cost IS NULL) = 0 THEN sum({EXACT_COST})::DOUBLE END
         FROM llm_calls WHERE run_id IN $runs AND purpose = 'imported'
         GROUP BY ALL ORDER BY ALL""")
     if imported:

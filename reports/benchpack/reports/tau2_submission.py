@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchpack.specs.origin_label import OriginLabel
+from benchpack.specs.storeformat import EXACT_COST
 
 from .cost import UNPRICED
 from .origin import run_origins
@@ -129,7 +130,7 @@ def _sessions(con: Any, run: str) -> list[tuple[Any, ...]]:
     cost, error kind) of the run's instructed-user session runs (ablation variants aside)."""
     return list(con.execute(f"""
         WITH agent_cost AS (
-            SELECT session_id, repeat, sum(cost) AS cost,
+            SELECT session_id, repeat, sum({EXACT_COST})::DOUBLE AS cost,
                    count(*) FILTER (WHERE {UNPRICED}) AS unpriced
             FROM llm_calls WHERE run_id = ? AND role = 'agent' GROUP BY ALL)
         SELECT s.domain, coalesce(s.base_session, s.session_id),

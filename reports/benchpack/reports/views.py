@@ -24,8 +24,9 @@ from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
-from benchpack.specs.storeformat import SCHEMA_VERSION
+from benchpack.specs.storeformat import EXACT_COST, EXACT_LATENCY, SCHEMA_VERSION
 
+from .cost import UNPRICED
 from .model import View
 from .protocols import PROTOCOL_REPORTS, ProtocolReports
 
@@ -102,18 +103,16 @@ FROM s LEFT JOIN v USING (run_id) LEFT JOIN t USING (run_id)
 model: calls, cache hits, errors, tokens, cost and latency (cache hits excluded from latency).
 `cost` is NULL (unknown, never 0) when one of the calls had no price (`unpriced_calls`: answered,
 not cached, litellm knew no price); `priced_cost` is the known part.""",
-         """
+         f"""
 SELECT run_id, role, model, count(*) AS calls,
        count(*) FILTER (WHERE cache_hit) AS cache_hits,
        count(*) FILTER (WHERE error IS NOT NULL) AS errors,
        sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens,
-       CASE WHEN count(*) FILTER (WHERE cost IS NULL AND error IS NULL AND NOT
-                                  coalesce(cache_hit, false)) = 0
-            THEN coalesce(sum(cost), 0) END AS cost,
-       count(*) FILTER (WHERE cost IS NULL AND error IS NULL AND NOT coalesce(cache_hit, false))
-           AS unpriced_calls,
-       coalesce(sum(cost), 0) AS priced_cost,
-       avg(latency_s) FILTER (WHERE NOT cache_hit) AS mean_latency_s,
+       CASE WHEN count(*) FILTER (WHERE {UNPRICED}) = 0
+            THEN coalesce(sum({EXACT_COST})::DOUBLE, 0) END AS cost,
+       count(*) FILTER (WHERE {UNPRICED}) AS unpriced_calls,
+       coalesce(sum({EXACT_COST})::DOUBLE, 0) AS priced_cost,
+       avg({EXACT_LATENCY}) FILTER (WHERE NOT cache_hit) AS mean_latency_s,
        quantile_cont(latency_s, 0.95) FILTER (WHERE NOT cache_hit) AS p95_latency_s
 FROM llm_calls GROUP BY run_id, role, model
 """),

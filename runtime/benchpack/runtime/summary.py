@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from benchpack.specs.storeformat import EXACT_COST
+
 from .graders.python import REFUSED as PYTHON_REFUSED
 from .protocols.base import default_protocols
 from .run_types import RunSummary
@@ -55,7 +57,8 @@ def _summarise(con: Any, store: Store, run_id: str, total: int, stats: dict[str,
     made = "coalesce(purpose, '') <> 'imported'"
     llm = con.execute(
         f"SELECT count(*) FILTER (WHERE {made}), coalesce(sum(prompt_tokens),0), "
-        "coalesce(sum(completion_tokens),0), coalesce(sum(cost),0), count(*) FILTER (WHERE "
+        f"coalesce(sum(completion_tokens),0), coalesce(sum({EXACT_COST})::DOUBLE, 0), "
+        "count(*) FILTER (WHERE "
         f"cache_hit AND {made}), count(*) FILTER (WHERE cost IS NULL AND error IS NULL AND "
         f"NOT coalesce(cache_hit, false) AND {made}), count(*) FILTER (WHERE NOT ({made})) "
         "FROM llm_calls WHERE run_id = ?", [run_id]).fetchone()

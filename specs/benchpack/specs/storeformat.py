@@ -150,6 +150,13 @@ CHAIN_MAX = 16
 """Most links from a prompt blob to the first prompt of its chain."""
 
 SESSION_KEY = ("run_id", "session_id", "repeat")
+
+# DuckDB sums DOUBLEs in whatever order its threads finish, so a float sum or mean of many
+# calls moves in its last digits from one read to the next (6 reads of the 1 M-turn store:
+# 4 different mean latencies, 2 different run costs). Summed as DECIMAL the sum is exact, so
+# every read prints the same figure: costs to 1e-18 USD, latencies to the nanosecond.
+EXACT_COST = "cost::DECIMAL(38, 18)"
+EXACT_LATENCY = "latency_s::DECIMAL(18, 9)"
 """The columns every row of a `SESSION_TABLES` table starts with."""
 
 
