@@ -39,13 +39,8 @@ def _rich(rows: list[list[str]], width: int) -> str:
     return out.get()
 
 
-@pytest.mark.parametrize(("width", "short"), [(140, False), (80, False), (44, True)])
-def test_padded_rows_are_what_rich_draws(width: int, short: bool,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    rows = _rows(260, width)
-    if short:  # narrow enough to be drawn compact (no box), every cell still fits
-        rows = [[c[:4] for c in row] for row in rows]
-        assert render.fit_columns(TITLES, NUMERIC, rows, width)[3]
+def _spy_rich(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The row counts of the tables rich lays out from now on (the fast path lays out one)."""
     drawn: list[int] = []
     real = render._rich_table
 
@@ -54,6 +49,17 @@ def test_padded_rows_are_what_rich_draws(width: int, short: bool,
         return real(titles, numeric, rows, layout, title)
 
     monkeypatch.setattr(render, "_rich_table", spy)
+    return drawn
+
+
+@pytest.mark.parametrize(("width", "short"), [(140, False), (80, False), (44, True)])
+def test_padded_rows_are_what_rich_draws(width: int, short: bool,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = _rows(260, width)
+    if short:  # narrow enough to be drawn compact (no box), every cell still fits
+        rows = [[c[:4] for c in row] for row in rows]
+        assert render.fit_columns(TITLES, NUMERIC, rows, width)[3]
+    drawn = _spy_rich(monkeypatch)
     text, _ = render.table_text(TITLES, NUMERIC, rows, width, "By session", _console(width))
     assert drawn == [1]  # the fast path ran
     monkeypatch.undo()
@@ -64,14 +70,7 @@ def test_padded_rows_are_what_rich_draws(width: int, short: bool,
 def test_cells_that_fold_come_out_as_rich_folds_them(width: int,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     rows = _rows(260, width)
-    drawn: list[int] = []
-    real = render._rich_table
-
-    def spy(titles, numeric, rows, layout, title):  # type: ignore[no-untyped-def]
-        drawn.append(len(rows))
-        return real(titles, numeric, rows, layout, title)
-
-    monkeypatch.setattr(render, "_rich_table", spy)
+    drawn = _spy_rich(monkeypatch)
     text, _ = render.table_text(TITLES, NUMERIC, rows, width, "By session", _console(width))
     monkeypatch.undo()
     # rich drew the sample only: the first row and the first folded one (maybe the same)
@@ -94,14 +93,7 @@ def test_tables_from_three_rows_take_the_fast_path(n: int,
     """Rich lays out only the checked sample (issue 31: the 140-row by-session cost table went
     through rich whole, 0.14 s of `bench report cost --by name`); the text is rich's."""
     rows = _rows(n, n)
-    drawn: list[int] = []
-    real = render._rich_table
-
-    def spy(titles, numeric, rows, layout, title):  # type: ignore[no-untyped-def]
-        drawn.append(len(rows))
-        return real(titles, numeric, rows, layout, title)
-
-    monkeypatch.setattr(render, "_rich_table", spy)
+    drawn = _spy_rich(monkeypatch)
     text, _ = render.table_text(TITLES, NUMERIC, rows, 100, "By session", _console(100))
     monkeypatch.undo()
     assert len(drawn) == 1 and drawn[0] <= 2

@@ -25,6 +25,18 @@ def _branches(sql: str) -> list[str]:
     return [b.strip() for b in sql.split("UNION ALL")]
 
 
+
+class _Logged:
+    """A connection that writes down every statement executed on it into `sqls` (its
+    whitespace collapsed)."""
+
+    def __init__(self, con: Any, sqls: list[str]) -> None:
+        self._con, self._sqls = con, sqls
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        self._sqls.append(" ".join(str(sql).split()))
+        return self._con.execute(sql, *args)
+
 def test_judged_items_have_the_conditions_of_judge_labels() -> None:
     """The note's query repeats the trigger, checklist and triple branches of `judge_labels`:
     each branch's table and WHERE clause must be the view's, word for word."""
@@ -117,16 +129,8 @@ def test_the_summary_reads_no_view_of_every_judged_item(db: Path) -> None:
     summary's 1.2 s on 1 M turns) to name a few runs; `llm_calls` is read by one query."""
     sqls: list[str] = []
 
-    class Logged:
-        def __init__(self, con: Any) -> None:
-            self._con = con
-
-        def execute(self, sql: str, *args: Any) -> Any:
-            sqls.append(str(sql))
-            return self._con.execute(sql, *args)
-
     with open_store(db) as con:
-        res = summary(ReportContext(Logged(con), select_runs(con, ["all"])))
+        res = summary(ReportContext(_Logged(con, sqls), select_runs(con, ["all"])))
     assert any("not validated" in n for n in res.notes)
     assert not [q for q in sqls if "judge_labels" in q]
     assert len([q for q in sqls if "FROM llm_calls" in q]) == 1
@@ -180,21 +184,13 @@ def test_the_note_asks_each_kind_only_for_runs_not_yet_found(tmp_path: Path) -> 
         con.close()
     sqls: list[str] = []
 
-    class Logged:
-        def __init__(self, con: Any) -> None:
-            self._con = con
-
-        def execute(self, sql: str, *args: Any) -> Any:
-            sqls.append(str(sql))
-            return self._con.execute(sql, *args)
-
     with open_store(db) as con:
         runs = select_runs(con, ["all"])
         expected = [r[0] for r in con.execute("""SELECT DISTINCT run_id FROM judge_labels
             WHERE judge <> 'rules' AND kind IN ('trigger', 'checklist', 'triple')
               AND source_run NOT IN (SELECT run_id FROM human_ratings) ORDER BY run_id""")
             .fetchall()]
-        note = unvalidated_note(ReportContext(Logged(con), runs))
+        note = unvalidated_note(ReportContext(_Logged(con, sqls), runs))
     assert expected == ["synth-03", "synth-04"]
     assert note is not None
     assert re.findall(r"(synth-\d\d) \(judge", note) == expected
@@ -246,16 +242,8 @@ def test_the_summary_reads_the_sessions_once_for_each_figure(db: Path) -> None:
     one pass, the headline means from one aggregation keyed by number (no UNPIVOT names)."""
     sqls: list[str] = []
 
-    class Logged:
-        def __init__(self, con: Any) -> None:
-            self._con = con
-
-        def execute(self, sql: str, *args: Any) -> Any:
-            sqls.append(" ".join(str(sql).split()))
-            return self._con.execute(sql, *args)
-
     with open_store(db) as con:
-        summary(ReportContext(Logged(con), select_runs(con, ["all"])))
+        summary(ReportContext(_Logged(con, sqls), select_runs(con, ["all"])))
     assert len([q for q in sqls if "LEFT JOIN sessions s USING (run_id)" in q]) == 1
     # the headline's counts (scored and left out, one pass) and its means
     assert len([q for q in sqls if "FROM session_results" in q]) == 2
