@@ -33,6 +33,7 @@ from . import stats
 from .cluster import cluster_sql
 from .cost import MEASURED, UNPRICED, cost
 from .model import BuiltinReport, Column, Estimate, ReportResult, Table
+from .sqltext import literals
 
 BOOTSTRAP_EXACT_MAX = 50
 """Units up to which a CI is the exact percentile bootstrap; above, its normal approximation
@@ -89,7 +90,7 @@ class ReportContext:
             "SELECT run_id FROM runs WHERE run_id IN $runs AND judge = 'rules'")}
 
     def _in(self) -> str:
-        return "(" + ", ".join("'" + r.replace("'", "''") + "'" for r in self.runs) + ")"
+        return f"({literals(self.runs)})"
 
     def labels(self) -> dict[str, str]:
         """Run id → what to call it in a table: the agent, plus the run id when two selected runs

@@ -16,6 +16,8 @@ from typing import Any
 
 from benchpack.specs.origin_label import origin_of_config
 
+from .sqltext import literals
+
 _DEFAULT = "(default)"
 
 
@@ -51,9 +53,7 @@ def run_settings(con: Any, runs: Sequence[str]) -> dict[str, dict[str, str | Non
     """Run id → the settings that must agree for a comparison (None: not recorded)."""
     if not runs:
         return {}
-    # the run ids as SQL literals: each bound parameter costs DuckDB two failed `import
-    # pandas` (every report reads these; ~5 ms a report for 7 runs)
-    marks = ", ".join("'" + str(r).replace("'", "''") + "'" for r in runs)
+    marks = literals(runs)  # every report reads these: no bound parameters (`sqltext`)
     rows = con.execute(f"""SELECT run_id, pack_name, pack_version, plan_hash, benchpack_version,
             judge, simulator, config FROM runs WHERE run_id IN ({marks})""").fetchall()
     out: dict[str, dict[str, str | None]] = {}
@@ -104,9 +104,7 @@ def mixed_note(con: Any, runs: Sequence[str]) -> str | None:
     different packs are never compared row by row, so they are not flagged)."""
     if len(runs) < 2:
         return None
-    # the run ids as SQL literals: each bound parameter costs DuckDB two failed `import
-    # pandas` (every report reads these; ~5 ms a report for 7 runs)
-    marks = ", ".join("'" + str(r).replace("'", "''") + "'" for r in runs)
+    marks = literals(runs)  # every report reads these: no bound parameters (`sqltext`)
     by_pack: dict[str, list[str]] = {}
     for run, pack in con.execute(f"SELECT run_id, pack_name FROM runs WHERE run_id IN "
                                  f"({marks}) ORDER BY run_id").fetchall():

@@ -27,6 +27,8 @@ import json
 import re
 from typing import Any
 
+from .sqltext import literal
+
 NO_CREDIT_MARK = "— counted 0, no credit"
 """What `runtime.session.checklist_outcome` appends to an item's detail when the guard gate took
 its credit (the stored score is the grader's; COMP and the soft score counted 0)."""
@@ -117,7 +119,7 @@ def load_many(con: Any, keys: list[tuple[str, str, int]]) -> list[dict[str, Any]
         return []
     # the keys as SQL literals: DuckDB binds a Python list parameter at ~0.2 ms an element
     # (0.5 s of CPU for 1,000 keys), a VALUES list of 1,000 rows parses in ~15 ms
-    values = ", ".join(f"({_literal(r)}, {_literal(s)}, {int(k)})" for r, s, k in keys)
+    values = ", ".join(f"({literal(r)}, {literal(s)}, {int(k)})" for r, s, k in keys)
     con.execute("CREATE OR REPLACE TEMP TABLE bp_explain_keys AS SELECT * FROM "
                 f"(VALUES {values}) v(run_id, session_id, repeat)")
     try:
@@ -138,11 +140,6 @@ def load_many(con: Any, keys: list[tuple[str, str, int]]) -> list[dict[str, Any]
         con.execute("DROP TABLE IF EXISTS temp.bp_explain_keys")
     return [load(con, *k, session=sessions[k], known=known[k], tables=have)
             if k in sessions else None for k in keys]
-
-
-def _literal(text: str) -> str:
-    """`text` as a DuckDB string literal (a quote doubled is its only escape)."""
-    return "'" + str(text).replace("'", "''") + "'"
 
 
 def explain(s: dict[str, Any], *, checklist: list[dict[str, Any]] = (),  # type: ignore[assignment]
@@ -553,7 +550,7 @@ def _selected(ctx: Any, limit: int) -> tuple[list[tuple[str, str, int]], int]:
     # run order in SQL, so that without patterns only the attempts shown reach Python (all
     # 100,000 of 1 M turns were fetched and sorted there: 0.3 s)
     position = "CASE run_id " + " ".join(
-        f"WHEN {_literal(r)} THEN {i}" for i, r in enumerate(ctx.runs)) + " END"
+        f"WHEN {literal(r)} THEN {i}" for i, r in enumerate(ctx.runs)) + " END"
     select = ("SELECT run_id, session_id, repeat, name, count(*) OVER () FROM sessions "
               "WHERE run_id IN $runs AND status <> 'skipped' "
               f"ORDER BY {position}, run_id, name, session_id, repeat")

@@ -10,6 +10,7 @@ from collections import defaultdict
 from . import validity
 from .builtin import ReportContext
 from .model import Column, Estimate, Table
+from .sqltext import literals
 
 TRIGGER_SCORE = {"PASS": 1.0, "PARTIAL": 0.5, "FAIL": 0.0}
 
@@ -183,7 +184,7 @@ def unvalidated_note(ctx: ReportContext) -> str | None:
         todo = sorted(set(judges) - found)
         if not todo:
             break
-        ids = ", ".join("'" + r.replace("'", "''") + "'" for r in todo)
+        ids = literals(todo)
         found |= {str(r[0]) for r in ctx.rows(f"""WITH s AS (
                 SELECT run_id, session_id, repeat, status, triples_predicted FROM sessions
                 WHERE run_id IN ({ids})

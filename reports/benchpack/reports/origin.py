@@ -14,15 +14,15 @@ from typing import Any
 
 from benchpack.specs.origin_label import RUN_CONFIG_KEY, OriginLabel, origin_of_config
 
+from .sqltext import literals
+
 
 def run_origins(con: Any, runs: Sequence[str]) -> dict[str, OriginLabel | None]:
     """Run id → its pack's origin (None: no origin recorded), in the order given, with the
     differences its sessions' endings call up (`OriginLabel.given`)."""
     if not runs:
         return {}
-    # the run ids as SQL literals: each bound parameter costs DuckDB two failed `import
-    # pandas` (every report reads these; ~5 ms a report for 7 runs)
-    marks = ", ".join("'" + str(r).replace("'", "''") + "'" for r in runs)
+    marks = literals(runs)  # every report reads these: no bound parameters (`sqltext`)
     found: dict[str, OriginLabel | None] = {}
     for run, raw in con.execute(f"SELECT run_id, json_extract(config, '$.{RUN_CONFIG_KEY}') "
                                 f"FROM runs WHERE run_id IN ({marks})").fetchall():
