@@ -76,7 +76,7 @@ def plain_arm(module: ModuleType) -> Arm:
 
 
 async def aiohttp_arm(url: str, n: int, c: int) -> None:
-    """Requests as `openai_direct._post_aiohttp` sends them."""
+    """Requests as `openai_direct._post` sends them."""
     import aiohttp
 
     sem = asyncio.Semaphore(c)

@@ -89,7 +89,7 @@ def _run(answers: list[Any], body: Callable[[Post, Server], Awaitable[Any]]) -> 
 
         async def post(timeout: float = 5.0
                        ) -> tuple[int, dict[str, str], bytes]:
-            return await backend._post_aiohttp(
+            return await backend._post(
                 f"http://127.0.0.1:{port}/v1/chat/completions", b'{"model": "m"}',
                 {"Content-Type": "application/json"}, timeout)
         try:

@@ -40,6 +40,7 @@ resp.content, resp.tool_calls, resp.usage, resp.cache_hit, resp.raw_message
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import importlib
 import os
@@ -307,6 +308,13 @@ def over_limits(raw: dict[str, Any]) -> str | None:
 # --------------------------------------------------------------------------- the client
 
 
+@functools.lru_cache(maxsize=16)
+def _base_digest(api_base: str) -> str:
+    """The digest a cache key's model carries for its `api_base`: worked out once a base, not
+    once a call (issue 31)."""
+    return hashlib.sha256(api_base.encode()).hexdigest()[:16]
+
+
 class LLMClient:
     """See the module docstring."""
 
@@ -332,8 +340,6 @@ class LLMClient:
         self.cache_hits = 0
         self.failures = 0
         self._tools_memo: dict[int, tuple[list[dict[str, Any]], str, str]] = {}
-        self._base_tag: tuple[str, str] | None = None
-        """(`api_base`, the digest the cache key's model carries)."""
         # litellm reads keys from the environment itself: an error may echo any of them
         self._redact = Redactor.from_environment(urls=[self.config.api_base],
                                                  values=[self.config.api_key])
@@ -355,10 +361,7 @@ class LLMClient:
         base = self.config.api_base
         if not base:
             return model
-        held = self._base_tag
-        if held is None or held[0] != base:  # a digest a client, not one a call
-            held = self._base_tag = (base, hashlib.sha256(base.encode()).hexdigest()[:16])
-        return f"{model}@{held[1]}"
+        return f"{model}@{_base_digest(base)}"
 
     def _scrub(self, text: str) -> str:
         key = self.config.api_key

@@ -47,7 +47,7 @@ import json
 import os
 import sys
 import weakref
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -232,23 +232,14 @@ def litellm_cost(data: dict[str, Any], model: str) -> float | None:
     return float(found) if isinstance(found, int | float) else None
 
 
-class _LoopClients:
-    """One event loop's aiohttp session, made on the loop's first direct call."""
-
-    def __init__(self) -> None:
-        self.session: Any = None
-        self.closer = _close_with_loop(self)
-
-
-async def _close_with_loop(clients: _LoopClients) -> AsyncGenerator[None, None]:
-    """Parked at its first `yield` for the clients' life: `asyncio.run` closes every async
-    generator of its loop before closing the loop (`shutdown_asyncgens`), which closes them
-    with it, so no caller has to remember to (and aiohttp reports no session unclosed)."""
+async def _close_with_loop(session: Any) -> AsyncIterator[None]:
+    """Parked at its first `yield` for the session's life: `asyncio.run` closes every async
+    generator of its loop before closing the loop (`shutdown_asyncgens`), which closes the
+    session with it, so no caller has to remember to (and aiohttp reports none unclosed)."""
     try:
         yield
     finally:
-        if clients.session is not None:
-            await clients.session.close()
+        await session.close()
 
 
 def _body(req: BackendRequest) -> bytes:
@@ -282,39 +273,34 @@ class OpenAIDirectBackend:
     `LLMClient` sets no guard timer of its own around it."""
 
     def __init__(self) -> None:
-        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClients] = \
+        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = \
             weakref.WeakKeyDictionary()
         self._imported = False
         """litellm imported for a price `openai_prices` leaves to it."""
 
-    async def _held(self) -> _LoopClients:
-        """This loop's clients (closed with the loop), made on first use."""
+    async def _session(self) -> Any:
+        """This loop's aiohttp session (closed with the loop): imported and made on the first
+        direct call (a run that makes none never imports aiohttp)."""
         loop = asyncio.get_running_loop()
         held = self._sessions.get(loop)
-        if held is None:
-            held = self._sessions[loop] = _LoopClients()
-            await held.closer.__anext__()
-        return held
-
-    async def _session(self) -> Any:
-        """This loop's aiohttp session: imported and made on the first direct call (a run that
-        makes none never imports aiohttp)."""
-        held = await self._held()
-        if held.session is None or held.session.closed:
+        if held is None or held[0].closed:
             import aiohttp
 
             # limit=0: no cap of its own; LLMClient's per-model limits decide what is in flight
-            held.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0),
-                                                 skip_auto_headers=("User-Agent",))
-        return held.session
+            session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0),
+                                            skip_auto_headers=("User-Agent",))
+            closer = _close_with_loop(session)
+            await closer.__anext__()
+            held = self._sessions[loop] = (session, closer)
+        return held[0]
 
     async def aclose(self) -> None:
         """Close this loop's pool now (tests; `asyncio.run` does it anyway)."""
         held = self._sessions.pop(asyncio.get_running_loop(), None)
         if held is not None:
-            await held.closer.aclose()
+            await held[1].aclose()
 
-    async def _post_aiohttp(self, url: str, data: bytes, headers: dict[str, str],
+    async def _post(self, url: str, data: bytes, headers: dict[str, str],
                             timeout_s: float) -> tuple[int, dict[str, str], bytes]:
         import aiohttp
 
@@ -340,7 +326,7 @@ class OpenAIDirectBackend:
             headers["Authorization"] = f"Bearer {key}"
         elif basic is not None:  # `http://user:password@host/v1`, and no key of its own
             headers["Authorization"] = basic
-        status, got, raw = await self._post_aiohttp(url, data, headers, req.timeout_s)
+        status, got, raw = await self._post(url, data, headers, req.timeout_s)
         if status >= 400:
             raise OpenAICompatError(status, raw.decode("utf-8", "replace"), got)
         try:

@@ -54,7 +54,7 @@ from .storecheck import (
     damaged,
     verify_blocks,
 )
-from .storeend import Checkpoint, in_background
+from .storeend import checkpoint, in_background
 from .storeinsert import columns, described, insert_rows, no_pandas_retries
 from .storeschema import check_ours, migrate
 
@@ -224,8 +224,8 @@ class Store:
         """Hashes already in `blobs` (read at the first snapshot written)."""
         self._final_row: dict[str, Any] | None = None
         """The run's final row, for the writer's last transaction (`finish_run`)."""
-        self._checkpoint: Checkpoint | None = None
-        """`finish_run`'s checkpoint, running or done."""
+        self._checkpoint: Callable[[], None] | None = None
+        """Waits for `finish_run`'s checkpoint, running or done."""
         self._tools_texts: dict[int, dict[str, tuple[str, str]]] = {}
         """Per stored-text limit: tool list → its stored text and blob hash
         (`calltexts.encode_calls`), made once a run instead of once a session."""
@@ -285,12 +285,12 @@ class Store:
             self._thread = None
             if self._error is not None:
                 raise self.writer_error() from self._error
-        self._checkpoint = Checkpoint(self.con)
+        self._checkpoint = checkpoint(self.con)
 
     def _checkpointed(self) -> None:
-        held, self._checkpoint = self._checkpoint, None
-        if held is not None:
-            held.wait()
+        wait, self._checkpoint = self._checkpoint, None
+        if wait is not None:
+            wait()
 
     def forget_starting(self, run_id: str) -> None:
         """Remove the run's row if it is still the placeholder of a run that never started

@@ -14,17 +14,12 @@ from typing import Any
 from .storecheck import damage_reason
 
 
-class Checkpoint:
-    """`CHECKPOINT` on a thread; `wait` joins it and raises the damage it met (any other
-    failure, such as a transaction still open, is left to the close, which checkpoints)."""
+def checkpoint(con: Any) -> Callable[[], None]:
+    """`CHECKPOINT` started on a thread (`in_background`); the function returned waits for it
+    and raises the damage it met (any other failure, such as a transaction still open, is left
+    to the close, which checkpoints)."""
 
-    def __init__(self, con: Any) -> None:
-        self._failed: list[BaseException] = []
-        self._thread = threading.Thread(target=self._run, args=(con,),
-                                        name="benchpack-checkpoint")
-        self._thread.start()
-
-    def _run(self, con: Any) -> None:
+    def run() -> None:
         import duckdb
 
         try:
@@ -35,12 +30,9 @@ class Checkpoint:
                 cur.close()
         except duckdb.Error as exc:
             if damage_reason(exc) is not None:
-                self._failed.append(exc)
+                raise
 
-    def wait(self) -> None:
-        self._thread.join()
-        if self._failed:
-            raise self._failed[0]
+    return in_background(run, "benchpack-checkpoint")
 
 
 def in_background(work: Callable[[], None], name: str) -> Callable[[], None]:
