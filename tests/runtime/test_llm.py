@@ -516,6 +516,32 @@ def test_parse_arguments_and_retry_after() -> None:
         "%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 100))})) or 0) <= 100
 
 
+def test_a_cancelled_caller_is_not_retried_when_the_backend_reports_a_timeout() -> None:
+    """A turn's deadline and the backend's own timer expiring in the same loop step: aiohttp
+    turns both cancellations into its TimeoutError. The client must not retry (a retry took
+    the next queued answer, and the turn ended `error` instead of `timeout`): the caller's
+    cancellation goes on, recorded as cancelled."""
+    calls: list[int] = []
+
+    async def backend(req: Any) -> Any:
+        calls.append(1)
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()  # the caller's deadline …
+        try:
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:  # … taken by the backend's timer, as aiohttp does
+            raise TimeoutError("the request timed out") from None
+        raise AssertionError("not cancelled")
+
+    client = LLMClient(LLMConfig(backoff_base_s=0.0, backoff_max_s=0.0), backend=backend)
+    records: list[LLMCallRecord] = []
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(ask(client, records))
+    assert calls == [1]
+    assert [r.error for r in records] == ["cancelled"]
+
+
 def test_recorder_routing(tmp_path: Path) -> None:
     """Calls land where the brief says; the adapter's own recorder only serves briefs without
     one; every session also keeps its calls."""

@@ -545,6 +545,14 @@ class LLMClient:
                 record(error="cancelled", attempts=attempt)
                 raise
             except Exception as exc:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    # a caller's deadline (a turn's `asyncio.timeout`) fell in the same loop
+                    # step as the backend's own timer, and aiohttp turned both cancellations
+                    # into its TimeoutError: the caller's cancellation goes on, no retry
+                    self.failures += 1
+                    record(error="cancelled", attempts=attempt)
+                    raise asyncio.CancelledError from None
                 retryable = is_retryable(exc)
                 if retryable and attempt <= self.config.max_retries:
                     hint = retry_after_s(exc)
