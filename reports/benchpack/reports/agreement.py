@@ -44,6 +44,15 @@ bootstrap costs items × resamples draws and a report holds dozens of κs, while
 hundred items on the two intervals agree to about the bootstrap's own Monte-Carlo noise
 (reports/README.md); κ needs more items than a mean for that (skewed scales, e.g. 97 % YES),
 hence not `BOOTSTRAP_EXACT_MAX`. `--exact-bootstrap N` above this raises it."""
+ALPHA_EXACT_MAX = 200
+"""Sessions up to which α's CI is the exact percentile bootstrap over sessions; above, α ±
+z·SE with the delete-one-session jackknife SE (`stats.krippendorff_alpha_ci`). Chosen by
+simulation with a known α (`benchmarks/alpha_coverage.py`, table in benchmarks/README.md):
+from 200 sessions on, the jackknife interval covers as the bootstrap does on every design
+there (2 or 2-4 raters, ordinal and two labels, balanced and 97 % PASS, α 0.3 / 0.7 / 0.95),
+at the cost of one α per distinct session matrix where the bootstrap draws sessions ×
+resamples (0.84 s of `agreement --humans` on 1 M turns). `--exact-bootstrap N` above this
+raises it."""
 
 Cube = Counter[tuple[Any, ...]]
 """Integer statistics of one (kind, type) group, keyed by what they count (summed exactly when
@@ -184,11 +193,19 @@ def by_stat(cube: Cube) -> dict[Any, list[tuple[tuple[Any, ...], int]]]:
     return by
 
 
+def _alpha_exact_max(ctx: ReportContext) -> int:
+    return max(ctx.exact_max, ALPHA_EXACT_MAX)
+
+
 def alpha_of_units(units: list[list[float]], scale: Sequence[str], ctx: ReportContext) -> Estimate:
-    """Krippendorff's α (ordinal) with its CI from each unit's flattened coincidences."""
+    """Krippendorff's α (ordinal) with its CI from each unit's flattened coincidences: the
+    bootstrap up to `ALPHA_EXACT_MAX` units, the jackknife normal interval above (labelled
+    `method="jackknife"`; the bootstrap's Estimate keeps no label, as before)."""
     ci = stats.krippendorff_alpha_ci(units, "ordinal", scale, level=ctx.level,
-                                     resamples=ctx.resamples, seed=ctx.seed)
-    return Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units)
+                                     resamples=ctx.resamples, seed=ctx.seed,
+                                     exact_max=_alpha_exact_max(ctx))
+    return Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units,
+                    method="jackknife" if ci.method == "jackknife" else None)
 
 
 def groups(rows: Iterable[tuple[Any, ...]]) -> list[tuple[str, str, Cube]]:
@@ -416,10 +433,14 @@ def _group_order(present: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     return order
 
 
-ALPHA_CI = ("its [ ] resamples sessions (each session's items together, so items where a "
-             "session holds one), recomputing α from the resampled coincidences, with the "
-             "resamples and seed of κ; resamples with one value only (α undefined) are left "
-             "out, as in ProactBench's released analysis; α undefined (no variation) is –")
+ALPHA_CI = ("its [ ] is over sessions (each session's items together, so items where a "
+             f"session holds one): up to {ALPHA_EXACT_MAX} sessions (`--exact-bootstrap N` "
+             "raises it), the percentile bootstrap, "
+             "recomputing α from the resampled coincidences, with the resamples and seed of "
+             "κ; resamples with one value only (α undefined) are left out, as in "
+             "ProactBench's released analysis; above it, α ± z·SE with the delete-one-session "
+             "jackknife SE, clipped at 1 (JSON method `jackknife`); α undefined (no "
+             "variation) is –")
 
 
 def ci_note(ctx: ReportContext) -> str:
@@ -428,7 +449,8 @@ def ci_note(ctx: ReportContext) -> str:
             f"{ctx.exact_max} sessions, above it its normal approximation (linearised SE over "
             f"session totals); where every session holds one item, over items: the bootstrap "
             f"up to {_exact_max(ctx)} items, above it the normal approximation with the "
-            "large-sample SE of Fleiss, Cohen & Everitt (1969). "
+            "large-sample SE of Fleiss, Cohen & Everitt (1969). α: the bootstrap up to "
+            f"{_alpha_exact_max(ctx)} sessions, the jackknife normal interval above. "
             "Confusion rows are the first rater's labels, worst first (FAIL PARTIAL PASS or "
             "NO YES), columns the second's.")
 
@@ -532,7 +554,7 @@ AGREEMENT = BuiltinReport(
     "agreement", "Judge agreement", "judge vs judge (a run and its rejudge) or vs human "
     "consensus (--humans): κ, α, confusion, rank stability", agreement_report)
 
-__all__ = ["AGREEMENT", "ALPHA_CI", "LABELS", "PAIR_CELLS", "Lineage", "agreement_cells",
+__all__ = ["AGREEMENT", "ALPHA_CI", "ALPHA_EXACT_MAX", "LABELS", "PAIR_CELLS", "Lineage", "agreement_cells",
            "agreement_report", "alpha_of_units", "by_stat", "ci_note", "columns", "groups",
            "judge_pairs", "kappa_estimates", "label_at", "run_name", "scale_of",
            "sum_sessions"]

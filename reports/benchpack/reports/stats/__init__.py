@@ -1,7 +1,7 @@
 """Statistics for reports: pure Python (stdlib only), deterministic, checked against published tables.
 
 One import path, `benchpack.reports.stats`, for modules split by subject: `resampling` (means,
-bootstrap and normal CIs), `kappa` (agreement, κ, α, rank correlation), `passk` (pass@k,
+bootstrap and normal CIs), `kappa` (agreement, κ, α), `rank` (rank correlation), `passk` (pass@k,
 pass^k, trigger rates) and `uncertainty` (headline uncertainty: clustered standard errors,
 exact and design-effect proportion intervals, Student-t intervals, flip rate).
 
@@ -32,9 +32,6 @@ from .kappa import (
     krippendorff_alpha,
     krippendorff_alpha_ci,
     krippendorff_alpha_coincidence,
-    rank_stability,
-    ranks,
-    spearman_rho,
 )
 from .passk import (
     PASS_K_DEFINITION,
@@ -48,6 +45,7 @@ from .passk import (
     task_counts,
     trigger_rates,
 )
+from .rank import rank_stability, ranks, spearman_rho
 from .resampling import (
     BootstrapCI,
     MacroMicro,

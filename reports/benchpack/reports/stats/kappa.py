@@ -1,4 +1,5 @@
-"""Agreement between raters (Cohen's κ with CIs, Krippendorff's α) and rank correlation."""
+"""Agreement between raters: Cohen's κ with CIs, Krippendorff's α with CIs (rank correlation:
+`rank`)."""
 
 from __future__ import annotations
 
@@ -355,6 +356,7 @@ def krippendorff_alpha_ci(
     level: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
+    exact_max: int | None = None,
 ) -> BootstrapCI:
     """Krippendorff's α with a percentile bootstrap CI over **units**: each unit a flattened
     k×k coincidence matrix (its cells as :func:`krippendorff_alpha_coincidence` adds them; all
@@ -370,7 +372,12 @@ def krippendorff_alpha_ci(
     its α computed at once (16 calls of the 1 M-turn benchmark's agreement report: 13 s
     one resample at a time, 1.0 s; the patterns' draws as differences of running totals,
     `unit_draw_totals`, not summed per pattern). Fewer than two
-    units say nothing about the variation between units: no interval."""
+    units say nothing about the variation between units: no interval.
+
+    ``exact_max``: above this many units, the normal approximation instead
+    (``method="jackknife"``, :func:`_alpha_jackknife_ci`), which costs one α per pattern where
+    the bootstrap costs units × resamples draws; the bootstrap still where a unit's removal
+    leaves α undefined. ``None``: always resample."""
     k = len(categories)
     if any(len(u) != k * k for u in units):
         raise ValueError(f"each unit must be a flattened {k}×{k} coincidence matrix")
@@ -401,6 +408,11 @@ def krippendorff_alpha_ci(
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
     cells_of = np.array(columns, dtype=float).T  # patterns × k²
+    if exact_max is not None and n > exact_max:
+        jackknife = _alpha_jackknife_ci(cells_of, counts, alpha(counts)[0],
+                                        level_of_measurement, categories, level, seed)
+        if jackknife is not None:
+            return jackknife
     # the units lie grouped by pattern: a pattern's weight in a resample is the draws of its
     # slice of units, the difference of the running totals at the slices' ends; every
     # resample's α computed at once (`_alpha_rows`)
@@ -418,6 +430,36 @@ def krippendorff_alpha_ci(
                        quantile(defined, (1.0 - level) / 2.0) if defined else None,
                        quantile(defined, (1.0 + level) / 2.0) if defined else None,
                        level, resamples, n, seed, undefined=len(draws) - len(defined))
+
+
+def _alpha_jackknife_ci(patterns: Any, counts: Sequence[int], estimate: float | None,
+                        level_of_measurement: AlphaLevel, categories: Sequence[object],
+                        level: float, seed: int) -> BootstrapCI | None:
+    """α ± z·SE with the delete-one-unit jackknife SE (Quenouille–Tukey): α₍ᵢ₎ is α of the
+    summed coincidences without unit i, ᾱ their mean, SE² = (N − 1)/N · Σᵢ (α₍ᵢ₎ − ᾱ)² —
+    for a smooth statistic the spread the bootstrap over units converges to (the jackknife's
+    is slightly larger, not smaller). Units with the same matrix (`patterns`, one row each,
+    `counts` units) share α₍ᵢ₎: one α per pattern. The upper end is clipped at 1, which α
+    cannot exceed (observed disagreement is never negative); the lower end is not (α's
+    lower bound depends on the data). `estimate` None (no variation): no interval. None when
+    removing some unit leaves α undefined (all of a value in one unit): no jackknife then."""
+    import numpy as np
+
+    n = sum(counts)
+    if estimate is None:
+        return BootstrapCI(None, None, None, level, 0, n, seed, method="jackknife")
+    total = [math.fsum(map(operator.mul, counts, col)) for col in patterns.T.tolist()]
+    left = _alpha_rows(np.asarray(total)[None, :] - patterns, level_of_measurement,
+                       categories)
+    if any(a is None for a in left):
+        return None
+    mean = math.fsum(map(operator.mul, counts, left)) / n  # type: ignore[arg-type]
+    spread = math.fsum(c * (a - mean) ** 2 for c, a in zip(counts, left,  # type: ignore[operator]
+                                                             strict=True))
+    half = statistics.NormalDist().inv_cdf((1.0 + level) / 2.0) * math.sqrt(
+        (n - 1) / n * spread)
+    return BootstrapCI(estimate, estimate - half, min(estimate + half, 1.0), level, 0, n, seed,
+                       method="jackknife")
 
 
 def _alpha_rows(cells: Any, level: AlphaLevel, categories: Sequence[object]
@@ -484,53 +526,3 @@ def _number(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"interval and ratio levels need numeric ratings, got {value!r}")
     return float(value)
-
-
-# --------------------------------------------------------------------------- rank correlation
-
-
-def ranks(values: Sequence[float]) -> list[float]:
-    """1-based ranks, ties sharing the average of the ranks they span."""
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    out = [0.0] * len(values)
-    start = 0
-    while start < len(order):
-        end = start
-        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
-            end += 1
-        shared = (start + end) / 2 + 1
-        for pos in range(start, end + 1):
-            out[order[pos]] = shared
-        start = end + 1
-    return out
-
-
-def spearman_rho(xs: Sequence[float], ys: Sequence[float]) -> float | None:
-    """Spearman's ρ: Pearson correlation of average ranks (ties handled exactly).
-
-    ``None`` for fewer than two pairs or when either side is constant.
-    """
-    if len(xs) != len(ys):
-        raise ValueError(f"xs and ys differ in length ({len(xs)} vs {len(ys)})")
-    if len(xs) < 2:
-        return None
-    rx, ry = ranks(xs), ranks(ys)
-    mean = (len(xs) + 1) / 2  # the mean rank, with or without ties
-    sxy = math.fsum((a - mean) * (b - mean) for a, b in zip(rx, ry, strict=True))
-    sxx = math.fsum((a - mean) ** 2 for a in rx)
-    syy = math.fsum((b - mean) ** 2 for b in ry)
-    if sxx == 0 or syy == 0:
-        return None
-    return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
-
-
-def rank_stability(scores_a: Mapping[str, float], scores_b: Mapping[str, float]) -> float | None:
-    """Spearman ρ between two rankings of the same models (e.g. under two judges).
-
-    Both mappings must score the same models: silently dropping one would change ρ.
-    """
-    if scores_a.keys() != scores_b.keys():
-        only = sorted(scores_a.keys() ^ scores_b.keys())
-        raise ValueError(f"the rankings score different models: {only}")
-    names = sorted(scores_a)
-    return spearman_rho([scores_a[m] for m in names], [scores_b[m] for m in names])

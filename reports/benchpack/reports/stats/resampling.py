@@ -85,8 +85,9 @@ class BootstrapCI:
     seed: int
     undefined: int = 0
     """Resamples on which the statistic was undefined; they are left out of the percentiles."""
-    method: Literal["percentile", "normal"] = "percentile"
-    """``"normal"`` when ``exact_max`` made it the normal approximation (``resamples`` is 0)."""
+    method: Literal["percentile", "normal", "jackknife"] = "percentile"
+    """``"normal"`` when ``exact_max`` made it the normal approximation (``resamples`` is 0);
+    ``"jackknife"``: the normal approximation with a delete-one-unit jackknife SE (α)."""
 
 
 @overload

@@ -1,0 +1,143 @@
+"""Krippendorff's α above the exact-bootstrap limit: α ± z·SE with the delete-one-unit
+jackknife SE (`stats.krippendorff_alpha_ci(..., exact_max=…)`, method "jackknife").
+
+Hand computation (NO / YES, two ratings a unit): U1 = (NO, YES), U2 = (NO, NO),
+U3 = U4 = (YES, YES). Pooled: n_NO = 3, n_YES = 5, n = 8, two off-diagonal coincidences, so
+α = 1 − 7 · 2 / (2 · 3 · 5) = 8/15 (on two labels the ordinal δ² cancels). Without one unit
+(n = 6): U1 → no disagreement left, α = 1; U2 → n_NO = 1, n_YES = 5: 1 − 5 · 2 / (2 · 5) = 0;
+U3 or U4 → 3 and 3: 1 − 5 · 2 / (2 · 9) = 4/9. Their mean 17/36, squared deviations
+(19² + 17² + 1 + 1) / 36² = 652 / 1296, SE² = (4 − 1)/4 · 652/1296 = 489/1296: SE = √489 / 36.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import pytest
+
+from benchpack.reports import stats
+
+YES_NO = ("NO", "YES")
+LABELS = ("FAIL", "PARTIAL", "PASS")
+Z95 = statistics.NormalDist().inv_cdf(0.975)
+
+
+def units(*raw: tuple[str, ...], scale: tuple[str, ...] = YES_NO) -> list[list[float]]:
+    """Flattened coincidence matrices, one a unit, as `krippendorff_alpha` counts them."""
+    k = len(scale)
+    index = {c: i for i, c in enumerate(scale)}
+    out = []
+    for vals in raw:
+        cells = [0.0] * (k * k)
+        m = len(vals)
+        for i, a in enumerate(vals):
+            for j, b in enumerate(vals):
+                if i != j:
+                    cells[index[a] * k + index[b]] += 1 / (m - 1)
+        out.append(cells)
+    return out
+
+
+HAND = [("NO", "YES"), ("NO", "NO"), ("YES", "YES"), ("YES", "YES")]
+
+
+def test_hand_computed_jackknife_se() -> None:
+    ci = stats.krippendorff_alpha_ci(units(*HAND), "ordinal", YES_NO, exact_max=3)
+    assert ci.method == "jackknife" and ci.resamples == 0 and ci.n_units == 4
+    assert ci.estimate == pytest.approx(8 / 15, abs=1e-12)
+    assert (ci.estimate - ci.low) / Z95 == pytest.approx(math.sqrt(489) / 36, abs=1e-12)
+    assert ci.high == 1.0  # 8/15 + 1.96 · 0.614 > 1: clipped, α cannot exceed 1
+
+
+def test_at_the_limit_still_the_bootstrap() -> None:
+    """`exact_max` units is still exact: the same interval as without a limit."""
+    exact = stats.krippendorff_alpha_ci(units(*HAND), "ordinal", YES_NO)
+    assert stats.krippendorff_alpha_ci(units(*HAND), "ordinal", YES_NO, exact_max=4) == exact
+    assert exact.method == "percentile" and exact.resamples == 2000
+
+
+def test_jackknife_against_alpha_of_the_ratings_without_each_unit() -> None:
+    """An independent path: α₍ᵢ₎ from the raw ratings by `krippendorff_alpha` with unit i
+    left out, the jackknife SE by its definition, on random ordinal data with units of 1-5
+    ratings and repeated patterns."""
+    rng = random.Random(7)
+    for _ in range(20):
+        raw = [tuple(rng.choice(LABELS) for _ in range(rng.randint(1, 5)))
+               for _ in range(rng.randint(3, 40))]
+        full = stats.krippendorff_alpha([list(u) for u in raw], "ordinal",
+                                        categories=list(LABELS))
+        left = [stats.krippendorff_alpha([list(u) for j, u in enumerate(raw) if j != i],
+                                         "ordinal", categories=list(LABELS))
+                for i in range(len(raw))]
+        ci = stats.krippendorff_alpha_ci(units(*raw, scale=LABELS), "ordinal", LABELS,
+                                         exact_max=0)
+        if full is None:
+            assert ci.estimate is None and ci.low is None
+            continue
+        if any(a is None for a in left):  # no jackknife: the bootstrap instead
+            assert ci.method == "percentile"
+            continue
+        n = len(raw)
+        mean = sum(left) / n  # type: ignore[arg-type]
+        se = math.sqrt((n - 1) / n * sum((a - mean) ** 2 for a in left))  # type: ignore[operator]
+        assert ci.method == "jackknife"
+        assert ci.estimate == pytest.approx(full, abs=1e-12)
+        assert ci.low == pytest.approx(full - Z95 * se, abs=1e-9)
+        assert ci.high == pytest.approx(min(full + Z95 * se, 1.0), abs=1e-9)
+
+
+def test_all_units_identical_se_zero() -> None:
+    """Adversarial: every unit the same matrix. Each α₍ᵢ₎ is the same number (n − 2 ratings
+    instead of n: α = 1 − 7 · 8 / 32 = −0.75 against −0.8 for all ten), so the SE is 0 and
+    the interval is the point, as every bootstrap resample is the same units too."""
+    ci = stats.krippendorff_alpha_ci(units(*[("NO", "YES")] * 5), "ordinal", YES_NO,
+                                     exact_max=0)
+    assert ci.method == "jackknife"
+    assert ci.estimate == pytest.approx(-0.8, abs=1e-12)
+    assert ci.low == ci.high == ci.estimate
+    boot = stats.krippendorff_alpha_ci(units(*[("NO", "YES")] * 5), "ordinal", YES_NO)
+    assert boot.low == pytest.approx(-0.8) and boot.high == pytest.approx(-0.8)
+
+
+def test_one_category_only_alpha_undefined_no_interval() -> None:
+    """Adversarial: every rating YES: α undefined, so no interval — never a number."""
+    ci = stats.krippendorff_alpha_ci(units(*[("YES", "YES")] * 600), "ordinal", YES_NO,
+                                     exact_max=10)
+    assert ci.estimate is None and ci.low is None and ci.high is None
+    assert ci.method == "jackknife" and ci.resamples == 0
+
+
+def test_two_units() -> None:
+    """Adversarial: two units. (NO, NO) and (YES, YES): without either, one value only, α
+    undefined — no jackknife, the bootstrap (exact) instead. (NO, YES) and (NO, NO, YES):
+    one unit alone has α = 0 ((m − 1)·D_o = D_e within a unit), so SE 0 — what the formula
+    gives at two units, which the reports never meet (their limit is hundreds)."""
+    apart = stats.krippendorff_alpha_ci(units(("NO", "NO"), ("YES", "YES")), "ordinal",
+                                        YES_NO, exact_max=1)
+    assert apart.method == "percentile" and apart.resamples == 2000
+    assert apart == stats.krippendorff_alpha_ci(units(("NO", "NO"), ("YES", "YES")),
+                                                "ordinal", YES_NO)
+    mixed = stats.krippendorff_alpha_ci(units(("NO", "YES"), ("NO", "NO", "YES")), "ordinal",
+                                        YES_NO, exact_max=1)
+    assert mixed.method == "jackknife"
+    assert mixed.low == mixed.high == mixed.estimate
+
+
+def test_no_unit_draws_above_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What is computed, not how long: above the limit nothing is drawn."""
+    from benchpack.reports.stats import kappa
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("drew resamples above the exact limit")
+
+    monkeypatch.setattr(kappa, "unit_draw_totals", refuse)
+    rng = random.Random(3)
+    raw = [tuple(rng.choice(LABELS) for _ in range(rng.randint(2, 4))) for _ in range(300)]
+    ci = stats.krippendorff_alpha_ci(units(*raw, scale=LABELS), "ordinal", LABELS,
+                                     exact_max=299)
+    assert ci.method == "jackknife" and ci.low is not None
+    with pytest.raises(AssertionError, match="drew"):
+        stats.krippendorff_alpha_ci(units(*raw, scale=LABELS), "ordinal", LABELS,
+                                    exact_max=300)
