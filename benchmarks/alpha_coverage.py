@@ -33,6 +33,7 @@ import argparse
 import itertools
 import math
 import time
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -121,9 +122,10 @@ def coverage(scale: str, prevalence: str, target: float, raters: str, sessions: 
     truth = true_alpha(kinds, q)
     cats = ("FAIL", "PARTIAL", "PASS")[-len(kinds[0]):] if len(kinds[0]) == 3 else ("NO", "YES")
     rng = np.random.default_rng(seed)
-    held = {"bootstrap": 0, "jackknife": 0}
-    width = {"bootstrap": 0.0, "jackknife": 0.0}
-    done = {"bootstrap": 0, "jackknife": 0}
+    held = {"bootstrap": 0, "jackknife": 0, "log": 0}
+    width = {"bootstrap": 0.0, "jackknife": 0.0, "log": 0.0}
+    done = {"bootstrap": 0, "jackknife": 0, "log": 0}
+    z = NormalDist().inv_cdf(0.975)
     fallback = 0
     for _ in range(reps):
         units = sessions_units(rng, kinds, q, sessions, raters)
@@ -137,6 +139,14 @@ def coverage(scale: str, prevalence: str, target: float, raters: str, sessions: 
             done[name] += 1
             held[name] += ci.low <= truth <= ci.high
             width[name] += ci.high - ci.low
+            if name == "jackknife" and ci.method == "jackknife" and ci.estimate < 1:
+                # the same SE on the scale of log(1 − α) (delta method), mapped back
+                se = (ci.estimate - ci.low) / z / (1 - ci.estimate)
+                low = 1 - (1 - ci.estimate) * math.exp(z * se)
+                high = 1 - (1 - ci.estimate) * math.exp(-z * se)
+                done["log"] += 1
+                held["log"] += low <= truth <= high
+                width["log"] += high - low
     return {"truth": truth, "q": q, "held": held, "width": width, "done": done,
             "fallback": fallback}
 
@@ -157,7 +167,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="one design per scale and raters")
     args = ap.parse_args()
     print("scale       prevalence  raters true α  sessions  bootstrap %    jackknife %   "
-          "width b / j    reps  fallback", flush=True)
+          "log(1 − α) %  width b / j    reps  fallback", flush=True)
     grid = list(itertools.product(SCALES, ("balanced", "skewed"), ALPHAS, RATERS))
     if args.quick:
         grid = [g for g in grid if g[2] == 0.7 and g[1] == "balanced"]
@@ -178,8 +188,10 @@ def main() -> None:
                 flag += "  jackknife < bootstrap"
             wb = r["width"]["bootstrap"] / b if b else float("nan")
             wj = r["width"]["jackknife"] / j if j else float("nan")
+            lg = r["done"]["log"]
             print(f"{scale:11s} {prevalence:11s} {raters:6s} {r['truth']:6.3f} {sessions:9d}  "
                   f"{_cell(r['held']['bootstrap'], b)}  {_cell(r['held']['jackknife'], j)}  "
+                  f"{_cell(r['held']['log'], lg)}  "
                   f"{wb:.3f} / {wj:.3f}  {min(b, j):5d}  {r['fallback']:4d}{flag}"
                   f"   ({time.perf_counter() - start:.0f} s)", flush=True)
 

@@ -279,6 +279,28 @@ def test_kendall_tau_ci_resamples_are_the_units_drawn() -> None:
     assert ci.high == pytest.approx(validity._quantile(taus, 0.975), abs=1e-12)
 
 
+def test_kendall_tau_cis_together_are_each_alone() -> None:
+    """Figures over the same units share one product a block (`kendall_tau_cis`); each
+    result is the one its own call gives, to the bit, whichever figures share it (units in
+    common, a subset, undefined τ, one unit)."""
+    rng = random.Random(21)
+    units = [f"s{i}" for i in range(40)]
+
+    def figures(over: list[str]) -> dict[str, dict[str, tuple[float, float]]]:
+        return {ag: {u: (float(rng.randint(0, 3)), float(rng.randint(1, 3))) for u in over
+                     if rng.random() < 0.9} for ag in ("x", "y", "z", "w")}
+
+    tied = {ag: {u: (1.0, 1.0) for u in units} for ag in ("x", "y")}
+    calls = [(figures(units), figures(units)), (figures(units[:20]), figures(units[:20])),
+             (figures(units), figures(units)), (tied, figures(units)),
+             (figures(units[:1]), figures(units[:1])), (figures(units), figures(units))]
+    together = validity.kendall_tau_cis(calls, resamples=300, seed=4)
+    alone = [validity.kendall_tau_ci(a, b, resamples=300, seed=4) for a, b in calls]
+    assert together == alone
+    assert [ci.low is None for ci in together] == [False, False, False, True, True, False]
+    assert len({(ci.low, ci.high) for ci in together}) > 2  # not all the same interval
+
+
 def test_unit_draws_are_seeded_counts_of_n_draws() -> None:
     from benchpack.reports.stats.resampling import unit_draw_counts
 

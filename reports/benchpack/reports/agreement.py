@@ -506,10 +506,13 @@ def _rank_stability(ctx: ReportContext, res: ReportResult,
                "the interval is coarse."])
     runs = sorted({r for pairs in groups.values() for p in pairs for r in p})
     from .judge_validity import unit_and_pooled_figures
-    from .validity import kendall_tau_ci
+    from .validity import kendall_tau_cis
 
     per_unit, trigger_means = unit_and_pooled_figures(ctx, runs)
     figures = _figures(ctx, runs, trigger_means)
+    # rows and their τ's inputs; the τs are computed together (`kendall_tau_cis`: figures
+    # over the same sessions share their resamples' product)
+    pending: list[tuple[list[Any], tuple[dict[str, Any], dict[str, Any]]]] = []
     for (ja, jb), pairs in groups.items():
         agents = Counter(lineage[a].agent for a, _ in pairs)
         names = {a: lineage[a].agent if agents[lineage[a].agent] == 1 else
@@ -523,15 +526,17 @@ def _rank_stability(ctx: ReportContext, res: ReportResult,
                 continue
             rho = stats.rank_stability({n: x for n, x, _ in both}, {n: y for n, _, y in both})
             shown = {n for n, _, _ in both}
-            tau = kendall_tau_ci({names[a]: per_unit[a][key] for a, _ in pairs
-                                  if names[a] in shown},
-                                 {names[a]: per_unit[b][key] for a, b in pairs
-                                  if names[a] in shown},
-                                 level=ctx.level, resamples=ctx.resamples, seed=ctx.seed)
-            t.rows.append([f"{ja} → {jb}", key, len(both), rho,
-                           Estimate(tau.tau, None, tau.low, tau.high, tau.units),
-                           _ranking([(n, x) for n, x, _ in both]),
-                           _ranking([(n, y) for n, _, y in both])])
+            pending.append(([f"{ja} → {jb}", key, len(both), rho,
+                             _ranking([(n, x) for n, x, _ in both]),
+                             _ranking([(n, y) for n, _, y in both])],
+                            ({names[a]: per_unit[a][key] for a, _ in pairs if names[a] in shown},
+                             {names[a]: per_unit[b][key] for a, b in pairs
+                              if names[a] in shown})))
+    taus = kendall_tau_cis([inputs for _, inputs in pending], level=ctx.level,
+                           resamples=ctx.resamples, seed=ctx.seed)
+    for (row, _), tau in zip(pending, taus, strict=True):
+        t.rows.append([*row[:4], Estimate(tau.tau, None, tau.low, tau.high, tau.units),
+                       *row[4:]])
     if not t.rows:
         t.notes.append("Needs the re-judged runs of at least two agents by the same judge "
                        "(`bench rejudge` each agent's run, then select the rejudges).")

@@ -183,44 +183,88 @@ def kendall_tau_ci(under_a: Mapping[str, Figure], under_b: Mapping[str, Figure],
     are resampled with replacement, every agent's figure under both judges recomputed on the
     same draw, τ recomputed. Units are the union over agents, in sorted order, so the draws do
     not depend on the order the store returned them."""
-    agents = sorted(set(under_a) & set(under_b))
-    all_units = sorted({u for a in agents for u in (*under_a[a], *under_b[a])}, key=str)
-    xs = [_figure(under_a[a], all_units) for a in agents]
-    ys = [_figure(under_b[a], all_units) for a in agents]
-    keep = [i for i, (x, y) in enumerate(zip(xs, ys, strict=True))
-            if x is not None and y is not None]
-    tau = kendall_tau_b([xs[i] for i in keep], [ys[i] for i in keep])  # type: ignore[misc]
-    if tau is None or len(all_units) < 2:
-        return TauCI(tau, None, None, len(keep), len(all_units), 0)
+    return kendall_tau_cis([(under_a, under_b)], level=level, resamples=resamples,
+                           seed=seed)[0]
+
+
+def kendall_tau_cis(pairs: Sequence[tuple[Mapping[str, Figure], Mapping[str, Figure]]], *,
+                    level: float = 0.95, resamples: int = 2000, seed: int = 0) -> list[TauCI]:
+    """`kendall_tau_ci` of each (under A, under B) of `pairs`, the same numbers: figures over
+    the same units (a report's trigger scores per type, its verified score and pass rate)
+    draw the same resamples, so their columns go into one product a block — one conversion
+    of the draws and one einsum, where each figure had its own (each element is still summed
+    over the units in the same order: the same bits)."""
+    out: list[TauCI | None] = [None] * len(pairs)
+    # per distinct list of units: (call, kept agents, their columns)
+    shared: dict[tuple[str, ...], list[tuple[int, float, list[int], Any]]] = {}
+    for call, (under_a, under_b) in enumerate(pairs):
+        agents = sorted(set(under_a) & set(under_b))
+        all_units = sorted({u for a in agents for u in (*under_a[a], *under_b[a])}, key=str)
+        xs = [_figure(under_a[a], all_units) for a in agents]
+        ys = [_figure(under_b[a], all_units) for a in agents]
+        keep = [i for i, (x, y) in enumerate(zip(xs, ys, strict=True))
+                if x is not None and y is not None]
+        tau = kendall_tau_b([xs[i] for i in keep], [ys[i] for i in keep])  # type: ignore[misc]
+        if tau is None or len(all_units) < 2:
+            out[call] = TauCI(tau, None, None, len(keep), len(all_units), 0)
+            continue
+        shared.setdefault(tuple(all_units), []).append(
+            (call, tau, keep, _tau_columns(under_a, under_b, agents, keep, all_units)))
+    for units, calls in shared.items():
+        for call, ci in zip((c[0] for c in calls),
+                            _tau_bootstrap(len(units), calls, level, resamples, seed),
+                            strict=True):
+            out[call] = ci
+    return [ci for ci in out if ci is not None]
+
+
+def _tau_columns(under_a: Mapping[str, Figure], under_b: Mapping[str, Figure],
+                 agents: list[str], keep: list[int], all_units: list[str]) -> Any:
+    """Each kept agent's (sum, count) per unit under each judge, side by side in one matrix
+    (sums under A, counts under A, sums under B, counts under B): an agent's figure on a
+    resample is Σ draws·sum ÷ Σ draws·count, as `_figure` sums over the drawn units."""
     import numpy as np
 
-    from .stats.resampling import unit_draw_counts
-
-    n = len(all_units)
-    # each kept agent's (sum, count) per unit under each judge, side by side in one matrix
-    # (sums under A, counts under A, sums under B, counts under B): an agent's figure on a
-    # resample is Σ draws·sum ÷ Σ draws·count, as `_figure` sums over the drawn units
     at = {u: i for i, u in enumerate(all_units)}
     m = len(keep)
-    columns = np.zeros((n, 4 * m))
+    columns = np.zeros((len(all_units), 4 * m))
     for part, (figures, side) in enumerate((f, s) for f in (under_a, under_b) for s in (0, 1)):
         for j, i in enumerate(keep):
             for u, pair in figures[agents[i]].items():
                 columns[at[u], part * m + j] = float(pair[side])
-    taus: list[float] = []
+    return columns
+
+
+def _tau_bootstrap(n: int, calls: list[tuple[int, float, list[int], Any]], level: float,
+                   resamples: int, seed: int) -> list[TauCI]:
+    """The percentile CIs of the `calls` over the same `n` units: one product a block for all
+    their columns."""
+    import numpy as np
+
+    from .stats.resampling import unit_draw_counts
+
+    columns = np.concatenate([c[3] for c in calls], axis=1)
+    ends = np.cumsum([c[3].shape[1] for c in calls])[:-1]
+    taus: list[list[float]] = [[] for _ in calls]
     for block in unit_draw_counts(n, resamples, seed):
         # einsum, not `@`: a BLAS product spreads over threads that spin, 40 % slower in all
-        # on 2 shared cores; one product for the four column groups (each element summed
-        # over the units in the same order as one product a group: the same bits)
+        # on 2 shared cores; one product for every column group (each element summed over
+        # the units in the same order as one product a group: the same bits)
         drawn = block.astype(float)  # a float × float einsum is twice an int × float one
-        sx, cx, sy, cy = np.split(np.einsum("ij,jk->ik", drawn, columns), 4, axis=1)
-        taus.extend(_tau_rows(sx, cx, sy, cy))
-    if not taus:
-        return TauCI(tau, None, None, len(keep), n, 0)
-    taus.sort()
+        products = np.einsum("ij,jk->ik", drawn, columns)
+        for out, part in zip(taus, np.split(products, ends, axis=1), strict=True):
+            sx, cx, sy, cy = np.split(part, 4, axis=1)
+            out.extend(_tau_rows(sx, cx, sy, cy))
+    results = []
     alpha = (1 - level) / 2
-    return TauCI(tau, _quantile(taus, alpha), _quantile(taus, 1 - alpha), len(keep), n,
-                 len(taus))
+    for (_, tau, keep, _), drawn_taus in zip(calls, taus, strict=True):
+        if not drawn_taus:
+            results.append(TauCI(tau, None, None, len(keep), n, 0))
+            continue
+        drawn_taus.sort()
+        results.append(TauCI(tau, _quantile(drawn_taus, alpha),
+                             _quantile(drawn_taus, 1 - alpha), len(keep), n, len(drawn_taus)))
+    return results
 
 
 def _tau_rows(sx: Any, cx: Any, sy: Any, cy: Any) -> list[float]:
@@ -272,6 +316,7 @@ __all__ = [
     "TauCI",
     "kendall_tau_b",
     "kendall_tau_ci",
+    "kendall_tau_cis",
     "leaks",
     "ppi_mean",
     "ppi_mean_totals",
