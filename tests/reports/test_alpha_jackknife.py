@@ -7,6 +7,7 @@ U3 = U4 = (YES, YES). Pooled: n_NO = 3, n_YES = 5, n = 8, two off-diagonal coinc
 (n = 6): U1 → no disagreement left, α = 1; U2 → n_NO = 1, n_YES = 5: 1 − 5 · 2 / (2 · 5) = 0;
 U3 or U4 → 3 and 3: 1 − 5 · 2 / (2 · 9) = 4/9. Their mean 17/36, squared deviations
 (19² + 17² + 1 + 1) / 36² = 652 / 1296, SE² = (4 − 1)/4 · 652/1296 = 489/1296: SE = √489 / 36.
+The interval is normal on the scale of log(1 − α): 1 − (7/15)·e^(±z·SE/(7/15)).
 """
 
 from __future__ import annotations
@@ -47,8 +48,10 @@ def test_hand_computed_jackknife_se() -> None:
     ci = stats.krippendorff_alpha_ci(units(*HAND), "ordinal", YES_NO, exact_max=3)
     assert ci.method == "jackknife" and ci.resamples == 0 and ci.n_units == 4
     assert ci.estimate == pytest.approx(8 / 15, abs=1e-12)
-    assert (ci.estimate - ci.low) / Z95 == pytest.approx(math.sqrt(489) / 36, abs=1e-12)
-    assert ci.high == 1.0  # 8/15 + 1.96 · 0.614 > 1: clipped, α cannot exceed 1
+    se = math.sqrt(489) / 36
+    assert ci.low == pytest.approx(1 - 7 / 15 * math.exp(Z95 * se * 15 / 7), abs=1e-12)
+    assert ci.high == pytest.approx(1 - 7 / 15 * math.exp(-Z95 * se * 15 / 7), abs=1e-12)
+    assert ci.high < 1  # where 8/15 + 1.96 · 0.614 would pass the largest α there is
 
 
 def test_at_the_limit_still_the_bootstrap() -> None:
@@ -84,8 +87,13 @@ def test_jackknife_against_alpha_of_the_ratings_without_each_unit() -> None:
         se = math.sqrt((n - 1) / n * sum((a - mean) ** 2 for a in left))  # type: ignore[operator]
         assert ci.method == "jackknife"
         assert ci.estimate == pytest.approx(full, abs=1e-12)
-        assert ci.low == pytest.approx(full - Z95 * se, abs=1e-9)
-        assert ci.high == pytest.approx(min(full + Z95 * se, 1.0), abs=1e-9)
+        if full == 1:
+            assert se == 0 and ci.low == ci.high == 1
+            continue
+        assert ci.low == pytest.approx(1 - (1 - full) * math.exp(Z95 * se / (1 - full)),
+                                       rel=1e-9)
+        assert ci.high == pytest.approx(1 - (1 - full) * math.exp(-Z95 * se / (1 - full)),
+                                        rel=1e-9)
 
 
 def test_all_units_identical_se_zero() -> None:
@@ -99,6 +107,16 @@ def test_all_units_identical_se_zero() -> None:
     assert ci.low == ci.high == ci.estimate
     boot = stats.krippendorff_alpha_ci(units(*[("NO", "YES")] * 5), "ordinal", YES_NO)
     assert boot.low == pytest.approx(-0.8) and boot.high == pytest.approx(-0.8)
+
+
+def test_perfect_agreement_alpha_one_is_the_point() -> None:
+    """Adversarial: units that disagree with each other but never within: α = 1, and α of
+    every subset that has two values is 1 too — SE 0, the interval the point (never a
+    division by 1 − α = 0)."""
+    raw = [("NO", "NO"), ("YES", "YES", "YES"), ("NO", "NO"), ("YES", "YES")] * 3
+    ci = stats.krippendorff_alpha_ci(units(*raw), "ordinal", YES_NO, exact_max=0)
+    assert ci.method == "jackknife"
+    assert ci.estimate == ci.low == ci.high == 1.0
 
 
 def test_one_category_only_alpha_undefined_no_interval() -> None:

@@ -441,14 +441,17 @@ def krippendorff_alpha_ci(
 def _alpha_jackknife_ci(patterns: Any, counts: Sequence[int], estimate: float | None,
                         level_of_measurement: AlphaLevel, categories: Sequence[object],
                         level: float, seed: int) -> BootstrapCI | None:
-    """α ± z·SE with the delete-one-unit jackknife SE (Quenouille–Tukey): α₍ᵢ₎ is α of the
-    summed coincidences without unit i, ᾱ their mean, SE² = (N − 1)/N · Σᵢ (α₍ᵢ₎ − ᾱ)² —
-    for a smooth statistic the spread the bootstrap over units converges to (the jackknife's
-    is slightly larger, not smaller). Units with the same matrix (`patterns`, one row each,
-    `counts` units) share α₍ᵢ₎: one α per pattern. The upper end is clipped at 1, which α
-    cannot exceed (observed disagreement is never negative); the lower end is not (α's
-    lower bound depends on the data). `estimate` None (no variation): no interval. None when
-    removing some unit leaves α undefined (all of a value in one unit): no jackknife then."""
+    """α's normal interval with the delete-one-unit jackknife SE (Quenouille–Tukey): α₍ᵢ₎ is
+    α of the summed coincidences without unit i, ᾱ their mean, SE² = (N − 1)/N · Σᵢ (α₍ᵢ₎ −
+    ᾱ)² — for a smooth statistic the spread the bootstrap over units converges to (the
+    jackknife's slightly larger, not smaller). Units with the same matrix (`patterns`, one
+    row each, `counts` units) share α₍ᵢ₎: one α per pattern. The interval is normal on the
+    scale of log(1 − α), SE/(1 − α) there (delta method), mapped back: 1 − (1 − α)·e^(±z·SE/
+    (1 − α)). α cannot exceed 1 and near 1 its sampling distribution has a long lower tail;
+    α ± z·SE undercovered there (`benchmarks/alpha_coverage.py`: 97 % PASS, α 0.95, 400
+    sessions, 87.8 % against the bootstrap's 91.3 % and this interval's 95.7 %). SE 0 (every
+    α₍ᵢ₎ the same, e.g. α = 1): the point. `estimate` None (no variation): no interval. None
+    when removing some unit leaves α undefined (all of a value in one unit): no jackknife."""
     import numpy as np
 
     n = sum(counts)
@@ -462,10 +465,13 @@ def _alpha_jackknife_ci(patterns: Any, counts: Sequence[int], estimate: float | 
     mean = math.fsum(map(operator.mul, counts, left)) / n  # type: ignore[arg-type]
     spread = math.fsum(c * (a - mean) ** 2 for c, a in zip(counts, left,  # type: ignore[operator]
                                                              strict=True))
-    half = statistics.NormalDist().inv_cdf((1.0 + level) / 2.0) * math.sqrt(
-        (n - 1) / n * spread)
-    return BootstrapCI(estimate, estimate - half, min(estimate + half, 1.0), level, 0, n, seed,
-                       method="jackknife")
+    se = math.sqrt((n - 1) / n * spread)
+    low = high = estimate
+    if se > 0 and estimate < 1:  # α = 1: no disagreement anywhere, every α₍ᵢ₎ is 1 too
+        stretch = statistics.NormalDist().inv_cdf((1.0 + level) / 2.0) * se / (1 - estimate)
+        low, high = 1 - (1 - estimate) * math.exp(stretch), 1 - (1 - estimate) * math.exp(
+            -stretch)
+    return BootstrapCI(estimate, low, high, level, 0, n, seed, method="jackknife")
 
 
 def _alpha_rows(cells: Any, level: AlphaLevel, categories: Sequence[object]
