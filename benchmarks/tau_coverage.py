@@ -19,12 +19,11 @@ from __future__ import annotations
 import argparse
 import random
 
-from benchpack.reports.validity import kendall_tau_b, kendall_tau_cis
+from benchpack.reports.validity import kendall_tau_b, kendall_tau_ci
 
 DESIGNS = ((4, 50, 0.08), (6, 50, 0.08), (6, 200, 0.08), (4, 50, 0.0), (6, 50, 0.0),
            (6, 200, 0.0))
 """(agents, sessions, shift)."""
-INTERVAL = "percentile"
 
 
 def coverage(agents: int, sessions: int, shift: float, reps: int, resamples: int,
@@ -49,8 +48,7 @@ def coverage(agents: int, sessions: int, shift: float, reps: int, resamples: int
                 b[f"s{s}"] = (float(sum(rng.random() < pb[k] for _ in range(scored))),
                               float(scored))
             under_a[f"agent{k}"], under_b[f"agent{k}"] = a, b
-        (ci,) = kendall_tau_cis([(under_a, under_b)], resamples=resamples,
-                                seed=seed * 100_003 + r, interval=INTERVAL)
+        ci = kendall_tau_ci(under_a, under_b, resamples=resamples, seed=seed * 100_003 + r)
         if ci.low is None or ci.high is None:
             continue
         done += 1
@@ -64,10 +62,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=1000)
     ap.add_argument("--resamples", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--interval", default="percentile", choices=["percentile", "bc"])
     args = ap.parse_args()
-    global INTERVAL
-    INTERVAL = args.interval
     print("agents sessions  shift  true τ  coverage (± MC)   mean width  reps")
     for i, (agents, sessions, shift) in enumerate(DESIGNS):
         truth, p, w, done = coverage(agents, sessions, shift, args.reps, args.resamples,

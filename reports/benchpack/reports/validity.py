@@ -15,7 +15,6 @@ Undefined figures come back as `None`, never NaN.
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -189,8 +188,7 @@ def kendall_tau_ci(under_a: Mapping[str, Figure], under_b: Mapping[str, Figure],
 
 
 def kendall_tau_cis(pairs: Sequence[tuple[Mapping[str, Figure], Mapping[str, Figure]]], *,
-                    level: float = 0.95, resamples: int = 2000, seed: int = 0,
-                    interval: str = "percentile") -> list[TauCI]:
+                    level: float = 0.95, resamples: int = 2000, seed: int = 0) -> list[TauCI]:
     """`kendall_tau_ci` of each (under A, under B) of `pairs`, the same numbers: figures over
     the same units (a report's trigger scores per type, its verified score and pass rate)
     draw the same resamples, so their columns go into one product a block — one conversion
@@ -214,8 +212,7 @@ def kendall_tau_cis(pairs: Sequence[tuple[Mapping[str, Figure], Mapping[str, Fig
             (call, tau, keep, _tau_columns(under_a, under_b, agents, keep, all_units)))
     for units, calls in shared.items():
         for call, ci in zip((c[0] for c in calls),
-                            _tau_bootstrap(len(units), calls, level, resamples, seed,
-                                           interval),
+                            _tau_bootstrap(len(units), calls, level, resamples, seed),
                             strict=True):
             out[call] = ci
     return [ci for ci in out if ci is not None]
@@ -239,7 +236,7 @@ def _tau_columns(under_a: Mapping[str, Figure], under_b: Mapping[str, Figure],
 
 
 def _tau_bootstrap(n: int, calls: list[tuple[int, float, list[int], Any]], level: float,
-                   resamples: int, seed: int, interval: str = "percentile") -> list[TauCI]:
+                   resamples: int, seed: int) -> list[TauCI]:
     """The percentile CIs of the `calls` over the same `n` units: one product a block for all
     their columns."""
     import numpy as np
@@ -265,16 +262,8 @@ def _tau_bootstrap(n: int, calls: list[tuple[int, float, list[int], Any]], level
             results.append(TauCI(tau, None, None, len(keep), n, 0))
             continue
         drawn_taus.sort()
-        lo_q, hi_q = alpha, 1 - alpha
-        if interval == "bc":  # trial: the bias-corrected percentile interval (Efron 1981)
-            below = (bisect.bisect_left(drawn_taus, tau)
-                     + 0.5 * (bisect.bisect_right(drawn_taus, tau)
-                              - bisect.bisect_left(drawn_taus, tau))) / len(drawn_taus)
-            if 0 < below < 1:
-                z0, z = NormalDist().inv_cdf(below), NormalDist().inv_cdf(alpha)
-                lo_q, hi_q = NormalDist().cdf(2 * z0 + z), NormalDist().cdf(2 * z0 - z)
-        results.append(TauCI(tau, _quantile(drawn_taus, lo_q),
-                             _quantile(drawn_taus, hi_q), len(keep), n, len(drawn_taus)))
+        results.append(TauCI(tau, _quantile(drawn_taus, alpha),
+                             _quantile(drawn_taus, 1 - alpha), len(keep), n, len(drawn_taus)))
     return results
 
 
