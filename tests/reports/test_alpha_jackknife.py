@@ -159,3 +159,25 @@ def test_no_unit_draws_above_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(AssertionError, match="drew"):
         stats.krippendorff_alpha_ci(units(*raw, scale=LABELS), "ordinal", LABELS,
                                     exact_max=300)
+
+
+def test_the_report_switches_above_its_limit_and_says_so() -> None:
+    """`agreement`'s α: the bootstrap up to `ALPHA_EXACT_MAX` sessions (no method label, the
+    figures as before), the jackknife above (labelled), `--exact-bootstrap N` raising it."""
+    from benchpack.reports.agreement import ALPHA_EXACT_MAX, alpha_of_units, ci_note
+    from benchpack.reports.builtin import ReportContext
+
+    rng = random.Random(5)
+    raw = [tuple(rng.choice(LABELS) for _ in range(rng.randint(1, 4)))
+           for _ in range(ALPHA_EXACT_MAX + 1)]
+    flat = units(*raw, scale=LABELS)
+    ctx = ReportContext(con=None, runs=[])
+    above = alpha_of_units(flat, LABELS, ctx)
+    at = alpha_of_units(flat[:ALPHA_EXACT_MAX], LABELS, ctx)
+    assert above.method == "jackknife" and at.method is None
+    boot = stats.krippendorff_alpha_ci(flat[:ALPHA_EXACT_MAX], "ordinal", LABELS)
+    assert (at.value, at.low, at.high) == (boot.estimate, boot.low, boot.high)
+    raised = ReportContext(con=None, runs=[], exact_max=ALPHA_EXACT_MAX + 1)
+    assert alpha_of_units(flat, LABELS, raised).method is None
+    assert f"α: the bootstrap up to {ALPHA_EXACT_MAX} sessions" in ci_note(ctx)
+    assert f"up to {ALPHA_EXACT_MAX + 1} sessions" in ci_note(raised)

@@ -438,9 +438,9 @@ ALPHA_CI = ("its [ ] is over sessions (each session's items together, so items w
              "raises it), the percentile bootstrap, "
              "recomputing α from the resampled coincidences, with the resamples and seed of "
              "κ; resamples with one value only (α undefined) are left out, as in "
-             "ProactBench's released analysis; above it, α ± z·SE with the delete-one-session "
-             "jackknife SE, clipped at 1 (JSON method `jackknife`); α undefined (no "
-             "variation) is –")
+             "ProactBench's released analysis; above it, the normal interval with the "
+             "delete-one-session jackknife SE on the scale of log(1 − α) (JSON method "
+             "`jackknife`); α undefined (no variation) is –")
 
 
 def ci_note(ctx: ReportContext) -> str:
