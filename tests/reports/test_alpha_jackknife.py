@@ -181,3 +181,26 @@ def test_the_report_switches_above_its_limit_and_says_so() -> None:
     assert alpha_of_units(flat, LABELS, raised).method is None
     assert f"α: the bootstrap up to {ALPHA_EXACT_MAX} sessions" in ci_note(ctx)
     assert f"up to {ALPHA_EXACT_MAX + 1} sessions" in ci_note(raised)
+
+
+def test_row_patterns_are_numpy_unique_rows() -> None:
+    """`_row_patterns` is `np.unique(axis=0, return_counts=True)`: the same rows in the same
+    order (the bootstrap's draws map to patterns in that order) and the same counts."""
+    import numpy as np
+
+    from benchpack.reports.stats.kappa import _row_patterns
+
+    rng = np.random.default_rng(2)
+    for _ in range(200):
+        n, width = int(rng.integers(1, 300)), int(rng.choice([1, 4, 9]))
+        rows = (rng.integers(0, 3, size=(n, width)) / rng.choice([1, 2, 3], size=(n, 1)))
+        got, counts = _row_patterns(rows + 0.0)
+        want, tally = np.unique(rows + 0.0, axis=0, return_counts=True)
+        assert np.array_equal(got, want) and np.array_equal(counts, tally)
+
+
+def test_ragged_units_are_refused() -> None:
+    with pytest.raises(ValueError, match="flattened 2×2"):
+        stats.krippendorff_alpha_ci([[0.0, 1.0, 1.0, 0.0], [1.0]], "ordinal", YES_NO)
+    with pytest.raises(ValueError, match="flattened 2×2"):
+        stats.krippendorff_alpha_ci([[0.0, 1.0, 1.0]] * 3, "ordinal", YES_NO)

@@ -385,16 +385,19 @@ def krippendorff_alpha_ci(
     the bootstrap costs units × resamples draws; the bootstrap still where a unit's removal
     leaves α undefined. ``None``: always resample."""
     k = len(categories)
-    if any(len(u) != k * k for u in units):
-        raise ValueError(f"each unit must be a flattened {k}×{k} coincidence matrix")
     import numpy as np
 
-    # the distinct matrices in sorted order and how many units hold each: np.unique sorts
-    # rows as `sorted` sorts tuples (+ 0.0 makes a −0.0 the 0.0 it equals), where a Counter
-    # of tuples took 0.15 s of `agreement --humans`' 48 calls on 1 M turns
+    # the distinct matrices in sorted order and how many units hold each (`_row_patterns`,
+    # rows sorted as `sorted` sorts tuples; + 0.0 makes a −0.0 the 0.0 it equals), where a
+    # Counter of tuples took 0.15 s of `agreement --humans`' 48 calls on 1 M turns
     if units:
-        found, tally = np.unique(np.array(units, dtype=float).reshape(len(units), k * k) + 0.0,
-                                 axis=0, return_counts=True)
+        try:
+            rows = np.array(units, dtype=float)
+        except ValueError:  # ragged
+            rows = np.zeros(0)
+        if rows.ndim != 2 or rows.shape[1] != k * k:
+            raise ValueError(f"each unit must be a flattened {k}×{k} coincidence matrix")
+        found, tally = _row_patterns(rows + 0.0)
         counts: list[int] = tally.tolist()
         columns = [tuple(col) for col in found.T.tolist()]
     else:
@@ -436,6 +439,19 @@ def krippendorff_alpha_ci(
                        quantile(defined, (1.0 - level) / 2.0) if defined else None,
                        quantile(defined, (1.0 + level) / 2.0) if defined else None,
                        level, resamples, n, seed, undefined=len(draws) - len(defined))
+
+
+def _row_patterns(rows: Any) -> tuple[Any, Any]:
+    """The distinct rows of a 2-D float array in lexicographic order and how often each
+    occurs: `np.unique(rows, axis=0, return_counts=True)`, the same arrays, by a lexsort and
+    a comparison of neighbours (np.unique sorts the rows as structured records: 1.8 → 0.5 ms
+    for 1,769 sessions, 48 calls in `agreement --humans` on 1 M turns)."""
+    import numpy as np
+
+    ordered = rows[np.lexsort(rows.T[::-1])]  # the last key sorts first: column 0
+    starts = np.flatnonzero(np.concatenate(
+        [[True], (ordered[1:] != ordered[:-1]).any(axis=1)]))
+    return ordered[starts], np.diff(np.append(starts, len(ordered)))
 
 
 def _alpha_jackknife_ci(patterns: Any, counts: Sequence[int], estimate: float | None,
