@@ -29,7 +29,7 @@ from .params import PackErrors, db_option, emit, wait_option
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--exact-bootstrap", "exact_max", type=click.IntRange(0), metavar="N",
               help="agreement: exact percentile bootstrap of κ up to N units (default 500 "
-                   "items) and of α up to N sessions (default 200); the normal approximation "
+                   "items) and of α up to N sessions (default 400); the normal approximation "
                    "above, which agrees closely at that many (each table says which it used). "
                    "Headline figures use exact intervals.")
 @click.option("--humans", is_flag=True,
