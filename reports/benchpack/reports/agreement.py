@@ -436,14 +436,13 @@ def _group_order(present: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     return order
 
 
-ALPHA_CI = ("its [ ] is over sessions (each session's items together, so items where a "
-             f"session holds one): up to {ALPHA_EXACT_MAX} sessions (`--exact-bootstrap N` "
-             "raises it), the percentile bootstrap, "
-             "recomputing α from the resampled coincidences, with the resamples and seed of "
-             "κ; resamples with one value only (α undefined) are left out, as in "
-             "ProactBench's released analysis; above it, the normal interval with the "
-             "delete-one-session jackknife SE on the scale of log(1 − α) (JSON method "
-             "`jackknife`); α undefined (no variation) is –")
+ALPHA_CI = ("its [ ] resamples sessions (each session's items together, so items where a "
+             "session holds one), recomputing α from the resampled coincidences, with the "
+             "resamples and seed of κ; resamples with one value only (α undefined) are left "
+             "out, as in ProactBench's released analysis; above "
+             f"{ALPHA_EXACT_MAX} sessions (`--exact-bootstrap N` raises it) it is instead the "
+             "normal interval with the delete-one-session jackknife SE on the scale of "
+             "log(1 − α) (JSON method `jackknife`); α undefined (no variation) is –")
 
 
 def ci_note(ctx: ReportContext) -> str:
