@@ -245,13 +245,23 @@ def _tau_bootstrap(n: int, calls: list[tuple[int, float, list[int], Any]], level
 
     columns = np.concatenate([c[3] for c in calls], axis=1)
     ends = np.cumsum([c[3].shape[1] for c in calls])[:-1]
+    # equal columns multiplied once: counts are often the same under both judges and, for
+    # session means, for every agent (all 1)
+    first: dict[bytes, int] = {}
+    where = [first.setdefault(columns[:, j].tobytes(), len(first))
+             for j in range(columns.shape[1])]
+    distinct = columns
+    if len(first) < len(where):  # C order, as einsum sums in another order over an F-order one
+        distinct = np.ascontiguousarray(columns[:, [where.index(d) for d in range(len(first))]])
     taus: list[list[float]] = [[] for _ in calls]
     for block in unit_draw_counts(n, resamples, seed):
         # einsum, not `@`: a BLAS product spreads over threads that spin, 40 % slower in all
         # on 2 shared cores; one product for every column group (each element summed over
         # the units in the same order as one product a group: the same bits)
         drawn = block.astype(float)  # a float × float einsum is twice an int × float one
-        products = np.einsum("ij,jk->ik", drawn, columns)
+        products = np.einsum("ij,jk->ik", drawn, distinct)
+        if distinct is not columns:
+            products = products[:, where]
         for out, part in zip(taus, np.split(products, ends, axis=1), strict=True):
             sx, cx, sy, cy = np.split(part, 4, axis=1)
             out.extend(_tau_rows(sx, cx, sy, cy))
