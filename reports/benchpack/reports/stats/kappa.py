@@ -193,9 +193,9 @@ def cluster_kappa_cis(
 
         # each cluster's x − N_c·p̂, the same for every weighting: made once, in numpy (the
         # same IEEE operations as a Python loop, so the same floats)
-        cells = np.asarray(clusters, dtype=np.int64)
+        matrix = np.asarray(clusters, dtype=np.int64)
         shares = [c / n_items for c in total]
-        deviation = cells - cells.sum(axis=1, keepdims=True) * np.asarray(shares)
+        deviation = matrix - matrix.sum(axis=1, keepdims=True) * np.asarray(shares)
         return [_cluster_kappa_normal_ci(deviation, shares, n_items, k, w, level, seed)
                 for w in weights]
     for _ in range(resamples):
@@ -477,11 +477,11 @@ def _alpha_jackknife_ci(patterns: Any, counts: Sequence[int], estimate: float | 
     total = [math.fsum(map(operator.mul, counts, col)) for col in patterns.T.tolist()]
     left = _alpha_rows(np.asarray(total)[None, :] - patterns, level_of_measurement,
                        categories)
-    if any(a is None for a in left):
+    known = [a for a in left if a is not None]
+    if len(known) < len(left):
         return None
-    mean = math.fsum(map(operator.mul, counts, left)) / n  # type: ignore[arg-type]
-    spread = math.fsum(c * (a - mean) ** 2 for c, a in zip(counts, left,  # type: ignore[operator]
-                                                             strict=True))
+    mean = math.fsum(map(operator.mul, counts, known)) / n
+    spread = math.fsum(c * (a - mean) ** 2 for c, a in zip(counts, known, strict=True))
     se = math.sqrt((n - 1) / n * spread)
     low = high = estimate
     if se > 0 and estimate < 1:  # α = 1: no disagreement anywhere, every α₍ᵢ₎ is 1 too
