@@ -204,3 +204,30 @@ def test_ragged_units_are_refused() -> None:
         stats.krippendorff_alpha_ci([[0.0, 1.0, 1.0, 0.0], [1.0]], "ordinal", YES_NO)
     with pytest.raises(ValueError, match="flattened 2×2"):
         stats.krippendorff_alpha_ci([[0.0, 1.0, 1.0]] * 3, "ordinal", YES_NO)
+
+
+def test_the_coverage_simulation_at_a_tiny_scale() -> None:
+    """`benchmarks/alpha_coverage.py` cannot rot: its truth is the α its data give on many
+    sessions, by hand on the two-label model (P(agree) etc.: with every error label drawn from
+    the prevalence, α = q²), and a few replications run through both intervals."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "alpha_coverage.py"
+    spec = importlib.util.spec_from_file_location("alpha_coverage", path)
+    assert spec is not None and spec.loader is not None
+    sim = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = sim
+    spec.loader.exec_module(sim)
+    kinds = sim.SCALES["two labels"]["balanced"]
+    q = sim.solve_q(kinds, 0.7)
+    assert sim.true_alpha(kinds, q) == pytest.approx(0.7, abs=1e-9)
+    assert q == pytest.approx(math.sqrt(0.7), abs=1e-9)
+    units = sim.sessions_units(np.random.default_rng(0), kinds, q, 20_000, "2-4")
+    sample = stats.krippendorff_alpha_ci(units, "ordinal", YES_NO, exact_max=0)
+    assert sample.estimate == pytest.approx(0.7, abs=0.01)
+    r = sim.coverage("ordinal", "balanced", 0.7, "2", 60, reps=4, resamples=200, seed=1)
+    assert r["done"]["bootstrap"] == r["done"]["jackknife"] == 4 and r["fallback"] == 0
