@@ -16,7 +16,9 @@ intent-check audit): items, the confusion matrix, exact and within-one agreement
 unweighted / linear / quadratic with seeded CIs over items (the percentile bootstrap up to
 `KAPPA_EXACT_MAX` items, its normal approximation above), and
 Krippendorff's α (ordinal) between the two judges, or among the humans and among humans plus
-the judge, each with a seeded percentile bootstrap CI over sessions (`stats.krippendorff_alpha_ci`).
+the judge, each with a seeded percentile bootstrap CI over sessions up to `ALPHA_EXACT_MAX`
+sessions, the delete-one-session jackknife's normal interval (log(1 − α) scale) above
+(`stats.krippendorff_alpha_ci`).
 Items a judge failed on (label NULL) are counted and left out. On two-label scales (YES / NO)
 the weighted κs equal the unweighted one and within-one agreement is always 1, so it is not
 shown.
@@ -561,7 +563,7 @@ AGREEMENT = BuiltinReport(
     "agreement", "Judge agreement", "judge vs judge (a run and its rejudge) or vs human "
     "consensus (--humans): κ, α, confusion, rank stability", agreement_report)
 
-__all__ = ["AGREEMENT", "ALPHA_CI", "ALPHA_EXACT_MAX", "LABELS", "PAIR_CELLS", "Lineage", "agreement_cells",
-           "agreement_report", "alpha_of_units", "by_stat", "ci_note", "columns", "groups",
+__all__ = ["AGREEMENT", "ALPHA_CI", "ALPHA_EXACT_MAX", "LABELS", "PAIR_CELLS", "Lineage",
+           "agreement_cells", "agreement_report", "alpha_of_units", "by_stat", "ci_note", "columns", "groups",
            "judge_pairs", "kappa_estimates", "label_at", "run_name", "scale_of",
            "sum_sessions"]
