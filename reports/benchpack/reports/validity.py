@@ -5,8 +5,9 @@
   plus the human labels of a subset give θ̂ = mean(judge on all) + mean(human − judge on the
   labelled), whose second term (the *rectifier*) removes the judge's bias as measured on the
   labelled units. Its CI is the normal interval of the paper, θ̂ ± z·SE.
-- `kendall_tau_b`, `kendall_tau_ci`: rank agreement of the agents under two judges, with a
-  seeded percentile bootstrap over the units both judges scored.
+- `kendall_tau_b`, `kendall_tau_ci` (`kendall_tau_cis`: several at once): rank agreement of
+  the agents under two judges, with a seeded percentile bootstrap over the units both judges
+  scored.
 - `leaks` (from `benchpack.specs.text`): whether a user message gives away a hidden text
   near-verbatim (Chinese too), on the tokenisation the compiler's leak lints use.
 
