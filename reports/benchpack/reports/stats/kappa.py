@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 import random
@@ -191,13 +192,14 @@ def cluster_kappa_cis(
     if exact_max is not None and n > exact_max:
         import numpy as np
 
-        # each cluster's x − N_c·p̂, the same for every weighting: made once, in numpy (the
-        # same IEEE operations as a Python loop, so the same floats)
-        matrix = np.asarray(clusters, dtype=np.int64)
+        # each distinct cluster matrix's x − N_c·p̂ and how many clusters hold it, the same
+        # for every weighting: made once, in numpy (the same IEEE operations as a Python loop,
+        # so the same floats); sessions of a few items repeat the same few matrices
+        patterns, tally = _row_patterns(np.asarray(clusters, dtype=np.int64))
         shares = [c / n_items for c in total]
-        deviation = matrix - matrix.sum(axis=1, keepdims=True) * np.asarray(shares)
-        return [_cluster_kappa_normal_ci(deviation, shares, n_items, k, w, level, seed)
-                for w in weights]
+        deviation = patterns - patterns.sum(axis=1, keepdims=True) * np.asarray(shares)
+        return [_cluster_kappa_normal_ci(deviation, tally.tolist(), shares, n_items, k, w,
+                                         level, seed) for w in weights]
     for _ in range(resamples):
         cells = [sum(c) for c in zip(*rng.choices(clusters, k=n), strict=True)]
         for out, value in zip(draws, _kappas(cells, k, tuple(weights)), strict=True):
@@ -212,11 +214,12 @@ def cluster_kappa_cis(
     return results
 
 
-def _cluster_kappa_normal_ci(deviation: Any, p: list[float], n_items: int, k: int,
-                             weights: KappaWeights | None, level: float,
+def _cluster_kappa_normal_ci(deviation: Any, repeats: list[int], p: list[float],
+                             n_items: int, k: int, weights: KappaWeights | None, level: float,
                              seed: int) -> BootstrapCI:
     """`cluster_kappa_cis` above `exact_max` clusters: the linearised SE over cluster totals
-    (`deviation`: each cluster's cells minus its items times the pooled shares `p`)."""
+    (`deviation`: each distinct cluster matrix's cells minus its items times the pooled
+    shares `p`, held by `repeats` clusters)."""
     kappa = _kappas(p, k, (weights,))[0]
     if kappa is None:
         return BootstrapCI(None, None, None, level, 0, n_items, seed, method="normal")
@@ -232,9 +235,12 @@ def _cluster_kappa_normal_ci(deviation: Any, p: list[float], n_items: int, k: in
 
     # each term g·(x − N_c·q) in numpy (the same IEEE operations, so the same floats), each
     # cluster's terms summed by fsum, which rounds once whatever the order: the same sums as
-    # a Python loop over the clusters, which took 0.2 s of the 1 M-turn agreement report
+    # a Python loop over the clusters, which took 0.2 s of the 1 M-turn agreement report; a
+    # distinct matrix's square repeated for each cluster holding it, so the outer fsum sums
+    # the very same terms
     terms = np.asarray(grad) * deviation
-    spread = math.fsum(v ** 2 for v in map(math.fsum, terms.tolist()))
+    squares = [v ** 2 for v in map(math.fsum, terms.tolist())]
+    spread = math.fsum(itertools.chain.from_iterable(map(itertools.repeat, squares, repeats)))
     half = statistics.NormalDist().inv_cdf((1.0 + level) / 2.0) * math.sqrt(spread) / n_items
     return BootstrapCI(kappa, max(kappa - half, -1.0), min(kappa + half, 1.0), level, 0,
                        n_items, seed, method="normal")
