@@ -229,10 +229,17 @@ def _tau_columns(under_a: Mapping[str, Figure], under_b: Mapping[str, Figure],
     at = {u: i for i, u in enumerate(all_units)}
     m = len(keep)
     columns = np.zeros((len(all_units), 4 * m))
-    for part, (figures, side) in enumerate((f, s) for f in (under_a, under_b) for s in (0, 1)):
+    for judge, figures in enumerate((under_a, under_b)):
         for j, i in enumerate(keep):
-            for u, pair in figures[agents[i]].items():
-                columns[at[u], part * m + j] = float(pair[side])
+            figure = figures[agents[i]]
+            if not figure:
+                continue
+            # an agent's units and (sum, count) pairs converted at once (each number as
+            # float() converts it), where one assignment a unit took 0.05 s on 1 M turns
+            rows = np.fromiter(map(at.__getitem__, figure), dtype=np.intp, count=len(figure))
+            pairs = np.array(list(figure.values()), dtype=float).reshape(len(figure), 2)
+            columns[rows, 2 * judge * m + j] = pairs[:, 0]
+            columns[rows, (2 * judge + 1) * m + j] = pairs[:, 1]
     return columns
 
 
