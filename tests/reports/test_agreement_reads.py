@@ -407,3 +407,119 @@ def test_each_bootstrap_size_is_drawn_once_a_report(db: Path, humans: bool,
         agreement.agreement_report(ctx)
     assert drawn and len(drawn) == len(set(drawn)), drawn
     assert len(drawn) < len(asked)
+
+
+_OLD_COINCIDENCES = f"""
+WITH ratings AS (
+    SELECT i.run_id, i.kind, i.type, i.session_id, i.repeat, i.item_id, i.judge_label, h.rater,
+           h.label
+    FROM items i JOIN human_ratings h ON h.run_id = i.source_run AND h.session_id = i.session_id
+         AND h.repeat = i.repeat AND h.kind = i.kind AND h.item_id = i.item_id
+), labels AS (
+    SELECT 'humans' AS who, run_id, kind, type, session_id, repeat, item_id, label FROM ratings
+    UNION ALL
+    SELECT 'with_judge', run_id, kind, type, session_id, repeat, item_id, label FROM ratings
+    WHERE judge_label IS NOT NULL
+    UNION ALL
+    SELECT 'with_judge', run_id, kind, type, session_id, repeat, item_id, judge_label FROM items
+    WHERE judge_label IS NOT NULL
+), units AS (
+    SELECT who, run_id, kind, type, session_id, count(*) AS m,
+           {", ".join(f"count(*) FILTER (WHERE label = {agreement.label_at(i)}) AS n{i}"
+                      for i in range(agreement.LABELS))}
+    FROM labels GROUP BY who, run_id, kind, type, session_id, repeat, item_id
+)
+SELECT run_id, kind, type, who, m, session_id,
+       {", ".join(f"sum(n{c} * (n{d} - {int(c == d)}))::BIGINT"
+                  for c in range(agreement.LABELS) for d in range(agreement.LABELS))}
+FROM units GROUP BY ALL
+"""
+"""The coincidences as the report counted them from a TEMP table of every rating joined to its
+item: one row a rating, each counted by label per unit."""
+
+
+@pytest.fixture(scope="module")
+def odd_ratings(db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The store with what the label counts must get right: a rated item judged twice in its
+    session (two trigger rows of one id, one typed otherwise, one a judge error), ratings off
+    the kind's scale and NULL, and an item of one rating."""
+    path = tmp_path_factory.mktemp("odd-ratings") / "bench.duckdb"
+    shutil.copy(db, path)
+    con = duckdb.connect(str(path))
+    try:
+        run = store.rejudge_id(0)
+        session, repeat, item = con.execute(
+            "SELECT session_id, repeat, item_id FROM human_ratings h WHERE kind = 'trigger' "
+            "AND run_id = ? ORDER BY ALL LIMIT 1", [store.run_id(0)]).fetchone()
+        for target in (run, store.run_id(0)):
+            con.execute("INSERT INTO triggers SELECT * REPLACE ('critical' AS type, NULL AS label, "
+                        "'x' AS judge_error) FROM triggers WHERE run_id = ? AND session_id = ? "
+                        "AND repeat = ? AND trigger_id = ?", [target, session, repeat, item])
+            con.execute("INSERT INTO triggers SELECT * REPLACE ('PASS' AS label) FROM triggers "
+                        "WHERE run_id = ? AND session_id = ? AND repeat = ? AND trigger_id = ? "
+                        "AND judge_error IS NULL", [target, session, repeat, item])
+        con.execute("UPDATE human_ratings SET label = 'MAYBE' WHERE hash(item_id, rater) % 9 = 0")
+        con.execute("UPDATE human_ratings SET label = NULL WHERE hash(item_id, rater) % 11 = 0")
+        con.execute("UPDATE human_ratings SET label = 'YES' WHERE kind = 'trigger' "
+                    "AND hash(item_id, rater) % 13 = 0")
+        con.execute("DELETE FROM human_ratings WHERE kind = 'checklist' AND rater <> 'r1' "
+                    "AND hash(item_id) % 5 = 0")
+    finally:
+        con.close()
+    return path
+
+
+@pytest.mark.parametrize("consensus", ["median", "majority"])
+@pytest.mark.parametrize("which", ["synthetic", "odd ratings"])
+def test_coincidences_from_label_counts_are_those_of_every_rating(
+        which: str, consensus: str, db: Path, odd_ratings: Path) -> None:
+    """`_COINCIDENCES` counts each unit from its item's ratings counted by label (`items`' n0,
+    n1, …) and the judge's label: the same rows as counting every rating joined to its item,
+    on the synthetic store and on one with an item judged twice in a session, off-scale and
+    NULL ratings and items of one rating."""
+    from benchpack.reports import agreement_humans
+
+    with open_store(db if which == "synthetic" else odd_ratings) as con:
+        ctx = ReportContext(con, select_runs(con, ["all"]))
+        ctx.min_raters = 1
+        label, tie = (("human_majority", "majority_tie") if consensus == "majority"
+                      else ("human_label", "tie"))
+        runs = [r for r, in con.execute("SELECT run_id FROM run_lineage WHERE source_run IN "
+                                        "(SELECT run_id FROM human_ratings)").fetchall()]
+        with agreement_humans._rated_items(ctx, runs, label, tie):
+            got = Counter(con.execute(agreement_humans._COINCIDENCES).fetchall())
+            want = Counter(con.execute(_OLD_COINCIDENCES).fetchall())
+            if which == "odd ratings":
+                doubled = con.execute("SELECT count(*) FROM (SELECT 1 FROM items GROUP BY "
+                                      "run_id, session_id, repeat, kind, item_id "
+                                      "HAVING count(*) > 1)").fetchone()[0]
+                assert doubled > 0
+    assert got == want
+    assert sum(row[3] == "with_judge" for row in got) > 50  # units of both kinds compared
+
+
+@pytest.mark.parametrize("which", ["synthetic", "two rejudges"])
+def test_headline_items_are_the_judge_labels_view(which: str, db: Path,
+                                                  two_rejudges: Path) -> None:
+    """The headline's judged items, asked of the tables (`judge_validity._JUDGED`), are the
+    view's triggers and checklist items with a label in finished sessions that are no
+    ablation variant — item for item, on a store with SKIPPED triggers, judge errors and
+    ablation variants."""
+    from benchpack.reports import judge_validity
+
+    with open_store(db if which == "synthetic" else two_rejudges) as con:
+        runs = select_runs(con, ["all"])
+        marks = ", ".join("?" * len(runs))
+        got = Counter(con.execute(judge_validity._JUDGED.replace("$runs", marks),
+                                  [*runs, *runs]).fetchall())
+        want = Counter(con.execute(
+            f"""SELECT j.run_id, j.session_id, j.repeat, j.kind, j.item_id, j.label
+                FROM judge_labels j JOIN sessions s USING (run_id, session_id, repeat)
+                WHERE j.run_id IN ({marks}) AND s.ablation IS NULL AND j.label IS NOT NULL
+                  AND j.kind IN ('trigger', 'checklist')""", runs).fetchall())
+        ablated = con.execute("SELECT count(*) FROM sessions WHERE ablation IS NOT NULL "
+                              "AND status = 'finished'").fetchone()[0]
+        errors = con.execute("SELECT count(*) FROM judge_labels WHERE label IS NULL "
+                             "AND kind IN ('trigger', 'checklist')").fetchone()[0]
+    assert got == want
+    assert ablated > 0 and errors > 0 and len(got) > 500
