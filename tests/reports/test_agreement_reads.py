@@ -535,3 +535,25 @@ def test_headline_items_are_the_judge_labels_view(which: str, db: Path, two_reju
     assert got == want
     assert left_out.get("trigger", 0) > 0 and left_out.get("checklist", 0) > 0
     assert (errors > 0 or which == "synthetic") and len(got) > 500  # the copy has errors
+
+
+@pytest.mark.parametrize("min_raters", [1, 3])
+@pytest.mark.parametrize("which", ["synthetic", "odd ratings"])
+def test_median_items_are_human_pairs_items(which: str, min_raters: int, db: Path,
+                                            odd_ratings: Path) -> None:
+    """The rated items of the median consensus, asked without the majority vote
+    (`_MEDIAN_ITEMS`), are those of `human_pairs` with their label counts (`_HUMAN_ITEMS`),
+    row for row: ties, off-scale and NULL ratings, an item judged twice in a session."""
+    from benchpack.reports import agreement_humans
+
+    with open_store(db if which == "synthetic" else odd_ratings) as con:
+        runs = [r for r, in con.execute("SELECT run_id FROM run_lineage WHERE source_run IN "
+                                        "(SELECT run_id FROM human_ratings)").fetchall()]
+        marks = "(" + ", ".join("?" * len(runs)) + ")"
+        got, want = (Counter(con.execute(sql.replace("$runs", marks).replace("$label",
+                                                                             "human_label")
+                                         .replace("$tie", "tie"), [*runs, min_raters])
+                             .fetchall())
+                     for sql in (agreement_humans._MEDIAN_ITEMS, agreement_humans._HUMAN_ITEMS))
+    assert got == want
+    assert sum(row[8] for row in got) > 0 and len(got) > 50  # ties among the items

@@ -30,6 +30,7 @@ from .agreement import (
 )
 from .builtin import ReportContext
 from .model import Column, ReportResult, Table
+from .views import MEDIAN_LABEL, MEDIAN_TIE, RATING_RANK
 
 _LABEL_COUNTS = ", ".join(f"count(*) FILTER (WHERE label = {label_at(i)}) AS n{i}"
                           for i in range(LABELS))
@@ -51,6 +52,25 @@ them all) — grouped by the same item key as `human_consensus`' `raters`, so ev
 `human_pairs` finds its counts. Those counts are what Krippendorff's α needs of the ratings:
 a TEMP table of every rating joined to its item (100,000 rows on the 1 M-turn benchmark
 store) cost 0.18 s of CPU to write and 0.13 s to count again by item."""
+
+_MEDIAN_ITEMS = f"""
+WITH h AS (
+    SELECT run_id AS source_run, session_id, repeat, kind, item_id, count(*) AS raters,
+           {MEDIAN_LABEL} AS human_label, {MEDIAN_TIE} AS tie, {_LABEL_COUNTS}
+    FROM (SELECT *, {RATING_RANK} AS rank FROM human_ratings) r
+    GROUP BY run_id, session_id, repeat, kind, item_id
+)
+SELECT j.run_id, h.source_run, h.session_id, h.repeat, h.kind, h.item_id, j.type, h.raters,
+       h.tie, h.human_label, j.label AS judge_label,
+       {", ".join(f"h.n{i}" for i in range(LABELS))}
+FROM h JOIN judge_labels j USING (source_run, session_id, repeat, kind, item_id)
+WHERE j.kind IN ('trigger', 'checklist', 'triple') AND j.run_id IN $runs AND h.raters >= ?
+"""
+"""`_HUMAN_ITEMS` for the median consensus (the default): `human_pairs` with only the median
+of `human_consensus` (its pieces, `views.MEDIAN_LABEL` and `MEDIAN_TIE`) and the label counts
+in the same aggregation of the ratings — the view also takes the majority vote, a window and
+two more aggregations and joins (~0.15 s of CPU on 1 M turns). `tests/reports/
+test_agreement_reads.py` checks the table against `_HUMAN_ITEMS`'."""
 
 _HUMANS = """
 SELECT run_id, kind, type, 'pair' AS stat, human_label AS c, judge_label AS d, count(*) AS n
@@ -150,7 +170,8 @@ def _rated_items(ctx: ReportContext, runs: list[str], label: str, tie: str) -> I
     """`items` (`_HUMAN_ITEMS`) over `runs` as a TEMP table while the block runs: as a
     materialised CTE of one statement with the counting, the whole did not finish in 5 minutes
     on the 1 M-turn benchmark store (DuckDB 1.5.6)."""
-    items = (_HUMAN_ITEMS.replace("$runs", "(" + ", ".join("?" * len(runs)) + ")")
+    sql = _MEDIAN_ITEMS if (label, tie) == ("human_label", "tie") else _HUMAN_ITEMS
+    items = (sql.replace("$runs", "(" + ", ".join("?" * len(runs)) + ")")
              .replace("$label", label).replace("$tie", tie))
     con = ctx.con
     try:
