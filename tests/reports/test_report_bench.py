@@ -477,6 +477,11 @@ class _CountingResult:
         self.fetched.append((self.sql, int(row is not None)))
         return row
 
+    def fetchnumpy(self) -> dict[str, Any]:
+        columns = self.result.fetchnumpy()
+        self.fetched.append((self.sql, len(next(iter(columns.values()))) if columns else 0))
+        return columns
+
     def __getattr__(self, name: str) -> Any:
         raise AssertionError(f"the report read its rows another way ({name}): count them too")
 

@@ -47,20 +47,30 @@ def ppi_table(ctx: ReportContext, runs: list[str], labels: dict[str, str], label
         human = _value_sql(f"h.{label_col}", values)
         sums.append(f"sum({judge}) FILTER (WHERE j.kind = '{kind}') AS f{i}, "
                     f"sum({human} - {judge}) FILTER (WHERE j.kind = '{kind}') AS r{i}")
-    rows = ctx.con.execute(f"""
+    import numpy as np
+
+    cols = ctx.con.execute(f"""
         WITH j AS ({_JUDGED.replace("$runs", marks)})
         SELECT j.run_id, j.kind, j.session_id, count(*) AS judged,
                count(h.{label_col}) AS rated, {", ".join(sums)}
         FROM j LEFT JOIN {rated} h ON h.run_id = j.run_id AND h.session_id = j.session_id
              AND h.repeat = j.repeat AND h.kind = j.kind AND h.item_id = j.item_id
              AND h.raters >= ?
-        GROUP BY ALL""", [*runs, *runs, ctx.min_raters]).fetchall()
-    totals: dict[tuple[str, int], list[tuple[int, float, int, float]]] = defaultdict(list)
-    for run, kind, _, judged, rated, *figures in rows:
-        for i, (of, _, _) in enumerate(_PPI_FIGURES):
-            if of == kind:
-                totals[(str(run), i)].append((int(judged), float(figures[2 * i] or 0),
-                                              int(rated), float(figures[2 * i + 1] or 0)))
+        GROUP BY ALL""", [*runs, *runs, ctx.min_raters]).fetchnumpy()
+    # per (run, figure) its sessions' totals, read as numpy columns (a Python loop over the
+    # 14,000 rows took 0.15 s on 1 M turns); a NULL sum (no value, no rated item) is 0
+    run_col, kind_col = cols["run_id"].astype(str), cols["kind"].astype(str)
+    judged_col, rated_col = cols["judged"].astype(np.int64), cols["rated"].astype(np.int64)
+    totals: dict[tuple[str, int], list[tuple[int, float, int, float]]] = {}
+    for i, (of, _, _) in enumerate(_PPI_FIGURES):
+        values = np.ma.filled(np.ma.asarray(cols[f"f{i}"], dtype=float), 0.0)
+        rectified = np.ma.filled(np.ma.asarray(cols[f"r{i}"], dtype=float), 0.0)
+        for run in runs:
+            mine = (run_col == run) & (kind_col == of)
+            if mine.any():
+                totals[(run, i)] = list(zip(judged_col[mine].tolist(), values[mine].tolist(),
+                                            rated_col[mine].tolist(), rectified[mine].tolist(),
+                                            strict=True))
     t = Table("Bias-corrected headline (prediction-powered inference)", [
         Column("run", "run"), Column("figure", "figure"), Column("judged", "judged", "int"),
         Column("rated", "human-rated", "int"), Column("judge", "judge alone", "pct"),
