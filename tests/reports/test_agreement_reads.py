@@ -564,3 +564,81 @@ def test_median_items_are_human_pairs_items(which: str, min_raters: int, db: Pat
                      for sql in (agreement_humans._MEDIAN_ITEMS, agreement_humans._HUMAN_ITEMS))
     assert got == want
     assert sum(row[8] for row in got) > 0 and len(got) > 50  # ties among the items
+
+
+def _unit_figures_by_rows(con: Any, runs: list[str]) -> tuple[Any, Any]:
+    """`unit_and_pooled_figures` as it read its rows first: one Python step a row."""
+    marks = ", ".join("?" * len(runs))
+    out: dict[str, dict[str, dict[str, tuple[float, float]]]] = defaultdict(
+        lambda: defaultdict(dict))
+    names = ("COMP", "triple F1", "verified score", "verified pass rate")
+    for run, session, *cells in con.execute(
+            f"SELECT run_id, session_id, sum(comp), count(comp), sum(f1), count(f1), "
+            f"sum(score), count(score), sum(passed::INTEGER)::BIGINT, count(passed) "
+            f"FROM sessions WHERE run_id IN ({marks}) AND status = 'finished' "
+            "AND ablation IS NULL GROUP BY ALL ORDER BY ALL", runs).fetchall():
+        for i, name in enumerate(names):
+            if cells[2 * i + 1]:
+                out[run][name][session] = (float(cells[2 * i]), float(cells[2 * i + 1]))
+    pooled: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0])
+    for run, typ, every, session, total, scored in con.execute(
+            f"SELECT run_id, type, grouping(type), session_id, sum(score), count(score) "
+            f"FROM trigger_results WHERE run_id IN ({marks}) AND label IS NOT NULL "
+            "GROUP BY GROUPING SETS ((run_id, type, session_id), (run_id, session_id)) "
+            "ORDER BY ALL", runs).fetchall():
+        name = f"trigger score ({'all' if every else typ or 'no type'})"
+        if scored:
+            out[run][name][session] = (float(total), float(scored))
+            pooled[(run, name)][0] += float(total)
+            pooled[(run, name)][1] += int(scored)
+    means: dict[str, dict[str, float]] = defaultdict(dict)
+    for (run, name), (total, scored) in pooled.items():
+        means[run][name] = total / scored
+    return out, means
+
+
+def test_unit_figures_from_numpy_columns_are_those_row_by_row(two_rejudges: Path,
+                                                              tmp_path: Path) -> None:
+    """τ's per-session units and the pooled trigger scores, read as numpy columns, are those
+    read row by row — each figure's sessions in the same order — with SKIPPED triggers, judge
+    errors, triggers typed NULL and '' (both 'no type') and sessions without a figure."""
+    from benchpack.reports import judge_validity
+
+    path = tmp_path / "bench.duckdb"
+    shutil.copy(two_rejudges, path)
+    con = duckdb.connect(str(path))
+    try:
+        # NULL in one run, '' in another (a session holding both keeps one row's unit, in
+        # whatever order the rows come: not a case to compare orders on)
+        con.execute("UPDATE triggers SET type = NULL WHERE hash(trigger_id, session_id) % 9 = 0 "
+                    "AND run_id = ?", [store.run_id(0)])
+        con.execute("UPDATE triggers SET type = '' WHERE hash(trigger_id, session_id) % 9 = 1 "
+                    "AND run_id = ?", [store.run_id(1)])
+        con.execute("UPDATE sessions SET comp = NULL WHERE hash(session_id, repeat) % 5 = 0")
+    finally:
+        con.close()
+    with open_store(path) as con:
+        runs = select_runs(con, ["all"])
+        ctx = ReportContext(_Ordered(con), runs)
+        got = judge_validity.unit_and_pooled_figures(ctx, runs)
+        want = _unit_figures_by_rows(con, runs)
+    assert {r: {n: list(s.items()) for n, s in f.items()} for r, f in got[0].items()} == \
+        {r: {n: list(s.items()) for n, s in f.items()} for r, f in want[0].items()}
+    assert got[1] == want[1]
+    assert any("trigger score (no type)" in f for f in got[0].values())
+
+
+class _Ordered:
+    """A connection whose GROUP BY queries come back sorted (ORDER BY ALL), so that the rows'
+    order — which the units keep — can be compared with the reference's."""
+
+    def __init__(self, con: Any) -> None:
+        self.con = con
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        if "GROUP BY" in sql and "ORDER BY" not in sql:
+            sql += " ORDER BY ALL"
+        return self.con.execute(sql, params) if params is not None else self.con.execute(sql)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.con, name)

@@ -5,6 +5,7 @@ against humans."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 from . import validity
@@ -142,32 +143,57 @@ def unit_and_pooled_figures(ctx: ReportContext, runs: list[str]
     order and the one division rounds as avg's does."""
     if not runs:
         return {}, {}
+    import numpy as np
+
     marks = ", ".join("?" * len(runs))
     out: Figures = defaultdict(lambda: defaultdict(dict))
     names = ("COMP", "triple F1", "verified score", "verified pass rate")
-    for run, session, *cells in ctx.con.execute(
-            f"SELECT run_id, session_id, sum(comp), count(comp), sum(f1), count(f1), "
-            f"sum(score), count(score), sum(passed::INTEGER)::BIGINT, count(passed) "
-            f"FROM sessions WHERE run_id IN ({marks}) AND status = 'finished' "
-            "AND ablation IS NULL GROUP BY ALL", runs).fetchall():
-        for i, name in enumerate(names):
-            if cells[2 * i + 1]:
-                out[str(run)][name][str(session)] = (float(cells[2 * i]),
-                                                     float(cells[2 * i + 1]))
+    # read as numpy columns and split by masks, in the rows' order (a Python loop over the
+    # 33,000 rows of both queries took 0.07 s on 1 M turns)
+    cols = ctx.con.execute(
+        f"SELECT run_id, session_id, sum(comp) AS s0, count(comp) AS n0, sum(f1) AS s1, "
+        f"count(f1) AS n1, sum(score) AS s2, count(score) AS n2, "
+        f"sum(passed::INTEGER)::BIGINT AS s3, count(passed) AS n3 "
+        f"FROM sessions WHERE run_id IN ({marks}) AND status = 'finished' "
+        "AND ablation IS NULL GROUP BY ALL", runs).fetchnumpy()
+    run_col, sessions = cols["run_id"].astype(str), cols["session_id"].astype(str)
+    for i, name in enumerate(names):
+        counted = np.asarray(cols[f"n{i}"], dtype=np.int64)
+        sums = np.ma.filled(np.ma.asarray(cols[f"s{i}"], dtype=float), 0.0)
+        for run in runs:
+            mine = (run_col == run) & (counted > 0)
+            if mine.any():
+                out[run][name] = dict(zip(sessions[mine].tolist(),
+                                          zip(sums[mine].tolist(),
+                                              counted[mine].astype(float).tolist(),
+                                              strict=True), strict=True))
     pooled: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0])
     # a session's unit is (Σ score, scored triggers): SKIPPED triggers (label set, score
     # NULL) are in no N, as in the pooled figure the table shows beside τ; `grouping(type)`
     # tells the all-types row from a trigger without a type
-    for run, typ, every, session, total, scored in ctx.con.execute(
-            f"SELECT run_id, type, grouping(type), session_id, sum(score), count(score) "
-            f"FROM trigger_results WHERE run_id IN ({marks}) AND label IS NOT NULL "
-            "GROUP BY GROUPING SETS ((run_id, type, session_id), (run_id, session_id))",
-            runs).fetchall():
-        name = f"trigger score ({'all' if every else typ or 'no type'})"
-        if scored:
-            out[str(run)][name][str(session)] = (float(total), float(scored))
-            pooled[(str(run), name)][0] += float(total)
-            pooled[(str(run), name)][1] += int(scored)
+    cols = ctx.con.execute(
+        f"SELECT run_id, coalesce(type, '') AS type, "
+        f"grouping(type) AS every, session_id, sum(score) AS total, count(score) AS scored "
+        f"FROM trigger_results WHERE run_id IN ({marks}) AND label IS NOT NULL "
+        "GROUP BY GROUPING SETS ((run_id, type, session_id), (run_id, session_id))",
+        runs).fetchnumpy()
+    run_col, sessions = cols["run_id"].astype(str), cols["session_id"].astype(str)
+    scored = np.asarray(cols["scored"], dtype=np.int64)
+    totals = np.ma.filled(np.ma.asarray(cols["total"], dtype=float), 0.0)
+    typed = cols["type"].astype(str)  # NULL or '': no type
+    named = np.where(np.asarray(cols["every"]) != 0, "all",
+                     np.where(typed == "", "no type", typed))
+    for name in dict.fromkeys(named.tolist()):
+        for run in runs:
+            mine = (run_col == run) & (named == name) & (scored > 0)
+            if mine.any():
+                label = f"trigger score ({name})"
+                out[run][label] = dict(zip(sessions[mine].tolist(),
+                                           zip(totals[mine].tolist(),
+                                               scored[mine].astype(float).tolist(),
+                                               strict=True), strict=True))
+                pooled[(run, label)] = [math.fsum(totals[mine].tolist()),
+                                        int(scored[mine].sum())]
     means: dict[str, dict[str, float]] = defaultdict(dict)
     for (run, name), (total, scored) in pooled.items():
         means[run][name] = total / scored
