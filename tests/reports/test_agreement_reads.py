@@ -39,7 +39,8 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def two_rejudges(db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The store with `SECOND`: run 0's rejudge copied under another id, some of its labels
     decided otherwise, a few of its audit's `original` labels differing from the first
-    rejudge's (so the original run lists both), a trigger SKIPPED and judge errors."""
+    rejudge's (so the original run lists both), a trigger SKIPPED and judge errors, triples
+    unmatched-unknown without an error and NaN checklist scores."""
     path = tmp_path_factory.mktemp("two-rejudges") / "bench.duckdb"
     shutil.copy(db, path)
     first = store.rejudge_id(0)
@@ -59,6 +60,11 @@ def two_rejudges(db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
                 ELSE NULL END WHERE run_id = '{SECOND}' AND hash(item_id, session_id) % 7 = 0""")
         con.execute(f"""UPDATE triples SET matched = NOT matched
             WHERE run_id = '{SECOND}' AND hash(idx, session_id) % 6 = 0""")
+        # unknown without a recorded error, and a score no comparison orders (NaN)
+        con.execute(f"""UPDATE triples SET matched = NULL
+            WHERE run_id = '{SECOND}' AND hash(idx, session_id) % 17 = 1""")
+        con.execute(f"""UPDATE checklist_results SET score = 'NaN'::DOUBLE
+            WHERE run_id = '{SECOND}' AND hash(item_id, session_id) % 19 = 1""")
         con.execute(f"""UPDATE intent_checks SET decision = NOT decision
             WHERE run_id = '{SECOND}' AND hash(intent_id, session_id) % 4 = 0""")
         con.execute(f"""UPDATE intent_checks SET original = NOT original
