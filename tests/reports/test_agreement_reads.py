@@ -648,3 +648,36 @@ class _Ordered:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.con, name)
+
+
+class _Recording:
+    """A connection recording every statement it is given."""
+
+    def __init__(self, con: Any) -> None:
+        self.con, self.statements = con, []
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        self.statements.append(" ".join(sql.split()))
+        return self.con.execute(sql, params) if params is not None else self.con.execute(sql)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.con, name)
+
+
+@pytest.mark.parametrize("consensus", ["median", "majority"])
+def test_humans_statements_are_bounded_and_write_one_table(db: Path, consensus: str) -> None:
+    """`--humans` writes one TEMP table (the rated items with their label counts; the ratings
+    joined to their items are never written), reads the consensus view only for the majority
+    vote (the median is asked of the ratings directly), and issues a number of statements
+    bounded by the runs, not by items or sessions."""
+    with open_store(db) as con:
+        recording = _Recording(con)
+        ctx = ReportContext(recording, select_runs(con, ["all"]))
+        ctx.humans, ctx.consensus = True, consensus
+        result = agreement.agreement_report(ctx)
+    assert any(t.title.startswith("Bias-corrected") for t in result.tables)
+    written = [s for s in recording.statements if s.startswith("CREATE")]
+    assert len(written) == 1 and "TEMP TABLE items" in written[0], written
+    viewed = [s for s in recording.statements if "human_consensus" in s or "human_pairs" in s]
+    assert (len(viewed) == 1) if consensus == "majority" else not viewed, viewed
+    assert len(recording.statements) <= 10 + len(ctx.runs), recording.statements
