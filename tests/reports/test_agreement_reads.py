@@ -453,7 +453,8 @@ item: one row a rating, each counted by label per unit."""
 def odd_ratings(db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The store with what the label counts must get right: a rated item judged twice in its
     session (two trigger rows of one id, one typed otherwise, one a judge error), ratings off
-    the kind's scale and NULL, and an item of one rating."""
+    the kind's scale and NULL (a checklist item rated PASS; items whose ratings are all NULL),
+    and an item of one rating."""
     path = tmp_path_factory.mktemp("odd-ratings") / "bench.duckdb"
     shutil.copy(db, path)
     con = duckdb.connect(str(path))
@@ -475,6 +476,11 @@ def odd_ratings(db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
                     "AND hash(item_id, rater) % 13 = 0")
         con.execute("DELETE FROM human_ratings WHERE kind = 'checklist' AND rater <> 'r1' "
                     "AND hash(item_id) % 5 = 0")
+        # a label of another scale (ranked, off this kind's scale), items no rating ranks
+        con.execute("UPDATE human_ratings SET label = 'PASS' WHERE kind = 'checklist' "
+                    "AND hash(item_id, rater) % 7 = 0")
+        con.execute("UPDATE human_ratings SET label = NULL WHERE kind = 'triple' "
+                    "AND hash(item_id) % 10 = 0")
     finally:
         con.close()
     return path
@@ -569,7 +575,9 @@ def test_median_items_are_human_pairs_items(which: str, min_raters: int, db: Pat
                              .fetchall())
                      for sql in (agreement_humans._MEDIAN_ITEMS, agreement_humans._HUMAN_ITEMS))
     assert got == want
-    assert sum(row[8] for row in got) > 0 and len(got) > 50  # ties among the items
+    assert sum(row[8] is True for row in got) > 0 and len(got) > 50  # ties among the items
+    if which == "odd ratings":  # items no rating ranks: no label, tie unknown
+        assert any(row[8] is None and row[9] is None for row in got)
 
 
 def _unit_figures_by_rows(con: Any, runs: list[str]) -> tuple[Any, Any]:
