@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from typing import Any
 
 from . import validity
 from .builtin import ReportContext
@@ -64,12 +65,12 @@ def ppi_table(ctx: ReportContext, runs: list[str], labels: dict[str, str], label
     judged_col, rated_col = cols["judged"].astype(np.int64), cols["rated"].astype(np.int64)
     totals: dict[tuple[str, int], list[tuple[int, float, int, float]]] = {}
     for i, (of, _, _) in enumerate(_PPI_FIGURES):
-        values = np.ma.filled(np.ma.asarray(cols[f"f{i}"], dtype=float), 0.0)
-        rectified = np.ma.filled(np.ma.asarray(cols[f"r{i}"], dtype=float), 0.0)
+        judge_sums: Any = np.ma.filled(np.ma.asarray(cols[f"f{i}"], dtype=float), 0.0)
+        rectified: Any = np.ma.filled(np.ma.asarray(cols[f"r{i}"], dtype=float), 0.0)
         for run in runs:
             mine = (run_col == run) & (kind_col == of)
             if mine.any():
-                totals[(run, i)] = list(zip(judged_col[mine].tolist(), values[mine].tolist(),
+                totals[(run, i)] = list(zip(judged_col[mine].tolist(), judge_sums[mine].tolist(),
                                             rated_col[mine].tolist(), rectified[mine].tolist(),
                                             strict=True))
     t = Table("Bias-corrected headline (prediction-powered inference)", [
@@ -159,7 +160,7 @@ def unit_and_pooled_figures(ctx: ReportContext, runs: list[str]
     run_col, sessions = cols["run_id"].astype(str), cols["session_id"].astype(str)
     for i, name in enumerate(names):
         counted = np.asarray(cols[f"n{i}"], dtype=np.int64)
-        sums = np.ma.filled(np.ma.asarray(cols[f"s{i}"], dtype=float), 0.0)
+        sums: Any = np.ma.filled(np.ma.asarray(cols[f"s{i}"], dtype=float), 0.0)
         for run in runs:
             mine = (run_col == run) & (counted > 0)
             if mine.any():
@@ -178,22 +179,22 @@ def unit_and_pooled_figures(ctx: ReportContext, runs: list[str]
         "GROUP BY GROUPING SETS ((run_id, type, session_id), (run_id, session_id))",
         runs).fetchnumpy()
     run_col, sessions = cols["run_id"].astype(str), cols["session_id"].astype(str)
-    scored = np.asarray(cols["scored"], dtype=np.int64)
-    totals = np.ma.filled(np.ma.asarray(cols["total"], dtype=float), 0.0)
+    scored_col = np.asarray(cols["scored"], dtype=np.int64)
+    total_col: Any = np.ma.filled(np.ma.asarray(cols["total"], dtype=float), 0.0)
     typed = cols["type"].astype(str)  # NULL or '': no type
     named = np.where(np.asarray(cols["every"]) != 0, "all",
                      np.where(typed == "", "no type", typed))
     for name in dict.fromkeys(named.tolist()):
         for run in runs:
-            mine = (run_col == run) & (named == name) & (scored > 0)
+            mine = (run_col == run) & (named == name) & (scored_col > 0)
             if mine.any():
                 label = f"trigger score ({name})"
                 out[run][label] = dict(zip(sessions[mine].tolist(),
-                                           zip(totals[mine].tolist(),
-                                               scored[mine].astype(float).tolist(),
+                                           zip(total_col[mine].tolist(),
+                                               scored_col[mine].astype(float).tolist(),
                                                strict=True), strict=True))
-                pooled[(run, label)] = [math.fsum(totals[mine].tolist()),
-                                        int(scored[mine].sum())]
+                pooled[(run, label)] = [math.fsum(total_col[mine].tolist()),
+                                        int(scored_col[mine].sum())]
     means: dict[str, dict[str, float]] = defaultdict(dict)
     for (run, name), (total, scored) in pooled.items():
         means[run][name] = total / scored
