@@ -70,7 +70,7 @@ WHERE j.kind IN ('trigger', 'checklist', 'triple') AND j.run_id IN $runs AND h.r
 of `human_consensus` (its pieces, `views.MEDIAN_LABEL` and `MEDIAN_TIE`) and the label counts
 in the same aggregation of the ratings — the view also takes the majority vote, a window and
 two more aggregations and joins (~0.15 s of CPU on 1 M turns). `tests/reports/
-test_agreement_reads.py` checks the table against `_HUMAN_ITEMS`'."""
+test_agreement_humans_reads.py` checks the table against `_HUMAN_ITEMS`'."""
 
 _HUMANS = """
 SELECT run_id, kind, type, 'pair' AS stat, human_label AS c, judge_label AS d, count(*) AS n
