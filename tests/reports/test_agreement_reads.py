@@ -39,7 +39,8 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def two_rejudges(db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The store with `SECOND`: run 0's rejudge copied under another id, some of its labels
     decided otherwise, a few of its audit's `original` labels differing from the first
-    rejudge's (so the original run lists both), a trigger SKIPPED and judge errors."""
+    rejudge's (so the original run lists both), a trigger SKIPPED and judge errors, triples
+    unmatched-unknown without an error and NaN checklist scores."""
     path = tmp_path_factory.mktemp("two-rejudges") / "bench.duckdb"
     shutil.copy(db, path)
     first = store.rejudge_id(0)
@@ -59,6 +60,11 @@ def two_rejudges(db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
                 ELSE NULL END WHERE run_id = '{SECOND}' AND hash(item_id, session_id) % 7 = 0""")
         con.execute(f"""UPDATE triples SET matched = NOT matched
             WHERE run_id = '{SECOND}' AND hash(idx, session_id) % 6 = 0""")
+        # unknown without a recorded error, and a score no comparison orders (NaN)
+        con.execute(f"""UPDATE triples SET matched = NULL
+            WHERE run_id = '{SECOND}' AND hash(idx, session_id) % 17 = 1""")
+        con.execute(f"""UPDATE checklist_results SET score = 'NaN'::DOUBLE
+            WHERE run_id = '{SECOND}' AND hash(item_id, session_id) % 19 = 1""")
         con.execute(f"""UPDATE intent_checks SET decision = NOT decision
             WHERE run_id = '{SECOND}' AND hash(intent_id, session_id) % 4 = 0""")
         con.execute(f"""UPDATE intent_checks SET original = NOT original
@@ -150,6 +156,11 @@ class _Counting:
                 fetched.append((sql, int(row is not None)))
                 return row
 
+            def fetchnumpy(self) -> dict[str, Any]:
+                columns = result.fetchnumpy()
+                fetched.append((sql, len(next(iter(columns.values()))) if columns else 0))
+                return columns
+
         return Rows()
 
     def __getattr__(self, name: str) -> Any:
@@ -172,58 +183,6 @@ def test_judge_pairs_are_fetched_per_session_and_group(db: Path) -> None:
     groups = len(agreement.KINDS) + len(agreement.TRIGGER_TYPES)
     assert all(n <= sessions * groups for n in fetched), (fetched, sessions)
     assert sum(fetched) < items / 4, (fetched, items)
-
-
-def _units_by_fsum(rows: list[tuple[Any, ...]]) -> dict[tuple[str, ...], list[list[float]]]:
-    """The coincidence units as the report built them first: per group and session a counter
-    of (m, cell) sums, then each cell the fsum of its sums ÷ (m − 1) over m ≥ 2."""
-    import math
-
-    per: dict[tuple[str, ...], dict[Any, Counter[tuple[int, int]]]] = defaultdict(
-        lambda: defaultdict(Counter))
-    width = agreement.LABELS
-    for run, kind, typ, who, m, session, *cells in rows:
-        k = len(agreement.scale_of(kind))
-        for group in ("all", *([typ] if kind == "trigger" and typ else [])):
-            counts = per[(run, kind, group, who)][session]
-            for c in range(k):
-                for d in range(k):
-                    counts[(m, c * k + d)] += cells[c * width + d]
-    out = {}
-    for key, sessions in per.items():
-        k2 = len(agreement.scale_of(key[1])) ** 2
-        out[key] = [[math.fsum(n / (m - 1) for (m, cell), n in sessions[s].items()
-                               if cell == c and m >= 2) for c in range(k2)]
-                    for s in sorted(sessions, key=str)]
-    return out
-
-
-@pytest.mark.parametrize("seed", range(40))
-def test_coincidence_units_are_the_fsum_of_each_cell(seed: int) -> None:
-    """`agreement_humans._units` sums in numpy what the report fsum'd cell by cell: the same
-    floats to the bit, with up to eight ratings an item (several quotients by 3, 5, 6, 7 in
-    a cell, which are fsum'd), sessions of one-rating items only, a trigger type named `all`,
-    and sums large enough to leave the exact path."""
-    import random
-
-    from benchpack.reports import agreement_humans
-
-    rng = random.Random(seed)
-    width = agreement.LABELS
-    big = 2**56 if seed % 10 == 9 else 40  # past 2**53, where only int ÷ int rounds once
-    rows = []
-    for _ in range(rng.randint(1, 300)):
-        kind = rng.choice(["trigger", "checklist", "triple"])
-        typ = rng.choice(["emergent", "critical", "all", None]) if kind == "trigger" else None
-        m = rng.choice([1, 2, 3, 3, 3, 4, 4, 5, *([6, 7, 8] if seed % 2 else [])])
-        cells = [0 if m == 1 else rng.randint(0, big) for _ in range(width * width)]
-        rows.append((rng.choice(["r1", "r2"]), kind, typ, rng.choice(["humans", "with_judge"]),
-                     m, f"s{rng.randint(0, 40):02d}", *cells))
-    got = agreement_humans._units(rows)
-    want = _units_by_fsum(rows)
-    assert got.keys() == want.keys()
-    for key in want:
-        assert got[key] == want[key], key  # floats compared exactly, session order included
 
 
 def test_judge_groups_by_hand() -> None:
@@ -361,26 +320,6 @@ def test_alpha_ci_draws_are_summed_per_pattern_as_before(kept: bool,
                                    resampling.quantile(draws, (1 + 0.95) / 2))
 
 
-def test_human_clusters_by_hand() -> None:
-    """`_CLUSTERS`-shaped rows (run, kind, group, session, cells on a 3-wide grid) into each
-    group's sessions: a session with no pair on the kind's scale is no cluster, a trigger
-    type named `all` gives a session two rows of the `all` group, summed."""
-    from benchpack.reports import agreement_humans
-
-    def row(run: str, kind: str, group: str, session: str, cells: dict[int, int]
-            ) -> tuple[Any, ...]:
-        return (run, kind, group, session, *[cells.get(i, 0) for i in range(9)])
-
-    got = agreement_humans._clusters([
-        row("r", "checklist", "all", "s1", {0: 2, 4: 1}), row("r", "checklist", "all", "s2", {}),
-        row("r", "trigger", "all", "s1", {8: 1}), row("r", "trigger", "all", "s1", {1: 2}),
-        row("r", "trigger", "all", "s2", {4: 3}), row("q", "trigger", "critical", "s9", {3: 1})])
-    assert got == {("r", "checklist", "all"): [[2, 0, 0, 1]],
-                   ("r", "trigger", "all"): [[0, 2, 0, 0, 0, 0, 0, 0, 1],
-                                             [0, 0, 0, 0, 3, 0, 0, 0, 0]],
-                   ("q", "trigger", "critical"): [[0, 0, 0, 1, 0, 0, 0, 0, 0]]}
-
-
 @pytest.mark.parametrize("humans", [False, True])
 def test_each_bootstrap_size_is_drawn_once_a_report(db: Path, humans: bool,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
@@ -407,3 +346,120 @@ def test_each_bootstrap_size_is_drawn_once_a_report(db: Path, humans: bool,
         agreement.agreement_report(ctx)
     assert drawn and len(drawn) == len(set(drawn)), drawn
     assert len(drawn) < len(asked)
+
+
+@pytest.mark.parametrize("which", ["synthetic", "two rejudges"])
+def test_headline_items_are_the_judge_labels_view(which: str, db: Path, two_rejudges: Path,
+                                                  tmp_path: Path) -> None:
+    """The headline's judged items, asked of the tables (`judge_validity._JUDGED`), are the
+    view's triggers and checklist items with a label in finished sessions that are no
+    ablation variant — item for item, on a store with SKIPPED triggers, judge errors, and
+    ablation variants and unfinished sessions holding triggers and checklist items."""
+    from benchpack.reports import judge_validity
+
+    path = tmp_path / "bench.duckdb"
+    shutil.copy(db if which == "synthetic" else two_rejudges, path)
+    con = duckdb.connect(str(path))
+    try:
+        con.execute("UPDATE sessions SET ablation = 'without_dependencies' "
+                    "WHERE hash(session_id, repeat) % 7 = 0")
+        con.execute("UPDATE sessions SET status = 'error' WHERE hash(session_id, repeat) % 11 = 0")
+    finally:
+        con.close()
+    with open_store(path) as con:
+        runs = select_runs(con, ["all"])
+        marks = ", ".join("?" * len(runs))
+        got = Counter(con.execute(judge_validity._JUDGED.replace("$runs", marks),
+                                  [*runs, *runs]).fetchall())
+        want = Counter(con.execute(
+            f"""SELECT j.run_id, j.session_id, j.repeat, j.kind, j.item_id, j.label
+                FROM judge_labels j JOIN sessions s USING (run_id, session_id, repeat)
+                WHERE j.run_id IN ({marks}) AND s.ablation IS NULL AND j.label IS NOT NULL
+                  AND j.kind IN ('trigger', 'checklist')""", runs).fetchall())
+        left_out = {kind: n for kind, n in con.execute(
+            "SELECT kind, count(*) FROM judge_labels j JOIN sessions s "
+            "USING (run_id, session_id, repeat) WHERE s.ablation IS NOT NULL GROUP BY kind"
+        ).fetchall()}
+        errors = con.execute("SELECT count(*) FROM judge_labels WHERE label IS NULL "
+                             "AND kind IN ('trigger', 'checklist')").fetchone()[0]
+    assert got == want
+    assert left_out.get("trigger", 0) > 0 and left_out.get("checklist", 0) > 0
+    assert (errors > 0 or which == "synthetic") and len(got) > 500  # the copy has errors
+
+
+def _unit_figures_by_rows(con: Any, runs: list[str]) -> tuple[Any, Any]:
+    """`unit_and_pooled_figures` as it read its rows first: one Python step a row."""
+    marks = ", ".join("?" * len(runs))
+    out: dict[str, dict[str, dict[str, tuple[float, float]]]] = defaultdict(
+        lambda: defaultdict(dict))
+    names = ("COMP", "triple F1", "verified score", "verified pass rate")
+    for run, session, *cells in con.execute(
+            f"SELECT run_id, session_id, sum(comp), count(comp), sum(f1), count(f1), "
+            f"sum(score), count(score), sum(passed::INTEGER)::BIGINT, count(passed) "
+            f"FROM sessions WHERE run_id IN ({marks}) AND status = 'finished' "
+            "AND ablation IS NULL GROUP BY ALL ORDER BY ALL", runs).fetchall():
+        for i, name in enumerate(names):
+            if cells[2 * i + 1]:
+                out[run][name][session] = (float(cells[2 * i]), float(cells[2 * i + 1]))
+    pooled: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0])
+    for run, typ, every, session, total, scored in con.execute(
+            f"SELECT run_id, type, grouping(type), session_id, sum(score), count(score) "
+            f"FROM trigger_results WHERE run_id IN ({marks}) AND label IS NOT NULL "
+            "GROUP BY GROUPING SETS ((run_id, type, session_id), (run_id, session_id)) "
+            "ORDER BY ALL", runs).fetchall():
+        name = f"trigger score ({'all' if every else typ or 'no type'})"
+        if scored:
+            out[run][name][session] = (float(total), float(scored))
+            pooled[(run, name)][0] += float(total)
+            pooled[(run, name)][1] += int(scored)
+    means: dict[str, dict[str, float]] = defaultdict(dict)
+    for (run, name), (total, scored) in pooled.items():
+        means[run][name] = total / scored
+    return out, means
+
+
+def test_unit_figures_from_numpy_columns_are_those_row_by_row(two_rejudges: Path,
+                                                              tmp_path: Path) -> None:
+    """τ's per-session units and the pooled trigger scores, read as numpy columns, are those
+    read row by row — each figure's sessions in the same order — with SKIPPED triggers, judge
+    errors, triggers typed NULL and '' (both 'no type') and sessions without a figure."""
+    from benchpack.reports import judge_validity
+
+    path = tmp_path / "bench.duckdb"
+    shutil.copy(two_rejudges, path)
+    con = duckdb.connect(str(path))
+    try:
+        # NULL in one run, '' in another (a session holding both keeps one row's unit, in
+        # whatever order the rows come: not a case to compare orders on)
+        con.execute("UPDATE triggers SET type = NULL WHERE hash(trigger_id, session_id) % 9 = 0 "
+                    "AND run_id = ?", [store.run_id(0)])
+        con.execute("UPDATE triggers SET type = '' WHERE hash(trigger_id, session_id) % 9 = 1 "
+                    "AND run_id = ?", [store.run_id(1)])
+        con.execute("UPDATE sessions SET comp = NULL WHERE hash(session_id, repeat) % 5 = 0")
+    finally:
+        con.close()
+    with open_store(path) as con:
+        runs = select_runs(con, ["all"])
+        ctx = ReportContext(_Ordered(con), runs)
+        got = judge_validity.unit_and_pooled_figures(ctx, runs)
+        want = _unit_figures_by_rows(con, runs)
+    assert {r: {n: list(s.items()) for n, s in f.items()} for r, f in got[0].items()} == \
+        {r: {n: list(s.items()) for n, s in f.items()} for r, f in want[0].items()}
+    assert got[1] == want[1]
+    assert any("trigger score (no type)" in f for f in got[0].values())
+
+
+class _Ordered:
+    """A connection whose GROUP BY queries come back sorted (ORDER BY ALL), so that the rows'
+    order — which the units keep — can be compared with the reference's."""
+
+    def __init__(self, con: Any) -> None:
+        self.con = con
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        if "GROUP BY" in sql and "ORDER BY" not in sql:
+            sql += " ORDER BY ALL"
+        return self.con.execute(sql, params) if params is not None else self.con.execute(sql)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.con, name)

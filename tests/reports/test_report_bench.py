@@ -477,6 +477,11 @@ class _CountingResult:
         self.fetched.append((self.sql, int(row is not None)))
         return row
 
+    def fetchnumpy(self) -> dict[str, Any]:
+        columns = self.result.fetchnumpy()
+        self.fetched.append((self.sql, len(next(iter(columns.values()))) if columns else 0))
+        return columns
+
     def __getattr__(self, name: str) -> Any:
         raise AssertionError(f"the report read its rows another way ({name}): count them too")
 
@@ -528,5 +533,5 @@ def test_agreement_against_humans_fetches_no_item_rows(db: Path) -> None:
                            "j.source_run IN (SELECT run_id FROM human_ratings)")
         sessions = _one(con, "SELECT count(*) FROM (SELECT DISTINCT run_id, session_id "
                              "FROM sessions)")
-    ppi = [n for sql, n in counting.fetched if "judge_labels j" in sql]
+    ppi = [n for sql, n in counting.fetched if "count(*) AS judged" in sql]
     assert ppi and ppi[0] <= 2 * sessions < judged, (ppi, sessions, judged)

@@ -30,21 +30,47 @@ from .agreement import (
 )
 from .builtin import ReportContext
 from .model import Column, ReportResult, Table
+from .views import MEDIAN_LABEL, MEDIAN_TIE, RATING_RANK
 
-_HUMAN_ITEMS = """
-SELECT run_id, source_run, session_id, repeat, kind, item_id, type, raters,
-       $tie AS tie, $label AS human_label, judge_label
-FROM human_pairs WHERE run_id IN $runs AND raters >= ?
+_LABEL_COUNTS = ", ".join(f"count(*) FILTER (WHERE label = {label_at(i)}) AS n{i}"
+                          for i in range(LABELS))
+_HUMAN_ITEMS = f"""
+SELECT p.run_id, p.source_run, p.session_id, p.repeat, p.kind, p.item_id, p.type, p.raters,
+       p.$tie AS tie, p.$label AS human_label, p.judge_label,
+       {", ".join(f"c.n{i}" for i in range(LABELS))}
+FROM human_pairs p JOIN (
+    SELECT run_id, session_id, repeat, kind, item_id, {_LABEL_COUNTS}
+    FROM human_ratings GROUP BY run_id, session_id, repeat, kind, item_id
+) c ON c.run_id = p.source_run AND c.session_id = p.session_id AND c.repeat = p.repeat
+     AND c.kind = p.kind AND c.item_id = p.item_id
+WHERE p.run_id IN $runs AND p.raters >= ?
 """
-_HUMAN_RATINGS = """
-SELECT i.run_id, i.kind, i.type, i.session_id, i.repeat, i.item_id, i.judge_label, h.rater,
-       h.label
-FROM items i JOIN human_ratings h ON h.run_id = i.source_run AND h.session_id = i.session_id
-     AND h.repeat = i.repeat AND h.kind = i.kind AND h.item_id = i.item_id
+"""The rated items of `human_pairs` for the selected runs (a TEMP table, `items`: the input of
+`_HUMANS`, `_COINCIDENCES`, `_CLUSTERS` and the bias-corrected headline), each with its
+ratings counted by label (`n0`, `n1`, … on the kind's scale, worst first; `raters` counts
+them all) — grouped by the same item key as `human_consensus`' `raters`, so every item of
+`human_pairs` finds its counts. Those counts are what Krippendorff's α needs of the ratings:
+a TEMP table of every rating joined to its item (100,000 rows on the 1 M-turn benchmark
+store) cost 0.18 s of CPU to write and 0.13 s to count again by item."""
+
+_MEDIAN_ITEMS = f"""
+WITH h AS (
+    SELECT run_id AS source_run, session_id, repeat, kind, item_id, count(*) AS raters,
+           {MEDIAN_LABEL} AS human_label, {MEDIAN_TIE} AS tie, {_LABEL_COUNTS}
+    FROM (SELECT *, {RATING_RANK} AS rank FROM human_ratings) r
+    GROUP BY run_id, session_id, repeat, kind, item_id
+)
+SELECT j.run_id, h.source_run, h.session_id, h.repeat, h.kind, h.item_id, j.type, h.raters,
+       h.tie, h.human_label, j.label AS judge_label,
+       {", ".join(f"h.n{i}" for i in range(LABELS))}
+FROM h JOIN judge_labels j USING (source_run, session_id, repeat, kind, item_id)
+WHERE j.kind IN ('trigger', 'checklist', 'triple') AND j.run_id IN $runs AND h.raters >= ?
 """
-"""`items` and `ratings` of `_HUMANS`, made TEMP tables first: as materialised CTEs of one
-statement, the whole did not finish in 5 minutes on the 1 M-turn benchmark store (DuckDB
-1.5.6; each branch of its UNION alone took 0.2 s); as tables, 1.8 s in all."""
+"""`_HUMAN_ITEMS` for the median consensus (the default): `human_pairs` with only the median
+of `human_consensus` (its pieces, `views.MEDIAN_LABEL` and `MEDIAN_TIE`) and the label counts
+in the same aggregation of the ratings — the view also takes the majority vote, a window and
+two more aggregations and joins (~0.15 s of CPU on 1 M turns). `tests/reports/
+test_agreement_humans_reads.py` checks the table against `_HUMAN_ITEMS`'."""
 
 _HUMANS = """
 SELECT run_id, kind, type, 'pair' AS stat, human_label AS c, judge_label AS d, count(*) AS n
@@ -55,46 +81,54 @@ UNION ALL
 SELECT run_id, kind, type, 'ties', NULL, NULL, count(*) FILTER (WHERE tie) FROM items
 GROUP BY ALL
 UNION ALL
-SELECT run_id, kind, rater, 'rater', label, judge_label, count(*) FROM ratings
-WHERE judge_label IS NOT NULL GROUP BY ALL
+SELECT i.run_id, i.kind, h.rater, 'rater', h.label, i.judge_label, count(*)
+FROM items i JOIN human_ratings h ON h.run_id = i.source_run AND h.session_id = i.session_id
+     AND h.repeat = i.repeat AND h.kind = i.kind AND h.item_id = i.item_id
+WHERE i.judge_label IS NOT NULL GROUP BY ALL
 """
 """Counted per selected run: per rated item with enough ratings (`items`) its consensus and
 judge labels (`pair`), ratings and ties; per rater its ratings against the judge (`rater`, the
 type column holding the rater)."""
 
+_JUDGE_IS = [f"coalesce(judge_label = {label_at(i)}, false)::INTEGER" for i in range(LABELS)]
 _COINCIDENCES = f"""
-WITH labels AS (
-    SELECT 'humans' AS who, run_id, kind, type, session_id, repeat, item_id, label FROM ratings
-    UNION ALL
-    SELECT 'with_judge', run_id, kind, type, session_id, repeat, item_id, label FROM ratings
-    WHERE judge_label IS NOT NULL
-    UNION ALL
-    SELECT 'with_judge', run_id, kind, type, session_id, repeat, item_id, judge_label FROM items
-    WHERE judge_label IS NOT NULL
-), units AS (
-    SELECT who, run_id, kind, type, session_id, count(*) AS m,
-           {", ".join(f"count(*) FILTER (WHERE label = {label_at(i)}) AS n{i}"
+WITH per_item AS (
+    SELECT run_id, kind, type, session_id, sum(raters) AS hm,
+           {", ".join(f"sum(n{i}) AS h{i}" for i in range(LABELS))},
+           sum(raters + 1) FILTER (WHERE judge_label IS NOT NULL) AS jm,
+           {", ".join(f"sum(n{i} + {_JUDGE_IS[i]}) FILTER (WHERE judge_label IS NOT NULL) AS j{i}"
                       for i in range(LABELS))}
-    FROM labels GROUP BY who, run_id, kind, type, session_id, repeat, item_id
+    FROM items GROUP BY run_id, kind, type, session_id, repeat, item_id
+), units AS (
+    SELECT 'humans' AS who, run_id, kind, type, session_id, hm AS m,
+           {", ".join(f"h{i} AS n{i}" for i in range(LABELS))}
+    FROM per_item
+    UNION ALL
+    SELECT 'with_judge', run_id, kind, type, session_id, jm,
+           {", ".join(f"j{i}" for i in range(LABELS))}
+    FROM per_item WHERE jm IS NOT NULL
 )
-SELECT run_id, kind, type, who, m, session_id,
-       {", ".join(f"sum(n{c} * (n{d} - {int(c == d)}))::BIGINT"
+SELECT run_id, kind, coalesce(type, '') AS type, who, m, session_id,
+       {", ".join(f"sum(n{c} * (n{d} - {int(c == d)}))::BIGINT AS x{c * LABELS + d}"
                   for c in range(LABELS) for d in range(LABELS))}
 FROM units GROUP BY ALL
 """
 """The coincidences Krippendorff's α needs, per unit (an item's ratings, and those plus the
 judge's label), summed per session (the unit α's CI resamples) and number of ratings m: cell
-(c, d) is Σ n_c · (n_d − [c = d]) over the session's items with m ratings, the n_c counted per
-item by label in one aggregation — items of one rating too (all cells 0), as they are units
-that can be drawn. One row per (session, m) with the k × k cells side by side, where a join of
-each item's label counts with themselves gave one row per cell: 0.73 → 0.44 s CPU and
-139,000 → 46,000 rows on the 1 M-turn benchmark store, the same sums. The sums as BIGINT
-(an overflow is an error, never a wrong number): as DuckDB's HUGEINT, handing the rows to
-Python took 0.3 s, as BIGINT 0.09."""
+(c, d) is Σ n_c · (n_d − [c = d]) over the session's items with m ratings — items of one
+rating too (all cells 0), as they are units that can be drawn. An item's n_c are its
+ratings' counts by label (`items`' `n0`, `n1`, …), plus one for the judge's label in the unit
+with the judge (only where the judge labelled it); rows of `items` with the same item key (one
+rated item judged twice in a session) make one unit of all their ratings, as when every rating
+was a row. One row per (session, m) with the k × k cells side by side: 46,000 rows on the
+1 M-turn benchmark store. The sums as BIGINT (an overflow is an error, never a wrong number):
+as DuckDB's HUGEINT, handing the rows to Python took 0.3 s, as BIGINT 0.09; read as numpy
+columns (`_units_of`), 0.13 → 0.01 s. A trigger without a type has type '' (no group of its
+own, as `groups` counts it)."""
 
 
 _PAIR_CELLS = ", ".join(f"count(*) FILTER (WHERE human_label = {label_at(c)} "
-                        f"AND judge_label = {label_at(d)})"
+                        f"AND judge_label = {label_at(d)}) AS x{c * LABELS + d}"
                         for c in range(LABELS) for d in range(LABELS))
 _CLUSTERS = f"""
 SELECT run_id, kind, 'all' AS grp, session_id, {_PAIR_CELLS} FROM items
@@ -108,25 +142,47 @@ ORDER BY run_id, kind, grp, session_id
 """κ's clusters: per run, kind, group (a trigger type, or all, as `groups` counts them) and
 session, its rated items' (consensus, judge) label pairs on the kind's scale, the k × k cells
 side by side (from `items`, not `human_pairs` again: 0.2 s less on 1 M turns), sorted so that
-a group's sessions are one slice of a numpy array (`_clusters`): as a row per label pair
-(25,000) read into the groups' dictionaries they took 0.2 s on 1 M turns."""
+a group's sessions are one slice of a numpy array (`_clusters_of`): as a row per label pair
+(25,000) read into the groups' dictionaries they took 0.2 s on 1 M turns; read as numpy
+columns rather than 19,500 tuples, 0.07 → ~0.01 s."""
 
 
 def _clusters(rows: list[tuple[Any, ...]]) -> dict[tuple[str, str, str], list[list[int]]]:
-    """(run, kind, group) → each session's flattened confusion matrix (sorted by session id)
-    holding a pair on the kind's scale, from the rows of `_CLUSTERS`."""
+    """`_clusters_of` from the rows of `_CLUSTERS` as tuples."""
     import numpy as np
 
-    if not rows:
+    columns: dict[str, Any] = {
+        name: np.array([r[i] for r in rows], dtype=object)
+        for i, name in enumerate(("run_id", "kind", "grp", "session_id"))}
+    for c in range(LABELS * LABELS):
+        columns[f"x{c}"] = np.array([r[4 + c] for r in rows], dtype=np.int64)
+    return _clusters_of(columns)
+
+
+def _clusters_of(columns: dict[str, Any]) -> dict[tuple[str, str, str], list[list[int]]]:
+    """(run, kind, group) → each session's flattened confusion matrix (sorted by session id)
+    holding a pair on the kind's scale, from `_CLUSTERS`' rows as numpy columns (sorted by
+    run, kind, group and session: each group a slice)."""
+    import numpy as np
+
+    n = len(columns["session_id"])
+    if not n:
         return {}
-    cells = np.array([r[4:] for r in rows], dtype=np.int64)
-    bounds = [i for i in range(len(rows)) if i == 0 or rows[i][:3] != rows[i - 1][:3]]
+    cells = np.stack([np.asarray(columns[f"x{c}"], dtype=np.int64)
+                      for c in range(LABELS * LABELS)], axis=1)
+    keys = [np.asarray(columns[name], dtype=object) for name in ("run_id", "kind", "grp")]
+    changed = np.zeros(n, dtype=bool)
+    changed[0] = True
+    for key in keys:
+        changed[1:] |= key[1:] != key[:-1]
+    bounds = np.nonzero(changed)[0].tolist()
+    sessions_all = np.asarray(columns["session_id"], dtype=object)
     out = {}
-    for start, stop in zip(bounds, [*bounds[1:], len(rows)], strict=True):
-        run, kind, group = (str(x) for x in rows[start][:3])
+    for start, stop in zip(bounds, [*bounds[1:], n], strict=True):
+        run, kind, group = (str(key[start]) for key in keys)
         k = len(scale_of(kind))
         flat = cells[start:stop][:, [c * LABELS + d for c in range(k) for d in range(k)]]
-        sessions = [r[3] for r in rows[start:stop]]
+        sessions = sessions_all[start:stop].tolist()
         if len(set(sessions)) < len(sessions):  # a trigger type named `all`: in both
             sessions, flat, _ = sum_sessions(sessions, flat, flat)
         out[(run, kind, group)] = flat[flat.any(axis=1)].tolist()
@@ -135,17 +191,17 @@ def _clusters(rows: list[tuple[Any, ...]]) -> dict[tuple[str, str, str], list[li
 
 @contextlib.contextmanager
 def _rated_items(ctx: ReportContext, runs: list[str], label: str, tie: str) -> Iterator[None]:
-    """`items` and `ratings` over `runs` as TEMP tables while the block runs: the inputs of
-    `_HUMANS`, `_COINCIDENCES`, `_CLUSTERS` and the bias-corrected headline."""
-    items = (_HUMAN_ITEMS.replace("$runs", "(" + ", ".join("?" * len(runs)) + ")")
+    """`items` (`_HUMAN_ITEMS`) over `runs` as a TEMP table while the block runs: as a
+    materialised CTE of one statement with the counting, the whole did not finish in 5 minutes
+    on the 1 M-turn benchmark store (DuckDB 1.5.6)."""
+    sql = _MEDIAN_ITEMS if (label, tie) == ("human_label", "tie") else _HUMAN_ITEMS
+    items = (sql.replace("$runs", "(" + ", ".join("?" * len(runs)) + ")")
              .replace("$label", label).replace("$tie", tie))
     con = ctx.con
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE items AS {items}", [*runs, ctx.min_raters])
-        con.execute(f"CREATE OR REPLACE TEMP TABLE ratings AS {_HUMAN_RATINGS}")
         yield
     finally:
-        con.execute("DROP TABLE IF EXISTS temp.ratings")
         con.execute("DROP TABLE IF EXISTS temp.items")
 
 
@@ -167,15 +223,15 @@ def against_humans(ctx: ReportContext, res: ReportResult,
     by_run: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     raters: dict[str, list[tuple[str, str, str, str, int]]] = defaultdict(list)
     rows: list[tuple[Any, ...]] = []
-    coincidences: list[tuple[Any, ...]] = []
+    units: Units = {}
     clusters: dict[tuple[str, str, str], list[list[int]]] = {}
     unlabelled = _without_judge_labels(ctx, runs)
     ppi = None
     if runs:
         with _rated_items(ctx, runs, label, tie):
-            rows, coincidences, cluster_rows = (list(ctx.con.execute(sql).fetchall())
-                                                for sql in (_HUMANS, _COINCIDENCES, _CLUSTERS))
-            clusters = _clusters(cluster_rows)
+            rows = list(ctx.con.execute(_HUMANS).fetchall())
+            clusters = _clusters_of(ctx.con.execute(_CLUSTERS).fetchnumpy())
+            units = _units_of(ctx.con.execute(_COINCIDENCES).fetchnumpy())
             present = {str(r[0]) for r in rows if r[3] != "rater"} | {r for r, _, _ in clusters}
             if present & set(runs):
                 from .judge_validity import ppi_table
@@ -192,7 +248,6 @@ def against_humans(ctx: ReportContext, res: ReportResult,
         else:
             by_run[str(run)].append((kind, typ, stat, c, d, n) if stat == "pair"
                                     else (kind, typ, stat, n))
-    units = _units(coincidences)
     any_rows = False
     for run in runs:
         if run not in by_run:
@@ -234,25 +289,76 @@ units; a session whose items all have one rating is there, all 0 (a unit that ca
 
 
 def _units(rows: list[tuple[Any, ...]]) -> Units:
-    """`_COINCIDENCES`' rows summed per group as `groups` sums the other counts (a trigger
-    type and all types), then per session in numpy, where dictionaries per (session, m, cell)
-    and an fsum per cell took 0.8 s of `--humans` on 1 M turns. The same floats: the integer
-    sums are exact in any order; of the quotients n ÷ (m − 1), those by a power of two are
-    exact and so is their sum, and with at most one other (m = 4 at 2-4 raters) adding it last
-    rounds once, as fsum does — a cell with two or more such terms is fsum'd."""
+    """`_units_of` from `_COINCIDENCES`' rows as tuples (`(run, kind, type, who, m, session,
+    *cells)`)."""
     import numpy as np
 
     if not rows:
         return {}
+    names = ("run_id", "kind", "type", "who", "m", "session_id")
+    columns: dict[str, Any] = {n: np.array([r[i] for r in rows], dtype=object)
+                               for i, n in enumerate(names)}
+    columns["m"] = columns["m"].astype(np.int64)
+    for c in range(len(rows[0]) - len(names)):
+        columns[f"x{c}"] = np.array([r[len(names) + c] for r in rows], dtype=np.int64)
+    return _units_of(columns)
+
+
+def _codes(values: Any) -> tuple[Any, Any]:
+    """The distinct values of a column (as text, sorted) and each row's index among them."""
+    import numpy as np
+
+    found, at = np.unique(np.asarray(values, dtype=object).astype(str), return_inverse=True)
+    return found, at.ravel()
+
+
+def _units_of(columns: dict[str, Any]) -> Units:
+    """`_COINCIDENCES`' rows (numpy columns, as `fetchnumpy` gives them) summed per group as
+    `groups` sums the other counts (a trigger type and all types), then per session in numpy,
+    where dictionaries per (session, m, cell) and an fsum per cell took 0.8 s of `--humans`
+    on 1 M turns, and a Python loop over the rows for their group and session 0.19 s. The
+    same floats: the integer sums are exact in any order; of the quotients n ÷ (m − 1), those
+    by a power of two are exact and so is their sum, and with at most one other (m = 4 at
+    2-4 raters) adding it last rounds once, as fsum does — a cell with two or more such terms
+    is fsum'd."""
+    import numpy as np
+
+    if not len(columns["m"]):
+        return {}
+    cells_in = np.stack([np.asarray(columns[f"x{c}"], dtype=np.int64)
+                         for c in range(LABELS * LABELS)], axis=1)
+    # a NULL type (a masked value, or None) is no type: '' (falsy, as `groups` reads it)
+    filled: Any = np.ma.filled(np.ma.asarray(columns["type"], dtype=object), "")
+    typ = np.array(["" if t is None else t for t in filled.tolist()], dtype=object)
+    runs, run_at = _codes(columns["run_id"])
+    kinds, kind_at = _codes(columns["kind"])
+    types, type_at = _codes(np.where(kind_at == list(kinds).index("trigger"), typ, "")
+                            if "trigger" in kinds else np.full(len(typ), "", dtype=object))
+    whos, who_at = _codes(columns["who"])
+    names, session_at = _codes(columns["session_id"])
+    # each row counts in its kind's `all` group (type code -1) and, a trigger with a type,
+    # in its type's: one integer per (run, kind, group, who)
+    typed = types[type_at] != ""
+    rows_at = np.concatenate([np.arange(len(typ)), np.nonzero(typed)[0]])
+    # a type named `all` is the all-types group: such a row counts in it twice, as in `groups`
+    named_all = np.nonzero(types == "all")[0]
+    group_type = np.concatenate([np.full(len(typ), -1),
+                                 np.where(np.isin(type_at[typed], named_all), -1,
+                                          type_at[typed])])
+    code = ((run_at[rows_at] * len(kinds) + kind_at[rows_at]) * (len(types) + 1)
+            + group_type + 1) * len(whos) + who_at[rows_at]
+    codes, group_at = np.unique(code, return_inverse=True)
     keys: dict[tuple[str, str, str, str], int] = {}
-    order = {s: i for i, s in enumerate(sorted({r[5] for r in rows}, key=str))}
-    at: list[tuple[int, int, int, int]] = []  # (group, session, m, row)
-    for i, (run, kind, typ, who, m, session, *_) in enumerate(rows):
-        for group in ("all", *([str(typ)] if kind == "trigger" and typ else [])):
-            g = keys.setdefault((str(run), str(kind), group, str(who)), len(keys))
-            at.append((g, order[session], int(m), i))
-    index = np.array(at, dtype=np.int64)
-    cells = np.array([r[6:] for r in rows], dtype=np.int64)[index[:, 3]]
+    for g, c in enumerate(codes.tolist()):
+        rest, who = divmod(c, len(whos))
+        rest, t = divmod(rest, len(types) + 1)
+        run, kind = divmod(rest, len(kinds))
+        keys[(str(runs[run]), str(kinds[kind]), "all" if t == 0 else str(types[t - 1]),
+              str(whos[who]))] = g
+    m_in = np.asarray(columns["m"], dtype=np.int64)
+    index = np.stack([group_at.ravel(), session_at[rows_at], m_in[rows_at], rows_at], axis=1)
+    cells = cells_in[rows_at]
+    order = names
     # integer sums per (group, session, m), found by one integer key (a 1-D unique sorts
     # it in the order of the three): exact
     sessions, ms = len(order), int(index[:, 2].max()) + 1

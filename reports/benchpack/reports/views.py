@@ -43,6 +43,15 @@ MAYBE_ALONE = "(contains(s.extra::VARCHAR, 'alone') OR contains(s.extra::VARCHAR
 neither `alone` nor a `\\u` escape (with which a JSON string could spell it) was not run
 alone (~0.01 s a statement on 1 M turns against the JSON test)."""
 
+RATING_RANK = ("CASE label WHEN 'FAIL' THEN 0 WHEN 'PARTIAL' THEN 1 WHEN 'PASS' THEN 2 "
+               "WHEN 'NO' THEN 0 WHEN 'YES' THEN 1 END")
+"""A human rating's rank on its scale (worst 0), NULL off every scale."""
+MEDIAN_LABEL = ("CASE WHEN kind = 'trigger' THEN ['FAIL', 'PARTIAL', 'PASS'][quantile_disc(r.rank, "
+                "0.5) + 1] ELSE ['NO', 'YES'][quantile_disc(r.rank, 0.5) + 1] END")
+MEDIAN_TIE = "median(r.rank) <> quantile_disc(r.rank, 0.5)"
+"""`human_consensus`' median label and tie over an item's ratings `r` (with their `rank`):
+`agreement --humans` asks them alone when it needs no majority vote."""
+
 GENERIC_VIEWS: tuple[View, ...] = (
     View("session_results", """One row per session attempt (session × repeat) that ran, with the
 run's pack, simulator and judge. `agent` is the evaluated model. Skipped sessions (a dependency
@@ -181,9 +190,7 @@ true; `raters` counts the ratings. `majority` is the most frequent label instead
 the middle of the scale, then to the better label (PARTIAL, then PASS, then FAIL: ProactBench's
 released analysis; YES before NO), with `majority_tie`.""", """
 WITH r AS (
-    SELECT *, CASE label WHEN 'FAIL' THEN 0 WHEN 'PARTIAL' THEN 1 WHEN 'PASS' THEN 2
-                         WHEN 'NO' THEN 0 WHEN 'YES' THEN 1 END AS rank
-    FROM human_ratings
+    SELECT *, {RATING_RANK} AS rank FROM human_ratings
 ), counted AS (
     SELECT run_id, session_id, repeat, kind, item_id, rank, count(*) AS n
     FROM r GROUP BY run_id, session_id, repeat, kind, item_id, rank
@@ -199,9 +206,7 @@ WITH r AS (
     FROM votes GROUP BY run_id, session_id, repeat, kind, item_id
 )
 SELECT run_id AS source_run, session_id, repeat, kind, item_id, count(*) AS raters,
-       CASE WHEN kind = 'trigger' THEN ['FAIL', 'PARTIAL', 'PASS'][quantile_disc(r.rank, 0.5) + 1]
-            ELSE ['NO', 'YES'][quantile_disc(r.rank, 0.5) + 1] END AS label,
-       median(r.rank) <> quantile_disc(r.rank, 0.5) AS tie,
+       {MEDIAN_LABEL} AS label, {MEDIAN_TIE} AS tie,
        CASE WHEN kind = 'trigger' THEN ['FAIL', 'PARTIAL', 'PASS'][any_value(m.rank) + 1]
             ELSE ['NO', 'YES'][any_value(m.rank) + 1] END AS majority,
        any_value(m.tie) AS majority_tie
@@ -243,7 +248,15 @@ def assemble(protocols: dict[str, ProtocolReports]) -> tuple[View, ...]:
     rank = {name: i for i, name in enumerate(VIEW_ORDER)}
     found = (*GENERIC_VIEWS, *(v for p in protocols.values() for v in p.views))
     ordered = sorted(found, key=lambda v: rank.get(v.name, len(rank)))  # stable: rest in order
-    return tuple(replace(v, sql=v.sql.replace("{FULL}", FULL)) for v in ordered)
+    return tuple(replace(v, sql=_filled(v.sql)) for v in ordered)
+
+
+def _filled(sql: str) -> str:
+    """A view's SQL with the shared pieces written in."""
+    for name, text in (("{FULL}", FULL), ("{RATING_RANK}", RATING_RANK),
+                       ("{MEDIAN_LABEL}", MEDIAN_LABEL), ("{MEDIAN_TIE}", MEDIAN_TIE)):
+        sql = sql.replace(name, text)
+    return sql
 
 
 VIEWS: tuple[View, ...] = assemble(PROTOCOL_REPORTS)

@@ -1,0 +1,259 @@
+"""What `agreement --humans` reads, checked against what it stands for: Krippendorff's
+coincidences counted from the rated items' label counts against counting every rating (on the
+synthetic benchmark store and on a copy with an item judged twice in a session, off-scale, NULL
+and all-NULL ratings), the median-only rated items against `human_pairs`', the coincidence
+units summed in numpy against an fsum per cell, κ's clusters by hand; and what it does: one
+TEMP table, the consensus view read only for the majority vote, statements bounded by the runs.
+Nothing here is timed."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from benchpack.reports import agreement
+from benchpack.reports.access import open_store, select_runs
+from benchpack.reports.builtin import ReportContext
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import synthetic_store as store  # noqa: E402  (the benchmark's generator, beside it)
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("agreement-humans-reads") / "bench.duckdb"
+    store.generate(path, 3000)
+    return path
+
+
+def _units_by_fsum(rows: list[tuple[Any, ...]]) -> dict[tuple[str, ...], list[list[float]]]:
+    """The coincidence units as the report built them first: per group and session a counter
+    of (m, cell) sums, then each cell the fsum of its sums ÷ (m − 1) over m ≥ 2."""
+    import math
+
+    per: dict[tuple[str, ...], dict[Any, Counter[tuple[int, int]]]] = defaultdict(
+        lambda: defaultdict(Counter))
+    width = agreement.LABELS
+    for run, kind, typ, who, m, session, *cells in rows:
+        k = len(agreement.scale_of(kind))
+        for group in ("all", *([typ] if kind == "trigger" and typ else [])):
+            counts = per[(run, kind, group, who)][session]
+            for c in range(k):
+                for d in range(k):
+                    counts[(m, c * k + d)] += cells[c * width + d]
+    out = {}
+    for key, sessions in per.items():
+        k2 = len(agreement.scale_of(key[1])) ** 2
+        out[key] = [[math.fsum(n / (m - 1) for (m, cell), n in sessions[s].items()
+                               if cell == c and m >= 2) for c in range(k2)]
+                    for s in sorted(sessions, key=str)]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_coincidence_units_are_the_fsum_of_each_cell(seed: int) -> None:
+    """`agreement_humans._units` sums in numpy what the report fsum'd cell by cell: the same
+    floats to the bit, with up to eight ratings an item (several quotients by 3, 5, 6, 7 in
+    a cell, which are fsum'd), sessions of one-rating items only, a trigger type named `all`,
+    and sums large enough to leave the exact path."""
+    import random
+
+    from benchpack.reports import agreement_humans
+
+    rng = random.Random(seed)
+    width = agreement.LABELS
+    big = 2**56 if seed % 10 == 9 else 40  # past 2**53, where only int ÷ int rounds once
+    rows = []
+    for _ in range(rng.randint(1, 300)):
+        kind = rng.choice(["trigger", "checklist", "triple"])
+        typ = rng.choice(["emergent", "critical", "all", None]) if kind == "trigger" else None
+        m = rng.choice([1, 2, 3, 3, 3, 4, 4, 5, *([6, 7, 8] if seed % 2 else [])])
+        cells = [0 if m == 1 else rng.randint(0, big) for _ in range(width * width)]
+        rows.append((rng.choice(["r1", "r2"]), kind, typ, rng.choice(["humans", "with_judge"]),
+                     m, f"s{rng.randint(0, 40):02d}", *cells))
+    got = agreement_humans._units(rows)
+    want = _units_by_fsum(rows)
+    assert got.keys() == want.keys()
+    for key in want:
+        assert got[key] == want[key], key  # floats compared exactly, session order included
+
+
+def test_human_clusters_by_hand() -> None:
+    """`_CLUSTERS`-shaped rows (run, kind, group, session, cells on a 3-wide grid) into each
+    group's sessions: a session with no pair on the kind's scale is no cluster, a trigger
+    type named `all` gives a session two rows of the `all` group, summed."""
+    from benchpack.reports import agreement_humans
+
+    def row(run: str, kind: str, group: str, session: str, cells: dict[int, int]
+            ) -> tuple[Any, ...]:
+        return (run, kind, group, session, *[cells.get(i, 0) for i in range(9)])
+
+    got = agreement_humans._clusters([
+        row("r", "checklist", "all", "s1", {0: 2, 4: 1}), row("r", "checklist", "all", "s2", {}),
+        row("r", "trigger", "all", "s1", {8: 1}), row("r", "trigger", "all", "s1", {1: 2}),
+        row("r", "trigger", "all", "s2", {4: 3}), row("q", "trigger", "critical", "s9", {3: 1})])
+    assert got == {("r", "checklist", "all"): [[2, 0, 0, 1]],
+                   ("r", "trigger", "all"): [[0, 2, 0, 0, 0, 0, 0, 0, 1],
+                                             [0, 0, 0, 0, 3, 0, 0, 0, 0]],
+                   ("q", "trigger", "critical"): [[0, 0, 0, 1, 0, 0, 0, 0, 0]]}
+
+
+_OLD_COINCIDENCES = f"""
+WITH ratings AS (
+    SELECT i.run_id, i.kind, i.type, i.session_id, i.repeat, i.item_id, i.judge_label, h.rater,
+           h.label
+    FROM items i JOIN human_ratings h ON h.run_id = i.source_run AND h.session_id = i.session_id
+         AND h.repeat = i.repeat AND h.kind = i.kind AND h.item_id = i.item_id
+), labels AS (
+    SELECT 'humans' AS who, run_id, kind, type, session_id, repeat, item_id, label FROM ratings
+    UNION ALL
+    SELECT 'with_judge', run_id, kind, type, session_id, repeat, item_id, label FROM ratings
+    WHERE judge_label IS NOT NULL
+    UNION ALL
+    SELECT 'with_judge', run_id, kind, type, session_id, repeat, item_id, judge_label FROM items
+    WHERE judge_label IS NOT NULL
+), units AS (
+    SELECT who, run_id, kind, type, session_id, count(*) AS m,
+           {", ".join(f"count(*) FILTER (WHERE label = {agreement.label_at(i)}) AS n{i}"
+                      for i in range(agreement.LABELS))}
+    FROM labels GROUP BY who, run_id, kind, type, session_id, repeat, item_id
+)
+SELECT run_id, kind, type, who, m, session_id,
+       {", ".join(f"sum(n{c} * (n{d} - {int(c == d)}))::BIGINT"
+                  for c in range(agreement.LABELS) for d in range(agreement.LABELS))}
+FROM units GROUP BY ALL
+"""
+"""The coincidences as the report counted them from a TEMP table of every rating joined to its
+item: one row a rating, each counted by label per unit."""
+
+
+@pytest.fixture(scope="module")
+def odd_ratings(db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The store with what the label counts must get right: a rated item judged twice in its
+    session (two trigger rows of one id, one typed otherwise, one a judge error), ratings off
+    the kind's scale and NULL (a checklist item rated PASS; items whose ratings are all NULL),
+    and an item of one rating."""
+    path = tmp_path_factory.mktemp("odd-ratings") / "bench.duckdb"
+    shutil.copy(db, path)
+    con = duckdb.connect(str(path))
+    try:
+        run = store.rejudge_id(0)
+        session, repeat, item = con.execute(
+            "SELECT session_id, repeat, item_id FROM human_ratings h WHERE kind = 'trigger' "
+            "AND run_id = ? ORDER BY ALL LIMIT 1", [store.run_id(0)]).fetchone()
+        for target in (run, store.run_id(0)):
+            con.execute("INSERT INTO triggers SELECT * REPLACE ('critical' AS type, NULL AS label, "
+                        "'x' AS judge_error) FROM triggers WHERE run_id = ? AND session_id = ? "
+                        "AND repeat = ? AND trigger_id = ?", [target, session, repeat, item])
+            con.execute("INSERT INTO triggers SELECT * REPLACE ('PASS' AS label) FROM triggers "
+                        "WHERE run_id = ? AND session_id = ? AND repeat = ? AND trigger_id = ? "
+                        "AND judge_error IS NULL", [target, session, repeat, item])
+        con.execute("UPDATE human_ratings SET label = 'MAYBE' WHERE hash(item_id, rater) % 9 = 0")
+        con.execute("UPDATE human_ratings SET label = NULL WHERE hash(item_id, rater) % 11 = 0")
+        con.execute("UPDATE human_ratings SET label = 'YES' WHERE kind = 'trigger' "
+                    "AND hash(item_id, rater) % 13 = 0")
+        con.execute("DELETE FROM human_ratings WHERE kind = 'checklist' AND rater <> 'r1' "
+                    "AND hash(item_id) % 5 = 0")
+        # a label of another scale (ranked, off this kind's scale), items no rating ranks
+        con.execute("UPDATE human_ratings SET label = 'PASS' WHERE kind = 'checklist' "
+                    "AND hash(item_id, rater) % 7 = 0")
+        con.execute("UPDATE human_ratings SET label = NULL WHERE kind = 'triple' "
+                    "AND hash(item_id) % 10 = 0")
+    finally:
+        con.close()
+    return path
+
+
+@pytest.mark.parametrize("consensus", ["median", "majority"])
+@pytest.mark.parametrize("which", ["synthetic", "odd ratings"])
+def test_coincidences_from_label_counts_are_those_of_every_rating(
+        which: str, consensus: str, db: Path, odd_ratings: Path) -> None:
+    """`_COINCIDENCES` counts each unit from its item's ratings counted by label (`items`' n0,
+    n1, …) and the judge's label: the same rows as counting every rating joined to its item,
+    on the synthetic store and on one with an item judged twice in a session, off-scale and
+    NULL ratings and items of one rating."""
+    from benchpack.reports import agreement_humans
+
+    with open_store(db if which == "synthetic" else odd_ratings) as con:
+        ctx = ReportContext(con, select_runs(con, ["all"]))
+        ctx.min_raters = 1
+        label, tie = (("human_majority", "majority_tie") if consensus == "majority"
+                      else ("human_label", "tie"))
+        runs = [r for r, in con.execute("SELECT run_id FROM run_lineage WHERE source_run IN "
+                                        "(SELECT run_id FROM human_ratings)").fetchall()]
+        with agreement_humans._rated_items(ctx, runs, label, tie):
+            got = Counter(con.execute(agreement_humans._COINCIDENCES).fetchall())
+            # a trigger without a type: '' now, NULL then (both no group of their own)
+            want = Counter((*r[:2], r[2] or "", *r[3:])
+                           for r in con.execute(_OLD_COINCIDENCES).fetchall())
+            if which == "odd ratings":
+                doubled = con.execute("SELECT count(*) FROM (SELECT 1 FROM items GROUP BY "
+                                      "run_id, session_id, repeat, kind, item_id "
+                                      "HAVING count(*) > 1)").fetchone()[0]
+                assert doubled > 0
+    assert got == want
+    assert sum(row[3] == "with_judge" for row in got) > 50  # units of both kinds compared
+
+
+@pytest.mark.parametrize("min_raters", [1, 3])
+@pytest.mark.parametrize("which", ["synthetic", "odd ratings"])
+def test_median_items_are_human_pairs_items(which: str, min_raters: int, db: Path,
+                                            odd_ratings: Path) -> None:
+    """The rated items of the median consensus, asked without the majority vote
+    (`_MEDIAN_ITEMS`), are those of `human_pairs` with their label counts (`_HUMAN_ITEMS`),
+    row for row: ties, off-scale and NULL ratings, an item judged twice in a session."""
+    from benchpack.reports import agreement_humans
+
+    with open_store(db if which == "synthetic" else odd_ratings) as con:
+        runs = [r for r, in con.execute("SELECT run_id FROM run_lineage WHERE source_run IN "
+                                        "(SELECT run_id FROM human_ratings)").fetchall()]
+        marks = "(" + ", ".join("?" * len(runs)) + ")"
+        got, want = (Counter(con.execute(sql.replace("$runs", marks).replace("$label",
+                                                                             "human_label")
+                                         .replace("$tie", "tie"), [*runs, min_raters])
+                             .fetchall())
+                     for sql in (agreement_humans._MEDIAN_ITEMS, agreement_humans._HUMAN_ITEMS))
+    assert got == want
+    assert sum(row[8] is True for row in got) > 0 and len(got) > 50  # ties among the items
+    if which == "odd ratings":  # items no rating ranks: no label, tie unknown
+        assert any(row[8] is None and row[9] is None for row in got)
+
+
+class _Recording:
+    """A connection recording every statement it is given."""
+
+    def __init__(self, con: Any) -> None:
+        self.con, self.statements = con, []
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        self.statements.append(" ".join(sql.split()))
+        return self.con.execute(sql, params) if params is not None else self.con.execute(sql)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.con, name)
+
+
+@pytest.mark.parametrize("consensus", ["median", "majority"])
+def test_humans_statements_are_bounded_and_write_one_table(db: Path, consensus: str) -> None:
+    """`--humans` writes one TEMP table (the rated items with their label counts; the ratings
+    joined to their items are never written), reads the consensus view only for the majority
+    vote (the median is asked of the ratings directly), and issues a number of statements
+    bounded by the runs, not by items or sessions."""
+    with open_store(db) as con:
+        recording = _Recording(con)
+        ctx = ReportContext(recording, select_runs(con, ["all"]))
+        ctx.humans, ctx.consensus = True, consensus
+        result = agreement.agreement_report(ctx)
+    assert any(t.title.startswith("Bias-corrected") for t in result.tables)
+    written = [s for s in recording.statements if s.startswith("CREATE")]
+    assert len(written) == 1 and "TEMP TABLE items" in written[0], written
+    viewed = [s for s in recording.statements if "human_consensus" in s or "human_pairs" in s]
+    assert (len(viewed) == 1) if consensus == "majority" else not viewed, viewed
+    assert len(recording.statements) <= 10 + len(ctx.runs), recording.statements
