@@ -404,7 +404,8 @@ def _unit_figures_by_rows(con: Any, runs: list[str]) -> tuple[Any, Any]:
     pooled: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0])
     for run, typ, every, session, total, scored in con.execute(
             f"SELECT run_id, type, grouping(type), session_id, sum(score), count(score) "
-            f"FROM trigger_results WHERE run_id IN ({marks}) AND label IS NOT NULL "
+            f"FROM (SELECT run_id, coalesce(type, '') AS type, session_id, score "
+            f"      FROM trigger_results WHERE run_id IN ({marks}) AND label IS NOT NULL) "
             "GROUP BY GROUPING SETS ((run_id, type, session_id), (run_id, session_id)) "
             "ORDER BY ALL", runs).fetchall():
         name = f"trigger score ({'all' if every else typ or 'no type'})"
@@ -447,6 +448,38 @@ def test_unit_figures_from_numpy_columns_are_those_row_by_row(two_rejudges: Path
         {r: {n: list(s.items()) for n, s in f.items()} for r, f in want[0].items()}
     assert got[1] == want[1]
     assert any("trigger score (no type)" in f for f in got[0].values())
+
+
+def test_a_session_with_triggers_typed_null_and_empty_is_one_no_type_unit(
+        two_rejudges: Path, tmp_path: Path) -> None:
+    """NULL and '' are both 'no type': a session holding a trigger of each has one unit for
+    that figure holding both, so τ's units pooled give the figure shown beside τ. (Grouped
+    apart, the unit kept one of the two rows while the pooled figure added both.)"""
+    from benchpack.reports.judge_validity import unit_and_pooled_figures
+
+    path = tmp_path / "bench.duckdb"
+    shutil.copy(two_rejudges, path)
+    con = duckdb.connect(str(path))
+    try:
+        run = store.run_id(0)
+        con.execute("UPDATE triggers SET type = CASE WHEN hash(trigger_id) % 2 = 0 THEN NULL "
+                    "ELSE '' END WHERE run_id = ?", [run])
+    finally:
+        con.close()
+    with open_store(path) as con:
+        (both,) = con.execute(
+            "SELECT count(*) FROM (SELECT session_id, repeat FROM trigger_results "
+            "WHERE run_id = ? AND label IS NOT NULL AND score IS NOT NULL GROUP BY ALL "
+            "HAVING count(*) FILTER (WHERE type IS NULL) > 0 "
+            "AND count(*) FILTER (WHERE type = '') > 0)", [run]).fetchone()
+        assert both > 0  # the case is in the store
+        units, means = unit_and_pooled_figures(ReportContext(con, [run]), [run])
+        (overall,) = con.execute("SELECT avg(score) FROM trigger_results WHERE run_id = ? "
+                                 "AND label IS NOT NULL", [run]).fetchone()
+    cells = units[run]["trigger score (no type)"].values()
+    assert means[run]["trigger score (no type)"] == overall
+    assert sum(t for t, _ in cells) / sum(n for _, n in cells) == overall
+    assert units[run]["trigger score (no type)"] == units[run]["trigger score (all)"]
 
 
 class _Ordered:

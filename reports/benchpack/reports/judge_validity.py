@@ -171,11 +171,14 @@ def unit_and_pooled_figures(ctx: ReportContext, runs: list[str]
     pooled: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0])
     # a session's unit is (Σ score, scored triggers): SKIPPED triggers (label set, score
     # NULL) are in no N, as in the pooled figure the table shows beside τ; `grouping(type)`
-    # tells the all-types row from a trigger without a type
+    # tells the all-types row from a trigger without a type. NULL and '' are one group, as
+    # they are one figure ('no type'): grouped apart, a session holding both gave two rows
+    # of which the unit kept one while the pooled figure added both
     cols = ctx.con.execute(
-        f"SELECT run_id, coalesce(type, '') AS type, "
-        f"grouping(type) AS every, session_id, sum(score) AS total, count(score) AS scored "
-        f"FROM trigger_results WHERE run_id IN ({marks}) AND label IS NOT NULL "
+        f"SELECT run_id, type, grouping(type) AS every, session_id, sum(score) AS total, "
+        f"count(score) AS scored "
+        f"FROM (SELECT run_id, coalesce(type, '') AS type, session_id, score "
+        f"      FROM trigger_results WHERE run_id IN ({marks}) AND label IS NOT NULL) "
         "GROUP BY GROUPING SETS ((run_id, type, session_id), (run_id, session_id))",
         runs).fetchnumpy()
     run_col, sessions = cols["run_id"].astype(str), cols["session_id"].astype(str)
