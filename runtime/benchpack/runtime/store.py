@@ -181,8 +181,9 @@ YIELD_MAX_S = 10.0
 """Longest a writer stays away for one request (a stale request file is ignored after it)."""
 GROUP_COMMIT_S = 0.25
 """Longest a finished session waits for others to share its transaction (module docstring)."""
-GROUP_MAX = 64
-"""Sessions per transaction at most: a bigger batch delays its first session's report."""
+GROUP_MAX = 256
+"""Sessions per transaction at most (the window bounds the wait): 64 made 16 commits of a
+1,000-session run at 64 in flight, ~14 ms of fixed writer CPU each; 256 makes 4-5 (issue 31)."""
 _WAKE = object()
 """Queued by `flush`: a writer gathering a batch commits it at once instead of at its window."""
 
