@@ -104,6 +104,9 @@ def test_finish_run_checkpoints_before_close_and_reads_go_on(tmp_path: Path) -> 
     with store.reading() as con:  # the summary's reads, while the checkpoint may still run
         assert con.execute("SELECT count(*) FROM sessions").fetchone() == (3,)
         assert con.execute("SELECT status FROM runs").fetchone() == ("finished",)
+        # the last checkpoint on one DuckDB thread: half the CPU of one thread a core
+        # (storeend's docstring); the run's writes had DuckDB's default
+        assert con.execute("SELECT current_setting('threads')").fetchone() == (1,)
     store.close()
     assert not Path(f"{db}.wal").exists()
     con = duckdb.connect(str(db), read_only=True)
