@@ -41,7 +41,6 @@ from benchpack.specs.storeformat import SCHEMA_VERSION as SCHEMA_VERSION
 from benchpack.specs.storeformat import SESSION_TABLES as SESSION_TABLES
 
 from .calltexts import CallText, encode_calls
-from .errors import EnvironmentProblem
 from .limits import clip_json, clip_rows
 from .redact import Redactor
 from .snapblobs import BLOB_MIN_CHARS, BLOB_REF, join_state, split_state
@@ -53,6 +52,7 @@ from .storecheck import (
     damage_reason,
     damaged,
     verify_blocks,
+    writer_failure,
 )
 from .storeend import checkpoint, in_background
 from .storeinsert import columns, described, insert_rows, no_pandas_retries
@@ -242,19 +242,8 @@ class Store:
             verify_blocks(self.con, self.path)
 
     def writer_error(self) -> Exception:
-        """The writer thread's failure, as the user error it is when the file is damaged, or
-        the environment problem when the disk is full or gone; anything else is a bug."""
-        why = damage_reason(self._error)
-        if why is not None:
-            return damaged(self.path, why)
-        text = str(self._error)
-        if isinstance(self._error, OSError) or any(w in text for w in (
-                "No space left", "Disk quota", "Read-only file system", "Input/output error")):
-            return EnvironmentProblem(f"{self.path}: the store cannot be written "
-                                      f"({text.splitlines()[0] if text else self._error!r}); "
-                                      "what committed is kept (hint: free space, then "
-                                      "--resume the run)")
-        return RuntimeError(f"store writer failed: {self._error}")
+        """The writer thread's failure as the user sees it (`storecheck.writer_failure`)."""
+        return writer_failure(self.path, self._error)
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[Any]:
@@ -392,6 +381,12 @@ class Store:
         if self._error is not None:
             raise self.writer_error() from self._error
         self._queue.put((rows, on_commit))
+
+    def commit_soon(self) -> None:
+        """Commit what waits without the window, not waiting for it (the run's last chains
+        started: its last transaction then holds only what finishes after this)."""
+        if self._thread is not None:
+            self._queue.put(_WAKE)
 
     def flush(self) -> None:
         """Wait until every submitted session is committed (at once: no group window)."""
