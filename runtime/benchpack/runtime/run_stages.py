@@ -359,10 +359,12 @@ async def execute(start: Started, chains: list[Chain], finished: Finished, todo:
     async def chain(key: str, repeat: int, sessions: list[PlanSession]) -> None:
         async with sem:
             started[0] += 1
-            if started[0] == len(chains):
-                # the last chain starts: what waits for the writer is committed now, while
-                # the last sessions run, so that the run's end commits only those (the
-                # 0.25 s window let a batch of up to 256 sessions wait for the end: ~45 ms)
+            if len(chains) - started[0] in (0, max(1, options.max_concurrency)):
+                # the last chain starts (and, a round before, the last but one round's):
+                # what waits for the writer is committed now, while the last sessions run,
+                # so that the run's end commits only those (the 0.25 s window let up to 256
+                # sessions wait for the end, ~45 ms of commit; one commit of them at the
+                # last chain's start could outlast the last round under load)
                 store.commit_soon()
             await run_chain(ctx, key, repeat, sessions, finished, sink, stats)
 
