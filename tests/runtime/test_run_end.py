@@ -252,10 +252,13 @@ def test_the_runs_last_transaction_holds_only_what_finished_after_the_last_chain
     (pack / "agent.yaml").write_text("default:\n  - say: Here is the summary.\n",
                                      encoding="utf-8")
     assert compile_pack(pack, tmp_path / "plan", use_cache=False).ok
+    # and the caller hears of it (`ending`: the CLI imports its summary's printing then)
+    ending: list[int] = []
     summary = run_plan(RunOptions(plan=tmp_path / "plan", agent=f"scripted:{pack / 'agent.yaml'}",
                                   judge="rules", simulator="rules", db=tmp_path / "run.duckdb",
                                   progress=False, cache_dir=tmp_path / "cache",
-                                  max_concurrency=3))
+                                  max_concurrency=3, ending=lambda: ending.append(sum(batches))))
     assert summary.finished == 12 and sum(batches) == 12
+    assert len(ending) == 1 and ending[0] < 12, ending
     # the last transaction: at most the three chains running when the last one started
     assert len(batches) >= 2 and batches[-1] <= 3, batches

@@ -366,6 +366,8 @@ async def execute(start: Started, chains: list[Chain], finished: Finished, todo:
                 # sessions wait for the end, ~45 ms of commit; one commit of them at the
                 # last chain's start could outlast the last round under load)
                 store.commit_soon()
+                if started[0] == len(chains) and options.ending is not None:
+                    options.ending()
             await run_chain(ctx, key, repeat, sessions, finished, sink, stats)
 
     tmpdirs.sweep()  # what runs killed by SIGKILL left in the temporary directory
