@@ -261,7 +261,7 @@ def _import_printing() -> None:
 
     def load() -> None:
         with contextlib.suppress(Exception):  # then `print_summary` imports them and says why
-            import rich.console  # noqa: F401
+            import rich.console
             import rich.table  # noqa: F401
 
     threading.Thread(target=load, name="benchpack-summary-import", daemon=True).start()
