@@ -367,7 +367,8 @@ async def execute(start: Started, chains: list[Chain], finished: Finished, todo:
                 # last chain's start could outlast the last round under load)
                 store.commit_soon()
                 if started[0] == len(chains) and options.ending is not None:
-                    options.ending()
+                    with contextlib.suppress(Exception):  # the caller's: never the run's end
+                        options.ending()
             await run_chain(ctx, key, repeat, sessions, finished, sink, stats)
 
     tmpdirs.sweep()  # what runs killed by SIGKILL left in the temporary directory
