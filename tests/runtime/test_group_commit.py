@@ -227,3 +227,27 @@ def test_a_window_holds_up_to_256_sessions(tmp_path: Path) -> None:
         store.close()
     assert batches == [256, 44], batches
     assert len(_stored(tmp_path / "db.duckdb")) == 300
+
+
+def test_a_reader_ends_the_window_it_arrives_in(tmp_path: Path) -> None:
+    """With up to 256 sessions a window, a busy run's writer gathers for the whole window: it
+    looks for a reader's request every `READER_LOOK_S` meanwhile, commits what it holds and
+    steps aside (before, a request waited for the window's end: 60 s here)."""
+    from benchpack.runtime.store import READ_REQUEST_SUFFIX
+
+    db = tmp_path / "db.duckdb"
+    store = Store(db, group_commit_s=60.0)
+    store.start()
+    request = Path(f"{db}{READ_REQUEST_SUFFIX}")
+    try:
+        store.submit(_rows(0))
+        time.sleep(0.2)  # the writer is gathering its window
+        request.touch()
+        t = time.monotonic()
+        while store.yields == 0 and time.monotonic() - t < 20:
+            time.sleep(0.01)
+        assert store.yields == 1, "the writer did not step aside within its window"
+        assert _stored(db) == {"s0"}  # committed before it stepped aside
+    finally:
+        request.unlink(missing_ok=True)
+        store.close()

@@ -182,8 +182,9 @@ YIELD_MAX_S = 10.0
 GROUP_COMMIT_S = 0.25
 """Longest a finished session waits for others to share its transaction (module docstring)."""
 GROUP_MAX = 256
-"""Sessions per transaction at most (the window bounds the wait): 64 made 16 commits of a
-1,000-session run at 64 in flight, ~14 ms of fixed writer CPU each; 256 makes 4-5 (issue 31)."""
+"""Sessions per transaction at most (the window bounds the wait; 64 made 16 commits a run)."""
+READER_LOOK_S = 0.05
+"""How often a writer gathering a batch looks for a reader's request (then commits, steps aside)."""
 _WAKE = object()
 """Queued by `flush`: a writer gathering a batch commits it at once instead of at its window."""
 
@@ -204,7 +205,7 @@ class Store:
     idle) it looks for `<store>.read-request`; when a reader has created one, it closes its
     connection until the reader removes the file (or `YIELD_MAX_S` passes), then reopens —
     waiting for the reader's short read-only connection to close. A reader therefore waits at
-    most about one commit; the run only pauses its writes, never loses them."""
+    most about `READER_LOOK_S` and one commit; the run only pauses its writes, never loses them."""
 
     def __init__(self, path: str | Path, redactor: Redactor | None = None,
                  group_commit_s: float = GROUP_COMMIT_S) -> None:
@@ -383,8 +384,7 @@ class Store:
         self._queue.put((rows, on_commit))
 
     def commit_soon(self) -> None:
-        """Commit what waits without the window, not waiting for it (the run's last chains
-        started: its last transaction then holds only what finishes after this)."""
+        """Commit what waits without the window, not waiting for it (the run's end is near)."""
         if self._thread is not None:
             self._queue.put(_WAKE)
 
@@ -561,17 +561,21 @@ class Store:
             wakes = 1 if first is _WAKE else 0
             if not stop and first is not _WAKE:
                 batch.append(first)
-            deadline = time.monotonic() + self.group_commit_s
+            deadline, look = time.monotonic() + self.group_commit_s, 0.0
             # `flush` and `close` end the window at once: they queue `_WAKE` or None behind
-            # what waits
+            # what waits; a reader's request ends it within READER_LOOK_S
             while not stop and not wakes and len(batch) < GROUP_MAX:
-                left = deadline - time.monotonic()
-                if left <= 0:
+                now = time.monotonic()
+                if now >= deadline:
                     break
+                if now >= look:
+                    if self._request.exists():
+                        break
+                    look = now + READER_LOOK_S
                 try:
-                    item = self._queue.get(timeout=left)
+                    item = self._queue.get(timeout=min(deadline - now, READER_LOOK_S))
                 except queue.Empty:
-                    break
+                    continue
                 if item is None or isinstance(item, _Final):
                     stop = True
                     final = item.row if item is not None else None
