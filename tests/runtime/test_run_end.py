@@ -104,6 +104,9 @@ def test_finish_run_checkpoints_before_close_and_reads_go_on(tmp_path: Path) -> 
     with store.reading() as con:  # the summary's reads, while the checkpoint may still run
         assert con.execute("SELECT count(*) FROM sessions").fetchone() == (3,)
         assert con.execute("SELECT status FROM runs").fetchone() == ("finished",)
+        # the last checkpoint on one DuckDB thread: half the CPU of one thread a core
+        # (storeend's docstring); the run's writes had DuckDB's default
+        assert con.execute("SELECT current_setting('threads')").fetchone() == (1,)
     store.close()
     assert not Path(f"{db}.wal").exists()
     con = duckdb.connect(str(db), read_only=True)
@@ -215,3 +218,47 @@ def test_a_failed_writer_fails_the_runs_end(tmp_path: Path) -> None:
     with store.reading() as con:
         assert con.execute("SELECT status FROM runs").fetchone() == ("running",)
     store.close()
+
+
+def test_the_runs_last_transaction_holds_only_what_finished_after_the_last_chain_started(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer's window may hold up to 256 sessions: without a word from the run, all of
+    them waited for the run's end and its last transaction (~45 ms for 256 one-call sessions
+    against ~20 for a few). When the last chain starts, what waits is committed at once."""
+    from benchpack.compiler import compile_pack
+    from benchpack.runtime.runner import RunOptions, run_plan
+
+    real_init = Store.__init__
+
+    def init(self: Store, *a: Any, **kw: Any) -> None:
+        real_init(self, *a, **{**kw, "group_commit_s": 60.0})  # only the run's words commit
+    monkeypatch.setattr(Store, "__init__", init)
+    batches: list[int] = []
+    real = Store.write_batch
+
+    def write_batch(self: Store, batch: list[SessionRows]) -> None:
+        batches.append(len(batch))
+        real(self, batch)
+
+    monkeypatch.setattr(Store, "write_batch", write_batch)
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    episodes = "".join(f"  - id: ep{i}\n    persona: p\n    sessions:\n      - id: s\n"
+                       "        protocol: intent_tracking\n        request: Summarise.\n"
+                       for i in range(12))
+    (pack / "pack.yaml").write_text(
+        "benchpack: 1\nname: runend\npersonas:\n  - id: p\n    profile: {role: Analyst}\n"
+        "episodes:\n" + episodes, encoding="utf-8")
+    (pack / "agent.yaml").write_text("default:\n  - say: Here is the summary.\n",
+                                     encoding="utf-8")
+    assert compile_pack(pack, tmp_path / "plan", use_cache=False).ok
+    # and the caller hears of it (`ending`: the CLI imports its summary's printing then)
+    ending: list[int] = []
+    summary = run_plan(RunOptions(plan=tmp_path / "plan", agent=f"scripted:{pack / 'agent.yaml'}",
+                                  judge="rules", simulator="rules", db=tmp_path / "run.duckdb",
+                                  progress=False, cache_dir=tmp_path / "cache",
+                                  max_concurrency=3, ending=lambda: ending.append(sum(batches))))
+    assert summary.finished == 12 and sum(batches) == 12
+    assert len(ending) == 1 and ending[0] < 12, ending
+    # the last transaction: at most the three chains running when the last one started
+    assert len(batches) >= 2 and batches[-1] <= 3, batches

@@ -365,7 +365,7 @@ async def _run_on_cluster(ray: Any, ctx: RunContext,
     slots = per_worker + PREFETCH
     # paths the workers resolve must mean what they mean on the driver
     shipped = replace(options, cache_dir=str(Path(options.cache_dir or ".bench-cache").resolve()),
-                      announce=None)
+                      announce=None, ending=None)
     limiter = ray.remote(Limiter).options(num_cpus=0, max_concurrency=10_000).remote(
         options.max_concurrent_per_model, options.max_cost)
     # one worker calls the models at a time (a replacement starts after its predecessor

@@ -99,6 +99,10 @@ class RunOptions(ClientOptions):
     """Return once every row is committed, with the store's last checkpoint still running on a
     thread (`Store.close_in_background`): the caller must call the summary's `wait_closed()`
     (the CLI, after printing the summary). Otherwise the store is closed before returning."""
+    ending: Callable[[], None] | None = None
+    """Called once when the run's last chain starts (the local executor): what is left are the
+    sessions in flight, mostly waits for their models. The CLI imports what prints the summary
+    then, which the end of the run otherwise waited for (issue 31)."""
 
 
 @dataclass

@@ -41,7 +41,6 @@ from benchpack.specs.storeformat import SCHEMA_VERSION as SCHEMA_VERSION
 from benchpack.specs.storeformat import SESSION_TABLES as SESSION_TABLES
 
 from .calltexts import CallText, encode_calls
-from .errors import EnvironmentProblem
 from .limits import clip_json, clip_rows
 from .redact import Redactor
 from .snapblobs import BLOB_MIN_CHARS, BLOB_REF, join_state, split_state
@@ -53,6 +52,7 @@ from .storecheck import (
     damage_reason,
     damaged,
     verify_blocks,
+    writer_failure,
 )
 from .storeend import checkpoint, in_background
 from .storeinsert import columns, described, insert_rows, no_pandas_retries
@@ -181,8 +181,10 @@ YIELD_MAX_S = 10.0
 """Longest a writer stays away for one request (a stale request file is ignored after it)."""
 GROUP_COMMIT_S = 0.25
 """Longest a finished session waits for others to share its transaction (module docstring)."""
-GROUP_MAX = 64
-"""Sessions per transaction at most: a bigger batch delays its first session's report."""
+GROUP_MAX = 256
+"""Sessions per transaction at most (the window bounds the wait; 64 made 16 commits a run)."""
+READER_LOOK_S = 0.05
+"""How often a writer gathering a batch looks for a reader's request (then commits, steps aside)."""
 _WAKE = object()
 """Queued by `flush`: a writer gathering a batch commits it at once instead of at its window."""
 
@@ -203,7 +205,7 @@ class Store:
     idle) it looks for `<store>.read-request`; when a reader has created one, it closes its
     connection until the reader removes the file (or `YIELD_MAX_S` passes), then reopens —
     waiting for the reader's short read-only connection to close. A reader therefore waits at
-    most about one commit; the run only pauses its writes, never loses them."""
+    most about `READER_LOOK_S` and one commit; the run only pauses its writes, never loses them."""
 
     def __init__(self, path: str | Path, redactor: Redactor | None = None,
                  group_commit_s: float = GROUP_COMMIT_S) -> None:
@@ -241,19 +243,8 @@ class Store:
             verify_blocks(self.con, self.path)
 
     def writer_error(self) -> Exception:
-        """The writer thread's failure, as the user error it is when the file is damaged, or
-        the environment problem when the disk is full or gone; anything else is a bug."""
-        why = damage_reason(self._error)
-        if why is not None:
-            return damaged(self.path, why)
-        text = str(self._error)
-        if isinstance(self._error, OSError) or any(w in text for w in (
-                "No space left", "Disk quota", "Read-only file system", "Input/output error")):
-            return EnvironmentProblem(f"{self.path}: the store cannot be written "
-                                      f"({text.splitlines()[0] if text else self._error!r}); "
-                                      "what committed is kept (hint: free space, then "
-                                      "--resume the run)")
-        return RuntimeError(f"store writer failed: {self._error}")
+        """The writer thread's failure as the user sees it (`storecheck.writer_failure`)."""
+        return writer_failure(self.path, self._error)
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[Any]:
@@ -391,6 +382,11 @@ class Store:
         if self._error is not None:
             raise self.writer_error() from self._error
         self._queue.put((rows, on_commit))
+
+    def commit_soon(self) -> None:
+        """Commit what waits without the window, not waiting for it (the run's end is near)."""
+        if self._thread is not None:
+            self._queue.put(_WAKE)
 
     def flush(self) -> None:
         """Wait until every submitted session is committed (at once: no group window)."""
@@ -565,17 +561,21 @@ class Store:
             wakes = 1 if first is _WAKE else 0
             if not stop and first is not _WAKE:
                 batch.append(first)
-            deadline = time.monotonic() + self.group_commit_s
+            deadline, look = time.monotonic() + self.group_commit_s, 0.0
             # `flush` and `close` end the window at once: they queue `_WAKE` or None behind
-            # what waits
+            # what waits; a reader's request ends it within READER_LOOK_S
             while not stop and not wakes and len(batch) < GROUP_MAX:
-                left = deadline - time.monotonic()
-                if left <= 0:
+                now = time.monotonic()
+                if now >= deadline:
                     break
+                if now >= look:
+                    if self._request.exists():
+                        break
+                    look = now + READER_LOOK_S
                 try:
-                    item = self._queue.get(timeout=left)
+                    item = self._queue.get(timeout=min(deadline - now, READER_LOOK_S))
                 except queue.Empty:
-                    break
+                    continue
                 if item is None or isinstance(item, _Final):
                     stop = True
                     final = item.row if item is not None else None

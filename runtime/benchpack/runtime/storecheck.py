@@ -15,7 +15,7 @@ from benchpack.specs.storefile import (
 )
 from benchpack.specs.storefile import check_complete as _check_complete
 
-from .errors import UsageError
+from .errors import EnvironmentProblem, UsageError
 
 __all__ = [
     "DAMAGED_HINT",
@@ -25,6 +25,7 @@ __all__ = [
     "damage_reason",
     "damaged",
     "verify_blocks",
+    "writer_failure",
 ]
 
 
@@ -58,3 +59,19 @@ def verify_blocks(con: Any, path: str | Path) -> None:
         if why is None:
             raise
         raise damaged(path, why) from None
+
+
+def writer_failure(path: str | Path, error: BaseException | None) -> Exception:
+    """The store writer thread's failure, as the user error it is when the file is damaged, or
+    the environment problem when the disk is full or gone; anything else is a bug."""
+    why = damage_reason(error)
+    if why is not None:
+        return damaged(path, why)
+    text = str(error)
+    if isinstance(error, OSError) or any(w in text for w in (
+            "No space left", "Disk quota", "Read-only file system", "Input/output error")):
+        return EnvironmentProblem(f"{path}: the store cannot be written "
+                                  f"({text.splitlines()[0] if text else error!r}); "
+                                  "what committed is kept (hint: free space, then "
+                                  "--resume the run)")
+    return RuntimeError(f"store writer failed: {error}")
