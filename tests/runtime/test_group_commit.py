@@ -37,8 +37,8 @@ def _stored(db: Path) -> set[str]:
         con.close()
 
 
-def test_sessions_finishing_one_by_one_share_a_transaction(tmp_path: Path) -> None:
-    store = Store(tmp_path / "db.duckdb", group_commit_s=0.5)
+def _count_batches(store: Store) -> list[int]:
+    """The sizes of the transactions `store` commits, appended as it writes them."""
     batches: list[int] = []
     write_batch = store.write_batch
 
@@ -47,6 +47,12 @@ def test_sessions_finishing_one_by_one_share_a_transaction(tmp_path: Path) -> No
         write_batch(batch)
 
     store.write_batch = counting  # type: ignore[method-assign]
+    return batches
+
+
+def test_sessions_finishing_one_by_one_share_a_transaction(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db.duckdb", group_commit_s=0.5)
+    batches = _count_batches(store)
     store.start()
     try:
         for i in range(6):  # each one well after the previous one's commit would have ended
@@ -210,14 +216,7 @@ def test_a_window_holds_up_to_256_sessions(tmp_path: Path) -> None:
     finishing within one window share one, up to 256 of them (64 before: a 1,000-session run at
     64 in flight made 16 commits instead of 4-5)."""
     store = Store(tmp_path / "db.duckdb", group_commit_s=60.0)
-    batches: list[int] = []
-    write_batch = store.write_batch
-
-    def counting(batch: list[SessionRows]) -> None:
-        batches.append(len(batch))
-        write_batch(batch)
-
-    store.write_batch = counting  # type: ignore[method-assign]
+    batches = _count_batches(store)
     store.start()
     try:
         for i in range(300):
