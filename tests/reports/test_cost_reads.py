@@ -18,9 +18,10 @@ from benchpack.reports.builtin import ReportContext, summary
 from benchpack.reports.cost import by_group_sql, cost, measured
 from benchpack.runtime.store import SessionRows, Store
 
-# (session name, prices of its calls; None: no price): exactly, 0.1 + 0.2 as DECIMAL(38, 18)
-# is 0.300000000000000017 and the float 0.30000000000000004 alone is 0.300000000000000044,
-# while both float sums are 0.30000000000000004; 0.3 is 0.299999999999999989
+# (session name, prices of its calls; None: no price): as DECIMAL(38, 18) (DuckDB keeps a
+# double's 17 significant digits) 0.1 + 0.2, 0.3 and 0.15 + 0.15 are all 0.3, a tie ordered
+# by name, while the float 0.30000000000000004 alone is 0.30000000000000004 — yet the float
+# sum of a's 0.1 + 0.2 is 0.30000000000000004 too, as high as b's
 PRICES: dict[str, list[float | None]] = {
     "a": [0.1, 0.2], "b": [0.30000000000000004], "c": [0.3], "d": [0.15, 0.15],
     "e": [0.0], "f": [0.0], "g": [0.0, 0.0, 0.0], "h": [None, 0.05], "i": [1e-18, 1e-18],
@@ -83,8 +84,8 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_exact_order_where_float_sums_tie(db: Path) -> None:
-    """b's one price is more than a's two (exactly), though their float sums are the same;
-    a run's limited rows are the first rows of all of them, in the same order, ties by
+    """b's one price is more than a's two (exactly), though their float sums are the same,
+    and a, c and d tie (by name then); a run's limited rows are the first rows of all of them, in the same order, ties by
     name, and each shown row's cost is its exact sum."""
     every = _groups(db, ["r1"], "name", 0)
     assert [r[2] for r in every] == ["b", "a", "c", "d", "h", "i", "j", "e", "f", "g"]
@@ -103,6 +104,20 @@ def test_the_exact_order_where_float_sums_tie(db: Path) -> None:
     assert {r[2]: r[-1] for r in _groups(db, ["r1"], "name", 3)} == {
         k: exact[k] for k in ("b", "a", "c")}
     assert exact["a"] != exact["b"] and 0.1 + 0.2 == 0.30000000000000004  # the float tie
+
+
+def test_a_negative_price_ranks_exactly_too(tmp_path: Path) -> None:
+    """A refund (a negative price) makes a group's magnitude larger than its sum, so the
+    margin is taken from the sum of magnitudes (`signed`): k's 0.5 − 0.2 and m's 1 − 0.7 tie
+    with a, c and d at 0.3 exactly (the float sums are 0.3 and 0.30000000000000004), n's −0.1
+    is last."""
+    prices = {**PRICES, "k": [0.5, -0.2], "m": [1.0, -0.7], "n": [-0.1]}
+    db = _store(tmp_path / "signed.duckdb", {"r1": prices}, listed=("r1",))
+    every = _groups(db, ["r1"], "name", 0)
+    assert [r[2] for r in every][:7] == ["b", "a", "c", "d", "k", "m", "h"]
+    assert every[-1][2] == "n"
+    for limit in range(1, len(prices) + 1):
+        assert _groups(db, ["r1"], "name", limit) == every[:limit], limit
 
 
 def test_only_the_groups_that_can_be_shown_get_an_exact_ledger(db: Path) -> None:
@@ -161,3 +176,31 @@ def test_no_filter_every_call_passes(tmp_path: Path) -> None:
     sqls, _, _ = statements(mixed, ["r1", "r2"])
     assert filters(sqls) == {"run_id IN"}
     assert all("run_id IN ('r1', 'r2')" in q for q in sqls)
+
+
+def test_the_margin_covers_the_cast_and_the_float_sum() -> None:
+    """MARGIN rests on DuckDB's cast of a price to DECIMAL(38, 18) moving it by at most
+    1.1e-16 of itself and 1e-18 (a DuckDB that cast otherwise would fail here, not rank
+    wrongly), and on a float sum of n prices being within n·2^-53 of their magnitudes."""
+    import random
+    from decimal import Decimal
+    from math import fsum
+
+    rng = random.Random(7)
+    prices = [rng.uniform(1, 10) * 10.0 ** rng.randint(-20, 6) for _ in range(20000)]
+    prices += [0.1, 0.2, 0.3, 0.30000000000000004, 1e-18, 5e-19, 1.5e-18, 2.5e-18]
+    con = duckdb.connect()
+    try:
+        cast = con.execute("SELECT x, x::DECIMAL(38, 18) FROM (SELECT unnest(?::DOUBLE[]) x)",
+                           [prices]).fetchall()
+    finally:
+        con.close()
+    for x, d in cast:
+        assert abs(Decimal(x) - d) <= Decimal(x) * Decimal("1.1e-16") + Decimal("1e-18"), x
+    group = prices[:1000]
+    exact = sum(d for _, d in cast[:1000])
+    approx = 0.0
+    for x in group:  # one order of many: the bound holds for any
+        approx += x
+    n, magnitude = len(group), fsum(abs(x) for x in group)
+    assert abs(Decimal(approx) - exact) <= Decimal(n * (1e-15 * magnitude + 1e-17)) / 4
