@@ -176,6 +176,11 @@ def test_no_filter_every_call_passes(tmp_path: Path) -> None:
     sqls, _, _ = statements(mixed, ["r1", "r2"])
     assert filters(sqls) == {"run_id IN"}
     assert all("run_id IN ('r1', 'r2')" in q for q in sqls)
+    # the ledger reads the imported calls once: its table tells whether to filter them
+    read: list[str] = []
+    with open_store(mixed) as con:
+        cost(ReportContext(_Logged(con, read), select_runs(con, ["all"])))
+    assert sum("purpose = 'imported'" in q for q in read) == 1
 
 
 def test_the_margin_covers_the_cast_and_the_float_sum() -> None:
