@@ -139,13 +139,13 @@ def by_group_sql(group: str, limit: int, signed: bool = True) -> str:
     one aggregate less over 2.9 M calls (0.03 s CPU)."""
     head = f"""
 WITH c AS (
-    SELECT run_id, session_id, repeat, {{aggregates}}
+    SELECT run_id, session_id, repeat, $aggregates
     FROM llm_calls WHERE $measured GROUP BY run_id, session_id, repeat
 ), s AS (
     SELECT run_id, session_id, repeat, {group} AS grp FROM sessions WHERE run_id IN $runs
 )"""
     if not limit:
-        return head.format(aggregates=LEDGER) + f""", g AS (
+        return head.replace("$aggregates", LEDGER) + f""", g AS (
     SELECT c.run_id, s.grp, count(*) AS sessions,
            {", ".join(f"sum(c.{p})::HUGEINT AS {p}" for p in PARTS)},
            sum(c.priced_cost) AS priced_cost
@@ -159,7 +159,8 @@ WITH c AS (
 SELECT run_id, grp, sessions, {", ".join(PARTS)}, priced_cost::DOUBLE, groups
 FROM k ORDER BY run_id, k
 """
-    return head.format(aggregates="count(*) AS n, coalesce(sum(cost), 0) AS approx" + (
+    # (`replace`, not `format`: `group` is SQL, whose braces are no placeholders)
+    return head.replace("$aggregates", "count(*) AS n, coalesce(sum(cost), 0) AS approx" + (
         ", coalesce(sum(abs(cost)), 0) AS magnitude" if signed else "")) + f""", g AS (
     SELECT c.run_id, s.grp, count(*) AS sessions, sum(c.n) AS n, sum(c.approx) AS approx,
            sum(c.{"magnitude" if signed else "approx"}) AS magnitude
