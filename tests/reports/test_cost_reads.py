@@ -176,6 +176,13 @@ def test_no_filter_every_call_passes(tmp_path: Path) -> None:
     sqls, _, _ = statements(mixed, ["r1", "r2"])
     assert filters(sqls) == {"run_id IN"}
     assert all("run_id IN ('r1', 'r2')" in q for q in sqls)
+    # an imported call of a run the store does not list keeps the imported filter (the
+    # summary's probe asks every run's calls when every run is selected)
+    ghostly = _store(tmp_path / "ghostly.duckdb", {**runs, "ghost": {"a": [7.0]}},
+                     listed=("r1", "r2"), imported=("ghost",))
+    sqls, ledger, run_rows = statements(ghostly, ["all"])
+    assert filters(sqls) == {"<> 'imported'"}
+    assert [r[-1] for r in run_rows.rows][1] == 0.5
     # the ledger reads the imported calls once: its table tells whether to filter them
     read: list[str] = []
     with open_store(mixed) as con:

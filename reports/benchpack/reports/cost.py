@@ -73,8 +73,11 @@ def measured(ctx: Any) -> str:
     if "measured" not in ctx.memo:
         others = ctx.rows("SELECT 1 FROM runs WHERE run_id NOT IN $runs LIMIT 1")
         # known when the report has read the imported calls already (the ledger's table)
+        # (with every run selected, any run's: one filter less over every call, and an
+        # imported call of a run the store does not list only keeps the filter)
         imported = ctx.memo["imported_calls"] if "imported_calls" in ctx.memo else ctx.rows(
-            "SELECT 1 FROM llm_calls WHERE run_id IN $runs AND purpose = 'imported' LIMIT 1")
+            "SELECT 1 FROM llm_calls WHERE " + ("run_id IN $runs AND " if others else "")
+            + "purpose = 'imported' LIMIT 1")
         parts = (["run_id IN $runs"] if others else []) + (
             ["coalesce(purpose, '') <> 'imported'"] if imported else [])
         ctx.memo["measured"] = " AND ".join(parts) or "TRUE"
