@@ -4,6 +4,7 @@ available — that the page renders its charts in a real browser without console
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -255,6 +256,11 @@ def test_digest_leaves_the_generation_time_out() -> None:
     assert first.replace("2026-01-01", "2027-06-06") == second
     digest = re.search(r"content digest <code>([0-9a-f]{16})</code>", first)
     assert digest is not None
+    # the digest is the sha256 of the page with the places of the digest and the time kept
+    # (written into the page's parts since issue 31, not replaced over the whole page)
+    placed = first.replace(digest.group(1), "\x00digest\x00").replace(
+        "2026-01-01 00:00:00 UTC", "\x00generated\x00")
+    assert hashlib.sha256(placed.encode()).hexdigest()[:16] == digest.group(1)
 
 
 # ----------------------------------------------------------------------------- drill-down

@@ -291,7 +291,7 @@ def to_html(results: list[ReportResult], drilldown: Drilldown | None = None, *,
         toc.append(f'<li><a href="#sessions">Sessions</a> <span class="dim">'
                    f"{count} transcripts</span></li>")
         sections.append(section)
-    page = "\n".join([
+    parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         '<meta name="color-scheme" content="light dark">',
@@ -305,7 +305,14 @@ def to_html(results: list[ReportResult], drilldown: Drilldown | None = None, *,
         f'<script type="application/json" id="bp-charts">{json_script(charts)}</script>',
         f"<script>{chart_js()}</script>",
         f"<script>{asset_text('report.js')}</script>",
-        "</body></html>", ""])
-    digest = hashlib.sha256(page.encode("utf-8")).hexdigest()
-    when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
-    return page.replace(_DIGEST, digest[:16]).replace(_GENERATED, esc(when))
+        "</body></html>", ""]
+    # the digest and the time written into the parts that hold their places, not by two
+    # replaces over the joined page (4 MB on 1 M turns, ~10 ms of a 35 ms render): the same
+    # text, as no place spans two parts (the joins are line breaks, the places have none)
+    sha = hashlib.sha256()
+    for k, part in enumerate(parts):
+        sha.update(("\n" + part if k else part).encode("utf-8"))
+    digest = sha.hexdigest()
+    when = esc((generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC"))
+    return "\n".join(part.replace(_DIGEST, digest[:16]).replace(_GENERATED, when)
+                      if _DIGEST in part or _GENERATED in part else part for part in parts)

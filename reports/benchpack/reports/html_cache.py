@@ -60,14 +60,15 @@ def load_section(store: str | Path, key: str
     """The kept section, its number of transcripts and the page header's run descriptions,
     if they were kept under `key`."""
     try:
-        with _path(store).open(encoding="utf-8", newline="") as f:
-            if f.readline() != _MAGIC or f.readline().rstrip("\n") != key:
+        # read as bytes and decoded once (through a text stream: ~12 ms of 3 MB, half that)
+        with _path(store).open("rb") as f:
+            if f.readline() != _MAGIC.encode() or f.readline().rstrip(b"\n") != key.encode():
                 return None
             count = int(f.readline())
             runs = json.loads(f.readline())
             if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
                 return None
-            return f.read(), count, runs
+            return f.read().decode("utf-8"), count, runs
     except (OSError, ValueError, RuntimeError):  # RuntimeError: no home directory
         return None
 
