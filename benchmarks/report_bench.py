@@ -96,9 +96,11 @@ def time_report(db: Path, name: str, fmts: list[str], *, by: str | None = None,
     render it in each format."""
     from benchpack.reports.api import ReportOptions, build_reports
     from benchpack.reports.render import render
+    from benchpack.reports.stats.uncertainty import t_ppf
 
     builds = []
     for _ in range(repeat):
+        t_ppf.cache_clear()  # each build cold, as in a fresh `bench report` process
         t = time.perf_counter()
         (result,) = build_reports(ReportOptions(db=db, names=[name], runs=["all"],
                                                 **{"by": by, **(options or {})}))
