@@ -86,6 +86,15 @@ def bench_run(plan: Path, tmp: Path, **options: Any) -> tuple[Path, Any]:
     return fields["db"], run_plan(RunOptions(plan=plan, **fields))
 
 
+def finished_run(run_id: str) -> dict[str, Any]:
+    """A minimal finished `runs` row for `Store.upsert_run` (agent named after the run,
+    `rules` simulator and judge), for tests that write calls or sessions by hand."""
+    return {"run_id": run_id, "created_at": 1.0, "updated_at": 1.0, "plan_path": "b",
+            "plan_hash": "h", "pack_name": "p", "pack_version": "1", "benchpack_version": "0",
+            "agent": run_id, "simulator": "rules", "judge": "rules", "repeats": 1,
+            "config": {}, "status": "finished"}
+
+
 def store_rows(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
     """The rows of one query on a store, read with a connection of its own (closed after)."""
     import duckdb

@@ -15,6 +15,7 @@ from benchpack.reports.api import ReportOptions, build_reports
 from benchpack.reports.model import ReportResult, Table
 from benchpack.reports.render import render
 from benchpack.runtime.store import SessionRows, Store
+from conftest import finished_run
 
 # (session, repeat, seq, role, purpose, model, prompt, completion, cost, cache_hit, error
 #  [, latency: 0.1 s when left out])
@@ -37,11 +38,7 @@ def _store(path: Path, calls: list[tuple[Any, ...]] | None = None,
     store = Store(path)
     try:
         for run in runs:
-            store.upsert_run({"run_id": run, "created_at": 1.0, "updated_at": 1.0,
-                              "plan_path": "b", "plan_hash": "h", "pack_name": "p",
-                              "pack_version": "1", "benchpack_version": "0", "agent": run,
-                              "simulator": "rules", "judge": "rules", "repeats": 1,
-                              "config": {}, "status": "finished"})
+            store.upsert_run(finished_run(run))
         batch = []
         for run, run_calls in ((r, CALLS if calls is None else calls) if r != "run-i"
                                else (r, IMPORTED) for r in runs):

@@ -17,6 +17,7 @@ from benchpack.reports.api import ReportOptions, build_reports
 from benchpack.reports.builtin import ReportContext, summary
 from benchpack.reports.cost import by_group_sql, cost, measured
 from benchpack.runtime.store import SessionRows, Store
+from conftest import finished_run
 
 # (session name, prices of its calls; None: no price): as DECIMAL(38, 18) (DuckDB keeps a
 # double's 17 significant digits) 0.1 + 0.2, 0.3 and 0.15 + 0.15 are all 0.3, a tie ordered
@@ -36,11 +37,7 @@ def _store(path: Path, runs: dict[str, dict[str, list[float | None]]],
     store = Store(path)
     try:
         for run in listed:
-            store.upsert_run({"run_id": run, "created_at": 1.0, "updated_at": 1.0,
-                              "plan_path": "b", "plan_hash": "h", "pack_name": "p",
-                              "pack_version": "1", "benchpack_version": "0", "agent": run,
-                              "simulator": "rules", "judge": "rules", "repeats": 1,
-                              "config": {}, "status": "finished"})
+            store.upsert_run(finished_run(run))
         batch = []
         for run, sessions in runs.items():
             purpose = "imported" if run in imported else "agent_step"
