@@ -57,13 +57,27 @@ def _units_by_fsum(rows: list[tuple[Any, ...]]) -> dict[tuple[str, ...], list[li
     return out
 
 
+def _columns(rows: list[tuple[Any, ...]], names: tuple[str, ...]) -> dict[str, Any]:
+    """Rows as the numpy columns `fetchnumpy` hands over: the key columns `names` as objects,
+    the cells after them as int64 `x0`, `x1`, …"""
+    import numpy as np
+
+    columns: dict[str, Any] = {n: np.array([r[i] for r in rows], dtype=object)
+                               for i, n in enumerate(names)}
+    for c in range(len(rows[0]) - len(names)):
+        columns[f"x{c}"] = np.array([r[len(names) + c] for r in rows], dtype=np.int64)
+    return columns
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_coincidence_units_are_the_fsum_of_each_cell(seed: int) -> None:
-    """`agreement_humans._units` sums in numpy what the report fsum'd cell by cell: the same
+    """`agreement_humans._units_of` sums in numpy what the report fsum'd cell by cell: the same
     floats to the bit, with up to eight ratings an item (several quotients by 3, 5, 6, 7 in
     a cell, which are fsum'd), sessions of one-rating items only, a trigger type named `all`,
     and sums large enough to leave the exact path."""
     import random
+
+    import numpy as np
 
     from benchpack.reports import agreement_humans
 
@@ -78,7 +92,9 @@ def test_coincidence_units_are_the_fsum_of_each_cell(seed: int) -> None:
         cells = [0 if m == 1 else rng.randint(0, big) for _ in range(width * width)]
         rows.append((rng.choice(["r1", "r2"]), kind, typ, rng.choice(["humans", "with_judge"]),
                      m, f"s{rng.randint(0, 40):02d}", *cells))
-    got = agreement_humans._units(rows)
+    columns = _columns(rows, ("run_id", "kind", "type", "who", "m", "session_id"))
+    columns["m"] = columns["m"].astype(np.int64)
+    got = agreement_humans._units_of(columns)
     want = _units_by_fsum(rows)
     assert got.keys() == want.keys()
     for key in want:
@@ -95,10 +111,11 @@ def test_human_clusters_by_hand() -> None:
             ) -> tuple[Any, ...]:
         return (run, kind, group, session, *[cells.get(i, 0) for i in range(9)])
 
-    got = agreement_humans._clusters([
+    got = agreement_humans._clusters_of(_columns([
         row("r", "checklist", "all", "s1", {0: 2, 4: 1}), row("r", "checklist", "all", "s2", {}),
         row("r", "trigger", "all", "s1", {8: 1}), row("r", "trigger", "all", "s1", {1: 2}),
-        row("r", "trigger", "all", "s2", {4: 3}), row("q", "trigger", "critical", "s9", {3: 1})])
+        row("r", "trigger", "all", "s2", {4: 3}), row("q", "trigger", "critical", "s9", {3: 1})],
+        ("run_id", "kind", "grp", "session_id")))
     assert got == {("r", "checklist", "all"): [[2, 0, 0, 1]],
                    ("r", "trigger", "all"): [[0, 2, 0, 0, 0, 0, 0, 0, 1],
                                              [0, 0, 0, 0, 3, 0, 0, 0, 0]],

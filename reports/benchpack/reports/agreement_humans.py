@@ -147,18 +147,6 @@ a group's sessions are one slice of a numpy array (`_clusters_of`): as a row per
 columns rather than 19,500 tuples, 0.07 → ~0.01 s."""
 
 
-def _clusters(rows: list[tuple[Any, ...]]) -> dict[tuple[str, str, str], list[list[int]]]:
-    """`_clusters_of` from the rows of `_CLUSTERS` as tuples."""
-    import numpy as np
-
-    columns: dict[str, Any] = {
-        name: np.array([r[i] for r in rows], dtype=object)
-        for i, name in enumerate(("run_id", "kind", "grp", "session_id"))}
-    for c in range(LABELS * LABELS):
-        columns[f"x{c}"] = np.array([r[4 + c] for r in rows], dtype=np.int64)
-    return _clusters_of(columns)
-
-
 def _clusters_of(columns: dict[str, Any]) -> dict[tuple[str, str, str], list[list[int]]]:
     """(run, kind, group) → each session's flattened confusion matrix (sorted by session id)
     holding a pair on the kind's scale, from `_CLUSTERS`' rows as numpy columns (sorted by
@@ -286,22 +274,6 @@ Units = dict[tuple[str, str, str, str], list[list[float]]]
 by session id: cell (c, d) the fsum over m ≥ 2 of Σ n_c · (n_d − [c = d]) ÷ (m − 1) over the
 session's items with m ratings (`_COINCIDENCES`), as `krippendorff_alpha_coincidence` adds
 units; a session whose items all have one rating is there, all 0 (a unit that can be drawn)."""
-
-
-def _units(rows: list[tuple[Any, ...]]) -> Units:
-    """`_units_of` from `_COINCIDENCES`' rows as tuples (`(run, kind, type, who, m, session,
-    *cells)`)."""
-    import numpy as np
-
-    if not rows:
-        return {}
-    names = ("run_id", "kind", "type", "who", "m", "session_id")
-    columns: dict[str, Any] = {n: np.array([r[i] for r in rows], dtype=object)
-                               for i, n in enumerate(names)}
-    columns["m"] = columns["m"].astype(np.int64)
-    for c in range(len(rows[0]) - len(names)):
-        columns[f"x{c}"] = np.array([r[len(names) + c] for r in rows], dtype=np.int64)
-    return _units_of(columns)
 
 
 def _codes(values: Any) -> tuple[Any, Any]:
