@@ -205,12 +205,14 @@ def _alpha_exact_max(ctx: ReportContext) -> int:
 def alpha_of_units(units: list[list[float]], scale: Sequence[str], ctx: ReportContext) -> Estimate:
     """Krippendorff's α (ordinal) with its CI from each unit's flattened coincidences: the
     bootstrap up to `ALPHA_EXACT_MAX` units, the jackknife normal interval above (labelled
-    `method="jackknife"`; the bootstrap's Estimate keeps no label, as before)."""
+    `method="jackknife"`; the bootstrap's Estimate keeps no label, as before), with `caution`
+    where too few disagreements make it untrustworthy (`stats.alpha_caution`)."""
     ci = stats.krippendorff_alpha_ci(units, "ordinal", scale, level=ctx.level,
                                      resamples=ctx.resamples, seed=ctx.seed,
                                      exact_max=_alpha_exact_max(ctx))
     return Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units,
-                    method="jackknife" if ci.method == "jackknife" else None)
+                    method="jackknife" if ci.method == "jackknife" else None,
+                    caution=ci.caution)
 
 
 def groups(rows: Iterable[tuple[Any, ...]]) -> list[tuple[str, str, Cube]]:
@@ -448,7 +450,11 @@ ALPHA_CI = ("its [ ] resamples sessions (each session's items together, so items
              "out, as in ProactBench's released analysis; above "
              f"{ALPHA_EXACT_MAX} sessions (`--exact-bootstrap N` raises it) it is instead the "
              "normal interval with the delete-one-session jackknife SE on the scale of "
-             "log(1 − α) (JSON method `jackknife`); α undefined (no variation) is –")
+             "log(1 − α) (JSON method `jackknife`); α undefined (no variation) is –; ‡ after "
+             f"an interval: fewer than {stats.ALPHA_MIN_DISAGREEING} disagreeing pairable "
+             f"values or fewer than {stats.ALPHA_MIN_OFF_MODE} off the most common label, too "
+             "few for it to be trusted (simulated coverage as low as 28 % there; JSON "
+             "`caution`)")
 
 
 def ci_note(ctx: ReportContext) -> str:

@@ -34,7 +34,7 @@ from .html_transcript import TEXT_LIMIT as TEXT_LIMIT
 from .html_transcript import metric_chips as metric_chips
 from .html_transcript import session_anchor, session_html
 from .model import Column, Estimate, ReportResult, Table
-from .render import DASH, FEW, cell_text, format_number, pct_note, sample_text
+from .render import DASH, FEW, UNTRUSTED, cell_text, format_number, pct_note, sample_text
 
 PAGE_BUDGET = 10_000_000
 """Characters of transcripts in one page, shared equally by the runs; past a run's share its
@@ -58,6 +58,8 @@ def _estimate_html(value: Estimate, column: Column) -> str:
     if value.low is not None and value.high is not None and units > 1:
         out += (f'<span class="ci" title="{esc(value.method or "CI")} over {units} units">'
                 f"[{esc(format_number(value.low, kind))}, {esc(format_number(value.high, kind))}]</span>")
+        if value.caution:
+            out += f'<span class="few" title="{esc(value.caution)}">{UNTRUSTED}</span>'
     if value.se is not None or value.clusters is not None:
         out += f' <span class="se">({esc(sample_text(value, kind))})</span>'
     if value.few:

@@ -37,6 +37,10 @@ class Estimate:
     `none` (no interval), or a resampling method."""
     few: bool = False
     """Fewer clusters than `stats.TOO_FEW_CLUSTERS`: too few for any interval to mean much."""
+    caution: str | None = None
+    """Why the CI cannot be trusted although it was computed (Krippendorff's α with too few
+    disagreements, `stats.alpha_caution`); in JSON only when set, so every other figure's
+    dict is as it was."""
 
     @classmethod
     def of(cls, u: Any, std: float | None = None) -> Estimate:
@@ -44,7 +48,10 @@ class Estimate:
         return cls(u.estimate, std, u.low, u.high, u.n, u.se, u.clusters, u.method, u.few)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if out["caution"] is None:
+            del out["caution"]
+        return out
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ from .model import Column, Estimate, ReportResult, Table
 DASH = "–"
 FEW = "†"
 """Marks a figure over fewer clusters than `stats.TOO_FEW_CLUSTERS` (the table notes say so)."""
+UNTRUSTED = "‡"
+"""Marks a CI that is printed but cannot be trusted (`Estimate.caution`; the notes say why)."""
 
 
 def format_number(value: float, kind: str) -> str:
@@ -34,7 +36,8 @@ def format_number(value: float, kind: str) -> str:
 
 def cell_text(value: Any, column: Column) -> str:
     """A cell as text: percentages as 0–100 with one decimal, estimates as
-    `value ± std [low, high] (SE se; n N in G episodes)` (`†`: too few clusters), unknown
+    `value ± std [low, high] (SE se; n N in G episodes)` (`†`: too few clusters; `‡` after
+    the CI: not to be trusted, `Estimate.caution`), unknown
     as –."""
     if value is None:  # a cost is NULL only when a price was unknown: never a dash for $0
         return "unknown" if column.kind == "money" else DASH
@@ -47,6 +50,8 @@ def cell_text(value: Any, column: Column) -> str:
             text += f" ± {format_number(value.std, kind)}"
         if value.low is not None and value.high is not None and (value.clusters or value.n) > 1:
             text += f" [{format_number(value.low, kind)}, {format_number(value.high, kind)}]"
+            if value.caution:
+                text += UNTRUSTED
         if value.se is not None or value.clusters is not None:  # `(n 6 in 1 episode)` too
             text += f" ({sample_text(value, kind)})"
         if value.few and value.value is not None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import operator
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any, Literal, TypeVar
 
+from .alpha_caution import alpha_caution
 from .resampling import BootstrapCI, bootstrap_counts_joint, quantile, unit_draw_totals
 
 L = TypeVar("L", bound=Hashable)
@@ -389,7 +391,8 @@ def krippendorff_alpha_ci(
     ``exact_max``: above this many units, the normal approximation instead
     (``method="jackknife"``, :func:`_alpha_jackknife_ci`), which costs one α per pattern where
     the bootstrap costs units × resamples draws; the bootstrap still where a unit's removal
-    leaves α undefined. ``None``: always resample."""
+    leaves α undefined. ``None``: always resample. Either way ``caution`` says when the
+    interval cannot be trusted (too few disagreements or rare values: `alpha_caution`)."""
     k = len(categories)
     import numpy as np
 
@@ -427,7 +430,7 @@ def krippendorff_alpha_ci(
         jackknife = _alpha_jackknife_ci(cells_of, counts, alpha(counts)[0],
                                         level_of_measurement, categories, level, seed)
         if jackknife is not None:
-            return jackknife
+            return _cautioned(jackknife, columns, counts, k)
     # the units lie grouped by pattern: a pattern's weight in a resample is the draws of its
     # slice of units, the difference of the running totals at the slices' ends; every
     # resample's α computed at once (`_alpha_rows`)
@@ -441,10 +444,22 @@ def krippendorff_alpha_ci(
     draws = _alpha_rows(np.einsum("ij,jk->ik", weights, cells_of), level_of_measurement,
                         categories)
     defined = sorted(d for d in draws if d is not None)
-    return BootstrapCI(alpha(counts)[0],
-                       quantile(defined, (1.0 - level) / 2.0) if defined else None,
-                       quantile(defined, (1.0 + level) / 2.0) if defined else None,
-                       level, resamples, n, seed, undefined=len(draws) - len(defined))
+    return _cautioned(BootstrapCI(alpha(counts)[0],
+                                  quantile(defined, (1.0 - level) / 2.0) if defined else None,
+                                  quantile(defined, (1.0 + level) / 2.0) if defined else None,
+                                  level, resamples, n, seed,
+                                  undefined=len(draws) - len(defined)), columns, counts, k)
+
+
+def _cautioned(ci: BootstrapCI, columns: list[tuple[float, ...]], counts: list[int],
+               k: int) -> BootstrapCI:
+    """`ci` with `caution` set where `alpha_caution` finds too few disagreements or rare
+    values in the summed coincidences for it to be trusted (only an interval is marked)."""
+    if ci.low is None or ci.high is None:
+        return ci
+    cells = [math.fsum(map(operator.mul, counts, col)) for col in columns]
+    caution = alpha_caution([cells[r * k:(r + 1) * k] for r in range(k)])
+    return dataclasses.replace(ci, caution=caution) if caution else ci
 
 
 def _row_patterns(rows: Any) -> tuple[Any, Any]:

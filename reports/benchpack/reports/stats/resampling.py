@@ -88,6 +88,8 @@ class BootstrapCI:
     method: Literal["percentile", "normal", "jackknife"] = "percentile"
     """``"normal"`` when ``exact_max`` made it the normal approximation (``resamples`` is 0);
     ``"jackknife"``: the normal approximation with a delete-one-unit jackknife SE (α)."""
+    caution: str | None = None
+    """Why the interval cannot be trusted although it was computed (α: `alpha_caution`)."""
 
 
 @overload
