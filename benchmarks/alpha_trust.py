@@ -80,11 +80,15 @@ def simulate(reps: int, resamples: int, seed: int, out: Any, only: int | None = 
                 ci = krippendorff_alpha_ci(units, "ordinal", cats, resamples=resamples, seed=0,
                                            exact_max=ALPHA_EXACT_MAX)
                 jk = krippendorff_alpha_ci(units, "ordinal", cats, resamples=resamples, seed=0,
-                                           exact_max=0) if sessions <= ALPHA_EXACT_MAX else ci
+                                           exact_max=0, caution=False)
+                raw = ci if ci.caution is None else krippendorff_alpha_ci(
+                    units, "ordinal", cats, resamples=resamples, seed=0,
+                    exact_max=ALPHA_EXACT_MAX, caution=False)
                 rec = {"design": i, "scale": scale, "prevalence": prevalence, "alpha": target,
                        "raters": raters, "sessions": sessions, "truth": truth,
                        "estimate": ci.estimate, "low": ci.low, "high": ci.high,
-                       "method": ci.method, "jk_low": jk.low, "jk_high": jk.high,
+                       "method": ci.method, "raw_low": raw.low, "raw_high": raw.high,
+                       "jk_low": jk.low, "jk_high": jk.high,
                        "jk_method": jk.method, "caution": ci.caution, **counts_of(units, k)}
                 out.write(json.dumps(rec) + "\n")
             out.flush()
@@ -94,28 +98,33 @@ def simulate(reps: int, resamples: int, seed: int, out: Any, only: int | None = 
 
 def fires(rec: dict[str, Any], min_disagreeing: float, min_off_mode: float) -> bool:
     """`stats.alpha_caution`'s rule at these thresholds, from the counts it reads."""
-    return rec["disagree"] < min_disagreeing or rec["n"] - max(rec["margins"]) < min_off_mode
+    return bool(rec["disagree"] < min_disagreeing
+                or rec["n"] - max(rec["margins"]) < min_off_mode)
 
 
 def table(records: list[dict[str, Any]], min_disagreeing: float = ALPHA_MIN_DISAGREEING,
           min_off_mode: float = ALPHA_MIN_OFF_MODE) -> tuple[list[str], dict[str, Any]]:
     """The per-design lines and the rule's error rates over the replications with an
-    interval."""
+    interval. "before": the resampled interval as it was (`caution=False`); "after": the
+    printed one (widened where the rule fires; the same where it is silent)."""
     designs: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for rec in records:
         if rec["low"] is not None and rec["high"] is not None:
             key = (rec["scale"], rec["prevalence"], rec["alpha"], rec["raters"], rec["sessions"])
             designs.setdefault(key, []).append(rec)
     lines = []
-    fine = [0, 0]  # replications of designs covering ≥ 93 %: fired, all
-    poor = [0, 0]  # of designs below 93 %: silent, all
-    short = []
+    fine = [0, 0]  # replications of designs covering ≥ 93 % before: fired, all
+    poor = [0, 0]  # of designs below 93 % before: silent, all
+    short = []  # silent coverage below 93 % beyond noise
+    after_short = []  # printed coverage below 93 % beyond noise
     for key, recs in designs.items():
-        held = [r["low"] <= r["truth"] <= r["high"] for r in recs]
+        before = [r.get("raw_low", r["low"]) <= r["truth"] <= r.get("raw_high", r["high"])
+                  for r in recs]
+        after = [r["low"] <= r["truth"] <= r["high"] for r in recs]
         fire = [fires(r, min_disagreeing, min_off_mode) for r in recs]
-        silent = [h for h, f in zip(held, fire, strict=True) if not f]
-        fired = [h for h, f in zip(held, fire, strict=True) if f]
-        cover = sum(held) / len(held)
+        silent = [h for h, f in zip(before, fire, strict=True) if not f]
+        fired = [(h, g) for h, g, f in zip(before, after, fire, strict=True) if f]
+        cover = sum(before) / len(before)
         if cover >= 0.93:
             fine[0] += len(fired)
             fine[1] += len(recs)
@@ -123,17 +132,28 @@ def table(records: list[dict[str, Any]], min_disagreeing: float = ALPHA_MIN_DISA
             poor[0] += len(silent)
             poor[1] += len(recs)
         quiet = sum(silent) / len(silent) if silent else math.nan
-        if silent and quiet + 1.96 * math.sqrt(max(quiet * (1 - quiet), 0.93 * 0.07)
-                                               / len(silent)) < 0.93:
+        if silent and _below(quiet, len(silent)):
             short.append(key)
-        loud = f"{100 * sum(fired) / len(fired):5.1f}" if fired else "    –"
+        printed = sum(after) / len(after)
+        if _below(printed, len(after)):
+            after_short.append(key)
+        loud = (f"{100 * sum(h for h, _ in fired) / len(fired):5.1f} → "
+                f"{100 * sum(g for _, g in fired) / len(fired):5.1f}" if fired
+                else "      –      ")
         lines.append(f"{key[0]:10s} {key[1]:8s} {key[2]:4.2f} {key[3]:3s} {key[4]:5d}  "
-                     f"{100 * cover:5.1f}  {100 * len(fired) / len(recs):5.1f}  "
+                     f"{100 * cover:5.1f} → {100 * printed:5.1f}  "
+                     f"{100 * len(fired) / len(recs):5.1f}  "
                      + (f"{100 * quiet:5.1f}" if silent else "    –")
                      + f" ({len(silent):4d})  {loud} ({len(fired):4d})")
     return lines, {"fires_on_fine": fine[0] / fine[1] if fine[1] else 0.0,
                    "silent_on_poor": poor[0] / poor[1] if poor[1] else 0.0,
-                   "short": short, "designs": len(designs)}
+                   "short": short, "after_short": after_short, "designs": len(designs)}
+
+
+def _below(share: float, n: int) -> bool:
+    """Below 93 % by more than Monte-Carlo noise (the point + 1.96 SE, the SE at least that
+    of 93 %)."""
+    return share + 1.96 * math.sqrt(max(share * (1 - share), 0.93 * 0.07) / n) < 0.93
 
 
 def main() -> None:
@@ -158,12 +178,14 @@ def main() -> None:
     lines, rates = table(records, args.min_disagreeing, args.min_off_mode)
     print(f"rule: fewer than {args.min_disagreeing:g} disagreeing pairable values or fewer "
           f"than {args.min_off_mode:g} off the most common label")
-    print("scale      prev.    α    raters sess.  cover  fires  silent (n)     fired (n)")
+    print("scale      prev.    α    raters sess.  cover before → after  fires %  "
+          "silent cover (n)  fired: before → after (n)")
     print("\n".join(lines))
     print(f"fires on {100 * rates['fires_on_fine']:.1f} % of the replications of designs "
           f"covering ≥ 93 %; silent on {100 * rates['silent_on_poor']:.1f} % of those of "
           f"designs below; silent coverage below 93 % beyond Monte-Carlo noise on "
-          f"{len(rates['short'])} of {rates['designs']} designs {rates['short']}")
+          f"{len(rates['short'])} of {rates['designs']} designs {rates['short']}; the printed "
+          f"interval's on {len(rates['after_short'])} {rates['after_short']}")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -70,25 +71,91 @@ def test_counts_by_hand_at_both_thresholds() -> None:
 
 
 def test_the_interval_carries_the_caution_on_both_methods() -> None:
+    """Silent: the very interval of `caution=False`. Fired: the same estimate and method, an
+    interval that holds the resampled one, and the reason."""
     for exact_max in (None, 0):
-        fine = stats.krippendorff_alpha_ci(sample(4, 18), "ordinal", YES_NO, resamples=200,
-                                           exact_max=exact_max)
+        def ci(rows: list[list[float]], caution: bool = True,
+               exact_max: int | None = exact_max) -> stats.BootstrapCI:
+            return stats.krippendorff_alpha_ci(rows, "ordinal", YES_NO, resamples=200,
+                                               exact_max=exact_max, caution=caution)
+
+        fine = ci(sample(4, 18))
         assert fine.low is not None and fine.caution is None
-        marked = stats.krippendorff_alpha_ci(sample(4, 17), "ordinal", YES_NO, resamples=200,
-                                             exact_max=exact_max)
+        assert fine == ci(sample(4, 18), caution=False)
+        marked, raw = ci(sample(4, 17)), ci(sample(4, 17), caution=False)
         assert marked.caution is not None and "38 pairable values" in marked.caution
-        # the numbers are the unmarked computation's: the mark is all that changes
-        assert marked.method == ("jackknife" if exact_max == 0 else "percentile")
+        assert raw.caution is None and marked.estimate == raw.estimate
+        assert marked.method == raw.method == ("jackknife" if exact_max == 0 else "percentile")
+        assert marked.low <= raw.low and marked.high >= raw.high  # type: ignore[operator]
 
 
-def test_alpha_one_with_a_rare_label_is_marked() -> None:
-    """No disagreement at all: α = 1 and every resample that has α has 1, so the interval is
-    the point — the case that covered 28 % in the simulation."""
+def test_alpha_one_with_a_rare_label_is_marked_and_widened() -> None:
+    """No disagreement at all: α = 1 and every resample that has α has 1, so the resampled
+    interval is the point — the case that covered 28 % in the simulation. 2 NO/NO + 50 YES/YES:
+    n = 104, NO 4, YES 100, no disagreement of 52 pairs: Clopper–Pearson's upper bound is
+    1 − 0.025^(1/52); one unit of disagreement rate moves α by (n − 1)·n / (2·4·100) (two
+    labels: δ̄² cancels), so the low end is 1 − 103·104/800 · (1 − 0.025^(1/52)) ≈ 0.0830."""
+    low = 1 - 103 * 104 / 800 * (1 - 0.025 ** (1 / 52))
+    assert low == pytest.approx(0.0830, abs=1e-4)
     for exact_max in (None, 0):
+        raw = stats.krippendorff_alpha_ci(sample(0, 2, 50), "ordinal", YES_NO, resamples=200,
+                                          exact_max=exact_max, caution=False)
+        assert raw.estimate == raw.low == raw.high == 1.0 and raw.caution is None
         ci = stats.krippendorff_alpha_ci(sample(0, 2, 50), "ordinal", YES_NO, resamples=200,
                                          exact_max=exact_max)
-        assert ci.estimate == ci.low == ci.high == 1.0
+        assert ci.estimate == 1.0 and ci.high == 1.0
+        assert ci.low == pytest.approx(low, abs=1e-12)
         assert ci.caution is not None and ci.caution.startswith("0 disagreeing")
+        assert ci.caution.endswith("widened to the interval of the disagreement count")
+
+
+def test_count_interval_by_hand() -> None:
+    """3 NO/YES + 19 NO/NO + 30 YES/YES: n = 104, NO 41, YES 63, 6 disagreeing values (3 of
+    52 pairs); α̂ = 1 − 103·6/(2·41·63). Its Clopper–Pearson bounds solve the binomial tails
+    P(X ≥ 3 | p_low) = P(X ≤ 3 | p_high) = 0.025 over 52, and α = 1 − p·103·104/(2·41·63)."""
+    rows = sample(3, 19)
+    matrix = total(rows)
+    counted = stats.alpha_count_interval(matrix, lambda c, d: 0.0 if c == d else 1.0, 0.95)
+    assert counted is not None
+    low, high = counted
+    scale = 103 * 104 / (2 * 41 * 63)
+    p_high, p_low = (1 - low) / scale, (1 - high) / scale
+
+    def tail(p: float, ks: range) -> float:
+        return sum(math.comb(52, k) * p ** k * (1 - p) ** (52 - k) for k in ks)
+
+    assert tail(p_low, range(3, 53)) == pytest.approx(0.025, abs=1e-9)
+    assert tail(p_high, range(0, 4)) == pytest.approx(0.025, abs=1e-9)
+    estimate = 1 - 103 * 6 / (2 * 41 * 63)
+    assert low < estimate < high
+    ci = stats.krippendorff_alpha_ci(rows, "ordinal", YES_NO, resamples=200)
+    raw = stats.krippendorff_alpha_ci(rows, "ordinal", YES_NO, resamples=200, caution=False)
+    assert ci.estimate == raw.estimate == pytest.approx(estimate)
+    assert (ci.low, ci.high) == (min(raw.low, low), max(raw.high, high))  # type: ignore[type-var]
+
+
+def test_count_interval_takes_at_least_a_chance_disagreement() -> None:
+    """Three labels at the interval level (δ² = (c − d)²), margins 2 / 1 / 3 (n = 6), the
+    only disagreements between labels 1 and 2 (δ² 1, 2 values: 1 of 3 pairs). E = Σ n_c n_d δ²
+    = 2·(2·1·1 + 2·3·4 + 1·3·1) = 58; a chance disagreement's mean δ² is E / Σ n_c n_d = 58/22,
+    more than the observed 1: it is the one used, so one unit of disagreement rate moves α by
+    5·6·(58/22)/58. Level 0.5 checks that the level is used. One label only: E = 0, None."""
+    matrix = [[2.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 2.0]]  # 6 values, 1 + 1 + 4
+    assert [sum(r) for r in matrix] == [2.0, 1.0, 3.0]
+    delta = [[0, 1, 2], [1, 0, 1], [2, 1, 0]]  # interval δ² (c − d)², not the ordinal one
+
+    def delta2(c: int, d: int) -> float:
+        return float(delta[c][d] ** 2)
+
+    expected = 2 * (2 * 1 * 1 + 2 * 3 * 4 + 1 * 3 * 1)
+    chance = expected / (2 * (2 * 1 + 2 * 3 + 1 * 3))  # 58 / 22 > the observed δ² of 1
+    counted = stats.alpha_count_interval(matrix, delta2, 0.5)
+    assert counted is not None
+    low, high = counted
+    cp_low, cp_high = stats.clopper_pearson(1, 3, 0.5)  # 2 disagreeing of 6: 1 of 3 pairs
+    assert low == pytest.approx(1 - cp_high * 5 * 6 * chance / expected, abs=1e-12)
+    assert high == pytest.approx(1 - cp_low * 5 * 6 * chance / expected, abs=1e-12)
+    assert stats.alpha_count_interval([[6.0, 0.0], [0.0, 0.0]], delta2, 0.95) is None
 
 
 def test_one_label_and_one_session_have_no_interval_to_mark() -> None:

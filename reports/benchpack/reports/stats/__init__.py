@@ -21,7 +21,13 @@ Conventions shared by every function here:
 from __future__ import annotations
 
 from ..cluster import CLUSTER, CLUSTER_NOTE, cluster_name
-from .alpha_caution import ALPHA_MIN_DISAGREEING, ALPHA_MIN_OFF_MODE, alpha_caution, alpha_counts
+from .alpha_caution import (
+    ALPHA_MIN_DISAGREEING,
+    ALPHA_MIN_OFF_MODE,
+    alpha_caution,
+    alpha_count_interval,
+    alpha_counts,
+)
 from .kappa import (
     Agreement,
     AlphaLevel,
@@ -94,6 +100,7 @@ __all__ = [
     "Uncertainty",
     "agreement",
     "alpha_caution",
+    "alpha_count_interval",
     "alpha_counts",
     "beta_ppf",
     "betainc",

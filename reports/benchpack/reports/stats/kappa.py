@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any, Literal, TypeVar
 
-from .alpha_caution import alpha_caution
+from .alpha_caution import alpha_caution, alpha_count_interval
 from .resampling import BootstrapCI, bootstrap_counts_joint, quantile, unit_draw_totals
 
 L = TypeVar("L", bound=Hashable)
@@ -371,6 +371,7 @@ def krippendorff_alpha_ci(
     resamples: int = 2000,
     seed: int = 0,
     exact_max: int | None = None,
+    caution: bool = True,
 ) -> BootstrapCI:
     """Krippendorff's α with a percentile bootstrap CI over **units**: each unit a flattened
     k×k coincidence matrix (its cells as :func:`krippendorff_alpha_coincidence` adds them; all
@@ -391,8 +392,10 @@ def krippendorff_alpha_ci(
     ``exact_max``: above this many units, the normal approximation instead
     (``method="jackknife"``, :func:`_alpha_jackknife_ci`), which costs one α per pattern where
     the bootstrap costs units × resamples draws; the bootstrap still where a unit's removal
-    leaves α undefined. ``None``: always resample. Either way ``caution`` says when the
-    interval cannot be trusted (too few disagreements or rare values: `alpha_caution`)."""
+    leaves α undefined. ``None``: always resample. Either way, where too few disagreements or
+    rare values leave the interval untrustworthy (`alpha_caution`), it is widened to take in
+    the interval of the disagreement count (`alpha_count_interval`) and ``caution`` says so;
+    ``caution=False``: the resampled interval as it is (what the benchmarks compare with)."""
     k = len(categories)
     import numpy as np
 
@@ -430,7 +433,8 @@ def krippendorff_alpha_ci(
         jackknife = _alpha_jackknife_ci(cells_of, counts, alpha(counts)[0],
                                         level_of_measurement, categories, level, seed)
         if jackknife is not None:
-            return _cautioned(jackknife, columns, counts, k)
+            return _cautioned(jackknife, columns, counts, level_of_measurement,
+                              categories) if caution else jackknife
     # the units lie grouped by pattern: a pattern's weight in a resample is the draws of its
     # slice of units, the difference of the running totals at the slices' ends; every
     # resample's α computed at once (`_alpha_rows`)
@@ -444,22 +448,34 @@ def krippendorff_alpha_ci(
     draws = _alpha_rows(np.einsum("ij,jk->ik", weights, cells_of), level_of_measurement,
                         categories)
     defined = sorted(d for d in draws if d is not None)
-    return _cautioned(BootstrapCI(alpha(counts)[0],
-                                  quantile(defined, (1.0 - level) / 2.0) if defined else None,
-                                  quantile(defined, (1.0 + level) / 2.0) if defined else None,
-                                  level, resamples, n, seed,
-                                  undefined=len(draws) - len(defined)), columns, counts, k)
+    ci = BootstrapCI(alpha(counts)[0],
+                     quantile(defined, (1.0 - level) / 2.0) if defined else None,
+                     quantile(defined, (1.0 + level) / 2.0) if defined else None,
+                     level, resamples, n, seed, undefined=len(draws) - len(defined))
+    return _cautioned(ci, columns, counts, level_of_measurement, categories) if caution else ci
 
 
 def _cautioned(ci: BootstrapCI, columns: list[tuple[float, ...]], counts: list[int],
-               k: int) -> BootstrapCI:
-    """`ci` with `caution` set where `alpha_caution` finds too few disagreements or rare
-    values in the summed coincidences for it to be trusted (only an interval is marked)."""
+               level_of_measurement: AlphaLevel, categories: Sequence[object]) -> BootstrapCI:
+    """`ci` as it is, or where `alpha_caution` finds too few disagreements or rare values in
+    the summed coincidences for it to be trusted, widened to take in the interval of the
+    disagreement count (`alpha_count_interval`) and marked with `caution` (only an
+    interval: none stays none)."""
     if ci.low is None or ci.high is None:
         return ci
+    k = len(categories)
     cells = [math.fsum(map(operator.mul, counts, col)) for col in columns]
-    caution = alpha_caution([cells[r * k:(r + 1) * k] for r in range(k)])
-    return dataclasses.replace(ci, caution=caution) if caution else ci
+    coincidence = [cells[r * k:(r + 1) * k] for r in range(k)]
+    caution = alpha_caution(coincidence)
+    if caution is None:
+        return ci
+    delta2 = _alpha_metric(level_of_measurement, categories, [math.fsum(r) for r in coincidence])
+    counted = alpha_count_interval(coincidence, delta2, ci.level)
+    if counted is None:
+        return dataclasses.replace(ci, caution=caution)
+    return dataclasses.replace(ci, low=min(ci.low, counted[0]), high=max(ci.high, counted[1]),
+                               caution=caution + "; widened to the interval of the "
+                               "disagreement count")
 
 
 def _row_patterns(rows: Any) -> tuple[Any, Any]:
