@@ -40,6 +40,7 @@ import pytest
 from click.testing import CliRunner
 
 from benchpack.cli.main import cli
+from benchpack.reports.stats import caution as alpha_caution
 
 FIX = Path(__file__).parent / "fixtures" / "proactbench" / "human_eval_study"
 # BENCH_PEER_DATA (as in tests/importers): sample_items.json is not in the shared peer-data, so the
@@ -309,14 +310,18 @@ def test_released_ratings_give_the_released_alpha_through_the_whole_path(tmp_pat
 
 @pytest.mark.skipif(not (PEER / "results").is_dir(),
                     reason="../shared/peer-data/proactbench not present")
-def test_released_ratings_give_the_released_alpha_interval(tmp_path: Path) -> None:
+def test_released_ratings_give_the_released_alpha_interval(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """α's CI through the whole path, with the released resamples (10,000; the seed differs in
     kind: numpy's PCG64 there, Python's Mersenne Twister here, so equality is impossible). Each
     released item is its own dialogue, so resampling sessions is resampling items, as there.
     Tolerance 0.02: with 10,000 resamples the Monte-Carlo SD of a 2.5 % / 97.5 % percentile of
     this α is ≈ 0.004 (seeds 0–9 here spread the endpoints by ≤ 0.012 in all), so two
     independent runs of the same bootstrap differ by ≈ 0.006 SD — 0.02 is over 3 SDs, and an
-    item-vs-session or dropped-undefined mistake moves the endpoints by more than that."""
+    item-vs-session or dropped-undefined mistake moves the endpoints by more than that.
+    That is the resampled interval (`stats.alpha_caution`'s thresholds at 0 here); as the
+    report prints it, EMERGENT and CRITICAL (26-34 values off the most common label, fewer
+    than 40) are marked and widened to take in the disagreement count's interval."""
     ids = sorted({json.loads(line)["item_id"] for f in (PEER / "results").glob("*.jsonl")
                   for line in f.read_text().splitlines() if line.strip()})
 
@@ -327,10 +332,21 @@ def test_released_ratings_give_the_released_alpha_interval(tmp_path: Path) -> No
     items = tmp_path / "sample_items.json"
     items.write_text(json.dumps([{"item_id": i, "trigger_type": typed(i), "judge_score": "Pass"}
                                  for i in ids]))
-    rows = agreement(imported(tmp_path, PEER / "results", items), "--consensus", "majority",
-                     "--resamples", "10000", "--seed", "2026")
+    db = imported(tmp_path, PEER / "results", items)
+    options = ("--consensus", "majority", "--resamples", "10000", "--seed", "2026")
+    shown = agreement(db, *options)
+    monkeypatch.setattr(alpha_caution, "ALPHA_MIN_DISAGREEING", 0)
+    monkeypatch.setattr(alpha_caution, "ALPHA_MIN_OFF_MODE", 0)
+    rows = agreement(db, *options)
+    marked = {typ for typ, row in shown.items() if row["alpha_humans"].get("caution")}
+    assert marked == {"emergent", "critical"}
     for typ, want in _released().items():
-        got = rows[typ.lower()]["alpha_humans"]
+        got, printed = rows[typ.lower()]["alpha_humans"], shown[typ.lower()]["alpha_humans"]
+        assert "caution" not in got
+        if typ.lower() in marked:
+            assert printed["low"] < got["low"] and printed["high"] >= got["high"]
+        else:
+            assert printed == got
         assert got["n"] == want["n_items"]
         low, high = want["krippendorff_alpha_ci95"]
         assert got["low"] == pytest.approx(low, abs=0.02), typ

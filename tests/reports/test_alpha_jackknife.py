@@ -45,7 +45,8 @@ HAND = [("NO", "YES"), ("NO", "NO"), ("YES", "YES"), ("YES", "YES")]
 
 
 def test_hand_computed_jackknife_se() -> None:
-    ci = stats.krippendorff_alpha_ci(units(*HAND), "ordinal", YES_NO, exact_max=3)
+    ci = stats.krippendorff_alpha_ci(units(*HAND), "ordinal", YES_NO, exact_max=3,
+                                     caution=False)  # 2 disagreeing values: marked, widened
     assert ci.method == "jackknife" and ci.resamples == 0 and ci.n_units == 4
     assert ci.estimate == pytest.approx(8 / 15, abs=1e-12)
     se = math.sqrt(489) / 36
@@ -75,7 +76,7 @@ def test_jackknife_against_alpha_of_the_ratings_without_each_unit() -> None:
                                          "ordinal", categories=list(LABELS))
                 for i in range(len(raw))]
         ci = stats.krippendorff_alpha_ci(units(*raw, scale=LABELS), "ordinal", LABELS,
-                                         exact_max=0)
+                                         exact_max=0, caution=False)
         if full is None:
             assert ci.estimate is None and ci.low is None
             continue
@@ -101,11 +102,12 @@ def test_all_units_identical_se_zero() -> None:
     instead of n: α = 1 − 7 · 8 / 32 = −0.75 against −0.8 for all ten), so the SE is 0 and
     the interval is the point, as every bootstrap resample is the same units too."""
     ci = stats.krippendorff_alpha_ci(units(*[("NO", "YES")] * 5), "ordinal", YES_NO,
-                                     exact_max=0)
+                                     exact_max=0, caution=False)
     assert ci.method == "jackknife"
     assert ci.estimate == pytest.approx(-0.8, abs=1e-12)
     assert ci.low == ci.high == ci.estimate
-    boot = stats.krippendorff_alpha_ci(units(*[("NO", "YES")] * 5), "ordinal", YES_NO)
+    boot = stats.krippendorff_alpha_ci(units(*[("NO", "YES")] * 5), "ordinal", YES_NO,
+                                       caution=False)
     assert boot.low == pytest.approx(-0.8) and boot.high == pytest.approx(-0.8)
 
 
@@ -114,9 +116,13 @@ def test_perfect_agreement_alpha_one_is_the_point() -> None:
     every subset that has two values is 1 too — SE 0, the interval the point (never a
     division by 1 − α = 0)."""
     raw = [("NO", "NO"), ("YES", "YES", "YES"), ("NO", "NO"), ("YES", "YES")] * 3
-    ci = stats.krippendorff_alpha_ci(units(*raw), "ordinal", YES_NO, exact_max=0)
+    ci = stats.krippendorff_alpha_ci(units(*raw), "ordinal", YES_NO, exact_max=0,
+                                     caution=False)
     assert ci.method == "jackknife"
     assert ci.estimate == ci.low == ci.high == 1.0
+    # as the report prints it: no disagreement at all, so marked and widened below 1
+    shown = stats.krippendorff_alpha_ci(units(*raw), "ordinal", YES_NO, exact_max=0)
+    assert shown.caution and shown.low < 1.0 and shown.high == 1.0  # type: ignore[operator]
 
 
 def test_one_category_only_alpha_undefined_no_interval() -> None:
@@ -133,12 +139,12 @@ def test_two_units() -> None:
     one unit alone has α = 0 ((m − 1)·D_o = D_e within a unit), so SE 0 — what the formula
     gives at two units, which the reports never meet (their limit is hundreds)."""
     apart = stats.krippendorff_alpha_ci(units(("NO", "NO"), ("YES", "YES")), "ordinal",
-                                        YES_NO, exact_max=1)
+                                        YES_NO, exact_max=1, caution=False)
     assert apart.method == "percentile" and apart.resamples == 2000
     assert apart == stats.krippendorff_alpha_ci(units(("NO", "NO"), ("YES", "YES")),
-                                                "ordinal", YES_NO)
+                                                "ordinal", YES_NO, caution=False)
     mixed = stats.krippendorff_alpha_ci(units(("NO", "YES"), ("NO", "NO", "YES")), "ordinal",
-                                        YES_NO, exact_max=1)
+                                        YES_NO, exact_max=1, caution=False)
     assert mixed.method == "jackknife"
     assert mixed.low == mixed.high == mixed.estimate
 

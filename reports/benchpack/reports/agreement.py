@@ -453,8 +453,9 @@ ALPHA_CI = ("its [ ] resamples sessions (each session's items together, so items
              "log(1 − α) (JSON method `jackknife`); α undefined (no variation) is –; ‡ after "
              f"an interval: fewer than {stats.ALPHA_MIN_DISAGREEING} disagreeing pairable "
              f"values or fewer than {stats.ALPHA_MIN_OFF_MODE} off the most common label, too "
-             "few for it to be trusted (simulated coverage as low as 28 % there; JSON "
-             "`caution`)")
+             "few for resampling (it covered as little as 28 % in simulation), so the "
+             "interval is widened to take in the Clopper–Pearson interval of the disagreement "
+             "count; wide, and still not to be read as calibrated (JSON `caution`)")
 
 
 def ci_note(ctx: ReportContext) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any, Literal, TypeVar
 
-from .alpha_caution import alpha_caution, alpha_count_interval
+from .caution import alpha_caution, alpha_count_interval
 from .resampling import BootstrapCI, bootstrap_counts_joint, quantile, unit_draw_totals
 
 L = TypeVar("L", bound=Hashable)
