@@ -415,25 +415,24 @@ def krippendorff_alpha_ci(
     else:
         counts, columns = [], [() for _ in range(k * k)]
 
-    def alpha(weights: Sequence[int]) -> list[float | None]:
-        cells = [math.fsum(map(operator.mul, weights, col)) for col in columns]
-        return [krippendorff_alpha_coincidence(
-            [cells[r * k:(r + 1) * k] for r in range(k)], level_of_measurement, categories)]
+    # the summed coincidences, once: α and `_cautioned` read them
+    cells = [math.fsum(map(operator.mul, counts, col)) for col in columns]
+    coincidence = [cells[r * k:(r + 1) * k] for r in range(k)]
+    estimate = krippendorff_alpha_coincidence(coincidence, level_of_measurement, categories)
 
     n = len(units)
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level}")
     if n < 2:
-        estimate = alpha(counts)[0] if n else None
-        return BootstrapCI(estimate, None, None, level, 0, n, seed)
+        return BootstrapCI(estimate if n else None, None, None, level, 0, n, seed)
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
     cells_of = np.array(columns, dtype=float).T  # patterns × k²
     if exact_max is not None and n > exact_max:
-        jackknife = _alpha_jackknife_ci(cells_of, counts, alpha(counts)[0],
+        jackknife = _alpha_jackknife_ci(cells_of, counts, estimate,
                                         level_of_measurement, categories, level, seed)
         if jackknife is not None:
-            return _cautioned(jackknife, columns, counts, level_of_measurement,
+            return _cautioned(jackknife, coincidence, level_of_measurement,
                               categories) if caution else jackknife
     # the units lie grouped by pattern: a pattern's weight in a resample is the draws of its
     # slice of units, the difference of the running totals at the slices' ends; every
@@ -448,14 +447,14 @@ def krippendorff_alpha_ci(
     draws = _alpha_rows(np.einsum("ij,jk->ik", weights, cells_of), level_of_measurement,
                         categories)
     defined = sorted(d for d in draws if d is not None)
-    ci = BootstrapCI(alpha(counts)[0],
+    ci = BootstrapCI(estimate,
                      quantile(defined, (1.0 - level) / 2.0) if defined else None,
                      quantile(defined, (1.0 + level) / 2.0) if defined else None,
                      level, resamples, n, seed, undefined=len(draws) - len(defined))
-    return _cautioned(ci, columns, counts, level_of_measurement, categories) if caution else ci
+    return _cautioned(ci, coincidence, level_of_measurement, categories) if caution else ci
 
 
-def _cautioned(ci: BootstrapCI, columns: list[tuple[float, ...]], counts: list[int],
+def _cautioned(ci: BootstrapCI, coincidence: list[list[float]],
                level_of_measurement: AlphaLevel, categories: Sequence[object]) -> BootstrapCI:
     """`ci` as it is, or where `alpha_caution` finds too few disagreements or rare values in
     the summed coincidences for it to be trusted, widened to take in the interval of the
@@ -463,9 +462,6 @@ def _cautioned(ci: BootstrapCI, columns: list[tuple[float, ...]], counts: list[i
     interval: none stays none)."""
     if ci.low is None or ci.high is None:
         return ci
-    k = len(categories)
-    cells = [math.fsum(map(operator.mul, counts, col)) for col in columns]
-    coincidence = [cells[r * k:(r + 1) * k] for r in range(k)]
     caution = alpha_caution(coincidence)
     if caution is None:
         return ci
