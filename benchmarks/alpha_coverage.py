@@ -25,7 +25,9 @@ column as the report would show it, left out of the α ± z·SE one). An α of 1
 disagreement in the sample) has the point as its interval in the jackknife columns. The bootstrap uses one seed for every
 replication, as the report does (its draws do not depend on the data, so the coverage over
 replications is unbiased), which lets its draws be reused. Target (issue 25): coverage ≥ 93 %
-and no worse than the bootstrap beyond Monte-Carlo noise.
+and no worse than the bootstrap beyond Monte-Carlo noise. The intervals are the resampled ones
+(`caution=False`); where too few disagreements leave them untrustworthy the report widens and
+marks them (`stats.alpha_caution`), measured by `alpha_trust.py`.
 
 Usage: python benchmarks/alpha_coverage.py [--reps 1000] [--resamples 1000] [--seed 0]
                                            [--sessions 50 100 200 400 1000] [--quick]
@@ -135,7 +137,7 @@ def coverage(scale: str, prevalence: str, target: float, raters: str, sessions: 
         units = sessions_units(rng, kinds, q, sessions, raters)
         for name, exact_max in (("bootstrap", None), ("jackknife", 0)):
             ci = krippendorff_alpha_ci(units, "ordinal", cats, resamples=resamples, seed=0,
-                                       exact_max=exact_max)
+                                       exact_max=exact_max, caution=False)
             if name == "jackknife" and ci.method != "jackknife":
                 fallback += 1
             if ci.low is None or ci.high is None:
