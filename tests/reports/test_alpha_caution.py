@@ -158,6 +158,26 @@ def test_count_interval_takes_at_least_a_chance_disagreement() -> None:
     assert stats.alpha_count_interval([[6.0, 0.0], [0.0, 0.0]], delta2, 0.95) is None
 
 
+def test_count_interval_stops_at_minus_one() -> None:
+    """Adversarial: 1 NO/NO item among 40 YES/YES, no disagreement: n = 82, NO 2, YES 80,
+    one unit of disagreement rate moves α by 81·82/(2·2·80) ≈ 20.8, and Clopper–Pearson's
+    upper bound over 41 pairs is 1 − 0.025^(1/41) ≈ 0.086, so the low end would be ≈ −0.79;
+    at level 0.999 (upper bound 1 − 0.0005^(1/41) ≈ 0.169) it would be ≈ −2.5: no α of a
+    population lies below −1, so the low end stops there (the ratio level aside)."""
+    matrix = total(sample(0, 1, 40))
+    def nominal(c: int, d: int) -> float:
+        return 0.0 if c == d else 1.0
+
+    scale = 81 * 82 / (2 * 2 * 80)
+    low, _ = stats.alpha_count_interval(matrix, nominal, 0.95) or (None, None)
+    assert low == pytest.approx(1 - scale * (1 - 0.025 ** (1 / 41)), abs=1e-12)
+    assert stats.alpha_count_interval(matrix, nominal, 0.999) == (-1.0, 1.0)
+    unclipped = stats.alpha_count_interval(matrix, nominal, 0.999, floor=None)
+    assert unclipped is not None
+    assert unclipped[0] == pytest.approx(1 - scale * (1 - 0.0005 ** (1 / 41)), abs=1e-12)
+    assert unclipped[0] < -2
+
+
 def test_one_label_and_one_session_have_no_interval_to_mark() -> None:
     one_label = stats.krippendorff_alpha_ci(units(*[("YES", "YES")] * 30), "ordinal", YES_NO,
                                             resamples=200)

@@ -58,8 +58,8 @@ def alpha_caution(coincidence: Sequence[Sequence[float]]) -> str | None:
 
 
 def alpha_count_interval(coincidence: Sequence[Sequence[float]],
-                         delta2: Callable[[int, int], float], level: float
-                         ) -> tuple[float, float] | None:
+                         delta2: Callable[[int, int], float], level: float,
+                         floor: float | None = -1.0) -> tuple[float, float] | None:
     """α's interval from the count of disagreements alone, for where `alpha_caution` fires:
     1 − α = (n − 1)·O / E with O = Σ_{c≠d} C_cd δ²_cd and E = Σ_{c≠d} n_c n_d δ²_cd, written
     as (n − 1)·o·δ̄² / E, o the disagreeing pairable values and δ̄² their mean δ² — at least
@@ -69,7 +69,10 @@ def alpha_count_interval(coincidence: Sequence[Sequence[float]],
     items of the items), and its Clopper–Pearson interval at `level` mapped to α. It ignores
     that sessions cluster, so the report takes it together with the resampled interval (their
     union): on the simulated designs where the rule fires, coverage rose to ≥ 93 % on every
-    one (benchmarks/README.md). None where E is 0 (α undefined)."""
+    one (benchmarks/README.md). None where E is 0 (α undefined). The low end is at least
+    `floor`: −1 by default, below which no population α of the nominal, ordinal or interval
+    level lies (their δ² is a squared difference of scores, so D_o ≤ 2·D_e); None for the
+    ratio level, whose δ² is not."""
     k = len(coincidence)
     margins = [math.fsum(row) for row in coincidence]
     n = math.fsum(margins)
@@ -84,4 +87,5 @@ def alpha_count_interval(coincidence: Sequence[Sequence[float]],
                                                  for c, d in pairs) / disagreeing)
     low, high = clopper_pearson(min(disagreeing, n) / 2, n / 2, level)
     scale = (n - 1) * n * mean_delta2 / expected  # 1 − α per unit of disagreement rate
-    return 1.0 - high * scale, 1.0 - low * scale
+    bottom = 1.0 - high * scale
+    return (bottom if floor is None else max(floor, bottom)), 1.0 - low * scale

@@ -466,7 +466,8 @@ def _cautioned(ci: BootstrapCI, coincidence: list[list[float]],
     if caution is None:
         return ci
     delta2 = _alpha_metric(level_of_measurement, categories, [math.fsum(r) for r in coincidence])
-    counted = alpha_count_interval(coincidence, delta2, ci.level)
+    counted = alpha_count_interval(coincidence, delta2, ci.level,
+                                   None if level_of_measurement == "ratio" else -1.0)
     if counted is None:
         return dataclasses.replace(ci, caution=caution)
     return dataclasses.replace(ci, low=min(ci.low, counted[0]), high=max(ci.high, counted[1]),
