@@ -40,7 +40,6 @@ import pytest
 from click.testing import CliRunner
 
 from benchpack.cli.main import cli
-from benchpack.reports.stats import caution as alpha_caution
 
 FIX = Path(__file__).parent / "fixtures" / "proactbench" / "human_eval_study"
 # BENCH_PEER_DATA (as in tests/importers): sample_items.json is not in the shared peer-data, so the
@@ -310,8 +309,7 @@ def test_released_ratings_give_the_released_alpha_through_the_whole_path(tmp_pat
 
 @pytest.mark.skipif(not (PEER / "results").is_dir(),
                     reason="../shared/peer-data/proactbench not present")
-def test_released_ratings_give_the_released_alpha_interval(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_released_ratings_give_the_released_alpha_interval(tmp_path: Path) -> None:
     """α's CI through the whole path, with the released resamples (10,000; the seed differs in
     kind: numpy's PCG64 there, Python's Mersenne Twister here, so equality is impossible). Each
     released item is its own dialogue, so resampling sessions is resampling items, as there.
@@ -319,9 +317,9 @@ def test_released_ratings_give_the_released_alpha_interval(
     this α is ≈ 0.004 (seeds 0–9 here spread the endpoints by ≤ 0.012 in all), so two
     independent runs of the same bootstrap differ by ≈ 0.006 SD — 0.02 is over 3 SDs, and an
     item-vs-session or dropped-undefined mistake moves the endpoints by more than that.
-    That is the resampled interval (`stats.alpha_caution`'s thresholds at 0 here); as the
-    report prints it, EMERGENT and CRITICAL (26-34 values off the most common label, fewer
-    than 40) are marked and widened to take in the disagreement count's interval."""
+    That is the resampled interval, `--alpha-ci resampled`; by default EMERGENT and CRITICAL
+    (26-34 values off the most common label, fewer than `stats.ALPHA_MIN_OFF_MODE`) are
+    printed widened to take in the disagreement count's interval, marked either way."""
     ids = sorted({json.loads(line)["item_id"] for f in (PEER / "results").glob("*.jsonl")
                   for line in f.read_text().splitlines() if line.strip()})
 
@@ -335,16 +333,16 @@ def test_released_ratings_give_the_released_alpha_interval(
     db = imported(tmp_path, PEER / "results", items)
     options = ("--consensus", "majority", "--resamples", "10000", "--seed", "2026")
     shown = agreement(db, *options)
-    monkeypatch.setattr(alpha_caution, "ALPHA_MIN_DISAGREEING", 0)
-    monkeypatch.setattr(alpha_caution, "ALPHA_MIN_OFF_MODE", 0)
-    rows = agreement(db, *options)
+    rows = agreement(db, *options, "--alpha-ci", "resampled")
     marked = {typ for typ, row in shown.items() if row["alpha_humans"].get("caution")}
     assert marked == {"emergent", "critical"}
+    assert marked == {typ for typ, row in rows.items() if row["alpha_humans"].get("caution")}
     for typ, want in _released().items():
         got, printed = rows[typ.lower()]["alpha_humans"], shown[typ.lower()]["alpha_humans"]
-        assert "caution" not in got
         if typ.lower() in marked:
             assert printed["low"] < got["low"] and printed["high"] >= got["high"]
+            assert got["caution"].endswith("not widened")
+            assert printed["caution"].endswith("disagreement count")
         else:
             assert printed == got
         assert got["n"] == want["n_items"]

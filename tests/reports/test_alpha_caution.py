@@ -109,6 +109,28 @@ def test_alpha_one_with_a_rare_label_is_marked_and_widened() -> None:
         assert ci.caution.endswith("widened to the interval of the disagreement count")
 
 
+def test_resampled_keeps_the_interval_and_the_mark() -> None:
+    """`--alpha-ci resampled` (ProactBench's released analysis): the very interval of
+    `caution=False`, still marked, and the report's context carries the choice to α."""
+    from benchpack.reports.agreement import alpha_of_units
+    from benchpack.reports.builtin import ReportContext
+
+    for exact_max in (None, 0):
+        raw = stats.krippendorff_alpha_ci(sample(4, 17), "ordinal", YES_NO, resamples=200,
+                                          exact_max=exact_max, caution=False)
+        kept = stats.krippendorff_alpha_ci(sample(4, 17), "ordinal", YES_NO, resamples=200,
+                                           exact_max=exact_max, widen=False)
+        assert (kept.estimate, kept.low, kept.high) == (raw.estimate, raw.low, raw.high)
+        assert kept.caution is not None and kept.caution.endswith("not widened")
+    ctx = ReportContext(None, [], resamples=200)
+    widened = alpha_of_units(sample(0, 2, 50), YES_NO, ctx)
+    ctx.alpha_ci = "resampled"
+    resampled = alpha_of_units(sample(0, 2, 50), YES_NO, ctx)
+    assert widened.low == pytest.approx(1 - 103 * 104 / 800 * (1 - 0.025 ** (1 / 52)))
+    assert resampled.low == resampled.high == 1.0
+    assert widened.caution and resampled.caution and resampled.caution != widened.caution
+
+
 def test_count_interval_by_hand() -> None:
     """3 NO/YES + 19 NO/NO + 30 YES/YES: n = 104, NO 41, YES 63, 6 disagreeing values (3 of
     52 pairs); α̂ = 1 − 103·6/(2·41·63). Its Clopper–Pearson bounds solve the binomial tails

@@ -42,6 +42,11 @@ from .params import PackErrors, db_option, emit, wait_option
               help="agreement --humans: the human consensus of an item: the lower median, or "
                    "the majority vote (ties: Partial, then Pass, then Fail — ProactBench's "
                    "released analysis).")
+@click.option("--alpha-ci", type=click.Choice(["widened", "resampled"]), default="widened",
+              show_default=True,
+              help="agreement: where too few disagreements leave α's interval untrustworthy "
+                   "(marked ‡), widen it to take in the disagreement count's interval, or "
+                   "print the resampled interval as ProactBench's released analysis does.")
 @click.option("--session", "sessions", multiple=True, metavar="NAME",
               help="explain: only these sessions (name, plan id or glob; repeatable).")
 @click.option("--limit", type=click.IntRange(0), metavar="N",
@@ -51,7 +56,8 @@ from .params import PackErrors, db_option, emit, wait_option
 @wait_option
 def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | None, fmt: str,
            out: Path | None, level: float, resamples: int, seed: int, exact_max: int | None,
-           humans: bool, min_raters: int, consensus: str, sessions: tuple[str, ...],
+           humans: bool, min_raters: int, consensus: str, alpha_ci: str,
+           sessions: tuple[str, ...],
            limit: int | None, list_: bool, wait_s: float) -> None:
     """Print reports over a run store (default: `summary`; with --format html, all of them)."""
     from benchpack.reports.access import StoreError
@@ -68,7 +74,7 @@ def report(names: tuple[str, ...], db: Path, runs: tuple[str, ...], by: str | No
     options = ReportOptions(db=db, names=chosen, runs=runs, by=by, level=level,
                             resamples=resamples, seed=seed, wait_s=wait_s, exact_max=exact_max,
                             humans=humans, min_raters=min_raters, consensus=consensus,
-                            sessions=sessions,
+                            alpha_ci=alpha_ci, sessions=sessions,
                             **({} if limit is None else {"limit": limit}))
     try:
         text = render_report(options, fmt)

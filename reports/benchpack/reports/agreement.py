@@ -108,6 +108,10 @@ def agreement_report(ctx: ReportContext) -> ReportResult:
     else:
         _against_judges(ctx, res, lineage)
         _rank_stability(ctx, res, lineage)
+    if ctx.alpha_ci == "resampled":
+        res.notes.append("--alpha-ci resampled: an α interval marked ‡ is the resampled "
+                         "interval, not widened (as ProactBench's released analysis computes "
+                         "it); with so few disagreements it can cover far less than its level.")
     return res
 
 
@@ -209,7 +213,8 @@ def alpha_of_units(units: list[list[float]], scale: Sequence[str], ctx: ReportCo
     where too few disagreements make it untrustworthy (`stats.alpha_caution`)."""
     ci = stats.krippendorff_alpha_ci(units, "ordinal", scale, level=ctx.level,
                                      resamples=ctx.resamples, seed=ctx.seed,
-                                     exact_max=_alpha_exact_max(ctx))
+                                     exact_max=_alpha_exact_max(ctx),
+                                     widen=ctx.alpha_ci == "widened")
     return Estimate(ci.estimate, None, ci.low, ci.high, ci.n_units,
                     method="jackknife" if ci.method == "jackknife" else None,
                     caution=ci.caution)

@@ -57,6 +57,9 @@ class ReportOptions:
     min_raters: int = 1
     consensus: str = "median"
     """`agreement --humans`: `median` or `majority` (ProactBench's released analysis)."""
+    alpha_ci: str = "widened"
+    """`agreement`: α's interval where `stats.alpha_caution` fires, `widened` or `resampled`
+    (`ReportContext.alpha_ci`)."""
     sessions: Sequence[str] = ()
     """`explain`: session names or plan ids (globs); empty: every session of the runs."""
     limit: int = DEFAULT_LIMIT
@@ -94,6 +97,7 @@ def _build(con: Any, runs: list[str], options: ReportOptions,
         if options.exact_max is not None:
             ctx.exact_max = options.exact_max
         ctx.consensus = options.consensus
+        ctx.alpha_ci = options.alpha_ci
         ctx.sessions = list(options.sessions)
         ctx.db = options.db
         ctx.limit = options.limit

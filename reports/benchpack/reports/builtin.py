@@ -68,6 +68,10 @@ class ReportContext:
     consensus: str = "median"
     """`agreement --humans`: the human consensus, `median` (lower on ties) or `majority` (ties:
     the middle of the scale, then the better label)."""
+    alpha_ci: str = "widened"
+    """`agreement`: where too few disagreements leave α's resampled interval untrustworthy
+    (`stats.alpha_caution`), `widened` takes in the disagreement count's interval, `resampled`
+    prints the resampled interval as ProactBench's released analysis does; marked ‡ either way."""
     sessions: list[str] = field(default_factory=list)
     """`explain`: session names or plan ids (globs) to cover; empty: all."""
     limit: int = 0

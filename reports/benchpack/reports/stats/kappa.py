@@ -372,6 +372,7 @@ def krippendorff_alpha_ci(
     seed: int = 0,
     exact_max: int | None = None,
     caution: bool = True,
+    widen: bool = True,
 ) -> BootstrapCI:
     """Krippendorff's α with a percentile bootstrap CI over **units**: each unit a flattened
     k×k coincidence matrix (its cells as :func:`krippendorff_alpha_coincidence` adds them; all
@@ -395,7 +396,9 @@ def krippendorff_alpha_ci(
     leaves α undefined. ``None``: always resample. Either way, where too few disagreements or
     rare values leave the interval untrustworthy (`alpha_caution`), it is widened to take in
     the interval of the disagreement count (`alpha_count_interval`) and ``caution`` says so;
-    ``caution=False``: the resampled interval as it is (what the benchmarks compare with)."""
+    ``caution=False``: the resampled interval as it is (what the benchmarks compare with);
+    ``widen=False``: that interval, still marked where the rule fires (the report's
+    `--alpha-ci resampled`, ProactBench's released analysis)."""
     k = len(categories)
     import numpy as np
 
@@ -433,7 +436,7 @@ def krippendorff_alpha_ci(
                                         level_of_measurement, categories, level, seed)
         if jackknife is not None:
             return _cautioned(jackknife, coincidence, level_of_measurement,
-                              categories) if caution else jackknife
+                              categories, widen) if caution else jackknife
     # the units lie grouped by pattern: a pattern's weight in a resample is the draws of its
     # slice of units, the difference of the running totals at the slices' ends; every
     # resample's α computed at once (`_alpha_rows`)
@@ -451,11 +454,13 @@ def krippendorff_alpha_ci(
                      quantile(defined, (1.0 - level) / 2.0) if defined else None,
                      quantile(defined, (1.0 + level) / 2.0) if defined else None,
                      level, resamples, n, seed, undefined=len(draws) - len(defined))
-    return _cautioned(ci, coincidence, level_of_measurement, categories) if caution else ci
+    return _cautioned(ci, coincidence, level_of_measurement, categories,
+                      widen) if caution else ci
 
 
 def _cautioned(ci: BootstrapCI, coincidence: list[list[float]],
-               level_of_measurement: AlphaLevel, categories: Sequence[object]) -> BootstrapCI:
+               level_of_measurement: AlphaLevel, categories: Sequence[object],
+               widen: bool = True) -> BootstrapCI:
     """`ci` as it is, or where `alpha_caution` finds too few disagreements or rare values in
     the summed coincidences for it to be trusted, widened to take in the interval of the
     disagreement count (`alpha_count_interval`) and marked with `caution` (only an
@@ -465,6 +470,8 @@ def _cautioned(ci: BootstrapCI, coincidence: list[list[float]],
     caution = alpha_caution(coincidence)
     if caution is None:
         return ci
+    if not widen:
+        return dataclasses.replace(ci, caution=caution + "; the resampled interval, not widened")
     delta2 = _alpha_metric(level_of_measurement, categories, [math.fsum(r) for r in coincidence])
     counted = alpha_count_interval(coincidence, delta2, ci.level,
                                    None if level_of_measurement == "ratio" else -1.0)
