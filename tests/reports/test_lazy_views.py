@@ -51,6 +51,9 @@ class _Logged:
         self._sqls.append(" ".join(str(sql).split()))
         return self._con.execute(sql, *args)
 
+    def cursor(self) -> _Logged:  # the statements a report runs beside the others too
+        return _Logged(self._con.cursor(), self._sqls)
+
 
 def _created(db: Path, name: str, monkeypatch: pytest.MonkeyPatch, **options: Any
              ) -> list[str]:
@@ -177,3 +180,58 @@ def test_a_plugin_view_is_created_when_a_statement_names_it(
         assert con.created == ["session_results", "plugged_results"]
         with pytest.raises(duckdb.CatalogException):
             con.execute("SELECT * FROM no_such_table")
+
+
+def test_the_summary_reads_its_notes_beside_its_means(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The simulator counts, the judge note and the pooled trigger units go to a second
+    cursor (`aside.beside`), the headline means to the report's own connection; the figures
+    are those of the sequential build (`test_every_report_reads_…`, whose eager connection
+    gives no such cursor)."""
+    main: list[str] = []
+    side: list[str] = []
+
+    class Main(_Logged):
+        def cursor(self) -> _Logged:
+            return _Logged(self._con.cursor(), side)
+
+    connect = access._connect
+    monkeypatch.setattr(access, "_connect", lambda *a: Main(connect(*a), main))
+    build_reports(ReportOptions(db=db, names=["summary"], runs=["all"]))
+    assert any(q.startswith("WITH e AS") for q in side)  # simulator counts
+    assert any("FROM trigger_results" in q for q in side)
+    assert any("run_lineage" in q for q in side)  # the judge note
+    assert any(q.startswith("WITH long AS") for q in main)  # the headline means
+    assert not [q for q in main if q.startswith("WITH e AS") or "FROM trigger_results" in q]
+
+
+def test_a_call_beside_that_fails_is_raised_and_its_cursor_closed(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchpack.reports import aside, builtin
+
+    closed: list[bool] = []
+
+    def boom(ctx: Any) -> None:
+        raise RuntimeError("beside")
+
+    with open_store(db) as con:
+        ctx = builtin.ReportContext(con, select_runs(con, ["all"]))
+        real = ctx.beside
+
+        def tracked() -> Any:
+            other = real()
+            close = other.con.close
+            monkeypatch.setattr(other.con, "close", lambda: (closed.append(True), close()))
+            return other
+
+        monkeypatch.setattr(ctx, "beside", tracked)
+        with pytest.raises(RuntimeError, match="beside"):
+            with aside.beside(ctx, lambda c: 1, boom, lambda c: 3) as later:
+                assert later(0) == 1
+                later(1)
+        assert closed == [True]
+        # the block failing first: the thread is waited for, the cursor closed
+        with pytest.raises(ValueError):
+            with aside.beside(ctx, lambda c: c.rows("SELECT count(*) FROM session_results")):
+                raise ValueError("block")
+        assert closed == [True, True]

@@ -385,6 +385,13 @@ class LazyViews:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._con, name)
 
+    def cursor(self) -> LazyViews:
+        """A cursor of this connection (a connection of its own to the database: none of
+        this one's TEMP views) that creates its views as this one does."""
+        other = LazyViews(self._con.cursor(), self._version, self._path)
+        other._tables, other._full = self._tables, self._full
+        return other
+
     def execute(self, sql: str, *args: Any, **kwargs: Any) -> Any:
         return self._run(self._con.execute, sql, *args, **kwargs)
 
