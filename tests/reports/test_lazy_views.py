@@ -135,9 +135,9 @@ def test_a_view_the_store_cannot_hold_names_the_store(tmp_path: Path, db: Path) 
         con.execute("ALTER TABLE sessions DROP COLUMN status")
     finally:
         con.close()
-    with pytest.raises(StoreError, match=re.escape(f"{copy}: ") + ".*status"):
-        with open_store(copy) as con:
-            con.execute("SELECT count(*) FROM trigger_results").fetchall()
+    with pytest.raises(StoreError, match=re.escape(f"{copy}: ") + ".*status"), \
+            open_store(copy) as con:
+        con.execute("SELECT count(*) FROM trigger_results").fetchall()
 
 
 def test_the_alone_answer_follows_the_file(tmp_path: Path, db: Path) -> None:
@@ -225,13 +225,13 @@ def test_a_call_beside_that_fails_is_raised_and_its_cursor_closed(
             return other
 
         monkeypatch.setattr(ctx, "beside", tracked)
-        with pytest.raises(RuntimeError, match="beside"):
-            with aside.beside(ctx, lambda c: 1, boom, lambda c: 3) as later:
-                assert later(0) == 1
-                later(1)
+        with pytest.raises(RuntimeError, match="beside"), \
+                aside.beside(ctx, lambda c: 1, boom, lambda c: 3) as later:
+            assert later(0) == 1
+            later(1)
         assert closed == [True]
         # the block failing first: the thread is waited for, the cursor closed
-        with pytest.raises(ValueError):
-            with aside.beside(ctx, lambda c: c.rows("SELECT count(*) FROM session_results")):
-                raise ValueError("block")
+        with pytest.raises(ValueError), \
+                aside.beside(ctx, lambda c: c.rows("SELECT count(*) FROM session_results")):
+            raise ValueError("block")
         assert closed == [True, True]

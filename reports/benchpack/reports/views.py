@@ -407,8 +407,9 @@ class LazyViews:
             # a plug-in protocol's view (VIEW_NAMES cannot list it): looked for once
             from benchpack.specs.storefile import duckdb_core
 
-            if (self._plugged is not None or not isinstance(exc, duckdb_core().CatalogException)
-                    or not self._plug() or not words & {v.name for v in self._plugged or ()}):
+            if (self._plugged is not None
+                    or not isinstance(exc, duckdb_core().CatalogException)
+                    or not words & {v.name for v in self._plug()}):
                 raise
         self._need(words)
         return call(sql, *args, **kwargs)
