@@ -180,11 +180,42 @@ def test_no_filter_every_call_passes(tmp_path: Path) -> None:
     sqls, ledger, run_rows = statements(ghostly, ["all"])
     assert filters(sqls) == {"<> 'imported'"}
     assert [r[-1] for r in run_rows.rows][1] == 0.5
-    # the ledger reads the imported calls once: its table tells whether to filter them
-    read: list[str] = []
-    with open_store(mixed) as con:
-        cost(ReportContext(_Logged(con, read), select_runs(con, ["all"])))
-    assert sum("purpose = 'imported'" in q for q in read) == 1
+    # which runs have imported calls is asked once a state of the file (`imported_runs`):
+    # after, the ledger reads the imported calls only for their table, and not at all where
+    # the selected runs have none
+    def imported_reads(db: Path, runs: list[str]) -> int:
+        read: list[str] = []
+        with open_store(db) as con:
+            ctx = ReportContext(_Logged(con, read), select_runs(con, runs), db=db)
+            cost(ctx)
+            summary(ReportContext(_Logged(con, read), ctx.runs, db=db))
+        return sum("purpose = 'imported'" in q for q in read)
+
+    assert imported_reads(mixed, ["all"]) == 2  # the runs (kept for the summary), the table
+    assert imported_reads(mixed, ["all"]) == 1
+    assert imported_reads(mixed, ["r1", "r2"]) == 0
+    assert imported_reads(plain, ["all"]) == 1
+    assert imported_reads(plain, ["all"]) == 0
+
+
+def test_imported_runs_follow_the_file(tmp_path: Path) -> None:
+    """The runs with imported calls are kept per state of the file: a call imported after a
+    read is filtered out of the measured figures at the next read."""
+    runs = {"r1": PRICES, "imp": {"a": [3.0]}}
+    db = _store(tmp_path / "store.duckdb", runs, listed=("r1", "imp"))
+
+    def run_costs() -> dict[str, Any]:
+        with open_store(db) as con:
+            ctx = ReportContext(con, select_runs(con, ["all"]), db=db)
+            return {r[1]: r[-1] for r in summary(ctx).tables[0].rows}
+
+    assert run_costs()["imp"] == 3.0
+    con = duckdb.connect(str(db))
+    try:
+        con.execute("UPDATE llm_calls SET purpose = 'imported' WHERE run_id = 'imp'")
+    finally:
+        con.close()
+    assert run_costs()["imp"] == 0
 
 
 def test_the_margin_covers_the_cast_and_the_float_sum() -> None:

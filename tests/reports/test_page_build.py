@@ -42,7 +42,7 @@ def test_common_notes_are_read_once_and_every_report_is_as_alone(
     real_rows = ReportContext.rows
 
     def rows(self: ReportContext, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
-        if "coalesce(any_value(s.agent), r.agent)" in sql:  # `ReportContext.labels`' query
+        if "coalesce(s.agent, r.agent)" in sql:  # `ReportContext.labels`' query
             labels.append(1)
         return real_rows(self, sql, params)
 

@@ -134,9 +134,10 @@ def test_the_summary_reads_no_view_of_every_judged_item(db: Path) -> None:
         res = summary(ReportContext(_Logged(con, sqls), select_runs(con, ["all"])))
     assert any("not validated" in n for n in res.notes)
     assert not [q for q in sqls if "judge_labels" in q]
-    # one aggregation of the calls, and the probe for an imported call (`cost.measured`)
+    # one aggregation of the calls, and the runs with an imported call (`cost.measured`;
+    # no store file given here, so not kept)
     reads = [q for q in sqls if "FROM llm_calls" in q]
-    assert len(reads) == 2 and sum("LIMIT 1" in q for q in reads) == 1
+    assert len(reads) == 2 and sum("purpose = 'imported'" in q for q in reads) == 1
 
 
 @pytest.mark.parametrize("binary", [False, True])

@@ -32,7 +32,7 @@ from benchpack.specs.storefile import (
 )
 from benchpack.specs.storefile import is_lock as _is_lock
 
-from .views import check_schema, install_views
+from .views import LazyViews, ViewError, check_schema, install_views
 
 READ_REQUEST_SUFFIX = ".read-request"
 
@@ -81,7 +81,8 @@ def existing_store(db: str | Path) -> Path:
 @contextlib.contextmanager
 def open_store(db: str | Path, *, wait_s: float = 30.0, views: bool | tuple[str, ...] = True,
                verify: bool = False, config: dict[str, Any] | None = None) -> Iterator[Any]:
-    """A read-only connection to `db` with the report views installed (TEMP views); with
+    """A read-only connection to `db` with the report views (TEMP views, each created when a
+    statement first names it: `views.LazyViews`); with
     `views=False` only the store's schema version is checked (a query that names no view);
     with a tuple of names, only those views (a query that reads those alone). `config`:
     DuckDB settings fixed when the connection opens (`LOCKED`: what `bench query` and
@@ -147,7 +148,8 @@ def _prepared(con: Any, path: Path, views: bool | tuple[str, ...], verify: bool,
         if verify:
             verify_blocks(con, path)
         if views is True:
-            install_views(con)
+            # each view created when a statement first names it (most reports read a few)
+            con = LazyViews(con, check_schema(con), path)
         elif views:
             install_views(con, only=views)
         else:
@@ -159,6 +161,8 @@ def _prepared(con: Any, path: Path, views: bool | tuple[str, ...], verify: bool,
         raise (damaged(path, why) if why else StoreError(f"{path}: {exc}")) from None
     try:
         yield con
+    except ViewError as exc:  # a view created in the caller's block (`LazyViews`)
+        raise StoreError(f"{path}: {exc}") from None
     except Exception as exc:  # a read in the caller's block met a damaged block
         why = damage_reason(exc)
         if why is None:

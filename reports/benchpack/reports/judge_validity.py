@@ -24,9 +24,10 @@ _PPI_FIGURES: tuple[tuple[str, str, dict[str, float]], ...] = (
 
 
 def _tables(ctx: ReportContext) -> set[str]:
-    return {str(r[0]) for r in ctx.con.execute(
-        "SELECT table_name FROM duckdb_tables() UNION SELECT view_name FROM duckdb_views()"
-    ).fetchall()}
+    # the views a report's connection would create, not created (`views.LazyViews`)
+    from .views import readable
+
+    return readable(ctx.con)
 
 
 def ppi_table(ctx: ReportContext, runs: list[str], labels: dict[str, str], label_col: str,

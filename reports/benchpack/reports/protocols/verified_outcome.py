@@ -205,7 +205,9 @@ def pass_hat_table(ctx: ReportContext, labels: dict[str, str],
 def dimension_table(ctx: ReportContext, labels: dict[str, str]) -> Table | None:
     """Per agent and score component (`score:` blocks): the mean over tasks of each task's
     mean over its repeats, with unknown values (judge errors) left out and counted."""
-    if not ctx.rows("SELECT 1 FROM duckdb_views() WHERE view_name = 'score_results'"):
+    from ..views import readable
+
+    if "score_results" not in readable(ctx.con):
         return None  # a store older than schema 4 has no score_components
     rows = ctx.rows("""WITH per_task AS (
                 SELECT run_id, task, component, kind, avg(value) AS v, count(value) AS known,

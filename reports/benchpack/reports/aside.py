@@ -1,0 +1,67 @@
+"""A report's statements run beside its others (issue 31): on a second cursor of its
+connection, in a thread, while the report goes on.
+
+Why: most of a report's statements read tables of one DuckDB row group (`sessions`,
+`triggers`, `intent_status`: under 122,880 rows each on 1 M turns), which DuckDB scans on one
+core, and the statistics after them are Python on the same core; the machine has two. The
+summary's notes and pooled trigger score (~0.13 s CPU) run beside its headline means (~0.2
+s). DuckDB lets go of the GIL while a statement runs, and a cursor is a connection of its
+own, so the two do not wait for each other. The figures are the same: the same statements
+and the same Python on the same rows; only when they run changes."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .builtin import ReportContext
+
+
+@contextlib.contextmanager
+def beside(ctx: ReportContext, *calls: Callable[[ReportContext], Any]
+           ) -> Iterator[Callable[[int], Any]]:
+    """Run `calls` one after another on `ctx.beside()` (a cursor of its connection) in a
+    thread while the `with` block goes on; the block gets `result(i)`, which waits for the
+    i-th call and returns what it returned (or raises what it raised). On a connection that
+    gives no such cursor (`views.LazyViews` does; a plain DuckDB connection has none of its
+    TEMP views, a test's logging wrapper none of its statements) the calls run first, here,
+    in order. However the block ends, the thread is waited for and the cursor closed."""
+    from .views import LazyViews
+
+    if not isinstance(ctx.con, LazyViews):
+        found = [call(ctx) for call in calls]
+        yield found.__getitem__
+        return
+    side = ctx.beside()
+    results: list[Any] = [None] * len(calls)
+    errors: list[BaseException | None] = [None] * len(calls)
+    done = [threading.Event() for _ in calls]
+
+    def work() -> None:
+        failed: BaseException | None = None
+        for i, call in enumerate(calls):
+            try:
+                if failed is None:
+                    results[i] = call(side)
+            except BaseException as exc:  # handed to the caller by `result`
+                failed = exc
+            errors[i] = failed
+            done[i].set()
+
+    def result(i: int) -> Any:
+        done[i].wait()
+        if errors[i] is not None:
+            raise errors[i]  # type: ignore[misc]
+        return results[i]
+
+    thread = threading.Thread(target=work, name="report-beside", daemon=True)
+    thread.start()
+    try:
+        yield result
+    finally:
+        thread.join()
+        with contextlib.suppress(Exception):
+            side.con.close()
