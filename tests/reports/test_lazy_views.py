@@ -140,6 +140,22 @@ def test_a_view_the_store_cannot_hold_names_the_store(tmp_path: Path, db: Path) 
         con.execute("SELECT count(*) FROM trigger_results").fetchall()
 
 
+def test_a_report_statement_meeting_a_lost_column_names_the_store(
+        tmp_path: Path, db: Path) -> None:
+    """The same store, read by a report's own statement before any view: `<store>: why`
+    too (a `StoreError`, which the CLI prints), not DuckDB's exception."""
+    copy = tmp_path / "broken.duckdb"
+    copy.write_bytes(db.read_bytes())
+    con = duckdb.connect(str(copy))
+    try:
+        con.execute("ALTER TABLE sessions DROP COLUMN status")
+    finally:
+        con.close()
+    with pytest.raises(StoreError, match=re.escape(f"{copy}: ") + ".*status"), \
+            open_store(copy) as con:
+        con.execute("SELECT count(*) FROM sessions WHERE status = 'ok'").fetchall()
+
+
 def test_the_alone_answer_follows_the_file(tmp_path: Path, db: Path) -> None:
     """Whether any session may have run alone is kept per state of the file: a session
     stored alone after the first read is left out of `session_results` at the next."""

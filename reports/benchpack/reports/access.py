@@ -166,6 +166,11 @@ def _prepared(con: Any, path: Path, views: bool | tuple[str, ...], verify: bool,
     except Exception as exc:  # a read in the caller's block met a damaged block
         why = damage_reason(exc)
         if why is None:
+            if isinstance(exc, duckdb_core().BinderException):
+                # a column or table the store lacks (a store edited by hand): with the views
+                # created lazily, a report's own statement can be the first to meet it, where
+                # creating every view at open said `<store>: why`
+                raise StoreError(f"{path}: {str(exc).strip().splitlines()[0]}") from None
             raise
         raise damaged(path, why) from None
 
