@@ -69,6 +69,27 @@ def _columns(rows: list[tuple[Any, ...]], names: tuple[str, ...]) -> dict[str, A
     return columns
 
 
+def _coded(rows: list[tuple[Any, ...]]) -> tuple[dict[str, Any], list[str], list[str]]:
+    """`_COINCIDENCES`-shaped rows keyed by text (run, kind, type, who, m, session, cells…) as
+    the report reads them: numpy columns keyed by integers (`r`, `k`, `t`, `w`, `sid`), with
+    the runs and types they index."""
+    import numpy as np
+
+    from benchpack.reports import agreement_humans
+
+    runs = sorted({r[0] for r in rows})
+    types = sorted({r[2] for r in rows if r[1] == "trigger" and r[2]})
+    sessions = sorted({r[5] for r in rows})
+    coded = [(runs.index(run), agreement_humans.RATED_KINDS.index(kind),
+              types.index(typ) + 1 if kind == "trigger" and typ else 0,
+              ("humans", "with_judge").index(who), sessions.index(session) + 1, m, *cells)
+             for run, kind, typ, who, m, session, *cells in rows]
+    columns = _columns(coded, ("r", "k", "t", "w", "sid", "m"))
+    for name in ("r", "k", "t", "w", "sid", "m"):
+        columns[name] = columns[name].astype(np.int64)
+    return columns, runs, types
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_coincidence_units_are_the_fsum_of_each_cell(seed: int) -> None:
     """`agreement_humans._units_of` sums in numpy what the report fsum'd cell by cell: the same
@@ -92,9 +113,7 @@ def test_coincidence_units_are_the_fsum_of_each_cell(seed: int) -> None:
         cells = [0 if m == 1 else rng.randint(0, big) for _ in range(width * width)]
         rows.append((rng.choice(["r1", "r2"]), kind, typ, rng.choice(["humans", "with_judge"]),
                      m, f"s{rng.randint(0, 40):02d}", *cells))
-    columns = _columns(rows, ("run_id", "kind", "type", "who", "m", "session_id"))
-    columns["m"] = columns["m"].astype(np.int64)
-    got = agreement_humans._units_of(columns)
+    got = agreement_humans._units_of(*_coded(rows))
     want = _units_by_fsum(rows)
     assert got.keys() == want.keys()
     for key in want:
@@ -206,7 +225,17 @@ def test_coincidences_from_label_counts_are_those_of_every_rating(
         runs = [r for r, in con.execute("SELECT run_id FROM run_lineage WHERE source_run IN "
                                         "(SELECT run_id FROM human_ratings)").fetchall()]
         with agreement_humans._rated_items(ctx, runs, label, tie):
-            got = Counter(con.execute(agreement_humans._COINCIDENCES).fetchall())
+            types = sorted(t for t, in con.execute(
+                "SELECT DISTINCT type FROM items WHERE kind = 'trigger' AND type <> ''"
+            ).fetchall())
+            names = dict(con.execute("SELECT DISTINCT sid, session_id FROM items").fetchall())
+            sql = (agreement_humans._COINCIDENCES.replace("$runs", "?::VARCHAR[]")
+                   .replace("$types", "?::VARCHAR[]"))
+            # the integer keys read back as the text they code
+            got = Counter((runs[r], agreement_humans.RATED_KINDS[k], types[t - 1] if t else "",
+                           ("humans", "with_judge")[w], m, names[sid], *cells)
+                          for r, k, t, w, sid, m, *cells
+                          in con.execute(sql, [runs, types]).fetchall())
             # a trigger without a type: '' now, NULL then (both no group of their own)
             want = Counter((*r[:2], r[2] or "", *r[3:])
                            for r in con.execute(_OLD_COINCIDENCES).fetchall())

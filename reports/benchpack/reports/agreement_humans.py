@@ -91,24 +91,28 @@ judge labels (`pair`), ratings and ties; per rater its ratings against the judge
 type column holding the rater)."""
 
 _JUDGE_IS = [f"coalesce(judge_label = {label_at(i)}, false)::INTEGER" for i in range(LABELS)]
+RATED_KINDS = ("trigger", "checklist", "triple")
+"""The kinds humans rate (`items`' kinds), in the order of `_COINCIDENCES`' kind code."""
 _COINCIDENCES = f"""
 WITH per_item AS (
-    SELECT run_id, kind, type, session_id, sum(raters) AS hm,
+    SELECT run_id, kind, type, sid, sum(raters) AS hm,
            {", ".join(f"sum(n{i}) AS h{i}" for i in range(LABELS))},
            sum(raters + 1) FILTER (WHERE judge_label IS NOT NULL) AS jm,
            {", ".join(f"sum(n{i} + {_JUDGE_IS[i]}) FILTER (WHERE judge_label IS NOT NULL) AS j{i}"
                       for i in range(LABELS))}
-    FROM items GROUP BY run_id, kind, type, session_id, repeat, item_id
+    FROM items GROUP BY run_id, kind, type, sid, repeat, item_id
 ), units AS (
-    SELECT 'humans' AS who, run_id, kind, type, session_id, hm AS m,
+    SELECT 0 AS who, run_id, kind, type, sid, hm AS m,
            {", ".join(f"h{i} AS n{i}" for i in range(LABELS))}
     FROM per_item
     UNION ALL
-    SELECT 'with_judge', run_id, kind, type, session_id, jm,
-           {", ".join(f"j{i}" for i in range(LABELS))}
+    SELECT 1, run_id, kind, type, sid, jm, {", ".join(f"j{i}" for i in range(LABELS))}
     FROM per_item WHERE jm IS NOT NULL
 )
-SELECT run_id, kind, coalesce(type, '') AS type, who, m, session_id,
+SELECT list_position($runs, run_id) - 1 AS r,
+       list_position({list(RATED_KINDS)!r}, kind) - 1 AS k,
+       CASE WHEN kind = 'trigger' THEN coalesce(list_position($types, type), 0) ELSE 0 END AS t,
+       who AS w, sid, m,
        {", ".join(f"sum(n{c} * (n{d} - {int(c == d)}))::BIGINT AS x{c * LABELS + d}"
                   for c in range(LABELS) for d in range(LABELS))}
 FROM units GROUP BY ALL
@@ -121,10 +125,13 @@ ratings' counts by label (`items`' `n0`, `n1`, …), plus one for the judge's la
 with the judge (only where the judge labelled it); rows of `items` with the same item key (one
 rated item judged twice in a session) make one unit of all their ratings, as when every rating
 was a row. One row per (session, m) with the k × k cells side by side: 46,000 rows on the
-1 M-turn benchmark store. The sums as BIGINT (an overflow is an error, never a wrong number):
-as DuckDB's HUGEINT, handing the rows to Python took 0.3 s, as BIGINT 0.09; read as numpy
-columns (`_units_of`), 0.13 → 0.01 s. A trigger without a type has type '' (no group of its
-own, as `groups` counts it)."""
+1 M-turn benchmark store. Every key is an integer: the run's index in `$runs`, the kind's in
+`RATED_KINDS`, the trigger type's in `$types` plus one (0: no type — NULL or '' — and every
+other kind), who (0 the humans, 1 with the judge), the session's rank by id (`items`' `sid`):
+grouped on the session ids and handed to Python as strings, then coded by `np.unique` over
+46,000 strings, they cost ~0.1 s of CPU on 1 M turns. The sums as BIGINT (an overflow is an
+error, never a wrong number): as DuckDB's HUGEINT, handing the rows to Python took 0.3 s, as
+BIGINT 0.09; read as numpy columns (`_units_of`), 0.13 → 0.01 s."""
 
 
 _PAIR_CELLS = ", ".join(f"count(*) FILTER (WHERE human_label = {label_at(c)} "
@@ -187,7 +194,9 @@ def _rated_items(ctx: ReportContext, runs: list[str], label: str, tie: str) -> I
              .replace("$label", label).replace("$tie", tie))
     con = ctx.con
     try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE items AS {items}", [*runs, ctx.min_raters])
+        # `sid`: the session's rank by id, the integer `_COINCIDENCES` groups and sorts on
+        con.execute("CREATE OR REPLACE TEMP TABLE items AS SELECT *, dense_rank() OVER "
+                    f"(ORDER BY session_id) AS sid FROM ({items})", [*runs, ctx.min_raters])
         yield
     finally:
         con.execute("DROP TABLE IF EXISTS temp.items")
@@ -219,7 +228,9 @@ def against_humans(ctx: ReportContext, res: ReportResult,
         with _rated_items(ctx, runs, label, tie):
             rows = list(ctx.con.execute(_HUMANS).fetchall())
             clusters = _clusters_of(ctx.con.execute(_CLUSTERS).fetchnumpy())
-            units = _units_of(ctx.con.execute(_COINCIDENCES).fetchnumpy())
+            types = sorted({str(r[2]) for r in rows
+                            if r[3] != "rater" and r[1] == "trigger" and r[2]})
+            units = _units(ctx, runs, types)
             present = {str(r[0]) for r in rows if r[3] != "rater"} | {r for r, _, _ in clusters}
             if present & set(runs):
                 from .judge_validity import ppi_table
@@ -276,117 +287,106 @@ session's items with m ratings (`_COINCIDENCES`), as `krippendorff_alpha_coincid
 units; a session whose items all have one rating is there, all 0 (a unit that can be drawn)."""
 
 
-def _codes(values: Any) -> tuple[Any, Any]:
-    """The distinct values of a column (as text, sorted) and each row's index among them."""
+def _units(ctx: ReportContext, runs: list[str], types: list[str]) -> Units:
+    """The coincidence units of `items` (`_COINCIDENCES`) for `runs`, whose trigger types are
+    `types` (every non-empty type of `items`)."""
+    sql = _COINCIDENCES.replace("$runs", "?::VARCHAR[]").replace("$types", "?::VARCHAR[]")
+    return _units_of(ctx.con.execute(sql, [runs, types]).fetchnumpy(), runs, types)
+
+
+def _units_of(columns: dict[str, Any], runs: list[str], types: list[str]) -> Units:
+    """`_COINCIDENCES`' rows (numpy columns, as `fetchnumpy` gives them; keys coded by `runs`
+    and `types`) summed per group as `groups` sums the other counts (a trigger type and all
+    types), then per session: each row's group and session one integer key, sorted once, the
+    sums per (group, session, m) and per (group, session) runs of the sorted rows
+    (`np.add.reduceat`) — where dictionaries per (session, m, cell) and an fsum per cell took
+    0.8 s of `--humans` on 1 M turns, string keys coded by `np.unique` ~0.1 s and `np.add.at`
+    ~0.05. The same floats: the integer sums are exact in any order; of the quotients
+    n ÷ (m − 1), those by a power of two are exact and so is their sum, and with at most one
+    other (m = 4 at 2-4 raters) adding it last rounds once, as fsum does — a cell with two or
+    more such terms is fsum'd."""
     import numpy as np
 
-    found, at = np.unique(np.asarray(values, dtype=object).astype(str), return_inverse=True)
-    return found, at.ravel()
-
-
-def _units_of(columns: dict[str, Any]) -> Units:
-    """`_COINCIDENCES`' rows (numpy columns, as `fetchnumpy` gives them) summed per group as
-    `groups` sums the other counts (a trigger type and all types), then per session in numpy,
-    where dictionaries per (session, m, cell) and an fsum per cell took 0.8 s of `--humans`
-    on 1 M turns, and a Python loop over the rows for their group and session 0.19 s. The
-    same floats: the integer sums are exact in any order; of the quotients n ÷ (m − 1), those
-    by a power of two are exact and so is their sum, and with at most one other (m = 4 at
-    2-4 raters) adding it last rounds once, as fsum does — a cell with two or more such terms
-    is fsum'd."""
-    import numpy as np
-
-    if not len(columns["m"]):
+    m_in = np.asarray(columns["m"], dtype=np.int64)
+    n = len(m_in)
+    if not n:
         return {}
     cells_in = np.stack([np.asarray(columns[f"x{c}"], dtype=np.int64)
                          for c in range(LABELS * LABELS)], axis=1)
-    # a NULL type (a masked value, or None) is no type: '' (falsy, as `groups` reads it)
-    filled: Any = np.ma.filled(np.ma.asarray(columns["type"], dtype=object), "")
-    typ = np.array(["" if t is None else t for t in filled.tolist()], dtype=object)
-    runs, run_at = _codes(columns["run_id"])
-    kinds, kind_at = _codes(columns["kind"])
-    types, type_at = _codes(np.where(kind_at == list(kinds).index("trigger"), typ, "")
-                            if "trigger" in kinds else np.full(len(typ), "", dtype=object))
-    whos, who_at = _codes(columns["who"])
-    names, session_at = _codes(columns["session_id"])
-    # each row counts in its kind's `all` group (type code -1) and, a trigger with a type,
-    # in its type's: one integer per (run, kind, group, who)
-    typed = types[type_at] != ""
-    rows_at = np.concatenate([np.arange(len(typ)), np.nonzero(typed)[0]])
-    # a type named `all` is the all-types group: such a row counts in it twice, as in `groups`
-    named_all = np.nonzero(types == "all")[0]
-    group_type = np.concatenate([np.full(len(typ), -1),
-                                 np.where(np.isin(type_at[typed], named_all), -1,
-                                          type_at[typed])])
-    code = ((run_at[rows_at] * len(kinds) + kind_at[rows_at]) * (len(types) + 1)
-            + group_type + 1) * len(whos) + who_at[rows_at]
-    codes, group_at = np.unique(code, return_inverse=True)
-    keys: dict[tuple[str, str, str, str], int] = {}
-    for g, c in enumerate(codes.tolist()):
-        rest, who = divmod(c, len(whos))
-        rest, t = divmod(rest, len(types) + 1)
-        run, kind = divmod(rest, len(kinds))
-        keys[(str(runs[run]), str(kinds[kind]), "all" if t == 0 else str(types[t - 1]),
-              str(whos[who]))] = g
-    m_in = np.asarray(columns["m"], dtype=np.int64)
-    index = np.stack([group_at.ravel(), session_at[rows_at], m_in[rows_at], rows_at], axis=1)
-    cells = cells_in[rows_at]
-    order = names
-    # integer sums per (group, session, m), found by one integer key (a 1-D unique sorts
-    # it in the order of the three): exact
-    sessions, ms = len(order), int(index[:, 2].max()) + 1
-    triples, inverse = np.unique((index[:, 0] * sessions + index[:, 1]) * ms + index[:, 2],
-                                 return_inverse=True)
-    sums = np.zeros((len(triples), cells.shape[1]), dtype=np.int64)
-    np.add.at(sums, inverse.ravel(), cells)
+    run_at, kind_at, type_at, who_at, session_at = (
+        np.asarray(columns[name], dtype=np.int64) for name in ("r", "k", "t", "w", "sid"))
+    # each row counts in its kind's `all` group (type code 0) and, a trigger with a type, in
+    # its type's; a type named `all` is the all-types group: such a row counts in it twice,
+    # as in `groups`
+    typed = np.nonzero(type_at > 0)[0]
+    rows_at = np.concatenate([np.arange(n), typed])
+    group_type = np.concatenate([np.zeros(n, dtype=np.int64), type_at[typed]])
+    if "all" in types:
+        group_type[group_type == types.index("all") + 1] = 0
+    width = len(types) + 1
+    group = ((run_at[rows_at] * len(RATED_KINDS) + kind_at[rows_at]) * width
+             + group_type) * 2 + who_at[rows_at]
+    sessions, ms = int(session_at.max()) + 1, int(m_in.max()) + 1
+    key = (group * sessions + session_at[rows_at]) * ms + m_in[rows_at]
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    # integer sums per (group, session, m): exact
+    starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+    sums = np.add.reduceat(cells_in[rows_at[order]], starts, axis=0)
+    key = key[starts]
+    m, unit = key % ms, key // ms
     # per (group, session): the quotients by powers of two summed (exact), the others apart
-    pair, where = np.unique(triples // ms, return_inverse=True)
-    units = np.stack([pair // sessions, pair % sessions], axis=1)
-    where = where.ravel()
-    m = triples % ms
+    first = np.flatnonzero(np.concatenate([[True], unit[1:] != unit[:-1]]))
+    bounds = [*first.tolist(), len(unit)]
+    units = unit[first] // sessions  # each unit's group, ascending
+    if int(sums.max()) >= 2**40:  # floats no longer exact: fsum every cell
+        return _units_by_fsum(runs, types, units, bounds, sums, m)
     pairable = m >= 2
     step = np.where(pairable, m - 1, 1)
     exact = pairable & (step & (step - 1) == 0) & (step <= 1024)
     inexact = pairable & ~exact
     terms = sums / step[:, None]
-    shape = (len(units), sums.shape[1])
-    total = np.zeros(shape, dtype=float)
-    np.add.at(total, where[exact], terms[exact])
-    if len(sums) and int(sums.max()) >= 2**40:  # floats no longer exact: fsum every cell
-        return _units_by_fsum(keys, units, where, sums, m)
-    rest = np.zeros(shape, dtype=float)
-    np.add.at(rest, where[inexact], terms[inexact])
-    many = np.zeros(shape, dtype=np.int64)
-    np.add.at(many, where[inexact], terms[inexact] != 0)
+    total = np.add.reduceat(np.where(exact[:, None], terms, 0.0), first, axis=0)
+    rest = np.add.reduceat(np.where(inexact[:, None], terms, 0.0), first, axis=0)
+    many = np.add.reduceat((inexact[:, None] & (terms != 0)).astype(np.int64), first, axis=0)
     flat = total + rest
     for u, c in zip(*np.nonzero(many > 1), strict=True):
-        flat[u, c] = math.fsum(terms[(where == u) & pairable, c].tolist())
-    return _by_group(keys, units, flat)
+        part = slice(bounds[u], bounds[u + 1])
+        flat[u, c] = math.fsum(terms[part][pairable[part], c].tolist())
+    return _by_group(runs, types, units, flat)
 
 
-def _by_group(keys: dict[tuple[str, str, str, str], int], units: Any, flat: Any) -> Units:
-    """Each group's rows of `flat` (one per (group, session) of `units`), its k × k cells."""
+def _by_group(runs: list[str], types: list[str], units: Any, flat: Any) -> Units:
+    """Each group's rows of `flat` (one per (group, session), sorted by group code: `units`
+    holds each row's), its k × k cells."""
+    import numpy as np
+
     out: Units = {}
-    for key, g in keys.items():
-        k = len(scale_of(key[1]))
-        mine = flat[units[:, 0] == g][:, [c * LABELS + d for c in range(k) for d in range(k)]]
-        out[key] = mine.tolist()
+    first = np.flatnonzero(np.concatenate([[True], units[1:] != units[:-1]])).tolist()
+    for start, stop in zip(first, [*first[1:], len(units)], strict=True):
+        rest, who = divmod(int(units[start]), 2)
+        rest, t = divmod(rest, len(types) + 1)
+        run, kind = divmod(rest, len(RATED_KINDS))
+        k = len(scale_of(RATED_KINDS[kind]))
+        mine = flat[start:stop][:, [c * LABELS + d for c in range(k) for d in range(k)]]
+        out[(runs[run], RATED_KINDS[kind], "all" if t == 0 else types[t - 1],
+             ("humans", "with_judge")[who])] = mine.tolist()
     return out
 
 
-def _units_by_fsum(keys: dict[tuple[str, str, str, str], int], units: Any, where: Any,
+def _units_by_fsum(runs: list[str], types: list[str], units: Any, bounds: list[int],
                    sums: Any, m: Any) -> Units:
-    """`_units` for counts of 2⁴⁰ and more: each cell fsum'd from the exact integer sums."""
+    """`_units_of` for counts of 2⁴⁰ and more: each cell fsum'd from the exact integer sums
+    (`bounds`: each unit's rows of `sums` and `m`)."""
     import numpy as np
 
-    parts: dict[tuple[int, int], list[float]] = defaultdict(list)
-    for u, row, count in zip(where.tolist(), sums.tolist(), m.tolist(), strict=True):
-        if count >= 2:
-            for c, n in enumerate(row):
-                parts[(u, c)].append(n / (count - 1))
     flat = np.zeros((len(units), sums.shape[1]), dtype=float)
-    for (u, c), terms in parts.items():
-        flat[u, c] = math.fsum(terms)
-    return _by_group(keys, units, flat)
+    rows, counts = sums.tolist(), m.tolist()
+    for u in range(len(units)):
+        mine = [(rows[i], counts[i]) for i in range(bounds[u], bounds[u + 1]) if counts[i] >= 2]
+        for c in range(sums.shape[1]):
+            flat[u, c] = math.fsum(row[c] / (count - 1) for row, count in mine)
+    return _by_group(runs, types, units, flat)
 
 
 def _without_judge_labels(ctx: ReportContext, runs: list[str]) -> dict[str, list[str]]:
