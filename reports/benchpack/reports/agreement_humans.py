@@ -72,23 +72,13 @@ in the same aggregation of the ratings — the view also takes the majority vote
 two more aggregations and joins (~0.15 s of CPU on 1 M turns). `tests/reports/
 test_agreement_humans_reads.py` checks the table against `_HUMAN_ITEMS`'."""
 
-_HUMANS = """
-SELECT run_id, kind, type, 'pair' AS stat, human_label AS c, judge_label AS d, count(*) AS n
-FROM items GROUP BY ALL
-UNION ALL
-SELECT run_id, kind, type, 'ratings', NULL, NULL, sum(raters) FROM items GROUP BY ALL
-UNION ALL
-SELECT run_id, kind, type, 'ties', NULL, NULL, count(*) FILTER (WHERE tie) FROM items
-GROUP BY ALL
-UNION ALL
-SELECT i.run_id, i.kind, h.rater, 'rater', h.label, i.judge_label, count(*)
+_RATERS = """
+SELECT i.run_id, h.rater, i.kind, h.label, i.judge_label, count(*) AS n
 FROM items i JOIN human_ratings h ON h.run_id = i.source_run AND h.session_id = i.session_id
      AND h.repeat = i.repeat AND h.kind = i.kind AND h.item_id = i.item_id
 WHERE i.judge_label IS NOT NULL GROUP BY ALL
 """
-"""Counted per selected run: per rated item with enough ratings (`items`) its consensus and
-judge labels (`pair`), ratings and ties; per rater its ratings against the judge (`rater`, the
-type column holding the rater)."""
+"""Counted per selected run: each rater's ratings of the rated items against the judge."""
 
 _JUDGE_IS = [f"coalesce(judge_label = {label_at(i)}, false)::INTEGER" for i in range(LABELS)]
 RATED_KINDS = ("trigger", "checklist", "triple")
@@ -134,54 +124,159 @@ error, never a wrong number): as DuckDB's HUGEINT, handing the rows to Python to
 BIGINT 0.09; read as numpy columns (`_units_of`), 0.13 → 0.01 s."""
 
 
-_PAIR_CELLS = ", ".join(f"count(*) FILTER (WHERE human_label = {label_at(c)} "
-                        f"AND judge_label = {label_at(d)}) AS x{c * LABELS + d}"
-                        for c in range(LABELS) for d in range(LABELS))
-_CLUSTERS = f"""
-SELECT run_id, kind, 'all' AS grp, session_id, {_PAIR_CELLS} FROM items
-WHERE human_label IS NOT NULL AND judge_label IS NOT NULL GROUP BY run_id, kind, session_id
-UNION ALL
-SELECT run_id, kind, type, session_id, {_PAIR_CELLS} FROM items
-WHERE human_label IS NOT NULL AND judge_label IS NOT NULL AND kind = 'trigger' AND type <> ''
-GROUP BY run_id, kind, type, session_id
-ORDER BY run_id, kind, grp, session_id
+def _code(column: str) -> str:
+    """SQL for a label column's index on the row's kind's scale (worst 0): -1 for NULL, 99 for
+    a label off the scale."""
+    return (f"CASE WHEN {column} IS NULL THEN -1 "
+            + " ".join(f"WHEN {column} = {label_at(i)} THEN {i}" for i in range(LABELS))
+            + " ELSE 99 END")
+
+
+_CELLS = [(c, d) for c in range(LABELS) for d in range(LABELS)]
+_PER_SESSION = f"""
+SELECT list_position($runs, run_id) - 1 AS r,
+       list_position({list(RATED_KINDS)!r}, kind) - 1 AS k,
+       CASE WHEN kind = 'trigger' THEN coalesce(list_position($types, type), 0) ELSE 0 END AS t,
+       sid, {_code("human_label")} AS h, {_code("judge_label")} AS j, raters AS m,
+       count(*) AS n, count(*) FILTER (WHERE tie) AS ties,
+       {", ".join(f"sum(n{c} * (n{d} - {int(c == d)}))::BIGINT AS x{c * LABELS + d}"
+                  for c, d in _CELLS)},
+       {", ".join(f"coalesce(sum((n{c} + {_JUDGE_IS[c]}) * (n{d} + {_JUDGE_IS[d]} - "
+                  f"{int(c == d)})) FILTER (WHERE judge_label IS NOT NULL), 0)::BIGINT "
+                  f"AS y{c * LABELS + d}" for c, d in _CELLS)}
+FROM items GROUP BY ALL
 """
-"""κ's clusters: per run, kind, group (a trigger type, or all, as `groups` counts them) and
-session, its rated items' (consensus, judge) label pairs on the kind's scale, the k × k cells
-side by side (from `items`, not `human_pairs` again: 0.2 s less on 1 M turns), sorted so that
-a group's sessions are one slice of a numpy array (`_clusters_of`): as a row per label pair
-(25,000) read into the groups' dictionaries they took 0.2 s on 1 M turns; read as numpy
-columns rather than 19,500 tuples, 0.07 → ~0.01 s."""
+"""Everything `--humans` counts of the rated items but the raters' own rows, in one pass: per
+run, kind, trigger type, session (`sid`), consensus and judge label (their indices on the
+kind's scale, `_code`) and number of ratings m, the items (`n`), their ties, and the sums of
+their units' coincidences (`_COINCIDENCES`' products) among the humans (`x…`) and with the
+judge (`y…`, over the items the judge labelled). Keyed as `_COINCIDENCES`. From these rows
+(~30,000 on the 1 M-turn benchmark store) `_per_session_of` sums the label pairs, ratings and
+ties per group, κ's clusters per group and session and α's units, where three statements
+read `items` for them (the coincidences grouped per item and per (session, m), the pairs and
+κ's clusters per session) and handed 66,000 rows to Python. An item's unit is its own row
+here, so a store where rows of `items` share an item key (one item judged twice in a
+session: `_FACTS`) takes α's units from `_COINCIDENCES`."""
+
+_FACTS = """
+SELECT list(DISTINCT type ORDER BY type) FILTER (WHERE kind = 'trigger' AND type <> ''),
+       count(*) - count(DISTINCT hash(run_id, kind, type, sid, repeat, item_id))
+FROM items
+"""
+"""The trigger types of `items`, and whether rows of it share an item key (a hash collision
+only sends α's units through `_COINCIDENCES`, which counts them either way)."""
 
 
-def _clusters_of(columns: dict[str, Any]) -> dict[tuple[str, str, str], list[list[int]]]:
-    """(run, kind, group) → each session's flattened confusion matrix (sorted by session id)
-    holding a pair on the kind's scale, from `_CLUSTERS`' rows as numpy columns (sorted by
-    run, kind, group and session: each group a slice)."""
+def _per_session_of(columns: dict[str, Any], runs: list[str], types: list[str]
+                    ) -> tuple[list[tuple[Any, ...]], Clusters, dict[str, Any]]:
+    """From `_PER_SESSION`'s rows (numpy columns): the rows `groups` reads, `(run, kind,
+    type, stat, …, count)` — the label pairs (`pair`, consensus and judge label, None for
+    NULL), `ratings` and `ties` per run, kind and type —, κ's clusters, and α's units as
+    `_COINCIDENCES`' columns (`_units_of` reads them). Every sum is of integers; every label is
+    on its kind's scale or NULL (the caller checks: `_off_scale`)."""
     import numpy as np
 
-    n = len(columns["session_id"])
+    cols = {name: np.asarray(values, dtype=np.int64) for name, values in columns.items()}
+    n = len(cols["n"])
     if not n:
+        return [], {}, {}
+    run_at, kind_at, type_at, human, judge, m, count = (
+        cols[name] for name in ("r", "k", "t", "h", "j", "m", "n"))
+    scales = [scale_of(kind) for kind in RATED_KINDS]
+    width = len(types) + 1
+    group = (run_at * len(RATED_KINDS) + kind_at) * width + type_at
+    # the label pairs, ratings and ties per (run, kind, type)
+    rows: list[tuple[Any, ...]] = []
+    pair_keys, pairs = _sum_by((group * 4 + human + 1) * 4 + judge + 1, count)
+    groups_of, ratings = _sum_by(group, m * count)
+    _, ties = _sum_by(group, cols["ties"])
+    for g, rated, tied in zip(groups_of.tolist(), ratings.tolist(), ties.tolist(), strict=True):
+        run, kind, typ = _group_names(g, runs, types)
+        rows += [(run, kind, typ, "ratings", None, None, rated),
+                 (run, kind, typ, "ties", None, None, tied)]
+    for key, pair in zip(pair_keys.tolist(), pairs.tolist(), strict=True):
+        g, (c, d) = key // 16, divmod(key % 16, 4)
+        run, kind, typ = _group_names(g, runs, types)
+        scale = scales[RATED_KINDS.index(kind)]
+        rows.append((run, kind, typ, "pair", scale[c - 1] if c else None,
+                     scale[d - 1] if d else None, pair))
+    # units: the humans' of every item, those with the judge where the judge labelled it
+    labelled = np.nonzero(judge >= 0)[0]
+    units = {name: np.concatenate([cols[name], cols[name][labelled]])
+             for name in ("r", "k", "t", "sid")}
+    units["w"] = np.concatenate([np.zeros(n, dtype=np.int64), np.ones(len(labelled), np.int64)])
+    units["m"] = np.concatenate([m, m[labelled] + 1])
+    for i in range(LABELS * LABELS):
+        units[f"x{i}"] = np.concatenate([cols[f"x{i}"], cols[f"y{i}"][labelled]])
+    return rows, _clusters_of(cols, runs, types), units
+
+
+def _sum_by(key: Any, values: Any) -> tuple[Any, Any]:
+    """The distinct `key`s (ascending) and the integer sum of `values` over each."""
+    import numpy as np
+
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+    return key[starts], np.add.reduceat(values[order], starts)
+
+
+def _group_names(group: int, runs: list[str], types: list[str]) -> tuple[str, str, str | None]:
+    """(run, kind, type or None) of a `(run * kinds + kind) * (types + 1) + type` code."""
+    rest, t = divmod(group, len(types) + 1)
+    run, kind = divmod(rest, len(RATED_KINDS))
+    return runs[run], RATED_KINDS[kind], types[t - 1] if t else None
+
+
+Clusters = dict[tuple[str, str, str], list[list[int]]]
+"""(run, kind, group) → each session's flattened confusion matrix (sorted by session id)
+holding a pair on the kind's scale: κ's clusters."""
+
+
+def _clusters_of(cols: dict[str, Any], runs: list[str], types: list[str]) -> Clusters:
+    """κ's clusters from `_PER_SESSION`'s rows (numpy columns): per run, kind, group (a
+    trigger type, and all) and session, the items whose consensus and judge labels are both on
+    the kind's scale, counted in the k × k cells (a trigger type named `all` counts twice in
+    the all group, as in `groups`). As a statement of their own (`_CLUSTERS`, sorted per
+    group and session) they cost ~0.05 s of CPU on 1 M turns."""
+    import numpy as np
+
+    kind_at, human, judge = cols["k"], cols["h"], cols["j"]
+    k = np.array([len(scale_of(kind)) for kind in RATED_KINDS])[kind_at]
+    known = np.nonzero((human >= 0) & (human < k) & (judge >= 0) & (judge < k))[0]
+    if not len(known):  # no pair on a scale (ratings imported without the judge's labels)
         return {}
-    cells = np.stack([np.asarray(columns[f"x{c}"], dtype=np.int64)
-                      for c in range(LABELS * LABELS)], axis=1)
-    keys = [np.asarray(columns[name], dtype=object) for name in ("run_id", "kind", "grp")]
-    changed = np.zeros(n, dtype=bool)
-    changed[0] = True
-    for key in keys:
-        changed[1:] |= key[1:] != key[:-1]
-    bounds = np.nonzero(changed)[0].tolist()
-    sessions_all = np.asarray(columns["session_id"], dtype=object)
-    out = {}
-    for start, stop in zip(bounds, [*bounds[1:], n], strict=True):
-        run, kind, group = (str(key[start]) for key in keys)
-        k = len(scale_of(kind))
-        flat = cells[start:stop][:, [c * LABELS + d for c in range(k) for d in range(k)]]
-        sessions = sessions_all[start:stop].tolist()
-        if len(set(sessions)) < len(sessions):  # a trigger type named `all`: in both
-            sessions, flat, _ = sum_sessions(sessions, flat, flat)
-        out[(run, kind, group)] = flat[flat.any(axis=1)].tolist()
+    typed = known[cols["t"][known] > 0]
+    at = np.concatenate([known, typed])
+    group_type = np.concatenate([np.zeros(len(known), dtype=np.int64), cols["t"][typed]])
+    if "all" in types:
+        group_type[group_type == types.index("all") + 1] = 0
+    width, sessions = len(types) + 1, int(cols["sid"].max()) + 1
+    group = (cols["r"][at] * len(RATED_KINDS) + kind_at[at]) * width + group_type
+    cell = human[at] * k[at] + judge[at]
+    keys, where = np.unique(group * sessions + cols["sid"][at], return_inverse=True)
+    size = LABELS * LABELS
+    cells = np.bincount(where.ravel() * size + cell, weights=cols["n"][at],
+                        minlength=len(keys) * size).reshape(len(keys), size)
+    cells = cells.astype(np.int64)  # counts: exact as floats far past any store's
+    out: Clusters = {}
+    groups = keys // sessions
+    first = np.flatnonzero(np.concatenate([[True], groups[1:] != groups[:-1]])).tolist()
+    for start, stop in zip(first, [*first[1:], len(keys)], strict=True):
+        run, kind, typ = _group_names(int(groups[start]), runs, types)
+        kk = len(scale_of(kind))
+        out[(run, kind, typ or "all")] = cells[start:stop, :kk * kk].tolist()
     return out
+
+
+def _off_scale(ctx: ReportContext) -> ValueError:
+    """The error `stats.confusion_matrix` gives for the first label of `items` off its kind's
+    scale."""
+    kind, label = ctx.con.execute(
+        f"SELECT kind, CASE WHEN {_code('human_label')} = 99 THEN human_label "
+        f"ELSE judge_label END FROM items WHERE {_code('human_label')} = 99 "
+        f"OR {_code('judge_label')} = 99 LIMIT 1").fetchone()
+    return ValueError(f"label {label!r} is not one of {list(scale_of(kind))!r}")
 
 
 @contextlib.contextmanager
@@ -221,17 +316,24 @@ def against_humans(ctx: ReportContext, res: ReportResult,
     raters: dict[str, list[tuple[str, str, str, str, int]]] = defaultdict(list)
     rows: list[tuple[Any, ...]] = []
     units: Units = {}
-    clusters: dict[tuple[str, str, str], list[list[int]]] = {}
+    clusters: Clusters = {}
     unlabelled = _without_judge_labels(ctx, runs)
     ppi = None
     if runs:
         with _rated_items(ctx, runs, label, tie):
-            rows = list(ctx.con.execute(_HUMANS).fetchall())
-            clusters = _clusters_of(ctx.con.execute(_CLUSTERS).fetchnumpy())
-            types = sorted({str(r[2]) for r in rows
-                            if r[3] != "rater" and r[1] == "trigger" and r[2]})
-            units = _units(ctx, runs, types)
-            present = {str(r[0]) for r in rows if r[3] != "rater"} | {r for r, _, _ in clusters}
+            found, doubled = ctx.con.execute(_FACTS).fetchone()
+            types = list(found or [])
+            keys = [runs, types]
+            sql = _PER_SESSION.replace("$runs", "?::VARCHAR[]").replace("$types", "?::VARCHAR[]")
+            counted = ctx.con.execute(sql, keys).fetchnumpy()
+            if any((counted[c] == 99).any() for c in ("h", "j")):
+                raise _off_scale(ctx)
+            rows, clusters, coded = _per_session_of(counted, runs, types)
+            units = (_units(ctx, runs, types) if doubled else
+                     _units_of(coded, runs, types) if coded else {})
+            rows += [(r, kind, rater, "rater", c, d, n)
+                     for r, rater, kind, c, d, n in ctx.con.execute(_RATERS).fetchall()]
+            present = {str(r[0]) for r in rows if r[3] != "rater"}
             if present & set(runs):
                 from .judge_validity import ppi_table
 
