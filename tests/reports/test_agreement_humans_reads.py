@@ -20,6 +20,7 @@ import pytest
 from benchpack.reports import agreement
 from benchpack.reports.access import open_store, select_runs
 from benchpack.reports.builtin import ReportContext
+from benchpack.reports.sqltext import literals
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -206,10 +207,9 @@ def test_one_pass_per_session_counts_what_three_statements_did(
         with agreement_humans._rated_items(ctx, runs, label, tie):
             found, doubled = con.execute(agreement_humans._FACTS).fetchone()
             types = list(found or [])
-            sql = (agreement_humans._PER_SESSION.replace("$runs", "?::VARCHAR[]")
-                   .replace("$types", "?::VARCHAR[]"))
+            sql = agreement_humans._keyed(agreement_humans._PER_SESSION, runs, types)
             rows, clusters, coded = agreement_humans._per_session_of(
-                con.execute(sql, [runs, types]).fetchnumpy(), runs, types)
+                con.execute(sql).fetchnumpy(), runs, types)
             old_rows = con.execute(_OLD_HUMANS).fetchall()
             old_clusters = _old_clusters(con.execute(_OLD_CLUSTERS).fetchall())
             old_units = agreement_humans._units(ctx, runs, types)
@@ -313,13 +313,12 @@ def test_coincidences_from_label_counts_are_those_of_every_rating(
                 "SELECT DISTINCT type FROM items WHERE kind = 'trigger' AND type <> ''"
             ).fetchall())
             names = dict(con.execute("SELECT DISTINCT sid, session_id FROM items").fetchall())
-            sql = (agreement_humans._COINCIDENCES.replace("$runs", "?::VARCHAR[]")
-                   .replace("$types", "?::VARCHAR[]"))
+            sql = agreement_humans._keyed(agreement_humans._COINCIDENCES, runs, types)
             # the integer keys read back as the text they code
             got = Counter((runs[r], agreement_humans.RATED_KINDS[k], types[t - 1] if t else "",
                            ("humans", "with_judge")[w], m, names[sid], *cells)
                           for r, k, t, w, sid, m, *cells
-                          in con.execute(sql, [runs, types]).fetchall())
+                          in con.execute(sql).fetchall())
             # a trigger without a type: '' now, NULL then (both no group of their own)
             want = Counter((*r[:2], r[2] or "", *r[3:])
                            for r in con.execute(_OLD_COINCIDENCES).fetchall())
@@ -344,10 +343,10 @@ def test_median_items_are_human_pairs_items(which: str, min_raters: int, db: Pat
     with open_store(db if which == "synthetic" else odd_ratings) as con:
         runs = [r for r, in con.execute("SELECT run_id FROM run_lineage WHERE source_run IN "
                                         "(SELECT run_id FROM human_ratings)").fetchall()]
-        marks = "(" + ", ".join("?" * len(runs)) + ")"
+        marks = "(" + literals(runs) + ")"
         got, want = (Counter(con.execute(sql.replace("$runs", marks).replace("$label",
                                                                              "human_label")
-                                         .replace("$tie", "tie"), [*runs, min_raters])
+                                         .replace("$tie", "tie"), [min_raters])
                              .fetchall())
                      for sql in (agreement_humans._MEDIAN_ITEMS, agreement_humans._HUMAN_ITEMS))
     assert got == want
