@@ -404,9 +404,9 @@ def against_humans(ctx: ReportContext, res: ReportResult,
         res.tables.append(ppi)
 
 
-Units = dict[tuple[str, str, str, str], list[list[float]]]
-"""(run, kind, type or `all`, who) → each session's flattened k × k coincidence matrix, sorted
-by session id: cell (c, d) the fsum over m ≥ 2 of Σ n_c · (n_d − [c = d]) ÷ (m − 1) over the
+Units = dict[tuple[str, str, str, str], list[Any]]
+"""(run, kind, type or `all`, who) → each session's flattened k × k coincidence matrix (a
+numpy row), sorted by session id: cell (c, d) the fsum over m ≥ 2 of Σ n_c · (n_d − [c = d]) ÷ (m − 1) over the
 session's items with m ratings (`_COINCIDENCES`), as `krippendorff_alpha_coincidence` adds
 units; a session whose items all have one rating is there, all 0 (a unit that can be drawn)."""
 
@@ -489,7 +489,9 @@ def _units_of(columns: dict[str, Any], runs: list[str], types: list[str]) -> Uni
 
 def _by_group(runs: list[str], types: list[str], units: Any, flat: Any) -> Units:
     """Each group's rows of `flat` (one per (group, session), sorted by group code: `units`
-    holds each row's), its k × k cells."""
+    holds each row's), its k × k cells: a list of numpy rows, which `krippendorff_alpha_ci`
+    stacks again (as lists of floats, the 48 groups' ~90,000 rows on 1 M turns cost ~0.03 s
+    more to build and to read)."""
     import numpy as np
 
     out: Units = {}
@@ -501,7 +503,7 @@ def _by_group(runs: list[str], types: list[str], units: Any, flat: Any) -> Units
         k = len(scale_of(RATED_KINDS[kind]))
         mine = flat[start:stop][:, [c * LABELS + d for c in range(k) for d in range(k)]]
         out[(runs[run], RATED_KINDS[kind], "all" if t == 0 else types[t - 1],
-             ("humans", "with_judge")[who])] = mine.tolist()
+             ("humans", "with_judge")[who])] = list(mine)
     return out
 
 
