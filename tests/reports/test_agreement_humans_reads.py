@@ -104,8 +104,6 @@ def test_coincidence_units_are_the_fsum_of_each_cell(seed: int) -> None:
     and sums large enough to leave the exact path."""
     import random
 
-    import numpy as np
-
     from benchpack.reports import agreement_humans
 
     rng = random.Random(seed)
@@ -163,11 +161,11 @@ GROUP BY ALL
 """
 """The label pairs, ratings and ties as the report counted them in a statement of their own."""
 
-_OLD_CLUSTERS = f"""
-SELECT run_id, kind, 'all' AS grp, session_id, {{cells}} FROM items
+_OLD_CLUSTERS = """
+SELECT run_id, kind, 'all' AS grp, session_id, {cells} FROM items
 WHERE human_label IS NOT NULL AND judge_label IS NOT NULL GROUP BY run_id, kind, session_id
 UNION ALL
-SELECT run_id, kind, type, session_id, {{cells}} FROM items
+SELECT run_id, kind, type, session_id, {cells} FROM items
 WHERE human_label IS NOT NULL AND judge_label IS NOT NULL AND kind = 'trigger' AND type <> ''
 GROUP BY run_id, kind, type, session_id
 """.format(cells=", ".join(

@@ -2,7 +2,8 @@
 selected run's labels against the consensus of the ratings imported for its dialogues (`bench
 ratings import`), items with at least `--min-raters` ratings; per rater against the judge; the
 bias-corrected headline (`judge_validity.ppi_table`). Everything is counted in SQL per session
-(`_HUMANS`, `_COINCIDENCES`); `agreement.py` holds the statistics both comparisons share."""
+(`_PER_SESSION`, `_RATERS`) and summed per group in numpy; `agreement.py` holds the statistics
+both comparisons share."""
 
 from __future__ import annotations
 
@@ -26,7 +27,6 @@ from .agreement import (
     label_at,
     run_name,
     scale_of,
-    sum_sessions,
 )
 from .builtin import ReportContext
 from .model import Column, ReportResult, Table
@@ -47,7 +47,7 @@ FROM human_pairs p JOIN (
 WHERE p.run_id IN $runs AND p.raters >= ?
 """
 """The rated items of `human_pairs` for the selected runs (a TEMP table, `items`: the input of
-`_HUMANS`, `_COINCIDENCES`, `_CLUSTERS` and the bias-corrected headline), each with its
+`_PER_SESSION`, `_RATERS`, `_COINCIDENCES` and the bias-corrected headline), each with its
 ratings counted by label (`n0`, `n1`, … on the kind's scale, worst first; `raters` counts
 them all) — grouped by the same item key as `human_consensus`' `raters`, so every item of
 `human_pairs` finds its counts. Those counts are what Krippendorff's α needs of the ratings:
@@ -261,7 +261,7 @@ def _clusters_of(cols: dict[str, Any], runs: list[str], types: list[str]) -> Clu
     """κ's clusters from `_PER_SESSION`'s rows (numpy columns): per run, kind, group (a
     trigger type, and all) and session, the items whose consensus and judge labels are both on
     the kind's scale, counted in the k × k cells (a trigger type named `all` counts twice in
-    the all group, as in `groups`). As a statement of their own (`_CLUSTERS`, sorted per
+    the all group, as in `groups`). As a statement of their own (sorted per
     group and session) they cost ~0.05 s of CPU on 1 M turns."""
     import numpy as np
 
