@@ -463,7 +463,8 @@ def _units_of(columns: dict[str, Any], runs: list[str], types: list[str]) -> Uni
     key = key[order]
     # integer sums per (group, session, m): exact
     starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
-    sums = np.add.reduceat(cells_in[rows_at[order]], starts, axis=0)
+    # (along each cell's contiguous row: along the rows' axis reduceat took ~7 ms a call)
+    sums = np.add.reduceat(np.ascontiguousarray(cells_in[rows_at[order]].T), starts, axis=1).T
     key = key[starts]
     m, unit = key % ms, key // ms
     # per (group, session): the quotients by powers of two summed (exact), the others apart
@@ -477,10 +478,17 @@ def _units_of(columns: dict[str, Any], runs: list[str], types: list[str]) -> Uni
     exact = pairable & (step & (step - 1) == 0) & (step <= 1024)
     inexact = pairable & ~exact
     terms = sums / step[:, None]
-    total = np.add.reduceat(np.where(exact[:, None], terms, 0.0), first, axis=0)
-    rest = np.add.reduceat(np.where(inexact[:, None], terms, 0.0), first, axis=0)
-    many = np.add.reduceat((inexact[:, None] & (terms != 0)).astype(np.int64), first, axis=0)
-    flat = total + rest
+    # each unit's terms added one after another in the rows' order (`bincount` adds so)
+    where = np.repeat(np.arange(len(first)), np.diff(bounds))
+
+    def summed(rows: Any, values: Any) -> Any:
+        width = values.shape[1]
+        bins = (where[rows][:, None] * width + np.arange(width)).ravel()
+        return np.bincount(bins, weights=values[rows].ravel(),
+                           minlength=len(first) * width).reshape(len(first), width)
+
+    flat = summed(exact, terms) + summed(inexact, terms)
+    many = summed(inexact, (terms != 0).astype(float))
     for u, c in zip(*np.nonzero(many > 1), strict=True):
         part = slice(bounds[u], bounds[u + 1])
         flat[u, c] = math.fsum(terms[part][pairable[part], c].tolist())
