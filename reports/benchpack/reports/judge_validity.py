@@ -42,7 +42,9 @@ def ppi_table(ctx: ReportContext, runs: list[str], labels: dict[str, str], label
     # per (run, kind, session) and figure: judged items, Σ judge value, rated items,
     # Σ (human − judge) — the items are summed here, not fetched (30,000 a run on 1 M turns);
     # label_col is one of two fixed column names chosen by the caller, and the values and
-    # labels come from `_PPI_FIGURES`, never user text
+    # labels come from `_PPI_FIGURES`, never user text. Of the rated items only the kinds
+    # `_JUDGED` lists can match: the triples (60 % of them on 1 M turns) are left out of the
+    # join's build side
     sums = []
     for i, (kind, _, values) in enumerate(_PPI_FIGURES):
         judge = _value_sql("j.label", values)
@@ -57,7 +59,8 @@ def ppi_table(ctx: ReportContext, runs: list[str], labels: dict[str, str], label
                CASE j.kind WHEN 'trigger' THEN 0 ELSE 1 END AS k, j.session_id,
                count(*) AS judged,
                count(h.{label_col}) AS rated, {", ".join(sums)}
-        FROM j LEFT JOIN {rated} h ON h.run_id = j.run_id AND h.session_id = j.session_id
+        FROM j LEFT JOIN (SELECT * FROM {rated} WHERE kind IN ('trigger', 'checklist')) h
+             ON h.run_id = j.run_id AND h.session_id = j.session_id
              AND h.repeat = j.repeat AND h.kind = j.kind AND h.item_id = j.item_id
              AND h.raters >= ?
         GROUP BY ALL""", [ctx.min_raters]).fetchnumpy()
