@@ -432,3 +432,24 @@ def test_humans_reads_items_once_per_session(db: Path) -> None:
     assert not any("per_item" in s for s, _ in reading)
     per_session = [n for s, n in reading if "AS ties" in s]
     assert items > 100 and len(per_session) == 1 and per_session[0] <= items, (items, reading)
+
+
+def test_a_judge_label_off_its_scale_fails_as_before(
+        db: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A rated trigger whose judge label is none of the scale's (a store no benchpack wrote)
+    fails as `stats.confusion_matrix` fails on it, naming the label, never counted as a
+    judge error or left out (the per-session pass codes it 99: `_off_scale`)."""
+    path = tmp_path_factory.mktemp("off-scale") / "bench.duckdb"
+    shutil.copy(db, path)
+    con = duckdb.connect(str(path))
+    try:
+        con.execute("UPDATE triggers SET label = 'MAYBE' WHERE run_id = ? AND (session_id, "
+                    "repeat, trigger_id) IN (SELECT (session_id, repeat, item_id) FROM "
+                    "human_ratings WHERE kind = 'trigger' LIMIT 1)", [store.rejudge_id(0)])
+    finally:
+        con.close()
+    with open_store(path) as con:
+        ctx = ReportContext(con, select_runs(con, ["all"]))
+        ctx.humans = True
+        with pytest.raises(ValueError, match=r"label 'MAYBE' is not one of \['FAIL', "):
+            agreement.agreement_report(ctx)
