@@ -20,6 +20,7 @@ import pytest
 from benchpack.reports import agreement
 from benchpack.reports.access import open_store, select_runs
 from benchpack.reports.builtin import ReportContext
+from benchpack.reports.sqltext import literals
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -69,6 +70,32 @@ def _columns(rows: list[tuple[Any, ...]], names: tuple[str, ...]) -> dict[str, A
     return columns
 
 
+def _plain(units: dict[Any, list[Any]]) -> dict[Any, list[list[float]]]:
+    """Units (numpy rows) as lists of floats, compared exactly."""
+    return {key: [row.tolist() for row in rows] for key, rows in units.items()}
+
+
+def _coded(rows: list[tuple[Any, ...]]) -> tuple[dict[str, Any], list[str], list[str]]:
+    """`_COINCIDENCES`-shaped rows keyed by text (run, kind, type, who, m, session, cells…) as
+    the report reads them: numpy columns keyed by integers (`r`, `k`, `t`, `w`, `sid`), with
+    the runs and types they index."""
+    import numpy as np
+
+    from benchpack.reports import agreement_humans
+
+    runs = sorted({r[0] for r in rows})
+    types = sorted({r[2] for r in rows if r[1] == "trigger" and r[2]})
+    sessions = sorted({r[5] for r in rows})
+    coded = [(runs.index(run), agreement_humans.RATED_KINDS.index(kind),
+              types.index(typ) + 1 if kind == "trigger" and typ else 0,
+              ("humans", "with_judge").index(who), sessions.index(session) + 1, m, *cells)
+             for run, kind, typ, who, m, session, *cells in rows]
+    columns = _columns(coded, ("r", "k", "t", "w", "sid", "m"))
+    for name in ("r", "k", "t", "w", "sid", "m"):
+        columns[name] = columns[name].astype(np.int64)
+    return columns, runs, types
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_coincidence_units_are_the_fsum_of_each_cell(seed: int) -> None:
     """`agreement_humans._units_of` sums in numpy what the report fsum'd cell by cell: the same
@@ -76,8 +103,6 @@ def test_coincidence_units_are_the_fsum_of_each_cell(seed: int) -> None:
     a cell, which are fsum'd), sessions of one-rating items only, a trigger type named `all`,
     and sums large enough to leave the exact path."""
     import random
-
-    import numpy as np
 
     from benchpack.reports import agreement_humans
 
@@ -92,9 +117,7 @@ def test_coincidence_units_are_the_fsum_of_each_cell(seed: int) -> None:
         cells = [0 if m == 1 else rng.randint(0, big) for _ in range(width * width)]
         rows.append((rng.choice(["r1", "r2"]), kind, typ, rng.choice(["humans", "with_judge"]),
                      m, f"s{rng.randint(0, 40):02d}", *cells))
-    columns = _columns(rows, ("run_id", "kind", "type", "who", "m", "session_id"))
-    columns["m"] = columns["m"].astype(np.int64)
-    got = agreement_humans._units_of(columns)
+    got = _plain(agreement_humans._units_of(*_coded(rows)))
     want = _units_by_fsum(rows)
     assert got.keys() == want.keys()
     for key in want:
@@ -102,24 +125,107 @@ def test_coincidence_units_are_the_fsum_of_each_cell(seed: int) -> None:
 
 
 def test_human_clusters_by_hand() -> None:
-    """`_CLUSTERS`-shaped rows (run, kind, group, session, cells on a 3-wide grid) into each
-    group's sessions: a session with no pair on the kind's scale is no cluster, a trigger
-    type named `all` gives a session two rows of the `all` group, summed."""
+    """`_PER_SESSION`-shaped rows (run, kind, type codes, session rank, consensus and judge
+    label indices, items) into each group's sessions: a NULL label (-1) is no pair, a session
+    with no pair on the kind's scale is no cluster, sessions come in rank order, a trigger type
+    named `all` counts twice in the all group (as `groups` counts it), a typed trigger also in
+    its type's."""
+    import numpy as np
+
     from benchpack.reports import agreement_humans
 
-    def row(run: str, kind: str, group: str, session: str, cells: dict[int, int]
-            ) -> tuple[Any, ...]:
-        return (run, kind, group, session, *[cells.get(i, 0) for i in range(9)])
-
-    got = agreement_humans._clusters_of(_columns([
-        row("r", "checklist", "all", "s1", {0: 2, 4: 1}), row("r", "checklist", "all", "s2", {}),
-        row("r", "trigger", "all", "s1", {8: 1}), row("r", "trigger", "all", "s1", {1: 2}),
-        row("r", "trigger", "all", "s2", {4: 3}), row("q", "trigger", "critical", "s9", {3: 1})],
-        ("run_id", "kind", "grp", "session_id")))
+    names = ("r", "k", "t", "sid", "h", "j", "n")
+    rows = [(1, 1, 0, 1, 0, 0, 2), (1, 1, 0, 1, 1, 1, 1), (1, 1, 0, 2, -1, 0, 5),
+            (1, 1, 0, 2, 0, -1, 1), (1, 0, 0, 1, 2, 2, 1), (1, 0, 1, 1, 0, 1, 2),
+            (1, 0, 0, 2, 1, 1, 3), (0, 0, 2, 9, 1, 0, 1)]
+    columns = {name: np.array([r[i] for r in rows], dtype=np.int64)
+               for i, name in enumerate(names)}
+    got = agreement_humans._clusters_of(columns, ["q", "r"], ["all", "critical"])
     assert got == {("r", "checklist", "all"): [[2, 0, 0, 1]],
-                   ("r", "trigger", "all"): [[0, 2, 0, 0, 0, 0, 0, 0, 1],
+                   ("r", "trigger", "all"): [[0, 4, 0, 0, 0, 0, 0, 0, 1],
                                              [0, 0, 0, 0, 3, 0, 0, 0, 0]],
-                   ("q", "trigger", "critical"): [[0, 0, 0, 1, 0, 0, 0, 0, 0]]}
+                   ("q", "trigger", "critical"): [[0, 0, 0, 1, 0, 0, 0, 0, 0]],
+                   ("q", "trigger", "all"): [[0, 0, 0, 1, 0, 0, 0, 0, 0]]}
+    columns["j"][:] = -1  # no judge label: no cluster
+    assert agreement_humans._clusters_of(columns, ["q", "r"], ["all", "critical"]) == {}
+
+
+_OLD_HUMANS = """
+SELECT run_id, kind, type, 'pair' AS stat, human_label AS c, judge_label AS d, count(*) AS n
+FROM items GROUP BY ALL
+UNION ALL
+SELECT run_id, kind, type, 'ratings', NULL, NULL, sum(raters) FROM items GROUP BY ALL
+UNION ALL
+SELECT run_id, kind, type, 'ties', NULL, NULL, count(*) FILTER (WHERE tie) FROM items
+GROUP BY ALL
+"""
+"""The label pairs, ratings and ties as the report counted them in a statement of their own."""
+
+_OLD_CLUSTERS = """
+SELECT run_id, kind, 'all' AS grp, session_id, {cells} FROM items
+WHERE human_label IS NOT NULL AND judge_label IS NOT NULL GROUP BY run_id, kind, session_id
+UNION ALL
+SELECT run_id, kind, type, session_id, {cells} FROM items
+WHERE human_label IS NOT NULL AND judge_label IS NOT NULL AND kind = 'trigger' AND type <> ''
+GROUP BY run_id, kind, type, session_id
+""".format(cells=", ".join(
+    f"count(*) FILTER (WHERE human_label = {agreement.label_at(c)} AND judge_label = "
+    f"{agreement.label_at(d)})" for c in range(agreement.LABELS) for d in range(agreement.LABELS)))
+"""κ's clusters as the report counted them in a statement of their own, per session."""
+
+
+def _old_clusters(rows: list[tuple[Any, ...]]) -> dict[tuple[str, str, str], list[list[int]]]:
+    """`_OLD_CLUSTERS`' rows per group: each session's k × k cells (summed where a trigger type
+    named `all` gives a session two rows), in session order, sessions with a pair only."""
+    per: dict[tuple[str, str, str], dict[str, list[int]]] = defaultdict(dict)
+    for run, kind, group, session, *cells in rows:
+        k = len(agreement.scale_of(kind))
+        mine = [cells[c * agreement.LABELS + d] for c in range(k) for d in range(k)]
+        have = per[(run, kind, group)].get(session)
+        per[(run, kind, group)][session] = ([a + b for a, b in zip(have, mine, strict=True)]
+                                            if have else mine)
+    return {key: [sessions[s] for s in sorted(sessions) if any(sessions[s])]
+            for key, sessions in per.items()
+            if any(any(c) for c in sessions.values())}
+
+
+@pytest.mark.parametrize("consensus", ["median", "majority"])
+@pytest.mark.parametrize("which", ["synthetic", "odd ratings"])
+def test_one_pass_per_session_counts_what_three_statements_did(
+        which: str, consensus: str, db: Path, odd_ratings: Path) -> None:
+    """`_PER_SESSION` read by `_per_session_of` gives the label pairs, ratings and ties of
+    `_OLD_HUMANS`, the clusters of `_OLD_CLUSTERS` and, where no rows of `items` share an item
+    key, α's units of `_COINCIDENCES` (itself checked against every rating above): on the
+    synthetic store and on one with an item judged twice in a session (`_FACTS` says so: the
+    report then asks `_COINCIDENCES`), off-scale and NULL ratings."""
+    from benchpack.reports import agreement_humans
+
+    with open_store(db if which == "synthetic" else odd_ratings) as con:
+        ctx = ReportContext(con, select_runs(con, ["all"]))
+        ctx.min_raters = 1
+        label, tie = (("human_majority", "majority_tie") if consensus == "majority"
+                      else ("human_label", "tie"))
+        runs = [r for r, in con.execute("SELECT run_id FROM run_lineage WHERE source_run IN "
+                                        "(SELECT run_id FROM human_ratings)").fetchall()]
+        with agreement_humans._rated_items(ctx, runs, label, tie):
+            found, doubled = con.execute(agreement_humans._FACTS).fetchone()
+            types = list(found or [])
+            sql = agreement_humans._keyed(agreement_humans._PER_SESSION, runs, types)
+            rows, clusters, coded = agreement_humans._per_session_of(
+                con.execute(sql).fetchnumpy(), runs, types)
+            old_rows = con.execute(_OLD_HUMANS).fetchall()
+            old_clusters = _old_clusters(con.execute(_OLD_CLUSTERS).fetchall())
+            old_units = agreement_humans._units(ctx, runs, types)
+    got: Counter[tuple[Any, ...]] = Counter()
+    want: Counter[tuple[Any, ...]] = Counter()
+    for counts, source in ((got, rows), (want, old_rows)):
+        for run, kind, typ, stat, c, d, n in source:
+            counts[(run, kind, typ or None, stat, c, d)] += n  # NULL and '': no type
+    assert got == want and sum(got.values()) > 100
+    assert clusters == old_clusters and len(clusters) > 10
+    assert bool(doubled) == (which == "odd ratings")
+    if not doubled:
+        assert _plain(agreement_humans._units_of(coded, runs, types)) == _plain(old_units)
 
 
 _OLD_COINCIDENCES = f"""
@@ -206,7 +312,16 @@ def test_coincidences_from_label_counts_are_those_of_every_rating(
         runs = [r for r, in con.execute("SELECT run_id FROM run_lineage WHERE source_run IN "
                                         "(SELECT run_id FROM human_ratings)").fetchall()]
         with agreement_humans._rated_items(ctx, runs, label, tie):
-            got = Counter(con.execute(agreement_humans._COINCIDENCES).fetchall())
+            types = sorted(t for t, in con.execute(
+                "SELECT DISTINCT type FROM items WHERE kind = 'trigger' AND type <> ''"
+            ).fetchall())
+            names = dict(con.execute("SELECT DISTINCT sid, session_id FROM items").fetchall())
+            sql = agreement_humans._keyed(agreement_humans._COINCIDENCES, runs, types)
+            # the integer keys read back as the text they code
+            got = Counter((runs[r], agreement_humans.RATED_KINDS[k], types[t - 1] if t else "",
+                           ("humans", "with_judge")[w], m, names[sid], *cells)
+                          for r, k, t, w, sid, m, *cells
+                          in con.execute(sql).fetchall())
             # a trigger without a type: '' now, NULL then (both no group of their own)
             want = Counter((*r[:2], r[2] or "", *r[3:])
                            for r in con.execute(_OLD_COINCIDENCES).fetchall())
@@ -231,10 +346,10 @@ def test_median_items_are_human_pairs_items(which: str, min_raters: int, db: Pat
     with open_store(db if which == "synthetic" else odd_ratings) as con:
         runs = [r for r, in con.execute("SELECT run_id FROM run_lineage WHERE source_run IN "
                                         "(SELECT run_id FROM human_ratings)").fetchall()]
-        marks = "(" + ", ".join("?" * len(runs)) + ")"
+        marks = "(" + literals(runs) + ")"
         got, want = (Counter(con.execute(sql.replace("$runs", marks).replace("$label",
                                                                              "human_label")
-                                         .replace("$tie", "tie"), [*runs, min_raters])
+                                         .replace("$tie", "tie"), [min_raters])
                              .fetchall())
                      for sql in (agreement_humans._MEDIAN_ITEMS, agreement_humans._HUMAN_ITEMS))
     assert got == want
@@ -244,14 +359,31 @@ def test_median_items_are_human_pairs_items(which: str, min_raters: int, db: Pat
 
 
 class _Recording:
-    """A connection recording every statement it is given."""
+    """A connection recording every statement it is given and the rows each hands over."""
 
     def __init__(self, con: Any) -> None:
-        self.con, self.statements = con, []
+        self.con, self.statements, self.rows = con, [], []
 
     def execute(self, sql: str, params: Any = None) -> Any:
         self.statements.append(" ".join(sql.split()))
-        return self.con.execute(sql, params) if params is not None else self.con.execute(sql)
+        self.rows.append(0)
+        self.con.execute(sql, params) if params is not None else self.con.execute(sql)
+        return self
+
+    def fetchall(self) -> list[Any]:
+        found = self.con.fetchall()
+        self.rows[-1] += len(found)
+        return found
+
+    def fetchone(self) -> Any:
+        found = self.con.fetchone()
+        self.rows[-1] += found is not None
+        return found
+
+    def fetchnumpy(self) -> dict[str, Any]:
+        found = self.con.fetchnumpy()
+        self.rows[-1] += len(next(iter(found.values()), []))
+        return dict(found)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.con, name)
@@ -274,3 +406,50 @@ def test_humans_statements_are_bounded_and_write_one_table(db: Path, consensus: 
     viewed = [s for s in recording.statements if "human_consensus" in s or "human_pairs" in s]
     assert (len(viewed) == 1) if consensus == "majority" else not viewed, viewed
     assert len(recording.statements) <= 10 + len(ctx.runs), recording.statements
+
+
+def test_humans_reads_items_once_per_session(db: Path) -> None:
+    """What `--humans` computes of the rated items: one statement groups them per session for
+    the label pairs, ratings, ties, κ's clusters and α's units (none groups them item by
+    item: no item is judged twice here), handing over no more rows than there are rated items;
+    one counts the raters' ratings, one the headline's. Three statements read them for those
+    figures, the coincidences grouped item by item, then per (session, m)."""
+    with open_store(db) as con:
+        recording = _Recording(con)
+        ctx = ReportContext(recording, select_runs(con, ["all"]))
+        ctx.humans = True
+        agreement.agreement_report(ctx)
+        ctx.humans = False  # `items` again, to count it
+        from benchpack.reports import agreement_humans
+
+        runs = [r for r, in con.execute("SELECT run_id FROM run_lineage WHERE source_run IN "
+                                        "(SELECT run_id FROM human_ratings)").fetchall()]
+        with agreement_humans._rated_items(ReportContext(con, runs), runs, "human_label", "tie"):
+            items = con.execute("SELECT count(*) FROM items").fetchone()[0]
+    reading = [(s, n) for s, n in zip(recording.statements, recording.rows, strict=True)
+               if " items " in f"{s} " and not s.startswith(("CREATE", "DROP"))]
+    assert len(reading) == 4, reading  # facts, per session, raters, headline
+    assert not any("per_item" in s for s, _ in reading)
+    per_session = [n for s, n in reading if "AS ties" in s]
+    assert items > 100 and len(per_session) == 1 and per_session[0] <= items, (items, reading)
+
+
+def test_a_judge_label_off_its_scale_fails_as_before(
+        db: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A rated trigger whose judge label is none of the scale's (a store no benchpack wrote)
+    fails as `stats.confusion_matrix` fails on it, naming the label, never counted as a
+    judge error or left out (the per-session pass codes it 99: `_off_scale`)."""
+    path = tmp_path_factory.mktemp("off-scale") / "bench.duckdb"
+    shutil.copy(db, path)
+    con = duckdb.connect(str(path))
+    try:
+        con.execute("UPDATE triggers SET label = 'MAYBE' WHERE run_id = ? AND (session_id, "
+                    "repeat, trigger_id) IN (SELECT (session_id, repeat, item_id) FROM "
+                    "human_ratings WHERE kind = 'trigger' LIMIT 1)", [store.rejudge_id(0)])
+    finally:
+        con.close()
+    with open_store(path) as con:
+        ctx = ReportContext(con, select_runs(con, ["all"]))
+        ctx.humans = True
+        with pytest.raises(ValueError, match=r"label 'MAYBE' is not one of \['FAIL', "):
+            agreement.agreement_report(ctx)

@@ -39,11 +39,13 @@ def ppi_table(ctx: ReportContext, runs: list[str], labels: dict[str, str], label
     text."""
     if not runs:
         return None
-    marks = ", ".join("?" * len(runs))
+    marks = literals(runs)
     # per (run, kind, session) and figure: judged items, Σ judge value, rated items,
     # Σ (human − judge) — the items are summed here, not fetched (30,000 a run on 1 M turns);
     # label_col is one of two fixed column names chosen by the caller, and the values and
-    # labels come from `_PPI_FIGURES`, never user text
+    # labels come from `_PPI_FIGURES`, never user text. Of the rated items only the kinds
+    # `_JUDGED` lists can match: the triples (60 % of them on 1 M turns) are left out of the
+    # join's build side
     sums = []
     for i, (kind, _, values) in enumerate(_PPI_FIGURES):
         judge = _value_sql("j.label", values)
@@ -54,22 +56,27 @@ def ppi_table(ctx: ReportContext, runs: list[str], labels: dict[str, str], label
 
     cols = ctx.con.execute(f"""
         WITH j AS ({_JUDGED.replace("$runs", marks)})
-        SELECT j.run_id, j.kind, j.session_id, count(*) AS judged,
+        SELECT list_position([{marks}], j.run_id) AS r,
+               CASE j.kind WHEN 'trigger' THEN 0 ELSE 1 END AS k, j.session_id,
+               count(*) AS judged,
                count(h.{label_col}) AS rated, {", ".join(sums)}
-        FROM j LEFT JOIN {rated} h ON h.run_id = j.run_id AND h.session_id = j.session_id
+        FROM j LEFT JOIN (SELECT * FROM {rated} WHERE kind IN ('trigger', 'checklist')) h
+             ON h.run_id = j.run_id AND h.session_id = j.session_id
              AND h.repeat = j.repeat AND h.kind = j.kind AND h.item_id = j.item_id
              AND h.raters >= ?
-        GROUP BY ALL""", [*runs, *runs, ctx.min_raters]).fetchnumpy()
+        GROUP BY ALL""", [ctx.min_raters]).fetchnumpy()
     # per (run, figure) its sessions' totals, read as numpy columns (a Python loop over the
-    # 14,000 rows took 0.15 s on 1 M turns); a NULL sum (no value, no rated item) is 0
-    run_col, kind_col = cols["run_id"].astype(str), cols["kind"].astype(str)
+    # 14,000 rows took 0.15 s on 1 M turns); a NULL sum (no value, no rated item) is 0. The
+    # run and kind as integers (their index in `runs` and `_KIND_CODES`): as text, each
+    # column's `astype(str)` and every mask's string comparisons over 14,000 rows cost more
+    run_col, kind_col = cols["r"], cols["k"]
     judged_col, rated_col = cols["judged"].astype(np.int64), cols["rated"].astype(np.int64)
     totals: dict[tuple[str, int], list[tuple[int, float, int, float]]] = {}
     for i, (of, _, _) in enumerate(_PPI_FIGURES):
         judge_sums: Any = np.ma.filled(np.ma.asarray(cols[f"f{i}"], dtype=float), 0.0)
         rectified: Any = np.ma.filled(np.ma.asarray(cols[f"r{i}"], dtype=float), 0.0)
         for run in runs:
-            mine = (run_col == run) & (kind_col == of)
+            mine = (run_col == runs.index(run) + 1) & (kind_col == _KIND_CODES[of])
             if mine.any():
                 totals[(run, i)] = list(zip(judged_col[mine].tolist(), judge_sums[mine].tolist(),
                                             rated_col[mine].tolist(), rectified[mine].tolist(),
@@ -99,6 +106,9 @@ def ppi_table(ctx: ReportContext, runs: list[str], labels: dict[str, str], label
                            Estimate(est.estimate, None, est.low, est.high, est.n_labelled)])
     return t if t.rows else None
 
+
+_KIND_CODES = {"trigger": 0, "checklist": 1}
+"""The kinds `_JUDGED` lists, as the headline's query codes them."""
 
 _JUDGED = """
 SELECT t.run_id, t.session_id, t.repeat, 'trigger' AS kind, t.trigger_id AS item_id, t.label
