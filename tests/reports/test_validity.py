@@ -316,37 +316,3 @@ def test_unit_draws_are_seeded_counts_of_n_draws() -> None:
     assert all(0.85 < m < 1.15 for m in means)
     drawn = sum(c > 0 for r in rows for c in r) / (5 * len(rows))
     assert abs(drawn - (1 - 0.8 ** 5)) < 0.03
-
-
-def test_tau_products_are_einsums_bits_column_by_column() -> None:
-    """τ's resampled sums: the columns whose sums are exact in any order (multiples of ½,
-    bounded) by a BLAS product, the others by einsum over them alone — every element the
-    float einsum over all the columns gives (the product the bootstrap made before), on
-    random draws and columns mixing sums of session means, a single such column, trigger
-    score sums and counts, large values, NaN and ±inf. Routing a column of session means
-    through the BLAS product, or one alone through einsum, changes its last bits here."""
-    import numpy as np
-
-    rng = np.random.default_rng(5)
-    for case in range(120):
-        n, rows = int(rng.integers(2, 1500)), int(rng.integers(1, 257))
-        drawn = rng.multinomial(n, [1 / n] * n, size=rows).astype(float)
-        k = int(rng.integers(1, 12))
-        columns = np.empty((n, k))
-        for j in range(k):
-            kind = rng.integers(0, 4) if case % 7 else (0 if j == 0 else 1)
-            if kind == 0:  # sums of session means: arbitrary floats
-                columns[:, j] = rng.random(n) * rng.integers(1, 4, n)
-            elif kind == 1:  # trigger score sums: multiples of ½
-                columns[:, j] = rng.integers(0, 13, n) / 2
-            elif kind == 2:  # counts, or past the bound where sums stop being exact
-                columns[:, j] = rng.integers(0, 4, n) * (2.0**50 if case % 11 == 0 else 1.0)
-            else:
-                columns[:, j] = rng.choice([0.5, np.nan, np.inf, -np.inf, 1e-300], n)
-        floats, halves = validity._split_exact(columns, n)
-        got = validity._products(drawn, columns, floats, halves)
-        want = np.einsum("ij,jk->ik", drawn, columns)
-        assert got.tobytes() == want.tobytes(), case
-    # the split is the point: a column of arbitrary floats is never taken as exact
-    mixed = np.stack([rng.random(50), rng.integers(0, 5, 50) / 2, np.ones(50)], axis=1)
-    assert [f.tolist() for f in validity._split_exact(mixed, 50)] == [[0], [1, 2]]

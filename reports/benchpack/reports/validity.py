@@ -261,11 +261,13 @@ def _tau_bootstrap(n: int, calls: list[tuple[int, float, list[int], Any]], level
     distinct = columns
     if len(first) < len(where):  # C order, as einsum sums in another order over an F-order one
         distinct = np.ascontiguousarray(columns[:, [where.index(d) for d in range(len(first))]])
-    floats, halves = _split_exact(distinct, n)
     taus: list[list[float]] = [[] for _ in calls]
     for block in unit_draw_counts(n, resamples, seed):
+        # einsum, not `@`: a BLAS product spreads over threads that spin, 40 % slower in all
+        # on 2 shared cores; one product for every column group (each element summed over
+        # the units in the same order as one product a group: the same bits)
         drawn = block.astype(float)  # a float × float einsum is twice an int × float one
-        products = _products(drawn, distinct, floats, halves)
+        products = np.einsum("ij,jk->ik", drawn, distinct)
         if distinct is not columns:
             products = products[:, where]
         for out, part in zip(taus, np.split(products, ends, axis=1), strict=True):
@@ -281,41 +283,6 @@ def _tau_bootstrap(n: int, calls: list[tuple[int, float, list[int], Any]], level
         results.append(TauCI(tau, _quantile(drawn_taus, alpha),
                              _quantile(drawn_taus, 1 - alpha), len(keep), n, len(drawn_taus)))
     return results
-
-
-def _split_exact(columns: Any, n: int) -> tuple[Any, Any]:
-    """The indices of the columns whose products with any resample's draws (n draws) are
-    exact — every value a multiple of ½ (sums of trigger scores 1 / ½ / 0, counts, pass
-    counts) and n·max|value| < 2⁵¹, so every partial sum is a representable multiple of ½
-    and any order of adding gives the same float — and of the others (sums of session means),
-    whose bits depend on the order einsum adds them in."""
-    import numpy as np
-
-    doubled = columns * 2
-    exact = (doubled == np.round(doubled)).all(axis=0) & (
-        np.abs(columns).max(axis=0, initial=0.0) * n < 2.0**51)
-    return np.flatnonzero(~exact), np.flatnonzero(exact)
-
-
-def _products(drawn: Any, columns: Any, floats: Any, halves: Any) -> Any:
-    """Σ over units of draws × column, for every resample (row of `drawn`) and column: the
-    inexact columns (`floats`) by one einsum, each element summed over the units in the same
-    order as einsum over every column summed it (checked in tests/reports/test_validity.py;
-    einsum over a single column adds in another order, so one is doubled); the exact ones
-    (`halves`) by a BLAS product, 4× less CPU than einsum, the same floats since their sums are
-    exact in any order (`_split_exact`). einsum over the inexact ones: a BLAS product sums in
-    blocks, another order, and its threads spin (40 % slower in all on 2 shared cores)."""
-    import numpy as np
-
-    if not len(halves):
-        return np.einsum("ij,jk->ik", drawn, columns)
-    products = np.empty((drawn.shape[0], columns.shape[1]))
-    if len(floats):
-        picked = [*floats, *floats] if len(floats) == 1 else floats
-        products[:, floats] = np.einsum("ij,jk->ik", drawn, np.ascontiguousarray(
-            columns[:, picked]))[:, :len(floats)]
-    products[:, halves] = drawn @ np.ascontiguousarray(columns[:, halves])
-    return products
 
 
 def _tau_rows(sx: Any, cx: Any, sy: Any, cy: Any) -> list[float]:
