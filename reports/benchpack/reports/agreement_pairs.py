@@ -34,8 +34,24 @@ def label_at(i: int) -> str:
     return f"CASE kind {whens} ELSE {default} END"
 
 
-_YES_NO = "CASE WHEN {v} IS NULL THEN NULL WHEN {v} THEN 'YES' ELSE 'NO' END"
-"""`judge_labels`' YES / NO label of a boolean (NULL: a judge error)."""
+def _code(kind: str, label: str) -> str:
+    """SQL for a `kind` label's place on its scale (worst first; NULL off the scale)."""
+    scale = SCALES.get(kind, ("NO", "YES"))
+    return "CASE " + label + " " + " ".join(f"WHEN '{x}' THEN {i}" for i, x in enumerate(scale)) \
+        + " END"
+
+
+def _yes_no(kind: str, v: str) -> str:
+    """SQL for the place on a YES / NO kind's scale of a boolean (NULL: a judge error)."""
+    scale = SCALES.get(kind, ("NO", "YES"))
+    return f"CASE WHEN {v} THEN {scale.index('YES')} WHEN NOT {v} THEN {scale.index('NO')} END"
+
+
+def _cell(first: str, second: str) -> str:
+    """The row's cell of the flattened k × k grid (`LABELS` wide) from the two places."""
+    return f"({first}) * {LABELS} + ({second})"
+
+
 _ITEMS = f"""
 WITH s AS (
     SELECT run_id, session_id, repeat, triples_predicted FROM sessions
@@ -54,18 +70,21 @@ WITH s AS (
     FROM triples g JOIN s USING (run_id, session_id, repeat)
     WHERE g.side = 'ground_truth' AND s.triples_predicted > 0
 )$intents
-SELECT 'trigger' AS kind, a.type, session_id, a.label AS label_a, b.label AS label_b,
-       count(*) AS n
+SELECT 'trigger' AS kind, a.type, session_id,
+       {_cell(_code("trigger", "a.label"), _code("trigger", "b.label"))} AS cell,
+       a.label IS NOT NULL AND b.label IS NOT NULL AS known, count(*) AS n
 FROM t a JOIN t b USING (session_id, repeat, trigger_id)
-WHERE a.run_id = $1 AND b.run_id = $2 GROUP BY ALL
+WHERE a.run_id = $1 AND b.run_id = $2 GROUP BY a.type, session_id, a.label, b.label
 UNION ALL
-SELECT 'checklist', NULL, session_id, {_YES_NO.format(v="a.yes")}, {_YES_NO.format(v="b.yes")},
-       count(*)
+SELECT 'checklist', NULL, session_id,
+       {_cell(_yes_no("checklist", "a.yes"), _yes_no("checklist", "b.yes"))},
+       a.yes IS NOT NULL AND b.yes IS NOT NULL, count(*)
 FROM c a JOIN c b USING (session_id, repeat, item_id)
 WHERE a.run_id = $1 AND b.run_id = $2 GROUP BY session_id, a.yes, b.yes
 UNION ALL
-SELECT 'triple', NULL, session_id, {_YES_NO.format(v="a.yes")}, {_YES_NO.format(v="b.yes")},
-       count(*)
+SELECT 'triple', NULL, session_id,
+       {_cell(_yes_no("triple", "a.yes"), _yes_no("triple", "b.yes"))},
+       a.yes IS NOT NULL AND b.yes IS NOT NULL, count(*)
 FROM g a JOIN g b USING (session_id, repeat, idx)
 WHERE a.run_id = $1 AND b.run_id = $2 GROUP BY session_id, a.yes, b.yes
 UNION ALL
@@ -74,11 +93,13 @@ UNION ALL
 CTE, and the statement's last branch after it), counted per (kind, type, session, label
 pair), with the view's conditions (`views.py`, `judge_labels`) but joined kind by kind on the
 tables' own keys (trigger id, item id, triple index), where the view joins the union of every
-kind on a string key built for each item: 0.30 → 0.20 s of CPU a judge pair on 1 M turns. The
-YES / NO kinds carry their boolean through the join and the grouping and are labelled after
-(`_YES_NO`, one label a value, so the same rows): strings built per item and grouped on cost
-~20 % of the statement. The two runs share their dialogues (`judge_pairs`), hence their
-`source_run`, which the view also joins on."""
+kind on a string key built for each item: 0.30 → 0.20 s of CPU a judge pair on 1 M turns. Each
+label pair is its cell of the grid (`_cell`: the two labels' places on the kind's scale, NULL
+off it) and whether both labels are known: the YES / NO kinds carry their boolean through the
+join and the grouping (strings built per item and grouped on cost ~20 % of the statement),
+and the cells are integers compared once a row, where each of the k × k sums compared both
+label strings with a CASE over the kinds (~0.02 s a pair). The two runs share their dialogues
+(`judge_pairs`), hence their `source_run`, which the view also joins on."""
 
 _GENERAL_INTENTS = ("""
 , i AS (
@@ -89,8 +110,9 @@ _GENERAL_INTENTS = ("""
            i.original
     FROM intent_checks i JOIN run_lineage l USING (run_id) WHERE l.source_run IN ($1, $2)
 )""", f"""
-SELECT 'intent_' || kind, NULL, session_id, {_YES_NO.format(v="a.yes")},
-       {_YES_NO.format(v="b.yes")}, count(*)
+SELECT 'intent_' || kind, NULL, session_id,
+       {_cell(_yes_no("intent", "a.yes"), _yes_no("intent", "b.yes"))},
+       a.yes IS NOT NULL AND b.yes IS NOT NULL, count(*)
 FROM i a JOIN i b USING (session_id, repeat, kind, intent_id, turn)
 WHERE a.run_id = $1 AND b.run_id = $2 GROUP BY kind, session_id, a.yes, b.yes
 """)
@@ -105,26 +127,23 @@ equals nothing."""
 
 def _one_audit(first: str, second: str) -> tuple[str, str]:
     return ("", f"""
-SELECT 'intent_' || kind, NULL, session_id, {_YES_NO.format(v=first)},
-       {_YES_NO.format(v=second)}, count(*)
+SELECT 'intent_' || kind, NULL, session_id,
+       {_cell(_yes_no("intent", first), _yes_no("intent", second))},
+       {first} IS NOT NULL AND {second} IS NOT NULL, count(*)
 FROM intent_checks WHERE run_id = $3 AND {_KEYED}
 GROUP BY kind, session_id, {first}, {second}
 """)
 
 
-_CELLS = ", ".join(f"coalesce(sum(n) FILTER (WHERE label_a = {label_at(c)} "
-                   f"AND label_b = {label_at(d)}), 0)::BIGINT AS x{c * LABELS + d}"
-                   for c in range(LABELS) for d in range(LABELS))
+_CELLS = ", ".join(f"coalesce(sum(n) FILTER (WHERE cell = {i}), 0)::BIGINT AS x{i}"
+                   for i in range(LABELS * LABELS))
 _SUMMED = f"""
 SELECT kind, 'all' AS grp, session_id, {_CELLS},
-       coalesce(sum(n) FILTER (WHERE label_a IS NOT NULL AND label_b IS NOT NULL), 0)::BIGINT
-           AS known,
-       sum(n)::BIGINT AS every
+       coalesce(sum(n) FILTER (WHERE known), 0)::BIGINT AS known, sum(n)::BIGINT AS every
 FROM pairs GROUP BY kind, session_id
 UNION ALL
 SELECT kind, type, session_id, {_CELLS},
-       coalesce(sum(n) FILTER (WHERE label_a IS NOT NULL AND label_b IS NOT NULL), 0)::BIGINT,
-       sum(n)::BIGINT
+       coalesce(sum(n) FILTER (WHERE known), 0)::BIGINT, sum(n)::BIGINT
 FROM pairs WHERE kind = 'trigger' AND type <> '' GROUP BY kind, type, session_id
 ORDER BY kind, grp, session_id
 """
@@ -138,9 +157,10 @@ def _cells(intents: tuple[str, str], what: str) -> str:
 
 PAIR_CELLS = _cells(_GENERAL_INTENTS, "")
 """A judge pair's items per kind, group (a trigger type, or all) and session: the k × k
-cells of the pairs labelled on the kind's scale (`label_at`; NULL past a kind's scale), the
-pairs with both labels known, all pairs (the difference: judge errors). Trigger points count
-in their type's group and in `all`, as `agreement.groups` counts them. One row per (kind,
+cells of the pairs labelled on the kind's scale (`x0`…, row-major; none past a kind's
+scale), the pairs with both labels known (`known`), all pairs (`every`; the difference:
+judge errors). Trigger points count in their type's group and in `all`, as
+`agreement.groups` counts them. One row per (kind,
 group, session) — about 12,000 a judge pair on 1 M turns, where a row per label pair (29,000)
 was read into Python dictionaries; the sums as BIGINT, which Python receives faster than
 DuckDB's HUGEINT (an overflow is an error, never a wrong count). Parameters: the two runs."""
