@@ -173,14 +173,19 @@ def unit_and_pooled_figures(ctx: ReportContext, runs: list[str]
     # NULL) are in no N, as in the pooled figure the table shows beside τ; `grouping(type)`
     # tells the all-types row from a trigger without a type. NULL and '' are one group, as
     # they are one figure ('no type'): grouped apart, a session holding both gave two rows
-    # of which the unit kept one while the pooled figure added both
+    # of which the unit kept one while the pooled figure added both. `trigger_results`
+    # spelled out (triggers of `scored` session results) with the runs on both sides: DuckDB
+    # does not carry an IN list across the join, and built its hash table of every run's
+    # sessions (0.06 → 0.045 s CPU on 1 M turns)
     cols = ctx.con.execute(
         f"SELECT run_id, type, grouping(type) AS every, session_id, sum(score) AS total, "
         f"count(score) AS scored "
-        f"FROM (SELECT run_id, coalesce(type, '') AS type, session_id, score "
-        f"      FROM trigger_results WHERE run_id IN ({marks}) AND label IS NOT NULL) "
+        f"FROM (SELECT t.run_id, coalesce(t.type, '') AS type, t.session_id, t.score "
+        f"      FROM triggers t JOIN session_results s USING (run_id, session_id, repeat) "
+        f"      WHERE s.scored AND t.run_id IN ({marks}) AND s.run_id IN ({marks}) "
+        f"        AND t.label IS NOT NULL) "
         "GROUP BY GROUPING SETS ((run_id, type, session_id), (run_id, session_id))",
-        runs).fetchnumpy()
+        [*runs, *runs]).fetchnumpy()
     run_col, sessions = cols["run_id"].astype(str), cols["session_id"].astype(str)
     scored_col = np.asarray(cols["scored"], dtype=np.int64)
     total_col: Any = np.ma.filled(np.ma.asarray(cols["total"], dtype=float), 0.0)
