@@ -129,13 +129,13 @@ def _exact_max(ctx: ReportContext) -> int:
 
 
 def kappa_estimates(matrix: list[list[int]], ctx: ReportContext,
-                    clusters: list[list[int]] | None = None) -> list[Estimate]:
+                    clusters: Any = None) -> list[Estimate]:
     """Cohen's κ unweighted, linear and quadratic of a confusion matrix, each with a CI (the
     same resamples for all three). `clusters`: the matrix split by session (flattened): where
     a session holds several items (triggers, repeats), sessions are resampled whole, up to the
     exact-bootstrap limit in sessions; otherwise items are (each its own session)."""
     k = len(matrix)
-    if clusters and len(clusters) < sum(map(sum, matrix)):
+    if clusters is not None and 0 < len(clusters) < sum(map(sum, matrix)):
         cis = stats.cluster_kappa_cis(clusters, k, WEIGHTS, level=ctx.level,
                                       resamples=ctx.resamples, seed=ctx.seed,
                                       exact_max=ctx.exact_max)
@@ -178,7 +178,7 @@ def _cells(pairs: dict[tuple[Any, Any], int], clusters: list[list[int]],
                          ctx)
 
 
-def _matrix_cells(matrix: list[list[int]], unjudged: int, clusters: list[list[int]],
+def _matrix_cells(matrix: list[list[int]], unjudged: int, clusters: Any,
                   scale: Sequence[str], ctx: ReportContext) -> list[Any]:
     """`_cells` from the confusion matrix of the items both raters labelled and the count of
     the others (judge errors)."""
@@ -275,8 +275,7 @@ def _against_judges(ctx: ReportContext, res: ReportResult,
             k = len(scale)
             turned = [i % k * k + i // k for i in range(k * k)]
             both = (clusters + clusters[:, turned]).astype(float).tolist()
-            t.rows.append([kind, typ, *_matrix_cells(matrix, unjudged, clusters.tolist(),
-                                                     scale, ctx),
+            t.rows.append([kind, typ, *_matrix_cells(matrix, unjudged, clusters, scale, ctx),
                            alpha_of_units(both, scale, ctx)])
         if not t.rows:
             t.notes.append("No judged items in common.")
