@@ -1,9 +1,11 @@
 """What the agreement report reads, checked against the views it stands for: the judge pairs'
-counts (`agreement.PAIR_CELLS`, joined kind by kind on the tables' own keys) against
-`judge_pairs`, on the synthetic benchmark store and on a copy with a second rejudge of the same
-dialogues (two rejudges paired with each other, the original run's intent checks listed once
-by both), a SKIPPED trigger and judge errors. And what it fetches: rows per session and group,
-never per item. Nothing here is timed."""
+counts (`agreement_pairs.PAIR_CELLS`, joined kind by kind on the tables' own keys, and
+`PAIR_CELLS_ONE_AUDIT` where a pair's intent-check audit is one run's) against `judge_pairs`,
+on the synthetic benchmark store, on a copy with a second rejudge of the same dialogues (two
+rejudges paired with each other, the original run's intent checks listed once by both), a
+SKIPPED trigger and judge errors, and on copies whose one audit checks a key twice or holds
+rows with a NULL key part. And what it fetches: rows per session and group, never per item,
+in one statement a judge pair. Nothing here is timed."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from benchpack.reports import agreement
+from benchpack.reports import agreement, agreement_pairs
 from benchpack.reports.access import open_store, select_runs
 from benchpack.reports.builtin import ReportContext
 
@@ -96,19 +98,82 @@ def _view_cells(con: Any, a: str, b: str) -> Counter[tuple[Any, ...]]:
     return Counter((*key, *row) for key, row in cells.items())
 
 
+def _facts(con: Any, pairs: list[tuple[str, str]]) -> tuple[dict[str, str], Any]:
+    sources = dict(con.execute("SELECT run_id, source_run FROM run_lineage").fetchall())
+    facts = {r: (n, k) for r, n, k in con.execute(
+        agreement_pairs.audit_facts_sql(agreement_pairs.family(pairs, sources))).fetchall()}
+    return sources, facts
+
+
 @pytest.mark.parametrize("which", ["synthetic", "two rejudges"])
 def test_pair_cells_are_the_judge_pairs_view_counted(which: str, db: Path,
                                                      two_rejudges: Path) -> None:
+    """Both statements against the view, each run first: the general one for every pair, and
+    the one the report asks (one run's audit, read as it is, for a run and its only rejudge
+    in either order; never for the runs of dialogues re-judged twice, whose originals
+    differ)."""
     with open_store(db if which == "synthetic" else two_rejudges) as con:
         pairs = _pairs_of(con)
         assert len(pairs) == (4 if which == "synthetic" else 8)
+        sources, facts = _facts(con, pairs)
+        short = 0
         for a, b in pairs:
-            got = Counter(con.execute(agreement.PAIR_CELLS, [a, b]).fetchall())
             want = _view_cells(con, a, b)
-            assert got == want, (a, b)
+            sql, params = agreement_pairs.pair_statement(a, b, sources, facts)
+            short += sql is not agreement_pairs.PAIR_CELLS
+            for statement, values in ((agreement_pairs.PAIR_CELLS, [a, b]), (sql, params)):
+                got = Counter(con.execute(statement, values).fetchall())
+                assert got == want, (a, b, statement is agreement_pairs.PAIR_CELLS)
             assert sum(r[-1] for r in got) > 100  # items of every kind were paired
             assert {r[0] for r in got} == {"trigger", "checklist", "triple",
                                            "intent_completion", "intent_clarification"}
+    # with a second rejudge of run 0's dialogues, only run 1's pair (both ways) is short
+    assert short == (4 if which == "synthetic" else 2)
+
+
+def _one_audit_copy(db: Path, path: Path, change: str) -> tuple[str, str]:
+    """A copy of `db` whose first rejudge's audit is changed by `change` (SQL over its rows,
+    `$run`): the pair (original, rejudge)."""
+    shutil.copy(db, path)
+    run = store.rejudge_id(0)
+    con = duckdb.connect(str(path))
+    try:
+        con.execute(change.replace("$run", f"'{run}'"))
+    finally:
+        con.close()
+    return store.run_id(0), run
+
+
+@pytest.mark.parametrize("case", ["a key checked twice", "NULL key parts"])
+def test_one_audit_statement_only_where_it_is_the_view(case: str, db: Path,
+                                                       tmp_path: Path) -> None:
+    """A run and its only rejudge, whose audit checks a few keys twice with other originals
+    (the view pairs each of those decisions with both originals: read row by row, it would
+    miss two pairs a key), or holds rows with a NULL turn or intent (the view pairs them with
+    nothing): the report's statement gives the view's counts either way — the general one for
+    the first, the short one, leaving those rows out, for the second."""
+    twice = """INSERT INTO intent_checks SELECT * REPLACE (NOT original AS original)
+        FROM intent_checks WHERE run_id = $run AND hash(session_id, turn, intent_id) % 20 = 0"""
+    nulls = """INSERT INTO intent_checks SELECT * REPLACE (NULL AS turn)
+            FROM intent_checks WHERE run_id = $run AND hash(session_id, turn, intent_id) % 9 = 1;
+        INSERT INTO intent_checks SELECT * REPLACE (NULL AS intent_id, NOT original AS original)
+            FROM intent_checks WHERE run_id = $run AND hash(session_id, turn, intent_id) % 9 = 2"""
+    a, b = _one_audit_copy(db, tmp_path / "bench.duckdb", twice if case == "a key checked twice"
+                           else nulls)
+    with open_store(tmp_path / "bench.duckdb") as con:
+        sources, facts = _facts(con, [(a, b)])
+        for x, y in ((a, b), (b, a)):
+            want = _view_cells(con, x, y)
+            sql, params = agreement_pairs.pair_statement(x, y, sources, facts)
+            assert Counter(con.execute(sql, params).fetchall()) == want
+            short = agreement_pairs.PAIR_CELLS_ONE_AUDIT[
+                "original first" if x == a else "decision first"]
+            as_rows = Counter(con.execute(short, [x, y, b]).fetchall())
+            if case == "a key checked twice":
+                assert sql is agreement_pairs.PAIR_CELLS
+                assert as_rows != want  # the case the facts must catch is in the copy
+            else:
+                assert sql is short
 
 
 def test_second_rejudge_exercises_what_the_view_must_agree_on(two_rejudges: Path) -> None:
@@ -178,8 +243,11 @@ def test_judge_pairs_are_fetched_per_session_and_group(db: Path) -> None:
         sessions = con.execute("SELECT count(DISTINCT session_id) FROM sessions").fetchone()[0]
         items = con.execute("SELECT count(*) FROM judge_pairs WHERE run_a < run_b"
                             ).fetchone()[0]
-    fetched = [n for sql, n in counting.fetched if sql is agreement.PAIR_CELLS]
-    assert len(fetched) == len(store.REJUDGED)
+    cells = (agreement_pairs.PAIR_CELLS, *agreement_pairs.PAIR_CELLS_ONE_AUDIT.values())
+    fetched = [n for sql, n in counting.fetched if sql in cells]
+    facts = [sql for sql, _ in counting.fetched if sql.startswith(
+        agreement_pairs.AUDIT_FACTS.split("SELECT")[0])]
+    assert len(fetched) == len(store.REJUDGED) and len(facts) == 1  # a statement a pair
     groups = len(agreement.KINDS) + len(agreement.TRIGGER_TYPES)
     assert all(n <= sessions * groups for n in fetched), (fetched, sessions)
     assert sum(fetched) < items / 4, (fetched, items)
@@ -193,11 +261,19 @@ def test_judge_groups_by_hand() -> None:
             every: int) -> tuple[Any, ...]:
         return (kind, group, session, *[cells.get(i, 0) for i in range(9)], known, every)
 
+    def columns(rows: list[tuple[Any, ...]]) -> dict[str, Any]:
+        """The rows as `fetchnumpy` gives them."""
+        import numpy as np
+
+        names = ["kind", "grp", "session_id", *(f"x{i}" for i in range(9)), "known", "every"]
+        return {n: np.array([r[i] for r in rows], dtype=object if i < 3 else np.int64)
+                for i, n in enumerate(names)}
+
     rows = [row("checklist", "all", "s2", {0: 1, 3: 2}, 3, 4),
             row("trigger", "all", "s1", {8: 1}, 1, 1), row("trigger", "all", "s1", {0: 1}, 1, 2),
             row("trigger", "all", "s3", {}, 0, 1), row("trigger", "emergent", "s1", {8: 1}, 1, 1)]
     got = {(kind, typ): (matrix, unjudged, clusters.tolist())
-           for kind, typ, matrix, unjudged, clusters in agreement._judge_groups(rows)}
+           for kind, typ, matrix, unjudged, clusters in agreement._judge_groups(columns(rows))}
     assert list(got) == [("trigger", "emergent"), ("trigger", "all"), ("checklist", "all")]
     assert got[("checklist", "all")] == ([[1, 0], [2, 0]], 1, [[1, 0, 2, 0]])
     assert got[("trigger", "all")] == ([[1, 0, 0], [0, 0, 0], [0, 0, 1]], 2,
@@ -205,7 +281,7 @@ def test_judge_groups_by_hand() -> None:
     assert got[("trigger", "emergent")] == ([[0, 0, 0], [0, 0, 0], [0, 0, 1]], 0,
                                             [[0, 0, 0, 0, 0, 0, 0, 0, 1]])
     with pytest.raises(ValueError, match="not one of"):  # a pair off the scale
-        agreement._judge_groups([row("checklist", "all", "s1", {0: 1}, 2, 2)])
+        agreement._judge_groups(columns([row("checklist", "all", "s1", {0: 1}, 2, 2)]))
 
 
 def test_pooled_trigger_scores_are_the_views_average(db: Path) -> None:

@@ -242,3 +242,28 @@ def test_headline_trigger_cell_is_the_triggers_reports_overall(tmp_path: Path, d
         col = [c.key for c in t.columns].index("trigger")
         assert {r[0]: r[col] for r in t.rows} == overall
         assert len(overall) == len(runs)
+
+
+def test_cluster_kappa_from_a_numpy_array_is_from_lists() -> None:
+    """κ's clusters handed over as the numpy array the judge pairs are read into (one
+    session a row) give every figure the list of lists gives, to the bit: the bootstrap
+    below `exact_max` clusters, the normal interval above, one cluster, none, a wrong width."""
+    import random
+
+    import numpy as np
+
+    from benchpack.reports import stats
+
+    rng = random.Random(3)
+    for n in (0, 1, 2, 30, 300):
+        clusters = [[rng.randint(0, 4) * (rng.random() < 0.6) for _ in range(9)]
+                    for _ in range(n)]
+        array = np.array(clusters, dtype=np.int64).reshape(n, 9)
+        for exact_max in (None, 10, 1000):
+            want = stats.cluster_kappa_cis(clusters, 3, resamples=200, seed=5,
+                                           exact_max=exact_max)
+            got = stats.cluster_kappa_cis(array, 3, resamples=200, seed=5,
+                                          exact_max=exact_max)
+            assert got == want, (n, exact_max)
+    with pytest.raises(ValueError, match="flattened 3×3"):
+        stats.cluster_kappa_cis(np.zeros((4, 4), dtype=np.int64), 3)

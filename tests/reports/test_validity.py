@@ -7,6 +7,7 @@ import itertools
 import math
 import random
 from statistics import NormalDist
+from typing import Any
 
 import pytest
 
@@ -299,6 +300,36 @@ def test_kendall_tau_cis_together_are_each_alone() -> None:
     assert together == alone
     assert [ci.low is None for ci in together] == [False, False, False, True, True, False]
     assert len({(ci.low, ci.high) for ci in together}) > 2  # not all the same interval
+
+
+def test_kendall_tau_cis_over_as_many_other_units_share_the_draws(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Figures over other units of the same number draw the same resamples (positions
+    0..n−1): they share one bootstrap — one pass over the draws a number of units, not one a
+    list of units — and each result is still the one its own call gives, to the bit."""
+    rng = random.Random(8)
+
+    def figures(over: list[str]) -> dict[str, dict[str, tuple[float, float]]]:
+        return {ag: {u: (rng.random() * rng.randint(1, 3), float(rng.randint(1, 3)))
+                     for u in over if rng.random() < 0.9} for ag in ("x", "y", "z")}
+
+    first = [f"s{i}" for i in range(30)]
+    other = [f"t{i}" for i in range(30)]  # as many units, none in common
+    calls = [(figures(first), figures(first)), (figures(other), figures(other)),
+             (figures(first[:12]), figures(first[:12]))]
+    alone = [validity.kendall_tau_ci(a, b, resamples=300, seed=2) for a, b in calls]
+    sizes: list[int] = []
+    real = validity._tau_bootstrap
+
+    def counting(n: int, *args: Any) -> Any:
+        sizes.append(n)
+        return real(n, *args)
+
+    monkeypatch.setattr(validity, "_tau_bootstrap", counting)
+    together = validity.kendall_tau_cis(calls, resamples=300, seed=2)
+    assert together == alone
+    assert sorted(sizes) == [12, 30]  # the two lists of 30 units in one bootstrap
+    assert together[0] != together[1]  # different figures, different intervals
 
 
 def test_unit_draws_are_seeded_counts_of_n_draws() -> None:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import stats
+from .agreement_pairs import LABELS, PAIR_CELLS, audit_facts_sql, family, label_at, pair_statement
 from .builtin import ReportContext
 from .model import BuiltinReport, Column, Estimate, ReportResult, Table
 from .ratings import SCALES
@@ -132,13 +133,13 @@ def _exact_max(ctx: ReportContext) -> int:
 
 
 def kappa_estimates(matrix: list[list[int]], ctx: ReportContext,
-                    clusters: list[list[int]] | None = None) -> list[Estimate]:
+                    clusters: Any = None) -> list[Estimate]:
     """Cohen's κ unweighted, linear and quadratic of a confusion matrix, each with a CI (the
     same resamples for all three). `clusters`: the matrix split by session (flattened): where
     a session holds several items (triggers, repeats), sessions are resampled whole, up to the
     exact-bootstrap limit in sessions; otherwise items are (each its own session)."""
     k = len(matrix)
-    if clusters and len(clusters) < sum(map(sum, matrix)):
+    if clusters is not None and 0 < len(clusters) < sum(map(sum, matrix)):
         cis = stats.cluster_kappa_cis(clusters, k, WEIGHTS, level=ctx.level,
                                       resamples=ctx.resamples, seed=ctx.seed,
                                       exact_max=ctx.exact_max)
@@ -181,7 +182,7 @@ def _cells(pairs: dict[tuple[Any, Any], int], clusters: list[list[int]],
                          ctx)
 
 
-def _matrix_cells(matrix: list[list[int]], unjudged: int, clusters: list[list[int]],
+def _matrix_cells(matrix: list[list[int]], unjudged: int, clusters: Any,
                   scale: Sequence[str], ctx: ReportContext) -> list[Any]:
     """`_cells` from the confusion matrix of the items both raters labelled and the count of
     the others (judge errors)."""
@@ -234,103 +235,6 @@ def groups(rows: Iterable[tuple[Any, ...]]) -> list[tuple[str, str, Cube]]:
 # --------------------------------------------------------------------------- judge vs judge
 
 
-LABELS = max(len(s) for s in (*SCALES.values(), ("NO", "YES")))
-"""The most labels a kind's scale has: the width of the SQL rows that count label pairs."""
-
-
-def label_at(i: int) -> str:
-    """SQL for the i-th label of the row's kind (worst first), NULL past its scale."""
-    whens = " ".join(f"WHEN '{kind}' THEN '{scale[i]}'" for kind, scale in SCALES.items()
-                     if i < len(scale))
-    default = f"'{('NO', 'YES')[i]}'" if i < 2 else "NULL"
-    return f"CASE kind {whens} ELSE {default} END"
-
-
-_YES_NO = "CASE WHEN {v} IS NULL THEN NULL WHEN {v} THEN 'YES' ELSE 'NO' END"
-"""`judge_labels`' YES / NO label of a boolean (NULL: a judge error)."""
-_PAIRS = f"""
-WITH s AS (
-    SELECT run_id, session_id, repeat, triples_predicted FROM sessions
-    WHERE run_id IN ($1, $2) AND status = 'finished'
-), t AS (
-    SELECT t.run_id, session_id, repeat, t.trigger_id, t.type, t.label
-    FROM triggers t JOIN s USING (run_id, session_id, repeat)
-    WHERE coalesce(t.label, '') <> 'SKIPPED'
-), c AS (
-    SELECT c.run_id, session_id, repeat, c.item_id, c.score >= 0.5 AS yes
-    FROM checklist_results c JOIN s USING (run_id, session_id, repeat)
-    WHERE c.grader = 'rubric'
-), g AS (
-    SELECT g.run_id, session_id, repeat, g.idx,
-           CASE WHEN g.judge_error IS NULL THEN g.matched END AS yes
-    FROM triples g JOIN s USING (run_id, session_id, repeat)
-    WHERE g.side = 'ground_truth' AND s.triples_predicted > 0
-), i AS (
-    SELECT run_id, session_id, repeat, kind, intent_id, turn, decision AS yes
-    FROM intent_checks WHERE run_id IN ($1, $2)
-    UNION ALL
-    SELECT DISTINCT l.source_run, i.session_id, i.repeat, i.kind, i.intent_id, i.turn,
-           i.original
-    FROM intent_checks i JOIN run_lineage l USING (run_id) WHERE l.source_run IN ($1, $2)
-)
-SELECT 'trigger' AS kind, a.type, session_id, a.label AS label_a, b.label AS label_b,
-       count(*) AS n
-FROM t a JOIN t b USING (session_id, repeat, trigger_id)
-WHERE a.run_id = $1 AND b.run_id = $2 GROUP BY ALL
-UNION ALL
-SELECT 'checklist', NULL, session_id, {_YES_NO.format(v="a.yes")}, {_YES_NO.format(v="b.yes")},
-       count(*)
-FROM c a JOIN c b USING (session_id, repeat, item_id)
-WHERE a.run_id = $1 AND b.run_id = $2 GROUP BY session_id, a.yes, b.yes
-UNION ALL
-SELECT 'triple', NULL, session_id, {_YES_NO.format(v="a.yes")}, {_YES_NO.format(v="b.yes")},
-       count(*)
-FROM g a JOIN g b USING (session_id, repeat, idx)
-WHERE a.run_id = $1 AND b.run_id = $2 GROUP BY session_id, a.yes, b.yes
-UNION ALL
-SELECT 'intent_' || kind, NULL, session_id, {_YES_NO.format(v="a.yes")},
-       {_YES_NO.format(v="b.yes")}, count(*)
-FROM i a JOIN i b USING (session_id, repeat, kind, intent_id, turn)
-WHERE a.run_id = $1 AND b.run_id = $2 GROUP BY kind, session_id, a.yes, b.yes
-"""
-"""The rows of `judge_pairs WHERE run_a = $1 AND run_b = $2`, counted per (kind, type,
-session, label pair), with the view's conditions (`views.py`, `judge_labels`) but joined kind
-by kind on the tables' own keys (trigger id, item id, triple index, intent and turn), where
-the view joins the union of every kind on a string key built for each item (`intent@turn`)
-and first lists the original run's intent checks DISTINCT by that string: 0.30 → 0.20 s of
-CPU a judge pair on 1 M turns. The YES / NO kinds carry their boolean through the join and
-the grouping and are labelled after (`_YES_NO`, one label a value, so the same rows): strings
-built per item and grouped on cost ~20 % of the statement. The two runs share their
-dialogues (`judge_pairs`), hence
-their `source_run`, which the view also joins on. `tests/reports/test_agreement_reads.py`
-checks these rows against the view's."""
-
-_CELLS = ", ".join(f"coalesce(sum(n) FILTER (WHERE label_a = {label_at(c)} "
-                   f"AND label_b = {label_at(d)}), 0)::BIGINT"
-                   for c in range(LABELS) for d in range(LABELS))
-PAIR_CELLS = f"""
--- judge_pairs of two runs, per kind, group (a trigger type, or all) and session
-WITH pairs AS ({_PAIRS})
-SELECT kind, 'all' AS grp, session_id, {_CELLS},
-       coalesce(sum(n) FILTER (WHERE label_a IS NOT NULL AND label_b IS NOT NULL), 0)::BIGINT,
-       sum(n)::BIGINT
-FROM pairs GROUP BY kind, session_id
-UNION ALL
-SELECT kind, type, session_id, {_CELLS},
-       coalesce(sum(n) FILTER (WHERE label_a IS NOT NULL AND label_b IS NOT NULL), 0)::BIGINT,
-       sum(n)::BIGINT
-FROM pairs WHERE kind = 'trigger' AND type <> '' GROUP BY kind, type, session_id
-ORDER BY kind, grp, session_id
-"""
-"""A judge pair's items (`_PAIRS`) per kind, group and session: the k × k cells of the pairs
-labelled on the kind's scale (`label_at`; NULL past a kind's scale), the pairs with both
-labels known, all pairs (the difference: judge errors). Trigger points count in their type's
-group and in `all`, as `groups` counts them. One row per (kind, group, session) — about
-12,000 a judge pair on 1 M turns, where a row per label pair (29,000) was read into Python
-dictionaries; the sums as BIGINT, which Python receives faster than DuckDB's HUGEINT (an
-overflow is an error, never a wrong count)."""
-
-
 def judge_pairs(ctx: ReportContext, lineage: dict[str, Lineage]) -> list[tuple[str, str]]:
     """Pairs of runs that judged the same dialogues: selected runs sharing a source, and each
     selected rejudge with the run it re-judged."""
@@ -358,8 +262,12 @@ def _against_judges(ctx: ReportContext, res: ReportResult,
         res.notes.append("None of these runs judged the same dialogues: select a run and its "
                          "re-judging (`bench rejudge RUN --judge …`), or a re-judged run alone.")
         return
+    sources = {r: line.source_run for r, line in lineage.items()}
+    facts = {str(r): (int(n), int(k)) for r, n, k in ctx.con.execute(
+        audit_facts_sql(family(pairs, sources))).fetchall()}
     for a, b in pairs:
-        rows = ctx.con.execute(PAIR_CELLS, [a, b]).fetchall()
+        sql, params = pair_statement(a, b, sources, facts)
+        cols = ctx.con.execute(sql, params).fetchnumpy()
         t = Table(f"{run_name(a, lineage)} vs {run_name(b, lineage)} on the dialogues of "
                   f"{lineage[a].source_run}", [*columns(a),
                                                Column("alpha", "α ordinal", "float")],
@@ -367,51 +275,57 @@ def _against_judges(ctx: ReportContext, res: ReportResult,
                          f"judges; {ALPHA_CI}. intent_completion and intent_clarification: the per-turn "
                          "checks of the intent-check audit, over the intents the original run "
                          "still had open."])
-        for kind, typ, matrix, unjudged, clusters in _judge_groups(rows):
+        for kind, typ, matrix, unjudged, clusters in _judge_groups(cols):
             scale = scale_of(kind)
             # two judges, both known: each item is a unit of two ratings, so a session's
             # coincidence matrix is its confusion matrix plus its transpose
             k = len(scale)
             turned = [i % k * k + i // k for i in range(k * k)]
             both = (clusters + clusters[:, turned]).astype(float).tolist()
-            t.rows.append([kind, typ, *_matrix_cells(matrix, unjudged, clusters.tolist(),
-                                                     scale, ctx),
+            t.rows.append([kind, typ, *_matrix_cells(matrix, unjudged, clusters, scale, ctx),
                            alpha_of_units(both, scale, ctx)])
         if not t.rows:
             t.notes.append("No judged items in common.")
         res.tables.append(t)
 
 
-def _judge_groups(rows: list[tuple[Any, ...]]
+def _judge_groups(cols: dict[str, Any]
                   ) -> list[tuple[str, str, list[list[int]], int, Any]]:
-    """(kind, type, confusion matrix, judge errors, clusters) in `groups`' order from the rows
-    of `PAIR_CELLS` (per kind, group and session: the k × k cells of the pairs both judges
-    labelled on the kind's scale, then those with both labels known, then all): the clusters
-    a numpy array, one row per session (sorted by id) holding a known pair of the scale, its
-    flattened confusion matrix. The rows are a judge pair's pairs summed per session in SQL,
-    where a row per (session, label pair) read into dictionaries took 0.2 s of the report on
-    1 M turns."""
+    """(kind, type, confusion matrix, judge errors, clusters) in `groups`' order from the
+    columns of `PAIR_CELLS` (per kind, group and session: the k × k cells `x0`… of the pairs
+    both judges labelled on the kind's scale, then `known`, those with both labels known, and
+    `every`, all): the clusters a numpy array, one row per session (sorted by id) holding a
+    known pair of the scale, its flattened confusion matrix. The rows are a judge pair's pairs
+    summed per session in SQL, where a row per (session, label pair) read into dictionaries
+    took 0.2 s of the report on 1 M turns; they come as numpy columns, cut into groups where
+    the key columns change (a Python step per row took 0.03 s)."""
     import numpy as np
 
     width = LABELS * LABELS
-    if not rows:
+    kinds, groups_, sessions_ = (np.asarray(cols[c], dtype=object)
+                                 for c in ("kind", "grp", "session_id"))
+    if not len(kinds):
         return []
+    counts = np.stack([np.asarray(cols[c], dtype=np.int64) for c in
+                       [*(f"x{i}" for i in range(width)), "known", "every"]], axis=1)
     # the rows come sorted by kind, group and session (`PAIR_CELLS`): each group a run of rows
-    counts = np.array([r[3:] for r in rows], dtype=np.int64)  # cells, known, all
-    bounds = [i for i in range(len(rows)) if i == 0 or rows[i][:2] != rows[i - 1][:2]]
-    found: dict[tuple[str, str], tuple[list[Any], Any, Any]] = {}
-    for start, stop in zip(bounds, [*bounds[1:], len(rows)], strict=True):
-        kind, group = str(rows[start][0]), str(rows[start][1])
+    changes = (kinds[1:] != kinds[:-1]) | (groups_[1:] != groups_[:-1])
+    bounds = [0, *(np.flatnonzero(changes) + 1).tolist()]
+    found: dict[tuple[str, str], tuple[Any, Any, Any]] = {}
+    for start, stop in zip(bounds, [*bounds[1:], len(kinds)], strict=True):
+        kind, group = str(kinds[start]), str(groups_[start])
         k = len(scale_of(kind))
         part = counts[start:stop]
         flat = part[:, [c * LABELS + d for c in range(k) for d in range(k)]]
         if int(flat.sum()) != int(part[:, width].sum()):
             # a label off the kind's scale: as `stats.confusion_matrix` says of it
             raise ValueError(f"a {kind} label is not one of {list(scale_of(kind))!r}")
-        sessions = [r[2] for r in rows[start:stop]]
-        if len(set(sessions)) < len(sessions):
+        sessions = sessions_[start:stop]
+        if (sessions[1:] == sessions[:-1]).any():
             # a trigger type named `all` counts in both, as in `groups`: sum its sessions
-            sessions, flat, part = sum_sessions(sessions, flat, part)
+            # (sorted, so a session's two rows are neighbours)
+            listed, flat, part = sum_sessions(sessions.tolist(), flat, part)
+            sessions = np.asarray(listed, dtype=object)
         found[(kind, group)] = (sessions, flat, part)
     out = []
     for kind, typ in _group_order(found):

@@ -191,13 +191,16 @@ def kendall_tau_ci(under_a: Mapping[str, Figure], under_b: Mapping[str, Figure],
 def kendall_tau_cis(pairs: Sequence[tuple[Mapping[str, Figure], Mapping[str, Figure]]], *,
                     level: float = 0.95, resamples: int = 2000, seed: int = 0) -> list[TauCI]:
     """`kendall_tau_ci` of each (under A, under B) of `pairs`, the same numbers: figures over
-    the same units (a report's trigger scores per type, its verified score and pass rate)
-    draw the same resamples, so their columns go into one product a block — one conversion
+    the same number of units (a report's trigger scores per type, its verified score and pass
+    rate) draw the same resamples, so their columns go into one product a block — one conversion
     of the draws and one einsum, where each figure had its own (each element is still summed
     over the units in the same order: the same bits)."""
     out: list[TauCI | None] = [None] * len(pairs)
-    # per distinct list of units: (call, kept agents, their columns)
-    shared: dict[tuple[str, ...], list[tuple[int, float, list[int], Any]]] = {}
+    # per number of units: (call, kept agents, their columns). A resample draws unit
+    # positions 0..n−1 (`unit_draw_counts(n, …)`), so figures over other units of the same
+    # number draw the same resamples too: their columns share the product (on 1 M turns two
+    # sets of figures over 952 sessions each: one pass over those draws less)
+    shared: dict[int, list[tuple[int, float, list[int], Any]]] = {}
     for call, (under_a, under_b) in enumerate(pairs):
         agents = sorted(set(under_a) & set(under_b))
         all_units = sorted({u for a in agents for u in (*under_a[a], *under_b[a])}, key=str)
@@ -209,11 +212,11 @@ def kendall_tau_cis(pairs: Sequence[tuple[Mapping[str, Figure], Mapping[str, Fig
         if tau is None or len(all_units) < 2:
             out[call] = TauCI(tau, None, None, len(keep), len(all_units), 0)
             continue
-        shared.setdefault(tuple(all_units), []).append(
+        shared.setdefault(len(all_units), []).append(
             (call, tau, keep, _tau_columns(under_a, under_b, agents, keep, all_units)))
-    for units, calls in shared.items():
+    for n, calls in shared.items():
         for call, ci in zip((c[0] for c in calls),
-                            _tau_bootstrap(len(units), calls, level, resamples, seed),
+                            _tau_bootstrap(n, calls, level, resamples, seed),
                             strict=True):
             out[call] = ci
     return [ci for ci in out if ci is not None]
