@@ -374,7 +374,7 @@ def test_alpha_ci_draws_are_summed_per_pattern_as_before(kept: bool,
     import numpy as np
 
     from benchpack.reports import stats
-    from benchpack.reports.stats import kappa, resampling
+    from benchpack.reports.stats import alpha, resampling
 
     monkeypatch.setattr(resampling, "_DRAWS", {})
     rng = random.Random(7)
@@ -390,7 +390,7 @@ def test_alpha_ci_draws_are_summed_per_pattern_as_before(kept: bool,
     weights = np.concatenate([np.add.reduceat(block, starts, axis=1).astype(float)
                               for block in resampling.unit_draw_counts(len(units), 700, 3)])
     cells = np.array([[p[j] for p, _ in patterns] for j in range(9)], dtype=float).T
-    draws = sorted(d for d in kappa._alpha_rows(np.einsum("ij,jk->ik", weights, cells),
+    draws = sorted(d for d in alpha._alpha_rows(np.einsum("ij,jk->ik", weights, cells),
                                                 "ordinal", labels) if d is not None)
     assert (got.low, got.high) == (resampling.quantile(draws, (1 - 0.95) / 2),
                                    resampling.quantile(draws, (1 + 0.95) / 2))

@@ -140,7 +140,7 @@ def test_exhaustive_extremes_are_reachable() -> None:
 def test_general_path_resamples_are_the_units_drawn() -> None:
     """Past 254 patterns, each resample's α is that of the drawn units' summed matrices (the
     pattern weights are the draws of each pattern's units)."""
-    from benchpack.reports.stats.kappa import krippendorff_alpha_coincidence
+    from benchpack.reports.stats.alpha import krippendorff_alpha_coincidence
     from benchpack.reports.stats.resampling import quantile, unit_draw_counts
 
     rng = random.Random(2)
@@ -165,7 +165,7 @@ def test_general_path_resamples_are_the_units_drawn() -> None:
 def test_alpha_of_every_resample_at_once_is_alpha_row_by_row(level: str) -> None:
     import numpy as np
 
-    from benchpack.reports.stats.kappa import _alpha_rows, krippendorff_alpha_coincidence
+    from benchpack.reports.stats.alpha import _alpha_rows, krippendorff_alpha_coincidence
 
     rng = random.Random(4)
     cats: tuple[object, ...] = (0, 1, 2) if level == "interval" else LABELS

@@ -151,12 +151,12 @@ def test_two_units() -> None:
 
 def test_no_unit_draws_above_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     """What is computed, not how long: above the limit nothing is drawn."""
-    from benchpack.reports.stats import kappa
+    from benchpack.reports.stats import alpha
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("drew resamples above the exact limit")
 
-    monkeypatch.setattr(kappa, "unit_draw_totals", refuse)
+    monkeypatch.setattr(alpha, "unit_draw_totals", refuse)
     rng = random.Random(3)
     raw = [tuple(rng.choice(LABELS) for _ in range(rng.randint(2, 4))) for _ in range(300)]
     ci = stats.krippendorff_alpha_ci(units(*raw, scale=LABELS), "ordinal", LABELS,
@@ -190,17 +190,17 @@ def test_the_report_switches_above_its_limit_and_says_so() -> None:
 
 
 def test_row_patterns_are_numpy_unique_rows() -> None:
-    """`_row_patterns` is `np.unique(axis=0, return_counts=True)`: the same rows in the same
+    """`row_patterns` is `np.unique(axis=0, return_counts=True)`: the same rows in the same
     order (the bootstrap's draws map to patterns in that order) and the same counts."""
     import numpy as np
 
-    from benchpack.reports.stats.kappa import _row_patterns
+    from benchpack.reports.stats.kappa import row_patterns
 
     rng = np.random.default_rng(2)
     for _ in range(200):
         n, width = int(rng.integers(1, 300)), int(rng.choice([1, 4, 9]))
         rows = (rng.integers(0, 3, size=(n, width)) / rng.choice([1, 2, 3], size=(n, 1)))
-        got, counts = _row_patterns(rows + 0.0)
+        got, counts = row_patterns(rows + 0.0)
         want, tally = np.unique(rows + 0.0, axis=0, return_counts=True)
         assert np.array_equal(got, want) and np.array_equal(counts, tally)
 

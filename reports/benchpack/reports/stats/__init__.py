@@ -1,7 +1,7 @@
 """Statistics for reports: pure Python (stdlib only), deterministic, checked against published tables.
 
 One import path, `benchpack.reports.stats`, for modules split by subject: `resampling` (means,
-bootstrap and normal CIs), `kappa` (agreement, κ, α), `caution` (when α's CI cannot be
+bootstrap and normal CIs), `kappa` (agreement, κ), `alpha` (Krippendorff's α and its CIs), `caution` (when α's CI cannot be
 trusted), `rank` (rank correlation), `passk` (pass@k,
 pass^k, trigger rates) and `uncertainty` (headline uncertainty: clustered standard errors,
 exact and design-effect proportion intervals, Student-t intervals, flip rate).
@@ -21,6 +21,12 @@ Conventions shared by every function here:
 from __future__ import annotations
 
 from ..cluster import CLUSTER, CLUSTER_NOTE, cluster_name
+from .alpha import (
+    AlphaLevel,
+    krippendorff_alpha,
+    krippendorff_alpha_ci,
+    krippendorff_alpha_coincidence,
+)
 from .caution import (
     ALPHA_MIN_DISAGREEING,
     ALPHA_MIN_OFF_MODE,
@@ -30,16 +36,12 @@ from .caution import (
 )
 from .kappa import (
     Agreement,
-    AlphaLevel,
     KappaWeights,
     agreement,
     cluster_kappa_cis,
     cohen_kappa,
     confusion_matrix,
     kappa_cis,
-    krippendorff_alpha,
-    krippendorff_alpha_ci,
-    krippendorff_alpha_coincidence,
 )
 from .passk import (
     PASS_K_DEFINITION,
