@@ -167,3 +167,56 @@ def test_the_registry_remembers_its_columns_until_a_protocol_is_registered() -> 
     reg.register(Toy())
     assert reg.metric_columns() == (*before, "toy_count")  # once, in registration order
     assert "toy_count" in reg.score_columns() and "proc" in reg.score_columns()
+
+
+def test_the_next_request_leaves_before_the_finished_session_s_rows_are_built(
+        fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session's rows are built after the request of the chain that takes its slot has been
+    written (`chains.StoreSink`, issue 31): at 64 in flight, built at once, every finished
+    session of a loop turn built and queued its rows before any replacement request left.
+    One chain at a time, one call each: the request of session k+1 is written before the rows
+    of session k are built, and every session's rows are still stored once."""
+    import asyncio.selector_events as selector_events
+
+    from benchpack.runtime import chains, tmpdirs
+
+    monkeypatch.setenv("OPENAI_API_KEY", "no-key")
+    monkeypatch.setattr(tmpdirs, "sweep", lambda *a, **kw: [])
+    fake_openai.route("bench-model", lambda body: "Here is the summary.")
+    port = int(fake_openai.base_url.rsplit(":", 1)[1].split("/")[0])
+    events: list[tuple[str, str]] = []
+    real_write = selector_events._SelectorSocketTransport.write
+    real_build = chains.build_rows
+
+    def write(self: Any, data: Any) -> Any:
+        if self.get_extra_info("peername", ("", 0))[1] == port:  # the model's requests
+            events.append(("request", ""))
+        return real_write(self, data)
+
+    def build(ctx: Any, *a: Any, **kw: Any) -> Any:
+        events.append(("rows", ctx.session.episode))
+        return real_build(ctx, *a, **kw)
+    monkeypatch.setattr(selector_events._SelectorSocketTransport, "write", write)
+    monkeypatch.setattr(chains, "build_rows", build)
+    n = 6
+    plan = _plan(tmp_path, n)
+    summary = run_plan(RunOptions(
+        plan=plan, agent="litellm:openai/bench-model", judge="rules", simulator="rules",
+        api_base=fake_openai.base_url, db=tmp_path / "run.duckdb", progress=False,
+        cache_dir=tmp_path / "cache", max_retries=0, max_concurrency=1,
+        max_concurrent_per_model=1))
+    assert summary.finished == n and summary.errors == 0
+    kinds = [k for k, _ in events]
+    assert kinds.count("request") == n and kinds.count("rows") == n, events
+    requests = [i for i, (k, _) in enumerate(events) if k == "request"]
+    rows = [i for i, (k, _) in enumerate(events) if k == "rows"]
+    # the rows of session k (0-based) come after the request of session k + 1; not in the
+    # last two rounds: when the last chain starts, and one round before, the run commits what
+    # waits (`Store.commit_soon`), built first
+    assert all(rows[k] > requests[k + 1] for k in range(n - 3)), events
+    assert [ep for k, ep in events if k == "rows"] == [f"ep{i}" for i in range(n)]
+    import duckdb
+
+    with duckdb.connect(str(tmp_path / "run.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT count(*), count(DISTINCT episode) FROM sessions"
+                           ).fetchone() == (n, n)
