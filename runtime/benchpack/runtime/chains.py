@@ -34,9 +34,10 @@ worker, the stream back to the driver, built at once."""
 
 BOOKKEEPING_TURNS = 3
 """Loop turns between a session's end and the building of its rows. The chain's slot is free
-at its end, so the chain that takes it starts in the next turn and sends its request in the
-one after (aiohttp writes the body from a task of its own before Python 3.12); a third turn
-puts the rows after those writes, even for the last session ending in a turn of many. Built
+at its end, so the chain that takes it starts in the next turn and sends its request then, or
+in the one after where aiohttp writes the body from a task of its own (Python 3.11 with a
+foreign task factory, `openai_direct.eager_body_writes`); a third turn puts the rows after
+those writes, even for the last session ending in a turn of many. Built
 at once, a turn's finished sessions all built and queued their rows before any replacement
 request left (issue 31: 64 in flight, answers arrive ~7-40 to a turn)."""
 
