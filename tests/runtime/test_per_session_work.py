@@ -232,3 +232,33 @@ def test_the_next_request_leaves_before_the_finished_session_s_rows_are_built(
     with duckdb.connect(str(tmp_path / "run.duckdb"), read_only=True) as con:
         assert con.execute("SELECT count(*), count(DISTINCT episode) FROM sessions"
                            ).fetchone() == (n, n)
+
+
+def test_a_skipped_dependent_is_stored_once_with_its_reason(
+        fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rows handed to the store later (`chains.StoreSink`) include a session skipped
+    because the one it depends on failed: stored once, with the reason."""
+    import duckdb
+
+    monkeypatch.setenv("OPENAI_API_KEY", "no-key")
+    fake_openai.error(400)  # the first session's call fails for good
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    (pack / "pack.yaml").write_text(
+        "benchpack: 1\nname: deps\npersonas:\n  - id: p\n    profile: {role: Analyst}\n"
+        "episodes:\n  - id: ep\n    persona: p\n    sessions:\n"
+        "      - id: a\n        protocol: intent_tracking\n        request: Summarise.\n"
+        "      - id: b\n        protocol: intent_tracking\n        request: Again.\n"
+        "        depends_on: [a]\n", encoding="utf-8")
+    assert compile_pack(pack, tmp_path / "plan", use_cache=False).ok
+    summary = run_plan(RunOptions(
+        plan=tmp_path / "plan", agent="litellm:openai/bench-model", judge="rules",
+        simulator="rules", api_base=fake_openai.base_url, db=tmp_path / "run.duckdb",
+        progress=False, cache_dir=tmp_path / "cache", max_retries=0))
+    assert (summary.finished, summary.errors, summary.skipped_deps) == (0, 1, 1)
+    with duckdb.connect(str(tmp_path / "run.duckdb"), read_only=True) as con:
+        rows = con.execute("SELECT session_id, status, error FROM sessions ORDER BY session_id"
+                           ).fetchall()
+    assert [r[:2] for r in rows] == [("session.deps.ep.a", "error"),
+                                     ("session.deps.ep.b", "skipped")]
+    assert rows[1][2] == "skipped: dependency failed: session.deps.ep.a"

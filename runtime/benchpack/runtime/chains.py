@@ -10,6 +10,7 @@ from the last finished session's snapshot when a later session needs it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -135,7 +136,7 @@ async def run_sessions(ctx: RunContext, sessions: list[PlanSession], repeat: int
             failed.add(s.id)
             stats["skipped"] += 1
             skipped = _skipped_rows(ctx, s, repeat, [d for d in s.depends_on if d in failed])
-            sink(lambda rows=skipped: rows, s.name, True)
+            sink(functools.partial(_same, skipped), s.name, True)
             continue
         if env is None:
             env = EpisodeEnvironment.create(plan, s.environment, env_root, absent=absent)
@@ -261,6 +262,10 @@ def error_kind_of(exc: BaseException) -> str:
     if isinstance(exc, JudgeError):
         return "judge" if exc.role == "judge" else "simulator"
     return "infrastructure"
+
+
+def _same(rows: SessionRows) -> SessionRows:
+    return rows
 
 
 def _skipped_rows(ctx: RunContext, s: PlanSession, repeat: int, because: list[str]) -> SessionRows:
