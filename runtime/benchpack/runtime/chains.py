@@ -9,6 +9,8 @@ from the last finished session's snapshot when a later session needs it.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,15 +28,68 @@ from .session_rows import build_rows, session_identity
 from .store import SessionRows
 from .types import LLMCallRecord
 
-Sink = Callable[[SessionRows, str, bool], None]
-"""Where a chain hands each session's rows: (rows, session name, errored). Locally the store's
-writer (the progress bar advancing on commit); on a Ray worker, the stream back to the driver."""
+Sink = Callable[[Callable[[], SessionRows], str, bool], None]
+"""Where a chain hands each finished session: (what builds its rows, session name, errored).
+Locally the store's writer, the rows built a few loop turns later (`StoreSink`); on a Ray
+worker, the stream back to the driver, built at once."""
+
+BOOKKEEPING_TURNS = 3
+"""Loop turns between a session's end and the building of its rows. The chain's slot is free
+at its end, so the chain that takes it starts in the next turn and sends its request then, or
+in the one after where aiohttp writes the body from a task of its own (Python 3.11 with a
+foreign task factory, `openai_direct.eager_body_writes`); a third turn puts the rows after
+those writes, even for the last session ending in a turn of many. Built
+at once, a turn's finished sessions all built and queued their rows before any replacement
+request left (issue 31: 64 in flight, answers arrive ~7-40 to a turn)."""
 
 
-def store_sink(ctx: RunContext, progress: Progress) -> Sink:
-    def sink(rows: SessionRows, name: str, error: bool) -> None:
-        ctx.store.submit(rows, progress.committed(name, error=error))
-    return sink
+class StoreSink:
+    """The local executor's sink: rows are built and queued for the store's writer in one batch
+    `BOOKKEEPING_TURNS` loop turns after the first of them is handed over, so the requests
+    that replace the finished sessions leave first. The store commits them as before; a
+    session is finished (for `--resume`) once committed, so what a kill can lose is what it
+    could (the writer's window is ~60 turns). `drain` builds what waits now: the run's end and
+    every way out call it before the store's last commit."""
+
+    def __init__(self, ctx: RunContext, progress: Progress) -> None:
+        self.ctx, self.progress = ctx, progress
+        self.waiting: list[tuple[Callable[[], SessionRows], str, bool]] = []
+        self.failure: BaseException | None = None
+        """The first failure building or queueing rows (a bug, the writer's failure): raised
+        to the next chain handing a session over, and by `drain`."""
+        self._due = False
+
+    def __call__(self, build: Callable[[], SessionRows], name: str, error: bool) -> None:
+        if self.failure is not None:
+            raise self.failure
+        self.waiting.append((build, name, error))
+        if not self._due:
+            self._due = True
+            asyncio.get_running_loop().call_soon(self._turn, BOOKKEEPING_TURNS - 1)
+
+    def _turn(self, left: int) -> None:
+        if left:
+            asyncio.get_running_loop().call_soon(self._turn, left - 1)
+        else:
+            self._build()
+
+    def _build(self) -> None:
+        self._due = False
+        waiting, self.waiting = self.waiting, []
+        for build, name, error in waiting:  # one failure does not lose the others' rows
+            try:
+                self.ctx.store.submit(build(), self.progress.committed(name, error=error))
+            except Exception as exc:
+                self.failure = self.failure or exc
+
+    def drain(self) -> None:
+        self._build()
+        if self.failure is not None:
+            raise self.failure
+
+
+def store_sink(ctx: RunContext, progress: Progress) -> StoreSink:
+    return StoreSink(ctx, progress)
 
 
 async def run_chain(ctx: RunContext, key: str, repeat: int, sessions: list[PlanSession],
@@ -80,8 +135,8 @@ async def run_sessions(ctx: RunContext, sessions: list[PlanSession], repeat: int
         if any(d in failed for d in s.depends_on):
             failed.add(s.id)
             stats["skipped"] += 1
-            sink(_skipped_rows(ctx, s, repeat, [d for d in s.depends_on if d in failed]),
-                 s.name, True)
+            skipped = _skipped_rows(ctx, s, repeat, [d for d in s.depends_on if d in failed])
+            sink(functools.partial(_same, skipped), s.name, True)
             continue
         if env is None:
             env = EpisodeEnvironment.create(plan, s.environment, env_root, absent=absent)
@@ -93,14 +148,14 @@ async def run_sessions(ctx: RunContext, sessions: list[PlanSession], repeat: int
                 snap = ctx.store.snapshot(ctx.run_id, episode_id, repeat, last_done)
                 if snap is not None:
                     env.restore(snap)
-        rows, ok = await run_one(ctx, s, repeat, env, chain)
+        build, ok, kind = await run_one(ctx, s, repeat, env, chain)
         stats["run"] += 1
-        if rows.session.get("error_kind") == "budget":
+        if kind == "budget":
             # stopped before a call: stored as an error of kind `budget` (so the inventory
             # has it) and rerun by `--resume`; its dependents wait for it, unstarted
             stats["budget"] += 1
             stats["errors"] += 1
-            sink(rows, s.name, True)
+            sink(build, s.name, True)
             return
         if ok:
             stats["finished"] += 1
@@ -108,11 +163,14 @@ async def run_sessions(ctx: RunContext, sessions: list[PlanSession], repeat: int
         else:
             stats["errors"] += 1
             failed.add(s.id)
-        sink(rows, s.name, not ok)
+        sink(build, s.name, not ok)
 
 
 async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvironment,
-                  chain: ChainMemory) -> tuple[SessionRows, bool]:
+                  chain: ChainMemory) -> tuple[Callable[[], SessionRows], bool, str | None]:
+    """Run session `s`: (what builds its rows, finished, its error kind). The rows are built
+    by the caller's sink, when it chooses (`StoreSink`: after the next requests leave); what
+    they hold is settled here, the end time included."""
     plan = ctx.plan
     started = time.time()
     calls: list[LLMCallRecord] = []
@@ -170,10 +228,13 @@ async def run_one(ctx: RunContext, s: PlanSession, repeat: int, env: EpisodeEnvi
             ok, snapshot, kind = False, None, "infrastructure"
             error = f"{type(exc).__name__}: {exc}"
             result = ProtocolResult(termination="error", error=error)
-    rows = build_rows(sctx, result, checklist, calls, started, "finished" if ok else "error",
-                      error, snapshot, error_kind=kind)
+    ended = time.time()
     chain.remember(s.id, sctx.messages, result)
-    return rows, ok
+
+    def build() -> SessionRows:
+        return build_rows(sctx, result, checklist, calls, started, "finished" if ok else "error",
+                          error, snapshot, error_kind=kind, finished=ended)
+    return build, ok, kind
 
 
 ERROR_KINDS = ("agent", "infrastructure", "simulator", "judge", "budget")
@@ -201,6 +262,10 @@ def error_kind_of(exc: BaseException) -> str:
     if isinstance(exc, JudgeError):
         return "judge" if exc.role == "judge" else "simulator"
     return "infrastructure"
+
+
+def _same(rows: SessionRows) -> SessionRows:
+    return rows
 
 
 def _skipped_rows(ctx: RunContext, s: PlanSession, repeat: int, because: list[str]) -> SessionRows:

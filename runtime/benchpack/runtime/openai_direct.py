@@ -40,6 +40,7 @@ through litellm.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import functools
 import importlib.util
@@ -242,6 +243,77 @@ async def _close_with_loop(session: Any) -> AsyncIterator[None]:
         await session.close()
 
 
+class _Rest:
+    """The rest of a coroutine whose first step already ran, awaited from a task: what it
+    yields goes to the task, what the task sends or throws goes back to it."""
+
+    __slots__ = ("coro", "first")
+
+    def __init__(self, coro: Any, first: Any) -> None:
+        self.coro, self.first = coro, first
+
+    def __await__(self) -> Any:
+        coro, out = self.coro, self.first
+        while True:
+            try:
+                got = yield out
+            except BaseException as exc:  # the task's cancellation, passed on
+                try:
+                    out = coro.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    out = coro.send(got)
+                except StopIteration as stop:
+                    return stop.value
+
+
+async def _finish(coro: Any, first: Any) -> Any:
+    return await _Rest(coro, first)
+
+
+def eager_body_writes(loop: asyncio.AbstractEventLoop) -> bool:
+    """Before Python 3.12, aiohttp writes each request's body from a task of its own, which
+    runs only after everything already queued on the loop: at 64 in flight the answers read in
+    one loop turn were all handled, and the next sessions started, before any replacement
+    request left (issue 31: they left in runs of ~7, up to ~40). From 3.12 aiohttp starts that
+    task eagerly (`eager_start`); this does the same on 3.11 for that one coroutine
+    (`ClientRequest.write_bytes`, recognised by its code): its first step runs where aiohttp
+    creates the task, in a copy of the context as a task's would, and a write that has to wait
+    (a full socket buffer) goes on in a task. Every other task is made as before. Not set
+    when the loop has a task factory already. Whether it was set."""
+    if sys.version_info >= (3, 12) or loop.get_task_factory() is not None:
+        return False
+    from aiohttp.client_reqrep import ClientRequest
+
+    code = ClientRequest.write_bytes.__code__
+
+    def factory(loop: asyncio.AbstractEventLoop, coro: Any, context: Any = None) -> Any:
+        if getattr(coro, "cr_code", None) is not code:
+            return asyncio.Task(coro, loop=loop, context=context)
+        ctx = contextvars.copy_context() if context is None else context
+        try:
+            first = ctx.run(coro.send, None)
+        except StopIteration as stop:
+            done = loop.create_future()
+            done.set_result(stop.value)
+            return done
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # as a task that failed at once would hold it
+            done = loop.create_future()
+            if isinstance(exc, asyncio.CancelledError):
+                done.cancel()
+            else:
+                done.set_exception(exc)
+            return done
+        return asyncio.Task(_finish(coro, first), loop=loop, context=ctx)
+
+    loop.set_task_factory(factory)
+    return True
+
+
 def _body(req: BackendRequest) -> bytes:
     """The request's JSON. The messages and tools go as the client serialised them for the
     cache key (`messages_json`, `tools_json`), spliced in rather than serialised again: the
@@ -289,6 +361,7 @@ class OpenAIDirectBackend:
             # limit=0: no cap of its own; LLMClient's per-model limits decide what is in flight
             session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0),
                                             skip_auto_headers=("User-Agent",))
+            eager_body_writes(loop)
             closer = _close_with_loop(session)
             await closer.__anext__()
             held = self._sessions[loop] = (session, closer)

@@ -196,7 +196,7 @@ class ChainWorker:
         stats = {"run": 0, "finished": 0, "errors": 0, "skipped": 0, "budget": 0}
         task = asyncio.ensure_future(run_chain(
             self.ctx, key, repeat, sessions, finished,
-            lambda rows, name, error: queue.put_nowait(rows), stats, failed=set(failed)))
+            lambda build, name, error: queue.put_nowait(build()), stats, failed=set(failed)))
         try:
             while True:
                 getter = asyncio.ensure_future(queue.get())

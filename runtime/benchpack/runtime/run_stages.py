@@ -364,7 +364,9 @@ async def execute(start: Started, chains: list[Chain], finished: Finished, todo:
                 # what waits for the writer is committed now, while the last sessions run,
                 # so that the run's end commits only those (the 0.25 s window let up to 256
                 # sessions wait for the end, ~45 ms of commit; one commit of them at the
-                # last chain's start could outlast the last round under load)
+                # last chain's start could outlast the last round under load); the rows
+                # that wait to be built (`StoreSink`) go with them
+                sink.drain()
                 store.commit_soon()
                 if started[0] == len(chains) and options.ending is not None:
                     with contextlib.suppress(Exception):  # the caller's: never the run's end
@@ -382,6 +384,7 @@ async def execute(start: Started, chains: list[Chain], finished: Finished, todo:
             await run_chains(ctx, chains, finished, progress, stats)
         else:
             await asyncio.gather(*(chain(k, r, ss) for k, r, ss in chains))
+        sink.drain()  # the last sessions' rows, before the run's final row
         if llm.made and llm.made[0].cache is not None:
             llm.made[0].cache.finish_soon()  # no call follows: write the last entries now
         # the run's final row goes in the last sessions' transaction, and the store's
@@ -393,6 +396,8 @@ async def execute(start: Started, chains: list[Chain], finished: Finished, todo:
     except (asyncio.CancelledError, KeyboardInterrupt):
         # Ctrl-C: asyncio.run cancels us once the sessions in flight are cancelled. Keep what
         # committed and say so in the store, or every report would show the run `running`.
+        with contextlib.suppress(Exception):  # sessions that ended before the interruption
+            sink.drain()
         store.flush()
         row["updated_at"] = time.time()
         row["status"] = "interrupted"
@@ -404,6 +409,8 @@ async def execute(start: Started, chains: list[Chain], finished: Finished, todo:
     except Exception:
         # the store writer failed (a full disk) or a bug: the run is not `running` any more;
         # what committed stays, and `--resume` runs the rest
+        with contextlib.suppress(Exception):
+            sink.drain()
         with contextlib.suppress(Exception):
             row["updated_at"] = time.time()
             row["status"] = "interrupted"

@@ -24,7 +24,9 @@ from .user_side import all_records
 def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any, ...],
                llm_calls: list[LLMCallRecord], started: float, status: str,
                error: str | None, snapshot: dict[str, Any] | None,
-               error_kind: str | None = None) -> SessionRows:
+               error_kind: str | None = None, finished: float | None = None) -> SessionRows:
+    """`finished`: when the session ended (default now; the run builds rows a few loop turns
+    after, `chains.StoreSink`)."""
     run_id = ctx.run.run_id
     s = ctx.session
     prefix = (run_id, s.id, ctx.repeat)
@@ -58,7 +60,7 @@ def build_rows(ctx: SessionContext, result: ProtocolResult, checklist: tuple[Any
     for name, data in result.tables.items():
         named.setdefault(name, []).extend(data)
     tables = {name: with_key(name, prefix, data) for name, data in named.items()}
-    finished = time.time()
+    finished = time.time() if finished is None else finished
     replies = ctx.task_replies()
     user_turns = sum(1 for x in ctx.messages if x.role == "user" and x.name != "environment"
                      and ctx.in_task(x.turn))
