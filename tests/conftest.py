@@ -139,3 +139,21 @@ def bare_toolbox(env: Any, tools: dict[str, Any], timeout_s: float = 5.0,
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def alpha_units(*raw: tuple[str, ...], scale: tuple[str, ...] = ("NO", "YES")
+                ) -> list[list[float]]:
+    """Flattened coincidence matrices, one a unit (each unit one item's ratings), as
+    `krippendorff_alpha` counts them: each ordered pair of a unit's m ratings adds 1/(m − 1)."""
+    k = len(scale)
+    index = {c: i for i, c in enumerate(scale)}
+    out = []
+    for vals in raw:
+        cells = [0.0] * (k * k)
+        m = len(vals)
+        for i, a in enumerate(vals):
+            for j, b in enumerate(vals):
+                if i != j:
+                    cells[index[a] * k + index[b]] += 1 / (m - 1)
+        out.append(cells)
+    return out

@@ -26,24 +26,12 @@ import pytest
 from benchpack.reports import stats
 from benchpack.reports.model import Column, Estimate
 from benchpack.reports.render import UNTRUSTED, cell_text
+from conftest import alpha_units
 
 YES_NO = ("NO", "YES")
 
 
-def units(*raw: tuple[str, ...], scale: tuple[str, ...] = YES_NO) -> list[list[float]]:
-    """Flattened coincidence matrices, one a unit, as `krippendorff_alpha` counts them."""
-    k = len(scale)
-    index = {c: i for i, c in enumerate(scale)}
-    out = []
-    for vals in raw:
-        cells = [0.0] * (k * k)
-        m = len(vals)
-        for i, a in enumerate(vals):
-            for j, b in enumerate(vals):
-                if i != j:
-                    cells[index[a] * k + index[b]] += 1 / (m - 1)
-        out.append(cells)
-    return out
+units = alpha_units
 
 
 def sample(disagree: int, no_no: int, yes_yes: int = 30) -> list[list[float]]:

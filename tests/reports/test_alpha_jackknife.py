@@ -19,26 +19,14 @@ import statistics
 import pytest
 
 from benchpack.reports import stats
+from conftest import alpha_units
 
 YES_NO = ("NO", "YES")
 LABELS = ("FAIL", "PARTIAL", "PASS")
 Z95 = statistics.NormalDist().inv_cdf(0.975)
 
 
-def units(*raw: tuple[str, ...], scale: tuple[str, ...] = YES_NO) -> list[list[float]]:
-    """Flattened coincidence matrices, one a unit, as `krippendorff_alpha` counts them."""
-    k = len(scale)
-    index = {c: i for i, c in enumerate(scale)}
-    out = []
-    for vals in raw:
-        cells = [0.0] * (k * k)
-        m = len(vals)
-        for i, a in enumerate(vals):
-            for j, b in enumerate(vals):
-                if i != j:
-                    cells[index[a] * k + index[b]] += 1 / (m - 1)
-        out.append(cells)
-    return out
+units = alpha_units
 
 
 HAND = [("NO", "YES"), ("NO", "NO"), ("YES", "YES"), ("YES", "YES")]
