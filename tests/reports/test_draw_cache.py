@@ -41,10 +41,43 @@ def test_the_same_draws_are_given_again_without_drawing(monkeypatch: pytest.Monk
     assert set(resampling._DRAWS) == {(37, 600, 6, 256), (38, 600, 5, 256)}
 
 
-def test_a_generator_left_early_keeps_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_draws_are_made_whole_at_the_first_ask(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Made whole under a lock when first asked (a report and what it runs beside it on
+    another thread make them once), so a generator left early has kept them all: the same
+    draws as the whole sequence."""
     monkeypatch.setattr(resampling, "_DRAWS", {})
     gen = resampling.unit_draw_counts(50, 600, 1)
     first = next(gen).tolist()
     gen.close()
-    assert resampling._DRAWS == {}
+    [kept] = resampling._DRAWS.values()
+    assert sum(len(totals) for totals in kept) == 600
     assert _all(50, 600, 1)[:256] == first
+
+
+def test_two_threads_asking_the_same_draws_make_them_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    monkeypatch.setattr(resampling, "_DRAWS", {})
+    made: list[int] = []
+    drawn = resampling._drawn
+
+    def counted(*args: object, **kwargs: object) -> object:
+        made.append(1)
+        return drawn(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(resampling, "_drawn", counted)
+    out: list[list[list[int]]] = [[], []]
+    start = threading.Barrier(2)
+
+    def ask(i: int) -> None:
+        start.wait()
+        out[i] = [row for block in resampling.unit_draw_counts(300, 2000, 4)
+                  for row in block.tolist()]
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert made == [1] and out[0] == out[1] and len(out[0]) == 2000

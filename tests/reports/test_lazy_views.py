@@ -218,6 +218,29 @@ def test_the_summary_reads_its_notes_beside_its_means(
     assert not [q for q in main if q.startswith("WITH e AS") or "FROM trigger_results" in q]
 
 
+def test_agreement_ranks_beside_its_judge_pairs(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Judge against judge: rank stability's figures go to a second cursor (`aside.beside`),
+    the judge pairs' counts to the report's own connection, and its table still comes after
+    theirs; the figures are those of the sequential build (`test_every_report_reads_…`)."""
+    main: list[str] = []
+    side: list[str] = []
+
+    class Main(_Logged):
+        def cursor(self) -> _Logged:
+            return _Logged(self._con.cursor(), side)
+
+    connect = access._connect
+    monkeypatch.setattr(access, "_connect", lambda *a: Main(connect(*a), main))
+    [result] = build_reports(ReportOptions(db=db, names=["agreement"], runs=["all"]))
+    pairs = [q for q in main if q.startswith("-- judge_pairs of two runs")]
+    assert pairs and not [q for q in side if q.startswith("-- judge_pairs of two runs")]
+    assert any("sum(comp) AS s0" in q for q in side)  # rank stability's session figures
+    assert not [q for q in main if "sum(comp) AS s0" in q]
+    assert result.tables[-1].title.startswith("Rank stability")
+    assert len(result.tables) == len(pairs) + 1
+
+
 def test_a_call_beside_that_fails_is_raised_and_its_cursor_closed(
         db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from benchpack.reports import aside, builtin

@@ -110,8 +110,14 @@ def agreement_report(ctx: ReportContext) -> ReportResult:
 
         against_humans(ctx, res, lineage)
     else:
-        _against_judges(ctx, res, lineage)
-        _rank_stability(ctx, res, lineage)
+        from .aside import beside
+
+        # rank stability (its figures' statements, τ's bootstrap) on a second cursor while the
+        # judge pairs are counted: each mostly waits on DuckDB or numpy, which let go of the
+        # GIL, and the machine has two cores; its table still comes after theirs
+        with beside(ctx, lambda side: _rank_stability(side, lineage)) as later:
+            _against_judges(ctx, res, lineage)
+            res.tables.append(later(0))
     if ctx.alpha_ci == "resampled":
         res.notes.append("--alpha-ci resampled: an α interval marked ‡ is the resampled "
                          "interval, not widened (as ProactBench's released analysis computes "
@@ -421,8 +427,7 @@ def _figures(ctx: ReportContext, runs: list[str],
     return out
 
 
-def _rank_stability(ctx: ReportContext, res: ReportResult,
-                    lineage: dict[str, Lineage]) -> None:
+def _rank_stability(ctx: ReportContext, lineage: dict[str, Lineage]) -> Table:
     groups: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
     for b in ctx.runs:
         origin = lineage[b].rejudge_of if b in lineage else None
@@ -477,7 +482,7 @@ def _rank_stability(ctx: ReportContext, res: ReportResult,
     if not t.rows:
         t.notes.append("Needs the re-judged runs of at least two agents by the same judge "
                        "(`bench rejudge` each agent's run, then select the rejudges).")
-    res.tables.append(t)
+    return t
 
 
 def _figure_order(key: str) -> tuple[int, str]:

@@ -7,6 +7,7 @@ import functools
 import math
 import random
 import statistics
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -419,19 +420,30 @@ def unit_draw_totals(n: int, resamples: int, seed: int, chunk: int = 256) -> Ite
 
 
 def _draw_blocks(n: int, resamples: int, seed: int, chunk: int) -> Iterator[tuple[Any, Any]]:
-    """(counts, running totals) of each block: the counts as drawn (None when read back from
-    `_DRAWS`, which keeps the totals), the totals when kept (None when too big to keep)."""
+    """(counts, running totals) of each block: the counts as drawn (None when the totals are
+    kept in `_DRAWS`), the totals when kept (None when too big to keep)."""
+    key = (n, resamples, seed, chunk)
+    if not (n < 2**16 and resamples * n * 2 <= _DRAWS_KEPT_BYTES):
+        yield from _drawn(n, resamples, seed, chunk, keep=False)
+        return
+    with _DRAWS_LOCK:
+        kept = _DRAWS.pop(key, None)
+        if kept is None:
+            # drawn whole under the lock: a report and what it runs beside it on another
+            # thread (`aside.beside`) asking for the same draws make them once
+            kept = [totals for _, totals in _drawn(n, resamples, seed, chunk, keep=True)]
+        _DRAWS[key] = kept  # most recently used
+        while sum(2 * k[0] * k[1] for k in _DRAWS) > _DRAWS_KEPT_BYTES:
+            _DRAWS.pop(next(iter(_DRAWS)))
+    # the same draws, made here or again: the same numbers
+    for totals in kept:
+        yield None, totals
+
+
+def _drawn(n: int, resamples: int, seed: int, chunk: int, keep: bool
+           ) -> Iterator[tuple[Any, Any]]:
     import numpy as np
 
-    key = (n, resamples, seed, chunk)
-    kept = _DRAWS.get(key)
-    if kept is not None:  # the same draws, made again: the same numbers
-        _DRAWS[key] = _DRAWS.pop(key)  # most recently used
-        for totals in kept:
-            yield None, totals
-        return
-    keep = n < 2**16 and resamples * n * 2 <= _DRAWS_KEPT_BYTES
-    blocks = []
     gen = np.random.default_rng(seed)
     done = 0
     while done < resamples:
@@ -440,18 +452,15 @@ def _draw_blocks(n: int, resamples: int, seed: int, chunk: int) -> Iterator[tupl
         # one bincount for the whole block: row r's draws shifted by r·n (in place)
         draws += np.arange(rows)[:, None] * n
         block = np.bincount(draws.ravel(), minlength=rows * n).reshape(rows, n)
-        totals = np.cumsum(block, axis=1, dtype=np.uint16) if keep else None
-        if keep:  # a running total is at most n < 2¹⁶
-            blocks.append(totals)
-        yield block, totals
+        # a running total is at most n < 2¹⁶
+        yield block, (np.cumsum(block, axis=1, dtype=np.uint16) if keep else None)
         done += rows
-    if keep:
-        _DRAWS[key] = blocks
-        while sum(2 * k[0] * k[1] for k in _DRAWS) > _DRAWS_KEPT_BYTES:
-            _DRAWS.pop(next(iter(_DRAWS)))
 
 
 _DRAWS: dict[tuple[int, int, int, int], list[Any]] = {}
+_DRAWS_LOCK = threading.Lock()
+"""`_DRAWS` is read and trimmed by a report's statistics and by those it runs beside them
+(`aside.beside`: the agreement report's rank stability), on two threads."""
 _DRAWS_KEPT_BYTES = 64 * 2**20
 """`unit_draw_counts` keeps its latest draws (n, resamples, seed), as 16-bit running totals
 over the units (`unit_draw_totals`), up to 64 MB in all, the least recently used dropped
