@@ -128,3 +128,45 @@ def test_one_word_wider_than_its_column_folds_as_rich_folds_it() -> None:
                 rich_lines = ["".join(seg.text for seg in line)
                               for line in console.render_lines(Text(word), options, pad=True)]
                 assert fast.cell(word, 0) == rich_lines, (word, width, numeric)
+
+
+# ------------------------------------------------------------------------ JSON, a row a line
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_LEAF = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+_KEY = (st.sampled_from(["rows", "explanations", "tables", "value"]) | st.text() | st.integers()
+        | st.booleans() | st.none() | st.floats(allow_nan=False))
+_JSON = st.recursive(_LEAF, lambda inner: st.lists(inner, max_size=4)
+                     | st.dictionaries(_KEY, inner, max_size=4), max_leaves=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON)
+def test_json_a_row_a_line_parses_as_the_indented_dump(value: object) -> None:
+    """`render.dumps_rows` writes what `json.dumps(indent=2)` writes, as a parser reads it,
+    whatever the nesting, keys (ints as json writes them), escapes and empties."""
+    import json
+
+    assert json.loads(render.dumps_rows(value)) == json.loads(
+        json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def test_json_rows_and_explanations_go_a_line_each_the_rest_indented() -> None:
+    import datetime
+    import json
+
+    value = {"title": "t", "tables": [{"columns": [{"key": "a"}], "rows": [
+        {"a": 1, "b": [1, 2]}, {"a": "ü", "b": None}]}],
+        "explanations": [{"parts": [{"x": 1.5}]}], "when": datetime.date(2026, 12, 5), 3: {}}
+    text = render.dumps_rows(value)
+    assert text.splitlines() == [
+        "{", '  "title": "t",', '  "tables": [', "    {", '      "columns": [', "        {",
+        '          "key": "a"', "        }", "      ],", '      "rows": [',
+        '        {"a": 1, "b": [1, 2]},', '        {"a": "ü", "b": null}', "      ]", "    }",
+        "  ],", '  "explanations": [', '    {"parts": [{"x": 1.5}]}', "  ],",
+        '  "when": "2026-12-05",', '  "3": {}', "}"]
+    assert json.loads(text) == json.loads(json.dumps(value, indent=2, default=str))
+    with pytest.raises(TypeError):
+        render.dumps_rows({(1, 2): 0})

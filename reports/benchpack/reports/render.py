@@ -102,7 +102,40 @@ def to_markdown(result: ReportResult) -> str:
 
 
 def to_json(result: ReportResult) -> str:
-    return json.dumps(result.as_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
+    return dumps_rows(result.as_dict()) + "\n"
+
+
+ONE_LINE = frozenset({"rows", "explanations"})
+"""Keys whose lists `dumps_rows` writes an element a line: a table's rows, `explain`'s
+sessions — what grows with the store."""
+
+
+def dumps_rows(value: Any, indent: str = "", rows: bool = False) -> str:
+    """`json.dumps(value, indent=2, ensure_ascii=False, default=str)`, but each element of a
+    list under a `ONE_LINE` key on one line: `indent` makes `json` encode in Python, several
+    times slower than its C encoder, which writes each element here (0.23 s of `explain`'s
+    JSON on 1 M turns: 1,000 sessions' explanations, 1,468 rows). The same value when
+    parsed."""
+    inner = indent + "  "
+    if isinstance(value, dict) and value:
+        items = (f"{inner}{json.dumps(_key(k), ensure_ascii=False)}: "
+                 f"{dumps_rows(v, inner, k in ONE_LINE and isinstance(v, list))}"
+                 for k, v in value.items())
+        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
+    if isinstance(value, list) and value:
+        parts = (inner + (json.dumps(v, ensure_ascii=False, default=str) if rows
+                          else dumps_rows(v, inner)) for v in value)
+        return "[\n" + ",\n".join(parts) + f"\n{indent}]"
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _key(key: Any) -> str:
+    """A dict key as `json` writes it (it takes str, int, float, bool and None)."""
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, bool | int | float):
+        return json.dumps(key)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
 def to_terminal(result: ReportResult, width: int | None = None) -> str:
