@@ -271,3 +271,17 @@ def test_a_call_beside_that_fails_is_raised_and_its_cursor_closed(
                 aside.beside(ctx, lambda c: c.rows("SELECT count(*) FROM session_results")):
             raise ValueError("block")
         assert closed == [True, True]
+
+
+def test_several_reports_in_json_are_a_list_of_each_one(db: Path) -> None:
+    """`bench report summary cost --format json`: one list, each report as it is alone
+    (`render.dumps_rows`, each row a line)."""
+    from benchpack.reports.api import render_report
+
+    both = json.loads(render_report(ReportOptions(db=db, names=["summary", "cost"],
+                                                  runs=["all"]), "json"))
+    alone = [json.loads(render_report(ReportOptions(db=db, names=[n], runs=["all"]), "json"))
+             for n in ("summary", "cost")]
+    for doc in [*both, *alone]:
+        doc.pop("generated", None)
+    assert both == alone

@@ -130,8 +130,9 @@ def render_report(options: ReportOptions, fmt: str = "table") -> str:
                                con)
     results = build_reports(options)
     if fmt == "json" and len(results) > 1:
-        return json.dumps([json.loads(render(r, "json")) for r in results], indent=2,
-                          ensure_ascii=False) + "\n"
+        from .render import dumps_rows
+
+        return dumps_rows([json.loads(render(r, "json")) for r in results]) + "\n"
     return "\n".join(render(r, fmt) for r in results)
 
 
