@@ -157,3 +157,18 @@ def alpha_units(*raw: tuple[str, ...], scale: tuple[str, ...] = ("NO", "YES")
                     cells[index[a] * k + index[b]] += 1 / (m - 1)
         out.append(cells)
     return out
+
+
+def benchmark_script(name: str) -> Any:
+    """`benchmarks/NAME.py` loaded as the module `NAME` (registered in `sys.modules`: its
+    dataclasses look their module up), for tests that keep a benchmark from rotting."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+

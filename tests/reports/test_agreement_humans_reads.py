@@ -27,6 +27,25 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import synthetic_store as store  # noqa: E402  (the benchmark's generator, beside it)
 
 
+def _rated_runs(con: Any) -> list[str]:
+    """The runs whose dialogues humans rated (their judge against the humans)."""
+    return [r for r, in con.execute("SELECT run_id FROM run_lineage WHERE source_run IN "
+                                    "(SELECT run_id FROM human_ratings)").fetchall()]
+
+
+def _rated(con: Any, consensus: str) -> tuple[ReportContext, list[str], Any]:
+    """(a context over every run, the rated runs, `agreement_humans._rated_items` over them
+    with `consensus` — the TEMP `items` the report writes — to enter)."""
+    from benchpack.reports import agreement_humans
+
+    ctx = ReportContext(con, select_runs(con, ["all"]))
+    ctx.min_raters = 1
+    label, tie = (("human_majority", "majority_tie") if consensus == "majority"
+                  else ("human_label", "tie"))
+    runs = _rated_runs(con)
+    return ctx, runs, agreement_humans._rated_items(ctx, runs, label, tie)
+
+
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("agreement-humans-reads") / "bench.duckdb"
@@ -201,13 +220,8 @@ def test_one_pass_per_session_counts_what_three_statements_did(
     from benchpack.reports import agreement_humans
 
     with open_store(db if which == "synthetic" else odd_ratings) as con:
-        ctx = ReportContext(con, select_runs(con, ["all"]))
-        ctx.min_raters = 1
-        label, tie = (("human_majority", "majority_tie") if consensus == "majority"
-                      else ("human_label", "tie"))
-        runs = [r for r, in con.execute("SELECT run_id FROM run_lineage WHERE source_run IN "
-                                        "(SELECT run_id FROM human_ratings)").fetchall()]
-        with agreement_humans._rated_items(ctx, runs, label, tie):
+        ctx, runs, rated = _rated(con, consensus)
+        with rated:
             found, doubled = con.execute(agreement_humans._FACTS).fetchone()
             types = list(found or [])
             sql = agreement_humans._keyed(agreement_humans._PER_SESSION, runs, types)
@@ -305,13 +319,8 @@ def test_coincidences_from_label_counts_are_those_of_every_rating(
     from benchpack.reports import agreement_humans
 
     with open_store(db if which == "synthetic" else odd_ratings) as con:
-        ctx = ReportContext(con, select_runs(con, ["all"]))
-        ctx.min_raters = 1
-        label, tie = (("human_majority", "majority_tie") if consensus == "majority"
-                      else ("human_label", "tie"))
-        runs = [r for r, in con.execute("SELECT run_id FROM run_lineage WHERE source_run IN "
-                                        "(SELECT run_id FROM human_ratings)").fetchall()]
-        with agreement_humans._rated_items(ctx, runs, label, tie):
+        _, runs, rated = _rated(con, consensus)
+        with rated:
             types = sorted(t for t, in con.execute(
                 "SELECT DISTINCT type FROM items WHERE kind = 'trigger' AND type <> ''"
             ).fetchall())
@@ -344,8 +353,7 @@ def test_median_items_are_human_pairs_items(which: str, min_raters: int, db: Pat
     from benchpack.reports import agreement_humans
 
     with open_store(db if which == "synthetic" else odd_ratings) as con:
-        runs = [r for r, in con.execute("SELECT run_id FROM run_lineage WHERE source_run IN "
-                                        "(SELECT run_id FROM human_ratings)").fetchall()]
+        runs = _rated_runs(con)
         marks = "(" + literals(runs) + ")"
         got, want = (Counter(con.execute(sql.replace("$runs", marks).replace("$label",
                                                                              "human_label")
@@ -422,8 +430,7 @@ def test_humans_reads_items_once_per_session(db: Path) -> None:
         ctx.humans = False  # `items` again, to count it
         from benchpack.reports import agreement_humans
 
-        runs = [r for r, in con.execute("SELECT run_id FROM run_lineage WHERE source_run IN "
-                                        "(SELECT run_id FROM human_ratings)").fetchall()]
+        runs = _rated_runs(con)
         with agreement_humans._rated_items(ReportContext(con, runs), runs, "human_label", "tie"):
             items = con.execute("SELECT count(*) FROM items").fetchone()[0]
     reading = [(s, n) for s, n in zip(recording.statements, recording.rows, strict=True)

@@ -14,19 +14,16 @@ One NO/NO item fewer: 38 off the most common label (< 40). Three raters on one i
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
 from benchpack.reports import stats
 from benchpack.reports.model import Column, Estimate
 from benchpack.reports.render import UNTRUSTED, cell_text
-from conftest import alpha_units
+from conftest import alpha_units, benchmark_script
 
 YES_NO = ("NO", "YES")
 
@@ -227,13 +224,7 @@ def test_the_mark_in_text_and_json() -> None:
 
 @pytest.fixture(scope="module")
 def trust():  # type: ignore[no-untyped-def]
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "alpha_trust.py"
-    spec = importlib.util.spec_from_file_location("alpha_trust", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("alpha_trust")
 
 
 def test_the_simulation_at_a_tiny_scale(trust) -> None:  # type: ignore[no-untyped-def]

@@ -19,7 +19,7 @@ import statistics
 import pytest
 
 from benchpack.reports import stats
-from conftest import alpha_units
+from conftest import alpha_units, benchmark_script
 
 YES_NO = ("NO", "YES")
 LABELS = ("FAIL", "PARTIAL", "PASS")
@@ -204,18 +204,10 @@ def test_the_coverage_simulation_at_a_tiny_scale() -> None:
     """`benchmarks/alpha_coverage.py` cannot rot: its truth is the α its data give on many
     sessions, by hand on the two-label model (P(agree) etc.: with every error label drawn from
     the prevalence, α = q²), and a few replications run through both intervals."""
-    import importlib.util
-    import sys
-    from pathlib import Path
 
     import numpy as np
 
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "alpha_coverage.py"
-    spec = importlib.util.spec_from_file_location("alpha_coverage", path)
-    assert spec is not None and spec.loader is not None
-    sim = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = sim
-    spec.loader.exec_module(sim)
+    sim = benchmark_script("alpha_coverage")
     kinds = sim.SCALES["two labels"]["balanced"]
     q = sim.solve_q(kinds, 0.7)
     assert sim.true_alpha(kinds, q) == pytest.approx(0.7, abs=1e-9)

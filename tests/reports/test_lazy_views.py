@@ -195,12 +195,10 @@ def test_a_plugin_view_is_created_when_a_statement_names_it(
             con.execute("SELECT * FROM no_such_table")
 
 
-def test_the_summary_reads_its_notes_beside_its_means(
-        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The simulator counts, the judge note and the pooled trigger units go to a second
-    cursor (`aside.beside`), the headline means to the report's own connection; the figures
-    are those of the sequential build (`test_every_report_reads_…`, whose eager connection
-    gives no such cursor)."""
+def _built_beside(db: Path, monkeypatch: pytest.MonkeyPatch, name: str
+                  ) -> tuple[list[str], list[str], Any]:
+    """(the statements on the report's own connection, those on its second cursor, the
+    report) of `bench report NAME` over every run."""
     main: list[str] = []
     side: list[str] = []
 
@@ -210,7 +208,17 @@ def test_the_summary_reads_its_notes_beside_its_means(
 
     connect = access._connect
     monkeypatch.setattr(access, "_connect", lambda *a: Main(connect(*a), main))
-    build_reports(ReportOptions(db=db, names=["summary"], runs=["all"]))
+    [result] = build_reports(ReportOptions(db=db, names=[name], runs=["all"]))
+    return main, side, result
+
+
+def test_the_summary_reads_its_notes_beside_its_means(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The simulator counts, the judge note and the pooled trigger units go to a second
+    cursor (`aside.beside`), the headline means to the report's own connection; the figures
+    are those of the sequential build (`test_every_report_reads_…`, whose eager connection
+    gives no such cursor)."""
+    main, side, _ = _built_beside(db, monkeypatch, "summary")
     assert any(q.startswith("WITH e AS") for q in side)  # simulator counts
     assert any("FROM trigger_results" in q for q in side)
     assert any("run_lineage" in q for q in side)  # the judge note
@@ -223,16 +231,7 @@ def test_agreement_ranks_beside_its_judge_pairs(
     """Judge against judge: rank stability's figures go to a second cursor (`aside.beside`),
     the judge pairs' counts to the report's own connection, and its table still comes after
     theirs; the figures are those of the sequential build (`test_every_report_reads_…`)."""
-    main: list[str] = []
-    side: list[str] = []
-
-    class Main(_Logged):
-        def cursor(self) -> _Logged:
-            return _Logged(self._con.cursor(), side)
-
-    connect = access._connect
-    monkeypatch.setattr(access, "_connect", lambda *a: Main(connect(*a), main))
-    [result] = build_reports(ReportOptions(db=db, names=["agreement"], runs=["all"]))
+    main, side, result = _built_beside(db, monkeypatch, "agreement")
     pairs = [q for q in main if q.startswith("-- judge_pairs of two runs")]
     assert pairs and not [q for q in side if q.startswith("-- judge_pairs of two runs")]
     assert any("sum(comp) AS s0" in q for q in side)  # rank stability's session figures

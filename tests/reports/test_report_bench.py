@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import importlib
-import importlib.util
 import json
 import math
 import shutil
@@ -31,6 +30,7 @@ from benchpack.reports.registry import default_reports
 from benchpack.reports.render import render
 from benchpack.runtime.rejudge import AGENT_SIDE, default_run_id
 from benchpack.runtime.store import connect
+from conftest import benchmark_script
 
 ROOT = Path(__file__).resolve().parents[2]
 TURNS = 3000
@@ -39,13 +39,7 @@ TURNS = 3000
 def _load_bench() -> ModuleType:
     # the benchmark imports its store generator as a script beside it would
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("report_bench",
-                                                  ROOT / "benchmarks" / "report_bench.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("report_bench")
 
 
 bench = _load_bench()

@@ -4,24 +4,16 @@ a design) are in reports/README.md; this only checks the machinery."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
-from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "stat_sim.py"
+from conftest import benchmark_script
 
 
 @pytest.fixture(scope="module")
 def sim():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("stat_sim", _PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("stat_sim")
 
 
 def test_truths_by_hand(sim) -> None:  # type: ignore[no-untyped-def]
