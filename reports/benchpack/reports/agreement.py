@@ -36,6 +36,7 @@ from .agreement_pairs import LABELS, PAIR_CELLS, audit_facts_sql, family, label_
 from .builtin import ReportContext
 from .model import BuiltinReport, Column, Estimate, ReportResult, Table
 from .ratings import SCALES
+from .views import readable
 
 KINDS = ("trigger", "checklist", "triple", "intent_completion", "intent_clarification")
 TRIGGER_TYPES = ("emergent", "critical", "recovery")
@@ -79,14 +80,6 @@ class Lineage:
     source_run: str
 
 
-def _views(ctx: ReportContext) -> set[str]:
-    # what the connection can read, without creating every view to list them (a catalog
-    # listing would: `views.LazyViews`, ~0.03 s on 1 M turns)
-    from .views import readable
-
-    return readable(ctx.con)
-
-
 def _lineage(ctx: ReportContext) -> dict[str, Lineage]:
     rows = ctx.con.execute("SELECT run_id, agent, judge, rejudge_of, source_run "
                            "FROM run_lineage").fetchall()
@@ -98,9 +91,10 @@ def agreement_report(ctx: ReportContext) -> ReportResult:
                        "Judge against human consensus (--humans)" if ctx.humans else
                        "Judge against judge on the same dialogues, and rank stability",
                        ctx.runs)
-    views = _views(ctx)
     need = "human_pairs" if ctx.humans else "judge_pairs"
-    if need not in views:
+    # asked of what the connection can read, not the catalog, whose listing would create
+    # every view (`views.LazyViews`, ~0.03 s on 1 M turns)
+    if need not in readable(ctx.con):
         res.notes.append("This store has no re-judged runs or human ratings yet (no benchpack "
                          "with `bench rejudge` has written to it).")
         return res

@@ -88,10 +88,6 @@ class StoreSink:
             raise self.failure
 
 
-def store_sink(ctx: RunContext, progress: Progress) -> StoreSink:
-    return StoreSink(ctx, progress)
-
-
 async def run_chain(ctx: RunContext, key: str, repeat: int, sessions: list[PlanSession],
                     finished: set[tuple[str, str, int]], sink: Sink,
                     stats: dict[str, int], failed: set[str] | None = None) -> None:

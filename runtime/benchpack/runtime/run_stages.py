@@ -25,7 +25,7 @@ from benchpack.specs.origin_label import RUN_CONFIG_KEY as ORIGIN_KEY
 from benchpack.specs.plan import Plan, PlanSession
 
 from . import tmpdirs
-from .chains import run_chain, store_sink
+from .chains import StoreSink, run_chain
 from .env.service_pool import needs_replay
 from .errors import UsageError
 from .judges.base import templates_fingerprint
@@ -351,7 +351,7 @@ async def execute(start: Started, chains: list[Chain], finished: Finished, todo:
     progress = Progress(todo, options.progress)
     stats = {"run": 0, "finished": 0, "errors": 0, "skipped": 0, "budget": 0}
     sem = asyncio.Semaphore(max(1, options.max_concurrency))
-    sink = store_sink(ctx, progress)
+    sink = StoreSink(ctx, progress)
     store.start()
 
     started = [0]
