@@ -95,17 +95,17 @@ def _plain(units: dict[Any, list[Any]]) -> dict[Any, list[list[float]]]:
 
 
 def _coded(rows: list[tuple[Any, ...]]) -> tuple[dict[str, Any], list[str], list[str]]:
-    """`_COINCIDENCES`-shaped rows keyed by text (run, kind, type, who, m, session, cells…) as
+    """`COINCIDENCES`-shaped rows keyed by text (run, kind, type, who, m, session, cells…) as
     the report reads them: numpy columns keyed by integers (`r`, `k`, `t`, `w`, `sid`), with
     the runs and types they index."""
     import numpy as np
 
-    from benchpack.reports import agreement_humans
+    from benchpack.reports import agreement_units
 
     runs = sorted({r[0] for r in rows})
     types = sorted({r[2] for r in rows if r[1] == "trigger" and r[2]})
     sessions = sorted({r[5] for r in rows})
-    coded = [(runs.index(run), agreement_humans.RATED_KINDS.index(kind),
+    coded = [(runs.index(run), agreement_units.RATED_KINDS.index(kind),
               types.index(typ) + 1 if kind == "trigger" and typ else 0,
               ("humans", "with_judge").index(who), sessions.index(session) + 1, m, *cells)
              for run, kind, typ, who, m, session, *cells in rows]
@@ -117,13 +117,13 @@ def _coded(rows: list[tuple[Any, ...]]) -> tuple[dict[str, Any], list[str], list
 
 @pytest.mark.parametrize("seed", range(40))
 def test_coincidence_units_are_the_fsum_of_each_cell(seed: int) -> None:
-    """`agreement_humans._units_of` sums in numpy what the report fsum'd cell by cell: the same
+    """`agreement_units.units_of` sums in numpy what the report fsum'd cell by cell: the same
     floats to the bit, with up to eight ratings an item (several quotients by 3, 5, 6, 7 in
     a cell, which are fsum'd), sessions of one-rating items only, a trigger type named `all`,
     and sums large enough to leave the exact path."""
     import random
 
-    from benchpack.reports import agreement_humans
+    from benchpack.reports import agreement_units
 
     rng = random.Random(seed)
     width = agreement.LABELS
@@ -136,7 +136,7 @@ def test_coincidence_units_are_the_fsum_of_each_cell(seed: int) -> None:
         cells = [0 if m == 1 else rng.randint(0, big) for _ in range(width * width)]
         rows.append((rng.choice(["r1", "r2"]), kind, typ, rng.choice(["humans", "with_judge"]),
                      m, f"s{rng.randint(0, 40):02d}", *cells))
-    got = _plain(agreement_humans._units_of(*_coded(rows)))
+    got = _plain(agreement_units.units_of(*_coded(rows)))
     want = _units_by_fsum(rows)
     assert got.keys() == want.keys()
     for key in want:
@@ -214,22 +214,22 @@ def test_one_pass_per_session_counts_what_three_statements_did(
         which: str, consensus: str, db: Path, odd_ratings: Path) -> None:
     """`_PER_SESSION` read by `_per_session_of` gives the label pairs, ratings and ties of
     `_OLD_HUMANS`, the clusters of `_OLD_CLUSTERS` and, where no rows of `items` share an item
-    key, α's units of `_COINCIDENCES` (itself checked against every rating above): on the
+    key, α's units of `COINCIDENCES` (itself checked against every rating above): on the
     synthetic store and on one with an item judged twice in a session (`_FACTS` says so: the
-    report then asks `_COINCIDENCES`), off-scale and NULL ratings."""
-    from benchpack.reports import agreement_humans
+    report then asks `COINCIDENCES`), off-scale and NULL ratings."""
+    from benchpack.reports import agreement_humans, agreement_units
 
     with open_store(db if which == "synthetic" else odd_ratings) as con:
         ctx, runs, rated = _rated(con, consensus)
         with rated:
             found, doubled = con.execute(agreement_humans._FACTS).fetchone()
             types = list(found or [])
-            sql = agreement_humans._keyed(agreement_humans._PER_SESSION, runs, types)
+            sql = agreement_units.keyed(agreement_humans._PER_SESSION, runs, types)
             rows, clusters, coded = agreement_humans._per_session_of(
                 con.execute(sql).fetchnumpy(), runs, types)
             old_rows = con.execute(_OLD_HUMANS).fetchall()
             old_clusters = _old_clusters(con.execute(_OLD_CLUSTERS).fetchall())
-            old_units = agreement_humans._units(ctx, runs, types)
+            old_units = agreement_units.rated_units(ctx, runs, types)
     got: Counter[tuple[Any, ...]] = Counter()
     want: Counter[tuple[Any, ...]] = Counter()
     for counts, source in ((got, rows), (want, old_rows)):
@@ -239,7 +239,7 @@ def test_one_pass_per_session_counts_what_three_statements_did(
     assert clusters == old_clusters and len(clusters) > 10
     assert bool(doubled) == (which == "odd ratings")
     if not doubled:
-        assert _plain(agreement_humans._units_of(coded, runs, types)) == _plain(old_units)
+        assert _plain(agreement_units.units_of(coded, runs, types)) == _plain(old_units)
 
 
 _OLD_COINCIDENCES = f"""
@@ -312,11 +312,11 @@ def odd_ratings(db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("which", ["synthetic", "odd ratings"])
 def test_coincidences_from_label_counts_are_those_of_every_rating(
         which: str, consensus: str, db: Path, odd_ratings: Path) -> None:
-    """`_COINCIDENCES` counts each unit from its item's ratings counted by label (`items`' n0,
+    """`COINCIDENCES` counts each unit from its item's ratings counted by label (`items`' n0,
     n1, …) and the judge's label: the same rows as counting every rating joined to its item,
     on the synthetic store and on one with an item judged twice in a session, off-scale and
     NULL ratings and items of one rating."""
-    from benchpack.reports import agreement_humans
+    from benchpack.reports import agreement_units
 
     with open_store(db if which == "synthetic" else odd_ratings) as con:
         _, runs, rated = _rated(con, consensus)
@@ -325,9 +325,9 @@ def test_coincidences_from_label_counts_are_those_of_every_rating(
                 "SELECT DISTINCT type FROM items WHERE kind = 'trigger' AND type <> ''"
             ).fetchall())
             names = dict(con.execute("SELECT DISTINCT sid, session_id FROM items").fetchall())
-            sql = agreement_humans._keyed(agreement_humans._COINCIDENCES, runs, types)
+            sql = agreement_units.keyed(agreement_units.COINCIDENCES, runs, types)
             # the integer keys read back as the text they code
-            got = Counter((runs[r], agreement_humans.RATED_KINDS[k], types[t - 1] if t else "",
+            got = Counter((runs[r], agreement_units.RATED_KINDS[k], types[t - 1] if t else "",
                            ("humans", "with_judge")[w], m, names[sid], *cells)
                           for r, k, t, w, sid, m, *cells
                           in con.execute(sql).fetchall())
