@@ -460,3 +460,29 @@ def test_a_judge_label_off_its_scale_fails_as_before(
         ctx.humans = True
         with pytest.raises(ValueError, match=r"label 'MAYBE' is not one of \['FAIL', "):
             agreement.agreement_report(ctx)
+
+
+def test_humans_reads_its_rated_items_on_one_thread(db: Path) -> None:
+    """The statements over the rated items alone (and the raters' ratings) run on one DuckDB
+    thread (`aside.one_thread`: one row group each, which a second thread only partitions);
+    the TEMP table and the headline, which read the judged tables, with the connection's
+    threads, which it has back afterwards."""
+    ran: list[tuple[str, int]] = []
+
+    class Threads(_Recording):
+        def execute(self, sql: str, params: Any = None) -> Any:
+            (threads,) = self.con.execute("SELECT current_setting('threads')").fetchone()
+            ran.append((" ".join(sql.split()), int(threads)))
+            return super().execute(sql, params)
+
+    with open_store(db) as con:
+        con.execute("SET threads = 3")
+        ctx = ReportContext(Threads(con), select_runs(con, ["all"]))
+        ctx.humans = True
+        agreement.agreement_report(ctx)
+        (after,) = con.execute("SELECT current_setting('threads')").fetchone()
+    on_items = [(s, n) for s, n in ran if " items " in f"{s} "
+                and not s.startswith(("CREATE", "DROP", "WITH j AS"))]
+    assert len(on_items) == 3 and {n for _, n in on_items} == {1}, on_items  # facts, …
+    assert {n for s, n in ran if s.startswith(("CREATE", "WITH j AS"))} == {3}, ran
+    assert int(after) == 3

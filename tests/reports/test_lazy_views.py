@@ -284,3 +284,51 @@ def test_several_reports_in_json_are_a_list_of_each_one(db: Path) -> None:
     for doc in [*both, *alone]:
         doc.pop("generated", None)
     assert both == alone
+
+
+def test_the_summary_reads_beside_on_one_thread(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While its notes are read beside its headline means, both cursors run their statements
+    on one DuckDB thread (`aside.one_thread`: every table they read is one row group); the
+    run costs before, over every call, and what comes after run with the connection's
+    threads."""
+    ran: list[tuple[str, int]] = []
+
+    class Threads(_Logged):
+        def execute(self, sql: str, *args: Any) -> Any:
+            (threads,) = self._con.execute("SELECT current_setting('threads')").fetchone()
+            ran.append((" ".join(str(sql).split()), int(threads)))
+            return self._con.execute(sql, *args)
+
+        def cursor(self) -> _Logged:
+            return Threads(self._con.cursor(), self._sqls)
+
+    connect = access._connect
+
+    def three_threads(*args: Any) -> Any:
+        con = connect(*args)
+        con.execute("SET threads = 3")
+        return Threads(con, [])
+
+    monkeypatch.setattr(access, "_connect", three_threads)
+    build_reports(ReportOptions(db=db, names=["summary"], runs=["all"]))
+    threads = {s.split()[0] + " " + s.split()[1]: n for s, n in ran}
+    assert threads["WITH priced"] == 3  # the run costs: every call, many row groups
+    assert threads["WITH long"] == 1 and threads["WITH e"] == 1  # the means, the notes
+    assert [n for s, n in ran if "FROM alone_results" in s] == [3]  # after the block
+
+
+def test_one_thread_leaves_a_locked_connection_as_it_is() -> None:
+    """`aside.one_thread` on a connection whose settings are locked (`access.LOCKED`, where
+    `bench view`'s requests share one database) runs the block with its threads, no `SET`."""
+    import duckdb
+
+    from benchpack.reports.aside import one_thread
+
+    con = duckdb.connect(config={"threads": 3, **access.LOCKED})
+    with one_thread(con):
+        assert con.execute("SELECT current_setting('threads')").fetchone() == (3,)
+    con = duckdb.connect(config={"threads": 3})
+    with one_thread(con):
+        assert con.execute("SELECT current_setting('threads')").fetchone() == (1,)
+    assert con.execute("SELECT current_setting('threads')").fetchone() == (3,)

@@ -28,6 +28,7 @@ from .agreement import (
     scale_of,
 )
 from .agreement_units import JUDGE_IS, RATED_KINDS, Units, keyed, rated_units, units_of
+from .aside import one_thread
 from .builtin import ReportContext
 from .model import Column, ReportResult, Table
 from .sqltext import literals
@@ -303,16 +304,18 @@ def against_humans(ctx: ReportContext, res: ReportResult,
     ppi = None
     if runs:
         with _rated_items(ctx, runs, label, tie):
-            found, doubled = ctx.con.execute(_FACTS).fetchone()
-            types = list(found or [])
-            counted = ctx.con.execute(keyed(_PER_SESSION, runs, types)).fetchnumpy()
-            if any((counted[c] == 99).any() for c in ("h", "j")):
-                raise _off_scale(ctx)
-            rows, clusters, coded = _per_session_of(counted, runs, types)
-            units = (rated_units(ctx, runs, types) if doubled else
-                     units_of(coded, runs, types) if coded else {})
-            rows += [(r, kind, rater, "rater", c, d, n)
-                     for r, rater, kind, c, d, n in ctx.con.execute(_RATERS).fetchall()]
+            # `items` and `human_ratings` are one row group each (`aside.one_thread`)
+            with one_thread(ctx.con):
+                found, doubled = ctx.con.execute(_FACTS).fetchone()
+                types = list(found or [])
+                counted = ctx.con.execute(keyed(_PER_SESSION, runs, types)).fetchnumpy()
+                if any((counted[c] == 99).any() for c in ("h", "j")):
+                    raise _off_scale(ctx)
+                rows, clusters, coded = _per_session_of(counted, runs, types)
+                units = (rated_units(ctx, runs, types) if doubled else
+                         units_of(coded, runs, types) if coded else {})
+                rows += [(r, kind, rater, "rater", c, d, n)
+                         for r, rater, kind, c, d, n in ctx.con.execute(_RATERS).fetchall()]
             present = {str(r[0]) for r in rows if r[3] != "rater"}
             if present & set(runs):
                 from .judge_validity import ppi_table

@@ -438,13 +438,15 @@ def summary(ctx: ReportContext) -> ReportResult:
         t.rows.append([labels[r[0]], r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
                        f"{int(r[10]):,} / {int(r[11]):,}", r[12]])
     res.tables.append(t)
-    from .aside import beside
+    from .aside import beside, one_thread
     from .judge_validity import unvalidated_note
     from .simulator import summary_note
 
     # the notes and the pooled trigger score read beside the headline's means, on a cursor
-    # of their own (statements on one core each: the machine has two)
-    with beside(ctx, unvalidated_note, summary_note, headline_pooled) as later:
+    # of their own (statements on one core each: the machine has two), each cursor on one
+    # DuckDB thread: what they read are tables of one row group (`aside.one_thread`)
+    with one_thread(ctx.con), beside(ctx, unvalidated_note, summary_note,
+                                     headline_pooled) as later:
         scores = headline_table(ctx, lambda: later(2))
     res.notes.extend(note for note in (later(0), later(1)) if note)
     res.tables.append(scores)
