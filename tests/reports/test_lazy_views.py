@@ -286,22 +286,24 @@ def test_several_reports_in_json_are_a_list_of_each_one(db: Path) -> None:
     assert both == alone
 
 
-def test_the_summary_reads_beside_on_one_thread(
-        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """While its notes are read beside its headline means, both cursors run their statements
-    on one DuckDB thread (`aside.one_thread`: every table they read is one row group); the
-    run costs before, over every call, and what comes after run with the connection's
-    threads."""
-    ran: list[tuple[str, int]] = []
+def _built_threads(db: Path, monkeypatch: pytest.MonkeyPatch, name: str, **options: Any
+                   ) -> list[tuple[str, str, int]]:
+    """(`main` or `side`, statement, DuckDB threads it ran with) of `bench report NAME` over
+    every run, on a connection opened with 3 threads."""
+    ran: list[tuple[str, str, int]] = []
 
     class Threads(_Logged):
+        where = "main"
+
         def execute(self, sql: str, *args: Any) -> Any:
             (threads,) = self._con.execute("SELECT current_setting('threads')").fetchone()
-            ran.append((" ".join(str(sql).split()), int(threads)))
+            ran.append((self.where, " ".join(str(sql).split()), int(threads)))
             return self._con.execute(sql, *args)
 
         def cursor(self) -> _Logged:
-            return Threads(self._con.cursor(), self._sqls)
+            side = Threads(self._con.cursor(), self._sqls)
+            side.where = "side"
+            return side
 
     connect = access._connect
 
@@ -311,11 +313,37 @@ def test_the_summary_reads_beside_on_one_thread(
         return Threads(con, [])
 
     monkeypatch.setattr(access, "_connect", three_threads)
-    build_reports(ReportOptions(db=db, names=["summary"], runs=["all"]))
-    threads = {s.split()[0] + " " + s.split()[1]: n for s, n in ran}
+    build_reports(ReportOptions(db=db, names=[name], runs=["all"], **options))
+    return ran
+
+
+def test_the_summary_reads_beside_on_one_thread(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While its notes are read beside its headline means, both cursors run their statements
+    on one DuckDB thread (`aside.one_thread`: every table they read is one row group); the
+    run costs before, over every call, and what comes after run with the connection's
+    threads."""
+    ran = _built_threads(db, monkeypatch, "summary")
+    threads = {" ".join(s.split()[:2]): n for _, s, n in ran}
     assert threads["WITH priced"] == 3  # the run costs: every call, many row groups
     assert threads["WITH long"] == 1 and threads["WITH e"] == 1  # the means, the notes
-    assert [n for s, n in ran if "FROM alone_results" in s] == [3]  # after the block
+    assert [n for _, s, n in ran if "FROM alone_results" in s] == [3]  # after the block
+
+
+def test_cost_by_reads_its_groups_beside_its_role_rows_on_one_thread_each(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cost --by`: the groups' ledgers on a second cursor (`aside.beside`) while the role
+    rows are read, both passes over every call on one DuckDB thread each, the connection's
+    threads back afterwards; without `--by` the role rows keep them, and no cursor."""
+    ran = _built_threads(db, monkeypatch, "cost", by="name")
+    groups = [(where, n) for where, s, n in ran if s.startswith("WITH c AS")]
+    roles = [(where, n) for where, s, n in ran if s.startswith("WITH g AS MATERIALIZED")]
+    assert groups == [("side", 1)] and roles == [("main", 1)], ran
+    assert ran[-1][2] == 3  # the inventory, after the block
+    ran = _built_threads(db, monkeypatch, "cost")
+    assert [(where, n) for where, s, n in ran if s.startswith("WITH g AS MATERIALIZED")] == [
+        ("main", 3)]
+    assert {where for where, _, _ in ran} == {"main"}
 
 
 def test_one_thread_leaves_a_locked_connection_as_it_is() -> None:
