@@ -319,15 +319,16 @@ def _built_threads(db: Path, monkeypatch: pytest.MonkeyPatch, name: str, **optio
 
 def test_the_summary_reads_beside_on_one_thread(
         db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """While its notes are read beside its headline means, both cursors run their statements
-    on one DuckDB thread (`aside.one_thread`: every table they read is one row group); the
-    run costs before, over every call, and what comes after run with the connection's
-    threads."""
+    """While its notes, pooled trigger units and run costs are read beside its headline
+    means, both cursors run their statements on one DuckDB thread (`aside.one_thread`: the
+    costs over every call beside the rest, each on one core); the sessions' counts before
+    and what comes after run with the connection's threads."""
     ran = _built_threads(db, monkeypatch, "summary")
-    threads = {" ".join(s.split()[:2]): n for _, s, n in ran}
-    assert threads["WITH priced"] == 3  # the run costs: every call, many row groups
-    assert threads["WITH long"] == 1 and threads["WITH e"] == 1  # the means, the notes
+    threads = {" ".join(s.split()[:2]): (where, n) for where, s, n in ran}
+    assert threads["WITH priced"] == ("side", 1)  # the run costs: every call
+    assert threads["WITH long"] == ("main", 1) and threads["WITH e"] == ("side", 1)
     assert [n for _, s, n in ran if "FROM alone_results" in s] == [3]  # after the block
+    assert [n for _, s, n in ran if "FROM runs r LEFT JOIN sessions s" in s] == [3]
 
 
 def test_cost_by_reads_its_groups_beside_its_role_rows_on_one_thread_each(
