@@ -463,10 +463,10 @@ def test_a_judge_label_off_its_scale_fails_as_before(
 
 
 def test_humans_reads_its_rated_items_on_one_thread(db: Path) -> None:
-    """The statements over the rated items alone (and the raters' ratings) run on one DuckDB
-    thread (`aside.one_thread`: one row group each, which a second thread only partitions);
-    the TEMP table and the headline, which read the judged tables, with the connection's
-    threads, which it has back afterwards."""
+    """Every statement over the rated items (and the raters' ratings) runs on one DuckDB
+    thread (`aside.one_thread`: one row group each, which a second thread only partitions),
+    and the headline's judged half, asked of the tables alone (no `items`: it is read beside
+    them on a report's own connection); the connection has its threads back afterwards."""
     ran: list[tuple[str, int]] = []
 
     class Threads(_Recording):
@@ -481,8 +481,60 @@ def test_humans_reads_its_rated_items_on_one_thread(db: Path) -> None:
         ctx.humans = True
         agreement.agreement_report(ctx)
         (after,) = con.execute("SELECT current_setting('threads')").fetchone()
-    on_items = [(s, n) for s, n in ran if " items " in f"{s} "
-                and not s.startswith(("CREATE", "DROP", "WITH j AS"))]
-    assert len(on_items) == 3 and {n for _, n in on_items} == {1}, on_items  # facts, …
-    assert {n for s, n in ran if s.startswith(("CREATE", "WITH j AS"))} == {3}, ran
+    on_items = [(s, n) for s, n in ran if " items " in f"{s} " and not s.startswith("DROP")]
+    judged = [(s, n) for s, n in ran if s.startswith("WITH j AS")]
+    # written, facts, per session, raters, the headline's rated half
+    assert len(on_items) == 5 and {n for _, n in on_items} == {1}, on_items
+    assert len(judged) == 1 and judged[0][1] == 1 and " items " not in judged[0][0], judged
     assert int(after) == 3
+
+
+@pytest.fixture(scope="module")
+def odd_sessions(db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The store with what the headline's judged items leave out among rated ones: ablation
+    variants, sessions that errored, triggers without a label or SKIPPED, checklist items
+    without a score."""
+    path = tmp_path_factory.mktemp("odd-sessions") / "bench.duckdb"
+    shutil.copy(db, path)
+    con = duckdb.connect(str(path))
+    try:
+        con.execute("UPDATE sessions SET ablation = 'no-memory' WHERE hash(session_id) % 7 = 0")
+        con.execute("UPDATE sessions SET status = 'error' WHERE hash(session_id) % 11 = 1")
+        con.execute("UPDATE triggers SET label = NULL WHERE hash(trigger_id, session_id) % 5 = 0")
+        con.execute("UPDATE triggers SET label = 'SKIPPED' "
+                    "WHERE hash(trigger_id, session_id) % 13 = 1")
+        con.execute("UPDATE checklist_results SET score = NULL "
+                    "WHERE hash(item_id, session_id) % 6 = 0")
+    finally:
+        con.close()
+    return path
+
+
+@pytest.mark.parametrize("min_raters", [1, 3])
+@pytest.mark.parametrize("consensus", ["median", "majority"])
+@pytest.mark.parametrize("which", ["synthetic", "odd sessions"])
+def test_headline_from_its_two_halves_is_the_joined_one(
+        which: str, consensus: str, min_raters: int, db: Path, odd_sessions: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bias-corrected headline from the judged tables' half (`ppi_judged`, over more runs
+    than it shows) and the rated items' half summed apart is the one statement joining them,
+    row for row, on a store without an item key twice in `items` (the halves matched, never
+    the joined statement asked instead)."""
+    from benchpack.reports import judge_validity
+    from benchpack.reports.judge_validity import ppi_judged, ppi_table
+
+    with open_store(db if which == "synthetic" else odd_sessions) as con:
+        ctx, runs, rated = _rated(con, consensus)
+        ctx.min_raters = min_raters
+        with rated:
+            (twice,) = con.execute("SELECT count(*) - count(DISTINCT (run_id, session_id, "
+                                   "repeat, kind, item_id)) FROM items").fetchone()
+            names = {r: r for r in ctx.runs}
+            want = ppi_table(ctx, runs, names, "human_label", rated="items")
+            monkeypatch.setattr(judge_validity, "_judged_with_rated", None)  # not asked
+            got = ppi_table(ctx, runs, names, "human_label", rated="items",
+                            judged=(ctx.runs, ppi_judged(ctx, ctx.runs)))
+    assert twice == 0 and len(runs) == 4
+    assert want is not None and got is not None and len(want.rows) >= 8
+    assert [[str(c) for c in r] for r in got.rows] == [[str(c) for c in r] for r in want.rows]
+    assert got.rows == want.rows

@@ -347,6 +347,17 @@ def test_cost_by_reads_its_groups_beside_its_role_rows_on_one_thread_each(
     assert {where for where, _, _ in ran} == {"main"}
 
 
+def test_agreement_humans_reads_its_judged_half_beside_its_rated_items(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`agreement --humans`: the headline's judged half (the tables alone) on a second cursor
+    while the rated items are written and counted, each on one DuckDB thread."""
+    ran = _built_threads(db, monkeypatch, "agreement", humans=True)
+    assert [(where, n) for where, s, n in ran if s.startswith("WITH j AS")] == [("side", 1)]
+    assert [(where, n) for where, s, n in ran if s.startswith(
+        "CREATE OR REPLACE TEMP TABLE items")] == [("main", 1)]
+    assert ran[-1][2] == 3  # the inventory, after the block
+
+
 def test_one_thread_leaves_a_locked_connection_as_it_is() -> None:
     """`aside.one_thread` on a connection whose settings are locked (`access.LOCKED`, where
     `bench view`'s requests share one database) runs the block with its threads, no `SET`."""

@@ -143,11 +143,13 @@ session: `_FACTS`) takes α's units from `COINCIDENCES`."""
 
 _FACTS = """
 SELECT list(DISTINCT type ORDER BY type) FILTER (WHERE kind = 'trigger' AND type <> ''),
-       count(*) - count(DISTINCT hash(run_id, kind, type, sid, repeat, item_id))
+       count(*) - count(DISTINCT hash(run_id, kind, sid, repeat, item_id))
 FROM items
 """
-"""The trigger types of `items`, and whether rows of it share an item key (a hash collision
-only sends α's units through `COINCIDENCES`, which counts them either way)."""
+"""The trigger types of `items`, and whether rows of it share an item key (run, session,
+repeat, kind, item: the headline's join key, the type left out; a hash collision only sends
+α's units through `COINCIDENCES`, which counts them either way, and the headline through
+its one statement)."""
 
 
 def _per_session_of(columns: dict[str, Any], runs: list[str], types: list[str]
@@ -303,29 +305,37 @@ def against_humans(ctx: ReportContext, res: ReportResult,
     unlabelled = _without_judge_labels(ctx, runs)
     ppi = None
     if runs:
-        with _rated_items(ctx, runs, label, tie):
-            # `items` and `human_ratings` are one row group each (`aside.one_thread`)
-            with one_thread(ctx.con):
-                found, doubled = ctx.con.execute(_FACTS).fetchone()
-                types = list(found or [])
-                counted = ctx.con.execute(keyed(_PER_SESSION, runs, types)).fetchnumpy()
-                if any((counted[c] == 99).any() for c in ("h", "j")):
-                    raise _off_scale(ctx)
-                rows, clusters, coded = _per_session_of(counted, runs, types)
-                units = (rated_units(ctx, runs, types) if doubled else
-                         units_of(coded, runs, types) if coded else {})
-                rows += [(r, kind, rater, "rater", c, d, n)
-                         for r, rater, kind, c, d, n in ctx.con.execute(_RATERS).fetchall()]
+        from .aside import beside
+        from .judge_validity import ppi_judged, ppi_table
+
+        # the headline's judged half (the tables alone) is read beside `items` being written
+        # and counted, each cursor on one DuckDB thread (`aside.one_thread`): `items` and
+        # `human_ratings` are one row group each, and the judged tables' half, asked after
+        # `items` and joined to it, cost 0.087 s CPU of the report on 1 M turns
+        judgeable = [r for r in runs if r not in unlabelled]
+        asked = [lambda side: ppi_judged(side, judgeable)] if judgeable else []
+        with one_thread(ctx.con), beside(ctx, *asked) as later, \
+                _rated_items(ctx, runs, label, tie):
+            found, doubled = ctx.con.execute(_FACTS).fetchone()
+            types = list(found or [])
+            counted = ctx.con.execute(keyed(_PER_SESSION, runs, types)).fetchnumpy()
+            if any((counted[c] == 99).any() for c in ("h", "j")):
+                raise _off_scale(ctx)
+            rows, clusters, coded = _per_session_of(counted, runs, types)
+            units = (rated_units(ctx, runs, types) if doubled else
+                     units_of(coded, runs, types) if coded else {})
+            rows += [(r, kind, rater, "rater", c, d, n)
+                     for r, rater, kind, c, d, n in ctx.con.execute(_RATERS).fetchall()]
             present = {str(r[0]) for r in rows if r[3] != "rater"}
             if present & set(runs):
-                from .judge_validity import ppi_table
-
                 # the rated items of `human_pairs` these runs need are `items`, already
                 # made (its `human_label` the chosen consensus): read again, the view took
-                # 0.3 s of the headline's 0.6 on 1 M turns
+                # 0.3 s of the headline's 0.6 on 1 M turns; with an item key twice in
+                # `items` (`doubled`), the judged items joined to them in one statement
                 ppi = ppi_table(ctx, [r for r in runs if r in present and r not in unlabelled],
                                 {r: run_name(r, lineage) for r in runs}, "human_label",
-                                rated="items")
+                                rated="items",
+                                judged=None if doubled else (judgeable, later(0)))
     for run, kind, typ, stat, c, d, n in rows:
         if stat == "rater":
             raters[str(run)].append((str(typ), str(kind), c, d, int(n)))
