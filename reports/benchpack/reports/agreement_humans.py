@@ -335,7 +335,8 @@ def against_humans(ctx: ReportContext, res: ReportResult,
                 ppi = ppi_table(ctx, [r for r in runs if r in present and r not in unlabelled],
                                 {r: run_name(r, lineage) for r in runs}, "human_label",
                                 rated="items",
-                                judged=None if doubled else (judgeable, later(0)))
+                                judged=None if doubled or not asked else (judgeable,
+                                                                          later(0)))
     for run, kind, typ, stat, c, d, n in rows:
         if stat == "rater":
             raters[str(run)].append((str(typ), str(kind), c, d, int(n)))
