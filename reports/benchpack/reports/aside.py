@@ -76,10 +76,11 @@ def one_thread(con: Any) -> Iterator[None]:
     table of a few ten thousand rows, `human_ratings`, `sessions` on 1 M turns): DuckDB scans
     each on one core anyway, and a second thread mostly splits the hash tables into
     partitions it then merges. `agreement --humans`' three statements over its rated items
-    took 0.078 s CPU (0.070 s wall) with two threads on 1 M turns, 0.056 s with one; the
-    summary's statements beside each other (`beside`, two cursors: still both cores) 8 %
-    less CPU for the report. Also for two big statements beside each other (`cost --by`'s
-    two passes over every call): each on one core, the same cores busy, fewer CPU seconds.
+    took 0.078 s CPU (0.070 s wall) with two threads on 1 M turns, 0.056 s with one. Also
+    for two big statements beside each other (`cost --by`'s two passes over every call,
+    the summary's run costs beside its means): each on one core, both cores still busy,
+    fewer CPU seconds (0.32 + 0.15 s, against 0.55-0.66 s one after the other on two
+    threads).
     The setting is the database's, not the cursor's: set it around a `beside` block, never
     from inside one. A connection whose settings are locked
     (`access.LOCKED`, `bench view`'s, whose requests share one database) keeps its threads."""
