@@ -344,15 +344,17 @@ def test_coincidences_from_label_counts_are_those_of_every_rating(
 
 
 @pytest.mark.parametrize("min_raters", [1, 3])
-@pytest.mark.parametrize("which", ["synthetic", "odd ratings"])
+@pytest.mark.parametrize("which", ["synthetic", "odd ratings", "odd sessions"])
 def test_median_items_are_human_pairs_items(which: str, min_raters: int, db: Path,
-                                            odd_ratings: Path) -> None:
+                                            odd_ratings: Path, odd_sessions: Path) -> None:
     """The rated items of the median consensus, asked without the majority vote
     (`_MEDIAN_ITEMS`), are those of `human_pairs` with their label counts (`_HUMAN_ITEMS`),
-    row for row: ties, off-scale and NULL ratings, an item judged twice in a session."""
+    row for row: ties, off-scale and NULL ratings, an item judged twice in a session;
+    sessions that errored, without predicted triples, checklist items of another grader."""
     from benchpack.reports import agreement_humans
 
-    with open_store(db if which == "synthetic" else odd_ratings) as con:
+    path = {"synthetic": db, "odd ratings": odd_ratings, "odd sessions": odd_sessions}[which]
+    with open_store(path) as con:
         runs = _rated_runs(con)
         marks = "(" + literals(runs) + ")"
         got, want = (Counter(con.execute(sql.replace("$runs", marks).replace("$label",
@@ -491,9 +493,9 @@ def test_humans_reads_its_rated_items_on_one_thread(db: Path) -> None:
 
 @pytest.fixture(scope="module")
 def odd_sessions(db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The store with what the headline's judged items leave out among rated ones: ablation
-    variants, sessions that errored, triggers without a label or SKIPPED, checklist items
-    without a score."""
+    """The store with what the judged items leave out among rated ones: ablation variants,
+    sessions that errored or without predicted triples, triggers without a label or
+    SKIPPED, checklist items without a score or of another grader."""
     path = tmp_path_factory.mktemp("odd-sessions") / "bench.duckdb"
     shutil.copy(db, path)
     con = duckdb.connect(str(path))
@@ -505,6 +507,10 @@ def odd_sessions(db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
                     "WHERE hash(trigger_id, session_id) % 13 = 1")
         con.execute("UPDATE checklist_results SET score = NULL "
                     "WHERE hash(item_id, session_id) % 6 = 0")
+        con.execute("UPDATE sessions SET triples_predicted = 0 WHERE hash(session_id) % 3 = 2")
+        con.execute("INSERT INTO checklist_results SELECT * REPLACE ('other' AS grader, "
+                    "1 - score AS score) FROM checklist_results "
+                    "WHERE hash(item_id, session_id) % 4 = 0")
     finally:
         con.close()
     return path
