@@ -95,17 +95,17 @@ def _plain(units: dict[Any, list[Any]]) -> dict[Any, list[list[float]]]:
 
 
 def _coded(rows: list[tuple[Any, ...]]) -> tuple[dict[str, Any], list[str], list[str]]:
-    """`_COINCIDENCES`-shaped rows keyed by text (run, kind, type, who, m, session, cells…) as
+    """`COINCIDENCES`-shaped rows keyed by text (run, kind, type, who, m, session, cells…) as
     the report reads them: numpy columns keyed by integers (`r`, `k`, `t`, `w`, `sid`), with
     the runs and types they index."""
     import numpy as np
 
-    from benchpack.reports import agreement_humans
+    from benchpack.reports import agreement_units
 
     runs = sorted({r[0] for r in rows})
     types = sorted({r[2] for r in rows if r[1] == "trigger" and r[2]})
     sessions = sorted({r[5] for r in rows})
-    coded = [(runs.index(run), agreement_humans.RATED_KINDS.index(kind),
+    coded = [(runs.index(run), agreement_units.RATED_KINDS.index(kind),
               types.index(typ) + 1 if kind == "trigger" and typ else 0,
               ("humans", "with_judge").index(who), sessions.index(session) + 1, m, *cells)
              for run, kind, typ, who, m, session, *cells in rows]
@@ -117,13 +117,13 @@ def _coded(rows: list[tuple[Any, ...]]) -> tuple[dict[str, Any], list[str], list
 
 @pytest.mark.parametrize("seed", range(40))
 def test_coincidence_units_are_the_fsum_of_each_cell(seed: int) -> None:
-    """`agreement_humans._units_of` sums in numpy what the report fsum'd cell by cell: the same
+    """`agreement_units.units_of` sums in numpy what the report fsum'd cell by cell: the same
     floats to the bit, with up to eight ratings an item (several quotients by 3, 5, 6, 7 in
     a cell, which are fsum'd), sessions of one-rating items only, a trigger type named `all`,
     and sums large enough to leave the exact path."""
     import random
 
-    from benchpack.reports import agreement_humans
+    from benchpack.reports import agreement_units
 
     rng = random.Random(seed)
     width = agreement.LABELS
@@ -136,7 +136,7 @@ def test_coincidence_units_are_the_fsum_of_each_cell(seed: int) -> None:
         cells = [0 if m == 1 else rng.randint(0, big) for _ in range(width * width)]
         rows.append((rng.choice(["r1", "r2"]), kind, typ, rng.choice(["humans", "with_judge"]),
                      m, f"s{rng.randint(0, 40):02d}", *cells))
-    got = _plain(agreement_humans._units_of(*_coded(rows)))
+    got = _plain(agreement_units.units_of(*_coded(rows)))
     want = _units_by_fsum(rows)
     assert got.keys() == want.keys()
     for key in want:
@@ -214,22 +214,22 @@ def test_one_pass_per_session_counts_what_three_statements_did(
         which: str, consensus: str, db: Path, odd_ratings: Path) -> None:
     """`_PER_SESSION` read by `_per_session_of` gives the label pairs, ratings and ties of
     `_OLD_HUMANS`, the clusters of `_OLD_CLUSTERS` and, where no rows of `items` share an item
-    key, α's units of `_COINCIDENCES` (itself checked against every rating above): on the
+    key, α's units of `COINCIDENCES` (itself checked against every rating above): on the
     synthetic store and on one with an item judged twice in a session (`_FACTS` says so: the
-    report then asks `_COINCIDENCES`), off-scale and NULL ratings."""
-    from benchpack.reports import agreement_humans
+    report then asks `COINCIDENCES`), off-scale and NULL ratings."""
+    from benchpack.reports import agreement_humans, agreement_units
 
     with open_store(db if which == "synthetic" else odd_ratings) as con:
         ctx, runs, rated = _rated(con, consensus)
         with rated:
             found, doubled = con.execute(agreement_humans._FACTS).fetchone()
             types = list(found or [])
-            sql = agreement_humans._keyed(agreement_humans._PER_SESSION, runs, types)
+            sql = agreement_units.keyed(agreement_humans._PER_SESSION, runs, types)
             rows, clusters, coded = agreement_humans._per_session_of(
                 con.execute(sql).fetchnumpy(), runs, types)
             old_rows = con.execute(_OLD_HUMANS).fetchall()
             old_clusters = _old_clusters(con.execute(_OLD_CLUSTERS).fetchall())
-            old_units = agreement_humans._units(ctx, runs, types)
+            old_units = agreement_units.rated_units(ctx, runs, types)
     got: Counter[tuple[Any, ...]] = Counter()
     want: Counter[tuple[Any, ...]] = Counter()
     for counts, source in ((got, rows), (want, old_rows)):
@@ -239,7 +239,7 @@ def test_one_pass_per_session_counts_what_three_statements_did(
     assert clusters == old_clusters and len(clusters) > 10
     assert bool(doubled) == (which == "odd ratings")
     if not doubled:
-        assert _plain(agreement_humans._units_of(coded, runs, types)) == _plain(old_units)
+        assert _plain(agreement_units.units_of(coded, runs, types)) == _plain(old_units)
 
 
 _OLD_COINCIDENCES = f"""
@@ -312,11 +312,11 @@ def odd_ratings(db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("which", ["synthetic", "odd ratings"])
 def test_coincidences_from_label_counts_are_those_of_every_rating(
         which: str, consensus: str, db: Path, odd_ratings: Path) -> None:
-    """`_COINCIDENCES` counts each unit from its item's ratings counted by label (`items`' n0,
+    """`COINCIDENCES` counts each unit from its item's ratings counted by label (`items`' n0,
     n1, …) and the judge's label: the same rows as counting every rating joined to its item,
     on the synthetic store and on one with an item judged twice in a session, off-scale and
     NULL ratings and items of one rating."""
-    from benchpack.reports import agreement_humans
+    from benchpack.reports import agreement_units
 
     with open_store(db if which == "synthetic" else odd_ratings) as con:
         _, runs, rated = _rated(con, consensus)
@@ -325,9 +325,9 @@ def test_coincidences_from_label_counts_are_those_of_every_rating(
                 "SELECT DISTINCT type FROM items WHERE kind = 'trigger' AND type <> ''"
             ).fetchall())
             names = dict(con.execute("SELECT DISTINCT sid, session_id FROM items").fetchall())
-            sql = agreement_humans._keyed(agreement_humans._COINCIDENCES, runs, types)
+            sql = agreement_units.keyed(agreement_units.COINCIDENCES, runs, types)
             # the integer keys read back as the text they code
-            got = Counter((runs[r], agreement_humans.RATED_KINDS[k], types[t - 1] if t else "",
+            got = Counter((runs[r], agreement_units.RATED_KINDS[k], types[t - 1] if t else "",
                            ("humans", "with_judge")[w], m, names[sid], *cells)
                           for r, k, t, w, sid, m, *cells
                           in con.execute(sql).fetchall())
@@ -344,15 +344,17 @@ def test_coincidences_from_label_counts_are_those_of_every_rating(
 
 
 @pytest.mark.parametrize("min_raters", [1, 3])
-@pytest.mark.parametrize("which", ["synthetic", "odd ratings"])
+@pytest.mark.parametrize("which", ["synthetic", "odd ratings", "odd sessions"])
 def test_median_items_are_human_pairs_items(which: str, min_raters: int, db: Path,
-                                            odd_ratings: Path) -> None:
+                                            odd_ratings: Path, odd_sessions: Path) -> None:
     """The rated items of the median consensus, asked without the majority vote
     (`_MEDIAN_ITEMS`), are those of `human_pairs` with their label counts (`_HUMAN_ITEMS`),
-    row for row: ties, off-scale and NULL ratings, an item judged twice in a session."""
+    row for row: ties, off-scale and NULL ratings, an item judged twice in a session;
+    sessions that errored, without predicted triples, checklist items of another grader."""
     from benchpack.reports import agreement_humans
 
-    with open_store(db if which == "synthetic" else odd_ratings) as con:
+    path = {"synthetic": db, "odd ratings": odd_ratings, "odd sessions": odd_sessions}[which]
+    with open_store(path) as con:
         runs = _rated_runs(con)
         marks = "(" + literals(runs) + ")"
         got, want = (Counter(con.execute(sql.replace("$runs", marks).replace("$label",
@@ -460,3 +462,85 @@ def test_a_judge_label_off_its_scale_fails_as_before(
         ctx.humans = True
         with pytest.raises(ValueError, match=r"label 'MAYBE' is not one of \['FAIL', "):
             agreement.agreement_report(ctx)
+
+
+def test_humans_reads_its_rated_items_on_one_thread(db: Path) -> None:
+    """Every statement over the rated items (and the raters' ratings) runs on one DuckDB
+    thread (`aside.one_thread`: one row group each, which a second thread only partitions),
+    and the headline's judged half, asked of the tables alone (no `items`: it is read beside
+    them on a report's own connection); the connection has its threads back afterwards."""
+    ran: list[tuple[str, int]] = []
+
+    class Threads(_Recording):
+        def execute(self, sql: str, params: Any = None) -> Any:
+            (threads,) = self.con.execute("SELECT current_setting('threads')").fetchone()
+            ran.append((" ".join(sql.split()), int(threads)))
+            return super().execute(sql, params)
+
+    with open_store(db) as con:
+        con.execute("SET threads = 3")
+        ctx = ReportContext(Threads(con), select_runs(con, ["all"]))
+        ctx.humans = True
+        agreement.agreement_report(ctx)
+        (after,) = con.execute("SELECT current_setting('threads')").fetchone()
+    on_items = [(s, n) for s, n in ran if " items " in f"{s} " and not s.startswith("DROP")]
+    judged = [(s, n) for s, n in ran if s.startswith("WITH j AS")]
+    # written, facts, per session, raters, the headline's rated half
+    assert len(on_items) == 5 and {n for _, n in on_items} == {1}, on_items
+    assert len(judged) == 1 and judged[0][1] == 1 and " items " not in judged[0][0], judged
+    assert int(after) == 3
+
+
+@pytest.fixture(scope="module")
+def odd_sessions(db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The store with what the judged items leave out among rated ones: ablation variants,
+    sessions that errored or without predicted triples, triggers without a label or
+    SKIPPED, checklist items without a score or of another grader."""
+    path = tmp_path_factory.mktemp("odd-sessions") / "bench.duckdb"
+    shutil.copy(db, path)
+    con = duckdb.connect(str(path))
+    try:
+        con.execute("UPDATE sessions SET ablation = 'no-memory' WHERE hash(session_id) % 7 = 0")
+        con.execute("UPDATE sessions SET status = 'error' WHERE hash(session_id) % 11 = 1")
+        con.execute("UPDATE triggers SET label = NULL WHERE hash(trigger_id, session_id) % 5 = 0")
+        con.execute("UPDATE triggers SET label = 'SKIPPED' "
+                    "WHERE hash(trigger_id, session_id) % 13 = 1")
+        con.execute("UPDATE checklist_results SET score = NULL "
+                    "WHERE hash(item_id, session_id) % 6 = 0")
+        con.execute("UPDATE sessions SET triples_predicted = 0 WHERE hash(session_id) % 3 = 2")
+        con.execute("INSERT INTO checklist_results SELECT * REPLACE ('other' AS grader, "
+                    "1 - score AS score) FROM checklist_results "
+                    "WHERE hash(item_id, session_id) % 4 = 0")
+    finally:
+        con.close()
+    return path
+
+
+@pytest.mark.parametrize("min_raters", [1, 3])
+@pytest.mark.parametrize("consensus", ["median", "majority"])
+@pytest.mark.parametrize("which", ["synthetic", "odd sessions"])
+def test_headline_from_its_two_halves_is_the_joined_one(
+        which: str, consensus: str, min_raters: int, db: Path, odd_sessions: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bias-corrected headline from the judged tables' half (`ppi_judged`, over more runs
+    than it shows) and the rated items' half summed apart is the one statement joining them,
+    row for row, on a store without an item key twice in `items` (the halves matched, never
+    the joined statement asked instead)."""
+    from benchpack.reports import judge_validity
+    from benchpack.reports.judge_validity import ppi_judged, ppi_table
+
+    with open_store(db if which == "synthetic" else odd_sessions) as con:
+        ctx, runs, rated = _rated(con, consensus)
+        ctx.min_raters = min_raters
+        with rated:
+            (twice,) = con.execute("SELECT count(*) - count(DISTINCT (run_id, session_id, "
+                                   "repeat, kind, item_id)) FROM items").fetchone()
+            names = {r: r for r in ctx.runs}
+            want = ppi_table(ctx, runs, names, "human_label", rated="items")
+            monkeypatch.setattr(judge_validity, "_judged_with_rated", None)  # not asked
+            got = ppi_table(ctx, runs, names, "human_label", rated="items",
+                            judged=(ctx.runs, ppi_judged(ctx, ctx.runs)))
+    assert twice == 0 and len(runs) == 4
+    assert want is not None and got is not None and len(want.rows) >= 8
+    assert [[str(c) for c in r] for r in got.rows] == [[str(c) for c in r] for r in want.rows]
+    assert got.rows == want.rows

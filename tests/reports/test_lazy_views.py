@@ -284,3 +284,91 @@ def test_several_reports_in_json_are_a_list_of_each_one(db: Path) -> None:
     for doc in [*both, *alone]:
         doc.pop("generated", None)
     assert both == alone
+
+
+def _built_threads(db: Path, monkeypatch: pytest.MonkeyPatch, name: str, **options: Any
+                   ) -> list[tuple[str, str, int]]:
+    """(`main` or `side`, statement, DuckDB threads it ran with) of `bench report NAME` over
+    every run, on a connection opened with 3 threads."""
+    ran: list[tuple[str, str, int]] = []
+
+    class Threads(_Logged):
+        where = "main"
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            (threads,) = self._con.execute("SELECT current_setting('threads')").fetchone()
+            ran.append((self.where, " ".join(str(sql).split()), int(threads)))
+            return self._con.execute(sql, *args)
+
+        def cursor(self) -> _Logged:
+            side = Threads(self._con.cursor(), self._sqls)
+            side.where = "side"
+            return side
+
+    connect = access._connect
+
+    def three_threads(*args: Any) -> Any:
+        con = connect(*args)
+        con.execute("SET threads = 3")
+        return Threads(con, [])
+
+    monkeypatch.setattr(access, "_connect", three_threads)
+    build_reports(ReportOptions(db=db, names=[name], runs=["all"], **options))
+    return ran
+
+
+def test_the_summary_reads_beside_on_one_thread(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While its notes, pooled trigger units and run costs are read beside its headline
+    means, both cursors run their statements on one DuckDB thread (`aside.one_thread`: the
+    costs over every call beside the rest, each on one core); the sessions' counts before
+    and what comes after run with the connection's threads."""
+    ran = _built_threads(db, monkeypatch, "summary")
+    threads = {" ".join(s.split()[:2]): (where, n) for where, s, n in ran}
+    assert threads["WITH priced"] == ("side", 1)  # the run costs: every call
+    assert threads["WITH long"] == ("main", 1) and threads["WITH e"] == ("side", 1)
+    assert [n for _, s, n in ran if "FROM alone_results" in s] == [3]  # after the block
+    assert [n for _, s, n in ran if "FROM runs r LEFT JOIN sessions s" in s] == [3]
+
+
+def test_cost_by_reads_its_groups_beside_its_role_rows_on_one_thread_each(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cost --by`: the groups' ledgers on a second cursor (`aside.beside`) while the role
+    rows are read, both passes over every call on one DuckDB thread each, the connection's
+    threads back afterwards; without `--by` the role rows keep them, and no cursor."""
+    ran = _built_threads(db, monkeypatch, "cost", by="name")
+    groups = [(where, n) for where, s, n in ran if s.startswith("WITH c AS")]
+    roles = [(where, n) for where, s, n in ran if s.startswith("WITH g AS MATERIALIZED")]
+    assert groups == [("side", 1)] and roles == [("main", 1)], ran
+    assert ran[-1][2] == 3  # the inventory, after the block
+    ran = _built_threads(db, monkeypatch, "cost")
+    assert [(where, n) for where, s, n in ran if s.startswith("WITH g AS MATERIALIZED")] == [
+        ("main", 3)]
+    assert {where for where, _, _ in ran} == {"main"}
+
+
+def test_agreement_humans_reads_its_judged_half_beside_its_rated_items(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`agreement --humans`: the headline's judged half (the tables alone) on a second cursor
+    while the rated items are written and counted, each on one DuckDB thread."""
+    ran = _built_threads(db, monkeypatch, "agreement", humans=True)
+    assert [(where, n) for where, s, n in ran if s.startswith("WITH j AS")] == [("side", 1)]
+    assert [(where, n) for where, s, n in ran if s.startswith(
+        "CREATE OR REPLACE TEMP TABLE items")] == [("main", 1)]
+    assert ran[-1][2] == 3  # the inventory, after the block
+
+
+def test_one_thread_leaves_a_locked_connection_as_it_is() -> None:
+    """`aside.one_thread` on a connection whose settings are locked (`access.LOCKED`, where
+    `bench view`'s requests share one database) runs the block with its threads, no `SET`."""
+    import duckdb
+
+    from benchpack.reports.aside import one_thread
+
+    con = duckdb.connect(config={"threads": 3, **access.LOCKED})
+    with one_thread(con):
+        assert con.execute("SELECT current_setting('threads')").fetchone() == (3,)
+    con = duckdb.connect(config={"threads": 3})
+    with one_thread(con):
+        assert con.execute("SELECT current_setting('threads')").fetchone() == (1,)
+    assert con.execute("SELECT current_setting('threads')").fetchone() == (3,)

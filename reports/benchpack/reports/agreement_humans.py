@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
@@ -28,6 +27,8 @@ from .agreement import (
     run_name,
     scale_of,
 )
+from .agreement_units import JUDGE_IS, RATED_KINDS, Units, keyed, rated_units, units_of
+from .aside import one_thread
 from .builtin import ReportContext
 from .model import Column, ReportResult, Table
 from .sqltext import literals
@@ -47,46 +48,52 @@ FROM human_pairs p JOIN (
 WHERE p.run_id IN $runs AND p.raters >= ?
 """
 """The rated items of `human_pairs` for the selected runs (a TEMP table, `items`: the input of
-`_PER_SESSION`, `_RATERS`, `_COINCIDENCES` and the bias-corrected headline), each with its
+`_PER_SESSION`, `_RATERS`, `COINCIDENCES` and the bias-corrected headline), each with its
 ratings counted by label (`n0`, `n1`, … on the kind's scale, worst first; `raters` counts
 them all) — grouped by the same item key as `human_consensus`' `raters`, so every item of
 `human_pairs` finds its counts. Those counts are what Krippendorff's α needs of the ratings:
 a TEMP table of every rating joined to its item (100,000 rows on the 1 M-turn benchmark
 store) cost 0.18 s of CPU to write and 0.13 s to count again by item."""
 
+_N = ", ".join(f"h.n{i}" for i in range(LABELS))
 _MEDIAN_ITEMS = f"""
 WITH h AS (
-    SELECT run_id AS source_run, session_id, repeat, kind, item_id, count(*) AS raters,
-           {MEDIAN_LABEL} AS human_label, {MEDIAN_TIE} AS tie, {_LABEL_COUNTS}
-    FROM (SELECT *, {RATING_RANK} AS rank FROM human_ratings) r
-    GROUP BY run_id, session_id, repeat, kind, item_id
+    SELECT l.run_id, r.* FROM (
+        SELECT run_id AS source_run, session_id, repeat, kind, item_id, count(*) AS raters,
+               {MEDIAN_LABEL} AS human_label, {MEDIAN_TIE} AS tie, {_LABEL_COUNTS}
+        FROM (SELECT *, {RATING_RANK} AS rank FROM human_ratings) r
+        GROUP BY run_id, session_id, repeat, kind, item_id
+    ) r JOIN (SELECT run_id, source_run FROM run_lineage WHERE run_id IN $runs) l
+        USING (source_run)
+    WHERE r.raters >= ?
 ), s AS (
     SELECT run_id, session_id, repeat, triples_predicted FROM sessions
     WHERE run_id IN $runs AND status = 'finished'
-), j AS (
-    SELECT t.run_id, session_id, repeat, 'trigger' AS kind, t.trigger_id AS item_id, t.type,
-           t.label
-    FROM triggers t JOIN s USING (run_id, session_id, repeat)
-    WHERE t.run_id IN $runs AND coalesce(t.label, '') <> 'SKIPPED'
-    UNION ALL
-    SELECT c.run_id, session_id, repeat, 'checklist', c.item_id, NULL,
-           CASE WHEN c.score IS NULL THEN NULL WHEN c.score >= 0.5 THEN 'YES' ELSE 'NO' END
-    FROM checklist_results c JOIN s USING (run_id, session_id, repeat)
-    WHERE c.run_id IN $runs AND c.grader = 'rubric'
-    UNION ALL
-    SELECT g.run_id, session_id, repeat, 'triple', CAST(g.idx AS VARCHAR), NULL,
-           CASE WHEN g.judge_error IS NOT NULL OR g.matched IS NULL THEN NULL
-                WHEN g.matched THEN 'YES' ELSE 'NO' END
-    FROM triples g JOIN s USING (run_id, session_id, repeat)
-    WHERE g.run_id IN $runs AND g.side = 'ground_truth' AND s.triples_predicted > 0
 )
-SELECT j.run_id, h.source_run, h.session_id, h.repeat, h.kind, h.item_id, j.type, h.raters,
-       h.tie, h.human_label, j.label AS judge_label,
-       {", ".join(f"h.n{i}" for i in range(LABELS))}
-FROM h JOIN (SELECT run_id, source_run FROM run_lineage WHERE run_id IN $runs) l
-     USING (source_run)
-     JOIN j USING (run_id, session_id, repeat, kind, item_id)
-WHERE h.raters >= ?
+SELECT h.run_id, h.source_run, h.session_id, h.repeat, h.kind, h.item_id, t.type, h.raters,
+       h.tie, h.human_label, t.label AS judge_label, {_N}
+FROM h JOIN triggers t ON t.run_id = h.run_id AND t.session_id = h.session_id
+     AND t.repeat = h.repeat AND t.trigger_id = h.item_id
+     JOIN s ON s.run_id = t.run_id AND s.session_id = t.session_id AND s.repeat = t.repeat
+WHERE h.kind = 'trigger' AND t.run_id IN $runs AND coalesce(t.label, '') <> 'SKIPPED'
+UNION ALL
+SELECT h.run_id, h.source_run, h.session_id, h.repeat, h.kind, h.item_id, NULL, h.raters,
+       h.tie, h.human_label,
+       CASE WHEN c.score IS NULL THEN NULL WHEN c.score >= 0.5 THEN 'YES' ELSE 'NO' END, {_N}
+FROM h JOIN checklist_results c ON c.run_id = h.run_id AND c.session_id = h.session_id
+     AND c.repeat = h.repeat AND c.item_id = h.item_id
+     JOIN s ON s.run_id = c.run_id AND s.session_id = c.session_id AND s.repeat = c.repeat
+WHERE h.kind = 'checklist' AND c.run_id IN $runs AND c.grader = 'rubric'
+UNION ALL
+SELECT h.run_id, h.source_run, h.session_id, h.repeat, h.kind, h.item_id, NULL, h.raters,
+       h.tie, h.human_label,
+       CASE WHEN g.judge_error IS NOT NULL OR g.matched IS NULL THEN NULL
+            WHEN g.matched THEN 'YES' ELSE 'NO' END, {_N}
+FROM h JOIN triples g ON g.run_id = h.run_id AND g.session_id = h.session_id
+     AND g.repeat = h.repeat AND CAST(g.idx AS VARCHAR) = h.item_id
+     JOIN s ON s.run_id = g.run_id AND s.session_id = g.session_id AND s.repeat = g.repeat
+WHERE h.kind = 'triple' AND g.run_id IN $runs AND g.side = 'ground_truth'
+      AND s.triples_predicted > 0
 """
 """`_HUMAN_ITEMS` for the median consensus (the default): `human_pairs` with only the median
 of `human_consensus` (its pieces, `views.MEDIAN_LABEL` and `MEDIAN_TIE`) and the label counts
@@ -94,7 +101,10 @@ in the same aggregation of the ratings — the view also takes the majority vote
 two more aggregations and joins (~0.15 s of CPU on 1 M turns) —, and the judged items of the
 kinds humans rate asked of the tables for the selected runs with `judge_labels`' conditions
 (the view scans `intent_checks` twice for nothing and joins every run's lineage: ~0.02 s).
-`tests/reports/test_agreement_humans_reads.py` checks the table against `_HUMAN_ITEMS`'."""
+Each kind's rated items are joined to its judged table, not the judged items of all three
+(225,000 on 1 M turns, a union no join reaches into) to the rated ones: 0.105 → 0.095 s CPU
+on one thread. `tests/reports/test_agreement_humans_reads.py` checks the table against
+`_HUMAN_ITEMS`'."""
 
 _RATERS = """
 SELECT i.run_id, h.rater, i.kind, h.label, i.judge_label, count(*) AS n
@@ -104,48 +114,6 @@ WHERE i.judge_label IS NOT NULL GROUP BY ALL
 """
 """Counted per selected run: each rater's ratings of the rated items against the judge."""
 
-_JUDGE_IS = [f"coalesce(judge_label = {label_at(i)}, false)::INTEGER" for i in range(LABELS)]
-RATED_KINDS = ("trigger", "checklist", "triple")
-"""The kinds humans rate (`items`' kinds), in the order of `_COINCIDENCES`' kind code."""
-_COINCIDENCES = f"""
-WITH per_item AS (
-    SELECT run_id, kind, type, sid, sum(raters) AS hm,
-           {", ".join(f"sum(n{i}) AS h{i}" for i in range(LABELS))},
-           sum(raters + 1) FILTER (WHERE judge_label IS NOT NULL) AS jm,
-           {", ".join(f"sum(n{i} + {_JUDGE_IS[i]}) FILTER (WHERE judge_label IS NOT NULL) AS j{i}"
-                      for i in range(LABELS))}
-    FROM items GROUP BY run_id, kind, type, sid, repeat, item_id
-), units AS (
-    SELECT 0 AS who, run_id, kind, type, sid, hm AS m,
-           {", ".join(f"h{i} AS n{i}" for i in range(LABELS))}
-    FROM per_item
-    UNION ALL
-    SELECT 1, run_id, kind, type, sid, jm, {", ".join(f"j{i}" for i in range(LABELS))}
-    FROM per_item WHERE jm IS NOT NULL
-)
-SELECT list_position($runs, run_id) - 1 AS r,
-       list_position({list(RATED_KINDS)!r}, kind) - 1 AS k,
-       CASE WHEN kind = 'trigger' THEN coalesce(list_position($types, type), 0) ELSE 0 END AS t,
-       who AS w, sid, m,
-       {", ".join(f"sum(n{c} * (n{d} - {int(c == d)}))::BIGINT AS x{c * LABELS + d}"
-                  for c in range(LABELS) for d in range(LABELS))}
-FROM units GROUP BY ALL
-"""
-"""The coincidences Krippendorff's α needs, per unit (an item's ratings, and those plus the
-judge's label), summed per session (the unit α's CI resamples) and number of ratings m: cell
-(c, d) is Σ n_c · (n_d − [c = d]) over the session's items with m ratings — items of one
-rating too (all cells 0), as they are units that can be drawn. An item's n_c are its
-ratings' counts by label (`items`' `n0`, `n1`, …), plus one for the judge's label in the unit
-with the judge (only where the judge labelled it); rows of `items` with the same item key (one
-rated item judged twice in a session) make one unit of all their ratings, as when every rating
-was a row. One row per (session, m) with the k × k cells side by side: 46,000 rows on the
-1 M-turn benchmark store. Every key is an integer: the run's index in `$runs`, the kind's in
-`RATED_KINDS`, the trigger type's in `$types` plus one (0: no type — NULL or '' — and every
-other kind), who (0 the humans, 1 with the judge), the session's rank by id (`items`' `sid`):
-grouped on the session ids and handed to Python as strings, then coded by `np.unique` over
-46,000 strings, they cost ~0.1 s of CPU on 1 M turns. The sums as BIGINT (an overflow is an
-error, never a wrong number): as DuckDB's HUGEINT, handing the rows to Python took 0.3 s, as
-BIGINT 0.09; read as numpy columns (`_units_of`), 0.13 → 0.01 s."""
 
 
 def _code(column: str) -> str:
@@ -165,7 +133,7 @@ SELECT list_position($runs, run_id) - 1 AS r,
        count(*) AS n, count(*) FILTER (WHERE tie) AS ties,
        {", ".join(f"sum(n{c} * (n{d} - {int(c == d)}))::BIGINT AS x{c * LABELS + d}"
                   for c, d in _CELLS)},
-       {", ".join(f"coalesce(sum((n{c} + {_JUDGE_IS[c]}) * (n{d} + {_JUDGE_IS[d]} - "
+       {", ".join(f"coalesce(sum((n{c} + {JUDGE_IS[c]}) * (n{d} + {JUDGE_IS[d]} - "
                   f"{int(c == d)})) FILTER (WHERE judge_label IS NOT NULL), 0)::BIGINT "
                   f"AS y{c * LABELS + d}" for c, d in _CELLS)}
 FROM items GROUP BY ALL
@@ -173,22 +141,24 @@ FROM items GROUP BY ALL
 """Everything `--humans` counts of the rated items but the raters' own rows, in one pass: per
 run, kind, trigger type, session (`sid`), consensus and judge label (their indices on the
 kind's scale, `_code`) and number of ratings m, the items (`n`), their ties, and the sums of
-their units' coincidences (`_COINCIDENCES`' products) among the humans (`x…`) and with the
-judge (`y…`, over the items the judge labelled). Keyed as `_COINCIDENCES`. From these rows
+their units' coincidences (`COINCIDENCES`' products) among the humans (`x…`) and with the
+judge (`y…`, over the items the judge labelled). Keyed as `COINCIDENCES`. From these rows
 (~30,000 on the 1 M-turn benchmark store) `_per_session_of` sums the label pairs, ratings and
 ties per group, κ's clusters per group and session and α's units, where three statements
 read `items` for them (the coincidences grouped per item and per (session, m), the pairs and
 κ's clusters per session) and handed 66,000 rows to Python. An item's unit is its own row
 here, so a store where rows of `items` share an item key (one item judged twice in a
-session: `_FACTS`) takes α's units from `_COINCIDENCES`."""
+session: `_FACTS`) takes α's units from `COINCIDENCES`."""
 
 _FACTS = """
 SELECT list(DISTINCT type ORDER BY type) FILTER (WHERE kind = 'trigger' AND type <> ''),
-       count(*) - count(DISTINCT hash(run_id, kind, type, sid, repeat, item_id))
+       count(*) - count(DISTINCT hash(run_id, kind, sid, repeat, item_id))
 FROM items
 """
-"""The trigger types of `items`, and whether rows of it share an item key (a hash collision
-only sends α's units through `_COINCIDENCES`, which counts them either way)."""
+"""The trigger types of `items`, and whether rows of it share an item key (run, session,
+repeat, kind, item: the headline's join key, the type left out; a hash collision only sends
+α's units through `COINCIDENCES`, which counts them either way, and the headline through
+its one statement)."""
 
 
 def _per_session_of(columns: dict[str, Any], runs: list[str], types: list[str]
@@ -196,7 +166,7 @@ def _per_session_of(columns: dict[str, Any], runs: list[str], types: list[str]
     """From `_PER_SESSION`'s rows (numpy columns): the rows `groups` reads, `(run, kind,
     type, stat, …, count)` — the label pairs (`pair`, consensus and judge label, None for
     NULL), `ratings` and `ties` per run, kind and type —, κ's clusters, and α's units as
-    `_COINCIDENCES`' columns (`_units_of` reads them). Every sum is of integers; every label is
+    `COINCIDENCES`' columns (`units_of` reads them). Every sum is of integers; every label is
     on its kind's scale or NULL (the caller checks: `_off_scale`)."""
     import numpy as np
 
@@ -313,7 +283,7 @@ def _rated_items(ctx: ReportContext, runs: list[str], label: str, tie: str) -> I
              .replace("$tie", tie))
     con = ctx.con
     try:
-        # `sid`: the session's rank by id, the integer `_COINCIDENCES` groups and sorts on
+        # `sid`: the session's rank by id, the integer `COINCIDENCES` groups and sorts on
         con.execute("CREATE OR REPLACE TEMP TABLE items AS SELECT *, dense_rank() OVER "
                     f"(ORDER BY session_id) AS sid FROM ({items})", [ctx.min_raters])
         yield
@@ -344,27 +314,38 @@ def against_humans(ctx: ReportContext, res: ReportResult,
     unlabelled = _without_judge_labels(ctx, runs)
     ppi = None
     if runs:
-        with _rated_items(ctx, runs, label, tie):
+        from .aside import beside
+        from .judge_validity import ppi_judged, ppi_table
+
+        # the headline's judged half (the tables alone) is read beside `items` being written
+        # and counted, each cursor on one DuckDB thread (`aside.one_thread`): `items` and
+        # `human_ratings` are one row group each, and the judged tables' half, asked after
+        # `items` and joined to it, cost 0.087 s CPU of the report on 1 M turns
+        judgeable = [r for r in runs if r not in unlabelled]
+        asked = [lambda side: ppi_judged(side, judgeable)] if judgeable else []
+        with one_thread(ctx.con), beside(ctx, *asked) as later, \
+                _rated_items(ctx, runs, label, tie):
             found, doubled = ctx.con.execute(_FACTS).fetchone()
             types = list(found or [])
-            counted = ctx.con.execute(_keyed(_PER_SESSION, runs, types)).fetchnumpy()
+            counted = ctx.con.execute(keyed(_PER_SESSION, runs, types)).fetchnumpy()
             if any((counted[c] == 99).any() for c in ("h", "j")):
                 raise _off_scale(ctx)
             rows, clusters, coded = _per_session_of(counted, runs, types)
-            units = (_units(ctx, runs, types) if doubled else
-                     _units_of(coded, runs, types) if coded else {})
+            units = (rated_units(ctx, runs, types) if doubled else
+                     units_of(coded, runs, types) if coded else {})
             rows += [(r, kind, rater, "rater", c, d, n)
                      for r, rater, kind, c, d, n in ctx.con.execute(_RATERS).fetchall()]
             present = {str(r[0]) for r in rows if r[3] != "rater"}
             if present & set(runs):
-                from .judge_validity import ppi_table
-
                 # the rated items of `human_pairs` these runs need are `items`, already
                 # made (its `human_label` the chosen consensus): read again, the view took
-                # 0.3 s of the headline's 0.6 on 1 M turns
+                # 0.3 s of the headline's 0.6 on 1 M turns; with an item key twice in
+                # `items` (`doubled`), the judged items joined to them in one statement
                 ppi = ppi_table(ctx, [r for r in runs if r in present and r not in unlabelled],
                                 {r: run_name(r, lineage) for r in runs}, "human_label",
-                                rated="items")
+                                rated="items",
+                                judged=None if doubled or not asked else (judgeable,
+                                                                          later(0)))
     for run, kind, typ, stat, c, d, n in rows:
         if stat == "rater":
             raters[str(run)].append((str(typ), str(kind), c, d, int(n)))
@@ -404,130 +385,6 @@ def against_humans(ctx: ReportContext, res: ReportResult,
         res.tables.append(ppi)
 
 
-Units = dict[tuple[str, str, str, str], list[Any]]
-"""(run, kind, type or `all`, who) → each session's flattened k × k coincidence matrix (a
-numpy row), sorted by session id: cell (c, d) the fsum over m ≥ 2 of Σ n_c · (n_d − [c = d]) ÷ (m − 1) over the
-session's items with m ratings (`_COINCIDENCES`), as `krippendorff_alpha_coincidence` adds
-units; a session whose items all have one rating is there, all 0 (a unit that can be drawn)."""
-
-
-def _units(ctx: ReportContext, runs: list[str], types: list[str]) -> Units:
-    """The coincidence units of `items` (`_COINCIDENCES`) for `runs`, whose trigger types are
-    `types` (every non-empty type of `items`)."""
-    return _units_of(ctx.con.execute(_keyed(_COINCIDENCES, runs, types)).fetchnumpy(), runs,
-                     types)
-
-
-def _keyed(sql: str, runs: list[str], types: list[str]) -> str:
-    """`sql` with the lists its keys index written in (`sqltext`: a bound list costs ~0.2 ms
-    an element)."""
-    return (sql.replace("$runs", f"[{literals(runs)}]::VARCHAR[]")
-            .replace("$types", f"[{literals(types)}]::VARCHAR[]"))
-
-
-def _units_of(columns: dict[str, Any], runs: list[str], types: list[str]) -> Units:
-    """`_COINCIDENCES`' rows (numpy columns, as `fetchnumpy` gives them; keys coded by `runs`
-    and `types`) summed per group as `groups` sums the other counts (a trigger type and all
-    types), then per session: each row's group and session one integer key, sorted once, the
-    sums per (group, session, m) and per (group, session) runs of the sorted rows
-    (`np.add.reduceat`) — where dictionaries per (session, m, cell) and an fsum per cell took
-    0.8 s of `--humans` on 1 M turns, string keys coded by `np.unique` ~0.1 s and `np.add.at`
-    ~0.05. The same floats: the integer sums are exact in any order; of the quotients
-    n ÷ (m − 1), those by a power of two are exact and so is their sum, and with at most one
-    other (m = 4 at 2-4 raters) adding it last rounds once, as fsum does — a cell with two or
-    more such terms is fsum'd."""
-    import numpy as np
-
-    m_in = np.asarray(columns["m"], dtype=np.int64)
-    n = len(m_in)
-    if not n:
-        return {}
-    cells_in = np.stack([np.asarray(columns[f"x{c}"], dtype=np.int64)
-                         for c in range(LABELS * LABELS)], axis=1)
-    run_at, kind_at, type_at, who_at, session_at = (
-        np.asarray(columns[name], dtype=np.int64) for name in ("r", "k", "t", "w", "sid"))
-    # each row counts in its kind's `all` group (type code 0) and, a trigger with a type, in
-    # its type's; a type named `all` is the all-types group: such a row counts in it twice,
-    # as in `groups`
-    typed = np.nonzero(type_at > 0)[0]
-    rows_at = np.concatenate([np.arange(n), typed])
-    group_type = np.concatenate([np.zeros(n, dtype=np.int64), type_at[typed]])
-    if "all" in types:
-        group_type[group_type == types.index("all") + 1] = 0
-    width = len(types) + 1
-    group = ((run_at[rows_at] * len(RATED_KINDS) + kind_at[rows_at]) * width
-             + group_type) * 2 + who_at[rows_at]
-    sessions, ms = int(session_at.max()) + 1, int(m_in.max()) + 1
-    key = (group * sessions + session_at[rows_at]) * ms + m_in[rows_at]
-    order = np.argsort(key, kind="stable")
-    key = key[order]
-    # integer sums per (group, session, m): exact
-    starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
-    # (along each cell's contiguous row: along the rows' axis reduceat took ~7 ms a call)
-    sums = np.add.reduceat(np.ascontiguousarray(cells_in[rows_at[order]].T), starts, axis=1).T
-    key = key[starts]
-    m, unit = key % ms, key // ms
-    # per (group, session): the quotients by powers of two summed (exact), the others apart
-    first = np.flatnonzero(np.concatenate([[True], unit[1:] != unit[:-1]]))
-    bounds = [*first.tolist(), len(unit)]
-    units = unit[first] // sessions  # each unit's group, ascending
-    if int(sums.max()) >= 2**40:  # floats no longer exact: fsum every cell
-        return _units_by_fsum(runs, types, units, bounds, sums, m)
-    pairable = m >= 2
-    step = np.where(pairable, m - 1, 1)
-    exact = pairable & (step & (step - 1) == 0) & (step <= 1024)
-    inexact = pairable & ~exact
-    terms = sums / step[:, None]
-    # each unit's terms added one after another in the rows' order (`bincount` adds so)
-    where = np.repeat(np.arange(len(first)), np.diff(bounds))
-
-    def summed(rows: Any, values: Any) -> Any:
-        width = values.shape[1]
-        bins = (where[rows][:, None] * width + np.arange(width)).ravel()
-        return np.bincount(bins, weights=values[rows].ravel(),
-                           minlength=len(first) * width).reshape(len(first), width)
-
-    flat = summed(exact, terms) + summed(inexact, terms)
-    many = summed(inexact, (terms != 0).astype(float))
-    for u, c in zip(*np.nonzero(many > 1), strict=True):
-        part = slice(bounds[u], bounds[u + 1])
-        flat[u, c] = math.fsum(terms[part][pairable[part], c].tolist())
-    return _by_group(runs, types, units, flat)
-
-
-def _by_group(runs: list[str], types: list[str], units: Any, flat: Any) -> Units:
-    """Each group's rows of `flat` (one per (group, session), sorted by group code: `units`
-    holds each row's), its k × k cells: a list of numpy rows, which `krippendorff_alpha_ci`
-    stacks again (as lists of floats, the 48 groups' ~90,000 rows on 1 M turns cost ~0.03 s
-    more to build and to read)."""
-    import numpy as np
-
-    out: Units = {}
-    first = np.flatnonzero(np.concatenate([[True], units[1:] != units[:-1]])).tolist()
-    for start, stop in zip(first, [*first[1:], len(units)], strict=True):
-        rest, who = divmod(int(units[start]), 2)
-        rest, t = divmod(rest, len(types) + 1)
-        run, kind = divmod(rest, len(RATED_KINDS))
-        k = len(scale_of(RATED_KINDS[kind]))
-        mine = flat[start:stop][:, [c * LABELS + d for c in range(k) for d in range(k)]]
-        out[(runs[run], RATED_KINDS[kind], "all" if t == 0 else types[t - 1],
-             ("humans", "with_judge")[who])] = list(mine)
-    return out
-
-
-def _units_by_fsum(runs: list[str], types: list[str], units: Any, bounds: list[int],
-                   sums: Any, m: Any) -> Units:
-    """`_units_of` for counts of 2⁴⁰ and more: each cell fsum'd from the exact integer sums
-    (`bounds`: each unit's rows of `sums` and `m`)."""
-    import numpy as np
-
-    flat = np.zeros((len(units), sums.shape[1]), dtype=float)
-    rows, counts = sums.tolist(), m.tolist()
-    for u in range(len(units)):
-        mine = [(rows[i], counts[i]) for i in range(bounds[u], bounds[u + 1]) if counts[i] >= 2]
-        for c in range(sums.shape[1]):
-            flat[u, c] = math.fsum(row[c] / (count - 1) for row, count in mine)
-    return _by_group(runs, types, units, flat)
 
 
 def _without_judge_labels(ctx: ReportContext, runs: list[str]) -> dict[str, list[str]]:

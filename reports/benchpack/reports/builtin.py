@@ -369,23 +369,22 @@ def headline_table(ctx: ReportContext,
     return scores
 
 
-def summary(ctx: ReportContext) -> ReportResult:
-    res = ReportResult("summary", "Run summary", "One line per run: what ran, the headline "
-                       "scores of each protocol, tokens and cost.", ctx.runs)
-    # the run's calls, as the cost ledger counts them: unknown (NULL), never $0, when an
-    # answered, uncached call had no price; imported calls stay apart. Summed per run in one
-    # pass and joined: as a subquery per run it was joined to every session first (0.3 s of
-    # 0.8 on 1 M turns). Summed as DECIMAL (exact): grouped in parallel, the float sum
-    # depends on the order rows arrive in, and a total on a rounding boundary (synth-02's
-    # $2146.43145 in `benchmarks/report_bench.py`'s store) printed $2146.4314 one read and
-    # $2146.4315 the next. Each distinct price is cast once and multiplied by its calls
-    # (integer arithmetic on the DECIMAL, so the same sum), and the unpriced calls are
-    # counted apart: DuckDB answers that from the column statistics when no price is NULL,
-    # where reading `error` and `cache_hit` for every call cost a quarter of the query; the
-    # calls' filter leaves out what holds for all of them (`cost.measured`: 0.147 -> 0.079 s
-    # CPU with one thread); the run rows come from `s`, so a run `runs` lacks is not shown
-    where = measured(ctx)
-    rows = ctx.rows(f"""
+def run_costs(ctx: ReportContext, where: str) -> dict[str, tuple[float | None, int]]:
+    """Each run's calls (`where`: `cost.measured`) as the cost ledger counts them: run id →
+    (the priced cost, the unpriced calls). Unknown (NULL), never $0, when an answered,
+    uncached call had no price; imported calls stay apart. Summed per run in one pass: as a
+    subquery per run it was joined to every session first (0.3 s of 0.8 on 1 M turns).
+    Summed as DECIMAL (exact): grouped in parallel, the float sum depends on the order rows
+    arrive in, and a total on a rounding boundary (synth-02's $2146.43145 in
+    `benchmarks/report_bench.py`'s store) printed $2146.4314 one read and $2146.4315 the
+    next. Each distinct price is cast once and multiplied by its calls (integer arithmetic
+    on the DECIMAL, so the same sum), and the unpriced calls are counted apart: DuckDB
+    answers that from the column statistics when no price is NULL, where reading `error`
+    and `cache_hit` for every call cost a quarter of the query; the calls' filter leaves
+    out what holds for all of them (`cost.measured`: 0.147 -> 0.079 s CPU with one thread).
+    A run without calls has no entry; the runs the store's `runs` table lacks may have
+    one."""
+    return {str(r[0]): (r[1], int(r[2])) for r in ctx.rows(f"""
         WITH priced AS (
             SELECT run_id, cost, count(*) AS n FROM llm_calls WHERE {where}
             GROUP BY run_id, cost
@@ -393,35 +392,56 @@ def summary(ctx: ReportContext) -> ReportResult:
             SELECT run_id, count(*) AS unpriced FROM llm_calls
             WHERE {where} AND {UNPRICED}
             GROUP BY run_id
-        ), c AS (
-            SELECT run_id, sum(n * {EXACT_COST})::DOUBLE AS cost,
-                   coalesce(any_value(u.unpriced), 0) AS unpriced
-            FROM priced LEFT JOIN unpriced u USING (run_id) GROUP BY run_id
-        ), s AS (
-            SELECT r.run_id, r.pack_name, r.repeats, r.status,
-                   count(*) FILTER (WHERE s.status = 'finished') AS finished,
-                   count(*) FILTER (WHERE s.status = 'finished' AND s.ablation IS NOT NULL)
-                       AS variants,
-                   count(*) FILTER (WHERE s.status = 'error') AS errors,
-                   count(*) FILTER (WHERE s.status = 'error' AND s.error_kind = 'agent')
-                       AS agent_errors,
-                   count(*) FILTER (WHERE s.status = 'skipped') AS skipped,
-                   coalesce(sum(s.judge_errors), 0) AS judge_errors,
-                   coalesce(sum(s.prompt_tokens), 0) AS prompt_tokens,
-                   coalesce(sum(s.completion_tokens), 0) AS completion_tokens,
-                   any_value(s.agent) AS session_agent, r.agent AS run_agent
-            FROM runs r LEFT JOIN sessions s USING (run_id)
-            WHERE r.run_id IN $runs GROUP BY ALL
         )
-        SELECT s.* EXCLUDE (session_agent, run_agent),
-               CASE WHEN coalesce(c.unpriced, 0) = 0 THEN coalesce(c.cost, 0) END,
-               coalesce(s.session_agent, s.run_agent)
-        FROM s LEFT JOIN c USING (run_id) ORDER BY s.run_id""")
+        SELECT run_id, sum(n * {EXACT_COST})::DOUBLE AS cost,
+               coalesce(any_value(u.unpriced), 0) AS unpriced
+        FROM priced LEFT JOIN unpriced u USING (run_id) GROUP BY run_id""")}
+
+
+def summary(ctx: ReportContext) -> ReportResult:
+    res = ReportResult("summary", "Run summary", "One line per run: what ran, the headline "
+                       "scores of each protocol, tokens and cost.", ctx.runs)
+    where = measured(ctx)
+    # the calls' costs are read beside the headline's means, below (`run_costs`); the
+    # sessions' counts here (the run rows come from them: a run `runs` lacks is not shown)
+    counted = ctx.rows("""
+        SELECT r.run_id, r.pack_name, r.repeats, r.status,
+               count(*) FILTER (WHERE s.status = 'finished') AS finished,
+               count(*) FILTER (WHERE s.status = 'finished' AND s.ablation IS NOT NULL)
+                   AS variants,
+               count(*) FILTER (WHERE s.status = 'error') AS errors,
+               count(*) FILTER (WHERE s.status = 'error' AND s.error_kind = 'agent')
+                   AS agent_errors,
+               count(*) FILTER (WHERE s.status = 'skipped') AS skipped,
+               coalesce(sum(s.judge_errors), 0) AS judge_errors,
+               coalesce(sum(s.prompt_tokens), 0) AS prompt_tokens,
+               coalesce(sum(s.completion_tokens), 0) AS completion_tokens,
+               any_value(s.agent) AS session_agent, r.agent AS run_agent
+        FROM runs r LEFT JOIN sessions s USING (run_id)
+        WHERE r.run_id IN $runs GROUP BY ALL ORDER BY r.run_id""")
     # the run labels from the same pass over the sessions (`ReportContext.labels` read them
     # again: 0.02 s on 1 M turns), unless a report built before this one over these runs
     # has read them
     labels = ctx.labels() if ctx._labels is not None else ctx.labels_of(
-        [(r[0], r[13], r[1]) for r in rows])
+        [(r[0], r[12] if r[12] is not None else r[13], r[1]) for r in counted])
+    from .aside import beside, one_thread
+    from .judge_validity import unvalidated_note
+    from .simulator import summary_note
+
+    # the notes, the pooled trigger score and the calls' costs read beside the headline's
+    # means, on a cursor of their own (statements on one core each: the machine has two),
+    # each cursor on one DuckDB thread: what the means and notes read are tables of one row
+    # group (`aside.one_thread`), and the costs, over every call, had both threads to
+    # themselves before (0.22 s CPU on 1 M turns, ~0.1 on one)
+    with one_thread(ctx.con), beside(ctx, unvalidated_note, summary_note, headline_pooled,
+                                     lambda side: run_costs(side, where)) as later:
+        scores = headline_table(ctx, lambda: later(2))
+    costs = later(3)
+    # a run's cost is unknown (None) when one of its calls is unpriced, $0 without calls
+    rows = []
+    for r in counted:
+        cost, unpriced = costs.get(r[0], (0.0, 0))
+        rows.append((*r[:12], None if unpriced else cost if cost is not None else 0.0))
     t = Table("Runs", [Column("agent", "agent"), Column("run", "run"), Column("pack", "pack"),
                        Column("repeats", "repeats", "int"), Column("status", "status"),
                        Column("finished", "finished", "int"),
@@ -438,14 +458,6 @@ def summary(ctx: ReportContext) -> ReportResult:
         t.rows.append([labels[r[0]], r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
                        f"{int(r[10]):,} / {int(r[11]):,}", r[12]])
     res.tables.append(t)
-    from .aside import beside
-    from .judge_validity import unvalidated_note
-    from .simulator import summary_note
-
-    # the notes and the pooled trigger score read beside the headline's means, on a cursor
-    # of their own (statements on one core each: the machine has two)
-    with beside(ctx, unvalidated_note, summary_note, headline_pooled) as later:
-        scores = headline_table(ctx, lambda: later(2))
     res.notes.extend(note for note in (later(0), later(1)) if note)
     res.tables.append(scores)
     from .plugin_metrics import plugin_metric_tables

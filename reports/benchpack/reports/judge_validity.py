@@ -31,40 +31,23 @@ def _tables(ctx: ReportContext) -> set[str]:
 
 
 def ppi_table(ctx: ReportContext, runs: list[str], labels: dict[str, str], label_col: str,
-              rated: str = "human_pairs") -> Table | None:
+              rated: str = "human_pairs",
+              judged: tuple[list[str], dict[str, Any]] | None = None) -> Table | None:
     """Per run and figure: the judge's figure over every judged item of the run (ablation
     variants left out, as in the headline), the human consensus on the rated ones, and the PPI
     estimate with its CI, clustered by session. `rated`: the `human_pairs` view, or a table
     of its rows for these runs (`agreement_humans`' TEMP `items`) — fixed names, never user
-    text."""
+    text. `judged`: `ppi_judged` of runs that include `runs`, with those runs, read before
+    (beside `items` being written); then only the rated items' half is asked here, of
+    `rated` alone, which must hold no item key twice (`agreement_humans`' `_FACTS`)."""
     if not runs:
         return None
-    marks = literals(runs)
-    # per (run, kind, session) and figure: judged items, Σ judge value, rated items,
-    # Σ (human − judge) — the items are summed here, not fetched (30,000 a run on 1 M turns);
-    # label_col is one of two fixed column names chosen by the caller, and the values and
-    # labels come from `_PPI_FIGURES`, never user text. Of the rated items only the kinds
-    # `_JUDGED` lists can match: the triples (60 % of them on 1 M turns) are left out of the
-    # join's build side
-    sums = []
-    for i, (kind, _, values) in enumerate(_PPI_FIGURES):
-        judge = _value_sql("j.label", values)
-        human = _value_sql(f"h.{label_col}", values)
-        sums.append(f"sum({judge}) FILTER (WHERE j.kind = '{kind}') AS f{i}, "
-                    f"sum({human} - {judge}) FILTER (WHERE j.kind = '{kind}') AS r{i}")
     import numpy as np
 
-    cols = ctx.con.execute(f"""
-        WITH j AS ({_JUDGED.replace("$runs", marks)})
-        SELECT list_position([{marks}], j.run_id) AS r,
-               CASE j.kind WHEN 'trigger' THEN 0 ELSE 1 END AS k, j.session_id,
-               count(*) AS judged,
-               count(h.{label_col}) AS rated, {", ".join(sums)}
-        FROM j LEFT JOIN (SELECT * FROM {rated} WHERE kind IN ('trigger', 'checklist')) h
-             ON h.run_id = j.run_id AND h.session_id = j.session_id
-             AND h.repeat = j.repeat AND h.kind = j.kind AND h.item_id = j.item_id
-             AND h.raters >= ?
-        GROUP BY ALL""", [ctx.min_raters]).fetchnumpy()
+    if judged is not None:
+        cols = _judged_and_rated(ctx, runs, label_col, rated, *judged)
+    else:
+        cols = _judged_with_rated(ctx, runs, label_col, rated)
     # per (run, figure) its sessions' totals, read as numpy columns (a Python loop over the
     # 14,000 rows took 0.15 s on 1 M turns); a NULL sum (no value, no rated item) is 0. The
     # run and kind as integers (their index in `runs` and `_KIND_CODES`): as text, each
@@ -105,6 +88,98 @@ def ppi_table(ctx: ReportContext, runs: list[str], labels: dict[str, str], label
                            Estimate(est.judge_mean), Estimate(est.rectifier),
                            Estimate(est.estimate, None, est.low, est.high, est.n_labelled)])
     return t if t.rows else None
+
+
+def _judged_with_rated(ctx: ReportContext, runs: list[str], label_col: str, rated: str
+                       ) -> dict[str, Any]:
+    """The headline's sums per (run, kind, session) in one statement: the judged items
+    joined to the rated ones (`ppi_table`)."""
+    marks = literals(runs)
+    # per (run, kind, session) and figure: judged items, Σ judge value, rated items,
+    # Σ (human − judge) — the items are summed here, not fetched (30,000 a run on 1 M turns);
+    # label_col is one of two fixed column names chosen by the caller, and the values and
+    # labels come from `_PPI_FIGURES`, never user text. Of the rated items only the kinds
+    # `_JUDGED` lists can match: the triples (60 % of them on 1 M turns) are left out of the
+    # join's build side
+    sums = []
+    for i, (kind, _, values) in enumerate(_PPI_FIGURES):
+        judge = _value_sql("j.label", values)
+        human = _value_sql(f"h.{label_col}", values)
+        sums.append(f"sum({judge}) FILTER (WHERE j.kind = '{kind}') AS f{i}, "
+                    f"sum({human} - {judge}) FILTER (WHERE j.kind = '{kind}') AS r{i}")
+    return dict(ctx.con.execute(f"""
+        WITH j AS ({_JUDGED.replace("$runs", marks)})
+        SELECT list_position([{marks}], j.run_id) AS r,
+               CASE j.kind WHEN 'trigger' THEN 0 ELSE 1 END AS k, j.session_id,
+               count(*) AS judged,
+               count(h.{label_col}) AS rated, {", ".join(sums)}
+        FROM j LEFT JOIN (SELECT * FROM {rated} WHERE kind IN ('trigger', 'checklist')) h
+             ON h.run_id = j.run_id AND h.session_id = j.session_id
+             AND h.repeat = j.repeat AND h.kind = j.kind AND h.item_id = j.item_id
+             AND h.raters >= ?
+        GROUP BY ALL""", [ctx.min_raters]).fetchnumpy())
+
+
+def ppi_judged(ctx: ReportContext, runs: list[str]) -> dict[str, Any]:
+    """The half of the headline the judged tables give, per (run — its index in `runs`, from
+    1 —, kind, session): the judged items (`judged`) and the sums of the judge's values per
+    figure (`f0`, …), as numpy columns. It reads no rated item, so `agreement --humans` reads
+    it beside writing its TEMP table (`aside.beside`)."""
+    marks = literals(runs)
+    sums = ", ".join(f"sum({_value_sql('label', values)}) FILTER (WHERE kind = '{kind}') AS f{i}"
+                     for i, (kind, _, values) in enumerate(_PPI_FIGURES))
+    return dict(ctx.con.execute(f"""
+        WITH j AS ({_JUDGED.replace("$runs", marks)})
+        SELECT list_position([{marks}], run_id) AS r,
+               CASE kind WHEN 'trigger' THEN 0 ELSE 1 END AS k, session_id,
+               count(*) AS judged, {sums}
+        FROM j GROUP BY ALL""").fetchnumpy())
+
+
+def _judged_and_rated(ctx: ReportContext, runs: list[str], label_col: str, rated: str,
+                      of: list[str], judged: dict[str, Any]) -> dict[str, Any]:
+    """`_judged_with_rated`'s columns from `ppi_judged`'s (`judged`, over the runs `of`) and
+    the rated items of `rated` summed apart per (run, kind, session), matched in Python:
+    each rated item is one of the judged ones, once (no item key of `rated` twice), so the
+    join's rows are the judged items and its sums the two halves'."""
+    import numpy as np
+
+    marks = literals(of)
+    rectified = ", ".join(
+        f"sum({_value_sql(f'h.{label_col}', values)} - {_value_sql('h.judge_label', values)}) "
+        f"FILTER (WHERE h.kind = '{kind}') AS r{i}"
+        for i, (kind, _, values) in enumerate(_PPI_FIGURES))
+    # the rated items of the judged ones (`_JUDGED`'s conditions): a judge label, a finished
+    # session that is no ablation variant
+    part = ctx.con.execute(f"""
+        SELECT list_position([{marks}], h.run_id) AS r,
+               CASE h.kind WHEN 'trigger' THEN 0 ELSE 1 END AS k, h.session_id,
+               count(h.{label_col}) AS rated, {rectified}
+        FROM {rated} h JOIN sessions s USING (run_id, session_id, repeat)
+        WHERE h.run_id IN ({literals(runs)}) AND h.kind IN ('trigger', 'checklist')
+          AND h.judge_label IS NOT NULL AND h.judge_label <> 'SKIPPED'
+          AND s.status = 'finished' AND s.ablation IS NULL AND h.raters >= ?
+        GROUP BY ALL""", [ctx.min_raters]).fetchnumpy()
+    at = {key: i for i, key in enumerate(zip(part["r"].tolist(), part["k"].tolist(),
+                                             part["session_id"].tolist(), strict=True))}
+    found = np.array([at.get(key, -1) for key in zip(
+        judged["r"].tolist(), judged["k"].tolist(), judged["session_id"].tolist(),
+        strict=True)], dtype=np.int64)
+    if len(at) != int((found >= 0).sum()):  # a rated item no judged one holds: joined
+        return _judged_with_rated(ctx, runs, label_col, rated)
+    hit = np.nonzero(found >= 0)[0]
+    out = {"k": judged["k"], "judged": judged["judged"],
+           "rated": np.zeros(len(found), dtype=np.int64)}
+    out["rated"][hit] = np.asarray(part["rated"], dtype=np.int64)[found[hit]]
+    # each judged row's run as its index in `runs` (0: a run of `of` not among them)
+    index = np.array([0, *((runs.index(r) + 1) if r in runs else 0 for r in of)])
+    out["r"] = index[np.asarray(judged["r"], dtype=np.int64)]
+    for i in range(len(_PPI_FIGURES)):
+        out[f"f{i}"] = judged[f"f{i}"]
+        sums = np.zeros(len(found))
+        sums[hit] = np.ma.filled(np.ma.asarray(part[f"r{i}"], dtype=float), 0.0)[found[hit]]
+        out[f"r{i}"] = sums
+    return out
 
 
 _KIND_CODES = {"trigger": 0, "checklist": 1}
