@@ -485,11 +485,11 @@ TAU_RAISED = (
     "‡ after τ's interval: its upper end raised above the percentile's (JSON `caution`, "
     "with the percentile's end). Noise in the figures only breaks a concordant ranking, so "
     "near τ = 1 the sample's τ falls below the true one and the resampled τs further below "
-    "it: the percentile interval covered as little as 11 % in simulation (8 agents, 50 "
+    "it: the percentile interval covered as little as 12 % in simulation (8 agents, 50 "
     "sessions, τ 1). With 4 or more agents the upper end is raised by twice the resampled "
     "τs' mean shortfall from the sample's τ, and to 1 when within one discordant pair "
-    "(2 / C(agents, 2)) of it; so raised it covered ≥ 94 % with 4-8 agents (not with 10-12 "
-    "at 50 sessions: 75-85 %).")
+    "(2 / C(agents, 2)) of it; so raised it covered ≥ 93.9 % with 4-8 agents (not with "
+    "10-12 at 50 sessions: 77-85 %).")
 
 
 def _figure_order(key: str) -> tuple[int, str]:

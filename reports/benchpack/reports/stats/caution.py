@@ -19,9 +19,9 @@ near τ = 1: noise in the agents' figures can only break a concordant ranking, s
 τ falls below the true one and the resampled τs fall further below the sample's. Simulated
 with a known τ (`benchmarks/tau_coverage.py`, 4-8 agents, true τ 0.67-1, 50 and 200
 sessions, 1,000 replications each, table in benchmarks/README.md) it covered as little as
-11 % (8 agents, 50 sessions, τ 1) and 86-88 % at τ 0.86-0.90; every miss but 2 of 34,000
-had the truth above the upper end. `tau_upper` raises that end (only where the resamples
-are biased low) and marks it; raised, every design covered ≥ 94 %."""
+12 % (8 agents, 50 sessions, τ 1) and 85-92 % at τ 0.86-0.90; in an exploration of the same
+designs every miss but 2 of 34,000 had the truth above the upper end. `tau_upper` raises
+that end and the report marks it; raised, every design covered ≥ 93.9 %."""
 
 from __future__ import annotations
 
