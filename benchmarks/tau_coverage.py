@@ -11,7 +11,9 @@ between the two rankings is known: 1 with no shift and no swap, 1 − 2·(swaps)
 otherwise (0.8-0.94 for the designs below). Each agent runs the same `sessions` sessions of
 1-4 triggers; a fifth of the sessions have one trigger SKIPPED, in no N (a unit is (Σ score,
 scored triggers), as the report counts it). Each judge's verdicts are independent draws — the
-worst case: judges re-judging the same transcripts share the agent's own noise.
+worst case: judges re-judging the same transcripts share the agent's own noise. `--agree R`
+runs the designs with that shared: B's verdict on a trigger is A's with probability R, else
+an independent draw at the rate (p_B − R·p_A) / (1 − R) that keeps B's rate p_B.
 
 Printed per design: the share of replications whose 95 % interval holds the true τ, with its
 normal Monte-Carlo margin, and the mean width, for the percentile interval
@@ -20,7 +22,7 @@ by `stats.tau_upper`), and how often the report's was raised. Target (issue 25's
 intervals): coverage ≥ 93 %.
 
 Usage: python benchmarks/tau_coverage.py [--reps 1000] [--resamples 1000] [--seed 0]
-           [--only INDEX …] [--wide]
+           [--only INDEX …] [--wide] [--agree R]
 """
 
 from __future__ import annotations
@@ -85,11 +87,16 @@ class Coverage:
     """Share of replications whose upper end `tau_upper` raised."""
 
 
-def coverage(design: Design, reps: int, resamples: int, seed: int) -> Coverage:
+def coverage(design: Design, reps: int, resamples: int, seed: int,
+             agree: float = 0.0) -> Coverage:
     rng = random.Random(seed)
     pa, pb = design.rates()
     truth = kendall_tau_b(pa, pb)
     assert truth is not None
+    if agree:
+        own = [(b - agree * a) / (1 - agree) for a, b in zip(pa, pb, strict=True)]
+        if not all(0 <= p <= 1 for p in own):
+            raise ValueError(f"--agree {agree}: B's rates cannot be kept")
     held = width = done = held_r = width_r = raised = 0.0
     for r in range(reps):
         under_a: dict[str, dict[str, tuple[float, float]]] = {}
@@ -99,6 +106,12 @@ def coverage(design: Design, reps: int, resamples: int, seed: int) -> Coverage:
             for s in range(design.sessions):
                 n = rng.randint(1, 4)
                 scored = n - 1 if n > 1 and rng.random() < 0.2 else n  # one SKIPPED
+                if agree:
+                    va = [rng.random() < pa[k] for _ in range(scored)]
+                    vb = [v if rng.random() < agree else rng.random() < own[k] for v in va]
+                    a[f"s{s}"], b[f"s{s}"] = (float(sum(va)), float(scored)), (
+                        float(sum(vb)), float(scored))
+                    continue
                 a[f"s{s}"] = (float(sum(rng.random() < pa[k] for _ in range(scored))),
                               float(scored))
                 b[f"s{s}"] = (float(sum(rng.random() < pb[k] for _ in range(scored))),
@@ -130,6 +143,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", type=int, nargs="*", help="these designs (indices) alone")
     ap.add_argument("--wide", action="store_true", help="10 and 12 agents instead")
+    ap.add_argument("--agree", type=float, default=0.0,
+                    help="B copies A's verdict with this probability (default 0: independent)")
     args = ap.parse_args()
     designs = WIDE if args.wide else DESIGNS
     print("   # agents sessions shift swaps gap  true τ | percentile: coverage (± MC) width | "
@@ -137,7 +152,8 @@ def main() -> None:
     for i, d in enumerate(designs):
         if args.only and i not in args.only:
             continue
-        c = coverage(d, args.reps, args.resamples, args.seed + i + (100 if args.wide else 0))
+        c = coverage(d, args.reps, args.resamples, args.seed + i + (100 if args.wide else 0),
+                     args.agree)
         m, mr = margin(c.held, c.done), margin(c.held_raised, c.done)
         flag = "" if c.held_raised + mr >= 0.93 else "  below 93 %"
         swaps = ",".join(map(str, d.swaps)) or "-"

@@ -110,3 +110,8 @@ def test_the_simulation_at_a_tiny_scale(coverage) -> None:  # type: ignore[no-un
     pa, pb = swapped.rates()
     assert validity.kendall_tau_b(pa, pb) == pytest.approx(13 / 15)
     assert pb[2] == pytest.approx(pa[3]) and pb[3] == pytest.approx(pa[2])
+    # `--agree`: B copies A's verdicts with that probability, its own draws keeping B's rate
+    # — impossible where B's rates are ±0.08 from A's at 0.3 with 0.8 copied (0.3 − 0.4 < 0)
+    assert coverage.coverage(design, 10, 100, 3, agree=0.8).done == 10
+    with pytest.raises(ValueError, match="cannot be kept"):
+        coverage.coverage(coverage.Design(4, 50, 0.08), 1, 100, 0, agree=0.8)
