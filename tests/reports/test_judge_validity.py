@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from benchpack.reports.agreement import TAU_RAISED
 from benchpack.reports.api import ReportOptions, build_reports
 from benchpack.reports.model import ReportResult, Table
 from benchpack.reports.ratings import import_ratings
@@ -147,3 +148,33 @@ def test_rank_stability_has_kendall_tau_with_a_ci(tmp_path: Path) -> None:
     assert (cells["tau"].low, cells["tau"].high) == (pytest.approx(1 / 3), pytest.approx(1 / 3))
     assert cells["tau"].n == 6
     assert any("Kendall" in n and "seed 0" in n for n in t.notes)
+    # 3 agents: the upper end is never raised, no mark and no note of it
+    assert cells["tau"].caution is None and TAU_RAISED not in t.notes
+
+
+def test_rank_stability_marks_a_raised_upper_end(tmp_path: Path) -> None:
+    """6 agents, 3 sessions: the original judge ranks them 0 < … < 5 in every session, the
+    new judge swaps 2 and 3 in every session and 4 and 5 in s2 only — τ = 13/15, and the
+    resamples give 11/15 (two or three copies of s2) or 13/15 (`test_tau_caution`): the
+    percentile interval [11/15, 13/15] ends within one discordant pair of 1, so the report
+    prints [11/15, 1] marked ‡, its reason in JSON, and the note."""
+    store = Store(tmp_path / "bench.duckdb")
+    order_b = {"s0": [0, 1, 3, 2, 4, 5], "s1": [0, 1, 3, 2, 4, 5], "s2": [0, 1, 3, 2, 5, 4]}
+    for k in range(6):
+        _run(store, f"o{k}", f"model-{k}", "judge-x", float(k))
+        _run(store, f"r{k}", f"model-{k}", "judge-y", 10.0 + k, rejudge_of=f"o{k}")
+        for sid, order in order_b.items():
+            _session(store, f"o{k}", sid, f"model-{k}", [], comp=0.1 + 0.1 * k)
+            _session(store, f"r{k}", sid, f"model-{k}", [], comp=0.1 + 0.1 * order[k])
+    store.close()
+    runs = [f"r{k}" for k in range(6)]
+    res = _report(tmp_path / "bench.duckdb", "agreement", runs, resamples=400)
+    t = res.tables[-1]
+    (row,) = t.rows
+    tau = {c.key: v for c, v in zip(t.columns, row, strict=True)}["tau"]
+    assert tau.value == pytest.approx(13 / 15)
+    assert (tau.low, tau.high) == (pytest.approx(11 / 15), 1.0)
+    assert tau.caution is not None and "taken as 1" in tau.caution
+    assert t.notes[-1] == TAU_RAISED
+    assert "0.87 [0.73, 1.00]‡" in render(res, "md")
+    assert '"caution": "the percentile interval' in render(res, "json")

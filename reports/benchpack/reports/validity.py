@@ -7,7 +7,7 @@
   labelled units. Its CI is the normal interval of the paper, θ̂ ± z·SE.
 - `kendall_tau_b`, `kendall_tau_ci` (`kendall_tau_cis`: several at once): rank agreement of
   the agents under two judges, with a seeded percentile bootstrap over the units both judges
-  scored.
+  scored, its upper end raised where the resamples are biased low (`stats.tau_upper`).
 - `leaks` (from `benchpack.specs.text`): whether a user message gives away a hidden text
   near-verbatim (Chinese too), on the tokenisation the compiler's leak lints use.
 
@@ -160,6 +160,10 @@ class TauCI:
     resamples: int
     """Resamples in which τ was defined (a resample where one judge ties every agent is
     left out and counted apart)."""
+    bias: float | None = None
+    """Mean of the resampled τs minus `tau` (None without resamples)."""
+    caution: str | None = None
+    """Why `high` is above the percentile's upper end (`stats.tau_upper`), or None."""
 
 
 Figure = Mapping[str, tuple[float, float]]
@@ -178,18 +182,22 @@ def _figure(units: Figure, draw: Sequence[str]) -> float | None:
 
 
 def kendall_tau_ci(under_a: Mapping[str, Figure], under_b: Mapping[str, Figure], *,
-                   level: float = 0.95, resamples: int = 2000, seed: int = 0) -> TauCI:
+                   level: float = 0.95, resamples: int = 2000, seed: int = 0,
+                   caution: bool = True) -> TauCI:
     """τ-b between the agents' rankings under judge A (`under_a[agent]`) and judge B, with a
     percentile bootstrap CI over units: the units (sessions, the same plan ids for every agent)
     are resampled with replacement, every agent's figure under both judges recomputed on the
     same draw, τ recomputed. Units are the union over agents, in sorted order, so the draws do
-    not depend on the order the store returned them."""
+    not depend on the order the store returned them. The upper end is raised where the
+    resamples are biased low (`stats.tau_upper`; `caution` then says why); ``caution=False``:
+    the percentile interval as it is (what `benchmarks/tau_coverage.py` compares with)."""
     return kendall_tau_cis([(under_a, under_b)], level=level, resamples=resamples,
-                           seed=seed)[0]
+                           seed=seed, caution=caution)[0]
 
 
 def kendall_tau_cis(pairs: Sequence[tuple[Mapping[str, Figure], Mapping[str, Figure]]], *,
-                    level: float = 0.95, resamples: int = 2000, seed: int = 0) -> list[TauCI]:
+                    level: float = 0.95, resamples: int = 2000, seed: int = 0,
+                    caution: bool = True) -> list[TauCI]:
     """`kendall_tau_ci` of each (under A, under B) of `pairs`, the same numbers: figures over
     the same number of units (a report's trigger scores per type, its verified score and pass
     rate) draw the same resamples, so their columns go into one product a block — one conversion
@@ -216,7 +224,7 @@ def kendall_tau_cis(pairs: Sequence[tuple[Mapping[str, Figure], Mapping[str, Fig
             (call, tau, keep, _tau_columns(under_a, under_b, agents, keep, all_units)))
     for n, calls in shared.items():
         for call, ci in zip((c[0] for c in calls),
-                            _tau_bootstrap(n, calls, level, resamples, seed),
+                            _tau_bootstrap(n, calls, level, resamples, seed, caution),
                             strict=True):
             out[call] = ci
     return [ci for ci in out if ci is not None]
@@ -247,11 +255,12 @@ def _tau_columns(under_a: Mapping[str, Figure], under_b: Mapping[str, Figure],
 
 
 def _tau_bootstrap(n: int, calls: list[tuple[int, float, list[int], Any]], level: float,
-                   resamples: int, seed: int) -> list[TauCI]:
+                   resamples: int, seed: int, caution: bool) -> list[TauCI]:
     """The percentile CIs of the `calls` over the same `n` units: one product a block for all
-    their columns."""
+    their columns; with `caution`, each upper end as `stats.tau_upper` raises it."""
     import numpy as np
 
+    from .stats import tau_upper
     from .stats.resampling import unit_draw_counts
 
     columns = np.concatenate([c[3] for c in calls], axis=1)
@@ -283,8 +292,13 @@ def _tau_bootstrap(n: int, calls: list[tuple[int, float, list[int], Any]], level
             results.append(TauCI(tau, None, None, len(keep), n, 0))
             continue
         drawn_taus.sort()
-        results.append(TauCI(tau, _quantile(drawn_taus, alpha),
-                             _quantile(drawn_taus, 1 - alpha), len(keep), n, len(drawn_taus)))
+        # each resample's difference summed: exactly 0 when every resample gives τ itself
+        bias = math.fsum(t - tau for t in drawn_taus) / len(drawn_taus)
+        low, high = _quantile(drawn_taus, alpha), _quantile(drawn_taus, 1 - alpha)
+        why = None
+        if caution:
+            high, why = tau_upper(low, high, bias, len(keep))
+        results.append(TauCI(tau, low, high, len(keep), n, len(drawn_taus), bias, why))
     return results
 
 

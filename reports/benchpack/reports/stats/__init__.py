@@ -2,7 +2,7 @@
 
 One import path, `benchpack.reports.stats`, for modules split by subject: `resampling` (means,
 bootstrap and normal CIs), `kappa` (agreement, κ), `alpha` (Krippendorff's α and its CIs), `caution` (when α's CI cannot be
-trusted), `rank` (rank correlation), `passk` (pass@k,
+trusted, and Kendall τ's raised upper end), `rank` (rank correlation), `passk` (pass@k,
 pass^k, trigger rates) and `uncertainty` (headline uncertainty: clustered standard errors,
 exact and design-effect proportion intervals, Student-t intervals, flip rate).
 
@@ -30,9 +30,11 @@ from .alpha import (
 from .caution import (
     ALPHA_MIN_DISAGREEING,
     ALPHA_MIN_OFF_MODE,
+    TAU_MIN_AGENTS,
     alpha_caution,
     alpha_count_interval,
     alpha_counts,
+    tau_upper,
 )
 from .kappa import (
     Agreement,
@@ -89,6 +91,7 @@ __all__ = [
     "CLUSTER_NOTE",
     "PASS_K_DEFINITION",
     "PROPORTION_METHOD",
+    "TAU_MIN_AGENTS",
     "TOO_FEW_CLUSTERS",
     "Agreement",
     "AlphaLevel",
@@ -134,6 +137,7 @@ __all__ = [
     "spearman_rho",
     "t_ppf",
     "task_counts",
+    "tau_upper",
     "trigger_rates",
     "wilson",
 ]
