@@ -407,15 +407,20 @@ def test_each_bootstrap_size_is_drawn_once_a_report(db: Path, humans: bool,
     monkeypatch.setattr(resampling, "_DRAWS", {})
     drawn: list[tuple[int, int, int]] = []
     asked: list[int] = []
-    real = resampling._draw_blocks
+    real_blocks, real_drawn = resampling._draw_blocks, resampling._drawn
 
     def counting(n: int, resamples: int, seed: int, chunk: int) -> Any:
         asked.append(n)
-        if (n, resamples, seed, chunk) not in resampling._DRAWS:
-            drawn.append((n, resamples, seed))
-        return real(n, resamples, seed, chunk)
+        return real_blocks(n, resamples, seed, chunk)
+
+    # the draws themselves, counted where they are made (under `_DRAWS_LOCK` when kept): a
+    # look at `_DRAWS` before asking would race with the thread the report runs beside
+    def making(n: int, resamples: int, seed: int, chunk: int, keep: bool) -> Any:
+        drawn.append((n, resamples, seed))
+        return real_drawn(n, resamples, seed, chunk, keep)
 
     monkeypatch.setattr(resampling, "_draw_blocks", counting)
+    monkeypatch.setattr(resampling, "_drawn", making)
     with open_store(db) as con:
         ctx = ReportContext(con, select_runs(con, ["all"]))
         ctx.humans = humans
