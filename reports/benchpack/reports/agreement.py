@@ -500,8 +500,9 @@ TAU_UNTRUSTED = (
     "‡ after τ's interval with 9 or more agents whose figures move under resampling by 0.7 "
     "or more of their mean spacing (JSON `caution`): the interval cannot be trusted. "
     "Neighbouring agents then change places in most resamples; in simulation (9-12 agents, "
-    "τ 0.61-1, 50-200 sessions) such intervals covered 77-99 % by design, 89 % in all, even "
-    "raised; the others ≥ 93 %. More sessions, or fewer agents, narrow it.")
+    "τ 0.61-1, 50-200 sessions) such intervals covered 75-100 % by design, 89 % in all, even "
+    "raised; the others ≥ 92 %, within the simulation's margin of 93 %. More sessions "
+    "bring the figures' noise down against their spacing.")
 
 
 def _figure_order(key: str) -> tuple[int, str]:
