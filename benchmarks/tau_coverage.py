@@ -21,8 +21,11 @@ normal Monte-Carlo margin, and the mean width, for the percentile interval
 by `stats.tau_upper`), and how often the report's was raised. Target (issue 25's for
 intervals): coverage ≥ 93 %.
 
+With 9 or more agents, also the share of replications the report marks ‡ as not to be
+trusted (`stats.tau_caution`) and the report's coverage over the others.
+
 Usage: python benchmarks/tau_coverage.py [--reps 1000] [--resamples 1000] [--seed 0]
-           [--only INDEX …] [--wide] [--agree R]
+           [--only INDEX …] [--wide | --map] [--agree R]
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import argparse
 import random
 from dataclasses import dataclass
 
-from benchpack.reports.stats import tau_upper
+from benchpack.reports.stats import TAU_WIDE_AGENTS, tau_upper
 from benchpack.reports.validity import kendall_tau_b, kendall_tau_ci
 
 
@@ -70,6 +73,12 @@ sessions."""
 WIDE = tuple(Design(k, n, swaps=swaps) for n in (50, 200) for k in (10, 12)
              for swaps in ((), (2, k - 4)))
 """`--wide`: 10 and 12 agents, beyond what the rule was chosen on."""
+MAP = tuple(Design(k, n, s, sw) for k in (9, 10, 11, 12) for n in (50, 100, 200)
+            for s, sw in ((0.0, ()), (0.0, (2, k - 4)), (0.1, ()))) + tuple(
+    Design(k, n, 0.1) for k in (4, 5, 6, 7, 8) for n in (50, 100, 200))
+"""`--map`: 9-12 agents at 50, 100 and 200 sessions, τ 1, two pairs crossed (0.89-0.94) and
+B shifted ± 0.1 (0.61-0.69); then 4-8 agents shifted ± 0.1 (τ 0.60-0.73). The even-numbered
+designs of 9-12 agents chose `stats.TAU_MAX_SPREAD`, the odd ones checked it."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,10 @@ class Coverage:
     """The report's interval (`tau_upper`)."""
     raised: float
     """Share of replications whose upper end `tau_upper` raised."""
+    marked: float = 0.0
+    """Share of replications marked as not to be trusted (`stats.tau_caution`)."""
+    held_kept: float | None = None
+    """The report's coverage where not marked (None: every replication marked)."""
 
 
 def coverage(design: Design, reps: int, resamples: int, seed: int,
@@ -97,7 +110,7 @@ def coverage(design: Design, reps: int, resamples: int, seed: int,
         own = [(b - agree * a) / (1 - agree) for a, b in zip(pa, pb, strict=True)]
         if not all(0 <= p <= 1 for p in own):
             raise ValueError(f"--agree {agree}: B's rates cannot be kept")
-    held = width = done = held_r = width_r = raised = 0.0
+    held = width = done = held_r = width_r = raised = marked = held_kept = 0.0
     for r in range(reps):
         under_a: dict[str, dict[str, tuple[float, float]]] = {}
         under_b: dict[str, dict[str, tuple[float, float]]] = {}
@@ -119,6 +132,10 @@ def coverage(design: Design, reps: int, resamples: int, seed: int,
             under_a[f"agent{k}"], under_b[f"agent{k}"] = a, b
         ci = kendall_tau_ci(under_a, under_b, resamples=resamples, seed=seed * 100_003 + r,
                             caution=False)
+        untrusted = None
+        if design.agents >= TAU_WIDE_AGENTS:  # the mark needs the report's own call
+            untrusted = kendall_tau_ci(under_a, under_b, resamples=resamples,
+                                       seed=seed * 100_003 + r).untrusted
         if ci.low is None or ci.high is None or ci.bias is None:
             continue
         done += 1
@@ -128,8 +145,12 @@ def coverage(design: Design, reps: int, resamples: int, seed: int,
         held_r += ci.low <= truth <= high
         width_r += high - ci.low
         raised += why is not None
+        marked += untrusted is not None
+        held_kept += untrusted is None and ci.low <= truth <= high
+    kept = done - marked
     return Coverage(truth, int(done), held / done, width / done, held_r / done,
-                    width_r / done, raised / done)
+                    width_r / done, raised / done, marked / done,
+                    held_kept / kept if kept else None)
 
 
 def margin(p: float, n: int) -> float:
@@ -143,24 +164,28 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", type=int, nargs="*", help="these designs (indices) alone")
     ap.add_argument("--wide", action="store_true", help="10 and 12 agents instead")
+    ap.add_argument("--map", action="store_true", help="9-12 agents and moderate τ instead")
     ap.add_argument("--agree", type=float, default=0.0,
                     help="B copies A's verdict with this probability (default 0: independent)")
     args = ap.parse_args()
-    designs = WIDE if args.wide else DESIGNS
+    designs = MAP if args.map else WIDE if args.wide else DESIGNS
     print("   # agents sessions shift swaps gap  true τ | percentile: coverage (± MC) width | "
-          "report's (raised): coverage (± MC) width raised | reps")
+          "report's (raised): coverage (± MC) width raised | reps | marked ‡, coverage "
+          "where not")
     for i, d in enumerate(designs):
         if args.only and i not in args.only:
             continue
-        c = coverage(d, args.reps, args.resamples, args.seed + i + (100 if args.wide else 0),
-                     args.agree)
+        c = coverage(d, args.reps, args.resamples,
+                     args.seed + i + (100 if args.wide else 200 if args.map else 0), args.agree)
         m, mr = margin(c.held, c.done), margin(c.held_raised, c.done)
         flag = "" if c.held_raised + mr >= 0.93 else "  below 93 %"
         swaps = ",".join(map(str, d.swaps)) or "-"
         print(f"{i:4d} {d.agents:6d} {d.sessions:8d} {d.shift:5.2f} {swaps:>5s} {d.gap:3.1f} "
               f"{c.truth:7.3f} | {c.held:6.3f} ± {m:.3f} {c.width:6.3f} | "
               f"{c.held_raised:6.3f} ± {mr:.3f} {c.width_raised:6.3f} {c.raised:6.3f} | "
-              f"{c.done:5d}{flag}", flush=True)
+              f"{c.done:5d}{flag}"
+              + (f" | {c.marked:6.3f} " + ("-" if c.held_kept is None else f"{c.held_kept:6.3f}")
+                 if d.agents >= TAU_WIDE_AGENTS else ""), flush=True)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from benchpack.reports.agreement import TAU_RAISED
+from benchpack.reports.agreement import TAU_RAISED, TAU_UNTRUSTED
 from benchpack.reports.api import ReportOptions, build_reports
 from benchpack.reports.model import ReportResult, Table
 from benchpack.reports.ratings import import_ratings
@@ -178,3 +178,41 @@ def test_rank_stability_marks_a_raised_upper_end(tmp_path: Path) -> None:
     assert t.notes[-1] == TAU_RAISED
     assert "0.87 [0.73, 1.00]‡" in render(res, "md")
     assert '"caution": "the percentile interval' in render(res, "json")
+
+
+def _noisy_store(path: Path, agents: int) -> list[str]:
+    """`agents` agents, 4 sessions: agent k scores 0.2 + 0.02·k, plus 0.2 in half its
+    sessions (which half alternates with k and differs between the judges): figures 0.02
+    apart that move by ~0.05 over resamples (`test_tau_caution._noisy`)."""
+    store = Store(path)
+    for k in range(agents):
+        _run(store, f"o{k}", f"model-{k}", "judge-x", float(k))
+        _run(store, f"r{k}", f"model-{k}", "judge-y", 20.0 + k, rejudge_of=f"o{k}")
+        for u in range(4):
+            _session(store, f"o{k}", f"s{u}", f"model-{k}", [],
+                     comp=0.2 + 0.02 * k + 0.2 * ((u + k) % 2))
+            _session(store, f"r{k}", f"s{u}", f"model-{k}", [],
+                     comp=0.2 + 0.02 * k + 0.2 * ((u // 2 + k) % 2))
+    store.close()
+    return [f"r{k}" for k in range(agents)]
+
+
+def test_rank_stability_marks_an_untrusted_interval(tmp_path: Path) -> None:
+    """9 agents whose figures move more under resampling than they are apart: τ's interval is
+    marked ‡ with its reason in JSON and the note; with 8 the same data is not marked."""
+    runs = _noisy_store(tmp_path / "nine.duckdb", 9)
+    res = _report(tmp_path / "nine.duckdb", "agreement", runs, resamples=300)
+    t = res.tables[-1]
+    (row,) = t.rows
+    tau = {c.key: v for c, v in zip(t.columns, row, strict=True)}["tau"]
+    assert tau.caution is not None and "9 agents whose figures move" in tau.caution
+    assert TAU_UNTRUSTED in t.notes
+    assert f"[{tau.low:.2f}, {tau.high:.2f}]‡" in render(res, "md")
+    assert "not to be trusted" in render(res, "json")
+    runs = _noisy_store(tmp_path / "eight.duckdb", 8)
+    res = _report(tmp_path / "eight.duckdb", "agreement", runs, resamples=300)
+    t = res.tables[-1]
+    (row,) = t.rows
+    tau = {c.key: v for c, v in zip(t.columns, row, strict=True)}["tau"]
+    assert TAU_UNTRUSTED not in t.notes
+    assert tau.caution is None or "agents whose figures move" not in tau.caution

@@ -115,3 +115,86 @@ def test_the_simulation_at_a_tiny_scale(coverage) -> None:  # type: ignore[no-un
     assert coverage.coverage(design, 10, 100, 3, agree=0.8).done == 10
     with pytest.raises(ValueError, match="cannot be kept"):
         coverage.coverage(coverage.Design(4, 50, 0.08), 1, 100, 0, agree=0.8)
+
+
+def test_the_spread_and_the_mark_by_hand() -> None:
+    """`tau_spread`: under A the agents' figures 0, 0.5, 1 (spacing 0.5) move by 0.1 on
+    average, 0.2 of their spacing; under B 0, 0.25, 0.5 (spacing 0.25) by 0.2 — 0.8, the larger.
+    `tau_caution` marks from 9 agents and a spread of 0.7."""
+    assert stats.TAU_WIDE_AGENTS == 9 and stats.TAU_MAX_SPREAD == 0.7
+    got = stats.tau_spread([0.05, 0.1, 0.15], [0.0, 0.5, 1.0], [0.1, 0.2, 0.3], [0.5, 0.0, 0.25])
+    assert got == pytest.approx(0.8, abs=1e-15)
+    assert stats.tau_spread([0.1, 0.1], [0.0, 1.0], [0.1, 0.1], [0.3, 0.3]) == float("inf")
+    assert stats.tau_caution(8, 5.0) is None
+    assert stats.tau_caution(9, 0.6999) is None
+    why = stats.tau_caution(9, 0.7)
+    assert why is not None and why.startswith("9 agents whose figures move")
+    assert "by 0.70 of their mean spacing" in why and "not to be trusted" in why
+
+
+def _noisy(agents: int) -> tuple[dict[str, dict[str, tuple[float, float]]],
+                                 dict[str, dict[str, tuple[float, float]]]]:
+    """`agents` agents, 4 units of one item: agent k scores 0.2 + 0.02·k, plus 0.2 on half its
+    units (which half alternates with k, and differs between the judges): figures 0.02 apart,
+    each moved by ~0.05 over resamples of 4 units — a spread of ~2.5 spacings."""
+    a = {f"g{k}": {f"u{u}": (0.2 + 0.02 * k + 0.2 * ((u + k) % 2), 1.0) for u in range(4)}
+         for k in range(agents)}
+    b = {f"g{k}": {f"u{u}": (0.2 + 0.02 * k + 0.2 * ((u // 2 + k) % 2), 1.0) for u in range(4)}
+         for k in range(agents)}
+    return a, b
+
+
+def _spread_by_hand(a: dict[str, dict[str, tuple[float, float]]],
+                    b: dict[str, dict[str, tuple[float, float]]], resamples: int,
+                    seed: int) -> float:
+    """Each agent's figure on every resample, one draw at a time in Python (one item a unit:
+    a figure is the mean over the drawn units), its population SD, then `tau_spread`."""
+    agents, units = sorted(a), sorted(next(iter(a.values())))
+    draws = [row for block in unit_draw_counts(len(units), resamples, seed)
+             for row in block.tolist()]
+    sds, figs = [], []
+    for judge in (a, b):
+        for g in agents:
+            on = [sum(c * judge[g][u][0] for c, u in zip(row, units, strict=True)) / len(units)
+                  for row in draws]
+            mean = sum(on) / len(on)
+            sds.append((sum((x - mean) ** 2 for x in on) / len(on)) ** 0.5)
+            figs.append(sum(judge[g][u][0] for u in units) / len(units))
+    k = len(agents)
+    return stats.tau_spread(sds[:k], figs[:k], sds[k:], figs[k:])
+
+
+def test_through_kendall_tau_ci_nine_agents_marked() -> None:
+    a, b = _noisy(9)
+    spread = _spread_by_hand(a, b, 300, 2)
+    assert spread > 2
+    raw = validity.kendall_tau_ci(a, b, resamples=300, seed=2, caution=False)
+    ci = validity.kendall_tau_ci(a, b, resamples=300, seed=2)
+    assert ci.untrusted == stats.tau_caution(9, spread) and f"by {spread:.2f} of" in ci.untrusted
+    # the interval itself is the raised one, as without the mark
+    high, why = stats.tau_upper(raw.low, raw.high, raw.bias, 9)  # type: ignore[arg-type]
+    assert (ci.low, ci.high) == (raw.low, high)
+    assert ci.caution == "; ".join(w for w in (why, ci.untrusted) if w)
+    assert raw.untrusted is None and raw.caution is None
+
+
+def test_eight_agents_are_not_marked() -> None:
+    """The same data with 8 agents: below `TAU_WIDE_AGENTS`, the interval and its reason are
+    `tau_upper`'s alone, as before."""
+    a, b = _noisy(8)
+    raw = validity.kendall_tau_ci(a, b, resamples=300, seed=2, caution=False)
+    ci = validity.kendall_tau_ci(a, b, resamples=300, seed=2)
+    high, why = stats.tau_upper(raw.low, raw.high, raw.bias, 8)  # type: ignore[arg-type]
+    assert ci.untrusted is None and (ci.high, ci.caution) == (high, why)
+
+
+def test_the_map_at_a_tiny_scale(coverage) -> None:  # type: ignore[no-untyped-def]
+    """`--map`: 12 agents at 50 sessions and τ 1 (the report's interval covered 77 % of 1,000
+    replications, every one marked) and 9 at 200 (99.9 %, none marked)."""
+    wide, narrow = coverage.Design(12, 50), coverage.Design(9, 200)
+    assert wide in coverage.MAP and narrow in coverage.MAP
+    got = coverage.coverage(wide, 12, 200, 3)
+    assert got.done == 12 and got.marked == 1.0 and got.held_kept is None
+    got = coverage.coverage(narrow, 12, 200, 3)
+    assert got.marked == 0.0 and got.held_kept == got.held_raised
+    assert coverage.coverage(coverage.Design(8, 50), 5, 100, 3).marked == 0.0

@@ -163,7 +163,11 @@ class TauCI:
     bias: float | None = None
     """Mean of the resampled τs minus `tau` (None without resamples)."""
     caution: str | None = None
-    """Why `high` is above the percentile's upper end (`stats.tau_upper`), or None."""
+    """Why `high` is above the percentile's upper end (`stats.tau_upper`), and why the
+    interval cannot be trusted (`untrusted`), joined by "; "; or None."""
+    untrusted: str | None = None
+    """Why the interval cannot be trusted (`stats.tau_caution`: many agents whose figures
+    move more under resampling than they are apart), or None."""
 
 
 Figure = Mapping[str, tuple[float, float]]
@@ -189,7 +193,8 @@ def kendall_tau_ci(under_a: Mapping[str, Figure], under_b: Mapping[str, Figure],
     are resampled with replacement, every agent's figure under both judges recomputed on the
     same draw, τ recomputed. Units are the union over agents, in sorted order, so the draws do
     not depend on the order the store returned them. The upper end is raised where the
-    resamples are biased low (`stats.tau_upper`; `caution` then says why); ``caution=False``:
+    resamples are biased low (`stats.tau_upper`; `caution` then says why), and the interval
+    marked where it cannot be trusted (`stats.tau_caution`, `untrusted`); ``caution=False``:
     the percentile interval as it is (what `benchmarks/tau_coverage.py` compares with)."""
     return kendall_tau_cis([(under_a, under_b)], level=level, resamples=resamples,
                            seed=seed, caution=caution)[0]
@@ -257,10 +262,12 @@ def _tau_columns(under_a: Mapping[str, Figure], under_b: Mapping[str, Figure],
 def _tau_bootstrap(n: int, calls: list[tuple[int, float, list[int], Any]], level: float,
                    resamples: int, seed: int, caution: bool) -> list[TauCI]:
     """The percentile CIs of the `calls` over the same `n` units: one product a block for all
-    their columns; with `caution`, each upper end as `stats.tau_upper` raises it."""
+    their columns; with `caution`, each upper end as `stats.tau_upper` raises it and, with
+    `stats.TAU_WIDE_AGENTS` or more agents, the interval marked as `stats.tau_caution` says
+    (from each agent's figures on the resamples)."""
     import numpy as np
 
-    from .stats import tau_upper
+    from .stats import TAU_WIDE_AGENTS, tau_caution, tau_spread, tau_upper
     from .stats.resampling import unit_draw_counts
 
     columns = np.concatenate([c[3] for c in calls], axis=1)
@@ -274,6 +281,9 @@ def _tau_bootstrap(n: int, calls: list[tuple[int, float, list[int], Any]], level
     if len(first) < len(where):  # C order, as einsum sums in another order over an F-order one
         distinct = np.ascontiguousarray(columns[:, [where.index(d) for d in range(len(first))]])
     taus: list[list[float]] = [[] for _ in calls]
+    # the agents' figures on every resample, kept only where `tau_caution` can fire
+    wide = [caution and len(c[2]) >= TAU_WIDE_AGENTS for c in calls]
+    drawn_figures: list[list[Any]] = [[] for _ in calls]
     for block in unit_draw_counts(n, resamples, seed):
         # einsum, not `@`: a BLAS product spreads over threads that spin, 40 % slower in all
         # on 2 shared cores; one product for every column group (each element summed over
@@ -282,12 +292,16 @@ def _tau_bootstrap(n: int, calls: list[tuple[int, float, list[int], Any]], level
         products = np.einsum("ij,jk->ik", drawn, distinct)
         if distinct is not columns:
             products = products[:, where]
-        for out, part in zip(taus, np.split(products, ends, axis=1), strict=True):
+        for call, part in enumerate(np.split(products, ends, axis=1)):
             sx, cx, sy, cy = np.split(part, 4, axis=1)
-            out.extend(_tau_rows(sx, cx, sy, cy))
+            taus[call].extend(_tau_rows(sx, cx, sy, cy))
+            if wide[call]:
+                full = cx.all(axis=1) & cy.all(axis=1)
+                drawn_figures[call].append(np.concatenate(
+                    [sx[full] / cx[full], sy[full] / cy[full]], axis=1))
     results = []
     alpha = (1 - level) / 2
-    for (_, tau, keep, _), drawn_taus in zip(calls, taus, strict=True):
+    for (_, tau, keep, cols), drawn_taus, figs in zip(calls, taus, drawn_figures, strict=True):
         if not drawn_taus:
             results.append(TauCI(tau, None, None, len(keep), n, 0))
             continue
@@ -295,10 +309,19 @@ def _tau_bootstrap(n: int, calls: list[tuple[int, float, list[int], Any]], level
         # each resample's difference summed: exactly 0 when every resample gives τ itself
         bias = math.fsum(t - tau for t in drawn_taus) / len(drawn_taus)
         low, high = _quantile(drawn_taus, alpha), _quantile(drawn_taus, 1 - alpha)
-        why = None
+        why = untrusted = None
         if caution:
             high, why = tau_upper(low, high, bias, len(keep))
-        results.append(TauCI(tau, low, high, len(keep), n, len(drawn_taus), bias, why))
+        if figs:
+            m = len(keep)
+            spread = np.concatenate(figs).std(axis=0).tolist()
+            sums = cols.sum(axis=0)
+            fig_a = (sums[:m] / sums[m:2 * m]).tolist()
+            fig_b = (sums[2 * m:3 * m] / sums[3 * m:]).tolist()
+            untrusted = tau_caution(m, tau_spread(spread[:m], fig_a, spread[m:], fig_b))
+            why = "; ".join(w for w in (why, untrusted) if w) or None
+        results.append(TauCI(tau, low, high, len(keep), n, len(drawn_taus), bias, why,
+                             untrusted))
     return results
 
 

@@ -30,10 +30,14 @@ from .alpha import (
 from .caution import (
     ALPHA_MIN_DISAGREEING,
     ALPHA_MIN_OFF_MODE,
+    TAU_MAX_SPREAD,
     TAU_MIN_AGENTS,
+    TAU_WIDE_AGENTS,
     alpha_caution,
     alpha_count_interval,
     alpha_counts,
+    tau_caution,
+    tau_spread,
     tau_upper,
 )
 from .kappa import (
@@ -91,7 +95,9 @@ __all__ = [
     "CLUSTER_NOTE",
     "PASS_K_DEFINITION",
     "PROPORTION_METHOD",
+    "TAU_MAX_SPREAD",
     "TAU_MIN_AGENTS",
+    "TAU_WIDE_AGENTS",
     "TOO_FEW_CLUSTERS",
     "Agreement",
     "AlphaLevel",
@@ -137,6 +143,8 @@ __all__ = [
     "spearman_rho",
     "t_ppf",
     "task_counts",
+    "tau_caution",
+    "tau_spread",
     "tau_upper",
     "trigger_rates",
     "wilson",
