@@ -464,9 +464,10 @@ def test_a_judge_label_off_its_scale_fails_as_before(
             agreement.agreement_report(ctx)
 
 
-def test_humans_reads_its_rated_items_on_one_thread(db: Path) -> None:
-    """Every statement over the rated items (and the raters' ratings) runs on one DuckDB
-    thread (`aside.one_thread`: one row group each, which a second thread only partitions),
+def test_humans_reads_its_rated_items_on_half_threads(db: Path) -> None:
+    """Every statement over the rated items (and the raters' ratings) runs on half the
+    connection's DuckDB threads (`aside.half_threads`, one of 3: one row group each, which a
+    second thread only partitions),
     and the headline's judged half, asked of the tables alone (no `items`: it is read beside
     them on a report's own connection); the connection has its threads back afterwards."""
     ran: list[tuple[str, int]] = []

@@ -317,12 +317,12 @@ def _built_threads(db: Path, monkeypatch: pytest.MonkeyPatch, name: str, **optio
     return ran
 
 
-def test_the_summary_reads_beside_on_one_thread(
+def test_the_summary_reads_beside_on_half_threads(
         db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """While its notes, pooled trigger units and run costs are read beside its headline
-    means, both cursors run their statements on one DuckDB thread (`aside.one_thread`: the
-    costs over every call beside the rest, each on one core); the sessions' counts before
-    and what comes after run with the connection's threads."""
+    means, both cursors run their statements on half the connection's DuckDB threads
+    (`aside.half_threads`, one of its 3: the costs over every call beside the rest); the
+    sessions' counts before and what comes after run with the connection's threads."""
     ran = _built_threads(db, monkeypatch, "summary")
     threads = {" ".join(s.split()[:2]): (where, n) for where, s, n in ran}
     assert threads["WITH priced"] == ("side", 1)  # the run costs: every call
@@ -331,11 +331,11 @@ def test_the_summary_reads_beside_on_one_thread(
     assert [n for _, s, n in ran if "FROM runs r LEFT JOIN sessions s" in s] == [3]
 
 
-def test_cost_by_reads_its_groups_beside_its_role_rows_on_one_thread_each(
+def test_cost_by_reads_its_groups_beside_its_role_rows_on_half_threads_each(
         db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`cost --by`: the groups' ledgers on a second cursor (`aside.beside`) while the role
-    rows are read, both passes over every call on one DuckDB thread each, the connection's
-    threads back afterwards; without `--by` the role rows keep them, and no cursor."""
+    rows are read, both passes over every call on half the connection's threads (one of 3),
+    its threads back afterwards; without `--by` the role rows keep them, and no cursor."""
     ran = _built_threads(db, monkeypatch, "cost", by="name")
     groups = [(where, n) for where, s, n in ran if s.startswith("WITH c AS")]
     roles = [(where, n) for where, s, n in ran if s.startswith("WITH g AS MATERIALIZED")]
@@ -350,7 +350,7 @@ def test_cost_by_reads_its_groups_beside_its_role_rows_on_one_thread_each(
 def test_agreement_humans_reads_its_judged_half_beside_its_rated_items(
         db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`agreement --humans`: the headline's judged half (the tables alone) on a second cursor
-    while the rated items are written and counted, each on one DuckDB thread."""
+    while the rated items are written and counted, each on half the connection's threads."""
     ran = _built_threads(db, monkeypatch, "agreement", humans=True)
     assert [(where, n) for where, s, n in ran if s.startswith("WITH j AS")] == [("side", 1)]
     assert [(where, n) for where, s, n in ran if s.startswith(
@@ -358,17 +358,23 @@ def test_agreement_humans_reads_its_judged_half_beside_its_rated_items(
     assert ran[-1][2] == 3  # the inventory, after the block
 
 
-def test_one_thread_leaves_a_locked_connection_as_it_is() -> None:
-    """`aside.one_thread` on a connection whose settings are locked (`access.LOCKED`, where
-    `bench view`'s requests share one database) runs the block with its threads, no `SET`."""
+def test_half_threads_halves_gives_back_and_leaves_a_locked_connection() -> None:
+    """`aside.half_threads`: the block on half the connection's threads (at least one: on a
+    machine of more cores the two cursors' passes over every call keep several each), the
+    count given back after it; a connection whose settings are locked (`access.LOCKED`,
+    where `bench view`'s requests share one database) runs it with its threads, no `SET`."""
     import duckdb
 
-    from benchpack.reports.aside import one_thread
+    from benchpack.reports.aside import half_threads
+
+    def threads(con: Any) -> int:
+        return int(con.execute("SELECT current_setting('threads')").fetchone()[0])
 
     con = duckdb.connect(config={"threads": 3, **access.LOCKED})
-    with one_thread(con):
-        assert con.execute("SELECT current_setting('threads')").fetchone() == (3,)
-    con = duckdb.connect(config={"threads": 3})
-    with one_thread(con):
-        assert con.execute("SELECT current_setting('threads')").fetchone() == (1,)
-    assert con.execute("SELECT current_setting('threads')").fetchone() == (3,)
+    with half_threads(con):
+        assert threads(con) == 3
+    for before, inside in ((3, 1), (2, 1), (8, 4), (9, 4), (1, 1)):
+        con = duckdb.connect(config={"threads": before})
+        with half_threads(con):
+            assert threads(con) == inside, before
+        assert threads(con) == before

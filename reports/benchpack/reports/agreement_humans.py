@@ -28,7 +28,7 @@ from .agreement import (
     scale_of,
 )
 from .agreement_units import JUDGE_IS, RATED_KINDS, Units, keyed, rated_units, units_of
-from .aside import one_thread
+from .aside import half_threads
 from .builtin import ReportContext
 from .model import Column, ReportResult, Table
 from .sqltext import literals
@@ -318,12 +318,12 @@ def against_humans(ctx: ReportContext, res: ReportResult,
         from .judge_validity import ppi_judged, ppi_table
 
         # the headline's judged half (the tables alone) is read beside `items` being written
-        # and counted, each cursor on one DuckDB thread (`aside.one_thread`): `items` and
-        # `human_ratings` are one row group each, and the judged tables' half, asked after
-        # `items` and joined to it, cost 0.087 s CPU of the report on 1 M turns
+        # and counted, each cursor on half the DuckDB threads (`aside.half_threads`):
+        # `items` and `human_ratings` are one row group each, and the judged tables' half,
+        # asked after `items` and joined to it, cost 0.087 s CPU of the report on 1 M turns
         judgeable = [r for r in runs if r not in unlabelled]
         asked = [lambda side: ppi_judged(side, judgeable)] if judgeable else []
-        with one_thread(ctx.con), beside(ctx, *asked) as later, \
+        with half_threads(ctx.con), beside(ctx, *asked) as later, \
                 _rated_items(ctx, runs, label, tie):
             found, doubled = ctx.con.execute(_FACTS).fetchone()
             types = list(found or [])

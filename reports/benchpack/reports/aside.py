@@ -7,9 +7,9 @@ core, and the statistics after them are Python on the same core; the machine has
 summary's notes and pooled trigger score (~0.13 s CPU) run beside its headline means (~0.2
 s). DuckDB lets go of the GIL while a statement runs, and a cursor is a connection of its
 own, so the two do not wait for each other. The figures are the same: the same statements
-and the same Python on the same rows; only when they run changes. `one_thread`: statements
-over such tables on one DuckDB thread each (a second one only partitions their hash
-tables)."""
+and the same Python on the same rows; only when they run changes. `half_threads`: the two
+cursors on half the DuckDB threads each (over such tables a second thread only partitions
+their hash tables)."""
 
 from __future__ import annotations
 
@@ -70,26 +70,29 @@ def beside(ctx: ReportContext, *calls: Callable[[ReportContext], Any]
 
 
 @contextlib.contextmanager
-def one_thread(con: Any) -> Iterator[None]:
-    """The block's statements on one DuckDB thread, the connection's thread count given back
-    after it. For statements whose inputs are small tables of one row group (a report's TEMP
-    table of a few ten thousand rows, `human_ratings`, `sessions` on 1 M turns): DuckDB scans
-    each on one core anyway, and a second thread mostly splits the hash tables into
-    partitions it then merges. `agreement --humans`' three statements over its rated items
-    took 0.078 s CPU (0.070 s wall) with two threads on 1 M turns, 0.056 s with one. Also
-    for two big statements beside each other (`cost --by`'s two passes over every call,
-    the summary's run costs beside its means): each on one core, both cores still busy,
-    fewer CPU seconds (0.32 + 0.15 s, against 0.55-0.66 s one after the other on two
-    threads).
+def half_threads(con: Any) -> Iterator[None]:
+    """The block's statements on half the connection's DuckDB threads (one on this 2-core
+    machine), the count given back after it: the block runs two cursors side by side
+    (`beside`), each then on its share of the cores rather than both asking for all of them.
+    For statements whose inputs are small tables of one row group (a report's TEMP table of
+    a few ten thousand rows, `human_ratings`, `sessions` on 1 M turns) a second thread mostly
+    splits the hash tables into partitions it then merges: `agreement --humans`' three
+    statements over its rated items took 0.078 s CPU (0.070 s wall) with two threads on 1 M
+    turns, 0.056 s with one. For two big statements side by side (`cost --by`'s two passes
+    over every call, the summary's run costs beside its means), one thread each on 2 cores
+    cost 0.32 + 0.15 s CPU against 0.55-0.66 s one after the other on two threads. Half,
+    not one: on a machine of more cores the passes over every call keep several threads
+    each (a row group a thread).
     The setting is the database's, not the cursor's: set it around a `beside` block, never
     from inside one. A connection whose settings are locked
     (`access.LOCKED`, `bench view`'s, whose requests share one database) keeps its threads."""
     threads, locked = con.execute(
         "SELECT current_setting('threads'), current_setting('lock_configuration')").fetchone()
-    if int(threads) == 1 or locked:
+    half = max(1, int(threads) // 2)
+    if half == int(threads) or locked:
         yield
         return
-    con.execute("SET threads = 1")
+    con.execute(f"SET threads = {half}")
     try:
         yield
     finally:

@@ -424,17 +424,17 @@ def summary(ctx: ReportContext) -> ReportResult:
     # has read them
     labels = ctx.labels() if ctx._labels is not None else ctx.labels_of(
         [(r[0], r[12] if r[12] is not None else r[13], r[1]) for r in counted])
-    from .aside import beside, one_thread
+    from .aside import beside, half_threads
     from .judge_validity import unvalidated_note
     from .simulator import summary_note
 
     # the notes, the pooled trigger score and the calls' costs read beside the headline's
-    # means, on a cursor of their own (statements on one core each: the machine has two),
-    # each cursor on one DuckDB thread: what the means and notes read are tables of one row
-    # group (`aside.one_thread`), and the costs, over every call, had both threads to
-    # themselves before (0.22 s CPU on 1 M turns, ~0.1 on one)
-    with one_thread(ctx.con), beside(ctx, unvalidated_note, summary_note, headline_pooled,
-                                     lambda side: run_costs(side, where)) as later:
+    # means, on a cursor of their own, each cursor on half the DuckDB threads (one on 2
+    # cores, `aside.half_threads`): what the means and notes read are tables of one row
+    # group, and the costs, over every call, had all the threads to themselves before
+    # (0.22 s CPU on 1 M turns on two, ~0.1 on one)
+    with half_threads(ctx.con), beside(ctx, unvalidated_note, summary_note, headline_pooled,
+                                       lambda side: run_costs(side, where)) as later:
         scores = headline_table(ctx, lambda: later(2))
     costs = later(3)
     # a run's cost is unknown (None) when one of its calls is unpriced, $0 without calls

@@ -240,13 +240,13 @@ def cost(ctx: Any) -> ReportResult:
         FROM llm_calls WHERE run_id IN $runs AND purpose = 'imported'
         GROUP BY ALL ORDER BY ALL""") if imported_runs(ctx) & set(ctx.runs) else []
     where = measured(ctx)
-    from .aside import beside, one_thread
+    from .aside import beside, half_threads
 
     # with `--by`, its groups' ledgers are read beside the role rows, on a second cursor,
-    # each statement on one DuckDB thread (`aside.one_thread`): both scan every call, and
-    # one after the other on two threads each they cost 0.55-0.66 s CPU on 1 M turns, side
-    # by side on one thread each 0.52-0.53, in less wall time
-    with (one_thread(ctx.con) if ctx.by else contextlib.nullcontext()), \
+    # each on half the DuckDB threads (`aside.half_threads`; one on 2 cores): both scan
+    # every call, and one after the other on two threads each they cost 0.55-0.66 s CPU on
+    # 1 M turns, side by side on one thread each 0.52-0.53
+    with (half_threads(ctx.con) if ctx.by else contextlib.nullcontext()), \
             (beside(ctx, lambda side: _by_group(side, labels)) if ctx.by
              else contextlib.nullcontext()) as later:
         unpriced = {(r[0], r[1], r[2]): int(r[3])
