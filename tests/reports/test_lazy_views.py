@@ -363,8 +363,6 @@ def test_half_threads_halves_gives_back_and_leaves_a_locked_connection() -> None
     machine of more cores the two cursors' passes over every call keep several each), the
     count given back after it; a connection whose settings are locked (`access.LOCKED`,
     where `bench view`'s requests share one database) runs it with its threads, no `SET`."""
-    import duckdb
-
     from benchpack.reports.aside import half_threads
 
     def threads(con: Any) -> int:

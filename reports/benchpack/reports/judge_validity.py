@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from . import validity
@@ -101,12 +102,9 @@ def _judged_with_rated(ctx: ReportContext, runs: list[str], label_col: str, rate
     # labels come from `_PPI_FIGURES`, never user text. Of the rated items only the kinds
     # `_JUDGED` lists can match: the triples (60 % of them on 1 M turns) are left out of the
     # join's build side
-    sums = []
-    for i, (kind, _, values) in enumerate(_PPI_FIGURES):
-        judge = _value_sql("j.label", values)
-        human = _value_sql(f"h.{label_col}", values)
-        sums.append(f"sum({judge}) FILTER (WHERE j.kind = '{kind}') AS f{i}, "
-                    f"sum({human} - {judge}) FILTER (WHERE j.kind = '{kind}') AS r{i}")
+    sums = [*_figure_sums("f", "j.kind", lambda v: _value_sql("j.label", v)),
+            *_figure_sums("r", "j.kind", lambda v: f"{_value_sql(f'h.{label_col}', v)} - "
+                                                  f"{_value_sql('j.label', v)}")]
     return dict(ctx.con.execute(f"""
         WITH j AS ({_JUDGED.replace("$runs", marks)})
         SELECT list_position([{marks}], j.run_id) AS r,
@@ -120,14 +118,20 @@ def _judged_with_rated(ctx: ReportContext, runs: list[str], label_col: str, rate
         GROUP BY ALL""", [ctx.min_raters]).fetchnumpy())
 
 
+def _figure_sums(name: str, kind: str, value: Callable[[Any], str]) -> list[str]:
+    """`sum(value) FILTER (WHERE kind = …) AS {name}{i}` for each figure of `_PPI_FIGURES`
+    (`value` of its label values): the headline's sums, named as `ppi_table` reads them."""
+    return [f"sum({value(values)}) FILTER (WHERE {kind} = '{k}') AS {name}{i}"
+            for i, (k, _, values) in enumerate(_PPI_FIGURES)]
+
+
 def ppi_judged(ctx: ReportContext, runs: list[str]) -> dict[str, Any]:
     """The half of the headline the judged tables give, per (run — its index in `runs`, from
     1 —, kind, session): the judged items (`judged`) and the sums of the judge's values per
     figure (`f0`, …), as numpy columns. It reads no rated item, so `agreement --humans` reads
     it beside writing its TEMP table (`aside.beside`)."""
     marks = literals(runs)
-    sums = ", ".join(f"sum({_value_sql('label', values)}) FILTER (WHERE kind = '{kind}') AS f{i}"
-                     for i, (kind, _, values) in enumerate(_PPI_FIGURES))
+    sums = ", ".join(_figure_sums("f", "kind", lambda v: _value_sql("label", v)))
     return dict(ctx.con.execute(f"""
         WITH j AS ({_JUDGED.replace("$runs", marks)})
         SELECT list_position([{marks}], run_id) AS r,
@@ -145,10 +149,9 @@ def _judged_and_rated(ctx: ReportContext, runs: list[str], label_col: str, rated
     import numpy as np
 
     marks = literals(of)
-    rectified = ", ".join(
-        f"sum({_value_sql(f'h.{label_col}', values)} - {_value_sql('h.judge_label', values)}) "
-        f"FILTER (WHERE h.kind = '{kind}') AS r{i}"
-        for i, (kind, _, values) in enumerate(_PPI_FIGURES))
+    rectified = ", ".join(_figure_sums(
+        "r", "h.kind", lambda v: f"{_value_sql(f'h.{label_col}', v)} - "
+                                 f"{_value_sql('h.judge_label', v)}"))
     # the rated items of the judged ones (`_JUDGED`'s conditions): a judge label, a finished
     # session that is no ablation variant
     part = ctx.con.execute(f"""
