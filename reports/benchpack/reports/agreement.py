@@ -473,9 +473,8 @@ def _rank_stability(ctx: ReportContext, lineage: dict[str, Lineage]) -> Table:
     for (row, _), tau in zip(pending, taus, strict=True):
         t.rows.append([*row[:4], Estimate(tau.tau, None, tau.low, tau.high, tau.units,
                                           caution=tau.caution), *row[4:]])
-    # a note only then: other reports stay as they were. `caution` is the raise's reason
-    # alone, or it joined with `untrusted`: anything else in it means the end was raised
-    if any(tau.caution and tau.caution != tau.untrusted for tau in taus):
+    # a note only then: other reports stay as they were
+    if any(tau.raised for tau in taus):
         t.notes.append(TAU_RAISED)
     if any(tau.untrusted for tau in taus):
         t.notes.append(TAU_UNTRUSTED)

@@ -162,12 +162,16 @@ class TauCI:
     left out and counted apart)."""
     bias: float | None = None
     """Mean of the resampled τs minus `tau` (None without resamples)."""
-    caution: str | None = None
-    """Why `high` is above the percentile's upper end (`stats.tau_upper`), and why the
-    interval cannot be trusted (`untrusted`), joined by "; "; or None."""
+    raised: str | None = None
+    """Why `high` is above the percentile's upper end (`stats.tau_upper`), or None."""
     untrusted: str | None = None
     """Why the interval cannot be trusted (`stats.tau_caution`: many agents whose figures
     move more under resampling than they are apart), or None."""
+
+    @property
+    def caution(self) -> str | None:
+        """What the report marks ‡: `raised` and `untrusted`, joined by "; "; or None."""
+        return "; ".join(w for w in (self.raised, self.untrusted) if w) or None
 
 
 Figure = Mapping[str, tuple[float, float]]
@@ -193,7 +197,7 @@ def kendall_tau_ci(under_a: Mapping[str, Figure], under_b: Mapping[str, Figure],
     are resampled with replacement, every agent's figure under both judges recomputed on the
     same draw, τ recomputed. Units are the union over agents, in sorted order, so the draws do
     not depend on the order the store returned them. The upper end is raised where the
-    resamples are biased low (`stats.tau_upper`; `caution` then says why), and the interval
+    resamples are biased low (`stats.tau_upper`; `raised` then says why), and the interval
     marked where it cannot be trusted (`stats.tau_caution`, `untrusted`); ``caution=False``:
     the percentile interval as it is (what `benchmarks/tau_coverage.py` compares with)."""
     return kendall_tau_cis([(under_a, under_b)], level=level, resamples=resamples,
@@ -319,7 +323,6 @@ def _tau_bootstrap(n: int, calls: list[tuple[int, float, list[int], Any]], level
             fig_a = (sums[:m] / sums[m:2 * m]).tolist()
             fig_b = (sums[2 * m:3 * m] / sums[3 * m:]).tolist()
             untrusted = tau_caution(m, tau_spread(spread[:m], fig_a, spread[m:], fig_b))
-            why = "; ".join(w for w in (why, untrusted) if w) or None
         results.append(TauCI(tau, low, high, len(keep), n, len(drawn_taus), bias, why,
                              untrusted))
     return results
