@@ -236,7 +236,7 @@ def _tag_expr(key: str) -> str:
     prefix = f"{key}:"
     return (f"nullif(array_to_string(list_sort(list_transform(list_filter("
             f"CAST(json_extract(extra, '$.tags') AS VARCHAR[]), "
-            f"x -> starts_with(x, '{prefix}')), x -> x[{len(prefix) + 1}:])), ', '), '')")
+            f"lambda x: starts_with(x, '{prefix}')), lambda x: x[{len(prefix) + 1}:])), ', '), '')")
 
 
 def _group_expr(ctx: ReportContext) -> str:
