@@ -5,9 +5,9 @@ loop's time a session, and the store writer's thread competes with it for the in
 - Every session of a run offers the same tool list (several kilobytes of JSON): the writer
   redacts and hashes it once a run, not once a session.
 - The run's end: the final run row is written and DuckDB's checkpoint started (on a thread of
-  its own) before the summary's queries, which read while it runs; closing the store then has
-  nothing left to checkpoint. Closing used to checkpoint after the summary (~40-90 ms for a
-  1,000-session run, ~5-10 ms a table whatever the rows)."""
+  its own) before the summary's queries (DuckDB 1.5 read while it ran; 2.0 makes the first
+  query wait for it); closing the store then has nothing left to checkpoint. Closing used to
+  checkpoint after the summary (~40-90 ms for a 1,000-session run on DuckDB 1.5)."""
 
 from __future__ import annotations
 
@@ -104,8 +104,8 @@ def test_finish_run_checkpoints_before_close_and_reads_go_on(tmp_path: Path) -> 
     with store.reading() as con:  # the summary's reads, while the checkpoint may still run
         assert con.execute("SELECT count(*) FROM sessions").fetchone() == (3,)
         assert con.execute("SELECT status FROM runs").fetchone() == ("finished",)
-        # the last checkpoint on one DuckDB thread: half the CPU of one thread a core
-        # (storeend's docstring); the run's writes had DuckDB's default
+        # the last checkpoint on one DuckDB thread (storeend's docstring); the run's writes
+        # had DuckDB's default
         assert con.execute("SELECT current_setting('threads')").fetchone() == (1,)
     store.close()
     assert not Path(f"{db}.wal").exists()
