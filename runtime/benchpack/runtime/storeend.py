@@ -5,7 +5,8 @@ while the CLI prints. (Closing the connection used to checkpoint after the summa
 rows; on 2.0.1 the checkpoint takes 14-17 ms for the same store.) On 1.5 the summary's queries
 read while the checkpoint ran; on 2.0.1 the first of them waits for it (stamps: its answer 2-7
 ms after the checkpoint's end). Starting the checkpoint after the summary instead, beside the
-print, measured no better within this machine's noise (six runs each way, 2026-12-05).
+print, measured no better: of the ideal at c = 64 after start-up 84.6-86.5 % against
+85.1-86.6 % (`http_bench.py`, five alternations of three rounds, 2026-12-05).
 
 The checkpoint runs on one DuckDB thread: on 1.5.6 its default of one thread a core took twice
 the CPU and the wall time for the same file, byte count and compression (16 batches of 64
